@@ -1,0 +1,1 @@
+//! tessera's kernel macros (in progress).

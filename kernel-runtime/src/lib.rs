@@ -1,0 +1,51 @@
+//! tessera's runtime: the layer every generated launcher stands on.
+//!
+//! - [`Runtime`] chooses an adapter (a hardware GPU first; `TESSERA_ADAPTER` picks one by name;
+//!   a software adapter such as Mesa's lavapipe last), creates the device with the adapter's own
+//!   limits and optional features, and reports what it got. [`Runtime::from_wgpu`] adopts an
+//!   application's own device.
+//! - [`GpuBuffer`] is a typed storage buffer: upload, zeroed, overwrite, read back.
+//! - [`Runtime::pipeline`] builds each compute pipeline once and caches it.
+//! - [`Runtime::dispatch`] launches one kernel; a [`Batch`] records several into one command
+//!   buffer and submits them once, optionally timed ([`Timing`]).
+//! - Every failure is an [`Error`] value: wgpu's validation and out-of-memory errors are captured
+//!   in error scopes, never left to wgpu's panicking default handler.
+//!
+//! ```no_run
+//! use kernel_runtime::{Arg, BindingKind, PipelineDesc, Runtime};
+//!
+//! const ADD_ONE: &str = "
+//!     @group(0) @binding(0) var<storage, read_write> x: array<f32>;
+//!     @compute @workgroup_size(64)
+//!     fn add_one(@builtin(global_invocation_id) id: vec3<u32>) {
+//!         if id.x < arrayLength(&x) { x[id.x] += 1.0; }
+//!     }";
+//!
+//! # fn main() -> Result<(), kernel_runtime::Error> {
+//! let rt = Runtime::new()?;
+//! let mut x = rt.upload(&[1.0f32; 100])?;
+//! let pipeline = rt.pipeline(&PipelineDesc::new(ADD_ONE, "add_one", &[BindingKind::ReadWriteStorage]))?;
+//! rt.dispatch(&pipeline, &[Arg::read_write(&mut x)], [2, 1, 1])?;
+//! assert_eq!(x.read(&rt)?, vec![2.0; 100]);
+//! # Ok(()) }
+//! ```
+#![warn(missing_docs)]
+
+mod adapter;
+mod buffer;
+mod dispatch;
+mod error;
+mod pipeline;
+mod runtime;
+mod timing;
+
+pub use adapter::ADAPTER_ENV;
+pub use buffer::GpuBuffer;
+pub use dispatch::{Arg, Batch};
+pub use error::{Error, Result};
+pub use pipeline::{BindingKind, Pipeline, PipelineDesc};
+pub use runtime::{Runtime, RuntimeInfo};
+pub use timing::{Timing, TimingSource};
+
+/// The wgpu this runtime is built on, for interoperation.
+pub use wgpu;

@@ -1,0 +1,247 @@
+//! Compute pipelines and the cache that builds each one once: a WGSL source, an entry point,
+//! the bind-group layout and the override constants identify a [`Pipeline`]. Shader modules and
+//! bind-group layouts are cached too, so entry points of one module share both.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, RwLock};
+
+use crate::error::Result;
+use crate::runtime::Runtime;
+
+/// How a kernel sees one binding of its bind group. Bindings are numbered in order from 0 in
+/// group 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BindingKind {
+    /// `var<storage, read>`: the kernel only reads it.
+    ReadOnlyStorage,
+    /// `var<storage, read_write>`: the kernel may write it.
+    ReadWriteStorage,
+    /// `var<uniform>`: a small parameter struct.
+    Uniform,
+}
+
+impl BindingKind {
+    fn layout_entry(self, binding: u32) -> wgpu::BindGroupLayoutEntry {
+        let ty = match self {
+            BindingKind::ReadOnlyStorage => wgpu::BufferBindingType::Storage { read_only: true },
+            BindingKind::ReadWriteStorage => wgpu::BufferBindingType::Storage { read_only: false },
+            BindingKind::Uniform => wgpu::BufferBindingType::Uniform,
+        };
+        wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        }
+    }
+}
+
+/// Everything that identifies a compute pipeline.
+///
+/// ```no_run
+/// # use kernel_runtime::{BindingKind, PipelineDesc, Runtime};
+/// # fn main() -> Result<(), kernel_runtime::Error> {
+/// # let rt = Runtime::new()?;
+/// const DOUBLE: &str = "
+///     @group(0) @binding(0) var<storage, read_write> x: array<f32>;
+///     @compute @workgroup_size(64)
+///     fn double(@builtin(global_invocation_id) id: vec3<u32>) {
+///         if id.x < arrayLength(&x) { x[id.x] *= 2.0; }
+///     }";
+/// let pipeline = rt.pipeline(&PipelineDesc::new(DOUBLE, "double", &[BindingKind::ReadWriteStorage]))?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct PipelineDesc<'a> {
+    /// The WGSL module.
+    pub source: &'a str,
+    /// The `@compute` function to run.
+    pub entry_point: &'a str,
+    /// One entry per binding of group 0, in binding order.
+    pub bindings: &'a [BindingKind],
+    /// Values for the module's `override` constants.
+    pub constants: &'a [(&'a str, f64)],
+}
+
+impl<'a> PipelineDesc<'a> {
+    /// A pipeline description without override constants.
+    pub fn new(source: &'a str, entry_point: &'a str, bindings: &'a [BindingKind]) -> Self {
+        PipelineDesc {
+            source,
+            entry_point,
+            bindings,
+            constants: &[],
+        }
+    }
+}
+
+/// A compute pipeline together with its bind-group layout. Cloning it is cheap.
+#[derive(Clone, Debug)]
+pub struct Pipeline {
+    label: Arc<str>,
+    bindings: Arc<[BindingKind]>,
+    layout: Arc<wgpu::BindGroupLayout>,
+    raw: wgpu::ComputePipeline,
+}
+
+impl Pipeline {
+    /// The entry point's name; errors and timings use it.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The bindings of group 0, in order.
+    pub fn bindings(&self) -> &[BindingKind] {
+        &self.bindings
+    }
+
+    /// The wgpu pipeline, for interoperation.
+    pub fn raw(&self) -> &wgpu::ComputePipeline {
+        &self.raw
+    }
+
+    /// The layout of bind group 0.
+    pub fn bind_group_layout(&self) -> &wgpu::BindGroupLayout {
+        &self.layout
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct PipelineKey {
+    source: Arc<str>,
+    entry_point: String,
+    bindings: Vec<BindingKind>,
+    /// Constants by name and bit pattern, so the key can be hashed.
+    constants: Vec<(String, u64)>,
+}
+
+/// Built pipelines, shader modules and layouts, keyed by what identifies them. Lookups take a
+/// read lock; a miss builds under no lock and the first result stored wins.
+#[derive(Default)]
+pub(crate) struct PipelineCache {
+    modules: Cached<Arc<str>, wgpu::ShaderModule>,
+    layouts: Cached<Vec<BindingKind>, Arc<wgpu::BindGroupLayout>>,
+    pipelines: Cached<PipelineKey, Pipeline>,
+}
+
+struct Cached<K, V>(RwLock<HashMap<K, V>>);
+
+impl<K, V> Default for Cached<K, V> {
+    fn default() -> Self {
+        Cached(RwLock::new(HashMap::new()))
+    }
+}
+
+impl<K: Hash + Eq, V: Clone> Cached<K, V> {
+    fn get_or_build(&self, key: K, build: impl FnOnce() -> Result<V>) -> Result<V> {
+        if let Some(value) = self.0.read().ok().and_then(|map| map.get(&key).cloned()) {
+            return Ok(value);
+        }
+        let value = build()?;
+        match self.0.write() {
+            Ok(mut map) => Ok(map.entry(key).or_insert(value).clone()),
+            Err(_) => Ok(value),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.read().map(|map| map.len()).unwrap_or(0)
+    }
+}
+
+impl Runtime {
+    /// Returns the pipeline `desc` describes, building it on first use.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Validation`](crate::Error::Validation) when the WGSL does not compile, the entry
+    /// point does not exist or the bindings do not match the module's.
+    pub fn pipeline(&self, desc: &PipelineDesc<'_>) -> Result<Pipeline> {
+        let key = PipelineKey {
+            source: Arc::from(desc.source),
+            entry_point: desc.entry_point.to_owned(),
+            bindings: desc.bindings.to_vec(),
+            constants: desc
+                .constants
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), value.to_bits()))
+                .collect(),
+        };
+        self.cache
+            .pipelines
+            .get_or_build(key.clone(), || self.build_pipeline(desc, &key))
+    }
+
+    /// How many distinct pipelines this runtime has built.
+    pub fn cached_pipelines(&self) -> usize {
+        self.cache.pipelines.len()
+    }
+
+    fn build_pipeline(&self, desc: &PipelineDesc<'_>, key: &PipelineKey) -> Result<Pipeline> {
+        let module = self
+            .cache
+            .modules
+            .get_or_build(Arc::clone(&key.source), || {
+                self.scoped(
+                    format_args!("compiling the WGSL of `{}`", desc.entry_point),
+                    || {
+                        self.device()
+                            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                                label: Some(desc.entry_point),
+                                source: wgpu::ShaderSource::Wgsl(desc.source.into()),
+                            })
+                    },
+                )
+            })?;
+        let layout = self.cache.layouts.get_or_build(key.bindings.clone(), || {
+            self.scoped("creating a bind-group layout", || {
+                let entries: Vec<_> = (0u32..)
+                    .zip(desc.bindings)
+                    .map(|(i, kind)| kind.layout_entry(i))
+                    .collect();
+                Arc::new(
+                    self.device()
+                        .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                            label: Some("tessera bindings"),
+                            entries: &entries,
+                        }),
+                )
+            })
+        })?;
+        let raw = self.scoped(
+            format_args!("creating the pipeline `{}`", desc.entry_point),
+            || {
+                let pipeline_layout =
+                    self.device()
+                        .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                            label: Some(desc.entry_point),
+                            bind_group_layouts: &[Some(&layout)],
+                            immediate_size: 0,
+                        });
+                self.device()
+                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(desc.entry_point),
+                        layout: Some(&pipeline_layout),
+                        module: &module,
+                        entry_point: Some(desc.entry_point),
+                        compilation_options: wgpu::PipelineCompilationOptions {
+                            constants: desc.constants,
+                            zero_initialize_workgroup_memory: true,
+                        },
+                        cache: None,
+                    })
+            },
+        )?;
+        Ok(Pipeline {
+            label: desc.entry_point.into(),
+            bindings: desc.bindings.into(),
+            layout,
+            raw,
+        })
+    }
+}

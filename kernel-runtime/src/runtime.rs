@@ -1,0 +1,250 @@
+//! [`Runtime`]: the adapter, device and queue, what they offer, the pipeline cache, and the
+//! error-scope discipline every GPU operation of the crate goes through.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use crate::adapter::{self, ADAPTER_ENV};
+use crate::error::{Error, Result};
+use crate::pipeline::PipelineCache;
+
+/// Optional device features the runtime asks for whenever the adapter has them.
+const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
+    .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
+    .union(wgpu::Features::SHADER_F16)
+    .union(wgpu::Features::SUBGROUP);
+
+/// A GPU device ready to run kernels: adapter, device, queue and pipeline cache.
+///
+/// Create one per application and share it by reference; it is `Send + Sync`.
+///
+/// ```no_run
+/// # fn main() -> Result<(), kernel_runtime::Error> {
+/// let rt = kernel_runtime::Runtime::new()?;
+/// println!("{}", rt.info());
+/// let x = rt.upload(&[1.0f32, 2.0, 3.0])?;
+/// assert_eq!(x.read(&rt)?, vec![1.0, 2.0, 3.0]);
+/// # Ok(()) }
+/// ```
+pub struct Runtime {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    info: RuntimeInfo,
+    lost: Arc<Mutex<Option<(wgpu::DeviceLostReason, String)>>>,
+    pub(crate) cache: PipelineCache,
+}
+
+/// What the runtime is running on: the adapter, and the features and limits of its device.
+#[derive(Clone, Debug)]
+pub struct RuntimeInfo {
+    /// The adapter's name, e.g. `NVIDIA H100 80GB HBM3` or `llvmpipe (LLVM 15.0.6, 256 bits)`.
+    pub name: String,
+    /// The graphics API wgpu drives it through.
+    pub backend: wgpu::Backend,
+    /// Discrete, integrated, virtual, CPU or other.
+    pub device_type: wgpu::DeviceType,
+    /// Driver name and version, as the driver reports them (may be empty).
+    pub driver: String,
+    /// The features the device was created with.
+    pub features: wgpu::Features,
+    /// The limits the device was created with.
+    pub limits: wgpu::Limits,
+}
+
+impl RuntimeInfo {
+    fn new(info: wgpu::AdapterInfo, features: wgpu::Features, limits: wgpu::Limits) -> Self {
+        let driver = [info.driver.as_str(), info.driver_info.as_str()]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ");
+        RuntimeInfo {
+            name: info.name,
+            backend: info.backend,
+            device_type: info.device_type,
+            driver,
+            features,
+            limits,
+        }
+    }
+
+    /// Whether GPU timestamps can time batches (see [`Batch::submit_timed`](crate::Batch::submit_timed)).
+    pub fn has_timestamps(&self) -> bool {
+        self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
+    }
+}
+
+impl fmt::Display for RuntimeInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({:?}, {:?}",
+            self.name, self.backend, self.device_type
+        )?;
+        if !self.driver.is_empty() {
+            write!(f, ", {}", self.driver)?;
+        }
+        let optional = [
+            (wgpu::Features::TIMESTAMP_QUERY, "timestamps"),
+            (wgpu::Features::SHADER_F16, "f16"),
+            (wgpu::Features::SUBGROUP, "subgroups"),
+        ];
+        let have: Vec<&str> = optional
+            .iter()
+            .filter(|(feature, _)| self.features.contains(*feature))
+            .map(|(_, name)| *name)
+            .collect();
+        let l = &self.limits;
+        write!(
+            f,
+            "); features: [{}]; limits: {} KiB workgroup storage, {} invocations per workgroup, \
+             {} workgroups per dimension, {} MiB storage bindings",
+            have.join(", "),
+            l.max_compute_workgroup_storage_size / 1024,
+            l.max_compute_invocations_per_workgroup,
+            l.max_compute_workgroups_per_dimension,
+            l.max_storage_buffer_binding_size / (1024 * 1024),
+        )
+    }
+}
+
+impl Runtime {
+    /// Opens the best adapter on this machine and creates a device on it.
+    ///
+    /// A hardware GPU is preferred over a virtual one and a software adapter (such as Mesa's
+    /// lavapipe) is used last. Setting `TESSERA_ADAPTER` to part of an adapter's name picks that
+    /// adapter instead. The device gets the adapter's own limits and, where present, timestamp
+    /// queries, `SHADER_F16` and `SUBGROUP`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoAdapter`] when there is no adapter (the message says how to install one) or
+    /// none matches `TESSERA_ADAPTER`; [`Error::RequestDevice`] when the adapter refuses.
+    pub fn new() -> Result<Self> {
+        pollster::block_on(Self::new_async())
+    }
+
+    /// The asynchronous form of [`Runtime::new`].
+    pub async fn new_async() -> Result<Self> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+        let infos: Vec<wgpu::AdapterInfo> = adapters.iter().map(wgpu::Adapter::get_info).collect();
+        let candidates: Vec<adapter::Candidate> = infos.iter().map(Into::into).collect();
+        let wanted = std::env::var(ADAPTER_ENV).ok().filter(|v| !v.is_empty());
+        let chosen = adapter::choose(&candidates, wanted.as_deref())?;
+        let adapter = &adapters[chosen];
+        let descriptor = wgpu::DeviceDescriptor {
+            label: Some("tessera"),
+            required_features: adapter.features() & OPTIONAL_FEATURES,
+            required_limits: adapter.limits(),
+            ..Default::default()
+        };
+        let (device, queue) = adapter
+            .request_device(&descriptor)
+            .await
+            .map_err(|source| Error::RequestDevice {
+                adapter: adapter::describe(&infos[chosen]),
+                source,
+            })?;
+        // Errors the runtime does not capture in a scope (there should be none) are kept
+        // out of wgpu's default handler, which panics.
+        device.on_uncaptured_error(Arc::new(|_error: wgpu::Error| {}));
+        Ok(Self::adopt(device, queue, adapter.get_info()))
+    }
+
+    /// Adopts a device and queue the application already owns.
+    ///
+    /// The runtime uses the device's features and limits as they are. It does not replace the
+    /// device's uncaptured-error handler: every operation of the runtime captures its own errors.
+    pub fn from_wgpu(device: wgpu::Device, queue: wgpu::Queue) -> Self {
+        let info = device.adapter_info();
+        Self::adopt(device, queue, info)
+    }
+
+    fn adopt(device: wgpu::Device, queue: wgpu::Queue, adapter: wgpu::AdapterInfo) -> Self {
+        let lost = Arc::new(Mutex::new(None));
+        let slot = Arc::clone(&lost);
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut slot) = slot.lock() {
+                slot.get_or_insert((reason, message));
+            }
+        });
+        let info = RuntimeInfo::new(adapter, device.features(), device.limits());
+        Runtime {
+            device,
+            queue,
+            info,
+            lost,
+            cache: PipelineCache::default(),
+        }
+    }
+
+    /// The adapter, features and limits in use. Its `Display` is a one-line report.
+    pub fn info(&self) -> &RuntimeInfo {
+        &self.info
+    }
+
+    /// The wgpu device, for interoperation.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The wgpu queue, for interoperation.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// Returns [`Error::DeviceLost`] once the device has been lost.
+    pub fn check_device(&self) -> Result<()> {
+        let lost = self
+            .lost
+            .lock()
+            .map(|slot| slot.clone())
+            .unwrap_or_default();
+        match lost {
+            Some((reason, message)) => Err(Error::DeviceLost { reason, message }),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `f` with wgpu's validation and out-of-memory errors captured, and returns the first
+    /// one as an [`Error`] whose message names `operation`.
+    pub(crate) fn scoped<R>(
+        &self,
+        operation: impl fmt::Display,
+        f: impl FnOnce() -> R,
+    ) -> Result<R> {
+        self.check_device()?;
+        let out_of_memory = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let value = f();
+        let errors = [
+            pollster::block_on(validation.pop()),
+            pollster::block_on(internal.pop()),
+            pollster::block_on(out_of_memory.pop()),
+        ];
+        self.check_device()?;
+        match errors.into_iter().flatten().next() {
+            Some(error) => Err(Error::from_wgpu(operation, error)),
+            None => Ok(value),
+        }
+    }
+
+    /// Blocks until all submitted work has finished.
+    pub fn wait(&self) -> Result<()> {
+        self.check_device()?;
+        self.device.poll(wgpu::PollType::wait_indefinitely())?;
+        self.check_device()
+    }
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,416 @@
+//! The runtime on a real adapter: buffer round trips, hand-written WGSL dispatched over many
+//! workgroups, batches, timing, the pipeline cache, and each error as its value.
+
+mod common;
+
+use common::runtime;
+use tessera::{Arg, BindingKind, Error, GpuBuffer, PipelineDesc, Runtime, TimingSource};
+
+const SCALE_AND_SHIFT: &str = "
+struct Params { scale: f32, shift: f32, n: u32, row: u32 }
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+@compute @workgroup_size(64)
+fn scale_and_shift(@builtin(global_invocation_id) id: vec3<u32>) {
+    let i = id.y * p.row + id.x;
+    if id.x < p.row && i < p.n { y[i] = x[i] * p.scale + p.shift; }
+}
+
+@compute @workgroup_size(64)
+fn square_in_place(@builtin(global_invocation_id) id: vec3<u32>) {
+    let i = id.y * p.row + id.x;
+    if id.x < p.row && i < p.n { y[i] = y[i] * y[i]; }
+}
+";
+
+const BINDINGS: [BindingKind; 3] = [
+    BindingKind::ReadOnlyStorage,
+    BindingKind::ReadWriteStorage,
+    BindingKind::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    scale: f32,
+    shift: f32,
+    n: u32,
+    row: u32,
+}
+
+fn round_trip<T: bytemuck::Pod + PartialEq + std::fmt::Debug>(rt: &Runtime, data: &[T]) {
+    let buffer = rt.upload(data).unwrap();
+    assert_eq!(buffer.len(), data.len());
+    assert_eq!(
+        buffer.read(rt).unwrap(),
+        data,
+        "round trip of {} x {}",
+        data.len(),
+        std::any::type_name::<T>()
+    );
+}
+
+#[test]
+fn buffers_round_trip_every_element_type_and_length() {
+    let rt = runtime();
+    for len in [0usize, 1, 3, 7, 1000, 1 << 20] {
+        round_trip(
+            &rt,
+            &(0..len).map(|i| i as f32 * 0.5 - 3.0).collect::<Vec<_>>(),
+        );
+        round_trip(
+            &rt,
+            &(0..len).map(|i| i as u32 ^ 0xdead_beef).collect::<Vec<_>>(),
+        );
+        round_trip(&rt, &(0..len).map(|i| -(i as i32)).collect::<Vec<_>>());
+        round_trip(&rt, &(0..len).map(|i| i as u8).collect::<Vec<_>>());
+        round_trip(&rt, &(0..len).map(|i| i as u16).collect::<Vec<_>>());
+        round_trip(
+            &rt,
+            &(0..len).map(|i| [i as f32, 1.0, 2.0]).collect::<Vec<_>>(),
+        );
+    }
+}
+
+#[test]
+fn zeroed_buffers_read_back_as_zeros() {
+    let rt = runtime();
+    for len in [0usize, 1, 5, 4097] {
+        let zeros = rt.zeros::<f32>(len).unwrap();
+        assert_eq!(zeros.len(), len);
+        assert_eq!(zeros.is_empty(), len == 0);
+        assert_eq!(zeros.read(&rt).unwrap(), vec![0.0; len]);
+    }
+}
+
+#[test]
+fn write_overwrites_and_checks_length() {
+    let rt = runtime();
+    let mut buffer = GpuBuffer::from_slice(&rt, &[1u8, 2, 3]).unwrap();
+    buffer.write(&rt, &[7, 8, 9]).unwrap();
+    assert_eq!(buffer.read(&rt).unwrap(), vec![7, 8, 9]);
+    let error = buffer.write(&rt, &[1, 2]).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::LengthMismatch {
+                expected: 3,
+                given: 2
+            }
+        ),
+        "{error}"
+    );
+    assert_eq!(
+        buffer.read(&rt).unwrap(),
+        vec![7, 8, 9],
+        "a rejected write must change nothing"
+    );
+}
+
+#[test]
+fn read_async_returns_the_data() {
+    let rt = runtime();
+    let data: Vec<u32> = (0..12345).collect();
+    let buffer = rt.upload(&data).unwrap();
+    assert_eq!(pollster::block_on(buffer.read_async(&rt)).unwrap(), data);
+}
+
+#[test]
+fn raw_buffer_is_exposed_for_interop() {
+    let rt = runtime();
+    let buffer = rt.upload(&[1.0f32; 10]).unwrap();
+    assert!(buffer.raw().size() >= 40);
+    assert!(buffer
+        .raw()
+        .usage()
+        .contains(tessera::wgpu::BufferUsages::STORAGE));
+    assert_eq!(buffer.size_in_bytes(), 40);
+}
+
+/// 300 x 200 elements as rows of 300: a 5 x 200 grid of 64-wide workgroups.
+fn scale_inputs(rt: &Runtime) -> (Vec<f32>, GpuBuffer<f32>, GpuBuffer<f32>, Params) {
+    let row = 300u32;
+    let n = row * 200;
+    let xs: Vec<f32> = (0..n).map(|i| (i % 97) as f32 - 40.0).collect();
+    let x = rt.upload(&xs).unwrap();
+    let y = rt.zeros::<f32>(n as usize).unwrap();
+    (
+        xs,
+        x,
+        y,
+        Params {
+            scale: 1.5,
+            shift: -2.0,
+            n,
+            row,
+        },
+    )
+}
+
+#[test]
+fn hand_written_kernel_runs_over_many_workgroups() {
+    let rt = runtime();
+    let pipeline = rt
+        .pipeline(&PipelineDesc::new(
+            SCALE_AND_SHIFT,
+            "scale_and_shift",
+            &BINDINGS,
+        ))
+        .unwrap();
+    let (xs, x, mut y, p) = scale_inputs(&rt);
+    rt.dispatch(
+        &pipeline,
+        &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
+        [p.row.div_ceil(64), 200, 1],
+    )
+    .unwrap();
+    let want: Vec<f32> = xs.iter().map(|v| v * 1.5 - 2.0).collect();
+    assert_eq!(y.read(&rt).unwrap(), want);
+}
+
+#[test]
+fn batch_runs_dependent_dispatches_in_order_and_times_them() {
+    let rt = runtime();
+    let scale = rt
+        .pipeline(&PipelineDesc::new(
+            SCALE_AND_SHIFT,
+            "scale_and_shift",
+            &BINDINGS,
+        ))
+        .unwrap();
+    let square = rt
+        .pipeline(&PipelineDesc::new(
+            SCALE_AND_SHIFT,
+            "square_in_place",
+            &BINDINGS,
+        ))
+        .unwrap();
+    let (xs, x, mut y, p) = scale_inputs(&rt);
+    let grid = [p.row.div_ceil(64), 200, 1];
+    let mut batch = rt.batch();
+    assert!(batch.is_empty());
+    batch
+        .dispatch(
+            &scale,
+            &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
+            grid,
+        )
+        .unwrap();
+    batch
+        .dispatch(
+            &square,
+            &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
+            grid,
+        )
+        .unwrap();
+    assert_eq!(batch.len(), 2);
+    let timing = batch.submit_timed().unwrap();
+    let want: Vec<f32> = xs
+        .iter()
+        .map(|v| (v * 1.5 - 2.0) * (v * 1.5 - 2.0))
+        .collect();
+    assert_eq!(y.read(&rt).unwrap(), want);
+
+    let labels: Vec<&str> = timing
+        .dispatches
+        .iter()
+        .map(|(label, _)| label.as_str())
+        .collect();
+    assert_eq!(labels, ["scale_and_shift", "square_in_place"]);
+    let expected_source = if rt.info().has_timestamps() {
+        TimingSource::GpuTimestamps
+    } else {
+        TimingSource::WallClock
+    };
+    assert_eq!(timing.source, expected_source);
+    if timing.source == TimingSource::GpuTimestamps {
+        assert!(timing.dispatches.iter().all(|(_, time)| time.is_some()));
+    }
+}
+
+#[test]
+fn pipelines_are_built_once_even_from_many_threads() {
+    let rt = runtime();
+    let desc = PipelineDesc::new(SCALE_AND_SHIFT, "scale_and_shift", &BINDINGS);
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| rt.pipeline(&desc).unwrap());
+        }
+    });
+    assert_eq!(rt.cached_pipelines(), 1);
+    rt.pipeline(&desc).unwrap();
+    assert_eq!(rt.cached_pipelines(), 1);
+    rt.pipeline(&PipelineDesc::new(
+        SCALE_AND_SHIFT,
+        "square_in_place",
+        &BINDINGS,
+    ))
+    .unwrap();
+    assert_eq!(rt.cached_pipelines(), 2);
+}
+
+#[test]
+fn override_constants_are_part_of_the_pipeline() {
+    const FILL: &str = "
+        override value: f32 = 0.0;
+        @group(0) @binding(0) var<storage, read_write> y: array<f32>;
+        @compute @workgroup_size(1) fn fill(@builtin(global_invocation_id) id: vec3<u32>) { y[id.x] = value; }";
+    let rt = runtime();
+    let bindings = [BindingKind::ReadWriteStorage];
+    let mut y = rt.zeros::<f32>(4).unwrap();
+    for value in [2.0, 5.0] {
+        let constants = [("value", value)];
+        let pipeline = rt
+            .pipeline(&PipelineDesc {
+                constants: &constants,
+                ..PipelineDesc::new(FILL, "fill", &bindings)
+            })
+            .unwrap();
+        rt.dispatch(&pipeline, &[Arg::read_write(&mut y)], [4, 1, 1])
+            .unwrap();
+        assert_eq!(y.read(&rt).unwrap(), vec![value as f32; 4]);
+    }
+    assert_eq!(rt.cached_pipelines(), 2);
+}
+
+#[test]
+fn from_wgpu_adopts_an_application_device() {
+    let rt = runtime();
+    let adopted = Runtime::from_wgpu(rt.device().clone(), rt.queue().clone());
+    assert_eq!(adopted.info().limits, rt.info().limits);
+    let data = [1.0f32, 2.0, 3.0];
+    assert_eq!(adopted.upload(&data).unwrap().read(&adopted).unwrap(), data);
+}
+
+#[test]
+fn info_reports_adapter_and_limits() {
+    let rt = runtime();
+    let report = rt.info().to_string();
+    assert!(report.starts_with(&rt.info().name), "{report}");
+    assert!(report.contains("workgroups per dimension"), "{report}");
+}
+
+#[test]
+fn invalid_wgsl_is_a_validation_error() {
+    let rt = runtime();
+    let error = rt
+        .pipeline(&PipelineDesc::new("fn broken( {", "broken", &[]))
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::Validation { operation, .. } if operation.contains("`broken`")),
+        "{error}"
+    );
+}
+
+#[test]
+fn missing_entry_point_is_a_validation_error() {
+    let rt = runtime();
+    let error = rt
+        .pipeline(&PipelineDesc::new(
+            SCALE_AND_SHIFT,
+            "no_such_kernel",
+            &BINDINGS,
+        ))
+        .unwrap_err();
+    assert!(matches!(error, Error::Validation { .. }), "{error}");
+}
+
+#[test]
+fn wrong_arguments_are_a_bindings_error() {
+    let rt = runtime();
+    let pipeline = rt
+        .pipeline(&PipelineDesc::new(
+            SCALE_AND_SHIFT,
+            "scale_and_shift",
+            &BINDINGS,
+        ))
+        .unwrap();
+    let (_, x, mut y, p) = scale_inputs(&rt);
+    let too_few = rt
+        .dispatch(&pipeline, &[Arg::read(&x)], [1, 1, 1])
+        .unwrap_err();
+    assert!(matches!(too_few, Error::Bindings { .. }), "{too_few}");
+    let swapped = rt.dispatch(
+        &pipeline,
+        &[Arg::read_write(&mut y), Arg::read(&x), Arg::uniform(&p)],
+        [1, 1, 1],
+    );
+    assert!(matches!(swapped, Err(Error::Bindings { .. })));
+}
+
+#[test]
+fn buffer_smaller_than_the_shader_needs_is_a_validation_error() {
+    const FIXED: &str = "
+        @group(0) @binding(0) var<storage, read_write> y: array<f32, 64>;
+        @compute @workgroup_size(1) fn fixed() { y[0] = 1.0; }";
+    let rt = runtime();
+    let pipeline = rt
+        .pipeline(&PipelineDesc::new(
+            FIXED,
+            "fixed",
+            &[BindingKind::ReadWriteStorage],
+        ))
+        .unwrap();
+    let mut y = rt.zeros::<f32>(2).unwrap();
+    let error = rt
+        .dispatch(&pipeline, &[Arg::read_write(&mut y)], [1, 1, 1])
+        .unwrap_err();
+    assert!(matches!(error, Error::Validation { .. }), "{error}");
+}
+
+#[test]
+fn grid_beyond_the_device_limit_is_an_error() {
+    let rt = runtime();
+    let pipeline = rt
+        .pipeline(&PipelineDesc::new(
+            SCALE_AND_SHIFT,
+            "scale_and_shift",
+            &BINDINGS,
+        ))
+        .unwrap();
+    let (_, x, mut y, p) = scale_inputs(&rt);
+    let limit = rt.info().limits.max_compute_workgroups_per_dimension;
+    let error = rt
+        .dispatch(
+            &pipeline,
+            &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
+            [1, limit + 1, 1],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::GridTooLarge { limit: l, grid: [1, _, 1], .. } if l == limit),
+        "{error}"
+    );
+}
+
+#[test]
+fn buffer_beyond_the_device_limit_is_an_error() {
+    let rt = runtime();
+    let limit = rt
+        .info()
+        .limits
+        .max_storage_buffer_binding_size
+        .min(rt.info().limits.max_buffer_size);
+    let error = rt.zeros::<u32>((limit / 4 + 1) as usize).unwrap_err();
+    assert!(matches!(error, Error::BufferTooLarge { .. }), "{error}");
+}
+
+#[test]
+fn lost_device_is_an_error_for_every_later_operation() {
+    let rt = runtime();
+    let buffer = rt.upload(&[1.0f32, 2.0]).unwrap();
+    rt.device().destroy();
+    let read = buffer.read(&rt).unwrap_err();
+    assert!(matches!(read, Error::DeviceLost { .. }), "{read}");
+    assert!(matches!(rt.zeros::<f32>(4), Err(Error::DeviceLost { .. })));
+    assert!(matches!(
+        rt.pipeline(&PipelineDesc::new(
+            SCALE_AND_SHIFT,
+            "scale_and_shift",
+            &BINDINGS
+        )),
+        Err(Error::DeviceLost { .. })
+    ));
+}
