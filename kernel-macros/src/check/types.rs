@@ -1,0 +1,1166 @@
+//! Type checking of bodies: resolves every name to a local, binding or workgroup array, infers
+//! the types of unsuffixed literals and `let`s the way Rust does, rejects what Rust or WGSL
+//! would reject (mixed-type arithmetic, writes to read-only bindings, assignments to immutable
+//! locals, `break` outside loops, ...) at the user's tokens, and writes the resolved type of
+//! every expression, `let` and loop variable into the IR for `lower/`.
+
+use std::collections::HashMap;
+
+use proc_macro2::{Ident, Span};
+
+use crate::check::builtins::{self, Shape};
+use crate::diag::Errors;
+use crate::ir::*;
+
+/// What a body can see besides its locals.
+pub struct Env<'m> {
+    pub params: &'m [ParamsStruct],
+    /// Helper signatures by name: parameter types and return type.
+    pub helpers: HashMap<String, (Vec<Ty>, Option<Ty>)>,
+    /// The kernel's bindings and workgroup arrays (empty for helpers).
+    pub bindings: &'m [Binding],
+    pub shared: &'m [SharedVar],
+    /// Whether the body is a kernel's (invocation ids are only available there).
+    pub in_kernel: bool,
+}
+
+#[derive(Clone)]
+struct Local {
+    id: LocalId,
+    ty: Ty,
+    mutable: bool,
+}
+
+/// What a name in a body refers to.
+enum Resolved<'a> {
+    Local(Local),
+    Binding(&'a Binding),
+    Shared(&'a SharedVar),
+    None,
+}
+
+pub struct Checker<'m, 'e> {
+    env: &'m Env<'m>,
+    errors: &'e mut Errors,
+    scopes: Vec<HashMap<String, Local>>,
+    /// Every local's name, indexed by `LocalId`.
+    pub locals: Vec<Ident>,
+    /// Resolutions of inference variables, indexed by variable number.
+    vars: Vec<Option<Ty>>,
+    loop_depth: u32,
+    /// The function's return type; `None` in kernels and unit helpers.
+    ret: Option<Ty>,
+}
+
+impl<'m, 'e> Checker<'m, 'e> {
+    pub fn new(env: &'m Env<'m>, errors: &'e mut Errors, ret: Option<Ty>) -> Self {
+        Checker {
+            env,
+            errors,
+            scopes: vec![HashMap::new()],
+            locals: Vec::new(),
+            vars: Vec::new(),
+            loop_depth: 0,
+            ret,
+        }
+    }
+
+    /// Declares a local in the innermost scope (shadowing is allowed, as in Rust).
+    pub fn declare(&mut self, name: &Ident, ty: Ty, mutable: bool) -> LocalId {
+        let id = LocalId(self.locals.len() as u32);
+        self.locals.push(name.clone());
+        if name != "_" {
+            let scope = self
+                .scopes
+                .last_mut()
+                .expect("a checker always has a scope");
+            scope.insert(name.to_string(), Local { id, ty, mutable });
+        }
+        id
+    }
+
+    fn resolve_name(&self, name: &Ident) -> Resolved<'m> {
+        let key = name.to_string();
+        if let Some(local) = self.scopes.iter().rev().find_map(|s| s.get(&key)) {
+            return Resolved::Local(local.clone());
+        }
+        if let Some(binding) = self.env.bindings.iter().find(|b| b.name == key) {
+            return Resolved::Binding(binding);
+        }
+        if let Some(shared) = self.env.shared.iter().find(|s| s.name == key) {
+            return Resolved::Shared(shared);
+        }
+        Resolved::None
+    }
+
+    fn scoped<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        self.scopes.push(HashMap::new());
+        let result = f(self);
+        self.scopes.pop();
+        result
+    }
+
+    // ---- inference variables -------------------------------------------------------------
+
+    fn fresh_int(&mut self) -> Ty {
+        self.vars.push(None);
+        Ty::IntVar(self.vars.len() as u32 - 1)
+    }
+
+    fn fresh_float(&mut self) -> Ty {
+        self.vars.push(None);
+        Ty::FloatVar(self.vars.len() as u32 - 1)
+    }
+
+    /// Follows resolved variables to the type they stand for.
+    fn shallow(&self, ty: &Ty) -> Ty {
+        match ty {
+            Ty::IntVar(v) | Ty::FloatVar(v) => match &self.vars[*v as usize] {
+                Some(resolved) => self.shallow(resolved),
+                None => ty.clone(),
+            },
+            _ => ty.clone(),
+        }
+    }
+
+    /// Unifies two types; `None` when they cannot be the same type.
+    fn unify(&mut self, a: &Ty, b: &Ty) -> Option<Ty> {
+        let (a, b) = (self.shallow(a), self.shallow(b));
+        match (&a, &b) {
+            (Ty::Unknown, _) => Some(b),
+            (_, Ty::Unknown) => Some(a),
+            _ if a == b => Some(a),
+            (Ty::IntVar(x), Ty::IntVar(_)) | (Ty::FloatVar(x), Ty::FloatVar(_)) => {
+                self.vars[*x as usize] = Some(b.clone());
+                Some(b)
+            }
+            (Ty::IntVar(x), Ty::Scalar(s)) | (Ty::Scalar(s), Ty::IntVar(x)) if s.is_integer() => {
+                self.vars[*x as usize] = Some(Ty::Scalar(*s));
+                Some(Ty::Scalar(*s))
+            }
+            (Ty::FloatVar(x), Ty::Scalar(Scalar::F32))
+            | (Ty::Scalar(Scalar::F32), Ty::FloatVar(x)) => {
+                self.vars[*x as usize] = Some(Ty::F32);
+                Some(Ty::F32)
+            }
+            (Ty::Vector(n, s), Ty::Vector(m, t)) if n == m => {
+                let element = self.unify(&Ty::Scalar(*s), &Ty::Scalar(*t))?;
+                Some(Ty::Vector(*n, element.scalar()?))
+            }
+            (Ty::Array(x, n), Ty::Array(y, m)) if n == m => {
+                let element = self.unify(x, y)?;
+                Some(Ty::Array(Box::new(element), *n))
+            }
+            _ => None,
+        }
+    }
+
+    /// Unifies or reports "expected `a`, found `b`" at `span`.
+    fn expect(&mut self, expected: &Ty, found: &Ty, span: Span, what: &str) -> Ty {
+        match self.unify(expected, found) {
+            Some(ty) => ty,
+            None => {
+                let (expected, found) = (self.shallow(expected), self.shallow(found));
+                let hint = match (&expected, &found) {
+                    (Ty::Scalar(Scalar::F32) | Ty::FloatVar(_), Ty::IntVar(_)) => {
+                        "; write a float literal such as `1.0`".to_owned()
+                    }
+                    (Ty::Scalar(s), f)
+                        if f.scalar().is_some() || matches!(f, Ty::IntVar(_) | Ty::FloatVar(_)) =>
+                    {
+                        format!("; convert it with `as {}`", s.rust_name())
+                    }
+                    _ => String::new(),
+                };
+                self.errors.at(
+                    span,
+                    format!(
+                        "{what}: expected `{}`, found `{}`{hint}",
+                        expected.rust_name(),
+                        found.rust_name()
+                    ),
+                );
+                Ty::Unknown
+            }
+        }
+    }
+
+    /// Whether `ty` is (or may become) an integer.
+    fn is_integer(&self, ty: &Ty) -> bool {
+        match self.shallow(ty) {
+            Ty::IntVar(_) | Ty::Unknown => true,
+            other => {
+                other.scalar().is_some_and(Scalar::is_integer) && !matches!(other, Ty::Atomic(_))
+            }
+        }
+    }
+
+    fn is_numeric(&self, ty: &Ty) -> bool {
+        match self.shallow(ty) {
+            Ty::IntVar(_) | Ty::FloatVar(_) | Ty::Unknown => true,
+            Ty::Scalar(s) | Ty::Vector(_, s) => s.is_numeric(),
+            _ => false,
+        }
+    }
+
+    // ---- statements ----------------------------------------------------------------------
+
+    pub fn block(&mut self, block: &mut Block) {
+        self.scoped(|this| block.iter_mut().for_each(|stmt| this.stmt(stmt)));
+    }
+
+    fn stmt(&mut self, stmt: &mut Stmt) {
+        let span = stmt.span;
+        match &mut stmt.kind {
+            StmtKind::Let {
+                name,
+                mutable,
+                declared,
+                init,
+                local,
+                ty,
+            } => {
+                let init_ty = init.as_mut().map(|e| self.expr(e));
+                *ty = match (declared.as_ref(), init_ty) {
+                    (Some(d), Some(i)) => self.expect(
+                        d,
+                        &i,
+                        span,
+                        &format!("`{name}` is declared `{}`", d.rust_name()),
+                    ),
+                    (Some(d), None) => d.clone(),
+                    (None, Some(i)) => i,
+                    (None, None) => {
+                        self.errors.at(
+                            name.span(),
+                            format!("give `{name}` a type or a value: `let {name}: f32 = 0.0;`"),
+                        );
+                        Ty::Unknown
+                    }
+                };
+                if matches!(ty, Ty::Unit) {
+                    self.errors.at(
+                        span,
+                        format!("`{name}` would hold no value: the expression returns nothing"),
+                    );
+                }
+                *local = self.declare(name, ty.clone(), *mutable);
+            }
+            StmtKind::Assign { target, op, value } => self.assign(target, *op, value, span),
+            StmtKind::Expr(e) => {
+                self.expr_or_atomic(e);
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.condition(cond);
+                self.block(then);
+                if let Some(otherwise) = otherwise {
+                    self.block(otherwise);
+                }
+            }
+            StmtKind::For(for_loop) => self.for_loop(for_loop),
+            StmtKind::While { cond, body } => {
+                self.condition(cond);
+                self.loop_body(body);
+            }
+            StmtKind::Loop(body) => self.loop_body(body),
+            StmtKind::Break | StmtKind::Continue if self.loop_depth == 0 => {
+                self.errors
+                    .at(span, "`break` and `continue` belong inside a loop");
+            }
+            StmtKind::Break | StmtKind::Continue => {}
+            StmtKind::Return(value) => self.return_stmt(value.as_mut(), span),
+            StmtKind::Match { scrutinee, arms } => {
+                let ty = self.match_scrutinee(scrutinee, arms, span);
+                let _ = ty;
+                for arm in arms {
+                    self.block(&mut arm.body);
+                }
+            }
+        }
+    }
+
+    fn return_stmt(&mut self, value: Option<&mut Expr>, span: Span) {
+        match (self.ret.clone(), value) {
+            (None, None) => {}
+            (None, Some(value)) => {
+                self.expr(value);
+                self.errors.at(
+                    value.span,
+                    "this function returns nothing; declare its return type: `-> f32`",
+                );
+            }
+            (Some(ret), Some(value)) => {
+                let found = self.expr(value);
+                self.expect(&ret, &found, value.span, "wrong return type");
+            }
+            (Some(ret), None) => self
+                .errors
+                .at(span, format!("return a `{}` value", ret.rust_name())),
+        }
+    }
+
+    fn loop_body(&mut self, body: &mut Block) {
+        self.loop_depth += 1;
+        self.block(body);
+        self.loop_depth -= 1;
+    }
+
+    fn condition(&mut self, cond: &mut Expr) {
+        let ty = self.expr(cond);
+        self.expect(&Ty::BOOL, &ty, cond.span, "a condition must be a `bool`");
+    }
+
+    fn for_loop(&mut self, f: &mut ForLoop) {
+        let start = self.expr(&mut f.start);
+        let end = self.expr(&mut f.end);
+        let mut ty = self.expect(
+            &start,
+            &end,
+            f.end.span,
+            "the range's ends must have one type",
+        );
+        if let Some(step) = &mut f.step {
+            let step_ty = self.expr(step);
+            ty = self.expect(
+                &ty,
+                &step_ty,
+                step.span,
+                "the step must have the range's type",
+            );
+        }
+        if !self.is_integer(&ty) {
+            self.errors.at(
+                f.start.span,
+                format!(
+                    "loop ranges are over integers, not `{}`",
+                    self.shallow(&ty).rust_name()
+                ),
+            );
+        }
+        f.ty = ty.clone();
+        self.loop_depth += 1;
+        self.scoped(|this| {
+            f.local = this.declare(&f.var, ty, false);
+            f.body.iter_mut().for_each(|stmt| this.stmt(stmt));
+        });
+        self.loop_depth -= 1;
+    }
+
+    /// Checks a match's scrutinee and arm values; returns the scrutinee's type.
+    fn match_scrutinee<T>(&mut self, scrutinee: &mut Expr, arms: &[MatchArm<T>], span: Span) -> Ty {
+        let ty = self.expr(scrutinee);
+        if !self.is_integer(&ty) {
+            self.errors.at(
+                scrutinee.span,
+                "`match` in kernels is on integers (`u32` or `i32`)",
+            );
+        }
+        let mut seen = Vec::new();
+        for (value, value_span) in arms.iter().flat_map(|arm| arm.values.iter()) {
+            if *value < 0 && self.shallow(&ty) == Ty::U32 {
+                self.errors.at(*value_span, "a `u32` is never negative");
+            }
+            if seen.contains(value) {
+                self.errors.at(
+                    *value_span,
+                    format!("`{value}` is matched by an earlier arm already"),
+                );
+            }
+            seen.push(*value);
+        }
+        if !arms.iter().any(|arm| arm.values.is_empty()) {
+            self.errors.at(
+                span,
+                "add a `_ => ...` arm: a `match` on integers must cover every value",
+            );
+        }
+        ty
+    }
+
+    fn assign(&mut self, target: &mut Expr, op: Option<BinOp>, value: &mut Expr, span: Span) {
+        let target_ty = self.place(target);
+        let value_ty = self.expr(value);
+        match op {
+            Some(op) => {
+                let result = self.binary_ty(op, &target_ty, &value_ty, span, target, value);
+                self.expect(
+                    &target_ty,
+                    &result,
+                    span,
+                    "the result must keep the target's type",
+                );
+            }
+            None => {
+                self.expect(
+                    &target_ty,
+                    &value_ty,
+                    value.span,
+                    "mismatched types in assignment",
+                );
+            }
+        }
+    }
+
+    /// Types an assignment target and checks it may be written.
+    fn place(&mut self, target: &mut Expr) -> Ty {
+        let root = place_root(target).cloned();
+        match root.as_ref().map(|name| (name, self.resolve_name(name))) {
+            Some((name, Resolved::Local(local))) if !local.mutable => {
+                self.errors.at(
+                    target.span,
+                    format!("`{name}` is not mutable; declare it with `let mut {name}`"),
+                );
+            }
+            Some((name, Resolved::Binding(binding))) => match &binding.kind {
+                BindingKind::Storage {
+                    writable: false,
+                    element,
+                } => self.errors.at(
+                    target.span,
+                    format!(
+                        "`{name}` is read-only (`&[{0}]`); declare it `&mut [{0}]` to write to it",
+                        element.rust_name()
+                    ),
+                ),
+                BindingKind::Uniform { .. } => self.errors.at(
+                    target.span,
+                    format!("`{name}` holds the kernel's parameters, which are read-only"),
+                ),
+                _ => {}
+            },
+            Some((name, Resolved::None)) => {
+                self.errors
+                    .at(name.span(), format!("cannot find `{name}` in this kernel"));
+                return Ty::Unknown;
+            }
+            None => self.errors.at(
+                target.span,
+                "only locals, indexed buffers and vector components can be assigned",
+            ),
+            _ => {}
+        }
+        let ty = self.expr_or_atomic(target);
+        if matches!(ty, Ty::Atomic(_)) {
+            self.errors.at(
+                target.span,
+                "atomics are written with `.store(v)` or `.fetch_add(v)`, not `=`",
+            );
+        }
+        ty
+    }
+
+    // ---- expressions ---------------------------------------------------------------------
+
+    /// Types an expression used as a value and records its type.
+    pub fn expr(&mut self, e: &mut Expr) -> Ty {
+        let ty = self.expr_or_atomic(e);
+        if let Ty::Atomic(_) = ty {
+            self.errors.at(e.span, "read an atomic with `.load()`");
+            return Ty::Unknown;
+        }
+        ty
+    }
+
+    /// Like [`Checker::expr`], but an atomic element (`a[i]`) is allowed: it is the receiver of
+    /// an atomic method or an assignment target.
+    fn expr_or_atomic(&mut self, e: &mut Expr) -> Ty {
+        let ty = self.expr_kind(e);
+        let ty = match (&e.ty, ty) {
+            (Ty::Unknown, ty) => ty,
+            (preset, ty) => {
+                let preset = preset.clone();
+                self.unify(&preset, &ty).unwrap_or(preset)
+            }
+        };
+        e.ty = ty.clone();
+        ty
+    }
+
+    fn expr_kind(&mut self, e: &mut Expr) -> Ty {
+        let span = e.span;
+        let preset = e.ty.clone();
+        match &mut e.kind {
+            ExprKind::Int(_) if preset != Ty::Unknown => preset,
+            ExprKind::Int(_) => self.fresh_int(),
+            ExprKind::Float(_) if preset != Ty::Unknown => preset,
+            ExprKind::Float(_) => self.fresh_float(),
+            ExprKind::Bool(_) => Ty::BOOL,
+            ExprKind::Path(name, local) => match self.resolve_name(name) {
+                Resolved::Local(l) => {
+                    *local = Some(l.id);
+                    l.ty
+                }
+                Resolved::Binding(binding) => {
+                    let message = match binding.kind {
+                        BindingKind::Uniform { .. } => {
+                            format!("use a field of the parameters: `{name}.field`")
+                        }
+                        BindingKind::Storage { .. } => {
+                            format!("`{name}` is a buffer; index it: `{name}[i]`")
+                        }
+                    };
+                    self.errors.at(span, message);
+                    Ty::Unknown
+                }
+                Resolved::Shared(_) => {
+                    self.errors.at(
+                        span,
+                        format!("`{name}` is workgroup memory; index it: `{name}[i]`"),
+                    );
+                    Ty::Unknown
+                }
+                Resolved::None => {
+                    self.errors
+                        .at(span, format!("cannot find `{name}` in this kernel"));
+                    Ty::Unknown
+                }
+            },
+            ExprKind::Field(base, field) => self.field(base, field, span),
+            ExprKind::Index(base, index) => self.index(base, index),
+            ExprKind::Unary(op, operand) => self.unary(*op, operand, span),
+            ExprKind::Binary(op, left, right) => {
+                let (l, r) = (self.expr(left), self.expr(right));
+                self.binary_ty(*op, &l, &r, span, left, right)
+            }
+            ExprKind::Cast(value, target) => self.cast(value, target, span),
+            ExprKind::Call(name, args) => self.call(name, args, span),
+            ExprKind::Method(receiver, method, args) => self.method(receiver, method, args, span),
+            ExprKind::If(cond, then, otherwise) => {
+                self.condition(cond);
+                let a = self.block_expr(then);
+                let b = self.block_expr(otherwise);
+                self.expect(
+                    &a,
+                    &b,
+                    otherwise.tail.span,
+                    "both branches of `if` must have one type",
+                )
+            }
+            ExprKind::Match(scrutinee, arms) => {
+                self.match_scrutinee(scrutinee, arms, span);
+                let mut ty = Ty::Unknown;
+                for arm in arms.iter_mut() {
+                    let arm_ty = self.block_expr(&mut arm.body);
+                    ty = self.expect(
+                        &ty,
+                        &arm_ty,
+                        arm.body.tail.span,
+                        "every arm of `match` must have one type",
+                    );
+                }
+                ty
+            }
+            ExprKind::Block(block) => self.block_expr(block),
+            ExprKind::Array(elements) => {
+                let mut ty = Ty::Unknown;
+                for element in elements.iter_mut() {
+                    let element_ty = self.expr(element);
+                    ty = self.expect(
+                        &ty,
+                        &element_ty,
+                        element.span,
+                        "array elements must have one type",
+                    );
+                }
+                Ty::Array(Box::new(ty), elements.len() as u32)
+            }
+            ExprKind::Repeat(value, n) => {
+                let ty = self.expr(value);
+                Ty::Array(Box::new(ty), *n)
+            }
+        }
+    }
+
+    fn block_expr(&mut self, block: &mut BlockExpr) -> Ty {
+        self.scoped(|this| {
+            block.stmts.iter_mut().for_each(|stmt| this.stmt(stmt));
+            this.expr(&mut block.tail)
+        })
+    }
+
+    fn field(&mut self, base: &mut Expr, field: &Ident, span: Span) -> Ty {
+        if let ExprKind::Path(name, _) = &base.kind {
+            if let Resolved::Binding(Binding {
+                kind: BindingKind::Uniform { params },
+                ..
+            }) = self.resolve_name(name)
+            {
+                let params = &self.env.params[*params];
+                return match params.fields.iter().find(|f| f.name == *field) {
+                    Some(f) => f.ty.clone(),
+                    None => {
+                        let names: Vec<String> = params
+                            .fields
+                            .iter()
+                            .map(|f| format!("`{}`", f.name))
+                            .collect();
+                        self.errors.at(
+                            field.span(),
+                            format!(
+                                "`{}` has no field `{field}`; its fields are {}",
+                                params.name,
+                                names.join(", ")
+                            ),
+                        );
+                        Ty::Unknown
+                    }
+                };
+            }
+        }
+        let base_ty = self.expr(base);
+        match self.shallow(&base_ty) {
+            Ty::Vector(n, s) => match swizzle(&field.to_string(), n) {
+                Some(1) => Ty::Scalar(s),
+                Some(len) => Ty::Vector(len, s),
+                None => {
+                    self.errors.at(
+                        field.span(),
+                        format!("a `Vec{n}` has components {}", &"xyzw"[..n as usize]),
+                    );
+                    Ty::Unknown
+                }
+            },
+            Ty::Unknown => Ty::Unknown,
+            other => {
+                self.errors
+                    .at(span, format!("`{}` has no fields", other.rust_name()));
+                Ty::Unknown
+            }
+        }
+    }
+
+    fn index(&mut self, base: &mut Expr, index: &mut Expr) -> Ty {
+        let index_ty = self.expr(index);
+        if !self.is_integer(&index_ty) {
+            self.errors.at(
+                index.span,
+                format!(
+                    "an index must be an integer, not `{}`",
+                    self.shallow(&index_ty).rust_name()
+                ),
+            );
+        } else if let Ty::IntVar(_) = self.shallow(&index_ty) {
+            self.unify(&index_ty, &Ty::U32);
+        }
+        if let ExprKind::Path(name, _) = &base.kind {
+            match self.resolve_name(name) {
+                Resolved::Binding(Binding {
+                    kind: BindingKind::Storage { element, .. },
+                    ..
+                }) => {
+                    base.ty = Ty::Unknown;
+                    return element.clone();
+                }
+                Resolved::Shared(shared) => {
+                    if let Ty::Array(element, _) = &shared.ty {
+                        return (**element).clone();
+                    }
+                }
+                _ => {}
+            }
+        }
+        let base_ty = self.expr(base);
+        match self.shallow(&base_ty) {
+            Ty::Array(element, _) => *element,
+            Ty::Vector(_, s) => Ty::Scalar(s),
+            Ty::Unknown => Ty::Unknown,
+            other => {
+                self.errors.at(
+                    base.span,
+                    format!("a `{}` cannot be indexed", other.rust_name()),
+                );
+                Ty::Unknown
+            }
+        }
+    }
+
+    fn unary(&mut self, op: UnOp, operand: &mut Expr, span: Span) -> Ty {
+        let ty = self.expr(operand);
+        let shallow = self.shallow(&ty);
+        let ok = match op {
+            UnOp::Neg => {
+                matches!(shallow, Ty::IntVar(_) | Ty::FloatVar(_) | Ty::Unknown)
+                    || matches!(shallow.scalar(), Some(Scalar::F32 | Scalar::I32))
+            }
+            UnOp::Not => self.is_integer(&shallow) || shallow.scalar() == Some(Scalar::Bool),
+        };
+        if !ok {
+            let message = match op {
+                UnOp::Neg => format!(
+                    "a `{}` cannot be negated; convert it first: `-(x as i32)`",
+                    shallow.rust_name()
+                ),
+                UnOp::Not => format!(
+                    "`!` applies to `bool` and integers, not `{}`",
+                    shallow.rust_name()
+                ),
+            };
+            self.errors.at(span, message);
+            return Ty::Unknown;
+        }
+        ty
+    }
+
+    /// The type of `left op right`, reporting a mismatch at `span`.
+    fn binary_ty(
+        &mut self,
+        op: BinOp,
+        l: &Ty,
+        r: &Ty,
+        span: Span,
+        left: &Expr,
+        right: &Expr,
+    ) -> Ty {
+        let (ls, rs) = (self.shallow(l), self.shallow(r));
+        match op {
+            BinOp::And | BinOp::Or => {
+                self.expect(&Ty::BOOL, &ls, left.span, "`&&` and `||` take `bool`s");
+                self.expect(&Ty::BOOL, &rs, right.span, "`&&` and `||` take `bool`s");
+                Ty::BOOL
+            }
+            BinOp::Shl | BinOp::Shr => {
+                if !self.is_integer(&ls) || !self.is_integer(&rs) {
+                    self.errors.at(span, "shifts take integers on both sides");
+                    return Ty::Unknown;
+                }
+                if let Ty::IntVar(_) = rs {
+                    self.unify(&rs, &Ty::U32);
+                }
+                ls
+            }
+            _ => {
+                // A vector combined with a scalar of its element type, as WGSL allows.
+                let mixed = match (&ls, &rs) {
+                    (Ty::Vector(n, s), other) | (other, Ty::Vector(n, s))
+                        if other.scalar().is_none() || !matches!(other, Ty::Vector(..)) =>
+                    {
+                        self.unify(&Ty::Scalar(*s), other)
+                            .map(|_| Ty::Vector(*n, *s))
+                    }
+                    _ => None,
+                };
+                let Some(ty) = mixed.or_else(|| self.unify(&ls, &rs)) else {
+                    self.mismatch(op, &ls, &rs, span, left, right);
+                    return Ty::Unknown;
+                };
+                let bitwise = matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor);
+                if bitwise && !(self.is_integer(&ty) || ty == Ty::BOOL) {
+                    self.errors.at(
+                        span,
+                        format!(
+                            "`{}` takes integers or `bool`s, not `{}`",
+                            op.symbol(),
+                            ty.rust_name()
+                        ),
+                    );
+                } else if !bitwise && !op.is_comparison() && !self.is_numeric(&ty) {
+                    self.errors.at(
+                        span,
+                        format!("`{}` takes numbers, not `{}`", op.symbol(), ty.rust_name()),
+                    );
+                }
+                match (op.is_comparison(), &ty) {
+                    (true, Ty::Vector(n, _)) => Ty::Vector(*n, Scalar::Bool),
+                    (true, _) => Ty::BOOL,
+                    (false, _) => ty,
+                }
+            }
+        }
+    }
+
+    fn mismatch(&mut self, op: BinOp, l: &Ty, r: &Ty, span: Span, left: &Expr, right: &Expr) {
+        let text =
+            |e: &Expr, fallback: &str| e.span.source_text().unwrap_or_else(|| fallback.to_owned());
+        let (a, b) = (text(left, "left"), text(right, "right"));
+        let (ln, rn) = (l.rust_name(), r.rust_name());
+        let sym = op.symbol();
+        let message = match (l.scalar().or(default_scalar(l)), r.scalar().or(default_scalar(r))) {
+            (Some(_), Some(_)) if !matches!(l, Ty::Vector(..)) && !matches!(r, Ty::Vector(..)) => format!(
+                "`{ln}` and `{rn}` cannot be {}; write `{a} as {rn} {sym} {b}` or `{a} {sym} {b} as {ln}`",
+                op.verb()
+            ),
+            _ => format!("`{ln}` and `{rn}` cannot be {}", op.verb()),
+        };
+        self.errors.at(span, message);
+    }
+
+    fn cast(&mut self, value: &mut Expr, target: &Ty, span: Span) -> Ty {
+        let from = self.expr(value);
+        let ok = |ty: &Ty| {
+            matches!(
+                ty,
+                Ty::Scalar(_) | Ty::IntVar(_) | Ty::FloatVar(_) | Ty::Unknown
+            )
+        };
+        if !ok(target) || !ok(&self.shallow(&from)) {
+            self.errors.at(
+                span,
+                format!(
+                    "`as` converts between `f32`, `u32`, `i32` and `bool`, not `{}` to `{}`",
+                    self.shallow(&from).rust_name(),
+                    target.rust_name()
+                ),
+            );
+            return Ty::Unknown;
+        }
+        if *target == Ty::BOOL && self.shallow(&from) != Ty::BOOL {
+            self.errors.at(
+                span,
+                "numbers cannot be cast to `bool`; compare instead: `x != 0`",
+            );
+        }
+        target.clone()
+    }
+
+    fn call(&mut self, name: &Ident, args: &mut [Expr], span: Span) -> Ty {
+        let key = name.to_string();
+        let arg_tys: Vec<Ty> = args.iter_mut().map(|a| self.expr(a)).collect();
+        if let Some((params, ret)) = self.env.helpers.get(&key).cloned() {
+            if params.len() != args.len() {
+                self.errors.at(
+                    span,
+                    format!(
+                        "`{name}` takes {} argument(s), but {} were given",
+                        params.len(),
+                        args.len()
+                    ),
+                );
+                return ret.unwrap_or(Ty::Unit);
+            }
+            for ((param, arg_ty), arg) in params.iter().zip(&arg_tys).zip(args.iter()) {
+                self.expect(
+                    param,
+                    arg_ty,
+                    arg.span,
+                    &format!("wrong argument for `{name}`"),
+                );
+            }
+            return ret.unwrap_or(Ty::Unit);
+        }
+        if let Some(ty) = builtins::id_builtin(&key) {
+            if !self.env.in_kernel {
+                self.errors.at(span, format!("`{name}()` is only available in kernels; pass it to the helper as an argument"));
+            }
+            self.arity(name, args, 0, span);
+            return ty;
+        }
+        match key.as_str() {
+            "workgroup_barrier" | "storage_barrier" => {
+                self.arity(name, args, 0, span);
+                Ty::Unit
+            }
+            "vec2" | "vec3" | "vec4" => self.vector_constructor(name, &key, args, &arg_tys, span),
+            "ceil_div" => {
+                if self.arity(name, args, 2, span) {
+                    let ty = self.expect(
+                        &arg_tys[0],
+                        &arg_tys[1],
+                        args[1].span,
+                        "`ceil_div` takes two integers of one type",
+                    );
+                    if !self.is_integer(&ty) {
+                        self.errors.at(span, "`ceil_div` takes integers");
+                    }
+                    return ty;
+                }
+                Ty::Unknown
+            }
+            _ => {
+                self.errors.at(
+                    name.span(),
+                    format!(
+                        "cannot find function `{name}`; call a helper defined in this module or a builtin: {}",
+                        builtins::FUNCTIONS.join(", ")
+                    ),
+                );
+                Ty::Unknown
+            }
+        }
+    }
+
+    fn arity(&mut self, name: &Ident, args: &[Expr], n: usize, span: Span) -> bool {
+        if args.len() != n {
+            self.errors.at(
+                span,
+                format!(
+                    "`{name}` takes {n} argument(s), but {} were given",
+                    args.len()
+                ),
+            );
+            return false;
+        }
+        true
+    }
+
+    fn vector_constructor(
+        &mut self,
+        name: &Ident,
+        key: &str,
+        args: &[Expr],
+        arg_tys: &[Ty],
+        span: Span,
+    ) -> Ty {
+        let width: u8 = key[3..].parse().unwrap_or(4);
+        let mut element = Ty::Unknown;
+        let mut components = 0u8;
+        for (ty, arg) in arg_tys.iter().zip(args) {
+            let (scalar_ty, count) = match self.shallow(ty) {
+                Ty::Vector(n, s) => (Ty::Scalar(s), n),
+                other => (other, 1),
+            };
+            element = self.expect(
+                &element,
+                &scalar_ty,
+                arg.span,
+                "vector components must have one type",
+            );
+            components += count;
+        }
+        if !(components == width || (args.len() == 1 && components == 1)) {
+            self.errors.at(span, format!("`{name}` needs {width} components (or one to repeat), but {components} were given"));
+            return Ty::Unknown;
+        }
+        match self.shallow(&element) {
+            Ty::Scalar(s) => Ty::Vector(width, s),
+            Ty::IntVar(_) => {
+                self.unify(&element, &Ty::I32);
+                Ty::Vector(width, Scalar::I32)
+            }
+            Ty::FloatVar(_) => {
+                self.unify(&element, &Ty::F32);
+                Ty::Vector(width, Scalar::F32)
+            }
+            _ => Ty::Unknown,
+        }
+    }
+
+    fn method(&mut self, receiver: &mut Expr, method: &Ident, args: &mut [Expr], span: Span) -> Ty {
+        let key = method.to_string();
+        if key == "len" && args.is_empty() {
+            if let ExprKind::Path(name, _) = &receiver.kind {
+                if let Resolved::Binding(Binding {
+                    kind: BindingKind::Storage { .. },
+                    ..
+                }) = self.resolve_name(name)
+                {
+                    return Ty::U32;
+                }
+            }
+        }
+        let receiver_ty = self.expr_or_atomic(receiver);
+        let arg_tys: Vec<Ty> = args.iter_mut().map(|a| self.expr(a)).collect();
+        if let Ty::Atomic(scalar) = receiver_ty {
+            return self.atomic_method(method, scalar, args, &arg_tys, span);
+        }
+        let Some((receivers, shape)) = builtins::method(&key) else {
+            self.errors.at(
+                method.span(),
+                format!(
+                    "unknown method `{key}`; kernels support {}",
+                    builtins::METHOD_LIST
+                ),
+            );
+            return Ty::Unknown;
+        };
+        let receiver_ty = self.shallow(&receiver_ty);
+        if receiver_ty != Ty::Unknown && !builtins::accepts(receivers, &receiver_ty) {
+            self.errors.at(
+                method.span(),
+                format!("`{key}` does not apply to `{}`", receiver_ty.rust_name()),
+            );
+            return Ty::Unknown;
+        }
+        let expected_args = match shape {
+            Shape::Unary | Shape::ToScalar | Shape::ToU32 => 0,
+            Shape::Binary | Shape::BinaryToScalar => 1,
+            Shape::Ternary => 2,
+        };
+        if !self.arity(method, args, expected_args, span) {
+            return Ty::Unknown;
+        }
+        let mut ty = receiver_ty;
+        for (arg_ty, arg) in arg_tys.iter().zip(args.iter()) {
+            ty = self.expect(
+                &ty,
+                arg_ty,
+                arg.span,
+                &format!("`{key}` takes arguments of the receiver's type"),
+            );
+        }
+        match shape {
+            Shape::ToScalar | Shape::BinaryToScalar => {
+                ty.scalar().map(Ty::Scalar).unwrap_or(Ty::Unknown)
+            }
+            Shape::ToU32 => Ty::U32,
+            _ => ty,
+        }
+    }
+
+    fn atomic_method(
+        &mut self,
+        method: &Ident,
+        scalar: Scalar,
+        args: &[Expr],
+        arg_tys: &[Ty],
+        span: Span,
+    ) -> Ty {
+        let key = method.to_string();
+        let Some(takes_value) = builtins::atomic_method(&key) else {
+            self.errors.at(
+                method.span(),
+                "atomics support load, store, swap and fetch_add/sub/min/max/and/or/xor",
+            );
+            return Ty::Unknown;
+        };
+        if !self.arity(method, args, usize::from(takes_value), span) {
+            return Ty::Unknown;
+        }
+        if let (Some(arg_ty), Some(arg)) = (arg_tys.first(), args.first()) {
+            self.expect(
+                &Ty::Scalar(scalar),
+                arg_ty,
+                arg.span,
+                "wrong value for the atomic",
+            );
+        }
+        if key == "store" {
+            Ty::Unit
+        } else {
+            Ty::Scalar(scalar)
+        }
+    }
+
+    // ---- finishing -----------------------------------------------------------------------
+
+    /// Replaces every inference variable in the body with its type; unconstrained integer
+    /// literals become `i32` and float literals `f32`, as in Rust.
+    pub fn finish_block(&self, block: &mut Block) {
+        for stmt in block {
+            self.finish_stmt(stmt);
+        }
+    }
+
+    fn finish_stmt(&self, stmt: &mut Stmt) {
+        match &mut stmt.kind {
+            StmtKind::Let { init, ty, .. } => {
+                *ty = self.finish_ty(ty);
+                if let Some(init) = init {
+                    self.finish_expr(init);
+                }
+            }
+            StmtKind::Assign { target, value, .. } => {
+                self.finish_expr(target);
+                self.finish_expr(value);
+            }
+            StmtKind::Expr(e) => self.finish_expr(e),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.finish_expr(cond);
+                self.finish_block(then);
+                if let Some(otherwise) = otherwise {
+                    self.finish_block(otherwise);
+                }
+            }
+            StmtKind::For(f) => {
+                f.ty = self.finish_ty(&f.ty);
+                self.finish_expr(&mut f.start);
+                self.finish_expr(&mut f.end);
+                if let Some(step) = &mut f.step {
+                    self.finish_expr(step);
+                }
+                self.finish_block(&mut f.body);
+            }
+            StmtKind::While { cond, body } => {
+                self.finish_expr(cond);
+                self.finish_block(body);
+            }
+            StmtKind::Loop(body) => self.finish_block(body),
+            StmtKind::Return(Some(e)) => self.finish_expr(e),
+            StmtKind::Match { scrutinee, arms } => {
+                self.finish_expr(scrutinee);
+                arms.iter_mut()
+                    .for_each(|arm| self.finish_block(&mut arm.body));
+            }
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
+        }
+    }
+
+    fn finish_block_expr(&self, block: &mut BlockExpr) {
+        self.finish_block(&mut block.stmts);
+        self.finish_expr(&mut block.tail);
+    }
+
+    fn finish_expr(&self, e: &mut Expr) {
+        e.ty = self.finish_ty(&e.ty);
+        match &mut e.kind {
+            ExprKind::Field(base, _) => self.finish_expr(base),
+            ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
+                self.finish_expr(a);
+                self.finish_expr(b);
+            }
+            ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Repeat(a, _) => {
+                self.finish_expr(a)
+            }
+            ExprKind::Call(_, args) | ExprKind::Array(args) => {
+                args.iter_mut().for_each(|a| self.finish_expr(a))
+            }
+            ExprKind::Method(receiver, _, args) => {
+                self.finish_expr(receiver);
+                args.iter_mut().for_each(|a| self.finish_expr(a));
+            }
+            ExprKind::If(cond, a, b) => {
+                self.finish_expr(cond);
+                self.finish_block_expr(a);
+                self.finish_block_expr(b);
+            }
+            ExprKind::Match(scrutinee, arms) => {
+                self.finish_expr(scrutinee);
+                arms.iter_mut()
+                    .for_each(|arm| self.finish_block_expr(&mut arm.body));
+            }
+            ExprKind::Block(block) => self.finish_block_expr(block),
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Path(..) => {}
+        }
+    }
+
+    fn finish_ty(&self, ty: &Ty) -> Ty {
+        match self.shallow(ty) {
+            Ty::IntVar(_) => Ty::I32,
+            Ty::FloatVar(_) => Ty::F32,
+            Ty::Array(element, n) => Ty::Array(Box::new(self.finish_ty(&element)), n),
+            other => other,
+        }
+    }
+}
+
+/// The scalar an unresolved literal variable would default to, for messages.
+fn default_scalar(ty: &Ty) -> Option<Scalar> {
+    match ty {
+        Ty::IntVar(_) => Some(Scalar::I32),
+        Ty::FloatVar(_) => Some(Scalar::F32),
+        _ => None,
+    }
+}
+
+/// The name an assignment target writes through: `x`, `x[i]`, `x[i][j]`, `v.x`.
+fn place_root(e: &Expr) -> Option<&Ident> {
+    match &e.kind {
+        ExprKind::Path(name, _) => Some(name),
+        ExprKind::Index(base, _) | ExprKind::Field(base, _) => place_root(base),
+        _ => None,
+    }
+}
+
+/// The length of a swizzle such as `xy` on a vector of `n` components, if it is valid.
+fn swizzle(field: &str, n: u8) -> Option<u8> {
+    let valid = |sets: &str| field.chars().all(|c| sets[..n as usize].contains(c));
+    let ok = (1..=4).contains(&field.len()) && (valid("xyzw") || valid("rgba"));
+    ok.then_some(field.len() as u8)
+}

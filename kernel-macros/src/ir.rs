@@ -1,0 +1,481 @@
+//! The kernel IR: what `parse/` produces from syn, what `check/` types and validates, what
+//! `lower/` turns into WGSL and what `expand/` turns into launchers. It is the only thing the
+//! stages share. Every node that can be the subject of an error carries the [`Span`] of the
+//! user's tokens; types of expressions and locals start [`Ty::Unknown`] and are filled in by
+//! `check/`.
+
+use proc_macro2::{Ident, Span};
+
+/// A scalar type of the kernel language.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scalar {
+    F32,
+    U32,
+    I32,
+    Bool,
+}
+
+impl Scalar {
+    /// The Rust spelling, used in messages.
+    pub fn rust_name(self) -> &'static str {
+        match self {
+            Scalar::F32 => "f32",
+            Scalar::U32 => "u32",
+            Scalar::I32 => "i32",
+            Scalar::Bool => "bool",
+        }
+    }
+
+    pub fn is_integer(self) -> bool {
+        matches!(self, Scalar::U32 | Scalar::I32)
+    }
+
+    pub fn is_numeric(self) -> bool {
+        !matches!(self, Scalar::Bool)
+    }
+}
+
+/// A type of a value in a kernel body.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Ty {
+    /// Not yet known: set by `parse/`, replaced by `check/`.
+    Unknown,
+    Scalar(Scalar),
+    /// `vecN<scalar>`, N in 2..=4.
+    Vector(u8, Scalar),
+    /// A fixed-size array (local register arrays, workgroup memory).
+    Array(Box<Ty>, u32),
+    /// An atomic integer (elements of atomic storage and workgroup arrays).
+    Atomic(Scalar),
+    /// An integer literal whose type is decided by inference (`check/` numbers them).
+    IntVar(u32),
+    /// A float literal whose type is decided by inference.
+    FloatVar(u32),
+    /// The result of a call that returns nothing.
+    Unit,
+}
+
+impl Ty {
+    pub const F32: Ty = Ty::Scalar(Scalar::F32);
+    pub const U32: Ty = Ty::Scalar(Scalar::U32);
+    pub const I32: Ty = Ty::Scalar(Scalar::I32);
+    pub const BOOL: Ty = Ty::Scalar(Scalar::Bool);
+
+    /// The scalar of a scalar, vector or atomic type.
+    pub fn scalar(&self) -> Option<Scalar> {
+        match self {
+            Ty::Scalar(s) | Ty::Vector(_, s) | Ty::Atomic(s) => Some(*s),
+            _ => None,
+        }
+    }
+
+    /// Size and alignment in bytes under WGSL's layout rules (used for workgroup memory and
+    /// the uniform layout check).
+    pub fn size_align(&self) -> (u32, u32) {
+        match self {
+            Ty::Scalar(_) | Ty::Atomic(_) => (4, 4),
+            Ty::Vector(2, _) => (8, 8),
+            Ty::Vector(3, _) => (12, 16),
+            Ty::Vector(_, _) => (16, 16),
+            Ty::Array(element, len) => {
+                let (size, align) = element.size_align();
+                (size.next_multiple_of(align).saturating_mul(*len), align)
+            }
+            _ => (0, 1),
+        }
+    }
+
+    /// The Rust spelling, used in messages.
+    pub fn rust_name(&self) -> String {
+        match self {
+            Ty::Scalar(s) => s.rust_name().to_owned(),
+            Ty::Vector(n, s) => format!("Vec{n}<{}>", s.rust_name()),
+            Ty::Array(element, len) => format!("[{}; {len}]", element.rust_name()),
+            Ty::Atomic(Scalar::I32) => "AtomicI32".to_owned(),
+            Ty::Atomic(_) => "AtomicU32".to_owned(),
+            Ty::IntVar(_) => "{integer}".to_owned(),
+            Ty::FloatVar(_) => "{float}".to_owned(),
+            Ty::Unit => "()".to_owned(),
+            Ty::Unknown => "_".to_owned(),
+        }
+    }
+}
+
+/// One `#[tessera::kernels]` module: its parameter structs, helpers and kernels.
+pub struct Module {
+    pub name: Ident,
+    pub params: Vec<ParamsStruct>,
+    pub helpers: Vec<Function>,
+    pub kernels: Vec<Kernel>,
+}
+
+/// A `#[derive(Params)]` struct: the uniform parameters of kernels.
+pub struct ParamsStruct {
+    pub name: Ident,
+    pub fields: Vec<ParamsField>,
+    /// Whether the struct carries `#[repr(C)]`.
+    pub repr_c: bool,
+}
+
+pub struct ParamsField {
+    pub name: Ident,
+    pub ty: Ty,
+    pub span: Span,
+}
+
+/// A helper function callable from kernels.
+pub struct Function {
+    pub name: Ident,
+    pub params: Vec<FnParam>,
+    pub ret: Option<Ty>,
+    pub body: Block,
+    /// Every local's name, indexed by [`LocalId`] (filled by `check/`).
+    pub locals: Vec<Ident>,
+}
+
+pub struct FnParam {
+    pub name: Ident,
+    pub ty: Ty,
+    pub mutable: bool,
+    /// Assigned by `check/`.
+    pub local: LocalId,
+}
+
+/// A `#[kernel]` entry point.
+pub struct Kernel {
+    pub name: Ident,
+    /// Invocations per workgroup in x, y, z (missing dimensions are 1).
+    pub workgroup_size: [u32; 3],
+    pub workgroup_span: Span,
+    /// Workgroup counts in x, y, z as expressions of the parameters (missing ones are 1).
+    pub grid: Vec<HostExpr>,
+    /// Bindings in binding order.
+    pub bindings: Vec<Binding>,
+    /// `#[workgroup]` arrays.
+    pub shared: Vec<SharedVar>,
+    pub body: Block,
+    /// Every local's name, indexed by [`LocalId`] (filled by `check/`).
+    pub locals: Vec<Ident>,
+}
+
+/// A resource binding: storage buffer or uniform struct.
+pub struct Binding {
+    pub name: Ident,
+    pub kind: BindingKind,
+    /// `#[len(expr)]`: the elements the buffer must hold.
+    pub len: Option<HostExpr>,
+    pub span: Span,
+}
+
+pub enum BindingKind {
+    /// `&[T]` or `&mut [T]`.
+    Storage { element: Ty, writable: bool },
+    /// `&Params`, a `#[derive(Params)]` struct of this module (index into `Module::params`).
+    Uniform { params: usize },
+}
+
+/// A `#[workgroup] name: &mut [T; N]` array in workgroup memory.
+pub struct SharedVar {
+    pub name: Ident,
+    pub ty: Ty,
+    pub span: Span,
+}
+
+/// An expression evaluated on the host by the launcher: grid sizes and buffer lengths.
+pub enum HostExpr {
+    Lit(u64),
+    /// `p.field`: a field of the uniform parameters.
+    Field {
+        field: Ident,
+        span: Span,
+    },
+    /// `x.len()`: the length of a storage binding (grid expressions only).
+    Len {
+        binding: Ident,
+        span: Span,
+    },
+    Binary(HostOp, Box<HostExpr>, Box<HostExpr>),
+    /// `ceil_div(a, b)`, `min(a, b)`, `max(a, b)`.
+    Call(HostFn, Box<HostExpr>, Box<HostExpr>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostFn {
+    CeilDiv,
+    Min,
+    Max,
+}
+
+/// A local variable, numbered per function by `check/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct LocalId(pub u32);
+
+pub type Block = Vec<Stmt>;
+
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+pub enum StmtKind {
+    Let {
+        name: Ident,
+        mutable: bool,
+        declared: Option<Ty>,
+        init: Option<Expr>,
+        local: LocalId,
+        ty: Ty,
+    },
+    Assign {
+        target: Expr,
+        op: Option<BinOp>,
+        value: Expr,
+    },
+    Expr(Expr),
+    If {
+        cond: Expr,
+        then: Block,
+        otherwise: Option<Block>,
+    },
+    For(Box<ForLoop>),
+    While {
+        cond: Expr,
+        body: Block,
+    },
+    Loop(Block),
+    Break,
+    Continue,
+    Return(Option<Expr>),
+    Match {
+        scrutinee: Expr,
+        arms: Vec<MatchArm<Block>>,
+    },
+}
+
+pub struct ForLoop {
+    pub var: Ident,
+    pub local: LocalId,
+    pub ty: Ty,
+    pub start: Expr,
+    pub end: Expr,
+    pub inclusive: bool,
+    pub reversed: bool,
+    pub step: Option<Expr>,
+    pub body: Block,
+    /// `#[unroll]`: the loop is written out once per iteration (constant bounds only).
+    pub unroll: bool,
+}
+
+pub struct MatchArm<T> {
+    /// The integer values of the arm; empty for `_`.
+    pub values: Vec<(i64, Span)>,
+    pub body: T,
+    pub span: Span,
+}
+
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+    pub ty: Ty,
+}
+
+impl Expr {
+    pub fn new(kind: ExprKind, span: Span) -> Self {
+        Expr {
+            kind,
+            span,
+            ty: Ty::Unknown,
+        }
+    }
+}
+
+pub enum ExprKind {
+    Int(u64),
+    Float(f64),
+    Bool(bool),
+    /// A name: a local (resolved by `check/`), a binding, a workgroup array or the uniform.
+    Path(Ident, Option<LocalId>),
+    Field(Box<Expr>, Ident),
+    Index(Box<Expr>, Box<Expr>),
+    Unary(UnOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    Cast(Box<Expr>, Ty),
+    /// A free function: a helper of the module or a builtin (`global_id`, `vec3`, ...).
+    Call(Ident, Vec<Expr>),
+    /// A method: math (`x.exp()`), atomics (`a[i].fetch_add(v)`), `x.len()`.
+    Method(Box<Expr>, Ident, Vec<Expr>),
+    If(Box<Expr>, Box<BlockExpr>, Box<BlockExpr>),
+    Match(Box<Expr>, Vec<MatchArm<BlockExpr>>),
+    /// `[a, b, c]`.
+    Array(Vec<Expr>),
+    /// `[value; n]`.
+    Repeat(Box<Expr>, u32),
+    /// `{ stmts; tail }` used as a value.
+    Block(Box<BlockExpr>),
+}
+
+/// A block with a value: statements, then the tail expression.
+pub struct BlockExpr {
+    pub stmts: Block,
+    pub tail: Expr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    /// `!`: logical for `bool`, bitwise for integers.
+    Not,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+    And,
+    Or,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+        }
+    }
+
+    /// The verb for messages: "`f32` and `u32` cannot be added".
+    pub fn verb(self) -> &'static str {
+        match self {
+            BinOp::Add => "added",
+            BinOp::Sub => "subtracted",
+            BinOp::Mul => "multiplied",
+            BinOp::Div => "divided",
+            BinOp::Rem => "combined with `%`",
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => "compared",
+            _ => "combined",
+        }
+    }
+
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
+    }
+}
+
+/// Calls `f` on every expression of `block`, outer before inner (used by analyses that only
+/// look, such as finding the builtins a kernel uses).
+pub fn visit_exprs(block: &Block, f: &mut impl FnMut(&Expr)) {
+    for stmt in block {
+        match &stmt.kind {
+            StmtKind::Let { init, .. } => init.iter().for_each(|e| visit_expr(e, f)),
+            StmtKind::Assign { target, value, .. } => {
+                visit_expr(target, f);
+                visit_expr(value, f);
+            }
+            StmtKind::Expr(e) | StmtKind::Return(Some(e)) => visit_expr(e, f),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                visit_expr(cond, f);
+                visit_exprs(then, f);
+                otherwise.iter().for_each(|b| visit_exprs(b, f));
+            }
+            StmtKind::For(l) => {
+                visit_expr(&l.start, f);
+                visit_expr(&l.end, f);
+                l.step.iter().for_each(|e| visit_expr(e, f));
+                visit_exprs(&l.body, f);
+            }
+            StmtKind::While { cond, body } => {
+                visit_expr(cond, f);
+                visit_exprs(body, f);
+            }
+            StmtKind::Loop(body) => visit_exprs(body, f),
+            StmtKind::Match { scrutinee, arms } => {
+                visit_expr(scrutinee, f);
+                arms.iter().for_each(|arm| visit_exprs(&arm.body, f));
+            }
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
+        }
+    }
+}
+
+fn visit_block_expr(block: &BlockExpr, f: &mut impl FnMut(&Expr)) {
+    visit_exprs(&block.stmts, f);
+    visit_expr(&block.tail, f);
+}
+
+pub fn visit_expr(e: &Expr, f: &mut impl FnMut(&Expr)) {
+    f(e);
+    match &e.kind {
+        ExprKind::Field(a, _)
+        | ExprKind::Unary(_, a)
+        | ExprKind::Cast(a, _)
+        | ExprKind::Repeat(a, _) => visit_expr(a, f),
+        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
+            visit_expr(a, f);
+            visit_expr(b, f);
+        }
+        ExprKind::Call(_, args) | ExprKind::Array(args) => {
+            args.iter().for_each(|a| visit_expr(a, f))
+        }
+        ExprKind::Method(receiver, _, args) => {
+            visit_expr(receiver, f);
+            args.iter().for_each(|a| visit_expr(a, f));
+        }
+        ExprKind::If(cond, a, b) => {
+            visit_expr(cond, f);
+            visit_block_expr(a, f);
+            visit_block_expr(b, f);
+        }
+        ExprKind::Match(scrutinee, arms) => {
+            visit_expr(scrutinee, f);
+            arms.iter().for_each(|arm| visit_block_expr(&arm.body, f));
+        }
+        ExprKind::Block(block) => visit_block_expr(block, f),
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Path(..) => {}
+    }
+}

@@ -1,0 +1,626 @@
+//! Statements and expressions -> WGSL. Rust expressions that WGSL only has as statements
+//! (`if`/`match`/blocks used as values) are hoisted into a temporary written just before the
+//! statement that uses them. Locals get unique names per function, since Rust's shadowing
+//! and nested scopes do not map onto WGSL's one-declaration-per-scope rule.
+
+use proc_macro2::{Ident, Span};
+
+use crate::ir::*;
+use crate::lower::names::Names;
+use crate::lower::writer::Writer;
+use crate::lower::{wgsl_ty, Globals};
+
+/// An invocation-id builtin used by a kernel: its entry-point parameter.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum IdBuiltin {
+    GlobalId,
+    LocalId,
+    WorkgroupId,
+    NumWorkgroups,
+    LocalIndex,
+}
+
+impl IdBuiltin {
+    fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "global_id" => IdBuiltin::GlobalId,
+            "local_id" => IdBuiltin::LocalId,
+            "workgroup_id" => IdBuiltin::WorkgroupId,
+            "num_workgroups" => IdBuiltin::NumWorkgroups,
+            "local_index" => IdBuiltin::LocalIndex,
+            _ => return None,
+        })
+    }
+
+    /// The name of the entry-point parameter holding it.
+    pub fn variable(self) -> &'static str {
+        match self {
+            IdBuiltin::GlobalId => "tsr_global_id",
+            IdBuiltin::LocalId => "tsr_local_id",
+            IdBuiltin::WorkgroupId => "tsr_workgroup_id",
+            IdBuiltin::NumWorkgroups => "tsr_num_workgroups",
+            IdBuiltin::LocalIndex => "tsr_local_index",
+        }
+    }
+
+    pub fn parameter(self) -> String {
+        let (builtin, ty) = match self {
+            IdBuiltin::GlobalId => ("global_invocation_id", "vec3<u32>"),
+            IdBuiltin::LocalId => ("local_invocation_id", "vec3<u32>"),
+            IdBuiltin::WorkgroupId => ("workgroup_id", "vec3<u32>"),
+            IdBuiltin::NumWorkgroups => ("num_workgroups", "vec3<u32>"),
+            IdBuiltin::LocalIndex => ("local_invocation_index", "u32"),
+        };
+        format!("@builtin({builtin}) {}: {ty}", self.variable())
+    }
+}
+
+/// The invocation-id builtins a body calls, in a fixed order.
+pub fn used_builtins(body: &Block) -> Vec<IdBuiltin> {
+    let mut used = Vec::new();
+    visit_exprs(body, &mut |e| {
+        if let ExprKind::Call(name, _) = &e.kind {
+            if let Some(builtin) = IdBuiltin::from_name(&name.to_string()) {
+                if !used.contains(&builtin) {
+                    used.push(builtin);
+                }
+            }
+        }
+    });
+    used.sort();
+    used
+}
+
+/// Lowers one function body.
+pub struct FnLowerer<'g> {
+    globals: &'g Globals,
+    /// The kernel whose bindings are in scope (`None` in helpers).
+    kernel: Option<usize>,
+    names: Names,
+    /// WGSL name of every local, by `LocalId`.
+    locals: Vec<String>,
+}
+
+impl<'g> FnLowerer<'g> {
+    pub fn new(globals: &'g Globals, kernel: Option<usize>, locals: &[Ident]) -> Self {
+        let mut names = globals.names.clone();
+        let locals = locals
+            .iter()
+            .map(|name| names.claim(&name.to_string()))
+            .collect();
+        FnLowerer {
+            globals,
+            kernel,
+            names,
+            locals,
+        }
+    }
+
+    fn local(&self, id: LocalId) -> &str {
+        &self.locals[id.0 as usize]
+    }
+
+    /// The WGSL name of a helper parameter. WGSL parameters are immutable, so a `mut`
+    /// parameter arrives under a generated name and is copied by [`FnLowerer::mutable_params`].
+    pub fn param_name(&mut self, param: &FnParam) -> String {
+        if param.mutable {
+            self.names.generated(&format!("arg_{}_", param.name))
+        } else {
+            self.local(param.local).to_owned()
+        }
+    }
+
+    /// Copies `mut` parameters into variables of their Rust names; `arguments` are the names
+    /// [`FnLowerer::param_name`] gave all parameters, in order.
+    pub fn mutable_params(&mut self, w: &mut Writer, params: &[FnParam], arguments: &[String]) {
+        for (param, argument) in params.iter().zip(arguments).filter(|(p, _)| p.mutable) {
+            let var = self.local(param.local);
+            w.mapped_line(
+                format!("var {var}: {} = {argument};", wgsl_ty(&param.ty)),
+                param.name.span(),
+            );
+        }
+    }
+
+    fn global(&self, name: &Ident) -> String {
+        self.kernel
+            .and_then(|k| self.globals.kernel_vars[k].get(&name.to_string()).cloned())
+            .unwrap_or_else(|| name.to_string())
+    }
+
+    // ---- statements ----------------------------------------------------------------------
+
+    pub fn block(&mut self, w: &mut Writer, block: &Block) {
+        for stmt in block {
+            self.stmt(w, stmt);
+        }
+    }
+
+    fn stmt(&mut self, w: &mut Writer, stmt: &Stmt) {
+        let start = w.position();
+        let span = stmt.span;
+        match &stmt.kind {
+            StmtKind::Let {
+                mutable,
+                init,
+                local,
+                ty,
+                ..
+            } => {
+                let name = self.local(*local).to_owned();
+                let keyword = if *mutable || matches!(ty, Ty::Array(..)) {
+                    "var"
+                } else {
+                    "let"
+                };
+                match init {
+                    Some(init) => {
+                        let value = self.expr(w, init);
+                        w.mapped_line(
+                            format!("{keyword} {name}: {} = {value};", wgsl_ty(ty)),
+                            span,
+                        );
+                    }
+                    None => w.mapped_line(format!("var {name}: {};", wgsl_ty(ty)), span),
+                }
+            }
+            StmtKind::Assign { target, op, value } => {
+                let value_text = self.expr(w, value);
+                let value_text = match op {
+                    Some(BinOp::Shl | BinOp::Shr) => shift_amount(value, value_text),
+                    _ => value_text,
+                };
+                let target_text = self.expr(w, target);
+                let op = op.map(|op| op.symbol()).unwrap_or("");
+                w.mapped_line(format!("{target_text} {op}= {value_text};"), span);
+            }
+            StmtKind::Expr(e) => {
+                let text = self.expr(w, e);
+                let line = if e.ty == Ty::Unit {
+                    format!("{text};")
+                } else {
+                    format!("_ = {text};")
+                };
+                w.mapped_line(line, span);
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => self.if_stmt(w, cond, then, otherwise.as_ref(), span),
+            StmtKind::For(for_loop) => self.for_loop(w, for_loop, span),
+            StmtKind::While { cond, body } => self.while_loop(w, cond, body, span),
+            StmtKind::Loop(body) => {
+                w.open("loop", span);
+                self.block(w, body);
+                w.close("");
+            }
+            StmtKind::Break => w.mapped_line("break;", span),
+            StmtKind::Continue => w.mapped_line("continue;", span),
+            StmtKind::Return(None) => w.mapped_line("return;", span),
+            StmtKind::Return(Some(value)) => {
+                let value = self.expr(w, value);
+                w.mapped_line(format!("return {value};"), span);
+            }
+            StmtKind::Match { scrutinee, arms } => {
+                let scrutinee_text = self.expr(w, scrutinee);
+                self.switch(
+                    w,
+                    &scrutinee_text,
+                    &scrutinee.ty,
+                    arms,
+                    span,
+                    |this, w, body| this.block(w, body),
+                );
+            }
+        }
+        w.map_since(start, span);
+    }
+
+    fn if_stmt(
+        &mut self,
+        w: &mut Writer,
+        cond: &Expr,
+        then: &Block,
+        otherwise: Option<&Block>,
+        span: Span,
+    ) {
+        let cond = self.expr(w, cond);
+        w.open(format!("if {cond}"), span);
+        self.block(w, then);
+        if let Some(otherwise) = otherwise {
+            w.close(" else {");
+            self.block(w, otherwise);
+        }
+        w.close("");
+    }
+
+    fn while_loop(&mut self, w: &mut Writer, cond: &Expr, body: &Block, span: Span) {
+        if needs_hoisting(cond) {
+            // The condition needs statements of its own, evaluated before every iteration.
+            w.open("loop", span);
+            let cond = self.expr(w, cond);
+            w.mapped_line(format!("if !({cond}) {{ break; }}"), span);
+        } else {
+            let cond = self.expr(w, cond);
+            w.open(format!("while {cond}"), span);
+        }
+        self.block(w, body);
+        w.close("");
+    }
+
+    fn for_loop(&mut self, w: &mut Writer, f: &ForLoop, span: Span) {
+        let ty = wgsl_ty(&f.ty);
+        let var = self.local(f.local).to_owned();
+        let one = int_literal(1, &f.ty);
+        w.open_plain("");
+        let start = self.expr(w, &f.start);
+        let end = self.expr(w, &f.end);
+        let end_name = self.names.generated("end");
+        w.mapped_line(format!("let {end_name}: {ty} = {end};"), f.end.span);
+        match (f.reversed, f.inclusive, &f.step) {
+            (false, false, step) | (false, true, step @ Some(_)) => {
+                let step = match step {
+                    Some(step) => self.expr(w, step),
+                    None => one,
+                };
+                let cmp = if f.inclusive { "<=" } else { "<" };
+                w.open(
+                    format!(
+                        "for (var {var}: {ty} = {start}; {var} {cmp} {end_name}; {var} += {step})"
+                    ),
+                    span,
+                );
+                self.block(w, &f.body);
+                w.close("");
+            }
+            (false, true, None) => {
+                // `a..=b` stops at b without computing b + 1, which could overflow.
+                w.mapped_line(format!("var {var}: {ty} = {start};"), span);
+                w.open(format!("if {var} <= {end_name}"), span);
+                w.open("loop", span);
+                self.block(w, &f.body);
+                w.open_plain("continuing");
+                w.line(format!("break if {var} == {end_name};"));
+                w.line(format!("{var} += {one};"));
+                w.close("");
+                w.close("");
+                w.close("");
+            }
+            (true, inclusive, _) => {
+                // Counts down from the end; the loop variable is a copy so `continue` is safe.
+                let counter = self.names.generated("i");
+                let start_name = self.names.generated("start");
+                w.mapped_line(format!("let {start_name}: {ty} = {start};"), f.start.span);
+                w.mapped_line(format!("var {counter}: {ty} = {end_name};"), span);
+                let (cmp, first_step) = if inclusive { (">=", "") } else { (">", "true") };
+                w.open(format!("if {counter} {cmp} {start_name}"), span);
+                if !first_step.is_empty() {
+                    w.line(format!("{counter} -= {one};"));
+                }
+                w.open("loop", span);
+                w.line(format!("let {var}: {ty} = {counter};"));
+                self.block(w, &f.body);
+                w.open_plain("continuing");
+                w.line(format!("break if {counter} == {start_name};"));
+                w.line(format!("{counter} -= {one};"));
+                w.close("");
+                w.close("");
+                w.close("");
+            }
+        }
+        w.close("");
+    }
+
+    /// Writes `switch`; `arm` lowers each arm's body.
+    fn switch<T>(
+        &mut self,
+        w: &mut Writer,
+        scrutinee: &str,
+        ty: &Ty,
+        arms: &[MatchArm<T>],
+        span: Span,
+        mut arm: impl FnMut(&mut Self, &mut Writer, &T),
+    ) {
+        w.open(format!("switch {scrutinee}"), span);
+        for match_arm in arms {
+            let mut selectors: Vec<String> = match_arm
+                .values
+                .iter()
+                .map(|(v, _)| signed_literal(*v, ty))
+                .collect();
+            if match_arm.values.is_empty() {
+                selectors.push("default".to_owned());
+            }
+            w.open(format!("case {}:", selectors.join(", ")), match_arm.span);
+            arm(self, w, &match_arm.body);
+            w.close("");
+        }
+        w.close("");
+    }
+
+    // ---- expressions ---------------------------------------------------------------------
+
+    /// The WGSL text of `e`; statements it needs first are written to `w`.
+    pub fn expr(&mut self, w: &mut Writer, e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Int(v) => int_literal(*v, &e.ty),
+            ExprKind::Float(v) => float_literal(*v),
+            ExprKind::Bool(b) => b.to_string(),
+            ExprKind::Path(_, Some(local)) => self.local(*local).to_owned(),
+            ExprKind::Path(name, None) => self.global(name),
+            ExprKind::Field(base, field) => {
+                let base = self.expr(w, base);
+                format!("{base}.{field}")
+            }
+            ExprKind::Index(base, index) => {
+                let (base, index) = (self.expr(w, base), self.expr(w, index));
+                format!("{base}[{index}]")
+            }
+            ExprKind::Unary(op, operand) => {
+                let text = self.expr(w, operand);
+                match op {
+                    UnOp::Neg => format!("-({text})"),
+                    UnOp::Not if operand.ty == Ty::BOOL => format!("!({text})"),
+                    UnOp::Not => format!("~({text})"),
+                }
+            }
+            ExprKind::Binary(op, left, right) => {
+                let l = self.expr(w, left);
+                let r = self.expr(w, right);
+                let r = match op {
+                    BinOp::Shl | BinOp::Shr => shift_amount(right, r),
+                    _ => r,
+                };
+                format!("({l} {} {r})", op.symbol())
+            }
+            ExprKind::Cast(value, target) => {
+                let text = self.expr(w, value);
+                format!("{}({text})", wgsl_ty(target))
+            }
+            ExprKind::Call(name, args) => self.call(w, name, args, &e.ty),
+            ExprKind::Method(receiver, method, args) => {
+                self.method(w, receiver, method, args, &e.ty)
+            }
+            ExprKind::If(cond, then, otherwise) => {
+                let temp = self.temp(w, &e.ty, e.span);
+                let cond = self.expr(w, cond);
+                w.open(format!("if {cond}"), e.span);
+                self.assign_block(w, &temp, then);
+                w.close(" else {");
+                self.assign_block(w, &temp, otherwise);
+                w.close("");
+                temp
+            }
+            ExprKind::Match(scrutinee, arms) => {
+                let temp = self.temp(w, &e.ty, e.span);
+                let scrutinee_text = self.expr(w, scrutinee);
+                self.switch(
+                    w,
+                    &scrutinee_text,
+                    &scrutinee.ty,
+                    arms,
+                    e.span,
+                    |this, w, body| this.assign_block(w, &temp, body),
+                );
+                temp
+            }
+            ExprKind::Block(block) => {
+                let temp = self.temp(w, &e.ty, e.span);
+                w.open_plain("");
+                self.assign_block(w, &temp, block);
+                w.close("");
+                temp
+            }
+            ExprKind::Array(elements) => {
+                let texts: Vec<String> = elements.iter().map(|el| self.expr(w, el)).collect();
+                format!("{}({})", wgsl_ty(&e.ty), texts.join(", "))
+            }
+            ExprKind::Repeat(value, n) => self.repeat(w, value, *n, &e.ty, e.span),
+        }
+    }
+
+    /// Declares a temporary of type `ty` for a hoisted value.
+    fn temp(&mut self, w: &mut Writer, ty: &Ty, span: Span) -> String {
+        let name = self.names.generated("t");
+        w.mapped_line(format!("var {name}: {};", wgsl_ty(ty)), span);
+        name
+    }
+
+    fn assign_block(&mut self, w: &mut Writer, target: &str, block: &BlockExpr) {
+        self.block(w, &block.stmts);
+        let value = self.expr(w, &block.tail);
+        w.mapped_line(format!("{target} = {value};"), block.tail.span);
+    }
+
+    fn repeat(&mut self, w: &mut Writer, value: &Expr, n: u32, ty: &Ty, span: Span) -> String {
+        let is_zero = matches!(value.kind, ExprKind::Int(0))
+            || matches!(value.kind, ExprKind::Float(v) if v == 0.0);
+        if is_zero || matches!(value.kind, ExprKind::Bool(false)) {
+            return format!("{}()", wgsl_ty(ty));
+        }
+        let text = self.expr(w, value);
+        if n <= 16 {
+            return format!("{}({})", wgsl_ty(ty), vec![text; n as usize].join(", "));
+        }
+        let temp = self.temp(w, ty, span);
+        let index = self.names.generated("k");
+        w.mapped_line(
+            format!("for (var {index}: u32 = 0u; {index} < {n}u; {index} += 1u) {{ {temp}[{index}] = {text}; }}"),
+            span,
+        );
+        temp
+    }
+
+    fn call(&mut self, w: &mut Writer, name: &Ident, args: &[Expr], ty: &Ty) -> String {
+        let key = name.to_string();
+        let texts: Vec<String> = args.iter().map(|a| self.expr(w, a)).collect();
+        if let Some(builtin) = IdBuiltin::from_name(&key) {
+            return builtin.variable().to_owned();
+        }
+        match key.as_str() {
+            "workgroup_barrier" => "workgroupBarrier()".to_owned(),
+            "storage_barrier" => "storageBarrier()".to_owned(),
+            "vec2" | "vec3" | "vec4" => format!("{}({})", wgsl_ty(ty), texts.join(", ")),
+            "ceil_div" if texts.len() == 2 => {
+                let one = int_literal(1, ty);
+                format!("(({a} + {b} - {one}) / {b})", a = texts[0], b = texts[1])
+            }
+            _ => {
+                let helper = self.globals.helpers.get(&key).cloned().unwrap_or(key);
+                format!("{helper}({})", texts.join(", "))
+            }
+        }
+    }
+
+    fn method(
+        &mut self,
+        w: &mut Writer,
+        receiver: &Expr,
+        method: &Ident,
+        args: &[Expr],
+        ty: &Ty,
+    ) -> String {
+        let key = method.to_string();
+        if let (Ty::Atomic(_), Some(function)) = (&receiver.ty, atomic_function(&key)) {
+            let place = self.expr(w, receiver);
+            let texts: Vec<String> = args.iter().map(|a| self.expr(w, a)).collect();
+            let value = texts.first().map(|t| format!(", {t}")).unwrap_or_default();
+            return format!("{function}(&{place}{value})");
+        }
+        if key == "len" && args.is_empty() {
+            if let ExprKind::Path(name, None) = &receiver.kind {
+                return format!("arrayLength(&{})", self.global(name));
+            }
+        }
+        let x = self.expr(w, receiver);
+        let texts: Vec<String> = args.iter().map(|a| self.expr(w, a)).collect();
+        let arg = |i: usize| texts.get(i).cloned().unwrap_or_default();
+        let one = match receiver.ty.scalar() {
+            Some(Scalar::F32) => "1.0f".to_owned(),
+            _ => int_literal(1, &receiver.ty),
+        };
+        match key.as_str() {
+            "ln" => format!("log({x})"),
+            "powf" => format!("pow({x}, {})", arg(0)),
+            "atan2" => format!("atan2({x}, {})", arg(0)),
+            "mul_add" => format!("fma({x}, {}, {})", arg(0), arg(1)),
+            "recip" => format!("({one} / {x})"),
+            "to_degrees" => format!("degrees({x})"),
+            "to_radians" => format!("radians({x})"),
+            // Rust's fract keeps the sign (x - trunc(x)); WGSL's is x - floor(x).
+            "fract" => format!("({x} - trunc({x}))"),
+            // Rust rounds halves away from zero; WGSL's round() rounds them to even.
+            "round" => format!("trunc({x} + 0.5f * sign({x}))"),
+            // Rust's f32::signum(0.0) is 1.0; WGSL's sign(0.0) is 0.0.
+            "signum" if receiver.ty.scalar() == Some(Scalar::F32) => {
+                format!("select(vec_or_scalar_one, -vec_or_scalar_one, {x} < 0.0f)")
+                    .replace("vec_or_scalar_one", &splat(&receiver.ty, "1.0f"))
+            }
+            "signum" => format!("sign({x})"),
+            "wrapping_add" => format!("({x} + {})", arg(0)),
+            "wrapping_sub" => format!("({x} - {})", arg(0)),
+            "wrapping_mul" => format!("({x} * {})", arg(0)),
+            "count_ones" | "leading_zeros" | "trailing_zeros" => {
+                let function = match key.as_str() {
+                    "count_ones" => "countOneBits",
+                    "leading_zeros" => "countLeadingZeros",
+                    _ => "countTrailingZeros",
+                };
+                format!("{}({function}({x}))", wgsl_ty(ty))
+            }
+            "reverse_bits" => format!("reverseBits({x})"),
+            "dot" | "distance" | "cross" | "min" | "max" => format!("{key}({x}, {})", arg(0)),
+            "clamp" => format!("clamp({x}, {}, {})", arg(0), arg(1)),
+            // The rest share their WGSL name: exp, exp2, log2, sqrt, abs, floor, ceil, trig, ...
+            _ => format!("{key}({x})"),
+        }
+    }
+}
+
+/// `value` for a scalar type, or `vecN<f32>(value)` for a vector.
+fn splat(ty: &Ty, value: &str) -> String {
+    match ty {
+        Ty::Vector(..) => format!("{}({value})", wgsl_ty(ty)),
+        _ => value.to_owned(),
+    }
+}
+
+fn atomic_function(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "load" => "atomicLoad",
+        "store" => "atomicStore",
+        "swap" => "atomicExchange",
+        "fetch_add" => "atomicAdd",
+        "fetch_sub" => "atomicSub",
+        "fetch_max" => "atomicMax",
+        "fetch_min" => "atomicMin",
+        "fetch_and" => "atomicAnd",
+        "fetch_or" => "atomicOr",
+        "fetch_xor" => "atomicXor",
+        _ => return None,
+    })
+}
+
+/// WGSL shifts take a `u32` amount.
+fn shift_amount(amount: &Expr, text: String) -> String {
+    match amount.ty.scalar() {
+        Some(Scalar::U32) => text,
+        _ => format!("u32({text})"),
+    }
+}
+
+/// Whether lowering `e` writes statements before it (so it cannot be re-evaluated in place).
+fn needs_hoisting(e: &Expr) -> bool {
+    let mut found = false;
+    visit_expr(e, &mut |inner| {
+        if matches!(
+            inner.kind,
+            ExprKind::If(..) | ExprKind::Match(..) | ExprKind::Block(_)
+        ) || matches!(&inner.kind, ExprKind::Repeat(_, n) if *n > 16)
+        {
+            found = true;
+        }
+    });
+    found
+}
+
+pub fn int_literal(value: u64, ty: &Ty) -> String {
+    match ty.scalar() {
+        Some(Scalar::U32) => format!("{value}u"),
+        Some(Scalar::F32) => format!("{value}.0f"),
+        _ => format!("{value}i"),
+    }
+}
+
+fn signed_literal(value: i64, ty: &Ty) -> String {
+    match ty.scalar() {
+        Some(Scalar::U32) => format!("{value}u"),
+        _ => format!("{value}i"),
+    }
+}
+
+fn float_literal(value: f64) -> String {
+    let value = value as f32;
+    let text = format!("{value:?}");
+    if text.contains(['.', 'e', 'E']) {
+        format!("{text}f")
+    } else {
+        format!("{text}.0f")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_carry_their_type() {
+        assert_eq!(int_literal(3, &Ty::U32), "3u");
+        assert_eq!(int_literal(3, &Ty::I32), "3i");
+        assert_eq!(float_literal(1.0), "1.0f");
+        assert_eq!(float_literal(1e-5), "1e-5f");
+        assert_eq!(float_literal(0.5), "0.5f");
+        assert_eq!(signed_literal(-2, &Ty::I32), "-2i");
+    }
+}

@@ -1,0 +1,686 @@
+//! Kernel and helper bodies -> IR statements and expressions: the Rust subset the kernel
+//! language accepts. Everything else is reported at its tokens with what to write instead.
+
+use syn::spanned::Spanned;
+
+use crate::diag::Errors;
+use crate::ir::{self, BinOp, Expr, ExprKind, Stmt, StmtKind, Ty, UnOp};
+use crate::parse::keywords::UNROLL;
+use crate::parse::ty;
+
+/// A block in statement position: a trailing expression is a statement too.
+pub fn block(block: &syn::Block, errors: &mut Errors) -> ir::Block {
+    let mut out = Vec::new();
+    for stmt in &block.stmts {
+        statement(stmt, &mut out, errors);
+    }
+    out
+}
+
+/// A function body: with a return type, its trailing expression becomes a `return`.
+pub fn function_body(body: &syn::Block, returns_value: bool, errors: &mut Errors) -> ir::Block {
+    let Some((syn::Stmt::Expr(tail, None), init)) =
+        body.stmts.split_last().filter(|_| returns_value)
+    else {
+        return block(body, errors);
+    };
+    let mut out = Vec::new();
+    for stmt in init {
+        statement(stmt, &mut out, errors);
+    }
+    if let Some(value) = expr(tail, errors) {
+        out.push(Stmt {
+            span: value.span,
+            kind: StmtKind::Return(Some(value)),
+        });
+    }
+    out
+}
+
+/// A block used as a value: its last expression without `;` is the value.
+fn value_block(block: &syn::Block, errors: &mut Errors) -> Option<ir::BlockExpr> {
+    let (last, init) = block.stmts.split_last().or_else(|| {
+        errors.spanned(
+            block,
+            "this block needs a value: end it with an expression without `;`",
+        );
+        None
+    })?;
+    let syn::Stmt::Expr(tail, None) = last else {
+        errors.spanned(
+            last,
+            "this block needs a value: end it with an expression without `;`",
+        );
+        return None;
+    };
+    let mut stmts = Vec::new();
+    for stmt in init {
+        statement(stmt, &mut stmts, errors);
+    }
+    Some(ir::BlockExpr {
+        stmts,
+        tail: expr(tail, errors)?,
+    })
+}
+
+fn statement(stmt: &syn::Stmt, out: &mut ir::Block, errors: &mut Errors) {
+    match stmt {
+        syn::Stmt::Local(local) => {
+            if let Some(stmt) = let_stmt(local, errors) {
+                out.push(stmt);
+            }
+        }
+        syn::Stmt::Expr(e, _) => {
+            if let Some(stmt) = expr_stmt(e, errors) {
+                out.push(stmt);
+            }
+        }
+        syn::Stmt::Item(item) => errors.spanned(
+            item,
+            "items cannot be declared inside a kernel body; define helpers beside the kernels",
+        ),
+        syn::Stmt::Macro(mac) => errors.spanned(
+            &mac.mac.path,
+            "macros are not supported in kernels; write the code out, or use a helper function",
+        ),
+    }
+}
+
+fn let_stmt(local: &syn::Local, errors: &mut Errors) -> Option<Stmt> {
+    let span = local.span();
+    let (pat, declared) = match &local.pat {
+        syn::Pat::Type(typed) => (
+            &*typed.pat,
+            Some(ty::value_ty(&typed.ty).map_err(|e| errors.push(e)).ok()?),
+        ),
+        other => (other, None),
+    };
+    let syn::Pat::Ident(ident) = pat else {
+        errors.spanned(
+            pat,
+            "`let` binds one name in kernels: `let x = ...;` (no tuple or struct patterns)",
+        );
+        return None;
+    };
+    if let Some(by_ref) = &ident.by_ref {
+        errors.spanned(
+            by_ref,
+            "references to locals are not supported in kernels; use the value",
+        );
+    }
+    if let Some(init) = &local.init {
+        if let Some((_, diverge)) = &init.diverge {
+            errors.spanned(
+                diverge,
+                "`let ... else` is not supported in kernels; use `if`",
+            );
+        }
+    }
+    let init = match &local.init {
+        Some(init) => Some(expr(&init.expr, errors)?),
+        None => None,
+    };
+    Some(Stmt {
+        kind: StmtKind::Let {
+            name: ident.ident.clone(),
+            mutable: ident.mutability.is_some(),
+            declared,
+            init,
+            local: ir::LocalId::default(),
+            ty: Ty::Unknown,
+        },
+        span,
+    })
+}
+
+/// An expression in statement position: control flow, assignments, calls.
+fn expr_stmt(e: &syn::Expr, errors: &mut Errors) -> Option<Stmt> {
+    let span = e.span();
+    let kind = match e {
+        syn::Expr::If(if_expr) => if_stmt(if_expr, errors)?,
+        syn::Expr::ForLoop(for_loop) => StmtKind::For(Box::new(for_stmt(for_loop, errors)?)),
+        syn::Expr::While(while_loop) => {
+            reject_label(while_loop.label.as_ref(), errors);
+            let body = block(&while_loop.body, errors);
+            StmtKind::While {
+                cond: expr(&while_loop.cond, errors)?,
+                body,
+            }
+        }
+        syn::Expr::Loop(loop_expr) => {
+            reject_label(loop_expr.label.as_ref(), errors);
+            StmtKind::Loop(block(&loop_expr.body, errors))
+        }
+        syn::Expr::Block(inner) if inner.label.is_none() => {
+            // A nested block keeps its scope: lower it as `if true { ... }` would be odd, so
+            // it becomes a loop-free block through `If` with a constant condition.
+            let then = block(&inner.block, errors);
+            StmtKind::If {
+                cond: Expr::new(ExprKind::Bool(true), span),
+                then,
+                otherwise: None,
+            }
+        }
+        syn::Expr::Match(m) => {
+            let scrutinee = expr(&m.expr, errors)?;
+            let arms = m
+                .arms
+                .iter()
+                .filter_map(|arm| {
+                    match_arm(arm, errors, |body, errors| Some(arm_block(body, errors)))
+                })
+                .collect();
+            StmtKind::Match { scrutinee, arms }
+        }
+        syn::Expr::Assign(assign) => {
+            let (target, value) = (expr(&assign.left, errors), expr(&assign.right, errors));
+            StmtKind::Assign {
+                target: target?,
+                op: None,
+                value: value?,
+            }
+        }
+        syn::Expr::Binary(binary) if compound_op(&binary.op).is_some() => {
+            let (target, value) = (expr(&binary.left, errors), expr(&binary.right, errors));
+            StmtKind::Assign {
+                target: target?,
+                op: compound_op(&binary.op),
+                value: value?,
+            }
+        }
+        syn::Expr::Break(b) => {
+            reject_label_use(b.label.as_ref(), errors);
+            if let Some(value) = &b.expr {
+                errors.spanned(value, "`break` with a value is not supported in kernels; assign to a `let mut` before breaking");
+            }
+            StmtKind::Break
+        }
+        syn::Expr::Continue(c) => {
+            reject_label_use(c.label.as_ref(), errors);
+            StmtKind::Continue
+        }
+        syn::Expr::Return(r) => StmtKind::Return(match &r.expr {
+            Some(value) => Some(expr(value, errors)?),
+            None => None,
+        }),
+        other => StmtKind::Expr(expr(other, errors)?),
+    };
+    Some(Stmt { kind, span })
+}
+
+/// A match arm body in statement position: a block or a single expression statement.
+fn arm_block(body: &syn::Expr, errors: &mut Errors) -> ir::Block {
+    match body {
+        syn::Expr::Block(b) if b.label.is_none() => block(&b.block, errors),
+        other => expr_stmt(other, errors).into_iter().collect(),
+    }
+}
+
+fn if_stmt(if_expr: &syn::ExprIf, errors: &mut Errors) -> Option<StmtKind> {
+    let cond = expr(&if_expr.cond, errors);
+    let then = block(&if_expr.then_branch, errors);
+    let otherwise = match &if_expr.else_branch {
+        None => None,
+        Some((_, else_expr)) => match &**else_expr {
+            syn::Expr::Block(b) => Some(block(&b.block, errors)),
+            syn::Expr::If(nested) => {
+                let span = nested.span();
+                Some(vec![Stmt {
+                    kind: if_stmt(nested, errors)?,
+                    span,
+                }])
+            }
+            other => {
+                errors.spanned(other, "expected a block after `else`");
+                None
+            }
+        },
+    };
+    Some(StmtKind::If {
+        cond: cond?,
+        then,
+        otherwise,
+    })
+}
+
+fn for_stmt(for_loop: &syn::ExprForLoop, errors: &mut Errors) -> Option<ir::ForLoop> {
+    reject_label(for_loop.label.as_ref(), errors);
+    let unroll = for_loop.attrs.iter().any(|a| a.path().is_ident(UNROLL));
+    for attr in for_loop.attrs.iter().filter(|a| !a.path().is_ident(UNROLL)) {
+        errors.spanned(attr, "unknown loop attribute; loops accept `#[unroll]`");
+    }
+    let var = match &*for_loop.pat {
+        syn::Pat::Ident(ident) if ident.by_ref.is_none() && ident.mutability.is_none() => {
+            ident.ident.clone()
+        }
+        syn::Pat::Wild(wild) => syn::Ident::new("_", wild.span()),
+        other => {
+            errors.spanned(other, "a `for` loop binds one name: `for i in 0..n`");
+            return None;
+        }
+    };
+    let usage =
+        "`for` loops run over ranges: `a..b`, `a..=b`, `(a..b).rev()` or `(a..b).step_by(s)`";
+    let mut iter = &*for_loop.expr;
+    let mut reversed = false;
+    let mut step = None;
+    while let syn::Expr::MethodCall(call) = iter {
+        match (call.method.to_string().as_str(), call.args.len()) {
+            ("rev", 0) if !reversed && step.is_none() => reversed = true,
+            ("step_by", 1) if !reversed && step.is_none() => {
+                step = Some(expr(&call.args[0], errors)?)
+            }
+            _ => {
+                errors.spanned(&call.method, usage);
+                return None;
+            }
+        }
+        iter = &call.receiver;
+    }
+    while let syn::Expr::Paren(inner) = iter {
+        iter = &inner.expr;
+    }
+    let syn::Expr::Range(range) = iter else {
+        errors.spanned(iter, usage);
+        return None;
+    };
+    let (Some(start), Some(end)) = (&range.start, &range.end) else {
+        errors.spanned(range, "a loop range needs both ends: `a..b`");
+        return None;
+    };
+    let (start, end) = (expr(start, errors), expr(end, errors));
+    Some(ir::ForLoop {
+        var,
+        local: ir::LocalId::default(),
+        ty: Ty::Unknown,
+        start: start?,
+        end: end?,
+        inclusive: matches!(range.limits, syn::RangeLimits::Closed(_)),
+        reversed,
+        step,
+        body: block(&for_loop.body, errors),
+        unroll,
+    })
+}
+
+fn reject_label(label: Option<&syn::Label>, errors: &mut Errors) {
+    if let Some(label) = label {
+        errors.spanned(
+            label,
+            "loop labels are not supported in kernels; use a flag and `break`",
+        );
+    }
+}
+
+fn reject_label_use(label: Option<&syn::Lifetime>, errors: &mut Errors) {
+    if let Some(label) = label {
+        errors.spanned(
+            label,
+            "loop labels are not supported in kernels; use a flag and `break`",
+        );
+    }
+}
+
+fn match_arm<T>(
+    arm: &syn::Arm,
+    errors: &mut Errors,
+    body: impl FnOnce(&syn::Expr, &mut Errors) -> Option<T>,
+) -> Option<ir::MatchArm<T>> {
+    if let Some((_, guard)) = &arm.guard {
+        errors.spanned(
+            guard,
+            "match guards are not supported in kernels; use `if` inside the arm",
+        );
+    }
+    let mut values = Vec::new();
+    pattern_values(&arm.pat, &mut values, errors);
+    Some(ir::MatchArm {
+        values,
+        body: body(&arm.body, errors)?,
+        span: arm.span(),
+    })
+}
+
+/// Collects the integer values of a pattern; `_` adds none.
+fn pattern_values(pat: &syn::Pat, values: &mut Vec<(i64, proc_macro2::Span)>, errors: &mut Errors) {
+    let usage = "match arms take integer literals (`0`, `1 | 2`, `-1`) or `_`";
+    match pat {
+        syn::Pat::Wild(_) => {}
+        syn::Pat::Or(or) => or
+            .cases
+            .iter()
+            .for_each(|case| pattern_values(case, values, errors)),
+        syn::Pat::Lit(lit) => match int_pattern(&lit.lit) {
+            Some(value) => values.push((value, lit.span())),
+            None => errors.spanned(lit, usage),
+        },
+        syn::Pat::Paren(inner) => pattern_values(&inner.pat, values, errors),
+        other => errors.spanned(other, usage),
+    }
+}
+
+fn int_pattern(lit: &syn::Lit) -> Option<i64> {
+    let syn::Lit::Int(int) = lit else { return None };
+    int.base10_parse().ok()
+}
+
+fn compound_op(op: &syn::BinOp) -> Option<BinOp> {
+    Some(match op {
+        syn::BinOp::AddAssign(_) => BinOp::Add,
+        syn::BinOp::SubAssign(_) => BinOp::Sub,
+        syn::BinOp::MulAssign(_) => BinOp::Mul,
+        syn::BinOp::DivAssign(_) => BinOp::Div,
+        syn::BinOp::RemAssign(_) => BinOp::Rem,
+        syn::BinOp::BitAndAssign(_) => BinOp::BitAnd,
+        syn::BinOp::BitOrAssign(_) => BinOp::BitOr,
+        syn::BinOp::BitXorAssign(_) => BinOp::BitXor,
+        syn::BinOp::ShlAssign(_) => BinOp::Shl,
+        syn::BinOp::ShrAssign(_) => BinOp::Shr,
+        _ => return None,
+    })
+}
+
+fn binary_op(op: &syn::BinOp) -> Option<BinOp> {
+    Some(match op {
+        syn::BinOp::Add(_) => BinOp::Add,
+        syn::BinOp::Sub(_) => BinOp::Sub,
+        syn::BinOp::Mul(_) => BinOp::Mul,
+        syn::BinOp::Div(_) => BinOp::Div,
+        syn::BinOp::Rem(_) => BinOp::Rem,
+        syn::BinOp::And(_) => BinOp::And,
+        syn::BinOp::Or(_) => BinOp::Or,
+        syn::BinOp::BitAnd(_) => BinOp::BitAnd,
+        syn::BinOp::BitOr(_) => BinOp::BitOr,
+        syn::BinOp::BitXor(_) => BinOp::BitXor,
+        syn::BinOp::Shl(_) => BinOp::Shl,
+        syn::BinOp::Shr(_) => BinOp::Shr,
+        syn::BinOp::Eq(_) => BinOp::Eq,
+        syn::BinOp::Lt(_) => BinOp::Lt,
+        syn::BinOp::Le(_) => BinOp::Le,
+        syn::BinOp::Ne(_) => BinOp::Ne,
+        syn::BinOp::Ge(_) => BinOp::Ge,
+        syn::BinOp::Gt(_) => BinOp::Gt,
+        _ => return None,
+    })
+}
+
+/// An expression used as a value.
+pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Option<Expr> {
+    let span = e.span();
+    let kind = match e {
+        syn::Expr::Lit(lit) => return literal(&lit.lit, errors),
+        syn::Expr::Paren(inner) => return expr(&inner.expr, errors),
+        syn::Expr::Group(inner) => return expr(&inner.expr, errors),
+        syn::Expr::Path(path) => match path.path.get_ident() {
+            Some(ident) if path.qself.is_none() => ExprKind::Path(ident.clone(), None),
+            _ => {
+                errors.spanned(
+                    path,
+                    "paths are not supported in kernels; name a local, a parameter or a helper",
+                );
+                return None;
+            }
+        },
+        syn::Expr::Field(field) => {
+            let base = expr(&field.base, errors)?;
+            match &field.member {
+                syn::Member::Named(name) => ExprKind::Field(Box::new(base), name.clone()),
+                syn::Member::Unnamed(index) => {
+                    errors.spanned(index, "tuple fields are not supported in kernels; use `.x`, `.y`, `.z`, `.w` on vectors");
+                    return None;
+                }
+            }
+        }
+        syn::Expr::Index(index) => {
+            let (base, at) = (expr(&index.expr, errors), expr(&index.index, errors));
+            ExprKind::Index(Box::new(base?), Box::new(at?))
+        }
+        syn::Expr::Unary(unary) => {
+            let op = match unary.op {
+                syn::UnOp::Neg(_) => UnOp::Neg,
+                syn::UnOp::Not(_) => UnOp::Not,
+                _ => {
+                    errors.spanned(
+                        unary.op,
+                        "dereferencing is not supported in kernels; values are used directly",
+                    );
+                    return None;
+                }
+            };
+            ExprKind::Unary(op, Box::new(expr(&unary.expr, errors)?))
+        }
+        syn::Expr::Binary(binary) => {
+            let Some(op) = binary_op(&binary.op) else {
+                errors.spanned(
+                    binary,
+                    "an assignment is a statement, not a value; put it on its own line",
+                );
+                return None;
+            };
+            let (left, right) = (expr(&binary.left, errors), expr(&binary.right, errors));
+            ExprKind::Binary(op, Box::new(left?), Box::new(right?))
+        }
+        syn::Expr::Cast(cast) => {
+            let target = ty::value_ty(&cast.ty).map_err(|e| errors.push(e));
+            let value = expr(&cast.expr, errors)?;
+            ExprKind::Cast(Box::new(value), target.ok()?)
+        }
+        syn::Expr::Call(call) => {
+            let syn::Expr::Path(path) = &*call.func else {
+                errors.spanned(
+                    &call.func,
+                    "only helpers and builtins can be called in kernels, by name",
+                );
+                return None;
+            };
+            let Some(name) = path.path.get_ident() else {
+                errors.spanned(
+                    path,
+                    "call helpers and builtins by their plain name (no paths or turbofish)",
+                );
+                return None;
+            };
+            ExprKind::Call(name.clone(), args(&call.args, errors)?)
+        }
+        syn::Expr::MethodCall(call) => {
+            if let Some(turbofish) = &call.turbofish {
+                errors.spanned(
+                    turbofish,
+                    "turbofish is not supported in kernels; annotate the `let` instead",
+                );
+            }
+            let receiver = expr(&call.receiver, errors)?;
+            let mut arguments: Vec<&syn::Expr> = call.args.iter().collect();
+            if ATOMIC_METHODS.contains(&call.method.to_string().as_str()) {
+                drop_relaxed_ordering(&mut arguments, errors);
+            }
+            ExprKind::Method(
+                Box::new(receiver),
+                call.method.clone(),
+                args(arguments, errors)?,
+            )
+        }
+        syn::Expr::If(if_expr) => {
+            let Some((_, else_branch)) = &if_expr.else_branch else {
+                errors.spanned(if_expr, "an `if` used as a value needs an `else` branch");
+                return None;
+            };
+            let cond = expr(&if_expr.cond, errors);
+            let then = value_block(&if_expr.then_branch, errors);
+            let otherwise = else_value(else_branch, errors);
+            ExprKind::If(Box::new(cond?), Box::new(then?), Box::new(otherwise?))
+        }
+        syn::Expr::Match(m) => {
+            let scrutinee = expr(&m.expr, errors)?;
+            let arms = m
+                .arms
+                .iter()
+                .filter_map(|arm| match_arm(arm, errors, arm_value))
+                .collect();
+            ExprKind::Match(Box::new(scrutinee), arms)
+        }
+        syn::Expr::Block(b) if b.label.is_none() => {
+            ExprKind::Block(Box::new(value_block(&b.block, errors)?))
+        }
+        syn::Expr::Array(array) => ExprKind::Array(args(&array.elems, errors)?),
+        syn::Expr::Repeat(repeat) => {
+            let len = ty::array_len(&repeat.len).map_err(|e| errors.push(e));
+            ExprKind::Repeat(Box::new(expr(&repeat.expr, errors)?), len.ok()?)
+        }
+        syn::Expr::Reference(reference) => {
+            errors.spanned(
+                reference.and_token,
+                "references are not supported in kernels; pass the value itself",
+            );
+            return None;
+        }
+        syn::Expr::Closure(_) => {
+            errors.spanned(
+                e,
+                "closures are not supported in kernels; define a helper function beside the kernel",
+            );
+            return None;
+        }
+        other => {
+            errors.spanned(
+                other,
+                format!("{} not supported in kernels; {}", describe(other), SUBSET),
+            );
+            return None;
+        }
+    };
+    Some(Expr::new(kind, span))
+}
+
+/// Methods of atomics, whose Rust spelling takes a trailing `Ordering`.
+pub const ATOMIC_METHODS: [&str; 10] = [
+    "load",
+    "store",
+    "fetch_add",
+    "fetch_sub",
+    "fetch_max",
+    "fetch_min",
+    "fetch_and",
+    "fetch_or",
+    "fetch_xor",
+    "swap",
+];
+
+/// WGSL atomics are relaxed: accept `Ordering::Relaxed` as the last argument and drop it.
+fn drop_relaxed_ordering(arguments: &mut Vec<&syn::Expr>, errors: &mut Errors) {
+    let Some(syn::Expr::Path(path)) = arguments.last() else {
+        return;
+    };
+    let (Some(last), Some(ordering)) = (
+        path.path.segments.last(),
+        path.path.segments.iter().rev().nth(1),
+    ) else {
+        return;
+    };
+    if ordering.ident != "Ordering" {
+        return;
+    }
+    if last.ident != "Relaxed" {
+        errors.spanned(
+            path,
+            "WGSL atomics are relaxed; write `Ordering::Relaxed` or leave the ordering out",
+        );
+    }
+    arguments.pop();
+}
+
+const SUBSET: &str = "kernels accept literals, locals, arithmetic, comparisons, `as` casts, \
+                      indexing, fields, calls of helpers and builtins, math methods, `if`, `match` \
+                      and blocks as values";
+
+fn describe(e: &syn::Expr) -> &'static str {
+    match e {
+        syn::Expr::Async(_) | syn::Expr::Await(_) => "async code is",
+        syn::Expr::Macro(_) => "macros are",
+        syn::Expr::Struct(_) => "struct literals are",
+        syn::Expr::Tuple(_) => "tuples are",
+        syn::Expr::Range(_) => "ranges outside `for` loops are",
+        syn::Expr::Try(_) => "the `?` operator is",
+        syn::Expr::Unsafe(_) => "unsafe blocks are",
+        syn::Expr::Let(_) => "`let` conditions are",
+        _ => "this expression is",
+    }
+}
+
+fn else_value(else_branch: &syn::Expr, errors: &mut Errors) -> Option<ir::BlockExpr> {
+    match else_branch {
+        syn::Expr::Block(b) => value_block(&b.block, errors),
+        nested @ syn::Expr::If(_) => Some(ir::BlockExpr {
+            stmts: Vec::new(),
+            tail: expr(nested, errors)?,
+        }),
+        other => {
+            errors.spanned(other, "expected a block after `else`");
+            None
+        }
+    }
+}
+
+fn arm_value(body: &syn::Expr, errors: &mut Errors) -> Option<ir::BlockExpr> {
+    match body {
+        syn::Expr::Block(b) if b.label.is_none() => value_block(&b.block, errors),
+        other => Some(ir::BlockExpr {
+            stmts: Vec::new(),
+            tail: expr(other, errors)?,
+        }),
+    }
+}
+
+fn args<'a>(
+    list: impl IntoIterator<Item = &'a syn::Expr>,
+    errors: &mut Errors,
+) -> Option<Vec<Expr>> {
+    let converted: Vec<Option<Expr>> = list.into_iter().map(|a| expr(a, errors)).collect();
+    converted.into_iter().collect()
+}
+
+fn literal(lit: &syn::Lit, errors: &mut Errors) -> Option<Expr> {
+    let span = lit.span();
+    let (kind, ty) = match lit {
+        syn::Lit::Int(int) => {
+            let value = int.base10_parse::<u64>().map_err(|e| errors.push(e)).ok()?;
+            match int.suffix() {
+                "" => (ExprKind::Int(value), Ty::Unknown),
+                "f32" => (ExprKind::Float(value as f64), Ty::F32),
+                suffix => match ty::scalar(suffix) {
+                    Some(s) if s.is_integer() => (ExprKind::Int(value), Ty::Scalar(s)),
+                    _ => {
+                        errors.spanned(int, format!("`{suffix}` literals are not supported in kernels; use `u32`, `i32` or `f32`"));
+                        return None;
+                    }
+                },
+            }
+        }
+        syn::Lit::Float(float) => {
+            let value = float
+                .base10_parse::<f64>()
+                .map_err(|e| errors.push(e))
+                .ok()?;
+            match float.suffix() {
+                "" => (ExprKind::Float(value), Ty::Unknown),
+                "f32" => (ExprKind::Float(value), Ty::F32),
+                suffix => {
+                    errors.spanned(
+                        float,
+                        format!("`{suffix}` literals are not supported in kernels; use `f32`"),
+                    );
+                    return None;
+                }
+            }
+        }
+        syn::Lit::Bool(b) => (ExprKind::Bool(b.value), Ty::BOOL),
+        other => {
+            errors.spanned(
+                other,
+                "only number and `bool` literals are supported in kernels",
+            );
+            return None;
+        }
+    };
+    Some(Expr { kind, span, ty })
+}

@@ -1,0 +1,95 @@
+//! `#[derive(Params)]` structs -> [`ir::ParamsStruct`]: fields of scalars and vectors.
+
+use crate::diag::Errors;
+use crate::ir::{self, Ty};
+use crate::parse::keywords::PARAMS_DERIVE;
+
+/// Whether `item` derives `Params`.
+pub fn is_params(item: &syn::ItemStruct) -> bool {
+    item.attrs.iter().any(|attr| {
+        attr.path().is_ident("derive")
+            && attr
+                .parse_args_with(
+                    syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated,
+                )
+                .is_ok_and(|paths| {
+                    paths
+                        .iter()
+                        .any(|p| p.segments.last().is_some_and(|s| s.ident == PARAMS_DERIVE))
+                })
+    })
+}
+
+/// Reads the struct's fields. A field of an unsupported type is reported and left out.
+pub fn params_struct(item: &syn::ItemStruct, errors: &mut Errors) -> ir::ParamsStruct {
+    let repr_c = item.attrs.iter().any(|attr| {
+        attr.path().is_ident("repr")
+            && attr
+                .parse_args_with(
+                    syn::punctuated::Punctuated::<syn::Ident, syn::Token![,]>::parse_terminated,
+                )
+                .is_ok_and(|reprs| reprs.iter().any(|r| r == "C"))
+    });
+    if !item.generics.params.is_empty() {
+        errors.spanned(&item.generics, "a `Params` struct cannot be generic");
+    }
+    let syn::Fields::Named(named) = &item.fields else {
+        errors.spanned(
+            &item.fields,
+            "a `Params` struct needs named fields: `struct P { n: u32 }`",
+        );
+        return ir::ParamsStruct {
+            name: item.ident.clone(),
+            fields: Vec::new(),
+            repr_c,
+        };
+    };
+    let fields = named
+        .named
+        .iter()
+        .filter_map(|field| {
+            let name = field.ident.clone()?;
+            match field_ty(&field.ty) {
+                Ok(ty) => Some(ir::ParamsField {
+                    name,
+                    ty,
+                    span: syn::spanned::Spanned::span(&field.ty),
+                }),
+                Err(error) => {
+                    errors.push(error);
+                    None
+                }
+            }
+        })
+        .collect();
+    ir::ParamsStruct {
+        name: item.ident.clone(),
+        fields,
+        repr_c,
+    }
+}
+
+/// A field type: `f32`, `u32`, `i32`, or `[T; 2..=4]` of those, which WGSL sees as `vecN<T>`.
+fn field_ty(ty: &syn::Type) -> syn::Result<Ty> {
+    let unsupported = || {
+        syn::Error::new_spanned(
+            ty,
+            "a `Params` field must be `f32`, `u32`, `i32`, or an array `[T; 2]`, `[T; 3]` or `[T; 4]` \
+             of those (a WGSL vector)",
+        )
+    };
+    if quote::ToTokens::to_token_stream(ty)
+        .to_string()
+        .contains("usize")
+    {
+        return Err(unsupported());
+    }
+    match super::ty::value_ty(ty).map_err(|_| unsupported())? {
+        Ty::Scalar(s) if s.is_numeric() => Ok(Ty::Scalar(s)),
+        Ty::Array(element, n @ 2..=4) => match *element {
+            Ty::Scalar(s) if s.is_numeric() => Ok(Ty::Vector(n as u8, s)),
+            _ => Err(unsupported()),
+        },
+        _ => Err(unsupported()),
+    }
+}

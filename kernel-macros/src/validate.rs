@@ -1,0 +1,63 @@
+//! naga parses and validates the generated WGSL while the macro expands. Its errors are
+//! mapped back through the source map to the Rust tokens that produced the offending WGSL,
+//! and phrased for the user's code where the cause is known.
+
+use proc_macro2::Span;
+
+use crate::diag::Errors;
+use crate::lower::Wgsl;
+
+/// Validates `wgsl`; reports problems at the mapped Rust spans (or `fallback`).
+pub fn validate(wgsl: &Wgsl, fallback: Span, errors: &mut Errors) {
+    let module = match naga::front::wgsl::parse_str(&wgsl.text) {
+        Ok(module) => module,
+        Err(error) => {
+            let span = error
+                .labels()
+                .find_map(|(span, _)| map_span(wgsl, span))
+                .unwrap_or(fallback);
+            errors.at(
+                span,
+                format!("the generated WGSL does not parse: {}", error.message()),
+            );
+            return;
+        }
+    };
+    let mut validator = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::default(),
+    );
+    if let Err(error) = validator.validate(&module) {
+        let span = error
+            .spans()
+            .filter_map(|(span, _)| map_span(wgsl, *span))
+            .last()
+            .unwrap_or(fallback);
+        errors.at(span, describe(&error, &wgsl.text));
+    }
+}
+
+fn map_span(wgsl: &Wgsl, span: naga::Span) -> Option<Span> {
+    let range = span.to_range()?;
+    wgsl.span_at(range.start)
+}
+
+/// The user-facing message for a naga validation error.
+fn describe(error: &naga::WithSpan<naga::valid::ValidationError>, source: &str) -> String {
+    let text = format!("{error:?}");
+    if text.contains("NonUniformControlFlow") {
+        return "this barrier must be reached by every invocation of the workgroup together, but it is inside \
+                control flow that depends on a per-invocation value (an invocation id, or data read by it); \
+                move the barrier out of that `if` or loop"
+            .to_owned();
+    }
+    let rendered = error.emit_to_string(source);
+    let first = rendered
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid WGSL");
+    format!(
+        "naga rejected the WGSL generated for this code: {}",
+        first.trim_start_matches("error: ")
+    )
+}
