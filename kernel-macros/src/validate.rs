@@ -12,13 +12,19 @@ pub fn validate(wgsl: &Wgsl, fallback: Span, errors: &mut Errors) {
     let module = match naga::front::wgsl::parse_str(&wgsl.text) {
         Ok(module) => module,
         Err(error) => {
-            let span = error
+            let offset = error
                 .labels()
-                .find_map(|(span, _)| map_span(wgsl, span))
-                .unwrap_or(fallback);
+                .find_map(|(span, _)| span.to_range())
+                .map(|r| r.start);
+            let span = offset.and_then(|o| wgsl.span_at(o)).unwrap_or(fallback);
+            let line = offset.map(|o| line_at(&wgsl.text, o)).unwrap_or_default();
             errors.at(
                 span,
-                format!("the generated WGSL does not parse: {}", error.message()),
+                format!(
+                    "tessera generated WGSL that does not parse ({}) at `{line}`; this is a bug in \
+                     tessera, please report it",
+                    error.message()
+                ),
             );
             return;
         }
@@ -35,6 +41,15 @@ pub fn validate(wgsl: &Wgsl, fallback: Span, errors: &mut Errors) {
             .unwrap_or(fallback);
         errors.at(span, describe(&error, &wgsl.text));
     }
+}
+
+/// The WGSL line holding byte `offset`, trimmed.
+fn line_at(text: &str, offset: usize) -> &str {
+    let start = text[..offset.min(text.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    text[start..end].trim()
 }
 
 fn map_span(wgsl: &Wgsl, span: naga::Span) -> Option<Span> {

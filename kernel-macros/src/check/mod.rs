@@ -6,6 +6,8 @@ pub mod builtins;
 pub mod layout;
 mod types;
 
+pub use types::unroll_values;
+
 use std::collections::HashMap;
 
 use crate::diag::Errors;

@@ -342,12 +342,37 @@ impl<'m, 'e> Checker<'m, 'e> {
             );
         }
         f.ty = ty.clone();
+        if f.unroll {
+            self.check_unroll(f);
+        }
         self.loop_depth += 1;
         self.scoped(|this| {
             f.local = this.declare(&f.var, ty, false);
             f.body.iter_mut().for_each(|stmt| this.stmt(stmt));
         });
         self.loop_depth -= 1;
+    }
+
+    /// `#[unroll]` needs bounds known at compile time and no `break`/`continue` of its own.
+    fn check_unroll(&mut self, f: &ForLoop) {
+        match unroll_count(f) {
+            None => self.errors.at(
+                f.start.span,
+                "`#[unroll]` needs a loop over integer literals, such as `for i in 0..8`; remove `#[unroll]` \
+                 for a loop whose bounds are only known at run time",
+            ),
+            Some(n) if n > MAX_UNROLL => self.errors.at(
+                f.end.span,
+                format!("`#[unroll]` would write the body {n} times; unroll at most {MAX_UNROLL} iterations"),
+            ),
+            Some(_) => {}
+        }
+        if let Some(span) = own_break_or_continue(&f.body) {
+            self.errors.at(
+                span,
+                "an `#[unroll]`ed loop cannot `break` or `continue`; use an `if` around the body",
+            );
+        }
     }
 
     /// Checks a match's scrutinee and arm values; returns the scrutinee's type.
@@ -1138,6 +1163,54 @@ impl<'m, 'e> Checker<'m, 'e> {
             other => other,
         }
     }
+}
+
+/// The most iterations `#[unroll]` writes out.
+pub const MAX_UNROLL: u64 = 1024;
+
+/// The iteration values of an `#[unroll]`ed loop, when its bounds are literals.
+pub fn unroll_values(f: &ForLoop) -> Option<Vec<u64>> {
+    let literal = |e: &Expr| match e.kind {
+        ExprKind::Int(v) => Some(v),
+        _ => None,
+    };
+    let (start, end) = (literal(&f.start)?, literal(&f.end)?);
+    let step = match &f.step {
+        Some(step) => literal(step)?.max(1),
+        None => 1,
+    };
+    let end = if f.inclusive {
+        end.checked_add(1)?
+    } else {
+        end
+    };
+    if end.saturating_sub(start) / step > MAX_UNROLL {
+        return Some(vec![0; MAX_UNROLL as usize + 1]);
+    }
+    let mut values: Vec<u64> = (start..end).step_by(step as usize).collect();
+    if f.reversed {
+        values.reverse();
+    }
+    Some(values)
+}
+
+fn unroll_count(f: &ForLoop) -> Option<u64> {
+    unroll_values(f).map(|v| v.len() as u64)
+}
+
+/// The span of a `break` or `continue` that would leave or restart this loop (not a nested one).
+fn own_break_or_continue(block: &Block) -> Option<Span> {
+    block.iter().find_map(|stmt| match &stmt.kind {
+        StmtKind::Break | StmtKind::Continue => Some(stmt.span),
+        StmtKind::If {
+            then, otherwise, ..
+        } => own_break_or_continue(then)
+            .or_else(|| otherwise.as_ref().and_then(own_break_or_continue)),
+        StmtKind::Match { arms, .. } => {
+            arms.iter().find_map(|arm| own_break_or_continue(&arm.body))
+        }
+        _ => None,
+    })
 }
 
 /// The scalar an unresolved literal variable would default to, for messages.

@@ -5,6 +5,7 @@
 
 use proc_macro2::{Ident, Span};
 
+use crate::check::unroll_values;
 use crate::ir::*;
 use crate::lower::names::Names;
 use crate::lower::writer::Writer;
@@ -250,6 +251,9 @@ impl<'g> FnLowerer<'g> {
     }
 
     fn for_loop(&mut self, w: &mut Writer, f: &ForLoop, span: Span) {
+        if let Some(values) = f.unroll.then(|| unroll_values(f)).flatten() {
+            return self.unrolled(w, f, &values, span);
+        }
         let ty = wgsl_ty(&f.ty);
         let var = self.local(f.local).to_owned();
         let one = int_literal(1, &f.ty);
@@ -274,42 +278,72 @@ impl<'g> FnLowerer<'g> {
                 self.block(w, &f.body);
                 w.close("");
             }
-            (false, true, None) => {
-                // `a..=b` stops at b without computing b + 1, which could overflow.
-                w.mapped_line(format!("var {var}: {ty} = {start};"), span);
-                w.open(format!("if {var} <= {end_name}"), span);
-                w.open("loop", span);
-                self.block(w, &f.body);
-                w.open_plain("continuing");
-                w.line(format!("break if {var} == {end_name};"));
-                w.line(format!("{var} += {one};"));
-                w.close("");
-                w.close("");
-                w.close("");
+            (false, true, None) => self.stepped_loop(w, f, &start, &end_name, span),
+            (true, true, _) => {
+                let start_name = self.names.generated("start");
+                w.mapped_line(format!("let {start_name}: {ty} = {start};"), f.start.span);
+                self.stepped_loop(w, f, &end_name, &start_name, span)
             }
-            (true, inclusive, _) => {
+            (true, false, _) => {
                 // Counts down from the end; the loop variable is a copy so `continue` is safe.
                 let counter = self.names.generated("i");
                 let start_name = self.names.generated("start");
                 w.mapped_line(format!("let {start_name}: {ty} = {start};"), f.start.span);
                 w.mapped_line(format!("var {counter}: {ty} = {end_name};"), span);
-                let (cmp, first_step) = if inclusive { (">=", "") } else { (">", "true") };
-                w.open(format!("if {counter} {cmp} {start_name}"), span);
-                if !first_step.is_empty() {
-                    w.line(format!("{counter} -= {one};"));
-                }
                 w.open("loop", span);
+                w.line(format!("if {counter} <= {start_name} {{ break; }}"));
+                w.line(format!("{counter} -= {one};"));
                 w.line(format!("let {var}: {ty} = {counter};"));
                 self.block(w, &f.body);
-                w.open_plain("continuing");
-                w.line(format!("break if {counter} == {start_name};"));
-                w.line(format!("{counter} -= {one};"));
-                w.close("");
-                w.close("");
                 w.close("");
             }
         }
         w.close("");
+    }
+
+    /// A loop from `from` to `to` inclusive, one step at a time (up for `a..=b`, down for
+    /// `(a..=b).rev()`), that never steps past `to`, so it cannot overflow at the type's
+    /// limits. The step happens before the body, so `continue` is safe.
+    fn stepped_loop(&mut self, w: &mut Writer, f: &ForLoop, from: &str, to: &str, span: Span) {
+        let (ty, var, one) = (
+            wgsl_ty(&f.ty),
+            self.local(f.local).to_owned(),
+            int_literal(1, &f.ty),
+        );
+        let (counter, more) = (self.names.generated("i"), self.names.generated("more"));
+        let (not_past, before, step) = if f.reversed {
+            (">=", ">", "-=")
+        } else {
+            ("<=", "<", "+=")
+        };
+        w.mapped_line(format!("var {counter}: {ty} = {from};"), span);
+        w.mapped_line(
+            format!("var {more}: bool = {counter} {not_past} {to};"),
+            span,
+        );
+        w.open("loop", span);
+        w.line(format!("if !{more} {{ break; }}"));
+        w.line(format!("let {var}: {ty} = {counter};"));
+        w.line(format!("{more} = {counter} {before} {to};"));
+        w.line(format!("if {more} {{ {counter} {step} {one}; }}"));
+        self.block(w, &f.body);
+        w.close("");
+    }
+
+    /// Writes the body once per iteration, each copy in its own block with the loop variable
+    /// bound to a constant, so register arrays indexed by it keep constant indices.
+    fn unrolled(&mut self, w: &mut Writer, f: &ForLoop, values: &[u64], span: Span) {
+        let var = self.local(f.local).to_owned();
+        let ty = wgsl_ty(&f.ty);
+        for value in values {
+            w.open_plain("");
+            w.mapped_line(
+                format!("let {var}: {ty} = {};", int_literal(*value, &f.ty)),
+                span,
+            );
+            self.block(w, &f.body);
+            w.close("");
+        }
     }
 
     /// Writes `switch`; `arm` lowers each arm's body.
