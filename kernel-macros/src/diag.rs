@@ -1,8 +1,11 @@
 //! Error accumulation for every stage: errors are collected with the user's spans and reported
 //! together, so one mistake does not hide the next.
 
-use proc_macro2::Span;
 use std::fmt::Display;
+
+use proc_macro2::{Punct, Spacing, TokenStream, TokenTree};
+
+use crate::ir::Span;
 
 /// The errors found so far.
 #[derive(Default)]
@@ -10,8 +13,18 @@ pub struct Errors(Vec<syn::Error>);
 
 impl Errors {
     /// Records an error at `span`.
-    pub fn at(&mut self, span: Span, message: impl Display) {
-        self.0.push(syn::Error::new(span, message));
+    pub fn at(&mut self, span: impl Into<Span>, message: impl Display) {
+        let span = span.into();
+        // Two tokens carrying the first and last span make `new_spanned` underline the range.
+        let ends: TokenStream = [span.first, span.last]
+            .into_iter()
+            .map(|s| {
+                let mut punct = Punct::new('.', Spacing::Alone);
+                punct.set_span(s);
+                TokenTree::Punct(punct)
+            })
+            .collect();
+        self.0.push(syn::Error::new_spanned(ends, message));
     }
 
     /// Records an error spanning the tokens of `tokens`.

@@ -4,7 +4,42 @@
 //! user's tokens; types of expressions and locals start [`Ty::Unknown`] and are filled in by
 //! `check/`.
 
-use proc_macro2::{Ident, Span};
+use proc_macro2::Ident;
+use quote::ToTokens;
+
+/// Where in the user's code a node came from: the spans of its first and last token, so an
+/// error underlines the whole expression (stable Rust cannot join spans).
+#[derive(Clone, Copy, Debug)]
+pub struct Span {
+    pub first: proc_macro2::Span,
+    pub last: proc_macro2::Span,
+}
+
+impl Span {
+    /// The span of everything in `tokens`.
+    pub fn of(tokens: &impl ToTokens) -> Self {
+        let mut trees = tokens.to_token_stream().into_iter();
+        let first = trees
+            .next()
+            .map_or_else(proc_macro2::Span::call_site, |t| t.span());
+        let last = trees.last().map_or(first, |t| t.span());
+        Span { first, last }
+    }
+
+    /// The Rust source line the node starts on.
+    pub fn line(self) -> usize {
+        self.first.start().line
+    }
+}
+
+impl From<proc_macro2::Span> for Span {
+    fn from(span: proc_macro2::Span) -> Self {
+        Span {
+            first: span,
+            last: span,
+        }
+    }
+}
 
 /// A scalar type of the kernel language.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -153,6 +188,9 @@ pub struct Kernel {
     pub bindings: Vec<Binding>,
     /// `#[workgroup]` arrays.
     pub shared: Vec<SharedVar>,
+    /// Parameters whose declaration was rejected: the body may still name them without
+    /// follow-on errors.
+    pub rejected_params: Vec<Ident>,
     pub body: Block,
     /// Every local's name, indexed by [`LocalId`] (filled by `check/`).
     pub locals: Vec<Ident>,
@@ -477,5 +515,37 @@ pub fn visit_expr(e: &Expr, f: &mut impl FnMut(&Expr)) {
         }
         ExprKind::Block(block) => visit_block_expr(block, f),
         ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Path(..) => {}
+    }
+}
+
+impl Expr {
+    /// The expression written as Rust, for messages that suggest a rewrite. Operands that are
+    /// themselves operations are parenthesized.
+    pub fn rust_text(&self) -> String {
+        let list = |args: &[Expr]| {
+            args.iter()
+                .map(Expr::rust_text)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match &self.kind {
+            ExprKind::Int(v) => v.to_string(),
+            ExprKind::Float(v) => format!("{v:?}"),
+            ExprKind::Bool(b) => b.to_string(),
+            ExprKind::Path(name, _) => name.to_string(),
+            ExprKind::Field(base, field) => format!("{}.{field}", base.rust_text()),
+            ExprKind::Index(base, index) => format!("{}[{}]", base.rust_text(), index.rust_text()),
+            ExprKind::Call(name, args) => format!("{name}({})", list(args)),
+            ExprKind::Method(receiver, name, args) => {
+                format!("{}.{name}({})", receiver.rust_text(), list(args))
+            }
+            ExprKind::Unary(UnOp::Neg, e) => format!("-{}", e.rust_text()),
+            ExprKind::Unary(UnOp::Not, e) => format!("!{}", e.rust_text()),
+            ExprKind::Binary(op, a, b) => {
+                format!("({} {} {})", a.rust_text(), op.symbol(), b.rust_text())
+            }
+            ExprKind::Cast(e, ty) => format!("({} as {})", e.rust_text(), ty.rust_name()),
+            _ => "(...)".to_owned(),
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! mapped back through the source map to the Rust tokens that produced the offending WGSL,
 //! and phrased for the user's code where the cause is known.
 
-use proc_macro2::Span;
+use crate::ir::Span;
 
 use crate::diag::Errors;
 use crate::lower::Wgsl;
@@ -59,13 +59,6 @@ fn map_span(wgsl: &Wgsl, span: naga::Span) -> Option<Span> {
 
 /// The user-facing message for a naga validation error.
 fn describe(error: &naga::WithSpan<naga::valid::ValidationError>, source: &str) -> String {
-    let text = format!("{error:?}");
-    if text.contains("NonUniformControlFlow") {
-        return "this barrier must be reached by every invocation of the workgroup together, but it is inside \
-                control flow that depends on a per-invocation value (an invocation id, or data read by it); \
-                move the barrier out of that `if` or loop"
-            .to_owned();
-    }
     let rendered = error.emit_to_string(source);
     let first = rendered
         .lines()

@@ -61,16 +61,24 @@ pub fn check(params: &ParamsStruct, errors: &mut Errors) {
             errors.at(
                 field.span,
                 format!(
-                    "`{}` would be at byte {} in Rust but at byte {} in WGSL, which aligns `{}` to {} bytes; \
+                    "`{}` would be at byte {} in Rust but at byte {} in WGSL, which aligns a `{}` to {} bytes; \
                      add {} byte(s) of padding before it (e.g. `{fill},`) or move it",
                     field.name,
                     at.rust,
                     at.wgsl,
-                    field.ty.rust_name(),
+                    wgsl_name(&field.ty),
                     field.ty.size_align().1,
                     pad,
                 ),
             );
         }
+    }
+}
+
+/// The WGSL type of a params field, for messages.
+fn wgsl_name(ty: &Ty) -> String {
+    match ty {
+        Ty::Vector(n, s) => format!("vec{n}<{}>", s.rust_name()),
+        other => other.rust_name(),
     }
 }

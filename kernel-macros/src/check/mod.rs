@@ -5,6 +5,7 @@
 pub mod builtins;
 pub mod layout;
 mod types;
+mod uniformity;
 
 pub use types::unroll_values;
 
@@ -64,10 +65,14 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
         };
         let mut body = body;
         let mut checker = Checker::new(&env, errors, None);
+        for name in &kernel.rejected_params {
+            checker.declare(name, Ty::Unknown, true);
+        }
         checker.block(&mut body);
         checker.finish_block(&mut body);
         kernel.locals = checker.locals;
         kernel.body = body;
+        uniformity::check(kernel, &module.helpers, errors);
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use proc_macro2::{Ident, Span};
+use proc_macro2::Ident;
 
 use crate::check::builtins::{self, Shape};
 use crate::diag::Errors;
@@ -357,7 +357,7 @@ impl<'m, 'e> Checker<'m, 'e> {
     fn check_unroll(&mut self, f: &ForLoop) {
         match unroll_count(f) {
             None => self.errors.at(
-                f.start.span,
+                Span { first: f.start.span.first, last: f.end.span.last },
                 "`#[unroll]` needs a loop over integer literals, such as `for i in 0..8`; remove `#[unroll]` \
                  for a loop whose bounds are only known at run time",
             ),
@@ -798,9 +798,7 @@ impl<'m, 'e> Checker<'m, 'e> {
     }
 
     fn mismatch(&mut self, op: BinOp, l: &Ty, r: &Ty, span: Span, left: &Expr, right: &Expr) {
-        let text =
-            |e: &Expr, fallback: &str| e.span.source_text().unwrap_or_else(|| fallback.to_owned());
-        let (a, b) = (text(left, "left"), text(right, "right"));
+        let (a, b) = (left.rust_text(), right.rust_text());
         let (ln, rn) = (l.rust_name(), r.rust_name());
         let sym = op.symbol();
         let message = match (l.scalar().or(default_scalar(l)), r.scalar().or(default_scalar(r))) {
@@ -844,6 +842,12 @@ impl<'m, 'e> Checker<'m, 'e> {
     fn call(&mut self, name: &Ident, args: &mut [Expr], span: Span) -> Ty {
         let key = name.to_string();
         let arg_tys: Vec<Ty> = args.iter_mut().map(|a| self.expr(a)).collect();
+        if let Resolved::Local(local) = self.resolve_name(name) {
+            if local.ty != Ty::Unknown {
+                self.errors.at(span, format!("`{name}` is a local value, not a function; define a helper function instead"));
+            }
+            return Ty::Unknown;
+        }
         if let Some((params, ret)) = self.env.helpers.get(&key).cloned() {
             if params.len() != args.len() {
                 self.errors.at(

@@ -34,7 +34,7 @@ fn element_tokens(element: &Ty) -> TokenStream {
 }
 
 fn field_ty(module: &Module, binding: &Binding) -> TokenStream {
-    let span = binding.span;
+    let span = binding.span.first;
     match &binding.kind {
         BindingKind::Storage {
             element,
@@ -100,7 +100,7 @@ fn binding_doc(module: &Module, index: usize, binding: &Binding) -> String {
 }
 
 /// The launcher and argument types of `kernel`.
-pub fn launcher(module: &Module, kernel: &Kernel) -> TokenStream {
+pub fn launcher(module: &Module, kernel: &Kernel, valid: bool) -> TokenStream {
     let launcher = camel_case(&kernel.name);
     let args_ty = format_ident!("{}Args", launcher);
     let entry = kernel.name.to_string();
@@ -134,7 +134,7 @@ pub fn launcher(module: &Module, kernel: &Kernel) -> TokenStream {
     let rest = names.is_empty().then(|| quote!(..));
 
     let grid: Vec<TokenStream> = (0..3)
-        .map(|axis| match kernel.grid.get(axis) {
+        .map(|axis| match kernel.grid.get(axis).filter(|_| valid) {
             Some(expr) => {
                 let value = host::tokens(expr, uniform);
                 quote! { u32::try_from(#value).unwrap_or(u32::MAX) }
@@ -142,24 +142,28 @@ pub fn launcher(module: &Module, kernel: &Kernel) -> TokenStream {
             None => quote!(1u32),
         })
         .collect();
-    let length_checks = kernel.bindings.iter().filter_map(|binding| {
-        let len = binding.len.as_ref()?;
-        let needed = host::tokens(len, uniform);
-        let name = &binding.name;
-        let name_text = name.to_string();
-        Some(quote! {
-            let needed: u64 = #needed;
-            let given = args.#name.len() as u64;
-            if given < needed {
-                return Err(::tessera::__private::kernel_runtime::Error::BufferTooShort {
-                    kernel: #entry.into(),
-                    binding: #name_text.into(),
-                    needed,
-                    given,
-                });
-            }
-        })
-    });
+    let length_checks = kernel
+        .bindings
+        .iter()
+        .filter(|_| valid)
+        .filter_map(|binding| {
+            let len = binding.len.as_ref()?;
+            let needed = host::tokens(len, uniform);
+            let name = &binding.name;
+            let name_text = name.to_string();
+            Some(quote! {
+                let needed: u64 = #needed;
+                let given = args.#name.len() as u64;
+                if given < needed {
+                    return Err(::tessera::__private::kernel_runtime::Error::BufferTooShort {
+                        kernel: #entry.into(),
+                        binding: #name_text.into(),
+                        needed,
+                        given,
+                    });
+                }
+            })
+        });
 
     let doc = format!(
         "Launcher of the kernel `{entry}` (module `{module}`): workgroup size {wx} x {wy} x {wz}, \

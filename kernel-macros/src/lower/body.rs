@@ -3,7 +3,7 @@
 //! statement that uses them. Locals get unique names per function, since Rust's shadowing
 //! and nested scopes do not map onto WGSL's one-declaration-per-scope rule.
 
-use proc_macro2::{Ident, Span};
+use proc_macro2::Ident;
 
 use crate::check::unroll_values;
 use crate::ir::*;
@@ -118,7 +118,7 @@ impl<'g> FnLowerer<'g> {
             let var = self.local(param.local);
             w.mapped_line(
                 format!("var {var}: {} = {argument};", wgsl_ty(&param.ty)),
-                param.name.span(),
+                param.name.span().into(),
             );
         }
     }

@@ -159,12 +159,12 @@ fn helper_fn(w: &mut Writer, helper: &ir::Function, globals: &Globals) {
             globals.helpers[&helper.name.to_string()],
             params.join(", ")
         ),
-        helper.name.span(),
+        helper.name.span().into(),
     );
     lowerer.mutable_params(w, &helper.params, &arguments);
     lowerer.block(w, &helper.body);
     w.close("");
-    w.map_since(start, helper.name.span());
+    w.map_since(start, helper.name.span().into());
 }
 
 fn kernel_fn(w: &mut Writer, index: usize, kernel: &Kernel, globals: &Globals) {
@@ -206,10 +206,10 @@ fn kernel_fn(w: &mut Writer, index: usize, kernel: &Kernel, globals: &Globals) {
     let start = w.position();
     w.open(
         format!("fn {}({})", globals.kernels[index], params.join(", ")),
-        kernel.name.span(),
+        kernel.name.span().into(),
     );
     let mut lowerer = FnLowerer::new(globals, Some(index), &kernel.locals);
     lowerer.block(w, &kernel.body);
     w.close("");
-    w.map_since(start, kernel.name.span());
+    w.map_since(start, kernel.name.span().into());
 }

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 use std::ops::Range;
 
-use proc_macro2::Span;
+use crate::ir::Span;
 
 /// WGSL text and where each part of it came from.
 pub struct Wgsl {
@@ -50,7 +50,7 @@ impl Writer {
         }
         self.text.push_str(line.as_ref());
         let end = self.text.len();
-        let _ = writeln!(self.text, " // line {}", span.start().line);
+        let _ = writeln!(self.text, " // line {}", span.line());
         self.map.push((start..end, span));
     }
 

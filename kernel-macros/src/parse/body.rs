@@ -1,10 +1,8 @@
 //! Kernel and helper bodies -> IR statements and expressions: the Rust subset the kernel
 //! language accepts. Everything else is reported at its tokens with what to write instead.
 
-use syn::spanned::Spanned;
-
 use crate::diag::Errors;
-use crate::ir::{self, BinOp, Expr, ExprKind, Stmt, StmtKind, Ty, UnOp};
+use crate::ir::{self, BinOp, Expr, ExprKind, Span, Stmt, StmtKind, Ty, UnOp};
 use crate::parse::keywords::UNROLL;
 use crate::parse::ty;
 
@@ -87,7 +85,7 @@ fn statement(stmt: &syn::Stmt, out: &mut ir::Block, errors: &mut Errors) {
 }
 
 fn let_stmt(local: &syn::Local, errors: &mut Errors) -> Option<Stmt> {
-    let span = local.span();
+    let span = Span::of(local);
     let (pat, declared) = match &local.pat {
         syn::Pat::Type(typed) => (
             &*typed.pat,
@@ -116,9 +114,14 @@ fn let_stmt(local: &syn::Local, errors: &mut Errors) -> Option<Stmt> {
             );
         }
     }
-    let init = match &local.init {
-        Some(init) => Some(expr(&init.expr, errors)?),
-        None => None,
+    // A `let` whose value is not supported still declares its name (with an unknown type), so
+    // later uses of it do not add errors of their own.
+    let (init, declared) = match &local.init {
+        Some(init) => match expr(&init.expr, errors) {
+            Some(value) => (Some(value), declared),
+            None => (None, Some(Ty::Unknown)),
+        },
+        None => (None, declared),
     };
     Some(Stmt {
         kind: StmtKind::Let {
@@ -135,7 +138,7 @@ fn let_stmt(local: &syn::Local, errors: &mut Errors) -> Option<Stmt> {
 
 /// An expression in statement position: control flow, assignments, calls.
 fn expr_stmt(e: &syn::Expr, errors: &mut Errors) -> Option<Stmt> {
-    let span = e.span();
+    let span = Span::of(e);
     let kind = match e {
         syn::Expr::If(if_expr) => if_stmt(if_expr, errors)?,
         syn::Expr::ForLoop(for_loop) => StmtKind::For(Box::new(for_stmt(for_loop, errors)?)),
@@ -224,7 +227,7 @@ fn if_stmt(if_expr: &syn::ExprIf, errors: &mut Errors) -> Option<StmtKind> {
         Some((_, else_expr)) => match &**else_expr {
             syn::Expr::Block(b) => Some(block(&b.block, errors)),
             syn::Expr::If(nested) => {
-                let span = nested.span();
+                let span = Span::of(nested);
                 Some(vec![Stmt {
                     kind: if_stmt(nested, errors)?,
                     span,
@@ -253,7 +256,7 @@ fn for_stmt(for_loop: &syn::ExprForLoop, errors: &mut Errors) -> Option<ir::ForL
         syn::Pat::Ident(ident) if ident.by_ref.is_none() && ident.mutability.is_none() => {
             ident.ident.clone()
         }
-        syn::Pat::Wild(wild) => syn::Ident::new("_", wild.span()),
+        syn::Pat::Wild(wild) => syn::Ident::new("_", wild.underscore_token.span),
         other => {
             errors.spanned(other, "a `for` loop binds one name: `for i in 0..n`");
             return None;
@@ -337,12 +340,12 @@ fn match_arm<T>(
     Some(ir::MatchArm {
         values,
         body: body(&arm.body, errors)?,
-        span: arm.span(),
+        span: Span::of(arm),
     })
 }
 
 /// Collects the integer values of a pattern; `_` adds none.
-fn pattern_values(pat: &syn::Pat, values: &mut Vec<(i64, proc_macro2::Span)>, errors: &mut Errors) {
+fn pattern_values(pat: &syn::Pat, values: &mut Vec<(i64, Span)>, errors: &mut Errors) {
     let usage = "match arms take integer literals (`0`, `1 | 2`, `-1`) or `_`";
     match pat {
         syn::Pat::Wild(_) => {}
@@ -351,7 +354,7 @@ fn pattern_values(pat: &syn::Pat, values: &mut Vec<(i64, proc_macro2::Span)>, er
             .iter()
             .for_each(|case| pattern_values(case, values, errors)),
         syn::Pat::Lit(lit) => match int_pattern(&lit.lit) {
-            Some(value) => values.push((value, lit.span())),
+            Some(value) => values.push((value, Span::of(lit))),
             None => errors.spanned(lit, usage),
         },
         syn::Pat::Paren(inner) => pattern_values(&inner.pat, values, errors),
@@ -406,7 +409,7 @@ fn binary_op(op: &syn::BinOp) -> Option<BinOp> {
 
 /// An expression used as a value.
 pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Option<Expr> {
-    let span = e.span();
+    let span = Span::of(e);
     let kind = match e {
         syn::Expr::Lit(lit) => return literal(&lit.lit, errors),
         syn::Expr::Paren(inner) => return expr(&inner.expr, errors),
@@ -640,7 +643,7 @@ fn args<'a>(
 }
 
 fn literal(lit: &syn::Lit, errors: &mut Errors) -> Option<Expr> {
-    let span = lit.span();
+    let span = Span::of(lit);
     let (kind, ty) = match lit {
         syn::Lit::Int(int) => {
             let value = int.base10_parse::<u64>().map_err(|e| errors.push(e)).ok()?;

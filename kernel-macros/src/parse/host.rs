@@ -2,10 +2,8 @@
 //! (integer literals, fields of the uniform parameters, `buffer.len()`, `+ - * / %`,
 //! `ceil_div`, `min`, `max`).
 
-use syn::spanned::Spanned;
-
 use crate::diag::Errors;
-use crate::ir::{HostExpr, HostFn, HostOp};
+use crate::ir::{HostExpr, HostFn, HostOp, Span};
 use crate::parse::keywords::CEIL_DIV;
 
 const SUPPORTED: &str = "grid and length expressions may use integer literals, fields of the \
@@ -76,7 +74,7 @@ pub fn host_expr(
                     let binding = path.path.get_ident()?.clone();
                     Some(HostExpr::Len {
                         binding,
-                        span: call.span(),
+                        span: Span::of(call),
                     })
                 }
                 other => {
@@ -119,6 +117,6 @@ fn field_expr(
     }
     Some(HostExpr::Field {
         field: name.clone(),
-        span: field.span(),
+        span: Span::of(field),
     })
 }

@@ -1,11 +1,8 @@
 //! Kernel and helper signatures -> IR: `#[kernel(workgroup = [..], grid = [..])]`, bindings
 //! from typed parameters (`&[T]`, `&mut [T]`, `&Params`), `#[len(..)]` and `#[workgroup]`.
 
-use proc_macro2::Span;
-use syn::spanned::Spanned;
-
 use crate::diag::Errors;
-use crate::ir::{self, Scalar, Ty};
+use crate::ir::{self, Scalar, Span, Ty};
 use crate::parse::keywords::{
     ATOMIC_I32, ATOMIC_U32, GRID, KERNEL, LEN, WORKGROUP_MEMORY, WORKGROUP_SIZE,
 };
@@ -53,7 +50,7 @@ fn kernel_args(attr: &syn::Attribute, errors: &mut Errors) -> Option<KernelArgs>
             }
         };
         if pair.path.is_ident(WORKGROUP_SIZE) {
-            workgroup = Some((elements, pair.value.span()));
+            workgroup = Some((elements, Span::of(&pair.value)));
         } else if pair.path.is_ident(GRID) {
             grid = Some(elements);
         } else {
@@ -105,11 +102,19 @@ pub fn kernel(
     let mut bindings = Vec::new();
     let mut shared = Vec::new();
     let mut lens = Vec::new();
+    let mut rejected_params = Vec::new();
     for input in &function.sig.inputs {
         match input {
             syn::FnArg::Typed(arg) => {
-                if let Some(len) = kernel_param(arg, params, &mut bindings, &mut shared, errors) {
+                let declared = bindings.len() + shared.len();
+                let len = kernel_param(arg, params, &mut bindings, &mut shared, errors);
+                if let Some(len) = len {
                     lens.push((bindings.len() - 1, len));
+                }
+                if bindings.len() + shared.len() == declared {
+                    if let syn::Pat::Ident(pat) = &*arg.pat {
+                        rejected_params.push(pat.ident.clone());
+                    }
                 }
             }
             syn::FnArg::Receiver(receiver) => {
@@ -145,6 +150,7 @@ pub fn kernel(
         grid,
         bindings,
         shared,
+        rejected_params,
         body,
         locals: Vec::new(),
     })
@@ -163,7 +169,7 @@ fn kernel_param(
         return None;
     };
     let name = pat.ident.clone();
-    let span = arg.span();
+    let span = Span::of(arg);
     let mut is_shared = false;
     let mut len = None;
     for attr in &arg.attrs {

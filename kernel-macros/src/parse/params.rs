@@ -53,7 +53,7 @@ pub fn params_struct(item: &syn::ItemStruct, errors: &mut Errors) -> ir::ParamsS
                 Ok(ty) => Some(ir::ParamsField {
                     name,
                     ty,
-                    span: syn::spanned::Spanned::span(&field.ty),
+                    span: ir::Span::of(&field.ty),
                 }),
                 Err(error) => {
                     errors.push(error);

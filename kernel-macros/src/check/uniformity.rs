@@ -1,0 +1,267 @@
+//! Barriers must be reached by every invocation of a workgroup together. This pass follows
+//! which values may differ between invocations (invocation ids, read-write storage, workgroup
+//! memory, atomics, and everything computed from them) and reports a barrier inside control
+//! flow that depends on one (an `if`, a loop, a `match`, or code after an early `return`), at
+//! the barrier. naga 30 does not check this for barriers, so tessera does.
+
+use std::collections::HashSet;
+
+use crate::diag::Errors;
+use crate::ir::*;
+
+/// Builtins that return the same value to every invocation of a workgroup.
+const UNIFORM_BUILTINS: [&str; 2] = ["workgroup_id", "num_workgroups"];
+/// Builtins that differ between invocations.
+const VARYING_BUILTINS: [&str; 3] = ["global_id", "local_id", "local_index"];
+const BARRIERS: [&str; 2] = ["workgroup_barrier", "storage_barrier"];
+
+/// Checks every barrier of `kernel`, including barriers inside helpers it calls.
+pub fn check(kernel: &Kernel, helpers: &[Function], errors: &mut Errors) {
+    let barrier_helpers = helpers_with_barriers(helpers);
+    let mut analysis = Analysis {
+        kernel,
+        barrier_helpers,
+        varying: HashSet::new(),
+        loops: Vec::new(),
+        report: false,
+        found: Vec::new(),
+    };
+    // Taint grows monotonically; a few silent passes reach the fixpoint for loop-carried values.
+    for _ in 0..3 {
+        analysis.block(&kernel.body, None);
+    }
+    analysis.report = true;
+    analysis.block(&kernel.body, None);
+    for (span, message) in analysis.found {
+        errors.at(span, message);
+    }
+}
+
+/// Names of helpers that execute a barrier, directly or through other helpers.
+fn helpers_with_barriers(helpers: &[Function]) -> HashSet<String> {
+    let mut with = HashSet::new();
+    loop {
+        let before = with.len();
+        for helper in helpers {
+            let mut calls_barrier = false;
+            visit_exprs(&helper.body, &mut |e| {
+                if let ExprKind::Call(name, _) = &e.kind {
+                    let name = name.to_string();
+                    calls_barrier |= BARRIERS.contains(&name.as_str()) || with.contains(&name);
+                }
+            });
+            if calls_barrier {
+                with.insert(helper.name.to_string());
+            }
+        }
+        if with.len() == before {
+            return with;
+        }
+    }
+}
+
+/// Why control flow is non-uniform: the span of the condition (or early exit) responsible.
+type Flow = Option<Span>;
+
+struct Analysis<'k> {
+    kernel: &'k Kernel,
+    barrier_helpers: HashSet<String>,
+    /// Locals that may hold different values in different invocations.
+    varying: HashSet<LocalId>,
+    /// The flow on entry of each enclosing loop, and the first non-uniform `break`/`continue`.
+    loops: Vec<(Flow, Option<Span>)>,
+    report: bool,
+    found: Vec<(Span, String)>,
+}
+
+impl Analysis<'_> {
+    /// Analyses `block` under `flow`; returns the span of a `return` taken in non-uniform flow.
+    fn block(&mut self, block: &Block, mut flow: Flow) -> Flow {
+        let mut returned = None;
+        for stmt in block {
+            if let Some(exit) = self.stmt(stmt, flow) {
+                returned = returned.or(Some(exit));
+                flow = flow.or(Some(exit));
+            }
+        }
+        returned
+    }
+
+    fn stmt(&mut self, stmt: &Stmt, flow: Flow) -> Flow {
+        match &stmt.kind {
+            StmtKind::Let { init, local, .. } => {
+                let varying = init.as_ref().is_some_and(|e| self.expr(e, flow));
+                if varying || flow.is_some() {
+                    self.varying.insert(*local);
+                }
+                None
+            }
+            StmtKind::Assign { target, value, .. } => {
+                let varying = self.expr(value, flow) | self.expr(target, flow);
+                if let (true, Some(local)) = (varying || flow.is_some(), root_local(target)) {
+                    self.varying.insert(local);
+                }
+                None
+            }
+            StmtKind::Expr(e) => {
+                self.expr(e, flow);
+                None
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let inner = self.condition(cond, flow);
+                let a = self.block(then, inner);
+                let b = otherwise.as_ref().and_then(|o| self.block(o, inner));
+                a.or(b)
+            }
+            StmtKind::Match { scrutinee, arms } => {
+                let inner = self.condition(scrutinee, flow);
+                arms.iter()
+                    .fold(None, |exit, arm| exit.or(self.block(&arm.body, inner)))
+            }
+            StmtKind::For(f) => {
+                let varying = self.expr(&f.start, flow)
+                    | self.expr(&f.end, flow)
+                    | f.step.as_ref().is_some_and(|s| self.expr(s, flow));
+                let inner = flow.or(varying.then_some(f.end.span));
+                if inner.is_some() {
+                    self.varying.insert(f.local);
+                }
+                self.loop_body(&f.body, inner)
+            }
+            StmtKind::While { cond, body } => {
+                let inner = self.condition(cond, flow);
+                self.loop_body(body, inner)
+            }
+            StmtKind::Loop(body) => self.loop_body(body, flow),
+            StmtKind::Break | StmtKind::Continue => {
+                if let Some((entry, first)) = self.loops.last_mut() {
+                    if entry.is_none() && flow.is_some() {
+                        *first = first.or(flow);
+                    }
+                }
+                None
+            }
+            StmtKind::Return(value) => {
+                if let Some(value) = value {
+                    self.expr(value, flow);
+                }
+                flow
+            }
+        }
+    }
+
+    /// The flow inside a construct controlled by `cond`.
+    fn condition(&mut self, cond: &Expr, flow: Flow) -> Flow {
+        let varying = self.expr(cond, flow);
+        flow.or(varying.then_some(cond.span))
+    }
+
+    /// A loop body: a non-uniform `break` or `continue` makes later iterations non-uniform.
+    fn loop_body(&mut self, body: &Block, flow: Flow) -> Flow {
+        let report = std::mem::replace(&mut self.report, false);
+        self.loops.push((flow, None));
+        self.block(body, flow);
+        let (_, early_exit) = self.loops.pop().unwrap_or((flow, None));
+        self.report = report;
+        let inner = flow.or(early_exit);
+        self.loops.push((inner, None));
+        let exit = self.block(body, inner);
+        self.loops.pop();
+        exit
+    }
+
+    /// Whether `e` may differ between invocations; reports barriers reached in non-uniform flow.
+    fn expr(&mut self, e: &Expr, flow: Flow) -> bool {
+        match &e.kind {
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => false,
+            ExprKind::Path(_, Some(local)) => self.varying.contains(local),
+            ExprKind::Path(_, None) => false,
+            ExprKind::Field(base, _)
+            | ExprKind::Cast(base, _)
+            | ExprKind::Unary(_, base)
+            | ExprKind::Repeat(base, _) => self.expr(base, flow),
+            ExprKind::Index(base, index) => {
+                let index = self.expr(index, flow);
+                match &base.kind {
+                    ExprKind::Path(name, None) => index || self.is_varying_memory(name),
+                    _ => self.expr(base, flow) | index,
+                }
+            }
+            ExprKind::Binary(_, a, b) => self.expr(a, flow) | self.expr(b, flow),
+            ExprKind::Array(items) => items
+                .iter()
+                .fold(false, |v, item| self.expr(item, flow) | v),
+            ExprKind::Call(name, args) => self.call(e, name, args, flow),
+            ExprKind::Method(receiver, _, args) => {
+                let atomic = matches!(receiver.ty, Ty::Atomic(_));
+                let receiver = self.expr(receiver, flow);
+                args.iter()
+                    .fold(atomic | receiver, |v, arg| self.expr(arg, flow) | v)
+            }
+            ExprKind::If(cond, a, b) => {
+                let inner = self.condition(cond, flow);
+                let varying = inner.is_some();
+                self.block_expr(a, inner) | self.block_expr(b, inner) | varying
+            }
+            ExprKind::Match(scrutinee, arms) => {
+                let inner = self.condition(scrutinee, flow);
+                arms.iter().fold(inner.is_some(), |v, arm| {
+                    self.block_expr(&arm.body, inner) | v
+                })
+            }
+            ExprKind::Block(block) => self.block_expr(block, flow),
+        }
+    }
+
+    fn block_expr(&mut self, block: &BlockExpr, flow: Flow) -> bool {
+        self.block(&block.stmts, flow);
+        self.expr(&block.tail, flow)
+    }
+
+    fn call(&mut self, e: &Expr, name: &proc_macro2::Ident, args: &[Expr], flow: Flow) -> bool {
+        let key = name.to_string();
+        let varying_args = args.iter().fold(false, |v, arg| self.expr(arg, flow) | v);
+        let barrier = BARRIERS.contains(&key.as_str()) || self.barrier_helpers.contains(&key);
+        let disruptor =
+            flow.or((self.barrier_helpers.contains(&key) && varying_args).then_some(e.span));
+        if let (true, Some(cause), true) = (barrier, disruptor, self.report) {
+            self.found.push((e.span, barrier_message(&key, cause)));
+        }
+        if UNIFORM_BUILTINS.contains(&key.as_str()) {
+            return false;
+        }
+        VARYING_BUILTINS.contains(&key.as_str()) || varying_args
+    }
+
+    /// Reads of read-write storage and of workgroup memory may differ between invocations.
+    fn is_varying_memory(&self, name: &proc_macro2::Ident) -> bool {
+        let binding = self.kernel.bindings.iter().find(|b| b.name == *name);
+        match binding.map(|b| &b.kind) {
+            Some(BindingKind::Storage { writable, .. }) => *writable,
+            Some(BindingKind::Uniform { .. }) => false,
+            None => self.kernel.shared.iter().any(|s| s.name == *name),
+        }
+    }
+}
+
+fn barrier_message(name: &str, cause: Span) -> String {
+    format!(
+        "`{name}()` must be reached by every invocation of the workgroup together, but here it depends \
+         on a value that differs between invocations (line {}); move the barrier out of that `if`, loop \
+         or early `return`, or make the condition depend only on parameters and workgroup ids",
+        cause.line()
+    )
+}
+
+/// The local an assignment writes through, if any.
+fn root_local(e: &Expr) -> Option<LocalId> {
+    match &e.kind {
+        ExprKind::Path(_, local) => *local,
+        ExprKind::Index(base, _) | ExprKind::Field(base, _) => root_local(base),
+        _ => None,
+    }
+}
