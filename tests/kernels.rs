@@ -553,3 +553,14 @@ fn launchers_record_into_one_batch() {
         [2, 1, 1]
     );
 }
+
+/// The WGSL of every kernel module above, pinned: a change in lowering shows up as a diff of
+/// `tests/snapshots/`. Review with `cargo insta review` or regenerate with `INSTA_UPDATE=always`.
+#[test]
+fn generated_wgsl_is_pinned() {
+    insta::assert_snapshot!("elementwise", elementwise::WGSL);
+    insta::assert_snapshot!("images", images::WGSL);
+    insta::assert_snapshot!("reduce", reduce::WGSL);
+    insta::assert_snapshot!("activations", activations::WGSL);
+    insta::assert_snapshot!("tiles", tiles::WGSL);
+}

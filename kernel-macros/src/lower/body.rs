@@ -84,7 +84,10 @@ pub struct FnLowerer<'g> {
 
 impl<'g> FnLowerer<'g> {
     pub fn new(globals: &'g Globals, kernel: Option<usize>, locals: &[Ident]) -> Self {
-        let mut names = globals.names.clone();
+        let mut names = globals.functions.clone();
+        for var in kernel.iter().flat_map(|k| globals.kernel_vars[*k].values()) {
+            names.reserve(var);
+        }
         let locals = locals
             .iter()
             .map(|name| names.claim(&name.to_string()))
@@ -156,7 +159,7 @@ impl<'g> FnLowerer<'g> {
                 };
                 match init {
                     Some(init) => {
-                        let value = self.expr(w, init);
+                        let value = self.top_expr(w, init);
                         w.mapped_line(
                             format!("{keyword} {name}: {} = {value};", wgsl_ty(ty)),
                             span,
@@ -166,7 +169,7 @@ impl<'g> FnLowerer<'g> {
                 }
             }
             StmtKind::Assign { target, op, value } => {
-                let value_text = self.expr(w, value);
+                let value_text = self.top_expr(w, value);
                 let value_text = match op {
                     Some(BinOp::Shl | BinOp::Shr) => shift_amount(value, value_text),
                     _ => value_text,
@@ -200,7 +203,7 @@ impl<'g> FnLowerer<'g> {
             StmtKind::Continue => w.mapped_line("continue;", span),
             StmtKind::Return(None) => w.mapped_line("return;", span),
             StmtKind::Return(Some(value)) => {
-                let value = self.expr(w, value);
+                let value = self.top_expr(w, value);
                 w.mapped_line(format!("return {value};"), span);
             }
             StmtKind::Match { scrutinee, arms } => {
@@ -226,7 +229,7 @@ impl<'g> FnLowerer<'g> {
         otherwise: Option<&Block>,
         span: Span,
     ) {
-        let cond = self.expr(w, cond);
+        let cond = self.top_expr(w, cond);
         w.open(format!("if {cond}"), span);
         self.block(w, then);
         if let Some(otherwise) = otherwise {
@@ -240,10 +243,10 @@ impl<'g> FnLowerer<'g> {
         if needs_hoisting(cond) {
             // The condition needs statements of its own, evaluated before every iteration.
             w.open("loop", span);
-            let cond = self.expr(w, cond);
+            let cond = self.top_expr(w, cond);
             w.mapped_line(format!("if !({cond}) {{ break; }}"), span);
         } else {
-            let cond = self.expr(w, cond);
+            let cond = self.top_expr(w, cond);
             w.open(format!("while {cond}"), span);
         }
         self.block(w, body);
@@ -334,16 +337,15 @@ impl<'g> FnLowerer<'g> {
     /// bound to a constant, so register arrays indexed by it keep constant indices.
     fn unrolled(&mut self, w: &mut Writer, f: &ForLoop, values: &[u64], span: Span) {
         let var = self.local(f.local).to_owned();
-        let ty = wgsl_ty(&f.ty);
         for value in values {
+            let literal = int_literal(*value, &f.ty);
             w.open_plain("");
-            w.mapped_line(
-                format!("let {var}: {ty} = {};", int_literal(*value, &f.ty)),
-                span,
-            );
+            w.mapped_line(format!("// {var} = {literal}"), span);
+            self.locals[f.local.0 as usize] = literal;
             self.block(w, &f.body);
             w.close("");
         }
+        self.locals[f.local.0 as usize] = var;
     }
 
     /// Writes `switch`; `arm` lowers each arm's body.
@@ -366,7 +368,11 @@ impl<'g> FnLowerer<'g> {
             if match_arm.values.is_empty() {
                 selectors.push("default".to_owned());
             }
-            w.open(format!("case {}:", selectors.join(", ")), match_arm.span);
+            let label = match selectors.as_slice() {
+                [only] if only == "default" => "default:".to_owned(),
+                _ => format!("case {}:", selectors.join(", ")),
+            };
+            w.open(label, match_arm.span);
             arm(self, w, &match_arm.body);
             w.close("");
         }
@@ -374,6 +380,16 @@ impl<'g> FnLowerer<'g> {
     }
 
     // ---- expressions ---------------------------------------------------------------------
+
+    /// Like [`FnLowerer::expr`], for an expression that stands alone (a condition, the value
+    /// of a `let`, an assignment or a `return`), where its outer parentheses are noise.
+    fn top_expr(&mut self, w: &mut Writer, e: &Expr) -> String {
+        let text = self.expr(w, e);
+        match text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
+            Some(inner) if balanced(inner) => inner.to_owned(),
+            _ => text,
+        }
+    }
 
     /// The WGSL text of `e`; statements it needs first are written to `w`.
     pub fn expr(&mut self, w: &mut Writer, e: &Expr) -> String {
@@ -388,7 +404,7 @@ impl<'g> FnLowerer<'g> {
                 format!("{base}.{field}")
             }
             ExprKind::Index(base, index) => {
-                let (base, index) = (self.expr(w, base), self.expr(w, index));
+                let (base, index) = (self.expr(w, base), self.top_expr(w, index));
                 format!("{base}[{index}]")
             }
             ExprKind::Unary(op, operand) => {
@@ -409,7 +425,7 @@ impl<'g> FnLowerer<'g> {
                 format!("({l} {} {r})", op.symbol())
             }
             ExprKind::Cast(value, target) => {
-                let text = self.expr(w, value);
+                let text = self.top_expr(w, value);
                 format!("{}({text})", wgsl_ty(target))
             }
             ExprKind::Call(name, args) => self.call(w, name, args, &e.ty),
@@ -418,7 +434,7 @@ impl<'g> FnLowerer<'g> {
             }
             ExprKind::If(cond, then, otherwise) => {
                 let temp = self.temp(w, &e.ty, e.span);
-                let cond = self.expr(w, cond);
+                let cond = self.top_expr(w, cond);
                 w.open(format!("if {cond}"), e.span);
                 self.assign_block(w, &temp, then);
                 w.close(" else {");
@@ -463,7 +479,7 @@ impl<'g> FnLowerer<'g> {
 
     fn assign_block(&mut self, w: &mut Writer, target: &str, block: &BlockExpr) {
         self.block(w, &block.stmts);
-        let value = self.expr(w, &block.tail);
+        let value = self.top_expr(w, &block.tail);
         w.mapped_line(format!("{target} = {value};"), block.tail.span);
     }
 
@@ -488,7 +504,7 @@ impl<'g> FnLowerer<'g> {
 
     fn call(&mut self, w: &mut Writer, name: &Ident, args: &[Expr], ty: &Ty) -> String {
         let key = name.to_string();
-        let texts: Vec<String> = args.iter().map(|a| self.expr(w, a)).collect();
+        let texts: Vec<String> = args.iter().map(|a| self.top_expr(w, a)).collect();
         if let Some(builtin) = IdBuiltin::from_name(&key) {
             return builtin.variable().to_owned();
         }
@@ -570,6 +586,22 @@ impl<'g> FnLowerer<'g> {
             _ => format!("{key}({x})"),
         }
     }
+}
+
+/// Whether every `(` in `text` is closed, in order (so outer parentheses can be dropped).
+fn balanced(text: &str) -> bool {
+    let mut depth = 0i32;
+    for c in text.chars() {
+        depth += match c {
+            '(' => 1,
+            ')' => -1,
+            _ => 0,
+        };
+        if depth < 0 {
+            return false;
+        }
+    }
+    depth == 0
 }
 
 /// `value` for a scalar type, or `vecN<f32>(value)` for a vector.

@@ -6,9 +6,9 @@ mod body;
 mod names;
 mod writer;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use crate::ir::{self, BindingKind, Kernel, Module, Scalar, Ty};
+use crate::ir::{self, BindingKind, Kernel, Module, Scalar, Span, Ty};
 use body::FnLowerer;
 pub use names::Names;
 pub use writer::Wgsl;
@@ -41,14 +41,18 @@ pub struct Globals {
     pub helpers: HashMap<String, String>,
     /// Per kernel (by index): the WGSL name of each binding, then of each workgroup array.
     pub kernel_vars: Vec<HashMap<String, String>>,
+    /// Per kernel: the module-scope declarations it adds (shared ones come with the first user).
+    kernel_decls: Vec<Vec<(String, Span)>>,
     pub kernels: Vec<String>,
-    names: Names,
+    /// Names of structs and functions: no local may take one, since WGSL would let it shadow
+    /// them. (Locals may shadow other kernels' bindings, which their function never uses.)
+    functions: Names,
 }
 
 impl Globals {
     fn new(module: &Module) -> Self {
         let mut names = Names::default();
-        let structs = module
+        let structs: Vec<String> = module
             .params
             .iter()
             .map(|p| names.claim(&p.name.to_string()))
@@ -63,45 +67,86 @@ impl Globals {
             .iter()
             .map(|k| names.claim(&k.name.to_string()))
             .collect();
-        // A binding keeps its own name unless another kernel of the module uses the same name.
-        let mut uses: HashMap<String, usize> = HashMap::new();
-        for kernel in &module.kernels {
-            for name in kernel_var_names(kernel) {
-                *uses.entry(name).or_default() += 1;
-            }
-        }
-        let kernel_vars = module
+        let functions = names.clone();
+        // A binding or workgroup array keeps its own name, and is declared once for all kernels
+        // that declare it identically (same binding number and type); otherwise each kernel's
+        // gets the kernel's name as a prefix.
+        let decls: Vec<Vec<(String, String, Span)>> = module
             .kernels
             .iter()
-            .map(|kernel| {
-                kernel_var_names(kernel)
-                    .map(|name| {
-                        let wanted = if uses[&name] > 1 {
-                            format!("{}_{name}", kernel.name)
-                        } else {
-                            name.clone()
-                        };
-                        (name, names.claim(&wanted))
-                    })
-                    .collect()
-            })
+            .map(|k| var_templates(k, &structs))
             .collect();
+        let mut templates: HashMap<&str, HashSet<&str>> = HashMap::new();
+        for (name, template, _) in decls.iter().flatten() {
+            templates.entry(name).or_default().insert(template);
+        }
+        let mut shared_names: HashMap<String, String> = HashMap::new();
+        let mut kernel_vars = Vec::new();
+        let mut kernel_decls = Vec::new();
+        for (kernel, kernel_templates) in module.kernels.iter().zip(&decls) {
+            let mut vars = HashMap::new();
+            let mut lines = Vec::new();
+            for (name, template, span) in kernel_templates {
+                let wgsl_name = if templates[name.as_str()].len() == 1 {
+                    if let Some(existing) = shared_names.get(name) {
+                        vars.insert(name.clone(), existing.clone());
+                        continue;
+                    }
+                    let claimed = names.claim(name);
+                    shared_names.insert(name.clone(), claimed.clone());
+                    claimed
+                } else {
+                    names.claim(&format!("{}_{name}", kernel.name))
+                };
+                lines.push((template.replace(NAME, &wgsl_name), *span));
+                vars.insert(name.clone(), wgsl_name);
+            }
+            kernel_vars.push(vars);
+            kernel_decls.push(lines);
+        }
         Globals {
             structs,
             helpers,
             kernel_vars,
+            kernel_decls,
             kernels,
-            names,
+            functions,
         }
     }
 }
 
-fn kernel_var_names(kernel: &Kernel) -> impl Iterator<Item = String> + '_ {
-    kernel
-        .bindings
-        .iter()
-        .map(|b| b.name.to_string())
-        .chain(kernel.shared.iter().map(|s| s.name.to_string()))
+/// Stands for the WGSL name in a declaration template.
+const NAME: &str = "{name}";
+
+/// The declaration of each binding and workgroup array of `kernel`, with `NAME` for its name.
+fn var_templates(kernel: &Kernel, structs: &[String]) -> Vec<(String, String, Span)> {
+    let bindings = kernel.bindings.iter().enumerate().map(|(index, binding)| {
+        let ty = match &binding.kind {
+            BindingKind::Storage { element, writable } => {
+                let access = if *writable { "read_write" } else { "read" };
+                format!(
+                    "var<storage, {access}> {NAME}: array<{}>;",
+                    wgsl_ty(element)
+                )
+            }
+            BindingKind::Uniform { params } => {
+                format!("var<uniform> {NAME}: {};", structs[*params])
+            }
+        };
+        (
+            binding.name.to_string(),
+            format!("@group(0) @binding({index}) {ty}"),
+            binding.span,
+        )
+    });
+    let shared = kernel.shared.iter().map(|shared| {
+        (
+            shared.name.to_string(),
+            format!("var<workgroup> {NAME}: {};", wgsl_ty(&shared.ty)),
+            shared.span,
+        )
+    });
+    bindings.chain(shared).collect()
 }
 
 /// Lowers the whole module.
@@ -168,33 +213,9 @@ fn helper_fn(w: &mut Writer, helper: &ir::Function, globals: &Globals) {
 }
 
 fn kernel_fn(w: &mut Writer, index: usize, kernel: &Kernel, globals: &Globals) {
-    let vars = &globals.kernel_vars[index];
     w.line(format!("// kernel `{}`", kernel.name));
-    for (binding_index, binding) in kernel.bindings.iter().enumerate() {
-        let name = &vars[&binding.name.to_string()];
-        let decl = match &binding.kind {
-            BindingKind::Storage { element, writable } => {
-                let access = if *writable { "read_write" } else { "read" };
-                format!(
-                    "var<storage, {access}> {name}: array<{}>;",
-                    wgsl_ty(element)
-                )
-            }
-            BindingKind::Uniform { params } => {
-                format!("var<uniform> {name}: {};", globals.structs[*params])
-            }
-        };
-        w.mapped_line(
-            format!("@group(0) @binding({binding_index}) {decl}"),
-            binding.span,
-        );
-    }
-    for shared in &kernel.shared {
-        let name = &vars[&shared.name.to_string()];
-        w.mapped_line(
-            format!("var<workgroup> {name}: {};", wgsl_ty(&shared.ty)),
-            shared.span,
-        );
+    for (line, span) in &globals.kernel_decls[index] {
+        w.mapped_line(line, *span);
     }
     let [x, y, z] = kernel.workgroup_size;
     w.mapped_line(

@@ -280,6 +280,11 @@ impl Names {
         candidate
     }
 
+    /// Marks a name as taken without handing it out.
+    pub fn reserve(&mut self, name: &str) {
+        self.taken.insert(name.to_owned());
+    }
+
     /// A fresh generated name (`tsr_<what>N`).
     pub fn generated(&mut self, what: &str) -> String {
         let mut n = 0;

@@ -62,7 +62,12 @@ impl Writer {
 
     /// An opening line without a source line comment (declarations the user did not write).
     pub fn open_plain(&mut self, line: impl AsRef<str>) {
-        self.line(format!("{} {{", line.as_ref()));
+        let line = line.as_ref();
+        self.line(if line.is_empty() {
+            "{".to_owned()
+        } else {
+            format!("{line} {{")
+        });
         self.indent += 1;
     }
 
