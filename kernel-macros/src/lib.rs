@@ -40,3 +40,46 @@ pub fn kernel(_args: TokenStream, input: TokenStream) -> TokenStream {
 pub fn derive_params(input: TokenStream) -> TokenStream {
     expand::derive_params(input.into()).into()
 }
+
+/// Runs the stages on a module written with `quote!`, for the unit tests of each stage.
+#[cfg(test)]
+mod tests {
+    use proc_macro2::TokenStream;
+
+    use crate::diag::Errors;
+    use crate::{check, ir, lower, parse, validate};
+
+    /// Parses and checks `tokens`; the IR, or the error messages.
+    pub fn checked(tokens: TokenStream) -> Result<ir::Module, Vec<String>> {
+        let mut errors = Errors::default();
+        let item = syn::parse2(tokens).map_err(|e| vec![e.to_string()])?;
+        let mut parsed =
+            parse::module(item, &mut errors).ok_or_else(|| messages(Errors::default()))?;
+        check::check(&mut parsed.module, &mut errors);
+        if errors.is_empty() {
+            Ok(parsed.module)
+        } else {
+            Err(messages(errors))
+        }
+    }
+
+    /// Every stage up to validation; the WGSL, or the error messages.
+    pub fn wgsl(tokens: TokenStream) -> Result<String, Vec<String>> {
+        let module = checked(tokens)?;
+        let wgsl = lower::module(&module);
+        let mut errors = Errors::default();
+        validate::validate(&wgsl, proc_macro2::Span::call_site().into(), &mut errors);
+        if errors.is_empty() {
+            Ok(wgsl.text)
+        } else {
+            Err(messages(errors))
+        }
+    }
+
+    fn messages(errors: Errors) -> Vec<String> {
+        match errors.finish() {
+            Ok(()) => Vec::new(),
+            Err(error) => error.into_iter().map(|e| e.to_string()).collect(),
+        }
+    }
+}

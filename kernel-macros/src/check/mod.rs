@@ -182,3 +182,6 @@ fn visit_host(expr: &HostExpr, f: &mut impl FnMut(&HostExpr)) {
         leaf => f(leaf),
     }
 }
+
+#[cfg(test)]
+mod tests;

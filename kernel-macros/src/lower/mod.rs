@@ -234,3 +234,6 @@ fn kernel_fn(w: &mut Writer, index: usize, kernel: &Kernel, globals: &Globals) {
     w.close("");
     w.map_since(start, kernel.name.span().into());
 }
+
+#[cfg(test)]
+mod tests;

@@ -77,3 +77,6 @@ pub fn module(input: syn::ItemMod, errors: &mut Errors) -> Option<Parsed> {
         vis: input.vis,
     })
 }
+
+#[cfg(test)]
+mod tests;

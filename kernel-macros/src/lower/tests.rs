@@ -1,0 +1,107 @@
+//! Unit tests of `lower/` and `validate`: the WGSL written for small kernels, and that naga
+//! accepts it.
+
+use quote::quote;
+
+use crate::tests::wgsl;
+
+#[test]
+fn if_expression_is_hoisted_into_a_temporary() {
+    let text = wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(x: &[f32], y: &mut [f32]) {
+                y[0] = if x[0] > 0.0 { x[0] } else { -x[0] } * 2.0;
+            }
+        }
+    })
+    .unwrap();
+    assert!(text.contains("var tsr_t0: f32;"), "{text}");
+    assert!(
+        text.contains("y[0i] = tsr_t0 * 2.0f;") || text.contains("y[0u] = tsr_t0 * 2.0f;"),
+        "{text}"
+    );
+}
+
+#[test]
+fn shadowed_and_reserved_names_get_distinct_wgsl_names() {
+    let text = wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(y: &mut [f32]) {
+                let filter = 1.0;
+                let filter = filter + 1.0;
+                let y_copy = filter;
+                y[0] = y_copy;
+            }
+        }
+    })
+    .unwrap();
+    assert!(text.contains("let filter_: f32 = 1.0f;"), "{text}");
+    assert!(
+        text.contains("let filter__1: f32 = filter_ + 1.0f;"),
+        "{text}"
+    );
+}
+
+#[test]
+fn kernels_with_the_same_binding_share_one_declaration() {
+    let text = wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [1], grid = [1])]
+            fn a(y: &mut [f32]) { y[0] = 1.0; }
+            #[kernel(workgroup = [1], grid = [1])]
+            fn b(y: &mut [f32]) { y[0] = 2.0; }
+        }
+    })
+    .unwrap();
+    assert_eq!(
+        text.matches("var<storage, read_write> y: array<f32>;")
+            .count(),
+        1,
+        "{text}"
+    );
+}
+
+#[test]
+fn kernels_declaring_one_name_differently_get_prefixed_names() {
+    let text = wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [1], grid = [1])]
+            fn a(y: &mut [f32]) { y[0] = 1.0; }
+            #[kernel(workgroup = [1], grid = [1])]
+            fn c(y: &mut [u32]) { y[0] = 3; }
+        }
+    })
+    .unwrap();
+    assert!(
+        text.contains("var<storage, read_write> a_y: array<f32>;"),
+        "{text}"
+    );
+    assert!(
+        text.contains("var<storage, read_write> c_y: array<u32>;"),
+        "{text}"
+    );
+}
+
+#[test]
+fn loops_of_every_form_validate() {
+    wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(y: &mut [u32]) {
+                let mut t = 0u32;
+                for i in 0..4 { t += i; }
+                for i in 0..=4 { t += i; }
+                for i in (0..4).rev() { if i == 2 { continue; } t += i; }
+                for i in (0..=4).rev() { t += i; }
+                for i in (1..9).step_by(3) { t += i; }
+                #[unroll] for i in (0..4).rev() { t += i; }
+                while t > 100 { t -= 1; }
+                loop { break; }
+                y[0] = t;
+            }
+        }
+    })
+    .unwrap();
+}
