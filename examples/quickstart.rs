@@ -1,60 +1,60 @@
-//! The smallest tessera program: open a GPU (or lavapipe), upload a vector, run a kernel on it,
-//! read the result back and check it.
+//! The smallest tessera program: a kernel written as Rust, launched on the best adapter this
+//! machine has (Mesa's lavapipe when there is no GPU), checked against the CPU.
+//!
+//! Run it with `cargo xtask example`.
 
-use tessera::{Arg, BindingKind, PipelineDesc, Runtime};
+use tessera::Runtime;
 
-const SAXPY: &str = "
-struct Params { a: f32, n: u32 }
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> y: array<f32>;
-@group(0) @binding(2) var<uniform> p: Params;
-@compute @workgroup_size(256)
-fn saxpy(@builtin(global_invocation_id) id: vec3<u32>) {
-    if id.x < p.n { y[id.x] = p.a * x[id.x] + y[id.x]; }
-}";
+#[tessera::kernels]
+mod kernels {
+    /// The kernels' parameters, laid out as WGSL expects (checked at compile time).
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct SaxpyParams {
+        pub a: f32,
+        pub n: u32,
+    }
 
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    a: f32,
-    n: u32,
+    /// `y = a * x + y`, one element per invocation.
+    #[kernel(workgroup = [256], grid = [ceil_div(p.n, 256)])]
+    pub fn saxpy(p: &SaxpyParams, #[len(p.n)] x: &[f32], #[len(p.n)] y: &mut [f32]) {
+        let i = global_id().x;
+        if i < p.n {
+            y[i] = p.a.mul_add(x[i], y[i]);
+        }
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rt = Runtime::new()?;
     println!("adapter: {}", rt.info());
-    let n = 1 << 20;
+
+    let n: u32 = 1 << 20;
     let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let x = rt.upload(&xs)?;
-    let mut y = rt.upload(&vec![1.0f32; n])?;
-    let bindings = [
-        BindingKind::ReadOnlyStorage,
-        BindingKind::ReadWriteStorage,
-        BindingKind::Uniform,
-    ];
-    let saxpy = rt.pipeline(&PipelineDesc::new(SAXPY, "saxpy", &bindings))?;
-    let params = Params {
-        a: 2.0,
-        n: n as u32,
-    };
+    let mut y = rt.upload(&vec![1.0f32; n as usize])?;
+    let params = kernels::SaxpyParams { a: 2.0, n };
+
+    let saxpy = kernels::Saxpy::new(&rt)?;
     let mut batch = rt.batch();
-    batch.dispatch(
-        &saxpy,
-        &[
-            Arg::read(&x),
-            Arg::read_write(&mut y),
-            Arg::uniform(&params),
-        ],
-        [(n as u32).div_ceil(256), 1, 1],
+    saxpy.record(
+        &mut batch,
+        kernels::SaxpyArgs {
+            p: &params,
+            x: &x,
+            y: &mut y,
+        },
     )?;
     let timing = batch.submit_timed()?;
+
     let ys = y.read(&rt)?;
     let wrong = ys
         .iter()
         .zip(&xs)
-        .filter(|(y, x)| **y != 2.0 * **x + 1.0)
+        .filter(|&(y, x)| *y != 2.0 * x + 1.0)
         .count();
     println!("saxpy over {n} elements: {timing}; {wrong} wrong");
+    println!("generated WGSL:\n{}", kernels::WGSL);
     if wrong > 0 {
         return Err("saxpy gave wrong results".into());
     }

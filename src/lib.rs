@@ -1,8 +1,113 @@
 //! tessera: GPU compute kernels for Rust, declared as annotated Rust.
 //!
-//! This facade re-exports the runtime ([`Runtime`], [`GpuBuffer`], [`Batch`], ...) and the
-//! kernel macros ([`kernels`], [`kernel`], [`Params`]), and is the one path generated code
-//! uses to reach them.
+//! A kernel is a Rust function in a `#[tessera::kernels]` module. At compile time the macro
+//! turns the module into one WGSL module, validates it with naga, and generates a typed
+//! launcher per kernel. At run time, [`Runtime`] builds each pipeline once and dispatches it
+//! through wgpu (Vulkan, Metal, DX12, WebGPU).
+//!
+//! ```no_run
+//! #[tessera::kernels]
+//! mod kernels {
+//!     #[repr(C)]
+//!     #[derive(Clone, Copy, tessera::Params)]
+//!     pub struct SaxpyParams {
+//!         pub a: f32,
+//!         pub n: u32,
+//!     }
+//!
+//!     /// `y = a * x + y`.
+//!     #[kernel(workgroup = [256], grid = [ceil_div(p.n, 256)])]
+//!     pub fn saxpy(p: &SaxpyParams, #[len(p.n)] x: &[f32], #[len(p.n)] y: &mut [f32]) {
+//!         let i = global_id().x;
+//!         if i < p.n {
+//!             y[i] = p.a * x[i] + y[i];
+//!         }
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), tessera::Error> {
+//! let rt = tessera::Runtime::new()?;
+//! let x = rt.upload(&[1.0f32, 2.0, 3.0])?;
+//! let mut y = rt.zeros::<f32>(3)?;
+//! let saxpy = kernels::Saxpy::new(&rt)?; // the pipeline, built once
+//! saxpy.launch(&rt, kernels::SaxpyArgs { p: &kernels::SaxpyParams { a: 2.0, n: 3 }, x: &x, y: &mut y })?;
+//! assert_eq!(y.read(&rt)?, vec![2.0, 4.0, 6.0]);
+//! # Ok(()) }
+//! ```
+//!
+//! # A kernels module
+//!
+//! It holds `#[derive(Params)]` structs, `#[kernel]` functions, helper functions (plain `fn`s
+//! the kernels call) and `use` items. It becomes one WGSL module, the constant `WGSL` of the
+//! module, plus for each kernel `foo_bar` a launcher `FooBar` and its arguments `FooBarArgs`.
+//!
+//! ## Parameters are bindings
+//!
+//! | parameter | WGSL | launcher argument |
+//! | --- | --- | --- |
+//! | `x: &[T]` | `var<storage, read>` | `&GpuBuffer<T>` |
+//! | `y: &mut [T]` | `var<storage, read_write>` | `&mut GpuBuffer<T>` |
+//! | `p: &P` (a `#[derive(Params)]` struct) | `var<uniform>` | `&P` |
+//! | `#[workgroup] t: &mut [T; N]` | `var<workgroup>` | none |
+//!
+//! `T` is `f32`, `u32`, `i32`, or `AtomicU32`/`AtomicI32` (a `GpuBuffer<u32>`/`<i32>` on the
+//! host). Binding numbers follow the parameter order. Because read-only bindings take `&` and
+//! read-write ones `&mut`, passing one buffer as both does not compile, and a buffer of the
+//! wrong element type is a type error.
+//!
+//! `#[len(expr)]` on a storage parameter states how many elements it must hold; the launcher
+//! checks every such buffer before dispatching and returns [`Error::BufferTooShort`] naming
+//! the binding.
+//!
+//! ## `#[kernel(workgroup = [x, y, z], grid = [gx, gy, gz])]`
+//!
+//! `workgroup` is the workgroup size (literals; at most 256 invocations, WebGPU's default
+//! limit). `grid` gives the number of workgroups per dimension as expressions of the
+//! parameters' integer fields (`p.n`), buffer lengths (`x.len()`), literals, `+ - * / %`,
+//! `ceil_div(a, b)`, `min(a, b)` and `max(a, b)`; the launcher evaluates it (saturating, never
+//! panicking). Missing dimensions are 1.
+//!
+//! ## `#[derive(Params)]`
+//!
+//! A `#[repr(C)]` struct of `f32`, `u32`, `i32` and `[T; 2..=4]` (WGSL vectors). The derive
+//! checks at compile time that the Rust layout equals WGSL's uniform layout, and says which
+//! field needs padding when it would not (a `[f32; 4]` after a `u32` needs 12 bytes). It
+//! implements `bytemuck::Pod`; derive `Clone` and `Copy` beside it.
+//!
+//! # The body: a subset of Rust
+//!
+//! - `let` and `let mut` (with shadowing), optional type annotations; integer and float
+//!   literals take the type their uses need, as in Rust (`i32`/`f32` by default).
+//! - Arithmetic, compound assignment, comparisons, `&&`/`||`, bit operations and shifts;
+//!   `as` between `f32`, `u32`, `i32` (`usize` means `u32`, so `x[i as usize]` reads as Rust).
+//! - `if`/`else` (also as a value), `match` on integers (becomes a `switch`; needs a `_` arm),
+//!   blocks as values, `for` over `a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(s)`,
+//!   `while`, `loop`, `break`, `continue`, `return`.
+//! - `#[unroll]` on a `for` over literal bounds writes the body out once per iteration with the
+//!   loop variable as a constant, so register arrays (`let mut acc = [0.0f32; 8];`) indexed by
+//!   it stay in registers.
+//! - Vectors: `vec2(a, b)`, `vec3(..)`, `vec4(..)`, components and swizzles (`v.x`, `v.xy`),
+//!   `dot`, `cross`, `length`, `normalize`, `distance`; types `Vec2<f32>` etc. in annotations.
+//! - Math methods: `abs min max clamp exp exp2 ln log2 sqrt powf tanh sinh cosh sin cos tan
+//!   asin acos atan atan2 floor ceil round trunc fract signum recip mul_add to_degrees
+//!   to_radians`, integer `wrapping_add/sub/mul count_ones leading_zeros trailing_zeros
+//!   reverse_bits`, with Rust's semantics (`round` halves away from zero, `fract` keeps the sign).
+//! - Builtins: `global_id()`, `local_id()`, `workgroup_id()`, `num_workgroups()` (`Vec3<u32>`),
+//!   `local_index()` (`u32`), `workgroup_barrier()`, `storage_barrier()`, `ceil_div(a, b)`,
+//!   `x.len()` for a storage parameter.
+//! - Atomics: `a[i].load()`, `.store(v)`, `.swap(v)`, `.fetch_add(v)` and `fetch_sub/min/max/
+//!   and/or/xor`, with or without a trailing `Ordering::Relaxed`.
+//! - Helper functions beside the kernels, with parameters (also `mut`) and a return value.
+//!
+//! Anything else is a compile error at the offending tokens saying what to write instead, and
+//! so is a type error, a write to a read-only binding, a workgroup over WebGPU's limits, or a
+//! barrier that not every invocation of the workgroup reaches together.
+//!
+//! # Running kernels
+//!
+//! Each launcher has `new(&Runtime)`, `launch(&self, &Runtime, args)` (check lengths, dispatch
+//! now) and `record(&self, &mut Batch, args)` (add to a [`Batch`] submitted once), plus
+//! `grid(&args)`, `ENTRY_POINT`, `WORKGROUP_SIZE`, `WORKGROUP_MEMORY` and `BINDINGS`.
 #![warn(missing_docs)]
 
 // Lets this crate's own modules use the macros, whose output names `::tessera`.

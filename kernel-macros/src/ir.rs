@@ -179,6 +179,8 @@ pub struct FnParam {
 /// A `#[kernel]` entry point.
 pub struct Kernel {
     pub name: Ident,
+    /// The kernel's own `///` documentation, carried to its launcher.
+    pub docs: Vec<String>,
     /// Invocations per workgroup in x, y, z (missing dimensions are 1).
     pub workgroup_size: [u32; 3],
     pub workgroup_span: Span,
@@ -547,5 +549,30 @@ impl Expr {
             ExprKind::Cast(e, ty) => format!("({} as {})", e.rust_text(), ty.rust_name()),
             _ => "(...)".to_owned(),
         }
+    }
+}
+
+impl Kernel {
+    /// The launcher type's name: `grad_pre` -> `GradPre`.
+    pub fn launcher_name(&self) -> Ident {
+        let camel: String = self
+            .name
+            .to_string()
+            .split('_')
+            .filter(|part| !part.is_empty())
+            .map(|part| {
+                let mut chars = part.chars();
+                chars
+                    .next()
+                    .map(|c| c.to_uppercase().chain(chars).collect::<String>())
+                    .unwrap_or_default()
+            })
+            .collect();
+        Ident::new(&camel, self.name.span())
+    }
+
+    /// The launcher's argument struct's name: `GradPreArgs`.
+    pub fn args_name(&self) -> Ident {
+        Ident::new(&format!("{}Args", self.launcher_name()), self.name.span())
     }
 }

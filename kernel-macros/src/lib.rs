@@ -20,9 +20,10 @@ mod validate;
 
 use proc_macro::TokenStream;
 
-/// Turns a module of GPU kernels into WGSL and typed launchers.
+/// Turns a module of GPU kernels into WGSL (validated by naga while the macro expands) and a
+/// typed launcher per `#[kernel]`.
 ///
-/// See the `tessera` crate for the kernel language.
+/// The kernel language, the bindings and the launchers are documented in the `tessera` crate.
 #[proc_macro_attribute]
 pub fn kernels(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::kernels(args.into(), input.into()).into()

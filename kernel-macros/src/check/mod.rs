@@ -52,6 +52,7 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
         checker.finish_block(&mut helper.body);
         helper.locals = checker.locals;
     }
+    unique_functions(module, errors);
     for kernel in &mut module.kernels {
         limits(kernel, errors);
         host_names(kernel, module.params.as_slice(), errors);
@@ -185,3 +186,35 @@ fn visit_host(expr: &HostExpr, f: &mut impl FnMut(&HostExpr)) {
 
 #[cfg(test)]
 mod tests;
+
+/// Kernels and helpers share one namespace (one WGSL module).
+fn unique_functions(module: &Module, errors: &mut Errors) {
+    let mut seen = std::collections::HashSet::new();
+    let names = module
+        .helpers
+        .iter()
+        .map(|h| &h.name)
+        .chain(module.kernels.iter().map(|k| &k.name));
+    for name in names {
+        if !seen.insert(name.to_string()) {
+            errors.at(
+                name.span(),
+                format!("`{name}` is defined more than once in this module; rename one"),
+            );
+        }
+    }
+    for kernel in &module.kernels {
+        for generated in [kernel.launcher_name(), kernel.args_name()] {
+            if let Some(params) = module.params.iter().find(|p| p.name == generated) {
+                errors.at(
+                    params.name.span(),
+                    format!(
+                        "`{generated}` is the name of the launcher tessera generates for the kernel `{}`; \
+                         rename this struct, e.g. `{generated}Params`",
+                        kernel.name
+                    ),
+                );
+            }
+        }
+    }
+}

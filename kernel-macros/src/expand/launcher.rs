@@ -3,27 +3,10 @@
 //! `&mut GpuBuffer<T>` for read-write storage, `&P` for the parameters).
 
 use proc_macro2::{Ident, Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 
 use crate::expand::host;
 use crate::ir::{Binding, BindingKind, Kernel, Module, Scalar, Ty};
-
-/// `grad_pre` -> `GradPre`.
-pub fn camel_case(name: &Ident) -> Ident {
-    let camel: String = name
-        .to_string()
-        .split('_')
-        .filter(|part| !part.is_empty())
-        .map(|part| {
-            let mut chars = part.chars();
-            chars
-                .next()
-                .map(|c| c.to_uppercase().chain(chars).collect::<String>())
-                .unwrap_or_default()
-        })
-        .collect();
-    Ident::new(&camel, name.span())
-}
 
 fn element_tokens(element: &Ty) -> TokenStream {
     match element.scalar() {
@@ -100,10 +83,10 @@ fn binding_doc(module: &Module, index: usize, binding: &Binding) -> String {
 }
 
 /// The launcher and argument types of `kernel`.
-pub fn launcher(module: &Module, kernel: &Kernel, valid: bool) -> TokenStream {
-    let launcher = camel_case(&kernel.name);
-    let args_ty = format_ident!("{}Args", launcher);
-    let entry = kernel.name.to_string();
+pub fn launcher(module: &Module, kernel: &Kernel, entry: &str, valid: bool) -> TokenStream {
+    let rust_name = kernel.name.to_string();
+    let launcher = kernel.launcher_name();
+    let args_ty = kernel.args_name();
     let [wx, wy, wz] = kernel.workgroup_size;
     let shared_bytes: u32 = kernel.shared.iter().map(|s| s.ty.size_align().0).sum();
     let uniform = kernel.bindings.iter().find_map(|b| match b.kind {
@@ -156,7 +139,7 @@ pub fn launcher(module: &Module, kernel: &Kernel, valid: bool) -> TokenStream {
                 let given = args.#name.len() as u64;
                 if given < needed {
                     return Err(::tessera::__private::kernel_runtime::Error::BufferTooShort {
-                        kernel: #entry.into(),
+                        kernel: #rust_name.into(),
                         binding: #name_text.into(),
                         needed,
                         given,
@@ -165,15 +148,22 @@ pub fn launcher(module: &Module, kernel: &Kernel, valid: bool) -> TokenStream {
             })
         });
 
+    let own_docs = kernel
+        .docs
+        .iter()
+        .map(|line| line.strip_prefix(' ').unwrap_or(line))
+        .collect::<Vec<_>>()
+        .join("\n");
     let doc = format!(
-        "Launcher of the kernel `{entry}` (module `{module}`): workgroup size {wx} x {wy} x {wz}, \
+        "{own_docs}{sep}Launcher of the kernel `{rust_name}` (module `{module}`): workgroup size {wx} x {wy} x {wz}, \
          {shared_bytes} bytes of workgroup memory.\n\n# Bindings\n\n{bindings}\n\nBuild it once with \
          [`{launcher}::new`], then [`launch`]({launcher}::launch) it or [`record`]({launcher}::record) \
          it into a batch.",
+        sep = if own_docs.is_empty() { "" } else { "\n\n" },
         module = module.name,
         bindings = if field_docs.is_empty() { "none".to_owned() } else { field_docs.join("\n") },
     );
-    let args_doc = format!("The arguments of [`{launcher}`], one per parameter of `{entry}`.");
+    let args_doc = format!("The arguments of [`{launcher}`], one per parameter of `{rust_name}`.");
     let span = Span::call_site();
     quote_spanned! {span=>
         #[doc = #doc]

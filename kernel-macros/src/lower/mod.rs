@@ -176,7 +176,9 @@ pub fn module(module: &Module) -> Wgsl {
         w.blank();
         kernel_fn(&mut w, index, kernel, &globals);
     }
-    w.finish()
+    let mut wgsl = w.finish();
+    wgsl.entry_points = globals.kernels;
+    wgsl
 }
 
 fn helper_fn(w: &mut Writer, helper: &ir::Function, globals: &Globals) {

@@ -145,6 +145,7 @@ pub fn kernel(
         .collect();
     Some(ir::Kernel {
         name: function.sig.ident.clone(),
+        docs: doc_lines(&function.attrs),
         workgroup_size: args.workgroup_size,
         workgroup_span: args.workgroup_span,
         grid,
@@ -338,4 +339,23 @@ pub fn helper(function: &syn::ItemFn, errors: &mut Errors) -> Option<ir::Functio
         body,
         locals: Vec::new(),
     })
+}
+
+/// The text of `///` comments among `attrs`.
+fn doc_lines(attrs: &[syn::Attribute]) -> Vec<String> {
+    attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("doc"))
+        .filter_map(|attr| match &attr.meta {
+            syn::Meta::NameValue(syn::MetaNameValue {
+                value:
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(text),
+                        ..
+                    }),
+                ..
+            }) => Some(text.value()),
+            _ => None,
+        })
+        .collect()
 }
