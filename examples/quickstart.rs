@@ -25,7 +25,7 @@ mod kernels {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rt = Runtime::new()?;
     println!("adapter: {}", rt.info());
 
