@@ -545,7 +545,7 @@ fn launchers_record_into_one_batch() {
     let want: Vec<f32> = xs.iter().map(|v| 3.0 * v).collect();
     assert_eq!(y.read(&rt).unwrap(), want);
     assert_eq!(
-        elementwise::Saxpy::grid(&elementwise::SaxpyArgs {
+        saxpy.grid(&elementwise::SaxpyArgs {
             p: &p,
             x: &x,
             y: &mut y

@@ -7,9 +7,13 @@ use proc_macro2::{Punct, Spacing, TokenStream, TokenTree};
 
 use crate::ir::Span;
 
-/// The errors found so far.
+/// The errors found so far. The same message at the same place is kept once (a kernel with
+/// several instances is checked once per instance).
 #[derive(Default)]
-pub struct Errors(Vec<syn::Error>);
+pub struct Errors {
+    errors: Vec<syn::Error>,
+    seen: std::collections::HashSet<String>,
+}
 
 impl Errors {
     /// Records an error at `span`.
@@ -24,26 +28,29 @@ impl Errors {
                 TokenTree::Punct(punct)
             })
             .collect();
-        self.0.push(syn::Error::new_spanned(ends, message));
+        self.push(syn::Error::new_spanned(ends, message));
     }
 
     /// Records an error spanning the tokens of `tokens`.
     pub fn spanned(&mut self, tokens: impl quote::ToTokens, message: impl Display) {
-        self.0.push(syn::Error::new_spanned(tokens, message));
+        self.push(syn::Error::new_spanned(tokens, message));
     }
 
     /// Records an error that is already a `syn::Error`.
     pub fn push(&mut self, error: syn::Error) {
-        self.0.push(error);
+        let key = format!("{:?}{error}", error.span());
+        if self.seen.insert(key) {
+            self.errors.push(error);
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.errors.is_empty()
     }
 
     /// All errors combined into one, or `Ok` when there are none.
     pub fn finish(self) -> Result<(), syn::Error> {
-        let mut errors = self.0.into_iter();
+        let mut errors = self.errors.into_iter();
         let Some(mut first) = errors.next() else {
             return Ok(());
         };

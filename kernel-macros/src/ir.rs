@@ -141,7 +141,70 @@ pub struct Module {
     pub name: Ident,
     pub params: Vec<ParamsStruct>,
     pub helpers: Vec<Function>,
+    /// Every variant of every kernel, the variants of one kernel next to each other (see
+    /// [`Variant`]).
     pub kernels: Vec<Kernel>,
+    pub families: Vec<Family>,
+}
+
+/// Kernels over one bind-group layout, launched in this order by one generated method.
+pub struct Family {
+    pub name: Ident,
+    pub members: Vec<Ident>,
+}
+
+/// A device capability a kernel may declare and use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Feature {
+    F16,
+    Subgroups,
+}
+
+/// Which variant of its kernel an IR kernel is: one instance of the kernel's constants, and
+/// either the general body or one specialization of it.
+#[derive(Clone)]
+pub struct Variant {
+    /// Index of the instance among the kernel's instances.
+    pub instance: usize,
+    /// The instance's constants and their values, for names and reports.
+    pub constants: Vec<(Ident, String)>,
+    /// Index into [`Kernel::specializations`], or `None` for the general body.
+    pub specialization: Option<usize>,
+}
+
+/// `specialize(p.stride == 1 && p.kernel == 3)`: a body generated with those values folded in.
+#[derive(Clone)]
+pub struct Specialization {
+    /// Uniform fields and the values they must have.
+    pub conditions: Vec<(Ident, i64, Span)>,
+    pub span: Span,
+}
+
+impl Specialization {
+    /// The condition as the user wrote it, for names and reports: `stride == 1`.
+    pub fn describe(&self) -> String {
+        self.conditions
+            .iter()
+            .map(|(f, v, _)| format!("{f} == {v}"))
+            .collect::<Vec<_>>()
+            .join(" && ")
+    }
+}
+
+/// What a kernel declares it needs beyond WebGPU's defaults.
+#[derive(Clone, Default)]
+pub struct Requirements {
+    /// `limits(invocations = N)`: invocations per workgroup above 256.
+    pub invocations: Option<(u32, Span)>,
+    /// `limits(workgroup_memory = N)`: bytes of workgroup memory above 16 KiB.
+    pub workgroup_memory: Option<(u32, Span)>,
+    pub features: Vec<(Feature, Span)>,
+}
+
+impl Requirements {
+    pub fn has(&self, feature: Feature) -> bool {
+        self.features.iter().any(|(f, _)| *f == feature)
+    }
 }
 
 /// A `#[derive(Params)]` struct: the uniform parameters of kernels.
@@ -177,10 +240,15 @@ pub struct FnParam {
 }
 
 /// A `#[kernel]` entry point.
+#[derive(Clone)]
 pub struct Kernel {
     pub name: Ident,
     /// The kernel's own `///` documentation, carried to its launcher.
     pub docs: Vec<String>,
+    pub variant: Variant,
+    /// The kernel's specializations (the same list in every variant).
+    pub specializations: Vec<Specialization>,
+    pub requirements: Requirements,
     /// Invocations per workgroup in x, y, z (missing dimensions are 1).
     pub workgroup_size: [u32; 3],
     pub workgroup_span: Span,
@@ -199,6 +267,7 @@ pub struct Kernel {
 }
 
 /// A resource binding: storage buffer or uniform struct.
+#[derive(Clone)]
 pub struct Binding {
     pub name: Ident,
     pub kind: BindingKind,
@@ -207,6 +276,7 @@ pub struct Binding {
     pub span: Span,
 }
 
+#[derive(Clone)]
 pub enum BindingKind {
     /// `&[T]` or `&mut [T]`.
     Storage { element: Ty, writable: bool },
@@ -215,6 +285,7 @@ pub enum BindingKind {
 }
 
 /// A `#[workgroup] name: &mut [T; N]` array in workgroup memory.
+#[derive(Clone)]
 pub struct SharedVar {
     pub name: Ident,
     pub ty: Ty,
@@ -222,6 +293,7 @@ pub struct SharedVar {
 }
 
 /// An expression evaluated on the host by the launcher: grid sizes and buffer lengths.
+#[derive(Clone)]
 pub enum HostExpr {
     Lit(u64),
     /// `p.field`: a field of the uniform parameters.
@@ -261,11 +333,13 @@ pub struct LocalId(pub u32);
 
 pub type Block = Vec<Stmt>;
 
+#[derive(Clone)]
 pub struct Stmt {
     pub kind: StmtKind,
     pub span: Span,
 }
 
+#[derive(Clone)]
 pub enum StmtKind {
     Let {
         name: Ident,
@@ -292,6 +366,8 @@ pub enum StmtKind {
         body: Block,
     },
     Loop(Block),
+    /// A nested `{ ... }` with its own scope.
+    Block(Block),
     Break,
     Continue,
     Return(Option<Expr>),
@@ -301,6 +377,7 @@ pub enum StmtKind {
     },
 }
 
+#[derive(Clone)]
 pub struct ForLoop {
     pub var: Ident,
     pub local: LocalId,
@@ -315,6 +392,7 @@ pub struct ForLoop {
     pub unroll: bool,
 }
 
+#[derive(Clone)]
 pub struct MatchArm<T> {
     /// The integer values of the arm; empty for `_`.
     pub values: Vec<(i64, Span)>,
@@ -322,6 +400,7 @@ pub struct MatchArm<T> {
     pub span: Span,
 }
 
+#[derive(Clone)]
 pub struct Expr {
     pub kind: ExprKind,
     pub span: Span,
@@ -338,6 +417,7 @@ impl Expr {
     }
 }
 
+#[derive(Clone)]
 pub enum ExprKind {
     Int(u64),
     Float(f64),
@@ -364,6 +444,7 @@ pub enum ExprKind {
 }
 
 /// A block with a value: statements, then the tail expression.
+#[derive(Clone)]
 pub struct BlockExpr {
     pub stmts: Block,
     pub tail: Expr,
@@ -473,7 +554,7 @@ pub fn visit_exprs(block: &Block, f: &mut impl FnMut(&Expr)) {
                 visit_expr(cond, f);
                 visit_exprs(body, f);
             }
-            StmtKind::Loop(body) => visit_exprs(body, f),
+            StmtKind::Loop(body) | StmtKind::Block(body) => visit_exprs(body, f),
             StmtKind::Match { scrutinee, arms } => {
                 visit_expr(scrutinee, f);
                 arms.iter().for_each(|arm| visit_exprs(&arm.body, f));
@@ -569,6 +650,18 @@ impl Kernel {
             })
             .collect();
         Ident::new(&camel, self.name.span())
+    }
+
+    /// Whether the body asks for ids that depend on the grid (`global_id`, `workgroup_id`,
+    /// `num_workgroups`); such kernels can have their grid folded past the device's limit.
+    pub fn uses_invocation_ids(&self) -> bool {
+        let mut uses = false;
+        visit_exprs(&self.body, &mut |e| {
+            if let ExprKind::Call(name, _) = &e.kind {
+                uses |= name == "global_id" || name == "workgroup_id" || name == "num_workgroups";
+            }
+        });
+        uses
     }
 
     /// The launcher's argument struct's name: `GradPreArgs`.

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! parse/     syn -> IR (attributes, signatures, bodies); knows no WGSL
-//! check/     types, names, limits, uniform layouts; fills in every type
+//! check/     types, names, limits, uniform layouts, barrier uniformity; fills in every type
+//! specialize/  one more variant per `specialize(..)`, with the values folded in
 //! lower/     IR -> WGSL text + source map (WGSL byte range -> Rust span)
 //! validate   naga parses and validates the WGSL; errors mapped back to Rust spans
 //! expand/    Rust tokens: the module, WGSL constant, launcher types, Params impls
@@ -16,6 +17,7 @@ mod expand;
 mod ir;
 mod lower;
 mod parse;
+mod specialize;
 mod validate;
 
 use proc_macro::TokenStream;
@@ -54,10 +56,11 @@ mod tests {
     pub fn checked(tokens: TokenStream) -> Result<ir::Module, Vec<String>> {
         let mut errors = Errors::default();
         let item = syn::parse2(tokens).map_err(|e| vec![e.to_string()])?;
-        let mut parsed =
-            parse::module(item, &mut errors).ok_or_else(|| messages(Errors::default()))?;
+        let mut parsed = parse::module(TokenStream::new(), item, &mut errors)
+            .ok_or_else(|| messages(Errors::default()))?;
         check::check(&mut parsed.module, &mut errors);
         if errors.is_empty() {
+            crate::specialize::specialize(&mut parsed.module);
             Ok(parsed.module)
         } else {
             Err(messages(errors))

@@ -131,6 +131,11 @@ impl<'rt> Batch<'rt> {
         )
     }
 
+    /// The runtime the batch records for.
+    pub fn runtime(&self) -> &'rt Runtime {
+        self.rt
+    }
+
     /// The number of dispatches recorded so far.
     pub fn len(&self) -> usize {
         self.recorded.len()

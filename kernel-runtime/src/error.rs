@@ -145,6 +145,17 @@ pub enum Error {
         feature: String,
     },
 
+    /// A launcher was asked for an instance of its constants that the kernel does not declare.
+    #[error("`{kernel}` has no instance {requested}; it declares {}", .available.join(", "))]
+    UnknownInstance {
+        /// The kernel.
+        kernel: String,
+        /// The constants asked for.
+        requested: String,
+        /// The instances the kernel declares.
+        available: Vec<String>,
+    },
+
     /// A kernel needs more of a device limit than this device has.
     #[error("`{kernel}` needs {limit} of at least {needed}, but this device has {available}")]
     LimitExceeded {

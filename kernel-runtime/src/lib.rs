@@ -35,17 +35,21 @@ mod adapter;
 mod buffer;
 mod dispatch;
 mod error;
+mod grid;
 mod pipeline;
 mod runtime;
 mod timing;
+mod variant;
 
 pub use adapter::ADAPTER_ENV;
 pub use buffer::GpuBuffer;
 pub use dispatch::{Arg, Batch};
 pub use error::{Error, Result};
+pub use grid::{fold_grid, FoldedGrid};
 pub use pipeline::{BindingKind, Pipeline, PipelineDesc};
 pub use runtime::{Runtime, RuntimeInfo};
 pub use timing::{Timing, TimingSource};
+pub use variant::VariantInfo;
 
 /// The wgpu this runtime is built on, for interoperation.
 pub use wgpu;

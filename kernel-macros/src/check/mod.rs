@@ -12,7 +12,7 @@ pub use types::unroll_values;
 use std::collections::HashMap;
 
 use crate::diag::Errors;
-use crate::ir::{Binding, BindingKind, HostExpr, Kernel, Module, Ty};
+use crate::ir::{Binding, BindingKind, HostExpr, Kernel, Module, ParamsStruct, Ty};
 use types::{Checker, Env};
 
 /// WebGPU's default `maxComputeInvocationsPerWorkgroup`.
@@ -53,8 +53,10 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
         helper.locals = checker.locals;
     }
     unique_functions(module, errors);
+    families(module, errors);
     for kernel in &mut module.kernels {
         limits(kernel, errors);
+        specializations(kernel, &module.params, errors);
         host_names(kernel, module.params.as_slice(), errors);
         let body = std::mem::take(&mut kernel.body);
         let env = Env {
@@ -79,43 +81,195 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
 
 /// Workgroup size and workgroup memory against WebGPU's default limits.
 fn limits(kernel: &Kernel, errors: &mut Errors) {
+    let instance = instance_prefix(kernel);
     let [x, y, z] = kernel.workgroup_size;
     let invocations = x.saturating_mul(y).saturating_mul(z);
-    if invocations > MAX_INVOCATIONS {
+    let (max_invocations, declared) = match kernel.requirements.invocations {
+        Some((declared, _)) => (declared, true),
+        None => (MAX_INVOCATIONS, false),
+    };
+    if invocations > max_invocations {
+        let advice = if declared {
+            format!("raise `limits(invocations = {invocations})` or use a smaller workgroup")
+        } else {
+            format!(
+                "use a smaller workgroup, or declare `limits(invocations = {invocations})` in `#[kernel(...)]` \
+                 so the launcher checks the device for it"
+            )
+        };
+        let limit = if declared {
+            "the declared limit"
+        } else {
+            "WebGPU's default limit"
+        };
         errors.at(
             kernel.workgroup_span,
             format!(
-                "a workgroup of {x} x {y} x {z} = {invocations} invocations exceeds WebGPU's limit of \
-                 {MAX_INVOCATIONS} per workgroup; use a smaller workgroup"
+                "{instance}a workgroup of {x} x {y} x {z} = {invocations} invocations exceeds {limit} of \
+                 {max_invocations} per workgroup; {advice}"
             ),
         );
     }
-    for (axis, (size, max)) in ["x", "y", "z"]
-        .iter()
-        .zip(kernel.workgroup_size.iter().zip(MAX_WORKGROUP_SIZE))
-    {
-        if *size > max {
-            errors.at(
-                kernel.workgroup_span,
-                format!("the workgroup's {axis} size {size} exceeds WebGPU's limit of {max}"),
-            );
+    if !declared {
+        for (axis, (size, max)) in ["x", "y", "z"]
+            .iter()
+            .zip(kernel.workgroup_size.iter().zip(MAX_WORKGROUP_SIZE))
+        {
+            if *size > max {
+                errors.at(
+                    kernel.workgroup_span,
+                    format!("{instance}the workgroup's {axis} size {size} exceeds WebGPU's default limit of {max}"),
+                );
+            }
         }
     }
+    let (max_memory, declared) = match kernel.requirements.workgroup_memory {
+        Some((declared, _)) => (declared, true),
+        None => (MAX_WORKGROUP_MEMORY, false),
+    };
     let mut total = 0u32;
     for shared in &kernel.shared {
         total = total.saturating_add(shared.ty.size_align().0);
-        if total > MAX_WORKGROUP_MEMORY {
+        if total > max_memory {
+            let (limit, advice) = if declared {
+                (
+                    "the declared limit",
+                    format!("raise `limits(workgroup_memory = {total})` or use smaller arrays"),
+                )
+            } else {
+                (
+                    "WebGPU's default limit",
+                    format!(
+                        "use smaller arrays, or declare `limits(workgroup_memory = {total})` in `#[kernel(...)]` \
+                         so the launcher checks the device for it"
+                    ),
+                )
+            };
             errors.at(
                 shared.span,
                 format!(
-                    "workgroup memory reaches {total} bytes with `{}`, above WebGPU's limit of {MAX_WORKGROUP_MEMORY} \
-                     bytes (16 KiB); use smaller arrays",
+                    "{instance}workgroup memory reaches {total} bytes with `{}`, above {limit} of {max_memory} bytes; {advice}",
                     shared.name
                 ),
             );
             break;
         }
     }
+}
+
+/// "in the instance `TILE = 32`: " for kernels with constants, so an error names the instance.
+fn instance_prefix(kernel: &Kernel) -> String {
+    if kernel.variant.constants.is_empty() {
+        return String::new();
+    }
+    let values: Vec<String> = kernel
+        .variant
+        .constants
+        .iter()
+        .map(|(name, value)| format!("{name} = {value}"))
+        .collect();
+    format!("in the instance `{}`: ", values.join(", "))
+}
+
+/// Specializations name integer fields of the kernel's parameters.
+fn specializations(kernel: &Kernel, params: &[ParamsStruct], errors: &mut Errors) {
+    let uniform = kernel.bindings.iter().find_map(|b| match b.kind {
+        BindingKind::Uniform { params: index } => Some(&params[index]),
+        _ => None,
+    });
+    let Some(uniform) = uniform else { return };
+    for (field, value, span) in kernel.specializations.iter().flat_map(|s| &s.conditions) {
+        match uniform.fields.iter().find(|f| f.name == *field) {
+            Some(f) if f.ty == Ty::U32 && *value < 0 => {
+                errors.at(*span, format!("`{field}` is a `u32`, never {value}"))
+            }
+            Some(f) if matches!(&f.ty, Ty::Scalar(s) if s.is_integer()) => {}
+            Some(f) => errors.at(
+                *span,
+                format!(
+                    "specializations are on integer fields; `{field}` is `{}`",
+                    f.ty.rust_name()
+                ),
+            ),
+            None => {
+                let names: Vec<String> = uniform
+                    .fields
+                    .iter()
+                    .map(|f| format!("`{}`", f.name))
+                    .collect();
+                errors.at(
+                    field.span(),
+                    format!(
+                        "`{}` has no field `{field}` to specialize on; its fields are {}",
+                        uniform.name,
+                        names.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// A family's kernels exist and take the same parameters, in the same order.
+fn families(module: &Module, errors: &mut Errors) {
+    for family in &module.families {
+        let members: Vec<Option<&Kernel>> = family
+            .members
+            .iter()
+            .map(|m| module.kernels.iter().find(|k| k.name == *m))
+            .collect();
+        for (name, member) in family.members.iter().zip(&members) {
+            if member.is_none() {
+                errors.at(
+                    name.span(),
+                    format!("`{name}` is not a `#[kernel]` of this module"),
+                );
+            }
+        }
+        let present: Vec<&Kernel> = members.into_iter().flatten().collect();
+        let Some((first, rest)) = present.split_first() else {
+            continue;
+        };
+        for other in rest {
+            if let Some(problem) = signature_difference(first, other) {
+                errors.at(
+                    other.name.span(),
+                    format!(
+                        "the kernels of the family `{}` share one set of bindings, but `{}` differs from `{}`: {problem}",
+                        family.name, other.name, first.name
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn signature_difference(a: &Kernel, b: &Kernel) -> Option<String> {
+    if a.bindings.len() != b.bindings.len() {
+        return Some(format!(
+            "{} parameters instead of {}",
+            b.bindings.len(),
+            a.bindings.len()
+        ));
+    }
+    a.bindings.iter().zip(&b.bindings).find_map(|(x, y)| {
+        let same_kind = match (&x.kind, &y.kind) {
+            (BindingKind::Uniform { params: p }, BindingKind::Uniform { params: q }) => p == q,
+            (
+                BindingKind::Storage {
+                    element: e,
+                    writable: w,
+                },
+                BindingKind::Storage {
+                    element: f,
+                    writable: v,
+                },
+            ) => e == f && w == v,
+            _ => false,
+        };
+        (x.name != y.name || !same_kind)
+            .then(|| format!("its parameter `{}` does not match `{}`", y.name, x.name))
+    })
 }
 
 /// Fields and buffers named in the grid and in `#[len]` expressions must exist.

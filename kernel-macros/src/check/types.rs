@@ -267,6 +267,7 @@ impl<'m, 'e> Checker<'m, 'e> {
                 self.loop_body(body);
             }
             StmtKind::Loop(body) => self.loop_body(body),
+            StmtKind::Block(body) => self.block(body),
             StmtKind::Break | StmtKind::Continue if self.loop_depth == 0 => {
                 self.errors
                     .at(span, "`break` and `continue` belong inside a loop");
@@ -1110,7 +1111,7 @@ impl<'m, 'e> Checker<'m, 'e> {
                 self.finish_expr(cond);
                 self.finish_block(body);
             }
-            StmtKind::Loop(body) => self.finish_block(body),
+            StmtKind::Loop(body) | StmtKind::Block(body) => self.finish_block(body),
             StmtKind::Return(Some(e)) => self.finish_expr(e),
             StmtKind::Match { scrutinee, arms } => {
                 self.finish_expr(scrutinee);
@@ -1210,6 +1211,7 @@ fn own_break_or_continue(block: &Block) -> Option<Span> {
             then, otherwise, ..
         } => own_break_or_continue(then)
             .or_else(|| otherwise.as_ref().and_then(own_break_or_continue)),
+        StmtKind::Block(body) => own_break_or_continue(body),
         StmtKind::Match { arms, .. } => {
             arms.iter().find_map(|arm| own_break_or_continue(&arm.body))
         }

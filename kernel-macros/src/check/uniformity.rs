@@ -137,6 +137,7 @@ impl Analysis<'_> {
                 self.loop_body(body, inner)
             }
             StmtKind::Loop(body) => self.loop_body(body, flow),
+            StmtKind::Block(body) => self.block(body, flow),
             StmtKind::Break | StmtKind::Continue => {
                 if let Some((entry, first)) = self.loops.last_mut() {
                     if entry.is_none() && flow.is_some() {

@@ -6,7 +6,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, quote_spanned};
 
 use crate::expand::host;
-use crate::ir::{Binding, BindingKind, Kernel, Module, Scalar, Ty};
+use crate::ir::{Binding, BindingKind, Feature, Kernel, Module, Scalar, Ty};
 
 fn element_tokens(element: &Ty) -> TokenStream {
     match element.scalar() {
@@ -16,7 +16,7 @@ fn element_tokens(element: &Ty) -> TokenStream {
     }
 }
 
-fn field_ty(module: &Module, binding: &Binding) -> TokenStream {
+pub fn field_ty(module: &Module, binding: &Binding) -> TokenStream {
     let span = binding.span.first;
     match &binding.kind {
         BindingKind::Storage {
@@ -82,17 +82,29 @@ fn binding_doc(module: &Module, index: usize, binding: &Binding) -> String {
     format!("- `{}`: binding {index}, {what}{len}", binding.name)
 }
 
-/// The launcher and argument types of `kernel`.
-pub fn launcher(module: &Module, kernel: &Kernel, entry: &str, valid: bool) -> TokenStream {
-    let rust_name = kernel.name.to_string();
+/// Rust path of the runtime crate, as generated code reaches it.
+fn rt() -> TokenStream {
+    quote!(::tessera::__private::kernel_runtime)
+}
+
+/// The launcher and argument types of one kernel, from all of its variants (in the order
+/// `specialize` left them: per instance, the general body then each specialization) and
+/// their WGSL entry points.
+pub fn launcher(module: &Module, variants: &[(&Kernel, String)], valid: bool) -> TokenStream {
+    let Some((kernel, _)) = variants.first() else {
+        return TokenStream::new();
+    };
+    let kernel: &Kernel = kernel;
+    let rt = rt();
     let launcher = kernel.launcher_name();
     let args_ty = kernel.args_name();
-    let [wx, wy, wz] = kernel.workgroup_size;
-    let shared_bytes: u32 = kernel.shared.iter().map(|s| s.ty.size_align().0).sum();
+    let rust_name = kernel.name.to_string();
     let uniform = kernel.bindings.iter().find_map(|b| match b.kind {
         BindingKind::Uniform { params } => Some((&b.name, &module.params[params])),
         _ => None,
     });
+    let instances = instances(variants);
+    let folds = variants.iter().any(|(k, _)| k.uses_invocation_ids());
 
     let names: Vec<&Ident> = kernel.bindings.iter().map(|b| &b.name).collect();
     let field_tys: Vec<TokenStream> = kernel
@@ -106,8 +118,12 @@ pub fn launcher(module: &Module, kernel: &Kernel, entry: &str, valid: bool) -> T
         .enumerate()
         .map(|(i, b)| binding_doc(module, i, b))
         .collect();
-    let kinds: Vec<TokenStream> = kernel.bindings.iter().map(binding_kind_tokens).collect();
-    let dispatch_args: Vec<TokenStream> = kernel.bindings.iter().map(arg_tokens).collect();
+    let mut kinds: Vec<TokenStream> = kernel.bindings.iter().map(binding_kind_tokens).collect();
+    let mut dispatch_args: Vec<TokenStream> = kernel.bindings.iter().map(arg_tokens).collect();
+    if folds {
+        kinds.push(quote!(Uniform));
+        dispatch_args.push(quote!(#rt::Arg::uniform(&folded.logical)));
+    }
     let marker = names.is_empty().then(|| {
         quote! {
             #[doc(hidden)]
@@ -116,60 +132,57 @@ pub fn launcher(module: &Module, kernel: &Kernel, entry: &str, valid: bool) -> T
     });
     let rest = names.is_empty().then(|| quote!(..));
 
-    let grid: Vec<TokenStream> = (0..3)
-        .map(|axis| match kernel.grid.get(axis).filter(|_| valid) {
-            Some(expr) => {
-                let value = host::tokens(expr, uniform);
-                quote! { u32::try_from(#value).unwrap_or(u32::MAX) }
-            }
-            None => quote!(1u32),
-        })
-        .collect();
-    let length_checks = kernel
-        .bindings
-        .iter()
-        .filter(|_| valid)
-        .filter_map(|binding| {
-            let len = binding.len.as_ref()?;
-            let needed = host::tokens(len, uniform);
-            let name = &binding.name;
-            let name_text = name.to_string();
-            Some(quote! {
-                let needed: u64 = #needed;
-                let given = args.#name.len() as u64;
-                if given < needed {
-                    return Err(::tessera::__private::kernel_runtime::Error::BufferTooShort {
-                        kernel: #rust_name.into(),
-                        binding: #name_text.into(),
-                        needed,
-                        given,
-                    });
-                }
-            })
+    let entry_points = instances.iter().map(|variants| {
+        let entries = variants.iter().map(|(_, entry)| entry);
+        quote!(&[#(#entries),*])
+    });
+    let sizes = instances.iter().map(|v| {
+        let [x, y, z] = v[0].0.workgroup_size;
+        quote!([#x, #y, #z])
+    });
+    let memories = instances.iter().map(|v| shared_bytes(v[0].0));
+    let grid_arms = instances.iter().enumerate().map(|(i, v)| {
+        let axes = (0..3).map(|axis| match v[0].0.grid.get(axis).filter(|_| valid) {
+            Some(expr) => host::tokens(expr, uniform),
+            None => quote!(1u64),
         });
-
-    let own_docs = kernel
-        .docs
+        quote!(#i => [#(#axes),*],)
+    });
+    let length_arms = instances.iter().enumerate().map(|(i, v)| {
+        let checks = length_checks(v[0].0, uniform, &rust_name, valid);
+        quote!(#i => { #(#checks)* })
+    });
+    let variant_choice = variant_choice(kernel, uniform.map(|u| u.0));
+    let device_checks = device_checks(kernel, &rust_name);
+    let constants = constants_items(kernel, &instances, &launcher, &rust_name);
+    let variant_infos = variants
         .iter()
-        .map(|line| line.strip_prefix(' ').unwrap_or(line))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let doc = format!(
-        "{own_docs}{sep}Launcher of the kernel `{rust_name}` (module `{module}`): workgroup size {wx} x {wy} x {wz}, \
-         {shared_bytes} bytes of workgroup memory.\n\n# Bindings\n\n{bindings}\n\nBuild it once with \
-         [`{launcher}::new`], then [`launch`]({launcher}::launch) it or [`record`]({launcher}::record) \
-         it into a batch.",
-        sep = if own_docs.is_empty() { "" } else { "\n\n" },
-        module = module.name,
-        bindings = if field_docs.is_empty() { "none".to_owned() } else { field_docs.join("\n") },
-    );
+        .map(|(k, entry)| variant_info(module, k, entry));
+    let dispatch = if folds {
+        quote! {
+            let limit = batch.runtime().info().limits.max_compute_workgroups_per_dimension;
+            let folded = #rt::fold_grid(#rust_name, logical, limit)?;
+            let #args_ty { #(#names,)* #rest } = args;
+            batch.dispatch(&self.pipelines[variant], &[#(#dispatch_args),*], folded.dispatch)
+        }
+    } else {
+        quote! {
+            let grid = logical.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+            let #args_ty { #(#names,)* #rest } = args;
+            batch.dispatch(&self.pipelines[variant], &[#(#dispatch_args),*], grid)
+        }
+    };
+
+    let doc = launcher_doc(module, kernel, variants, &field_docs);
     let args_doc = format!("The arguments of [`{launcher}`], one per parameter of `{rust_name}`.");
-    let span = Span::call_site();
-    quote_spanned! {span=>
+    let instance_count = instances.len();
+    quote_spanned! {Span::call_site()=>
         #[doc = #doc]
         #[derive(Clone, Debug)]
         pub struct #launcher {
-            pipeline: ::tessera::__private::kernel_runtime::Pipeline,
+            instance: usize,
+            /// The instance's pipelines: the general body, then each specialization.
+            pipelines: ::std::vec::Vec<#rt::Pipeline>,
         }
 
         #[doc = #args_doc]
@@ -178,58 +191,364 @@ pub fn launcher(module: &Module, kernel: &Kernel, entry: &str, valid: bool) -> T
             #marker
         }
 
+        #constants
+
         impl #launcher {
-            /// The entry point's name in [`WGSL`].
-            pub const ENTRY_POINT: &'static str = #entry;
-            /// Invocations per workgroup in x, y, z.
-            pub const WORKGROUP_SIZE: [u32; 3] = [#wx, #wy, #wz];
-            /// Bytes of workgroup memory the kernel declares.
-            pub const WORKGROUP_MEMORY: u32 = #shared_bytes;
+            /// Every generated variant: each instance of the constants, general or specialized.
+            pub const VARIANTS: &'static [#rt::VariantInfo] = &[#(#variant_infos),*];
             /// The kinds of the bindings of group 0, in binding order.
-            pub const BINDINGS: &'static [::tessera::__private::kernel_runtime::BindingKind] =
-                &[#(::tessera::__private::kernel_runtime::BindingKind::#kinds),*];
+            pub const BINDINGS: &'static [#rt::BindingKind] = &[#(#rt::BindingKind::#kinds),*];
+            const ENTRY_POINTS: [&'static [&'static str]; #instance_count] = [#(#entry_points),*];
+            const WORKGROUP_SIZES: [[u32; 3]; #instance_count] = [#(#sizes),*];
+            const WORKGROUP_MEMORY: [u32; #instance_count] = [#(#memories),*];
 
-            /// Builds (or fetches from the runtime's cache) the kernel's pipeline.
-            pub fn new(rt: &::tessera::__private::kernel_runtime::Runtime) -> ::tessera::__private::kernel_runtime::Result<Self> {
-                let desc = ::tessera::__private::kernel_runtime::PipelineDesc::new(WGSL, Self::ENTRY_POINT, Self::BINDINGS);
-                Ok(Self { pipeline: rt.pipeline(&desc)? })
+            fn build(rt: &#rt::Runtime, instance: usize) -> #rt::Result<Self> {
+                Self::check_device(rt, instance)?;
+                let pipelines = Self::ENTRY_POINTS[instance]
+                    .iter()
+                    .map(|entry| rt.pipeline(&#rt::PipelineDesc::new(WGSL, entry, Self::BINDINGS)))
+                    .collect::<#rt::Result<::std::vec::Vec<_>>>()?;
+                Ok(Self { instance, pipelines })
             }
 
-            /// The workgroup counts in x, y, z for `args`, from the kernel's grid expression.
-            pub fn grid(args: &#args_ty<'_>) -> [u32; 3] {
-                let _ = &args;
-                [#(#grid),*]
-            }
-
-            /// Checks every buffer with a declared length against what `args` imply.
-            pub fn check_lengths(args: &#args_ty<'_>) -> ::tessera::__private::kernel_runtime::Result<()> {
-                let _ = &args;
-                #(#length_checks)*
+            /// Checks that the device has the limits and features this instance needs.
+            fn check_device(rt: &#rt::Runtime, instance: usize) -> #rt::Result<()> {
+                let [x, y, z] = Self::WORKGROUP_SIZES[instance];
+                let memory = Self::WORKGROUP_MEMORY[instance];
+                let _ = (x, y, z, memory);
+                #device_checks
                 Ok(())
             }
 
+            /// Invocations per workgroup in x, y, z.
+            pub fn workgroup_size(&self) -> [u32; 3] {
+                Self::WORKGROUP_SIZES[self.instance]
+            }
+
+            /// Bytes of workgroup memory.
+            pub fn workgroup_memory(&self) -> u32 {
+                Self::WORKGROUP_MEMORY[self.instance]
+            }
+
+            /// The entry point of the general body of this instance.
+            pub fn entry_point(&self) -> &'static str {
+                Self::ENTRY_POINTS[self.instance][0]
+            }
+
+            /// The logical workgroup counts in x, y, z for `args`, from the kernel's grid.
+            pub fn grid(&self, args: &#args_ty<'_>) -> [u64; 3] {
+                let _ = &args;
+                match self.instance {
+                    #(#grid_arms)*
+                    _ => [0, 0, 0],
+                }
+            }
+
+            /// Checks every buffer with a declared length against what `args` imply.
+            pub fn check_lengths(&self, args: &#args_ty<'_>) -> #rt::Result<()> {
+                let _ = &args;
+                match self.instance {
+                    #(#length_arms)*
+                    _ => {}
+                }
+                Ok(())
+            }
+
+            /// Which pipeline `args` run: 0 for the general body, `i + 1` for the first
+            /// specialization `i` whose condition holds.
+            pub fn variant(&self, args: &#args_ty<'_>) -> usize {
+                let _ = &args;
+                #variant_choice
+            }
+
             /// Checks the buffers and dispatches the kernel now (without waiting for it).
-            pub fn launch(
-                &self,
-                rt: &::tessera::__private::kernel_runtime::Runtime,
-                args: #args_ty<'_>,
-            ) -> ::tessera::__private::kernel_runtime::Result<()> {
+            pub fn launch(&self, rt: &#rt::Runtime, args: #args_ty<'_>) -> #rt::Result<()> {
                 let mut batch = rt.batch();
                 self.record(&mut batch, args)?;
                 batch.submit()
             }
 
             /// Checks the buffers and records the dispatch into `batch`.
-            pub fn record(
-                &self,
-                batch: &mut ::tessera::__private::kernel_runtime::Batch<'_>,
-                args: #args_ty<'_>,
-            ) -> ::tessera::__private::kernel_runtime::Result<()> {
-                Self::check_lengths(&args)?;
-                let grid = Self::grid(&args);
-                let #args_ty { #(#names,)* #rest } = args;
-                batch.dispatch(&self.pipeline, &[#(#dispatch_args),*], grid)
+            pub fn record(&self, batch: &mut #rt::Batch<'_>, args: #args_ty<'_>) -> #rt::Result<()> {
+                self.check_lengths(&args)?;
+                let logical = self.grid(&args);
+                let variant = self.variant(&args);
+                #dispatch
             }
         }
     }
+}
+
+/// The variants of each instance, in instance order.
+fn instances<'a, 'k>(variants: &'a [(&'k Kernel, String)]) -> Vec<Vec<&'a (&'k Kernel, String)>> {
+    let mut out: Vec<Vec<&(&Kernel, String)>> = Vec::new();
+    for variant in variants {
+        let index = variant.0.variant.instance;
+        if out.len() <= index {
+            out.resize_with(index + 1, Vec::new);
+        }
+        out[index].push(variant);
+    }
+    out.retain(|v| !v.is_empty());
+    out
+}
+
+fn shared_bytes(kernel: &Kernel) -> u32 {
+    kernel.shared.iter().map(|s| s.ty.size_align().0).sum()
+}
+
+fn length_checks<'a>(
+    kernel: &'a Kernel,
+    uniform: Option<(&'a Ident, &'a crate::ir::ParamsStruct)>,
+    rust_name: &'a str,
+    valid: bool,
+) -> impl Iterator<Item = TokenStream> + 'a {
+    let rt = rt();
+    kernel.bindings.iter().filter(move |_| valid).filter_map(move |binding| {
+        let needed = host::tokens(binding.len.as_ref()?, uniform);
+        let name = &binding.name;
+        let name_text = name.to_string();
+        Some(quote! {
+            let needed: u64 = #needed;
+            let given = args.#name.len() as u64;
+            if given < needed {
+                return Err(#rt::Error::BufferTooShort { kernel: #rust_name.into(), binding: #name_text.into(), needed, given });
+            }
+        })
+    })
+}
+
+/// `if cond0 { 1 } else if cond1 { 2 } else { 0 }` over the specializations.
+fn variant_choice(kernel: &Kernel, uniform: Option<&Ident>) -> TokenStream {
+    let Some(uniform) = uniform else {
+        return quote!(0);
+    };
+    let branches = kernel.specializations.iter().enumerate().map(|(i, spec)| {
+        let index = i + 1;
+        let tests = spec
+            .conditions
+            .iter()
+            .map(|(field, value, _)| quote!((args.#uniform.#field as i64) == #value));
+        quote!(if #(#tests)&&* { return #index; })
+    });
+    quote! { #(#branches)* 0 }
+}
+
+/// Device limits and features this kernel's instance needs, checked when it is built.
+fn device_checks(kernel: &Kernel, rust_name: &str) -> TokenStream {
+    let rt = rt();
+    let limit = |name: &str, needed: TokenStream, available: TokenStream| {
+        quote! {
+            if u64::from(#needed) > u64::from(#available) {
+                return Err(#rt::Error::LimitExceeded { kernel: #rust_name.into(), limit: #name, needed: u64::from(#needed), available: u64::from(#available) });
+            }
+        }
+    };
+    let limits = [
+        limit(
+            "max_compute_invocations_per_workgroup",
+            quote!(x * y * z),
+            quote!(limits.max_compute_invocations_per_workgroup),
+        ),
+        limit(
+            "max_compute_workgroup_size_x",
+            quote!(x),
+            quote!(limits.max_compute_workgroup_size_x),
+        ),
+        limit(
+            "max_compute_workgroup_size_y",
+            quote!(y),
+            quote!(limits.max_compute_workgroup_size_y),
+        ),
+        limit(
+            "max_compute_workgroup_size_z",
+            quote!(z),
+            quote!(limits.max_compute_workgroup_size_z),
+        ),
+        limit(
+            "max_compute_workgroup_storage_size",
+            quote!(memory),
+            quote!(limits.max_compute_workgroup_storage_size),
+        ),
+    ];
+    let features = kernel.requirements.features.iter().map(|(feature, _)| {
+        let (flag, name) = match feature {
+            Feature::F16 => (quote!(SHADER_F16), "SHADER_F16"),
+            Feature::Subgroups => (quote!(SUBGROUP), "SUBGROUP"),
+        };
+        quote! {
+            if !rt.info().features.contains(#rt::wgpu::Features::#flag) {
+                return Err(#rt::Error::MissingFeature { kernel: #rust_name.into(), feature: #name.into() });
+            }
+        }
+    });
+    quote! {
+        let limits = &rt.info().limits;
+        #(#limits)*
+        #(#features)*
+    }
+}
+
+/// `new`, and for a kernel with constants its `…Constants` struct, `INSTANCES`,
+/// `with_constants` and `constants`.
+fn constants_items(
+    kernel: &Kernel,
+    instances: &[Vec<&(&Kernel, String)>],
+    launcher: &Ident,
+    rust_name: &str,
+) -> TokenStream {
+    let rt = rt();
+    let new = quote! {
+        impl #launcher {
+            /// Builds (or fetches from the runtime's cache) the pipelines of the first instance.
+            pub fn new(rt: &#rt::Runtime) -> #rt::Result<Self> {
+                Self::build(rt, 0)
+            }
+        }
+    };
+    if kernel.variant.constants.is_empty() {
+        return new;
+    }
+    let constants_ty = Ident::new(&format!("{launcher}Constants"), kernel.name.span());
+    let fields: Vec<Ident> = kernel
+        .variant
+        .constants
+        .iter()
+        .map(|(name, _)| Ident::new(&name.to_string().to_lowercase(), name.span()))
+        .collect();
+    let values = instances.iter().map(|v| {
+        let values = v[0].0.variant.constants.iter().map(|(_, value)| {
+            let value: u32 = value.parse().unwrap_or_default();
+            quote!(#value)
+        });
+        quote!(#constants_ty { #(#fields: #values),* })
+    });
+    let doc = format!("The compile-time constants of an instance of `{rust_name}`.");
+    quote! {
+        #[doc = #doc]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub struct #constants_ty {
+            #(#[allow(missing_docs)] pub #fields: u32,)*
+        }
+
+        #new
+
+        impl #launcher {
+            /// The instances the kernel declares, in order; [`Self::new`] builds the first.
+            pub const INSTANCES: &'static [#constants_ty] = &[#(#values),*];
+
+            /// Builds the pipelines of the instance with these constants.
+            pub fn with_constants(rt: &#rt::Runtime, constants: #constants_ty) -> #rt::Result<Self> {
+                match Self::INSTANCES.iter().position(|c| *c == constants) {
+                    Some(instance) => Self::build(rt, instance),
+                    None => Err(#rt::Error::UnknownInstance {
+                        kernel: #rust_name.into(),
+                        requested: format!("{constants:?}"),
+                        available: Self::INSTANCES.iter().map(|c| format!("{c:?}")).collect(),
+                    }),
+                }
+            }
+
+            /// The constants of the instance this launcher runs.
+            pub fn constants(&self) -> #constants_ty {
+                Self::INSTANCES[self.instance]
+            }
+        }
+    }
+}
+
+fn variant_info(module: &Module, kernel: &Kernel, entry: &str) -> TokenStream {
+    let rt = rt();
+    let constants = kernel
+        .variant
+        .constants
+        .iter()
+        .map(|(n, v)| format!("{n} = {v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let specialization = kernel
+        .variant
+        .specialization
+        .map(|i| kernel.specializations[i].describe())
+        .unwrap_or_default();
+    let [x, y, z] = kernel.workgroup_size;
+    let memory = shared_bytes(kernel);
+    let bindings = bindings_summary(module, kernel);
+    quote! {
+        #rt::VariantInfo {
+            entry_point: #entry,
+            constants: #constants,
+            specialization: #specialization,
+            workgroup_size: [#x, #y, #z],
+            workgroup_memory: #memory,
+            bindings: #bindings,
+        }
+    }
+}
+
+fn bindings_summary(module: &Module, kernel: &Kernel) -> String {
+    kernel
+        .bindings
+        .iter()
+        .map(|b| match &b.kind {
+            BindingKind::Storage { element, writable } => {
+                format!(
+                    "{}: {} [{}]",
+                    b.name,
+                    if *writable { "read_write" } else { "read" },
+                    element.rust_name()
+                )
+            }
+            BindingKind::Uniform { params } => {
+                format!("{}: uniform {}", b.name, module.params[*params].name)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn launcher_doc(
+    module: &Module,
+    kernel: &Kernel,
+    variants: &[(&Kernel, String)],
+    field_docs: &[String],
+) -> String {
+    let own = kernel
+        .docs
+        .iter()
+        .map(|line| line.strip_prefix(' ').unwrap_or(line))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let rows: Vec<String> = variants
+        .iter()
+        .map(|(k, entry)| {
+            let constants = k
+                .variant
+                .constants
+                .iter()
+                .map(|(n, v)| format!("{n} = {v}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let spec = k
+                .variant
+                .specialization
+                .map(|i| format!("`{}`", k.specializations[i].describe()))
+                .unwrap_or_else(|| "general".into());
+            let [x, y, z] = k.workgroup_size;
+            format!(
+                "| `{entry}` | {constants} | {spec} | {x} x {y} x {z} | {} B |",
+                shared_bytes(k)
+            )
+        })
+        .collect();
+    format!(
+        "{own}{sep}Launcher of the kernel `{name}` (module `{module}`). Build it once with `new`, then \
+         `launch` it or `record` it into a batch.\n\n# Bindings\n\n{bindings}\n\n# Variants\n\n\
+         | entry point | constants | specialization | workgroup | workgroup memory |\n| --- | --- | --- | --- | --- |\n{rows}",
+        sep = if own.is_empty() { "" } else { "\n\n" },
+        name = kernel.name,
+        module = module.name,
+        bindings = if field_docs.is_empty() { "none".to_owned() } else { field_docs.join("\n") },
+        rows = rows.join("\n"),
+    )
 }

@@ -56,6 +56,32 @@ impl IdBuiltin {
     }
 }
 
+/// Entry-point parameters of a kernel whose grid may be folded: the physical ids, from which
+/// [`unfold_ids`] computes the logical ones the body sees.
+pub const FOLDED_PARAMETERS: [&str; 4] = [
+    "@builtin(workgroup_id) tsr_physical_workgroup: vec3<u32>",
+    "@builtin(num_workgroups) tsr_physical_grid: vec3<u32>",
+    "@builtin(local_invocation_id) tsr_local_id: vec3<u32>",
+    "@builtin(local_invocation_index) tsr_local_index: u32",
+];
+
+/// Writes the prologue that turns the physical workgroup id of a folded dispatch into the
+/// logical ids: the workgroup's linear index in the physical grid, decomposed along the logical
+/// grid `grid` (`[x, y, z, x * y * z]`). Workgroups past the logical end return at once; the
+/// whole workgroup does, so barriers stay uniform.
+pub fn unfold_ids(w: &mut Writer, grid: &str, [x, y, z]: [u32; 3]) {
+    w.line(
+        "// The launcher may fold a grid larger than the device allows; recover the logical ids.",
+    );
+    w.line("let tsr_linear: u32 = tsr_physical_workgroup.x + tsr_physical_grid.x * (tsr_physical_workgroup.y + tsr_physical_grid.y * tsr_physical_workgroup.z);");
+    w.line(format!("if tsr_linear >= {grid}.w {{ return; }}"));
+    w.line(format!(
+        "let tsr_workgroup_id: vec3<u32> = vec3<u32>(tsr_linear % {grid}.x, (tsr_linear / {grid}.x) % {grid}.y, tsr_linear / ({grid}.x * {grid}.y));"
+    ));
+    w.line(format!("let tsr_num_workgroups: vec3<u32> = {grid}.xyz;"));
+    w.line(format!("let tsr_global_id: vec3<u32> = tsr_workgroup_id * vec3<u32>({x}u, {y}u, {z}u) + tsr_local_id;"));
+}
+
 /// The invocation-id builtins a body calls, in a fixed order.
 pub fn used_builtins(body: &Block) -> Vec<IdBuiltin> {
     let mut used = Vec::new();
@@ -194,6 +220,11 @@ impl<'g> FnLowerer<'g> {
             } => self.if_stmt(w, cond, then, otherwise.as_ref(), span),
             StmtKind::For(for_loop) => self.for_loop(w, for_loop, span),
             StmtKind::While { cond, body } => self.while_loop(w, cond, body, span),
+            StmtKind::Block(body) => {
+                w.open_plain("");
+                self.block(w, body);
+                w.close("");
+            }
             StmtKind::Loop(body) => {
                 w.open("loop", span);
                 self.block(w, body);

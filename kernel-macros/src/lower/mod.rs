@@ -65,7 +65,7 @@ impl Globals {
         let kernels = module
             .kernels
             .iter()
-            .map(|k| names.claim(&k.name.to_string()))
+            .map(|k| names.claim(&entry_point_name(k)))
             .collect();
         let functions = names.clone();
         // A binding or workgroup array keeps its own name, and is declared once for all kernels
@@ -92,9 +92,15 @@ impl Globals {
                         vars.insert(name.clone(), existing.clone());
                         continue;
                     }
-                    let claimed = names.claim(name);
+                    let claimed = if name == GRID_VAR {
+                        names.generated("grid")
+                    } else {
+                        names.claim(name)
+                    };
                     shared_names.insert(name.clone(), claimed.clone());
                     claimed
+                } else if name == GRID_VAR {
+                    names.generated("grid")
                 } else {
                     names.claim(&format!("{}_{name}", kernel.name))
                 };
@@ -139,6 +145,14 @@ fn var_templates(kernel: &Kernel, structs: &[String]) -> Vec<(String, String, Sp
             binding.span,
         )
     });
+    let grid = kernel.uses_invocation_ids().then(|| {
+        let index = kernel.bindings.len();
+        (
+            GRID_VAR.to_owned(),
+            format!("@group(0) @binding({index}) var<uniform> {NAME}: vec4<u32>;"),
+            kernel.workgroup_span,
+        )
+    });
     let shared = kernel.shared.iter().map(|shared| {
         (
             shared.name.to_string(),
@@ -146,7 +160,30 @@ fn var_templates(kernel: &Kernel, structs: &[String]) -> Vec<(String, String, Sp
             shared.span,
         )
     });
-    bindings.chain(shared).collect()
+    bindings.chain(grid).chain(shared).collect()
+}
+
+/// The hidden uniform through which a launcher passes the logical grid `[x, y, z, x * y * z]`.
+const GRID_VAR: &str = "tsr_grid";
+
+/// The entry point of a variant: the kernel's name, then its constants and its
+/// specialization, e.g. `conv_tile16_stride1`.
+fn entry_point_name(kernel: &Kernel) -> String {
+    let mut name = kernel.name.to_string();
+    for (constant, value) in &kernel.variant.constants {
+        name.push_str(&format!("_{}{value}", constant.to_string().to_lowercase()));
+    }
+    if let Some(index) = kernel.variant.specialization {
+        for (field, value, _) in &kernel.specializations[index].conditions {
+            let value = if *value < 0 {
+                format!("m{}", value.unsigned_abs())
+            } else {
+                value.to_string()
+            };
+            name.push_str(&format!("_{field}{value}"));
+        }
+    }
+    name
 }
 
 /// Lowers the whole module.
@@ -215,7 +252,11 @@ fn helper_fn(w: &mut Writer, helper: &ir::Function, globals: &Globals) {
 }
 
 fn kernel_fn(w: &mut Writer, index: usize, kernel: &Kernel, globals: &Globals) {
-    w.line(format!("// kernel `{}`", kernel.name));
+    w.line(format!(
+        "// kernel `{}`{}",
+        kernel.name,
+        variant_note(kernel)
+    ));
     for (line, span) in &globals.kernel_decls[index] {
         w.mapped_line(line, *span);
     }
@@ -225,12 +266,22 @@ fn kernel_fn(w: &mut Writer, index: usize, kernel: &Kernel, globals: &Globals) {
         kernel.workgroup_span,
     );
     let builtins = body::used_builtins(&kernel.body);
-    let params: Vec<String> = builtins.iter().map(|b| b.parameter()).collect();
+    let grid = globals.kernel_vars[index].get(GRID_VAR);
+    let params: Vec<String> = match grid {
+        Some(_) => body::FOLDED_PARAMETERS
+            .iter()
+            .map(|p| p.to_string())
+            .collect(),
+        None => builtins.iter().map(|b| b.parameter()).collect(),
+    };
     let start = w.position();
     w.open(
         format!("fn {}({})", globals.kernels[index], params.join(", ")),
         kernel.name.span().into(),
     );
+    if let Some(grid) = grid {
+        body::unfold_ids(w, grid, kernel.workgroup_size);
+    }
     let mut lowerer = FnLowerer::new(globals, Some(index), &kernel.locals);
     lowerer.block(w, &kernel.body);
     w.close("");
@@ -239,3 +290,24 @@ fn kernel_fn(w: &mut Writer, index: usize, kernel: &Kernel, globals: &Globals) {
 
 #[cfg(test)]
 mod tests;
+
+/// `, instance TILE = 16, specialized for stride == 1` for the kernel's comment line.
+fn variant_note(kernel: &Kernel) -> String {
+    let mut note = String::new();
+    if !kernel.variant.constants.is_empty() {
+        let values: Vec<String> = kernel
+            .variant
+            .constants
+            .iter()
+            .map(|(n, v)| format!("{n} = {v}"))
+            .collect();
+        note.push_str(&format!(", instance {}", values.join(", ")));
+    }
+    if let Some(index) = kernel.variant.specialization {
+        note.push_str(&format!(
+            ", specialized for {}",
+            kernel.specializations[index].describe()
+        ));
+    }
+    note
+}

@@ -155,14 +155,7 @@ fn expr_stmt(e: &syn::Expr, errors: &mut Errors) -> Option<Stmt> {
             StmtKind::Loop(block(&loop_expr.body, errors))
         }
         syn::Expr::Block(inner) if inner.label.is_none() => {
-            // A nested block keeps its scope: lower it as `if true { ... }` would be odd, so
-            // it becomes a loop-free block through `If` with a constant condition.
-            let then = block(&inner.block, errors);
-            StmtKind::If {
-                cond: Expr::new(ExprKind::Bool(true), span),
-                then,
-                otherwise: None,
-            }
+            StmtKind::Block(block(&inner.block, errors))
         }
         syn::Expr::Match(m) => {
             let scrutinee = expr(&m.expr, errors)?;

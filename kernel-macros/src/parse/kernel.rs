@@ -3,8 +3,10 @@
 
 use crate::diag::Errors;
 use crate::ir::{self, Scalar, Span, Ty};
+use crate::parse::attr::{self, KernelAttr};
+use crate::parse::consts::{self, Consts, Value};
 use crate::parse::keywords::{
-    ATOMIC_I32, ATOMIC_U32, GRID, KERNEL, LEN, WORKGROUP_MEMORY, WORKGROUP_SIZE,
+    ATOMIC_I32, ATOMIC_U32, KERNEL, LEN, LIMIT_INVOCATIONS, WORKGROUP_MEMORY,
 };
 use crate::parse::{body, host, ty};
 
@@ -16,81 +18,102 @@ pub fn kernel_attr(function: &syn::ItemFn) -> Option<&syn::Attribute> {
         .find(|attr| attr.path().is_ident(KERNEL))
 }
 
-/// `workgroup = [..]` and `grid = [..]`.
-struct KernelArgs {
-    workgroup_size: [u32; 3],
-    workgroup_span: Span,
-    grid: Vec<syn::Expr>,
-}
-
-fn kernel_args(attr: &syn::Attribute, errors: &mut Errors) -> Option<KernelArgs> {
-    let usage = "write `#[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]`";
-    let pairs = match attr.parse_args_with(
-        syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated,
-    ) {
-        Ok(pairs) => pairs,
-        Err(error) => {
-            errors.at(error.span(), format!("{error}; {usage}"));
-            return None;
-        }
-    };
-    let mut workgroup = None;
-    let mut grid = None;
-    for pair in pairs {
-        let elements: Vec<syn::Expr> = match &pair.value {
-            syn::Expr::Array(array) if (1..=3).contains(&array.elems.len()) => {
-                array.elems.iter().cloned().collect()
-            }
-            other => {
-                errors.spanned(
-                    other,
-                    "expected an array of one to three dimensions, like `[16, 16]`",
-                );
-                continue;
-            }
-        };
-        if pair.path.is_ident(WORKGROUP_SIZE) {
-            workgroup = Some((elements, Span::of(&pair.value)));
-        } else if pair.path.is_ident(GRID) {
-            grid = Some(elements);
-        } else {
-            errors.spanned(&pair.path, format!("unknown kernel argument; {usage}"));
-        }
-    }
-    let Some((workgroup, workgroup_span)) = workgroup else {
-        errors.spanned(attr, format!("the kernel needs a workgroup size; {usage}"));
-        return None;
-    };
-    let Some(grid) = grid else {
-        errors.spanned(attr, format!("the kernel needs a dispatch grid; {usage}"));
-        return None;
-    };
-    let mut workgroup_size = [1u32; 3];
-    for (slot, element) in workgroup_size.iter_mut().zip(&workgroup) {
-        match element {
-            syn::Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Int(int),
-                ..
-            }) if int.base10_parse::<u32>().is_ok_and(|n| n > 0) => {
-                *slot = int.base10_parse().unwrap_or(1);
-            }
-            other => errors.spanned(other, "a workgroup size must be a positive integer literal"),
-        }
-    }
-    Some(KernelArgs {
-        workgroup_size,
-        workgroup_span,
-        grid,
-    })
-}
-
-/// A `#[kernel]` function. Returns `None` when its attribute cannot be read.
+/// A `#[kernel]` function: one IR kernel per instance of its constants (one when it has none).
 pub fn kernel(
     function: &syn::ItemFn,
     attr: &syn::Attribute,
     params: &[ir::ParamsStruct],
+    consts: &Consts,
+    errors: &mut Errors,
+) -> Vec<ir::Kernel> {
+    let Some(args) = attr::kernel_attr(attr, errors) else {
+        return Vec::new();
+    };
+    let requirements = requirements(&args, consts, errors);
+    let mut kernels = Vec::new();
+    for (index, (env, constants)) in instances(&args.constants, consts, errors)
+        .into_iter()
+        .enumerate()
+    {
+        let variant = ir::Variant {
+            instance: index,
+            constants,
+            specialization: None,
+        };
+        if let Some(kernel) = instance(function, &args, &env, variant, params, errors) {
+            kernels.push(ir::Kernel {
+                requirements: requirements.clone(),
+                ..kernel
+            });
+        }
+    }
+    kernels
+}
+
+/// Every combination of the values of `constants(...)`, each with the module's constants.
+fn instances(
+    declared: &[(syn::Ident, Vec<syn::Expr>)],
+    consts: &Consts,
+    errors: &mut Errors,
+) -> Vec<(Consts, Vec<(syn::Ident, String)>)> {
+    let mut instances = vec![(consts.clone(), Vec::new())];
+    for (name, values) in declared {
+        let mut evaluated = Vec::new();
+        for value in values {
+            match consts::eval(value, consts).and_then(|v| u32::try_from(v).ok()) {
+                Some(v) => evaluated.push(v),
+                None => errors.spanned(
+                    value,
+                    format!("`{name}` needs a `u32` value known at compile time"),
+                ),
+            }
+        }
+        instances = instances
+            .into_iter()
+            .flat_map(|(env, labels)| {
+                evaluated.iter().map(move |v| {
+                    let mut labels = labels.clone();
+                    labels.push((name.clone(), v.to_string()));
+                    (env.with(&name.to_string(), Value::U32(*v)), labels)
+                })
+            })
+            .collect();
+    }
+    instances
+}
+
+fn requirements(args: &KernelAttr, consts: &Consts, errors: &mut Errors) -> ir::Requirements {
+    let mut requirements = ir::Requirements {
+        features: args.features.clone(),
+        ..Default::default()
+    };
+    for (name, value) in &args.limits {
+        let Some(v) = consts::eval(value, consts).and_then(|v| u32::try_from(v).ok()) else {
+            errors.spanned(value, "a limit must be a `u32` known at compile time");
+            continue;
+        };
+        let slot = if name == LIMIT_INVOCATIONS {
+            &mut requirements.invocations
+        } else {
+            &mut requirements.workgroup_memory
+        };
+        *slot = Some((v, Span::of(value)));
+    }
+    requirements
+}
+
+/// One instance: the kernel's tokens with the instance's constants substituted, parsed.
+fn instance(
+    function: &syn::ItemFn,
+    args: &KernelAttr,
+    env: &Consts,
+    variant: ir::Variant,
+    params: &[ir::ParamsStruct],
     errors: &mut Errors,
 ) -> Option<ir::Kernel> {
+    let substituted =
+        |expr: &syn::Expr, errors: &mut Errors| env.apply(expr).map_err(|e| errors.push(e)).ok();
+    let function: syn::ItemFn = env.apply(function).map_err(|e| errors.push(e)).ok()?;
     check_plain_signature(&function.sig, errors);
     if let syn::ReturnType::Type(_, ret) = &function.sig.output {
         errors.spanned(
@@ -98,7 +121,20 @@ pub fn kernel(
             "a kernel returns nothing; write its results into a `&mut [T]` parameter",
         );
     }
-    let args = kernel_args(attr, errors);
+    let (workgroup, workgroup_span) = args.workgroup.as_ref()?;
+    let mut workgroup_size = [1u32; 3];
+    for (slot, element) in workgroup_size.iter_mut().zip(workgroup) {
+        match consts::eval(element, env)
+            .and_then(|v| u32::try_from(v).ok())
+            .filter(|v| *v > 0)
+        {
+            Some(v) => *slot = v,
+            None => errors.spanned(
+                element,
+                "a workgroup size must be a positive integer known at compile time",
+            ),
+        }
+    }
     let mut bindings = Vec::new();
     let mut shared = Vec::new();
     let mut lens = Vec::new();
@@ -136,24 +172,88 @@ pub fn kernel(
     for (index, expr) in lens {
         bindings[index].len = host::host_expr(&expr, uniform.as_ref(), false, errors);
     }
-    let body = body::block(&function.block, errors);
-    let args = args?;
-    let grid = args
-        .grid
+    let mut grid = Vec::new();
+    for expr in args.grid.iter().flatten() {
+        if let Some(expr) = substituted(expr, errors) {
+            grid.extend(host::host_expr(&expr, uniform.as_ref(), true, errors));
+        }
+    }
+    let specializations = args
+        .specializations
         .iter()
-        .filter_map(|expr| host::host_expr(expr, uniform.as_ref(), true, errors))
+        .filter_map(|condition| specialization(condition, uniform.as_ref(), errors))
         .collect();
     Some(ir::Kernel {
         name: function.sig.ident.clone(),
         docs: doc_lines(&function.attrs),
-        workgroup_size: args.workgroup_size,
-        workgroup_span: args.workgroup_span,
+        variant,
+        specializations,
+        requirements: ir::Requirements::default(),
+        workgroup_size,
+        workgroup_span: *workgroup_span,
         grid,
         bindings,
         shared,
         rejected_params,
-        body,
+        body: body::block(&function.block, errors),
         locals: Vec::new(),
+    })
+}
+
+/// `p.field == value` conditions joined by `&&`.
+fn specialization(
+    condition: &syn::Expr,
+    uniform: Option<&syn::Ident>,
+    errors: &mut Errors,
+) -> Option<ir::Specialization> {
+    let usage = |name: &str| {
+        format!("a specialization is `{name}.field == value`, or several joined by `&&`, with integer values")
+    };
+    let Some(uniform) = uniform else {
+        errors.spanned(
+            condition,
+            "only a kernel with a `Params` struct can be specialized: on its fields",
+        );
+        return None;
+    };
+    let mut conditions = Vec::new();
+    let mut pending = vec![condition];
+    while let Some(expr) = pending.pop() {
+        match expr {
+            syn::Expr::Paren(inner) => pending.push(&inner.expr),
+            syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::And(_)) => {
+                pending.push(&b.right);
+                pending.push(&b.left);
+            }
+            syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Eq(_)) => {
+                let field = match &*b.left {
+                    syn::Expr::Field(syn::ExprField {
+                        base,
+                        member: syn::Member::Named(field),
+                        ..
+                    }) if matches!(&**base, syn::Expr::Path(p) if p.path.is_ident(uniform)) => {
+                        field.clone()
+                    }
+                    other => {
+                        errors.spanned(other, usage(&uniform.to_string()));
+                        return None;
+                    }
+                };
+                let Some(value) = consts::eval(&b.right, &Consts::default()) else {
+                    errors.spanned(&b.right, usage(&uniform.to_string()));
+                    return None;
+                };
+                conditions.push((field, value, Span::of(expr)));
+            }
+            other => {
+                errors.spanned(other, usage(&uniform.to_string()));
+                return None;
+            }
+        }
+    }
+    Some(ir::Specialization {
+        conditions,
+        span: Span::of(condition),
     })
 }
 

@@ -22,3 +22,17 @@ pub const CEIL_DIV: &str = "ceil_div";
 /// Atomic element types of storage and workgroup arrays.
 pub const ATOMIC_U32: &str = "AtomicU32";
 pub const ATOMIC_I32: &str = "AtomicI32";
+/// `constants(NAME = [..])` inside `#[kernel(...)]`.
+pub const CONSTANTS: &str = "constants";
+/// `specialize(condition, ...)` inside `#[kernel(...)]`.
+pub const SPECIALIZE: &str = "specialize";
+/// `limits(...)` inside `#[kernel(...)]`, and the limits it can raise.
+pub const LIMITS: &str = "limits";
+pub const LIMIT_INVOCATIONS: &str = "invocations";
+pub const LIMIT_WORKGROUP_MEMORY: &str = "workgroup_memory";
+/// `features(...)` inside `#[kernel(...)]`, and the features it can declare.
+pub const FEATURES: &str = "features";
+pub const FEATURE_F16: &str = "f16";
+pub const FEATURE_SUBGROUPS: &str = "subgroups";
+/// `family(Name = [..])` inside `#[kernels(...)]`.
+pub const FAMILY: &str = "family";

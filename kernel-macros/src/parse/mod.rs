@@ -2,7 +2,9 @@
 //! entry points and helper functions. Nothing here knows WGSL; unsupported Rust is reported at
 //! its tokens with what to write instead.
 
+mod attr;
 mod body;
+pub mod consts;
 mod host;
 mod kernel;
 pub mod keywords;
@@ -24,7 +26,12 @@ pub struct Parsed {
 
 /// Parses the module. Kernels whose signature cannot be read are left out of the IR (their
 /// errors are in `errors`); everything else that can be parsed is.
-pub fn module(input: syn::ItemMod, errors: &mut Errors) -> Option<Parsed> {
+pub fn module(
+    args: proc_macro2::TokenStream,
+    input: syn::ItemMod,
+    errors: &mut Errors,
+) -> Option<Parsed> {
+    let families = attr::module_attr(args, errors);
     let Some((_, items)) = input.content else {
         errors.spanned(
             &input,
@@ -35,6 +42,7 @@ pub fn module(input: syn::ItemMod, errors: &mut Errors) -> Option<Parsed> {
     let mut passthrough = Vec::new();
     let mut params = Vec::new();
     let mut functions = Vec::new();
+    let mut module_consts = consts::Consts::default();
     for item in items {
         match item {
             syn::Item::Struct(ref s) if params::is_params(s) => {
@@ -42,11 +50,17 @@ pub fn module(input: syn::ItemMod, errors: &mut Errors) -> Option<Parsed> {
                 passthrough.push(item);
             }
             syn::Item::Struct(_) | syn::Item::Use(_) => passthrough.push(item),
+            syn::Item::Const(ref constant) => {
+                if let Some(value) = consts::module_const(constant, &module_consts, errors) {
+                    module_consts = module_consts.with(&constant.ident.to_string(), value);
+                }
+                passthrough.push(item);
+            }
             syn::Item::Fn(function) => functions.push(function),
             other => errors.spanned(
                 &other,
                 "a kernels module holds `#[derive(Params)]` structs, `#[kernel]` functions, helper \
-                 functions and `use` items; move this item out of the module",
+                 functions, constants and `use` items; move this item out of the module",
             ),
         }
     }
@@ -55,15 +69,24 @@ pub fn module(input: syn::ItemMod, errors: &mut Errors) -> Option<Parsed> {
         params,
         helpers: Vec::new(),
         kernels: Vec::new(),
+        families,
     };
     for function in functions {
         match kernel::kernel_attr(&function) {
             Some(attr) => {
-                if let Some(kernel) = kernel::kernel(&function, attr, &module.params, errors) {
-                    module.kernels.push(kernel);
-                }
+                module.kernels.extend(kernel::kernel(
+                    &function,
+                    attr,
+                    &module.params,
+                    &module_consts,
+                    errors,
+                ));
             }
             None => {
+                let Ok(function) = module_consts.apply(&function).map_err(|e| errors.push(e))
+                else {
+                    continue;
+                };
                 if let Some(helper) = kernel::helper(&function, errors) {
                     module.helpers.push(helper);
                 }

@@ -1,0 +1,146 @@
+//! The attributes: `#[kernel(workgroup = [..], grid = [..], constants(..), specialize(..),
+//! limits(..), features(..))]` on entry points, and `#[kernels(family(Name = [..]))]` on the
+//! module. Values stay syn expressions here; `kernel.rs` evaluates them per instance.
+
+use syn::parse::ParseStream;
+use syn::punctuated::Punctuated;
+use syn::Token;
+
+use crate::diag::Errors;
+use crate::ir::{Family, Feature, Span};
+use crate::parse::keywords::*;
+
+/// The arguments of `#[kernel(...)]`, unevaluated.
+#[derive(Default)]
+pub struct KernelAttr {
+    pub workgroup: Option<(Vec<syn::Expr>, Span)>,
+    pub grid: Option<Vec<syn::Expr>>,
+    /// `constants(NAME = [v1, v2], OTHER = v)`: each constant's candidate values.
+    pub constants: Vec<(syn::Ident, Vec<syn::Expr>)>,
+    pub specializations: Vec<syn::Expr>,
+    /// `limits(invocations = 1024, workgroup_memory = 49152)`.
+    pub limits: Vec<(syn::Ident, syn::Expr)>,
+    pub features: Vec<(Feature, Span)>,
+}
+
+const USAGE: &str = "write `#[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]`, optionally with \
+                     `constants(TILE = [8, 16])`, `specialize(p.stride == 1)`, \
+                     `limits(invocations = 1024, workgroup_memory = 32768)` and `features(f16, subgroups)`";
+
+pub fn kernel_attr(attr: &syn::Attribute, errors: &mut Errors) -> Option<KernelAttr> {
+    let mut out = KernelAttr::default();
+    let parsed = attr.parse_nested_meta(|meta| {
+        let path = &meta.path;
+        if path.is_ident(WORKGROUP_SIZE) {
+            let value: syn::Expr = meta.value()?.parse()?;
+            out.workgroup = Some((dimensions(&value)?, Span::of(&value)));
+        } else if path.is_ident(GRID) {
+            out.grid = Some(dimensions(&meta.value()?.parse()?)?);
+        } else if path.is_ident(CONSTANTS) {
+            meta.parse_nested_meta(|constant| {
+                let name = constant.path.require_ident()?.clone();
+                let values = match constant.value()?.parse::<syn::Expr>()? {
+                    syn::Expr::Array(array) => array.elems.into_iter().collect(),
+                    single => vec![single],
+                };
+                out.constants.push((name, values));
+                Ok(())
+            })?;
+        } else if path.is_ident(SPECIALIZE) {
+            out.specializations.extend(parenthesized_exprs(meta.input)?);
+        } else if path.is_ident(LIMITS) {
+            meta.parse_nested_meta(|limit| {
+                let name = limit.path.require_ident()?.clone();
+                if name != LIMIT_INVOCATIONS && name != LIMIT_WORKGROUP_MEMORY {
+                    return Err(limit.error(format!(
+                        "unknown limit; kernels can raise `{LIMIT_INVOCATIONS}` and `{LIMIT_WORKGROUP_MEMORY}`"
+                    )));
+                }
+                out.limits.push((name, limit.value()?.parse()?));
+                Ok(())
+            })?;
+        } else if path.is_ident(FEATURES) {
+            meta.parse_nested_meta(|feature| {
+                let found = match () {
+                    _ if feature.path.is_ident(FEATURE_F16) => Feature::F16,
+                    _ if feature.path.is_ident(FEATURE_SUBGROUPS) => Feature::Subgroups,
+                    _ => return Err(feature.error("unknown feature; kernels can declare `f16` and `subgroups`")),
+                };
+                out.features.push((found, Span::of(&feature.path)));
+                Ok(())
+            })?;
+        } else {
+            return Err(meta.error(format!("unknown kernel argument; {USAGE}")));
+        }
+        Ok(())
+    });
+    if let Err(error) = parsed {
+        errors.push(error);
+        return None;
+    }
+    if out.workgroup.is_none() {
+        errors.spanned(attr, format!("the kernel needs a workgroup size; {USAGE}"));
+    }
+    if out.grid.is_none() {
+        errors.spanned(attr, format!("the kernel needs a dispatch grid; {USAGE}"));
+    }
+    (out.workgroup.is_some() && out.grid.is_some()).then_some(out)
+}
+
+fn dimensions(value: &syn::Expr) -> syn::Result<Vec<syn::Expr>> {
+    match value {
+        syn::Expr::Array(array) if (1..=3).contains(&array.elems.len()) => {
+            Ok(array.elems.iter().cloned().collect())
+        }
+        other => Err(syn::Error::new_spanned(
+            other,
+            "expected an array of one to three dimensions, like `[16, 16]`",
+        )),
+    }
+}
+
+fn parenthesized_exprs(input: ParseStream<'_>) -> syn::Result<Vec<syn::Expr>> {
+    let content;
+    syn::parenthesized!(content in input);
+    Ok(
+        Punctuated::<syn::Expr, Token![,]>::parse_terminated(&content)?
+            .into_iter()
+            .collect(),
+    )
+}
+
+/// `#[kernels(family(Name = [first, second, ...]), ...)]`.
+pub fn module_attr(args: proc_macro2::TokenStream, errors: &mut Errors) -> Vec<Family> {
+    let mut families = Vec::new();
+    let parser = syn::meta::parser(|meta| {
+        if !meta.path.is_ident(FAMILY) {
+            return Err(meta.error("`#[kernels]` accepts `family(Name = [kernel, ...])`"));
+        }
+        meta.parse_nested_meta(|family| {
+            let name = family.path.require_ident()?.clone();
+            let syn::Expr::Array(members) = family.value()?.parse::<syn::Expr>()? else {
+                return Err(family
+                    .error("list the family's kernels in launch order: `Name = [first, second]`"));
+            };
+            let members = members
+                .elems
+                .iter()
+                .map(|m| match m {
+                    syn::Expr::Path(p) if p.path.get_ident().is_some() => {
+                        Ok(p.path.get_ident().cloned().unwrap_or_else(|| name.clone()))
+                    }
+                    other => Err(syn::Error::new_spanned(
+                        other,
+                        "name a `#[kernel]` of this module",
+                    )),
+                })
+                .collect::<syn::Result<Vec<_>>>()?;
+            families.push(Family { name, members });
+            Ok(())
+        })
+    });
+    if let Err(error) = syn::parse::Parser::parse2(parser, args) {
+        errors.push(error);
+    }
+    families
+}

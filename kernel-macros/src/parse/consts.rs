@@ -1,0 +1,208 @@
+//! Compile-time constants: `const NAME: u32 = ...;` items of the module and the
+//! `constants(NAME = [..])` instantiations of a kernel. An instance is parsed from the kernel's
+//! tokens with every use of a constant replaced by its value as a typed literal, so every later
+//! stage sees plain numbers: in the workgroup size, in array lengths, in the grid and in the body.
+
+use proc_macro2::{Group, Literal, TokenStream, TokenTree};
+
+use crate::diag::Errors;
+
+/// A constant's value and Rust type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    U32(u32),
+    I32(i32),
+    F32(f32),
+}
+
+impl Value {
+    fn literal(self) -> Literal {
+        match self {
+            Value::U32(v) => Literal::u32_suffixed(v),
+            Value::I32(v) => Literal::i32_suffixed(v),
+            Value::F32(v) => Literal::f32_suffixed(v),
+        }
+    }
+
+    /// The value as a count (array lengths, workgroup sizes), if it is a non-negative integer.
+    pub fn as_u64(self) -> Option<u64> {
+        match self {
+            Value::U32(v) => Some(u64::from(v)),
+            Value::I32(v) => u64::try_from(v).ok(),
+            Value::F32(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::U32(v) => write!(f, "{v}"),
+            Value::I32(v) => write!(f, "{v}"),
+            Value::F32(v) => write!(f, "{v:?}"),
+        }
+    }
+}
+
+/// Constants in scope, by name.
+#[derive(Clone, Default)]
+pub struct Consts(Vec<(String, Value)>);
+
+impl Consts {
+    pub fn get(&self, name: &str) -> Option<Value> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+    }
+
+    pub fn with(&self, name: &str, value: Value) -> Consts {
+        let mut more = self.clone();
+        more.0.push((name.to_owned(), value));
+        more
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `tokens` with every use of a constant replaced by its literal (keeping the use's span).
+    /// A name right after `.` is a field or method, not a constant, and stays.
+    pub fn substitute(&self, tokens: TokenStream) -> TokenStream {
+        if self.is_empty() {
+            return tokens;
+        }
+        let mut after_dot = false;
+        tokens
+            .into_iter()
+            .map(|tree| {
+                let replaced = match &tree {
+                    TokenTree::Ident(ident) if !after_dot => {
+                        self.get(&ident.to_string()).map(|value| {
+                            let mut literal = value.literal();
+                            literal.set_span(ident.span());
+                            TokenTree::Literal(literal)
+                        })
+                    }
+                    TokenTree::Group(group) => {
+                        let mut inner =
+                            Group::new(group.delimiter(), self.substitute(group.stream()));
+                        inner.set_span(group.span());
+                        Some(TokenTree::Group(inner))
+                    }
+                    _ => None,
+                };
+                after_dot = matches!(&tree, TokenTree::Punct(p) if p.as_char() == '.');
+                replaced.unwrap_or(tree)
+            })
+            .collect()
+    }
+
+    /// Substitutes and re-parses a syn node.
+    pub fn apply<T: syn::parse::Parse + quote::ToTokens>(&self, node: &T) -> syn::Result<T> {
+        syn::parse2(self.substitute(node.to_token_stream()))
+    }
+}
+
+/// Evaluates a constant expression: literals, constants, `+ - * / %`, parentheses, `-x`.
+pub fn eval(expr: &syn::Expr, consts: &Consts) -> Option<i64> {
+    match expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(int),
+            ..
+        }) => int.base10_parse().ok(),
+        syn::Expr::Path(path) => consts
+            .get(&path.path.get_ident()?.to_string())?
+            .as_u64()
+            .map(|v| v as i64),
+        syn::Expr::Paren(inner) => eval(&inner.expr, consts),
+        syn::Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr,
+            ..
+        }) => eval(expr, consts)?.checked_neg(),
+        syn::Expr::Binary(binary) => {
+            let (a, b) = (eval(&binary.left, consts)?, eval(&binary.right, consts)?);
+            match binary.op {
+                syn::BinOp::Add(_) => a.checked_add(b),
+                syn::BinOp::Sub(_) => a.checked_sub(b),
+                syn::BinOp::Mul(_) => a.checked_mul(b),
+                syn::BinOp::Div(_) => a.checked_div(b),
+                syn::BinOp::Rem(_) => a.checked_rem(b),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// A `const NAME: T = value;` item of the module (`T` is `u32`, `i32`, `usize` or `f32`).
+pub fn module_const(item: &syn::ItemConst, consts: &Consts, errors: &mut Errors) -> Option<Value> {
+    let ty = quote::ToTokens::to_token_stream(&item.ty).to_string();
+    let value = match ty.as_str() {
+        "u32" | "usize" => eval(&item.expr, consts)
+            .and_then(|v| u32::try_from(v).ok())
+            .map(Value::U32),
+        "i32" => eval(&item.expr, consts)
+            .and_then(|v| i32::try_from(v).ok())
+            .map(Value::I32),
+        "f32" => float(&item.expr).map(Value::F32),
+        _ => {
+            errors.spanned(
+                &item.ty,
+                "constants of a kernels module are `u32`, `i32`, `usize` or `f32`",
+            );
+            return None;
+        }
+    };
+    if value.is_none() {
+        errors.spanned(
+            &item.expr,
+            format!("tessera could not evaluate this `{ty}` constant; use literals, other constants and `+ - * / %`"),
+        );
+    }
+    value
+}
+
+fn float(expr: &syn::Expr) -> Option<f32> {
+    match expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Float(f),
+            ..
+        }) => f.base10_parse().ok(),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.base10_parse().ok(),
+        syn::Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr,
+            ..
+        }) => float(expr).map(|v| -v),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    #[test]
+    fn constants_become_typed_literals_except_after_a_dot() {
+        let consts = Consts::default().with("TILE", Value::U32(16));
+        let out = consts.substitute(quote! { [f32; TILE * 2] p.TILE x.TILE() { TILE } });
+        assert_eq!(
+            out.to_string(),
+            "[f32 ; 16u32 * 2] p . TILE x . TILE () { 16u32 }"
+        );
+    }
+
+    #[test]
+    fn constant_expressions_evaluate() {
+        let consts = Consts::default().with("TILE", Value::U32(16));
+        let expr: syn::Expr = syn::parse_quote!((TILE + 2) * 3 - 1);
+        assert_eq!(eval(&expr, &consts), Some(53));
+    }
+}

@@ -1,0 +1,366 @@
+//! Constant folding over checked IR: literal arithmetic in the literal's type, identities
+//! (`x * 1`, `x / 1`, `x % 1`, `x + 0`), boolean short-cuts, and branches whose condition is
+//! known. Types are already resolved, so folding never changes one.
+
+use crate::ir::*;
+
+/// Calls `f` on every expression of `block`, outer expressions first.
+pub fn rewrite_block(block: &mut Block, f: &mut impl FnMut(&mut Expr)) {
+    for stmt in block {
+        match &mut stmt.kind {
+            StmtKind::Let { init, .. } => init.iter_mut().for_each(|e| rewrite(e, f)),
+            StmtKind::Assign { target, value, .. } => {
+                rewrite(target, f);
+                rewrite(value, f);
+            }
+            StmtKind::Expr(e) | StmtKind::Return(Some(e)) => rewrite(e, f),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                rewrite(cond, f);
+                rewrite_block(then, f);
+                otherwise.iter_mut().for_each(|b| rewrite_block(b, f));
+            }
+            StmtKind::For(l) => {
+                rewrite(&mut l.start, f);
+                rewrite(&mut l.end, f);
+                l.step.iter_mut().for_each(|e| rewrite(e, f));
+                rewrite_block(&mut l.body, f);
+            }
+            StmtKind::While { cond, body } => {
+                rewrite(cond, f);
+                rewrite_block(body, f);
+            }
+            StmtKind::Loop(body) | StmtKind::Block(body) => rewrite_block(body, f),
+            StmtKind::Match { scrutinee, arms } => {
+                rewrite(scrutinee, f);
+                arms.iter_mut()
+                    .for_each(|arm| rewrite_block(&mut arm.body, f));
+            }
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
+        }
+    }
+}
+
+fn rewrite(e: &mut Expr, f: &mut impl FnMut(&mut Expr)) {
+    f(e);
+    children(e, &mut |child| match child {
+        Child::Expr(child) => rewrite(child, f),
+        Child::Block(block) => {
+            rewrite_block(&mut block.stmts, f);
+            rewrite(&mut block.tail, f);
+        }
+    });
+}
+
+/// A direct sub-expression or value block of an expression.
+enum Child<'a> {
+    Expr(&'a mut Expr),
+    Block(&'a mut BlockExpr),
+}
+
+/// Calls `visit` on each direct sub-expression and value block of `e`.
+fn children(e: &mut Expr, visit: &mut impl FnMut(Child<'_>)) {
+    let mut expr = |e: &mut Expr| visit(Child::Expr(e));
+    match &mut e.kind {
+        ExprKind::Field(a, _)
+        | ExprKind::Unary(_, a)
+        | ExprKind::Cast(a, _)
+        | ExprKind::Repeat(a, _) => expr(a),
+        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
+            expr(a);
+            expr(b);
+        }
+        ExprKind::Call(_, args) | ExprKind::Array(args) => args.iter_mut().for_each(expr),
+        ExprKind::Method(receiver, _, args) => {
+            expr(receiver);
+            args.iter_mut().for_each(expr);
+        }
+        ExprKind::If(cond, a, b) => {
+            expr(cond);
+            visit(Child::Block(a));
+            visit(Child::Block(b));
+        }
+        ExprKind::Match(scrutinee, arms) => {
+            expr(scrutinee);
+            arms.iter_mut()
+                .for_each(|arm| visit(Child::Block(&mut arm.body)));
+        }
+        ExprKind::Block(b) => visit(Child::Block(b)),
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Path(..) => {}
+    }
+}
+
+/// Folds every expression and statement of `block`.
+pub fn fold_block(block: &mut Block) {
+    let stmts = std::mem::take(block);
+    for mut stmt in stmts {
+        fold_stmt_exprs(&mut stmt);
+        block.extend(simplify(stmt));
+    }
+}
+
+fn fold_stmt_exprs(stmt: &mut Stmt) {
+    match &mut stmt.kind {
+        StmtKind::Let { init, .. } => init.iter_mut().for_each(fold),
+        StmtKind::Assign { target, value, .. } => {
+            fold(target);
+            fold(value);
+        }
+        StmtKind::Expr(e) | StmtKind::Return(Some(e)) => fold(e),
+        StmtKind::If {
+            cond,
+            then,
+            otherwise,
+        } => {
+            fold(cond);
+            fold_block(then);
+            otherwise.iter_mut().for_each(fold_block);
+        }
+        StmtKind::For(l) => {
+            fold(&mut l.start);
+            fold(&mut l.end);
+            l.step.iter_mut().for_each(fold);
+            fold_block(&mut l.body);
+        }
+        StmtKind::While { cond, body } => {
+            fold(cond);
+            fold_block(body);
+        }
+        StmtKind::Loop(body) | StmtKind::Block(body) => fold_block(body),
+        StmtKind::Match { scrutinee, arms } => {
+            fold(scrutinee);
+            arms.iter_mut().for_each(|arm| fold_block(&mut arm.body));
+        }
+        StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
+    }
+}
+
+/// Drops or flattens a statement whose condition is known.
+fn simplify(stmt: Stmt) -> Option<Stmt> {
+    let span = stmt.span;
+    let block = |body: Block| {
+        Some(Stmt {
+            kind: StmtKind::Block(body),
+            span,
+        })
+    };
+    match stmt.kind {
+        StmtKind::If {
+            cond,
+            then,
+            otherwise,
+        } => match cond.kind {
+            ExprKind::Bool(true) => block(then),
+            ExprKind::Bool(false) => otherwise.and_then(block),
+            _ => Some(Stmt {
+                kind: StmtKind::If {
+                    cond,
+                    then,
+                    otherwise,
+                },
+                span,
+            }),
+        },
+        StmtKind::While { cond, .. } if matches!(cond.kind, ExprKind::Bool(false)) => None,
+        StmtKind::Match { scrutinee, arms } => match constant(&scrutinee) {
+            Some(Const::Int(value)) => {
+                let arm = arms
+                    .iter()
+                    .position(|arm| arm.values.iter().any(|(v, _)| i128::from(*v) == value))
+                    .or_else(|| arms.iter().position(|arm| arm.values.is_empty()));
+                arm.and_then(|i| arms.into_iter().nth(i))
+                    .and_then(|arm| block(arm.body))
+            }
+            _ => Some(Stmt {
+                kind: StmtKind::Match { scrutinee, arms },
+                span,
+            }),
+        },
+        kind => Some(Stmt { kind, span }),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Const {
+    Int(i128),
+    Bool(bool),
+}
+
+fn constant(e: &Expr) -> Option<Const> {
+    match &e.kind {
+        ExprKind::Int(v) => Some(Const::Int(i128::from(*v))),
+        ExprKind::Bool(b) => Some(Const::Bool(*b)),
+        ExprKind::Unary(UnOp::Neg, inner) => match inner.kind {
+            ExprKind::Int(v) => Some(Const::Int(-i128::from(v))),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// An integer literal of type `ty` holding `value` (wrapped into the type's range).
+fn int_expr(value: i128, ty: &Ty, span: Span) -> Option<Expr> {
+    let value = match ty {
+        Ty::Scalar(Scalar::U32) => i128::from(value as u32),
+        Ty::Scalar(Scalar::I32) => i128::from(value as i32),
+        _ => return None,
+    };
+    let literal = Expr {
+        kind: ExprKind::Int(value.unsigned_abs() as u64),
+        span,
+        ty: ty.clone(),
+    };
+    Some(if value < 0 {
+        Expr {
+            kind: ExprKind::Unary(UnOp::Neg, Box::new(literal)),
+            span,
+            ty: ty.clone(),
+        }
+    } else {
+        literal
+    })
+}
+
+/// Folds `e` bottom-up.
+fn fold(e: &mut Expr) {
+    children(e, &mut |child| match child {
+        Child::Expr(child) => fold(child),
+        Child::Block(block) => {
+            fold_block(&mut block.stmts);
+            fold(&mut block.tail);
+        }
+    });
+    if let Some(folded) = folded(e) {
+        *e = folded;
+    }
+}
+
+fn folded(e: &Expr) -> Option<Expr> {
+    let span = e.span;
+    match &e.kind {
+        ExprKind::Binary(op, a, b) => binary(*op, a, b, &e.ty, span),
+        ExprKind::Unary(UnOp::Not, a) => match constant(a)? {
+            Const::Bool(v) => Some(Expr {
+                kind: ExprKind::Bool(!v),
+                span,
+                ty: Ty::BOOL,
+            }),
+            Const::Int(_) => None,
+        },
+        ExprKind::Cast(a, target) => match (constant(a)?, target) {
+            (Const::Int(v), Ty::Scalar(Scalar::U32 | Scalar::I32)) => int_expr(v, target, span),
+            (Const::Int(v), Ty::Scalar(Scalar::F32)) => Some(Expr {
+                kind: ExprKind::Float(v as f64),
+                span,
+                ty: Ty::F32,
+            }),
+            _ => None,
+        },
+        ExprKind::If(cond, then, otherwise) => match constant(cond)? {
+            Const::Bool(true) => Some(Expr {
+                kind: ExprKind::Block(then.clone()),
+                span,
+                ty: e.ty.clone(),
+            }),
+            Const::Bool(false) => Some(Expr {
+                kind: ExprKind::Block(otherwise.clone()),
+                span,
+                ty: e.ty.clone(),
+            }),
+            Const::Int(_) => None,
+        },
+        ExprKind::Block(block) if block.stmts.is_empty() => Some(block.tail.clone()),
+        _ => None,
+    }
+}
+
+fn binary(op: BinOp, a: &Expr, b: &Expr, ty: &Ty, span: Span) -> Option<Expr> {
+    let is = |e: &Expr, n: i128| constant(e) == Some(Const::Int(n));
+    let boolean = |v: bool| {
+        Some(Expr {
+            kind: ExprKind::Bool(v),
+            span,
+            ty: Ty::BOOL,
+        })
+    };
+    match (constant(a), constant(b)) {
+        (Some(Const::Int(x)), Some(Const::Int(y))) => {
+            let operand_ty = &a.ty;
+            let (x, y) = match operand_ty {
+                Ty::Scalar(Scalar::U32) => (i128::from(x as u32), i128::from(y as u32)),
+                _ => (i128::from(x as i32), i128::from(y as i32)),
+            };
+            let value = match op {
+                BinOp::Add => x + y,
+                BinOp::Sub => x - y,
+                BinOp::Mul => x * y,
+                BinOp::Div if y != 0 => x / y,
+                BinOp::Rem if y != 0 => x % y,
+                BinOp::BitAnd => x & y,
+                BinOp::BitOr => x | y,
+                BinOp::BitXor => x ^ y,
+                BinOp::Shl => x << (y & 31),
+                BinOp::Shr => x >> (y & 31),
+                BinOp::Eq => return boolean(x == y),
+                BinOp::Ne => return boolean(x != y),
+                BinOp::Lt => return boolean(x < y),
+                BinOp::Le => return boolean(x <= y),
+                BinOp::Gt => return boolean(x > y),
+                BinOp::Ge => return boolean(x >= y),
+                _ => return None,
+            };
+            int_expr(value, ty, span)
+        }
+        (Some(Const::Bool(x)), _) if matches!(op, BinOp::And | BinOp::Or) => match (op, x) {
+            (BinOp::And, true) | (BinOp::Or, false) => Some(b.clone()),
+            (BinOp::And, false) => boolean(false),
+            _ => boolean(true),
+        },
+        (_, Some(Const::Bool(y))) if matches!(op, BinOp::And | BinOp::Or) => match (op, y) {
+            (BinOp::And, true) | (BinOp::Or, false) => Some(a.clone()),
+            _ => None,
+        },
+        _ => match op {
+            BinOp::Mul if is(b, 1) => Some(a.clone()),
+            BinOp::Mul if is(a, 1) => Some(b.clone()),
+            BinOp::Div if is(b, 1) => Some(a.clone()),
+            BinOp::Rem if is(b, 1) => int_expr(0, ty, span),
+            BinOp::Add if is(b, 0) => Some(a.clone()),
+            BinOp::Add if is(a, 0) => Some(b.clone()),
+            BinOp::Sub | BinOp::Shl | BinOp::Shr if is(b, 0) => Some(a.clone()),
+            _ => None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    use crate::tests::wgsl;
+
+    #[test]
+    fn specialization_folds_the_value_in() {
+        let text = wgsl(quote! {
+            mod m {
+                #[repr(C)] #[derive(Params)] struct P { stride: u32, n: u32 }
+                #[kernel(workgroup = [64], grid = [1], specialize(p.stride == 1))]
+                fn k(p: &P, x: &[f32], y: &mut [f32]) {
+                    let i = global_id().x;
+                    if i % p.stride == 0 && i < p.n {
+                        y[i / p.stride] = x[i * p.stride + 0];
+                    }
+                }
+            }
+        })
+        .unwrap();
+        let specialized = &text[text
+            .find("fn k_stride1")
+            .expect("a specialized entry point")..];
+        assert!(specialized.contains("if i < p.n {"), "{specialized}");
+        assert!(specialized.contains("y[i] = x[i];"), "{specialized}");
+    }
+}
