@@ -147,6 +147,19 @@ pub struct Module {
     pub families: Vec<Family>,
 }
 
+impl Module {
+    /// Every feature some kernel of the module declares.
+    pub fn features(&self) -> Vec<Feature> {
+        let mut features: Vec<Feature> = Vec::new();
+        for (feature, _) in self.kernels.iter().flat_map(|k| &k.requirements.features) {
+            if !features.contains(feature) {
+                features.push(*feature);
+            }
+        }
+        features
+    }
+}
+
 /// Kernels over one bind-group layout, launched in this order by one generated method.
 pub struct Family {
     pub name: Ident,
@@ -177,7 +190,6 @@ pub struct Variant {
 pub struct Specialization {
     /// Uniform fields and the values they must have.
     pub conditions: Vec<(Ident, i64, Span)>,
-    pub span: Span,
 }
 
 impl Specialization {

@@ -72,7 +72,12 @@ mod tests {
         let module = checked(tokens)?;
         let wgsl = lower::module(&module);
         let mut errors = Errors::default();
-        validate::validate(&wgsl, proc_macro2::Span::call_site().into(), &mut errors);
+        validate::validate(
+            &wgsl,
+            &module.features(),
+            proc_macro2::Span::call_site().into(),
+            &mut errors,
+        );
         if errors.is_empty() {
             Ok(wgsl.text)
         } else {

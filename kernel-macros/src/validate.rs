@@ -2,13 +2,13 @@
 //! mapped back through the source map to the Rust tokens that produced the offending WGSL,
 //! and phrased for the user's code where the cause is known.
 
-use crate::ir::Span;
+use crate::ir::{Feature, Span};
 
 use crate::diag::Errors;
 use crate::lower::Wgsl;
 
 /// Validates `wgsl`; reports problems at the mapped Rust spans (or `fallback`).
-pub fn validate(wgsl: &Wgsl, fallback: Span, errors: &mut Errors) {
+pub fn validate(wgsl: &Wgsl, features: &[Feature], fallback: Span, errors: &mut Errors) {
     let module = match naga::front::wgsl::parse_str(&wgsl.text) {
         Ok(module) => module,
         Err(error) => {
@@ -29,10 +29,8 @@ pub fn validate(wgsl: &Wgsl, fallback: Span, errors: &mut Errors) {
             return;
         }
     };
-    let mut validator = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::default(),
-    );
+    let mut validator =
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities(features));
     if let Err(error) = validator.validate(&module) {
         let span = error
             .spans()
@@ -68,4 +66,16 @@ fn describe(error: &naga::WithSpan<naga::valid::ValidationError>, source: &str) 
         "naga rejected the WGSL generated for this code: {}",
         first.trim_start_matches("error: ")
     )
+}
+
+/// naga capabilities for the features the module's kernels declare.
+fn capabilities(features: &[Feature]) -> naga::valid::Capabilities {
+    features
+        .iter()
+        .fold(naga::valid::Capabilities::default(), |caps, feature| {
+            caps | match feature {
+                Feature::F16 => naga::valid::Capabilities::SHADER_FLOAT16,
+                Feature::Subgroups => naga::valid::Capabilities::SUBGROUP,
+            }
+        })
 }

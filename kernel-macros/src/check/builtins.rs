@@ -18,6 +18,17 @@ pub const FUNCTIONS: [&str; 11] = [
     "ceil_div",
 ];
 
+/// Subgroup builtins: usable in kernels that declare `features(subgroups)`.
+pub const SUBGROUP_FUNCTIONS: [&str; 7] = [
+    "subgroup_size",
+    "subgroup_invocation_id",
+    "subgroup_add",
+    "subgroup_min",
+    "subgroup_max",
+    "subgroup_broadcast_first",
+    "subgroup_shuffle",
+];
+
 /// The invocation-id builtins and their types.
 pub fn id_builtin(name: &str) -> Option<Ty> {
     match name {

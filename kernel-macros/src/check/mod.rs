@@ -12,7 +12,7 @@ pub use types::unroll_values;
 use std::collections::HashMap;
 
 use crate::diag::Errors;
-use crate::ir::{Binding, BindingKind, HostExpr, Kernel, Module, ParamsStruct, Ty};
+use crate::ir::{Binding, BindingKind, Feature, HostExpr, Kernel, Module, ParamsStruct, Ty};
 use types::{Checker, Env};
 
 /// WebGPU's default `maxComputeInvocationsPerWorkgroup`.
@@ -43,6 +43,7 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
             bindings: &[],
             shared: &[],
             in_kernel: false,
+            subgroups: false,
         };
         let mut checker = Checker::new(&env, errors, helper.ret.clone());
         for param in &mut helper.params {
@@ -65,6 +66,7 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
             bindings: &kernel.bindings,
             shared: &kernel.shared,
             in_kernel: true,
+            subgroups: kernel.requirements.has(Feature::Subgroups),
         };
         let mut body = body;
         let mut checker = Checker::new(&env, errors, None);
@@ -344,11 +346,13 @@ mod tests;
 /// Kernels and helpers share one namespace (one WGSL module).
 fn unique_functions(module: &Module, errors: &mut Errors) {
     let mut seen = std::collections::HashSet::new();
-    let names = module
-        .helpers
-        .iter()
-        .map(|h| &h.name)
-        .chain(module.kernels.iter().map(|k| &k.name));
+    let names = module.helpers.iter().map(|h| &h.name).chain(
+        module
+            .kernels
+            .iter()
+            .filter(|k| k.variant.instance == 0 && k.variant.specialization.is_none())
+            .map(|k| &k.name),
+    );
     for name in names {
         if !seen.insert(name.to_string()) {
             errors.at(

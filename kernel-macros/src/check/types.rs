@@ -22,6 +22,8 @@ pub struct Env<'m> {
     pub shared: &'m [SharedVar],
     /// Whether the body is a kernel's (invocation ids are only available there).
     pub in_kernel: bool,
+    /// Whether the kernel declares `features(subgroups)`.
+    pub subgroups: bool,
 }
 
 #[derive(Clone)]
@@ -884,6 +886,9 @@ impl<'m, 'e> Checker<'m, 'e> {
                 Ty::Unit
             }
             "vec2" | "vec3" | "vec4" => self.vector_constructor(name, &key, args, &arg_tys, span),
+            _ if builtins::SUBGROUP_FUNCTIONS.contains(&key.as_str()) => {
+                self.subgroup(name, args, &arg_tys, span)
+            }
             "ceil_div" => {
                 if self.arity(name, args, 2, span) {
                     let ty = self.expect(
@@ -908,6 +913,53 @@ impl<'m, 'e> Checker<'m, 'e> {
                     ),
                 );
                 Ty::Unknown
+            }
+        }
+    }
+
+    fn subgroup(&mut self, name: &Ident, args: &[Expr], arg_tys: &[Ty], span: Span) -> Ty {
+        if !self.env.in_kernel {
+            self.errors.at(
+                span,
+                format!("`{name}` is only available in kernels; call it there and pass the result"),
+            );
+        } else if !self.env.subgroups {
+            self.errors.at(
+                span,
+                format!(
+                    "`{name}` is a subgroup operation: declare `features(subgroups)` in the kernel's \
+                     `#[kernel(...)]`, and its launcher will check that the device has subgroups"
+                ),
+            );
+        }
+        match name.to_string().as_str() {
+            "subgroup_size" | "subgroup_invocation_id" => {
+                self.arity(name, args, 0, span);
+                Ty::U32
+            }
+            "subgroup_shuffle" => {
+                if !self.arity(name, args, 2, span) {
+                    return Ty::Unknown;
+                }
+                self.expect(
+                    &Ty::U32,
+                    &arg_tys[1],
+                    args[1].span,
+                    "the invocation to read from is a `u32`",
+                );
+                arg_tys[0].clone()
+            }
+            _ => {
+                if !self.arity(name, args, 1, span) {
+                    return Ty::Unknown;
+                }
+                if !self.is_numeric(&arg_tys[0]) {
+                    self.errors.at(
+                        args[0].span,
+                        format!("`{name}` takes numbers, not `{}`", arg_tys[0].rust_name()),
+                    );
+                }
+                arg_tys[0].clone()
             }
         }
     }

@@ -12,7 +12,18 @@ use crate::ir::*;
 /// Builtins that return the same value to every invocation of a workgroup.
 const UNIFORM_BUILTINS: [&str; 2] = ["workgroup_id", "num_workgroups"];
 /// Builtins that differ between invocations.
-const VARYING_BUILTINS: [&str; 3] = ["global_id", "local_id", "local_index"];
+const VARYING_BUILTINS: [&str; 10] = [
+    "global_id",
+    "local_id",
+    "local_index",
+    "subgroup_invocation_id",
+    "subgroup_size",
+    "subgroup_add",
+    "subgroup_min",
+    "subgroup_max",
+    "subgroup_broadcast_first",
+    "subgroup_shuffle",
+];
 const BARRIERS: [&str; 2] = ["workgroup_barrier", "storage_barrier"];
 
 /// Checks every barrier of `kernel`, including barriers inside helpers it calls.

@@ -33,7 +33,12 @@ pub fn kernels(args: TokenStream, input: TokenStream) -> TokenStream {
     }
     let wgsl = errors.is_empty().then(|| lower::module(&parsed.module));
     if let Some(wgsl) = &wgsl {
-        validate::validate(wgsl, module_span.into(), &mut errors);
+        validate::validate(
+            wgsl,
+            &parsed.module.features(),
+            module_span.into(),
+            &mut errors,
+        );
     }
     let module = module_tokens(&parsed, wgsl.as_ref(), errors.is_empty());
     let errors = compile_errors(errors);

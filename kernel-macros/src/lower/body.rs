@@ -19,6 +19,8 @@ pub enum IdBuiltin {
     WorkgroupId,
     NumWorkgroups,
     LocalIndex,
+    SubgroupSize,
+    SubgroupInvocationId,
 }
 
 impl IdBuiltin {
@@ -29,6 +31,8 @@ impl IdBuiltin {
             "workgroup_id" => IdBuiltin::WorkgroupId,
             "num_workgroups" => IdBuiltin::NumWorkgroups,
             "local_index" => IdBuiltin::LocalIndex,
+            "subgroup_size" => IdBuiltin::SubgroupSize,
+            "subgroup_invocation_id" => IdBuiltin::SubgroupInvocationId,
             _ => return None,
         })
     }
@@ -41,7 +45,17 @@ impl IdBuiltin {
             IdBuiltin::WorkgroupId => "tsr_workgroup_id",
             IdBuiltin::NumWorkgroups => "tsr_num_workgroups",
             IdBuiltin::LocalIndex => "tsr_local_index",
+            IdBuiltin::SubgroupSize => "tsr_subgroup_size",
+            IdBuiltin::SubgroupInvocationId => "tsr_subgroup_invocation_id",
         }
+    }
+
+    /// Whether a folded dispatch computes it (rather than taking it from the entry point).
+    pub fn is_grid_dependent(self) -> bool {
+        !matches!(
+            self,
+            IdBuiltin::SubgroupSize | IdBuiltin::SubgroupInvocationId
+        )
     }
 
     pub fn parameter(self) -> String {
@@ -51,6 +65,8 @@ impl IdBuiltin {
             IdBuiltin::WorkgroupId => ("workgroup_id", "vec3<u32>"),
             IdBuiltin::NumWorkgroups => ("num_workgroups", "vec3<u32>"),
             IdBuiltin::LocalIndex => ("local_invocation_index", "u32"),
+            IdBuiltin::SubgroupSize => ("subgroup_size", "u32"),
+            IdBuiltin::SubgroupInvocationId => ("subgroup_invocation_id", "u32"),
         };
         format!("@builtin({builtin}) {}: {ty}", self.variable())
     }
@@ -542,6 +558,11 @@ impl<'g> FnLowerer<'g> {
         match key.as_str() {
             "workgroup_barrier" => "workgroupBarrier()".to_owned(),
             "storage_barrier" => "storageBarrier()".to_owned(),
+            "subgroup_add" => format!("subgroupAdd({})", texts.join(", ")),
+            "subgroup_min" => format!("subgroupMin({})", texts.join(", ")),
+            "subgroup_max" => format!("subgroupMax({})", texts.join(", ")),
+            "subgroup_broadcast_first" => format!("subgroupBroadcastFirst({})", texts.join(", ")),
+            "subgroup_shuffle" => format!("subgroupShuffle({})", texts.join(", ")),
             "vec2" | "vec3" | "vec4" => format!("{}({})", wgsl_ty(ty), texts.join(", ")),
             "ceil_div" if texts.len() == 2 => {
                 let one = int_literal(1, ty);

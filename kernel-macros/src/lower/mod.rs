@@ -267,13 +267,23 @@ fn kernel_fn(w: &mut Writer, index: usize, kernel: &Kernel, globals: &Globals) {
     );
     let builtins = body::used_builtins(&kernel.body);
     let grid = globals.kernel_vars[index].get(GRID_VAR);
-    let params: Vec<String> = match grid {
+    let mut params: Vec<String> = match grid {
         Some(_) => body::FOLDED_PARAMETERS
             .iter()
             .map(|p| p.to_string())
             .collect(),
-        None => builtins.iter().map(|b| b.parameter()).collect(),
+        None => builtins
+            .iter()
+            .filter(|b| b.is_grid_dependent())
+            .map(|b| b.parameter())
+            .collect(),
     };
+    params.extend(
+        builtins
+            .iter()
+            .filter(|b| !b.is_grid_dependent())
+            .map(|b| b.parameter()),
+    );
     let start = w.position();
     w.open(
         format!("fn {}({})", globals.kernels[index], params.join(", ")),

@@ -73,7 +73,8 @@ impl Consts {
         if self.is_empty() {
             return tokens;
         }
-        let mut after_dot = false;
+        // `x.NAME` is a field or method; `a..NAME` is a range ending in a constant.
+        let (mut dots, mut after_dot) = (0, false);
         tokens
             .into_iter()
             .map(|tree| {
@@ -93,7 +94,9 @@ impl Consts {
                     }
                     _ => None,
                 };
-                after_dot = matches!(&tree, TokenTree::Punct(p) if p.as_char() == '.');
+                let dot = matches!(&tree, TokenTree::Punct(p) if p.as_char() == '.');
+                dots = if dot { dots + 1 } else { 0 };
+                after_dot = dots == 1;
                 replaced.unwrap_or(tree)
             })
             .collect()
@@ -157,12 +160,34 @@ pub fn module_const(item: &syn::ItemConst, consts: &Consts, errors: &mut Errors)
         }
     };
     if value.is_none() {
-        errors.spanned(
-            &item.expr,
-            format!("tessera could not evaluate this `{ty}` constant; use literals, other constants and `+ - * / %`"),
-        );
+        match undeclared(&item.expr, consts) {
+            Some(name) => errors.spanned(
+                name,
+                format!("`{name}` is used before it is declared; declare a constant above the constants that use it"),
+            ),
+            None => errors.spanned(
+                &item.expr,
+                format!("tessera could not evaluate this `{ty}` constant; use literals, other constants and `+ - * / %`"),
+            ),
+        }
     }
     value
+}
+
+/// The first name in `expr` that is not a constant in scope.
+pub fn undeclared<'e>(expr: &'e syn::Expr, consts: &Consts) -> Option<&'e syn::Ident> {
+    match expr {
+        syn::Expr::Path(path) => path
+            .path
+            .get_ident()
+            .filter(|name| consts.get(&name.to_string()).is_none()),
+        syn::Expr::Paren(inner) => undeclared(&inner.expr, consts),
+        syn::Expr::Unary(unary) => undeclared(&unary.expr, consts),
+        syn::Expr::Binary(binary) => {
+            undeclared(&binary.left, consts).or_else(|| undeclared(&binary.right, consts))
+        }
+        _ => None,
+    }
 }
 
 fn float(expr: &syn::Expr) -> Option<f32> {
@@ -192,10 +217,10 @@ mod tests {
     #[test]
     fn constants_become_typed_literals_except_after_a_dot() {
         let consts = Consts::default().with("TILE", Value::U32(16));
-        let out = consts.substitute(quote! { [f32; TILE * 2] p.TILE x.TILE() { TILE } });
+        let out = consts.substitute(quote! { [f32; TILE * 2] p.TILE x.TILE() { 0..TILE } });
         assert_eq!(
             out.to_string(),
-            "[f32 ; 16u32 * 2] p . TILE x . TILE () { 16u32 }"
+            "[f32 ; 16u32 * 2] p . TILE x . TILE () { 0 .. 16u32 }"
         );
     }
 

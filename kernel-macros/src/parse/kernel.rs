@@ -62,10 +62,16 @@ fn instances(
         for value in values {
             match consts::eval(value, consts).and_then(|v| u32::try_from(v).ok()) {
                 Some(v) => evaluated.push(v),
-                None => errors.spanned(
-                    value,
-                    format!("`{name}` needs a `u32` value known at compile time"),
-                ),
+                None => match consts::undeclared(value, consts) {
+                    Some(unknown) => errors.spanned(
+                        unknown,
+                        format!(
+                            "`{unknown}` is used before it is declared; declare `const {unknown}: u32 = ...;` \
+                             above the kernel"
+                        ),
+                    ),
+                    None => errors.spanned(value, format!("`{name}` needs a `u32` value known at compile time")),
+                },
             }
         }
         instances = instances
@@ -251,10 +257,7 @@ fn specialization(
             }
         }
     }
-    Some(ir::Specialization {
-        conditions,
-        span: Span::of(condition),
-    })
+    Some(ir::Specialization { conditions })
 }
 
 /// Adds the binding or workgroup array `arg` declares; returns its `#[len(..)]` expression.

@@ -1,0 +1,484 @@
+//! Declared optimizations on a real adapter, against CPU references: tile-size instances,
+//! specializations and the launcher's choice between them, an entry-point family launched as
+//! ordered passes, a grid folded past 65535 workgroups, and declared limits and features.
+
+mod common;
+
+use common::{assert_close, runtime};
+use tessera::{wgpu, Error, Runtime};
+
+#[tessera::kernels]
+pub mod tiled {
+    /// Elements each invocation sums in the tiled kernel.
+    pub const PER_INVOCATION: u32 = 4;
+
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct Len {
+        pub n: u32,
+    }
+
+    /// Sums of blocks of `TILE * PER_INVOCATION` elements, staged through workgroup memory.
+    #[kernel(
+        workgroup = [TILE],
+        grid = [ceil_div(p.n, TILE * PER_INVOCATION)],
+        constants(TILE = [8, 16, 32])
+    )]
+    pub fn block_sums(
+        p: &Len,
+        #[len(p.n)] x: &[f32],
+        #[len(ceil_div(p.n, TILE * PER_INVOCATION))] sums: &mut [f32],
+        #[workgroup] partial: &mut [f32; TILE],
+    ) {
+        let t = local_index();
+        let base = workgroup_id().x * TILE * PER_INVOCATION + t * PER_INVOCATION;
+        let mut regs = [0.0f32; PER_INVOCATION];
+        #[unroll]
+        for k in 0..PER_INVOCATION {
+            if base + k < p.n {
+                regs[k] = x[base + k];
+            }
+        }
+        partial[t] = regs[0] + regs[1] + regs[2] + regs[3];
+        workgroup_barrier();
+        if t == 0 {
+            let mut total = 0.0;
+            for j in 0..TILE {
+                total += partial[j];
+            }
+            sums[workgroup_id().x] = total;
+        }
+    }
+}
+
+#[test]
+fn every_tile_instance_gives_the_same_sums() {
+    let rt = runtime();
+    let n = 1001u32;
+    let xs: Vec<f32> = (0..n).map(|i| (i % 7) as f32 - 2.5).collect();
+    let x = rt.upload(&xs).unwrap();
+    assert_eq!(tiled::BlockSums::INSTANCES.len(), 3);
+    assert_eq!(tiled::BlockSums::VARIANTS.len(), 3);
+    for constants in tiled::BlockSums::INSTANCES {
+        let kernel = tiled::BlockSums::with_constants(&rt, *constants).unwrap();
+        assert_eq!(kernel.constants(), *constants);
+        assert_eq!(kernel.workgroup_size(), [constants.tile, 1, 1]);
+        assert_eq!(kernel.workgroup_memory(), constants.tile * 4);
+        let block = (constants.tile * tiled::PER_INVOCATION) as usize;
+        let mut sums = rt.zeros::<f32>(xs.len().div_ceil(block)).unwrap();
+        kernel
+            .launch(
+                &rt,
+                tiled::BlockSumsArgs {
+                    p: &tiled::Len { n },
+                    x: &x,
+                    sums: &mut sums,
+                },
+            )
+            .unwrap();
+        let want: Vec<f32> = xs.chunks(block).map(|c| c.iter().sum()).collect();
+        assert_close(&sums.read(&rt).unwrap(), &want, 1e-5);
+    }
+}
+
+#[test]
+fn an_undeclared_instance_is_an_error_listing_the_declared_ones() {
+    let rt = runtime();
+    let error =
+        tiled::BlockSums::with_constants(&rt, tiled::BlockSumsConstants { tile: 12 }).unwrap_err();
+    assert!(
+        matches!(&error, Error::UnknownInstance { available, .. } if available.len() == 3),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("BlockSumsConstants { tile: 16 }"),
+        "{error}"
+    );
+}
+
+#[tessera::kernels]
+pub mod strided {
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct GatherParams {
+        pub n: u32,
+        pub stride: u32,
+        pub offset: u32,
+    }
+
+    /// out[i] = sum of x[(i * stride + offset + k) % len] * (k % stride + 1) for k in 0..3.
+    #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)], specialize(p.stride == 1, p.stride == 2 && p.offset == 0))]
+    pub fn gather(p: &GatherParams, x: &[f32], #[len(p.n)] out: &mut [f32]) {
+        let i = global_id().x;
+        if i >= p.n {
+            return;
+        }
+        let mut total = 0.0;
+        for k in 0..3u32 {
+            let at = (i * p.stride + p.offset + k) % x.len();
+            total += x[at] * (k % p.stride + 1) as f32;
+        }
+        out[i] = total;
+    }
+}
+
+fn gather_ref(n: u32, stride: u32, offset: u32, xs: &[f32]) -> Vec<f32> {
+    (0..n)
+        .map(|i| {
+            (0..3u32)
+                .map(|k| {
+                    xs[((i * stride + offset + k) as usize) % xs.len()] * (k % stride + 1) as f32
+                })
+                .sum()
+        })
+        .collect()
+}
+
+#[test]
+fn specialized_and_general_variants_agree_and_the_launcher_picks_the_specialized_one() {
+    let rt = runtime();
+    let kernel = strided::Gather::new(&rt).unwrap();
+    let specializations: Vec<&str> = strided::Gather::VARIANTS
+        .iter()
+        .map(|v| v.specialization)
+        .collect();
+    assert_eq!(
+        specializations,
+        ["", "stride == 1", "stride == 2 && offset == 0"]
+    );
+    let xs: Vec<f32> = (0..300).map(|i| (i % 11) as f32).collect();
+    let x = rt.upload(&xs).unwrap();
+    let n = 130u32;
+    for (stride, offset, expected_variant) in
+        [(1, 0, 1), (1, 5, 1), (2, 0, 2), (2, 3, 0), (3, 0, 0)]
+    {
+        let p = strided::GatherParams { n, stride, offset };
+        let mut out = rt.zeros::<f32>(n as usize).unwrap();
+        assert_eq!(
+            kernel.variant(&strided::GatherArgs {
+                p: &p,
+                x: &x,
+                out: &mut out
+            }),
+            expected_variant
+        );
+        kernel
+            .launch(
+                &rt,
+                strided::GatherArgs {
+                    p: &p,
+                    x: &x,
+                    out: &mut out,
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            out.read(&rt).unwrap(),
+            gather_ref(n, stride, offset, &xs),
+            "stride {stride} offset {offset}"
+        );
+    }
+    let specialized = &strided::WGSL[strided::WGSL.find("fn gather_stride1(").unwrap()..];
+    let specialized = &specialized[..specialized.find("\n}\n").unwrap()];
+    assert!(
+        !specialized.contains("p.stride"),
+        "the stride is folded in:\n{specialized}"
+    );
+}
+
+#[tessera::kernels(family(LinearBackward = [grad_pre, d_x, d_w, d_b]))]
+pub mod linear_backward {
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct Shape {
+        pub m: u32,
+        pub k: u32,
+    }
+
+    // y = relu(x * w + b) for x: [m], w, b scalars per row of k outputs. Backward in four passes
+    // sharing one set of bindings, each reading what the previous pass wrote.
+
+    /// grad_pre = grad_y * relu'(x * w + b)
+    #[kernel(workgroup = [64], grid = [ceil_div(s.m * s.k, 64)])]
+    pub fn grad_pre(
+        s: &Shape,
+        x: &[f32],
+        w: &[f32],
+        grad_y: &[f32],
+        grad_pre: &mut [f32],
+        grads: &mut [f32],
+    ) {
+        let i = global_id().x;
+        if i < s.m * s.k {
+            let pre = x[i / s.k] * w[i % s.k] + w[s.k + i % s.k];
+            grad_pre[i] = if pre > 0.0 { grad_y[i] } else { 0.0 };
+        }
+    }
+
+    /// d_x[r] = sum over c of grad_pre[r][c] * w[c]
+    #[kernel(workgroup = [64], grid = [ceil_div(s.m, 64)])]
+    pub fn d_x(
+        s: &Shape,
+        x: &[f32],
+        w: &[f32],
+        grad_y: &[f32],
+        grad_pre: &mut [f32],
+        grads: &mut [f32],
+    ) {
+        let r = global_id().x;
+        if r < s.m {
+            let mut total = 0.0;
+            for c in 0..s.k {
+                total += grad_pre[r * s.k + c] * w[c];
+            }
+            grads[r] = total;
+        }
+    }
+
+    /// d_w[c] = sum over r of grad_pre[r][c] * x[r]
+    #[kernel(workgroup = [64], grid = [ceil_div(s.k, 64)])]
+    pub fn d_w(
+        s: &Shape,
+        x: &[f32],
+        w: &[f32],
+        grad_y: &[f32],
+        grad_pre: &mut [f32],
+        grads: &mut [f32],
+    ) {
+        let c = global_id().x;
+        if c < s.k {
+            let mut total = 0.0;
+            for r in 0..s.m {
+                total += grad_pre[r * s.k + c] * x[r];
+            }
+            grads[s.m + c] = total;
+        }
+    }
+
+    /// d_b[c] = sum over r of grad_pre[r][c]
+    #[kernel(workgroup = [64], grid = [ceil_div(s.k, 64)])]
+    pub fn d_b(
+        s: &Shape,
+        x: &[f32],
+        w: &[f32],
+        grad_y: &[f32],
+        grad_pre: &mut [f32],
+        grads: &mut [f32],
+    ) {
+        let c = global_id().x;
+        if c < s.k {
+            let mut total = 0.0;
+            for r in 0..s.m {
+                total += grad_pre[r * s.k + c];
+            }
+            grads[s.m + s.k + c] = total;
+        }
+    }
+}
+
+#[test]
+fn four_pass_family_matches_reference() {
+    let rt = runtime();
+    let (m, k) = (37usize, 5usize);
+    let xs: Vec<f32> = (0..m).map(|i| (i as f32 - 18.0) / 7.0).collect();
+    let ws: Vec<f32> = (0..2 * k).map(|i| (i as f32 - 4.0) / 3.0).collect();
+    let gy: Vec<f32> = (0..m * k).map(|i| ((i * 13) % 7) as f32 - 3.0).collect();
+    let (x, w, grad_y) = (
+        rt.upload(&xs).unwrap(),
+        rt.upload(&ws).unwrap(),
+        rt.upload(&gy).unwrap(),
+    );
+    let mut grad_pre = rt.zeros::<f32>(m * k).unwrap();
+    let mut grads = rt.zeros::<f32>(m + 2 * k).unwrap();
+    let family = linear_backward::LinearBackward::new(&rt).unwrap();
+    let shape = linear_backward::Shape {
+        m: m as u32,
+        k: k as u32,
+    };
+    family
+        .launch(
+            &rt,
+            linear_backward::LinearBackwardArgs {
+                s: &shape,
+                x: &x,
+                w: &w,
+                grad_y: &grad_y,
+                grad_pre: &mut grad_pre,
+                grads: &mut grads,
+            },
+        )
+        .unwrap();
+
+    let pre: Vec<f32> = (0..m * k)
+        .map(|i| {
+            if xs[i / k] * ws[i % k] + ws[k + i % k] > 0.0 {
+                gy[i]
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let mut want = vec![0.0f32; m + 2 * k];
+    for r in 0..m {
+        for c in 0..k {
+            want[r] += pre[r * k + c] * ws[c];
+            want[m + c] += pre[r * k + c] * xs[r];
+            want[m + k + c] += pre[r * k + c];
+        }
+    }
+    assert_eq!(grad_pre.read(&rt).unwrap(), pre);
+    assert_close(&grads.read(&rt).unwrap(), &want, 1e-5);
+}
+
+#[tessera::kernels]
+pub mod big_grid {
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct Planes {
+        pub width: u32,
+        pub planes: u32,
+    }
+
+    /// One workgroup of 4 per (x block, plane): `planes` goes in z, past the 65535 limit.
+    #[kernel(workgroup = [4], grid = [ceil_div(s.width, 4), 1, s.planes])]
+    pub fn stamp(s: &Planes, #[len(s.width * s.planes)] out: &mut [u32]) {
+        let id = global_id();
+        if id.x < s.width {
+            out[id.z * s.width + id.x] = id.z * 10 + id.x + num_workgroups().z - s.planes;
+        }
+    }
+}
+
+#[test]
+fn grid_folds_past_65535_workgroups() {
+    let rt = runtime();
+    let limit = rt.info().limits.max_compute_workgroups_per_dimension;
+    let planes = limit + 1000;
+    let width = 6u32;
+    let mut out = rt.zeros::<u32>((width * planes) as usize).unwrap();
+    let kernel = big_grid::Stamp::new(&rt).unwrap();
+    let s = big_grid::Planes { width, planes };
+    assert_eq!(
+        kernel.grid(&big_grid::StampArgs {
+            s: &s,
+            out: &mut out
+        }),
+        [2, 1, u64::from(planes)]
+    );
+    kernel
+        .launch(
+            &rt,
+            big_grid::StampArgs {
+                s: &s,
+                out: &mut out,
+            },
+        )
+        .unwrap();
+    let want: Vec<u32> = (0..planes)
+        .flat_map(|z| (0..width).map(move |x| z * 10 + x))
+        .collect();
+    assert_eq!(out.read(&rt).unwrap(), want);
+}
+
+#[tessera::kernels]
+pub mod demanding {
+    /// A workgroup of 512 invocations: above WebGPU's default, so it says so.
+    #[kernel(workgroup = [512], grid = [1], limits(invocations = 512))]
+    pub fn wide(out: &mut [u32]) {
+        out[local_index()] = local_index() * 2;
+    }
+
+    /// More workgroup memory than most devices have.
+    #[kernel(workgroup = [64], grid = [1], limits(workgroup_memory = 1048576))]
+    pub fn hungry(out: &mut [f32], #[workgroup] big: &mut [f32; 262144]) {
+        big[local_index()] = 1.0;
+        workgroup_barrier();
+        out[local_index()] = big[63 - local_index()];
+    }
+
+    /// Sums 1.0 over each subgroup: every invocation gets the subgroup size.
+    #[kernel(workgroup = [64], grid = [1], features(subgroups))]
+    pub fn subgroup_sizes(out: &mut [f32], sizes: &mut [u32]) {
+        let i = local_index();
+        out[i] = subgroup_add(1.0);
+        sizes[i] = subgroup_size();
+    }
+}
+
+#[test]
+fn declared_limits_are_checked_against_the_device() {
+    let rt = runtime();
+    let wide = demanding::Wide::new(&rt);
+    if rt.info().limits.max_compute_invocations_per_workgroup >= 512 {
+        let mut out = rt.zeros::<u32>(512).unwrap();
+        wide.unwrap()
+            .launch(&rt, demanding::WideArgs { out: &mut out })
+            .unwrap();
+        assert_eq!(
+            out.read(&rt).unwrap(),
+            (0..512).map(|i| i * 2).collect::<Vec<u32>>()
+        );
+    } else {
+        assert!(matches!(wide, Err(Error::LimitExceeded { .. })));
+    }
+    let error = demanding::Hungry::new(&rt).unwrap_err();
+    match &error {
+        Error::LimitExceeded {
+            kernel,
+            limit,
+            needed,
+            ..
+        } => {
+            assert_eq!(
+                (kernel.as_str(), *limit, *needed),
+                ("hungry", "max_compute_workgroup_storage_size", 1 << 20)
+            );
+        }
+        other => panic!("expected LimitExceeded, got {other}"),
+    }
+}
+
+#[test]
+fn subgroup_kernel_runs_where_declared_and_is_refused_without_the_feature() {
+    let rt = runtime();
+    if rt.info().features.contains(wgpu::Features::SUBGROUP) {
+        let kernel = demanding::SubgroupSizes::new(&rt).unwrap();
+        let mut out = rt.zeros::<f32>(64).unwrap();
+        let mut sizes = rt.zeros::<u32>(64).unwrap();
+        kernel
+            .launch(
+                &rt,
+                demanding::SubgroupSizesArgs {
+                    out: &mut out,
+                    sizes: &mut sizes,
+                },
+            )
+            .unwrap();
+        let sizes = sizes.read(&rt).unwrap();
+        let want: Vec<f32> = sizes.iter().map(|&s| s as f32).collect();
+        assert!(sizes[0] >= 1);
+        assert_eq!(out.read(&rt).unwrap(), want);
+    }
+    let plain = device_without_optional_features(&rt);
+    let error = demanding::SubgroupSizes::new(&plain).unwrap_err();
+    assert!(
+        matches!(&error, Error::MissingFeature { feature, .. } if feature == "SUBGROUP"),
+        "{error}"
+    );
+}
+
+/// A runtime over a device created with no optional features, on the same adapter.
+fn device_without_optional_features(rt: &Runtime) -> Runtime {
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    let adapter = adapters
+        .into_iter()
+        .find(|a| a.get_info().name == rt.info().name)
+        .expect("the runtime's adapter is enumerable");
+    let (device, queue) =
+        pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default())).unwrap();
+    Runtime::from_wgpu(device, queue)
+}
