@@ -482,3 +482,13 @@ fn device_without_optional_features(rt: &Runtime) -> Runtime {
         pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default())).unwrap();
     Runtime::from_wgpu(device, queue)
 }
+
+/// The WGSL of the modules above, pinned (see `tests/snapshots/`).
+#[test]
+fn generated_wgsl_is_pinned() {
+    insta::assert_snapshot!("tiled", tiled::WGSL);
+    insta::assert_snapshot!("strided", strided::WGSL);
+    insta::assert_snapshot!("linear_backward", linear_backward::WGSL);
+    insta::assert_snapshot!("big_grid", big_grid::WGSL);
+    insta::assert_snapshot!("demanding", demanding::WGSL);
+}

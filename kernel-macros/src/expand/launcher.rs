@@ -152,7 +152,7 @@ pub fn launcher(module: &Module, variants: &[(&Kernel, String)], valid: bool) ->
         let checks = length_checks(v[0].0, uniform, &rust_name, valid);
         quote!(#i => { #(#checks)* })
     });
-    let variant_choice = variant_choice(kernel, uniform.map(|u| u.0));
+    let variant_choice = variant_choice(kernel, uniform.map(|u| u.0).filter(|_| valid));
     let device_checks = device_checks(kernel, &rust_name);
     let constants = constants_items(kernel, &instances, &launcher, &rust_name);
     let variant_infos = variants

@@ -51,9 +51,10 @@ pub fn module(
             }
             syn::Item::Struct(_) | syn::Item::Use(_) => passthrough.push(item),
             syn::Item::Const(ref constant) => {
-                if let Some(value) = consts::module_const(constant, &module_consts, errors) {
-                    module_consts = module_consts.with(&constant.ident.to_string(), value);
-                }
+                // A constant that could not be evaluated (already reported) still gets a value,
+                // so its uses do not add errors of their own.
+                let value = consts::module_const(constant, &module_consts, errors).unwrap_or(consts::Value::U32(1));
+                module_consts = module_consts.with(&constant.ident.to_string(), value);
                 passthrough.push(item);
             }
             syn::Item::Fn(function) => functions.push(function),

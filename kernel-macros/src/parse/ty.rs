@@ -1,6 +1,7 @@
 //! Rust types of the kernel language: scalars, `VecN<T>`, `[T; N]` and atomics.
 
 use crate::ir::{Scalar, Ty};
+use crate::parse::consts::{self, Consts};
 use crate::parse::keywords::{ATOMIC_I32, ATOMIC_U32};
 
 const SUPPORTED: &str = "supported types are `f32`, `u32`, `i32`, `bool`, `usize` (as `u32`), \
@@ -76,25 +77,15 @@ fn path_ty(path: &syn::Path) -> syn::Result<Ty> {
     }
 }
 
-/// The length of an array type: an integer literal.
+/// The length of an array type: an integer known at compile time (constants have been
+/// replaced by literals already, so `TILE * TILE` arrives as `16u32 * 16u32`).
 pub fn array_len(len: &syn::Expr) -> syn::Result<u32> {
-    match len {
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Int(int),
-            ..
-        }) => {
-            let n: u32 = int.base10_parse()?;
-            if n == 0 {
-                return Err(syn::Error::new_spanned(
-                    len,
-                    "arrays must have at least one element",
-                ));
-            }
-            Ok(n)
-        }
+    match consts::eval(len, &Consts::default()).map(u32::try_from) {
+        Some(Ok(0)) => Err(syn::Error::new_spanned(len, "arrays must have at least one element")),
+        Some(Ok(n)) => Ok(n),
         _ => Err(syn::Error::new_spanned(
             len,
-            "an array length must be an integer literal",
+            "an array length must be known at compile time: an integer, a constant of the module, or arithmetic on them",
         )),
     }
 }
