@@ -277,6 +277,10 @@ fn folded(e: &Expr) -> Option<Expr> {
     }
 }
 
+fn is_float_one(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Float(v) if v == 1.0)
+}
+
 fn binary(op: BinOp, a: &Expr, b: &Expr, ty: &Ty, span: Span) -> Option<Expr> {
     let is = |e: &Expr, n: i128| constant(e) == Some(Const::Int(n));
     let boolean = |v: bool| {
@@ -324,6 +328,8 @@ fn binary(op: BinOp, a: &Expr, b: &Expr, ty: &Ty, span: Span) -> Option<Expr> {
             _ => None,
         },
         _ => match op {
+            BinOp::Mul | BinOp::Div if is_float_one(b) => Some(a.clone()),
+            BinOp::Mul if is_float_one(a) => Some(b.clone()),
             BinOp::Mul if is(b, 1) => Some(a.clone()),
             BinOp::Mul if is(a, 1) => Some(b.clone()),
             BinOp::Div if is(b, 1) => Some(a.clone()),
