@@ -74,6 +74,35 @@
 //! field needs padding when it would not (a `[f32; 4]` after a `u32` needs 12 bytes). It
 //! implements `bytemuck::Pod`; derive `Clone` and `Copy` beside it.
 //!
+//! ## Declared optimizations
+//!
+//! - **Constants and instances.** `const TILE: u32 = 16;` in the module, or
+//!   `constants(TILE = [8, 16, 32])` in `#[kernel(...)]`, can be used in the workgroup size, in
+//!   array lengths (`[f32; TILE * TILE]`), in the grid and in the body. Each instance is
+//!   generated and validated; `Kernel::new` builds the first, `Kernel::with_constants(rt,
+//!   KernelConstants { tile: 16 })` another, and `INSTANCES` lists them.
+//! - **Specializations.** `specialize(p.stride == 1, p.kh == 3 && p.kw == 3)` generates the body
+//!   again for each condition with the values folded in (`x * 1`, `x / 1`, `x % 1`, always-true
+//!   tests and dead branches simplified away). At launch the launcher takes the first
+//!   specialization whose condition holds (`Kernel::variant(&args)` says which), else the
+//!   general body.
+//! - **Families.** `#[kernels(family(Backward = [grad_pre, d_a, d_b, d_bias]))]` on the module:
+//!   kernels with identical parameters, launched by `Backward::launch`/`record` as ordered
+//!   passes of one submission, each with its own grid, after checking every kernel's buffers.
+//! - **Grids past the device limit.** A kernel that uses `global_id()`, `workgroup_id()` or
+//!   `num_workgroups()` may get a grid larger than the device's 65535 workgroups per
+//!   dimension: the launcher folds it into the other dimensions ([`fold_grid`]) and the kernel
+//!   still sees the logical ids (through one hidden uniform binding after the declared ones).
+//! - **Limits and features.** A kernel whose workgroup exceeds WebGPU's defaults (256
+//!   invocations, 16 KiB of workgroup memory) declares `limits(invocations = 1024,
+//!   workgroup_memory = 49152)`; `features(subgroups)` unlocks `subgroup_add/min/max`,
+//!   `subgroup_broadcast_first`, `subgroup_shuffle`, `subgroup_size()` and
+//!   `subgroup_invocation_id()`. The launcher's `new` returns [`Error::LimitExceeded`] or
+//!   [`Error::MissingFeature`] on a device without them.
+//! - **Variant report.** `Kernel::VARIANTS` lists every generated variant ([`VariantInfo`]:
+//!   entry point, constants, specialization, workgroup size and memory, bindings); the
+//!   launcher's rustdoc shows the same table.
+//!
 //! # The body: a subset of Rust
 //!
 //! - `let` and `let mut` (with shadowing), optional type annotations; integer and float
@@ -107,7 +136,8 @@
 //!
 //! Each launcher has `new(&Runtime)`, `launch(&self, &Runtime, args)` (check lengths, dispatch
 //! now) and `record(&self, &mut Batch, args)` (add to a [`Batch`] submitted once), plus
-//! `grid(&args)`, `ENTRY_POINT`, `WORKGROUP_SIZE`, `WORKGROUP_MEMORY` and `BINDINGS`.
+//! `grid(&args)` (logical workgroup counts), `variant(&args)`, `check_lengths(&args)`,
+//! `workgroup_size()`, `workgroup_memory()`, `entry_point()`, `VARIANTS` and `BINDINGS`.
 #![warn(missing_docs)]
 
 // Lets this crate's own modules use the macros, whose output names `::tessera`.
