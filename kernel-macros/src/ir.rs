@@ -227,6 +227,17 @@ pub struct ParamsStruct {
     pub repr_c: bool,
 }
 
+impl ParamsStruct {
+    /// The field names for messages: "`a`, `b`, `n`".
+    pub fn field_list(&self) -> String {
+        self.fields
+            .iter()
+            .map(|f| format!("`{}`", f.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 pub struct ParamsField {
     pub name: Ident,
     pub ty: Ty,

@@ -194,17 +194,12 @@ fn specializations(kernel: &Kernel, params: &[ParamsStruct], errors: &mut Errors
                 ),
             ),
             None => {
-                let names: Vec<String> = uniform
-                    .fields
-                    .iter()
-                    .map(|f| format!("`{}`", f.name))
-                    .collect();
+                let names = uniform.field_list();
                 errors.at(
                     field.span(),
                     format!(
                         "`{}` has no field `{field}` to specialize on; its fields are {}",
-                        uniform.name,
-                        names.join(", ")
+                        uniform.name, names
                     ),
                 );
             }
@@ -298,17 +293,12 @@ fn host_names(kernel: &Kernel, params: &[crate::ir::ParamsStruct], errors: &mut 
                         ),
                     ),
                     None => {
-                        let names: Vec<String> = uniform
-                            .fields
-                            .iter()
-                            .map(|f| format!("`{}`", f.name))
-                            .collect();
+                        let names = uniform.field_list();
                         errors.at(
                             *span,
                             format!(
                                 "`{}` has no field `{field}`; its fields are {}",
-                                uniform.name,
-                                names.join(", ")
+                                uniform.name, names
                             ),
                         );
                     }

@@ -621,17 +621,12 @@ impl<'m, 'e> Checker<'m, 'e> {
                 return match params.fields.iter().find(|f| f.name == *field) {
                     Some(f) => f.ty.clone(),
                     None => {
-                        let names: Vec<String> = params
-                            .fields
-                            .iter()
-                            .map(|f| format!("`{}`", f.name))
-                            .collect();
+                        let names = params.field_list();
                         self.errors.at(
                             field.span(),
                             format!(
                                 "`{}` has no field `{field}`; its fields are {}",
-                                params.name,
-                                names.join(", ")
+                                params.name, names
                             ),
                         );
                         Ty::Unknown
