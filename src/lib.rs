@@ -50,8 +50,8 @@
 //! | `p: &P` (a `#[derive(Params)]` struct) | `var<uniform>` | `&P` |
 //! | `#[workgroup] t: &mut [T; N]` | `var<workgroup>` | none |
 //!
-//! `T` is `f32`, `u32`, `i32`, or `AtomicU32`/`AtomicI32` (a `GpuBuffer<u32>`/`<i32>` on the
-//! host). Binding numbers follow the parameter order. Because read-only bindings take `&` and
+//! `T` is `f32`, `u32`, `i32`, `f16` (with `features(f16)`; `GpuBuffer<u16>` of raw bits on the
+//! host), or `AtomicU32`/`AtomicI32` (a `GpuBuffer<u32>`/`<i32>` on the host). Binding numbers follow the parameter order. Because read-only bindings take `&` and
 //! read-write ones `&mut`, passing one buffer as both does not compile, and a buffer of the
 //! wrong element type is a type error.
 //!
@@ -97,8 +97,11 @@
 //!   invocations, 16 KiB of workgroup memory) declares `limits(invocations = 1024,
 //!   workgroup_memory = 49152)`; `features(subgroups)` unlocks `subgroup_add/min/max`,
 //!   `subgroup_broadcast_first`, `subgroup_shuffle`, `subgroup_size()` and
-//!   `subgroup_invocation_id()`. The launcher's `new` returns [`Error::LimitExceeded`] or
-//!   [`Error::MissingFeature`] on a device without them.
+//!   `subgroup_invocation_id()`; `features(f16)` unlocks the `f16` type (annotations, `as f16`,
+//!   `1.0f16` literals, `&[f16]`/`&mut [f16]` storage, which the host reads and writes as
+//!   `GpuBuffer<u16>` of raw bits). Using either without declaring it is a compile error. The
+//!   launcher's `new` returns [`Error::LimitExceeded`] or [`Error::MissingFeature`] on a device
+//!   without what the kernel declares.
 //! - **Variant report.** `Kernel::VARIANTS` lists every generated variant ([`VariantInfo`]:
 //!   entry point, constants, specialization, workgroup size and memory, bindings); the
 //!   launcher's rustdoc shows the same table.

@@ -491,4 +491,57 @@ fn generated_wgsl_is_pinned() {
     insta::assert_snapshot!("linear_backward", linear_backward::WGSL);
     insta::assert_snapshot!("big_grid", big_grid::WGSL);
     insta::assert_snapshot!("demanding", demanding::WGSL);
+    insta::assert_snapshot!("half", half::WGSL);
+}
+
+#[tessera::kernels]
+pub mod half {
+    /// Rounds through half precision: `out[i] = (x[i] as f16 * 2.0 + 0.25) as f32`, and stores
+    /// the half-precision value itself in `bits` (raw f16 bits on the host).
+    #[kernel(workgroup = [64], grid = [ceil_div(x.len(), 64)], features(f16))]
+    pub fn through_half(x: &[f32], out: &mut [f32], bits: &mut [f16]) {
+        let i = global_id().x;
+        if i < x.len() {
+            let h: f16 = x[i] as f16 * 2.0 + 0.25;
+            out[i] = h.max(-4.0) as f32;
+            bits[i] = h;
+        }
+    }
+}
+
+#[test]
+fn f16_kernel_runs_where_declared() {
+    let rt = runtime();
+    if !rt.info().features.contains(wgpu::Features::SHADER_F16) {
+        assert!(matches!(
+            half::ThroughHalf::new(&rt),
+            Err(Error::MissingFeature { .. })
+        ));
+        return;
+    }
+    let xs = [0.5f32, -1.0, 3.0, 0.125, -8.0];
+    let x = rt.upload(&xs).unwrap();
+    let mut out = rt.zeros::<f32>(xs.len()).unwrap();
+    let mut bits = rt.zeros::<u16>(xs.len()).unwrap();
+    half::ThroughHalf::new(&rt)
+        .unwrap()
+        .launch(
+            &rt,
+            half::ThroughHalfArgs {
+                x: &x,
+                out: &mut out,
+                bits: &mut bits,
+            },
+        )
+        .unwrap();
+    assert_eq!(out.read(&rt).unwrap(), vec![1.25, -1.75, 6.25, 0.5, -4.0]);
+    // 1.25 = 0x3d00, -1.75 = 0xbf00, 6.25 = 0x4640, 0.5 = 0x3800, -15.75 = 0xcbe0 in IEEE half.
+    assert_eq!(
+        bits.read(&rt).unwrap(),
+        vec![0x3d00, 0xbf00, 0x4640, 0x3800, 0xcbe0]
+    );
+    let plain = device_without_optional_features(&rt);
+    assert!(
+        matches!(half::ThroughHalf::new(&plain), Err(Error::MissingFeature { feature, .. }) if feature == "SHADER_F16")
+    );
 }

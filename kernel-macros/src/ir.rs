@@ -45,6 +45,8 @@ impl From<proc_macro2::Span> for Span {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scalar {
     F32,
+    /// Half precision: only in kernels that declare `features(f16)`.
+    F16,
     U32,
     I32,
     Bool,
@@ -55,6 +57,7 @@ impl Scalar {
     pub fn rust_name(self) -> &'static str {
         match self {
             Scalar::F32 => "f32",
+            Scalar::F16 => "f16",
             Scalar::U32 => "u32",
             Scalar::I32 => "i32",
             Scalar::Bool => "bool",
@@ -67,6 +70,18 @@ impl Scalar {
 
     pub fn is_numeric(self) -> bool {
         !matches!(self, Scalar::Bool)
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, Scalar::F32 | Scalar::F16)
+    }
+
+    /// Bytes of one value in WGSL's memory layout.
+    pub fn size(self) -> u32 {
+        match self {
+            Scalar::F16 => 2,
+            _ => 4,
+        }
     }
 }
 
@@ -108,10 +123,11 @@ impl Ty {
     /// the uniform layout check).
     pub fn size_align(&self) -> (u32, u32) {
         match self {
-            Ty::Scalar(_) | Ty::Atomic(_) => (4, 4),
-            Ty::Vector(2, _) => (8, 8),
-            Ty::Vector(3, _) => (12, 16),
-            Ty::Vector(_, _) => (16, 16),
+            Ty::Scalar(s) => (s.size(), s.size()),
+            Ty::Atomic(_) => (4, 4),
+            Ty::Vector(2, s) => (2 * s.size(), 2 * s.size()),
+            Ty::Vector(3, s) => (3 * s.size(), 4 * s.size()),
+            Ty::Vector(_, s) => (4 * s.size(), 4 * s.size()),
             Ty::Array(element, len) => {
                 let (size, align) = element.size_align();
                 (size.next_multiple_of(align).saturating_mul(*len), align)
@@ -673,6 +689,26 @@ impl Kernel {
             })
             .collect();
         Ident::new(&camel, self.name.span())
+    }
+
+    /// The span of the first `f16` value the kernel declares or computes, if any.
+    pub fn first_f16(&self) -> Option<Span> {
+        let is_f16 = |ty: &Ty| match ty {
+            Ty::Array(element, _) => element.scalar() == Some(Scalar::F16),
+            other => other.scalar() == Some(Scalar::F16),
+        };
+        let declared = self.bindings.iter().find_map(|b| match &b.kind {
+            BindingKind::Storage { element, .. } if is_f16(element) => Some(b.span),
+            _ => None,
+        });
+        let shared = self.shared.iter().find(|s| is_f16(&s.ty)).map(|s| s.span);
+        let mut computed = None;
+        visit_exprs(&self.body, &mut |e| {
+            if computed.is_none() && is_f16(&e.ty) {
+                computed = Some(e.span);
+            }
+        });
+        declared.or(shared).or(computed)
     }
 
     /// Whether the body asks for ids that depend on the grid (`global_id`, `workgroup_id`,

@@ -104,7 +104,7 @@ pub fn method(name: &str) -> Option<(Receivers, Shape)> {
 pub fn accepts(receivers: Receivers, ty: &Ty) -> bool {
     let scalar = ty.scalar();
     let is_vector = matches!(ty, Ty::Vector(..));
-    let float = matches!(ty, Ty::FloatVar(_)) || scalar == Some(Scalar::F32);
+    let float = matches!(ty, Ty::FloatVar(_)) || scalar.is_some_and(Scalar::is_float);
     let int = matches!(ty, Ty::IntVar(_)) || scalar.is_some_and(Scalar::is_integer);
     match receivers {
         Receivers::Float => float,

@@ -78,6 +78,13 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
         kernel.locals = checker.locals;
         kernel.body = body;
         uniformity::check(kernel, &module.helpers, errors);
+        if let (false, Some(span)) = (kernel.requirements.has(Feature::F16), kernel.first_f16()) {
+            errors.at(
+                span,
+                "`f16` values need the kernel to declare `features(f16)` in `#[kernel(...)]`; its launcher \
+                 then checks that the device supports SHADER_F16",
+            );
+        }
     }
 }
 

@@ -140,10 +140,9 @@ impl<'m, 'e> Checker<'m, 'e> {
                 self.vars[*x as usize] = Some(Ty::Scalar(*s));
                 Some(Ty::Scalar(*s))
             }
-            (Ty::FloatVar(x), Ty::Scalar(Scalar::F32))
-            | (Ty::Scalar(Scalar::F32), Ty::FloatVar(x)) => {
-                self.vars[*x as usize] = Some(Ty::F32);
-                Some(Ty::F32)
+            (Ty::FloatVar(x), Ty::Scalar(s)) | (Ty::Scalar(s), Ty::FloatVar(x)) if s.is_float() => {
+                self.vars[*x as usize] = Some(Ty::Scalar(*s));
+                Some(Ty::Scalar(*s))
             }
             (Ty::Vector(n, s), Ty::Vector(m, t)) if n == m => {
                 let element = self.unify(&Ty::Scalar(*s), &Ty::Scalar(*t))?;
@@ -707,7 +706,10 @@ impl<'m, 'e> Checker<'m, 'e> {
         let ok = match op {
             UnOp::Neg => {
                 matches!(shallow, Ty::IntVar(_) | Ty::FloatVar(_) | Ty::Unknown)
-                    || matches!(shallow.scalar(), Some(Scalar::F32 | Scalar::I32))
+                    || matches!(
+                        shallow.scalar(),
+                        Some(Scalar::F32 | Scalar::F16 | Scalar::I32)
+                    )
             }
             UnOp::Not => self.is_integer(&shallow) || shallow.scalar() == Some(Scalar::Bool),
         };

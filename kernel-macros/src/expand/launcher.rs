@@ -11,6 +11,8 @@ use crate::ir::{Binding, BindingKind, Feature, Kernel, Module, Scalar, Ty};
 fn element_tokens(element: &Ty) -> TokenStream {
     match element.scalar() {
         Some(Scalar::F32) => quote!(f32),
+        // f16 storage is read and written on the host as raw bits.
+        Some(Scalar::F16) => quote!(u16),
         Some(Scalar::I32) => quote!(i32),
         _ => quote!(u32),
     }

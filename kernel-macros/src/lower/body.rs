@@ -442,7 +442,7 @@ impl<'g> FnLowerer<'g> {
     pub fn expr(&mut self, w: &mut Writer, e: &Expr) -> String {
         match &e.kind {
             ExprKind::Int(v) => int_literal(*v, &e.ty),
-            ExprKind::Float(v) => float_literal(*v),
+            ExprKind::Float(v) => float_literal(*v, &e.ty),
             ExprKind::Bool(b) => b.to_string(),
             ExprKind::Path(_, Some(local)) => self.local(*local).to_owned(),
             ExprKind::Path(name, None) => self.global(name),
@@ -598,9 +598,11 @@ impl<'g> FnLowerer<'g> {
         let x = self.expr(w, receiver);
         let texts: Vec<String> = args.iter().map(|a| self.expr(w, a)).collect();
         let arg = |i: usize| texts.get(i).cloned().unwrap_or_default();
-        let one = match receiver.ty.scalar() {
-            Some(Scalar::F32) => "1.0f".to_owned(),
-            _ => int_literal(1, &receiver.ty),
+        let receiver_ty = &receiver.ty;
+        let float = |v: f64| splat(receiver_ty, &float_literal(v, receiver_ty));
+        let one = match receiver_ty.scalar() {
+            Some(s) if s.is_float() => float(1.0),
+            _ => int_literal(1, receiver_ty),
         };
         match key.as_str() {
             "ln" => format!("log({x})"),
@@ -613,11 +615,10 @@ impl<'g> FnLowerer<'g> {
             // Rust's fract keeps the sign (x - trunc(x)); WGSL's is x - floor(x).
             "fract" => format!("({x} - trunc({x}))"),
             // Rust rounds halves away from zero; WGSL's round() rounds them to even.
-            "round" => format!("trunc({x} + 0.5f * sign({x}))"),
+            "round" => format!("trunc({x} + {} * sign({x}))", float(0.5)),
             // Rust's f32::signum(0.0) is 1.0; WGSL's sign(0.0) is 0.0.
-            "signum" if receiver.ty.scalar() == Some(Scalar::F32) => {
-                format!("select(vec_or_scalar_one, -vec_or_scalar_one, {x} < 0.0f)")
-                    .replace("vec_or_scalar_one", &splat(&receiver.ty, "1.0f"))
+            "signum" if receiver_ty.scalar().is_some_and(Scalar::is_float) => {
+                format!("select({one}, -{one}, {x} < {})", float(0.0))
             }
             "signum" => format!("sign({x})"),
             "wrapping_add" => format!("({x} + {})", arg(0)),
@@ -707,6 +708,7 @@ pub fn int_literal(value: u64, ty: &Ty) -> String {
     match ty.scalar() {
         Some(Scalar::U32) => format!("{value}u"),
         Some(Scalar::F32) => format!("{value}.0f"),
+        Some(Scalar::F16) => format!("{value}.0h"),
         _ => format!("{value}i"),
     }
 }
@@ -718,13 +720,18 @@ fn signed_literal(value: i64, ty: &Ty) -> String {
     }
 }
 
-fn float_literal(value: f64) -> String {
-    let value = value as f32;
-    let text = format!("{value:?}");
-    if text.contains(['.', 'e', 'E']) {
-        format!("{text}f")
+/// A float literal of the type `ty` (`f32`, or `f16` written with WGSL's `h` suffix).
+fn float_literal(value: f64, ty: &Ty) -> String {
+    let suffix = if ty.scalar() == Some(Scalar::F16) {
+        'h'
     } else {
-        format!("{text}.0f")
+        'f'
+    };
+    let text = format!("{:?}", value as f32);
+    if text.contains(['.', 'e', 'E']) {
+        format!("{text}{suffix}")
+    } else {
+        format!("{text}.0{suffix}")
     }
 }
 
@@ -736,9 +743,10 @@ mod tests {
     fn literals_carry_their_type() {
         assert_eq!(int_literal(3, &Ty::U32), "3u");
         assert_eq!(int_literal(3, &Ty::I32), "3i");
-        assert_eq!(float_literal(1.0), "1.0f");
-        assert_eq!(float_literal(1e-5), "1e-5f");
-        assert_eq!(float_literal(0.5), "0.5f");
+        assert_eq!(float_literal(1.0, &Ty::F32), "1.0f");
+        assert_eq!(float_literal(1.5, &Ty::Scalar(Scalar::F16)), "1.5h");
+        assert_eq!(float_literal(1e-5, &Ty::F32), "1e-5f");
+        assert_eq!(float_literal(0.5, &Ty::F32), "0.5f");
         assert_eq!(signed_literal(-2, &Ty::I32), "-2i");
     }
 }

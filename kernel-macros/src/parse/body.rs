@@ -660,6 +660,7 @@ fn literal(lit: &syn::Lit, errors: &mut Errors) -> Option<Expr> {
             match float.suffix() {
                 "" => (ExprKind::Float(value), Ty::Unknown),
                 "f32" => (ExprKind::Float(value), Ty::F32),
+                "f16" => (ExprKind::Float(value), Ty::Scalar(crate::ir::Scalar::F16)),
                 suffix => {
                     errors.spanned(
                         float,

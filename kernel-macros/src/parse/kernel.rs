@@ -366,7 +366,7 @@ fn storage_element(ty: &syn::Type) -> Option<Ty> {
     match ident.as_str() {
         ATOMIC_U32 => Some(Ty::Atomic(Scalar::U32)),
         ATOMIC_I32 => Some(Ty::Atomic(Scalar::I32)),
-        "f32" | "u32" | "i32" => ty::scalar(&ident).map(Ty::Scalar),
+        "f32" | "f16" | "u32" | "i32" => ty::scalar(&ident).map(Ty::Scalar),
         _ => None,
     }
 }

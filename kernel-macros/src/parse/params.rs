@@ -78,10 +78,8 @@ fn field_ty(ty: &syn::Type) -> syn::Result<Ty> {
              of those (a WGSL vector)",
         )
     };
-    if quote::ToTokens::to_token_stream(ty)
-        .to_string()
-        .contains("usize")
-    {
+    let text = quote::ToTokens::to_token_stream(ty).to_string();
+    if text.contains("usize") || text.contains("f16") {
         return Err(unsupported());
     }
     match super::ty::value_ty(ty).map_err(|_| unsupported())? {

@@ -11,6 +11,7 @@ const SUPPORTED: &str = "supported types are `f32`, `u32`, `i32`, `bool`, `usize
 pub fn scalar(ident: &str) -> Option<Scalar> {
     match ident {
         "f32" => Some(Scalar::F32),
+        "f16" => Some(Scalar::F16),
         "u32" | "usize" => Some(Scalar::U32),
         "i32" => Some(Scalar::I32),
         "bool" => Some(Scalar::Bool),
