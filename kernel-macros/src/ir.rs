@@ -728,3 +728,100 @@ impl Kernel {
         Ident::new(&format!("{}Args", self.launcher_name()), self.name.span())
     }
 }
+
+/// A node of a mutable walk (see [`visit_block_mut`]).
+pub enum NodeMut<'a> {
+    Stmt(&'a mut Stmt),
+    Expr(&'a mut Expr),
+}
+
+/// Calls `f` on every statement and expression of `block`, each before its parts (used by
+/// passes that rewrite the IR: type finishing, specialization).
+pub fn visit_block_mut(block: &mut Block, f: &mut impl FnMut(NodeMut<'_>)) {
+    for stmt in block {
+        f(NodeMut::Stmt(stmt));
+        match &mut stmt.kind {
+            StmtKind::Let { init, .. } => init.iter_mut().for_each(|e| visit_expr_mut(e, f)),
+            StmtKind::Assign { target, value, .. } => {
+                visit_expr_mut(target, f);
+                visit_expr_mut(value, f);
+            }
+            StmtKind::Expr(e) | StmtKind::Return(Some(e)) => visit_expr_mut(e, f),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                visit_expr_mut(cond, f);
+                visit_block_mut(then, f);
+                otherwise.iter_mut().for_each(|b| visit_block_mut(b, f));
+            }
+            StmtKind::For(l) => {
+                visit_expr_mut(&mut l.start, f);
+                visit_expr_mut(&mut l.end, f);
+                l.step.iter_mut().for_each(|e| visit_expr_mut(e, f));
+                visit_block_mut(&mut l.body, f);
+            }
+            StmtKind::While { cond, body } => {
+                visit_expr_mut(cond, f);
+                visit_block_mut(body, f);
+            }
+            StmtKind::Loop(body) | StmtKind::Block(body) => visit_block_mut(body, f),
+            StmtKind::Match { scrutinee, arms } => {
+                visit_expr_mut(scrutinee, f);
+                arms.iter_mut()
+                    .for_each(|arm| visit_block_mut(&mut arm.body, f));
+            }
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
+        }
+    }
+}
+
+fn visit_expr_mut(e: &mut Expr, f: &mut dyn FnMut(NodeMut<'_>)) {
+    f(NodeMut::Expr(e));
+    children_mut(e, &mut |child| match child {
+        Child::Expr(child) => visit_expr_mut(child, f),
+        Child::Block(block) => {
+            visit_block_mut(&mut block.stmts, &mut |node| f(node));
+            visit_expr_mut(&mut block.tail, f);
+        }
+    });
+}
+
+/// A direct sub-expression or value block of an expression.
+pub enum Child<'a> {
+    Expr(&'a mut Expr),
+    Block(&'a mut BlockExpr),
+}
+
+/// Calls `visit` on each direct sub-expression and value block of `e`.
+pub fn children_mut(e: &mut Expr, visit: &mut impl FnMut(Child<'_>)) {
+    let mut expr = |e: &mut Expr| visit(Child::Expr(e));
+    match &mut e.kind {
+        ExprKind::Field(a, _)
+        | ExprKind::Unary(_, a)
+        | ExprKind::Cast(a, _)
+        | ExprKind::Repeat(a, _) => expr(a),
+        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
+            expr(a);
+            expr(b);
+        }
+        ExprKind::Call(_, args) | ExprKind::Array(args) => args.iter_mut().for_each(expr),
+        ExprKind::Method(receiver, _, args) => {
+            expr(receiver);
+            args.iter_mut().for_each(expr);
+        }
+        ExprKind::If(cond, a, b) => {
+            expr(cond);
+            visit(Child::Block(a));
+            visit(Child::Block(b));
+        }
+        ExprKind::Match(scrutinee, arms) => {
+            expr(scrutinee);
+            arms.iter_mut()
+                .for_each(|arm| visit(Child::Block(&mut arm.body)));
+        }
+        ExprKind::Block(b) => visit(Child::Block(b)),
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Path(..) => {}
+    }
+}

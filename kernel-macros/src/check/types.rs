@@ -1118,95 +1118,18 @@ impl<'m, 'e> Checker<'m, 'e> {
     /// Replaces every inference variable in the body with its type; unconstrained integer
     /// literals become `i32` and float literals `f32`, as in Rust.
     pub fn finish_block(&self, block: &mut Block) {
-        for stmt in block {
-            self.finish_stmt(stmt);
-        }
-    }
-
-    fn finish_stmt(&self, stmt: &mut Stmt) {
-        match &mut stmt.kind {
-            StmtKind::Let { init, ty, .. } => {
-                *ty = self.finish_ty(ty);
-                if let Some(init) = init {
-                    self.finish_expr(init);
-                }
-            }
-            StmtKind::Assign { target, value, .. } => {
-                self.finish_expr(target);
-                self.finish_expr(value);
-            }
-            StmtKind::Expr(e) => self.finish_expr(e),
-            StmtKind::If {
-                cond,
-                then,
-                otherwise,
-            } => {
-                self.finish_expr(cond);
-                self.finish_block(then);
-                if let Some(otherwise) = otherwise {
-                    self.finish_block(otherwise);
-                }
-            }
-            StmtKind::For(f) => {
-                f.ty = self.finish_ty(&f.ty);
-                self.finish_expr(&mut f.start);
-                self.finish_expr(&mut f.end);
-                if let Some(step) = &mut f.step {
-                    self.finish_expr(step);
-                }
-                self.finish_block(&mut f.body);
-            }
-            StmtKind::While { cond, body } => {
-                self.finish_expr(cond);
-                self.finish_block(body);
-            }
-            StmtKind::Loop(body) | StmtKind::Block(body) => self.finish_block(body),
-            StmtKind::Return(Some(e)) => self.finish_expr(e),
-            StmtKind::Match { scrutinee, arms } => {
-                self.finish_expr(scrutinee);
-                arms.iter_mut()
-                    .for_each(|arm| self.finish_block(&mut arm.body));
-            }
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
-        }
-    }
-
-    fn finish_block_expr(&self, block: &mut BlockExpr) {
-        self.finish_block(&mut block.stmts);
-        self.finish_expr(&mut block.tail);
-    }
-
-    fn finish_expr(&self, e: &mut Expr) {
-        e.ty = self.finish_ty(&e.ty);
-        match &mut e.kind {
-            ExprKind::Field(base, _) => self.finish_expr(base),
-            ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
-                self.finish_expr(a);
-                self.finish_expr(b);
-            }
-            ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Repeat(a, _) => {
-                self.finish_expr(a)
-            }
-            ExprKind::Call(_, args) | ExprKind::Array(args) => {
-                args.iter_mut().for_each(|a| self.finish_expr(a))
-            }
-            ExprKind::Method(receiver, _, args) => {
-                self.finish_expr(receiver);
-                args.iter_mut().for_each(|a| self.finish_expr(a));
-            }
-            ExprKind::If(cond, a, b) => {
-                self.finish_expr(cond);
-                self.finish_block_expr(a);
-                self.finish_block_expr(b);
-            }
-            ExprKind::Match(scrutinee, arms) => {
-                self.finish_expr(scrutinee);
-                arms.iter_mut()
-                    .for_each(|arm| self.finish_block_expr(&mut arm.body));
-            }
-            ExprKind::Block(block) => self.finish_block_expr(block),
-            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Path(..) => {}
-        }
+        visit_block_mut(block, &mut |node| match node {
+            NodeMut::Expr(e) => e.ty = self.finish_ty(&e.ty),
+            NodeMut::Stmt(Stmt {
+                kind: StmtKind::Let { ty, .. },
+                ..
+            }) => *ty = self.finish_ty(ty),
+            NodeMut::Stmt(Stmt {
+                kind: StmtKind::For(l),
+                ..
+            }) => l.ty = self.finish_ty(&l.ty),
+            NodeMut::Stmt(_) => {}
+        });
     }
 
     fn finish_ty(&self, ty: &Ty) -> Ty {

@@ -6,91 +6,11 @@ use crate::ir::*;
 
 /// Calls `f` on every expression of `block`, outer expressions first.
 pub fn rewrite_block(block: &mut Block, f: &mut impl FnMut(&mut Expr)) {
-    for stmt in block {
-        match &mut stmt.kind {
-            StmtKind::Let { init, .. } => init.iter_mut().for_each(|e| rewrite(e, f)),
-            StmtKind::Assign { target, value, .. } => {
-                rewrite(target, f);
-                rewrite(value, f);
-            }
-            StmtKind::Expr(e) | StmtKind::Return(Some(e)) => rewrite(e, f),
-            StmtKind::If {
-                cond,
-                then,
-                otherwise,
-            } => {
-                rewrite(cond, f);
-                rewrite_block(then, f);
-                otherwise.iter_mut().for_each(|b| rewrite_block(b, f));
-            }
-            StmtKind::For(l) => {
-                rewrite(&mut l.start, f);
-                rewrite(&mut l.end, f);
-                l.step.iter_mut().for_each(|e| rewrite(e, f));
-                rewrite_block(&mut l.body, f);
-            }
-            StmtKind::While { cond, body } => {
-                rewrite(cond, f);
-                rewrite_block(body, f);
-            }
-            StmtKind::Loop(body) | StmtKind::Block(body) => rewrite_block(body, f),
-            StmtKind::Match { scrutinee, arms } => {
-                rewrite(scrutinee, f);
-                arms.iter_mut()
-                    .for_each(|arm| rewrite_block(&mut arm.body, f));
-            }
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
-        }
-    }
-}
-
-fn rewrite(e: &mut Expr, f: &mut impl FnMut(&mut Expr)) {
-    f(e);
-    children(e, &mut |child| match child {
-        Child::Expr(child) => rewrite(child, f),
-        Child::Block(block) => {
-            rewrite_block(&mut block.stmts, f);
-            rewrite(&mut block.tail, f);
+    visit_block_mut(block, &mut |node| {
+        if let NodeMut::Expr(e) = node {
+            f(e)
         }
     });
-}
-
-/// A direct sub-expression or value block of an expression.
-enum Child<'a> {
-    Expr(&'a mut Expr),
-    Block(&'a mut BlockExpr),
-}
-
-/// Calls `visit` on each direct sub-expression and value block of `e`.
-fn children(e: &mut Expr, visit: &mut impl FnMut(Child<'_>)) {
-    let mut expr = |e: &mut Expr| visit(Child::Expr(e));
-    match &mut e.kind {
-        ExprKind::Field(a, _)
-        | ExprKind::Unary(_, a)
-        | ExprKind::Cast(a, _)
-        | ExprKind::Repeat(a, _) => expr(a),
-        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
-            expr(a);
-            expr(b);
-        }
-        ExprKind::Call(_, args) | ExprKind::Array(args) => args.iter_mut().for_each(expr),
-        ExprKind::Method(receiver, _, args) => {
-            expr(receiver);
-            args.iter_mut().for_each(expr);
-        }
-        ExprKind::If(cond, a, b) => {
-            expr(cond);
-            visit(Child::Block(a));
-            visit(Child::Block(b));
-        }
-        ExprKind::Match(scrutinee, arms) => {
-            expr(scrutinee);
-            arms.iter_mut()
-                .for_each(|arm| visit(Child::Block(&mut arm.body)));
-        }
-        ExprKind::Block(b) => visit(Child::Block(b)),
-        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Path(..) => {}
-    }
 }
 
 /// Folds every expression and statement of `block`.
@@ -226,7 +146,7 @@ fn int_expr(value: i128, ty: &Ty, span: Span) -> Option<Expr> {
 
 /// Folds `e` bottom-up.
 fn fold(e: &mut Expr) {
-    children(e, &mut |child| match child {
+    children_mut(e, &mut |child| match child {
         Child::Expr(child) => fold(child),
         Child::Block(block) => {
             fold_block(&mut block.stmts);
