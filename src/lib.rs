@@ -147,6 +147,8 @@
 extern crate self as tessera;
 
 pub use kernel_macros::{kernel, kernels, Params};
+
+pub mod nn;
 pub use kernel_runtime::*;
 
 /// What generated code refers to; not part of the public API.

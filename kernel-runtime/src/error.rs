@@ -156,6 +156,15 @@ pub enum Error {
         available: Vec<String>,
     },
 
+    /// An operation was given arguments it cannot work with (shapes, sizes).
+    #[error("{operation}: {problem}")]
+    InvalidArgument {
+        /// The operation, e.g. `gemm`.
+        operation: String,
+        /// What is wrong with the arguments.
+        problem: String,
+    },
+
     /// A kernel needs more of a device limit than this device has.
     #[error("`{kernel}` needs {limit} of at least {needed}, but this device has {available}")]
     LimitExceeded {

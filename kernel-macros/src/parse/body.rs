@@ -63,11 +63,10 @@ fn value_block(block: &syn::Block, errors: &mut Errors) -> Option<ir::BlockExpr>
 
 fn statement(stmt: &syn::Stmt, out: &mut ir::Block, errors: &mut Errors) {
     match stmt {
-        syn::Stmt::Local(local) => {
-            if let Some(stmt) = let_stmt(local, errors) {
-                out.push(stmt);
-            }
-        }
+        syn::Stmt::Local(local) => match split_tuple_let(local) {
+            Some(lets) => lets.iter().for_each(|l| out.extend(let_stmt(l, errors))),
+            None => out.extend(let_stmt(local, errors)),
+        },
         syn::Stmt::Expr(e, _) => {
             if let Some(stmt) = expr_stmt(e, errors) {
                 out.push(stmt);
@@ -84,6 +83,53 @@ fn statement(stmt: &syn::Stmt, out: &mut ir::Block, errors: &mut Errors) {
     }
 }
 
+/// `let (a, b) = (x, y);` as `let a = x; let b = y;`, when no value names a bound variable
+/// (then binding one by one would change what a later value sees).
+fn split_tuple_let(local: &syn::Local) -> Option<Vec<syn::Local>> {
+    let syn::Pat::Tuple(pattern) = &local.pat else {
+        return None;
+    };
+    let init = local.init.as_ref().filter(|init| init.diverge.is_none())?;
+    let syn::Expr::Tuple(values) = &*init.expr else {
+        return None;
+    };
+    if pattern.elems.len() != values.elems.len() {
+        return None;
+    }
+    let names: Vec<String> = pattern
+        .elems
+        .iter()
+        .filter_map(|p| match p {
+            syn::Pat::Ident(ident) => Some(ident.ident.to_string()),
+            _ => None,
+        })
+        .collect();
+    let mentions_bound = values.elems.iter().any(|value| {
+        quote::ToTokens::to_token_stream(value).into_iter().any(
+            |t| matches!(&t, proc_macro2::TokenTree::Ident(i) if names.contains(&i.to_string())),
+        )
+    });
+    if mentions_bound {
+        return None;
+    }
+    let lets = pattern
+        .elems
+        .iter()
+        .zip(&values.elems)
+        .map(|(pat, value)| {
+            let mut single = local.clone();
+            single.pat = pat.clone();
+            single.init = Some(syn::LocalInit {
+                eq_token: init.eq_token,
+                expr: Box::new(value.clone()),
+                diverge: None,
+            });
+            single
+        })
+        .collect();
+    Some(lets)
+}
+
 fn let_stmt(local: &syn::Local, errors: &mut Errors) -> Option<Stmt> {
     let span = Span::of(local);
     let (pat, declared) = match &local.pat {
@@ -96,7 +142,8 @@ fn let_stmt(local: &syn::Local, errors: &mut Errors) -> Option<Stmt> {
     let syn::Pat::Ident(ident) = pat else {
         errors.spanned(
             pat,
-            "`let` binds one name in kernels: `let x = ...;` (no tuple or struct patterns)",
+            "`let` binds one name in kernels (`let x = ...;`), or a tuple of names to a tuple of \
+             values that do not mention them (`let (a, b) = (x, y);`)",
         );
         return None;
     };

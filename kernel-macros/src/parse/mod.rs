@@ -55,6 +55,11 @@ pub fn module(
                 // so its uses do not add errors of their own.
                 let value = consts::module_const(constant, &module_consts, errors).unwrap_or(consts::Value::U32(1));
                 module_consts = module_consts.with(&constant.ident.to_string(), value);
+                // The kernels use it (in WGSL) even when no Rust code does.
+                let mut item = item;
+                if let syn::Item::Const(constant) = &mut item {
+                    constant.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
+                }
                 passthrough.push(item);
             }
             syn::Item::Fn(function) => functions.push(function),

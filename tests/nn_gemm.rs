@@ -1,0 +1,230 @@
+//! `tessera::nn::Gemm` against an f64 CPU reference: every activation, forward and backward,
+//! shapes with M, N, K of 1, shapes that are not multiples of the 16 x 16 tile, and a
+//! deterministic spread of small random shapes. Tolerance: 1e-4 relative (f32 accumulation).
+
+mod common;
+
+use common::{assert_close, runtime};
+use tessera::nn::{Activation, Gemm, GemmGrads, GemmShape};
+use tessera::{Error, Runtime};
+
+fn act(x: f64, a: Activation) -> f64 {
+    let sigmoid = |x: f64| 1.0 / (1.0 + (-x).exp());
+    match a {
+        Activation::None => x,
+        Activation::Relu => x.max(0.0),
+        Activation::Gelu => 0.5 * x * (1.0 + (0.7978845608 * (x + 0.044715 * x * x * x)).tanh()),
+        Activation::Silu => x * sigmoid(x),
+        Activation::Sigmoid => sigmoid(x),
+        Activation::Tanh => x.tanh(),
+    }
+}
+
+/// The derivative by central differences of the reference activation.
+fn act_grad(x: f64, a: Activation) -> f64 {
+    if a == Activation::Relu {
+        return if x > 0.0 { 1.0 } else { 0.0 };
+    }
+    let h = 1e-6;
+    (act(x + h, a) - act(x - h, a)) / (2.0 * h)
+}
+
+/// A small deterministic generator (no dependencies): values in [-1, 1).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> f32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+
+    fn values(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.next()).collect()
+    }
+}
+
+fn check_shape(rt: &Runtime, gemm: &Gemm, shape: GemmShape, activation: Activation, rng: &mut Lcg) {
+    let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+    let (av, bv, biasv, gyv) = (
+        rng.values(m * k),
+        rng.values(k * n),
+        rng.values(n),
+        rng.values(m * n),
+    );
+    let (a, b, bias, grad_y) = (
+        rt.upload(&av).unwrap(),
+        rt.upload(&bv).unwrap(),
+        rt.upload(&biasv).unwrap(),
+        rt.upload(&gyv).unwrap(),
+    );
+    let (mut pre, mut y) = (
+        rt.zeros::<f32>(m * n).unwrap(),
+        rt.zeros::<f32>(m * n).unwrap(),
+    );
+    let mut grad_pre = rt.zeros::<f32>(m * n).unwrap();
+    let (mut grad_a, mut grad_b, mut grad_bias) = (
+        rt.zeros::<f32>(m * k).unwrap(),
+        rt.zeros::<f32>(k * n).unwrap(),
+        rt.zeros::<f32>(n).unwrap(),
+    );
+    let mut batch = rt.batch();
+    gemm.forward(
+        &mut batch, shape, activation, &a, &b, &bias, &mut pre, &mut y,
+    )
+    .unwrap();
+    batch.submit().unwrap();
+    let mut batch = rt.batch();
+    let grads = GemmGrads {
+        grad_pre: &mut grad_pre,
+        grad_a: &mut grad_a,
+        grad_b: &mut grad_b,
+        grad_bias: &mut grad_bias,
+    };
+    gemm.backward(&mut batch, shape, activation, &a, &b, &pre, &grad_y, grads)
+        .unwrap();
+    batch.submit().unwrap();
+
+    let mut want_pre = vec![0.0f64; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            want_pre[i * n + j] = biasv[j] as f64
+                + (0..k)
+                    .map(|l| av[i * k + l] as f64 * bv[l * n + j] as f64)
+                    .sum::<f64>();
+        }
+    }
+    let want_y: Vec<f64> = want_pre.iter().map(|&z| act(z, activation)).collect();
+    let want_gp: Vec<f64> = want_pre
+        .iter()
+        .zip(&gyv)
+        .map(|(&z, &g)| g as f64 * act_grad(z, activation))
+        .collect();
+    let mut want_ga = vec![0.0f64; m * k];
+    let mut want_gb = vec![0.0f64; k * n];
+    let mut want_gbias = vec![0.0f64; n];
+    for i in 0..m {
+        for j in 0..n {
+            let g = want_gp[i * n + j];
+            want_gbias[j] += g;
+            for l in 0..k {
+                want_ga[i * k + l] += g * bv[l * n + j] as f64;
+                want_gb[l * n + j] += av[i * k + l] as f64 * g;
+            }
+        }
+    }
+    let f = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+    let label = format!("{shape:?} {activation:?}");
+    for (name, got, want) in [
+        ("y", y.read(rt).unwrap(), f(&want_y)),
+        ("grad_pre", grad_pre.read(rt).unwrap(), f(&want_gp)),
+        ("grad_a", grad_a.read(rt).unwrap(), f(&want_ga)),
+        ("grad_b", grad_b.read(rt).unwrap(), f(&want_gb)),
+        ("grad_bias", grad_bias.read(rt).unwrap(), f(&want_gbias)),
+    ] {
+        assert_eq!(got.len(), want.len(), "{name} of {label}");
+        eprintln!("checking {name} of {label}");
+        assert_close(&got, &want, 1e-4);
+    }
+}
+
+#[test]
+fn gemm_forward_and_backward_match_reference_for_every_activation() {
+    let rt = runtime();
+    let gemm = Gemm::new(&rt).unwrap();
+    let mut rng = Lcg(7);
+    for activation in Activation::ALL {
+        check_shape(
+            &rt,
+            &gemm,
+            GemmShape {
+                m: 19,
+                n: 21,
+                k: 35,
+            },
+            activation,
+            &mut rng,
+        );
+    }
+}
+
+#[test]
+fn gemm_handles_dimensions_of_one_and_ragged_tiles() {
+    let rt = runtime();
+    let gemm = Gemm::new(&rt).unwrap();
+    let mut rng = Lcg(11);
+    let shapes = [
+        (1, 1, 1),
+        (1, 17, 1),
+        (17, 1, 3),
+        (1, 1, 40),
+        (16, 16, 16),
+        (33, 15, 17),
+    ];
+    for (m, n, k) in shapes {
+        check_shape(
+            &rt,
+            &gemm,
+            GemmShape { m, n, k },
+            Activation::Gelu,
+            &mut rng,
+        );
+    }
+}
+
+#[test]
+fn gemm_matches_reference_on_random_small_shapes() {
+    let rt = runtime();
+    let gemm = Gemm::new(&rt).unwrap();
+    let mut rng = Lcg(2026);
+    for round in 0..6 {
+        let mut dim = || 1 + ((rng.next() + 1.0) * 24.0) as u32;
+        let shape = GemmShape {
+            m: dim(),
+            n: dim(),
+            k: dim(),
+        };
+        check_shape(&rt, &gemm, shape, Activation::ALL[round % 6], &mut rng);
+    }
+}
+
+#[test]
+fn gemm_rejects_empty_shapes_and_short_buffers() {
+    let rt = runtime();
+    let gemm = Gemm::new(&rt).unwrap();
+    let (a, b, bias) = (
+        rt.zeros::<f32>(4).unwrap(),
+        rt.zeros::<f32>(4).unwrap(),
+        rt.zeros::<f32>(2).unwrap(),
+    );
+    let (mut pre, mut y) = (rt.zeros::<f32>(4).unwrap(), rt.zeros::<f32>(3).unwrap());
+    let mut batch = rt.batch();
+    let empty = gemm.forward(
+        &mut batch,
+        GemmShape { m: 0, n: 2, k: 2 },
+        Activation::None,
+        &a,
+        &b,
+        &bias,
+        &mut pre,
+        &mut y,
+    );
+    assert!(matches!(empty, Err(Error::InvalidArgument { .. })));
+    let short = gemm.forward(
+        &mut batch,
+        GemmShape { m: 2, n: 2, k: 2 },
+        Activation::None,
+        &a,
+        &b,
+        &bias,
+        &mut pre,
+        &mut y,
+    );
+    assert!(
+        matches!(short, Err(Error::BufferTooShort { ref binding, .. }) if binding == "y"),
+        "{short:?}"
+    );
+    assert!(batch.is_empty(), "nothing is recorded after a failed check");
+}
