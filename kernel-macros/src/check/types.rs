@@ -276,8 +276,7 @@ impl<'m, 'e> Checker<'m, 'e> {
             StmtKind::Break | StmtKind::Continue => {}
             StmtKind::Return(value) => self.return_stmt(value.as_mut(), span),
             StmtKind::Match { scrutinee, arms } => {
-                let ty = self.match_scrutinee(scrutinee, arms, span);
-                let _ = ty;
+                self.match_scrutinee(scrutinee, arms, span);
                 for arm in arms {
                     self.block(&mut arm.body);
                 }
