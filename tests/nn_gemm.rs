@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_close, runtime};
+use common::{assert_close, runtime, Lcg};
 use tessera::nn::{Activation, Gemm, GemmGrads, GemmShape};
 use tessera::{Error, Runtime};
 
@@ -27,23 +27,6 @@ fn act_grad(x: f64, a: Activation) -> f64 {
     }
     let h = 1e-6;
     (act(x + h, a) - act(x - h, a)) / (2.0 * h)
-}
-
-/// A small deterministic generator (no dependencies): values in [-1, 1).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> f32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
-
-    fn values(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.next()).collect()
-    }
 }
 
 fn check_shape(rt: &Runtime, gemm: &Gemm, shape: GemmShape, activation: Activation, rng: &mut Lcg) {

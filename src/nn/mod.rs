@@ -1,11 +1,39 @@
 //! Neural-network operations written in tessera: each op is a small typed host API (a struct
 //! holding its launchers, shapes checked, errors returned) over kernels declared with the
-//! macro. Row-major matrices; f32.
+//! macro. f32; row-major matrices; NCHW images.
 //!
 //! - [`Gemm`]: `y = act(a · b + bias)` and its backward (`grad_pre`, `d_a`, `d_b`, `d_bias` as
-//!   one entry-point family), with [`Activation`] none, ReLU, GELU (tanh form), SiLU, sigmoid
-//!   and tanh, each written once with its derivative.
+//!   one entry-point family).
+//! - [`Conv2d`]: `y = act(conv(x, w) + bias)` with stride, per-side padding and dilation, and its
+//!   backward: input gradient (stride-1 fast path), filter gradient (implicit GEMM with
+//!   M = out channels, N = in channels x taps, K = images x output pixels), bias gradient.
+//! - [`Activation`]: none, ReLU, GELU (tanh form), SiLU, sigmoid and tanh, each written once
+//!   with its derivative and fused into both ops' epilogues.
+//! - [`SoftmaxCrossEntropy`]: the classification loss and its gradient.
+//! - [`Sgd`] (with momentum) and [`Adam`]: parameter updates.
+//!
+//! Every op records into a [`Batch`](crate::Batch), so a whole training step is one
+//! submission; `Batch::submit_timed` then times each kernel.
 
+mod activation;
+mod conv;
 mod gemm;
+mod kernels;
+mod loss;
+mod optim;
 
-pub use gemm::{Activation, Gemm, GemmGrads, GemmShape};
+pub use activation::Activation;
+pub use conv::{Conv2d, Conv2dGrads, Conv2dShape, Padding};
+pub use gemm::{Gemm, GemmGrads, GemmShape};
+pub use loss::SoftmaxCrossEntropy;
+pub use optim::{Adam, AdamConfig, AdamState, Sgd, SgdConfig};
+
+use crate::Error;
+
+/// The error for arguments an op cannot work with.
+fn invalid(operation: &str, problem: String) -> Error {
+    Error::InvalidArgument {
+        operation: operation.into(),
+        problem,
+    }
+}

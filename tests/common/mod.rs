@@ -22,3 +22,28 @@ pub fn assert_close(got: &[f32], want: &[f32], tolerance: f32) {
         );
     }
 }
+
+/// A small deterministic generator (no dependencies): values in [-1, 1).
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn next(&mut self) -> f32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+
+    pub fn values(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.next()).collect()
+    }
+}
+
+impl Lcg {
+    /// An integer in `lo..=hi`.
+    pub fn range(&mut self, lo: u32, hi: u32) -> u32 {
+        let unit = (self.next() + 1.0) / 2.0;
+        (lo + (unit * (hi - lo + 1) as f32) as u32).min(hi)
+    }
+}

@@ -1,0 +1,309 @@
+//! `tessera::nn::Conv2d` against an f64 CPU reference: forward, input gradient (both the
+//! stride-1 fast path and the general path), filter gradient and bias gradient, over fixed
+//! edge cases (stride 1 and 2, padding 0, 1 and asymmetric, dilation 2, kernels 1 to 9, sizes
+//! that are not multiples of the 64 x 64 blocks, batch 1, a grid folded past the device's
+//! 65535 workgroups) and a deterministic spread of small random shapes.
+//!
+//! Tolerance: 1e-4 relative to the larger magnitude or 1 (f32 accumulation of at most a few
+//! hundred products).
+
+mod common;
+
+use common::{assert_close, runtime, Lcg};
+use tessera::nn::{Activation, Conv2d, Conv2dGrads, Conv2dShape, Padding};
+use tessera::{Error, Runtime};
+
+const TOLERANCE: f32 = 1e-4;
+
+/// Output, input gradient, filter gradient and bias gradient in f64.
+struct Reference {
+    y: Vec<f32>,
+    grad_x: Vec<f32>,
+    grad_w: Vec<f32>,
+    grad_bias: Vec<f32>,
+}
+
+/// The convolution by its definition; ReLU or none after it.
+fn reference(
+    shape: &Conv2dShape,
+    relu: bool,
+    x: &[f32],
+    w: &[f32],
+    bias: &[f32],
+    grad_y: &[f32],
+) -> Reference {
+    let [oh_n, ow_n] = shape.output().unwrap();
+    let (n_n, ci_n, co_n) = (
+        shape.batch as usize,
+        shape.in_channels as usize,
+        shape.out_channels as usize,
+    );
+    let [h, wd] = shape.input.map(|v| v as i64);
+    let [kh_n, kw_n] = shape.kernel.map(|v| v as usize);
+    let [sh, sw] = shape.stride.map(|v| v as i64);
+    let [dh, dw] = shape.dilation.map(|v| v as i64);
+    let (pt, pl) = (shape.padding.top as i64, shape.padding.left as i64);
+    let (oh_n, ow_n) = (oh_n as usize, ow_n as usize);
+    let x_at = |n: usize, ci: usize, ih: i64, iw: i64| {
+        ((n * ci_n + ci) * h as usize + ih as usize) * wd as usize + iw as usize
+    };
+    let w_at =
+        |co: usize, ci: usize, kh: usize, kw: usize| ((co * ci_n + ci) * kh_n + kh) * kw_n + kw;
+
+    let mut y = vec![0.0f64; n_n * co_n * oh_n * ow_n];
+    let mut grad_x = vec![0.0f64; x.len()];
+    let mut grad_w = vec![0.0f64; w.len()];
+    let mut grad_bias = vec![0.0f64; co_n];
+    for n in 0..n_n {
+        for co in 0..co_n {
+            for oh in 0..oh_n {
+                for ow in 0..ow_n {
+                    let out = ((n * co_n + co) * oh_n + oh) * ow_n + ow;
+                    // Every window tap that lands inside the image, with its input index.
+                    let mut taps = Vec::new();
+                    for ci in 0..ci_n {
+                        for kh in 0..kh_n {
+                            for kw in 0..kw_n {
+                                let ih = oh as i64 * sh - pt + kh as i64 * dh;
+                                let iw = ow as i64 * sw - pl + kw as i64 * dw;
+                                if (0..h).contains(&ih) && (0..wd).contains(&iw) {
+                                    taps.push((x_at(n, ci, ih, iw), w_at(co, ci, kh, kw)));
+                                }
+                            }
+                        }
+                    }
+                    let pre = f64::from(bias[co])
+                        + taps
+                            .iter()
+                            .map(|&(xi, wi)| f64::from(x[xi]) * f64::from(w[wi]))
+                            .sum::<f64>();
+                    y[out] = if relu { pre.max(0.0) } else { pre };
+                    let g = if relu && pre <= 0.0 {
+                        0.0
+                    } else {
+                        f64::from(grad_y[out])
+                    };
+                    grad_bias[co] += g;
+                    for (xi, wi) in taps {
+                        grad_x[xi] += g * f64::from(w[wi]);
+                        grad_w[wi] += g * f64::from(x[xi]);
+                    }
+                }
+            }
+        }
+    }
+    let f32s = |v: Vec<f64>| v.into_iter().map(|v| v as f32).collect();
+    Reference {
+        y: f32s(y),
+        grad_x: f32s(grad_x),
+        grad_w: f32s(grad_w),
+        grad_bias: f32s(grad_bias),
+    }
+}
+
+/// Runs forward and backward for `shape` on random data and compares all four results.
+fn check(rt: &Runtime, conv: &Conv2d, shape: Conv2dShape, relu: bool, rng: &mut Lcg) {
+    let out_len = shape.output_len().unwrap();
+    let (xv, wv, bv, gv) = (
+        rng.values(shape.input_len()),
+        rng.values(shape.weight_len()),
+        rng.values(shape.out_channels as usize),
+        rng.values(out_len),
+    );
+    let want = reference(&shape, relu, &xv, &wv, &bv, &gv);
+    let activation = if relu {
+        Activation::Relu
+    } else {
+        Activation::None
+    };
+
+    let (x, w, bias, grad_y) = (
+        rt.upload(&xv).unwrap(),
+        rt.upload(&wv).unwrap(),
+        rt.upload(&bv).unwrap(),
+        rt.upload(&gv).unwrap(),
+    );
+    let (mut pre, mut y, mut grad_pre) = (
+        rt.zeros::<f32>(out_len).unwrap(),
+        rt.zeros::<f32>(out_len).unwrap(),
+        rt.zeros::<f32>(out_len).unwrap(),
+    );
+    let mut grad_x = rt.zeros::<f32>(xv.len()).unwrap();
+    let mut grad_w = rt.zeros::<f32>(wv.len()).unwrap();
+    let mut grad_bias = rt.zeros::<f32>(bv.len()).unwrap();
+
+    let mut batch = rt.batch();
+    conv.forward(
+        &mut batch, &shape, activation, &x, &w, &bias, &mut pre, &mut y,
+    )
+    .unwrap();
+    let grads = Conv2dGrads {
+        grad_pre: &mut grad_pre,
+        grad_x: Some(&mut grad_x),
+        grad_w: &mut grad_w,
+        grad_bias: &mut grad_bias,
+    };
+    conv.backward(&mut batch, &shape, activation, &x, &w, &pre, &grad_y, grads)
+        .unwrap();
+    batch.submit().unwrap();
+
+    let context = format!("{shape:?}, relu {relu}");
+    let compare = |name: &str, got: &tessera::GpuBuffer<f32>, want: &[f32]| {
+        let got = got.read(rt).unwrap();
+        let result = std::panic::catch_unwind(|| assert_close(&got, want, TOLERANCE));
+        if result.is_err() {
+            panic!("{name} differs for {context}");
+        }
+    };
+    compare("y", &y, &want.y);
+    compare("grad_x", &grad_x, &want.grad_x);
+    compare("grad_w", &grad_w, &want.grad_w);
+    compare("grad_bias", &grad_bias, &want.grad_bias);
+}
+
+#[test]
+fn conv2d_matches_reference_on_edge_cases() {
+    let rt = runtime();
+    let conv = Conv2d::new(&rt).unwrap();
+    let mut rng = Lcg(1);
+    let base = |k: u32| Conv2dShape::new(2, 3, [9, 11], 4, [k, k]);
+    let cases = [
+        // Stride 1 (the input gradient's fast path) and 2, padding 0 and 1.
+        base(3),
+        base(3).padding(Padding::uniform(1)),
+        base(3).stride([2, 2]),
+        base(3).stride([2, 2]).padding(Padding::uniform(1)),
+        base(3).stride([2, 1]),
+        // Asymmetric padding: per side, and different in h and w.
+        base(3).padding(Padding {
+            top: 2,
+            bottom: 0,
+            left: 0,
+            right: 1,
+        }),
+        base(3).padding(Padding::symmetric(0, 2)),
+        // Dilation 2, with and without stride.
+        base(3).dilation([2, 2]).padding(Padding::uniform(2)),
+        base(3).dilation([2, 1]).stride([2, 2]),
+        // Every kernel size, up to larger than the seed's 7x7 limit.
+        base(1),
+        base(5).padding(Padding::uniform(2)),
+        base(7).padding(Padding::uniform(3)),
+        base(9).padding(Padding::uniform(4)),
+        Conv2dShape::new(1, 2, [12, 13], 3, [9, 9]).stride([2, 2]),
+        Conv2dShape::new(1, 1, [5, 7], 1, [1, 3]),
+        // Batch 1, single channels, a kernel as large as the input.
+        Conv2dShape::new(1, 1, [1, 1], 1, [1, 1]),
+        Conv2dShape::new(1, 1, [5, 5], 1, [5, 5]),
+        // Channels and pixels past one 64 x 64 block, not multiples of it.
+        Conv2dShape::new(1, 70, [3, 3], 67, [3, 3]).padding(Padding::uniform(1)),
+        Conv2dShape::new(3, 2, [10, 9], 5, [3, 3]).padding(Padding::uniform(1)),
+    ];
+    for (i, shape) in cases.into_iter().enumerate() {
+        check(&rt, &conv, shape, i % 2 == 1, &mut rng);
+    }
+}
+
+#[test]
+fn conv2d_matches_reference_on_random_small_shapes() {
+    let rt = runtime();
+    let conv = Conv2d::new(&rt).unwrap();
+    let mut rng = Lcg(7);
+    for i in 0..24 {
+        let kernel = [rng.range(1, 5), rng.range(1, 5)];
+        let dilation = [rng.range(1, 2), rng.range(1, 2)];
+        let padding = Padding {
+            top: rng.range(0, 2),
+            bottom: rng.range(0, 2),
+            left: rng.range(0, 2),
+            right: rng.range(0, 2),
+        };
+        let reach = |a: usize| dilation[a] * (kernel[a] - 1) + 1;
+        let input = [
+            reach(0) + rng.range(0, 9) as u32,
+            reach(1) + rng.range(0, 9) as u32,
+        ];
+        let shape = Conv2dShape::new(
+            rng.range(1, 3),
+            rng.range(1, 6),
+            input,
+            rng.range(1, 6),
+            kernel,
+        )
+        .stride([rng.range(1, 3), rng.range(1, 3)])
+        .padding(padding)
+        .dilation(dilation);
+        check(&rt, &conv, shape, i % 3 == 0, &mut rng);
+    }
+}
+
+/// 64 * 65535 + 64 output pixels need 65536 column blocks: one more than a dimension allows.
+#[test]
+fn conv2d_forward_folds_a_grid_past_the_device_limit() {
+    let rt = runtime();
+    let conv = Conv2d::new(&rt).unwrap();
+    let images = 64 * 65_536;
+    let shape = Conv2dShape::new(images, 1, [1, 1], 1, [1, 1]);
+    let xv: Vec<f32> = (0..images).map(|i| (i % 1000) as f32).collect();
+    let x = rt.upload(&xv).unwrap();
+    let w = rt.upload(&[2.0f32]).unwrap();
+    let bias = rt.upload(&[1.0f32]).unwrap();
+    let mut pre = rt.zeros::<f32>(images as usize).unwrap();
+    let mut y = rt.zeros::<f32>(images as usize).unwrap();
+    let mut batch = rt.batch();
+    conv.forward(
+        &mut batch,
+        &shape,
+        Activation::None,
+        &x,
+        &w,
+        &bias,
+        &mut pre,
+        &mut y,
+    )
+    .unwrap();
+    batch.submit().unwrap();
+    let got = y.read(&rt).unwrap();
+    let wrong = got.iter().zip(&xv).position(|(y, x)| *y != 2.0 * x + 1.0);
+    assert_eq!(wrong, None, "first wrong output");
+}
+
+#[test]
+fn conv2d_rejects_bad_shapes_with_the_reason() {
+    let rt = runtime();
+    let conv = Conv2d::new(&rt).unwrap();
+    let too_small = Conv2dShape::new(1, 1, [2, 2], 1, [3, 3]);
+    let message = too_small.output().unwrap_err().to_string();
+    assert!(message.contains("the filter spans 3 rows"), "{message}");
+    let zero_stride = Conv2dShape::new(1, 1, [4, 4], 1, [3, 3]).stride([0, 1]);
+    let message = zero_stride.output().unwrap_err().to_string();
+    assert!(
+        message.contains("stride height must be at least 1"),
+        "{message}"
+    );
+
+    // A buffer shorter than the shape needs is caught before anything runs.
+    let shape = Conv2dShape::new(1, 1, [4, 4], 1, [3, 3]);
+    let x = rt.zeros::<f32>(15).unwrap();
+    let w = rt.zeros::<f32>(9).unwrap();
+    let bias = rt.zeros::<f32>(1).unwrap();
+    let (mut pre, mut y) = (rt.zeros::<f32>(4).unwrap(), rt.zeros::<f32>(4).unwrap());
+    let mut batch = rt.batch();
+    let error = conv
+        .forward(
+            &mut batch,
+            &shape,
+            Activation::None,
+            &x,
+            &w,
+            &bias,
+            &mut pre,
+            &mut y,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::BufferTooShort { binding, .. } if binding == "x"),
+        "{error}"
+    );
+    assert!(batch.is_empty());
+}
