@@ -219,10 +219,7 @@ fn conv2d_matches_reference_on_random_small_shapes() {
             right: rng.range(0, 2),
         };
         let reach = |a: usize| dilation[a] * (kernel[a] - 1) + 1;
-        let input = [
-            reach(0) + rng.range(0, 9) as u32,
-            reach(1) + rng.range(0, 9) as u32,
-        ];
+        let input = [reach(0) + rng.range(0, 9), reach(1) + rng.range(0, 9)];
         let shape = Conv2dShape::new(
             rng.range(1, 3),
             rng.range(1, 6),

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 
 /// The example the README's first command runs.
-const MAIN_EXAMPLE: &str = "quickstart";
+const MAIN_EXAMPLE: &str = "train";
 
 /// Where Vulkan loaders look for installable client drivers.
 const ICD_DIRS: [&str; 4] = [

@@ -1,0 +1,157 @@
+//! Softmax cross-entropy, SGD with momentum and Adam against f64 CPU references.
+//! Tolerance: 1e-5 relative to the larger magnitude or 1 (a handful of f32 operations each).
+
+mod common;
+
+use common::{assert_close, runtime, Lcg};
+use tessera::nn::{Adam, AdamConfig, AdamState, Sgd, SgdConfig, SoftmaxCrossEntropy};
+use tessera::Error;
+
+#[test]
+fn softmax_cross_entropy_matches_reference() {
+    let rt = runtime();
+    let loss = SoftmaxCrossEntropy::new(&rt).unwrap();
+    let mut rng = Lcg(3);
+    // One class, one row, rows past one workgroup of 64, and large logits (stability).
+    for (rows, classes, spread) in [(1, 1, 1.0), (1, 5, 1.0), (70, 3, 4.0), (9, 10, 80.0)] {
+        let logits: Vec<f32> = rng
+            .values((rows * classes) as usize)
+            .into_iter()
+            .map(|v| v * spread)
+            .collect();
+        let labels: Vec<u32> = (0..rows).map(|r| (r * 7 + 1) % classes).collect();
+
+        let mut want_probs = Vec::new();
+        let mut want_losses = Vec::new();
+        let mut want_grad = Vec::new();
+        for (row, &label) in logits.chunks(classes as usize).zip(&labels) {
+            let row: Vec<f64> = row.iter().map(|&v| f64::from(v)).collect();
+            let top = row.iter().cloned().fold(f64::MIN, f64::max);
+            let sum: f64 = row.iter().map(|v| (v - top).exp()).sum();
+            want_losses.push((sum.ln() + top - row[label as usize]) as f32);
+            for (c, v) in row.iter().enumerate() {
+                let p = (v - top).exp() / sum;
+                want_probs.push(p as f32);
+                let target = if c == label as usize { 1.0 } else { 0.0 };
+                want_grad.push(((p - target) / f64::from(rows)) as f32);
+            }
+        }
+
+        let (x, y) = (rt.upload(&logits).unwrap(), rt.upload(&labels).unwrap());
+        let mut probs = rt.zeros::<f32>(logits.len()).unwrap();
+        let mut losses = rt.zeros::<f32>(rows as usize).unwrap();
+        let mut grad = rt.zeros::<f32>(logits.len()).unwrap();
+        let mut batch = rt.batch();
+        loss.forward(&mut batch, rows, classes, &x, &y, &mut probs, &mut losses)
+            .unwrap();
+        loss.backward(&mut batch, rows, classes, &probs, &y, &mut grad)
+            .unwrap();
+        batch.submit().unwrap();
+        assert_close(&probs.read(&rt).unwrap(), &want_probs, 1e-5);
+        let got_losses = losses.read(&rt).unwrap();
+        assert_close(&got_losses, &want_losses, 1e-5);
+        assert_close(&grad.read(&rt).unwrap(), &want_grad, 1e-5);
+        let mean = want_losses.iter().map(|&l| f64::from(l)).sum::<f64>() / f64::from(rows);
+        let got_mean = SoftmaxCrossEntropy::mean(&got_losses).unwrap();
+        assert!((f64::from(got_mean) - mean).abs() < 1e-5 * mean.max(1.0));
+    }
+}
+
+#[test]
+fn softmax_cross_entropy_reports_labels_out_of_range() {
+    let rt = runtime();
+    let loss = SoftmaxCrossEntropy::new(&rt).unwrap();
+    let logits = rt.upload(&[0.0f32; 6]).unwrap();
+    let labels = rt.upload(&[1u32, 3]).unwrap();
+    let (mut probs, mut losses) = (rt.zeros::<f32>(6).unwrap(), rt.zeros::<f32>(2).unwrap());
+    let mut batch = rt.batch();
+    loss.forward(&mut batch, 2, 3, &logits, &labels, &mut probs, &mut losses)
+        .unwrap();
+    batch.submit().unwrap();
+    let error = SoftmaxCrossEntropy::mean(&losses.read(&rt).unwrap()).unwrap_err();
+    assert!(error.to_string().contains("the label of row 1"), "{error}");
+
+    let mut batch = rt.batch();
+    let error = loss
+        .forward(&mut batch, 0, 3, &logits, &labels, &mut probs, &mut losses)
+        .unwrap_err();
+    assert!(matches!(error, Error::InvalidArgument { .. }), "{error}");
+}
+
+#[test]
+fn sgd_with_momentum_matches_reference_over_steps() {
+    let rt = runtime();
+    let config = SgdConfig {
+        learning_rate: 0.1,
+        momentum: 0.9,
+        weight_decay: 0.01,
+    };
+    let sgd = Sgd::new(&rt, config).unwrap();
+    let mut rng = Lcg(5);
+    let len = 300; // past one workgroup of 256
+    let mut want_w: Vec<f64> = rng.values(len).into_iter().map(f64::from).collect();
+    let mut want_v = vec![0.0f64; len];
+    let mut w = rt
+        .upload(&want_w.iter().map(|&v| v as f32).collect::<Vec<_>>())
+        .unwrap();
+    let mut velocity = rt.zeros::<f32>(len).unwrap();
+    for _ in 0..3 {
+        let g = rng.values(len);
+        for i in 0..len {
+            let g = f64::from(g[i]) + 0.01 * want_w[i];
+            want_v[i] = 0.9 * want_v[i] + g;
+            want_w[i] -= 0.1 * want_v[i];
+        }
+        let grad = rt.upload(&g).unwrap();
+        let mut batch = rt.batch();
+        sgd.step(&mut batch, &mut w, &grad, &mut velocity).unwrap();
+        batch.submit().unwrap();
+    }
+    let want: Vec<f32> = want_w.iter().map(|&v| v as f32).collect();
+    assert_close(&w.read(&rt).unwrap(), &want, 1e-5);
+
+    let short = rt.zeros::<f32>(len - 1).unwrap();
+    let mut batch = rt.batch();
+    let error = sgd
+        .step(&mut batch, &mut w, &short, &mut velocity)
+        .unwrap_err();
+    assert!(error.to_string().contains("must match"), "{error}");
+}
+
+#[test]
+fn adam_matches_reference_over_steps() {
+    let rt = runtime();
+    let config = AdamConfig {
+        learning_rate: 0.01,
+        weight_decay: 0.1,
+        ..AdamConfig::default()
+    };
+    let adam = Adam::new(&rt, config).unwrap();
+    let mut rng = Lcg(9);
+    let len = 257;
+    let mut want_w: Vec<f64> = rng.values(len).into_iter().map(f64::from).collect();
+    let (mut m, mut v) = (vec![0.0f64; len], vec![0.0f64; len]);
+    let mut w = rt
+        .upload(&want_w.iter().map(|&v| v as f32).collect::<Vec<_>>())
+        .unwrap();
+    let mut state = AdamState::new(&rt, len).unwrap();
+    let (b1, b2, eps) = (0.9f64, 0.999f64, 1e-8f64);
+    for t in 1..=4 {
+        let g = rng.values(len);
+        for i in 0..len {
+            let g = f64::from(g[i]) + 0.1 * want_w[i];
+            m[i] = b1 * m[i] + (1.0 - b1) * g;
+            v[i] = b2 * v[i] + (1.0 - b2) * g * g;
+            let m_hat = m[i] / (1.0 - b1.powi(t));
+            let v_hat = v[i] / (1.0 - b2.powi(t));
+            want_w[i] -= 0.01 * m_hat / (v_hat.sqrt() + eps);
+        }
+        let grad = rt.upload(&g).unwrap();
+        let mut batch = rt.batch();
+        adam.step(&mut batch, &mut w, &grad, &mut state).unwrap();
+        batch.submit().unwrap();
+    }
+    assert_eq!(state.steps(), 4);
+    let want: Vec<f32> = want_w.iter().map(|&v| v as f32).collect();
+    assert_close(&w.read(&rt).unwrap(), &want, 1e-5);
+}
