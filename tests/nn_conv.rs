@@ -198,6 +198,12 @@ fn conv2d_matches_reference_on_edge_cases() {
         // Channels and pixels past one 64 x 64 block, not multiples of it.
         Conv2dShape::new(1, 70, [3, 3], 67, [3, 3]).padding(Padding::uniform(1)),
         Conv2dShape::new(3, 2, [10, 9], 5, [3, 3]).padding(Padding::uniform(1)),
+        // Enough images x pixels that the filter gradient is split into slices (4, and 2
+        // with a slice boundary inside an image).
+        Conv2dShape::new(2, 1, [32, 32], 2, [3, 3]).padding(Padding::uniform(1)),
+        Conv2dShape::new(8, 3, [24, 24], 5, [3, 3])
+            .stride([2, 2])
+            .padding(Padding::uniform(1)),
     ];
     for (i, shape) in cases.into_iter().enumerate() {
         check(&rt, &conv, shape, i % 2 == 1, &mut rng);
@@ -303,4 +309,67 @@ fn conv2d_rejects_bad_shapes_with_the_reason() {
         "{error}"
     );
     assert!(batch.is_empty());
+}
+
+/// The single-pass APIs give what the full backward gives for a convolution without
+/// activation, and a bad buffer in `backward` leaves the batch untouched.
+#[test]
+fn conv2d_single_gradients_and_checked_backward() {
+    let rt = runtime();
+    let conv = Conv2d::new(&rt).unwrap();
+    let mut rng = Lcg(21);
+    let shape = Conv2dShape::new(2, 3, [7, 6], 4, [3, 3]).stride([1, 2]);
+    let out_len = shape.output_len().unwrap();
+    let (xv, wv, gv) = (
+        rng.values(shape.input_len()),
+        rng.values(shape.weight_len()),
+        rng.values(out_len),
+    );
+    let want = reference(&shape, false, &xv, &wv, &vec![0.0; 4], &gv);
+    let (x, w, grad_pre) = (
+        rt.upload(&xv).unwrap(),
+        rt.upload(&wv).unwrap(),
+        rt.upload(&gv).unwrap(),
+    );
+    let mut grad_x = rt.zeros::<f32>(xv.len()).unwrap();
+    let mut grad_w = rt.zeros::<f32>(wv.len()).unwrap();
+    let mut batch = rt.batch();
+    conv.grad_input(&mut batch, &shape, &w, &grad_pre, &mut grad_x)
+        .unwrap();
+    conv.grad_weight(&mut batch, &shape, &x, &grad_pre, &mut grad_w)
+        .unwrap();
+    batch.submit().unwrap();
+    assert_close(&grad_x.read(&rt).unwrap(), &want.grad_x, TOLERANCE);
+    assert_close(&grad_w.read(&rt).unwrap(), &want.grad_w, TOLERANCE);
+
+    let pre = rt.zeros::<f32>(out_len).unwrap();
+    let mut scratch = rt.zeros::<f32>(out_len).unwrap();
+    let mut short_bias = rt.zeros::<f32>(3).unwrap();
+    let mut batch = rt.batch();
+    let grads = Conv2dGrads {
+        grad_pre: &mut scratch,
+        grad_x: Some(&mut grad_x),
+        grad_w: &mut grad_w,
+        grad_bias: &mut short_bias,
+    };
+    let error = conv
+        .backward(
+            &mut batch,
+            &shape,
+            Activation::Relu,
+            &x,
+            &w,
+            &pre,
+            &grad_pre,
+            grads,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::BufferTooShort { binding, .. } if binding == "grad_bias"),
+        "{error}"
+    );
+    assert!(
+        batch.is_empty(),
+        "nothing is recorded when a buffer is wrong"
+    );
 }

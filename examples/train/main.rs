@@ -156,7 +156,7 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
                 gpu_total.as_secs_f64() * 1e3 / f64::from(timed_steps)
             );
             let mut rows: Vec<_> = kernel_times.into_iter().collect();
-            rows.sort_by(|a, b| b.1 .0.cmp(&a.1 .0));
+            rows.sort_by_key(|(_, (time, _))| std::cmp::Reverse(*time));
             for (label, (time, calls)) in rows {
                 println!(
                     "  {label:<40} {:>9.3} ms per step, {:>3} calls per step",

@@ -1,5 +1,7 @@
 //! 2-D convolution over NCHW images, forward and both gradients.
 
+use std::sync::{Mutex, PoisonError};
+
 use super::{invalid, kernels, Activation};
 use crate::{Batch, GpuBuffer, Result, Runtime};
 
@@ -202,8 +204,35 @@ impl Conv2dShape {
             dilation_h: self.dilation[0],
             dilation_w: self.dilation[1],
             activation: activation.code(),
+            splits: 1,
+            split_depth: 0,
         })
     }
+}
+
+/// Workgroups the filter gradient aims to keep busy: enough for a large GPU's every core.
+const WEIGHT_GRAD_WORKGROUPS: u64 = 512;
+/// The fewest (image, output pixel) pairs a slice of the filter gradient sums.
+const WEIGHT_GRAD_MIN_SLICE: u64 = 512;
+
+/// Splits the filter gradient's summed dimension (images x output pixels) into slices, so
+/// that a small filter over many pixels still gives every core work.
+fn split_weight_grad(p: &mut kernels::ConvParams) {
+    let depth = u64::from(p.batch) * u64::from(p.out_h) * u64::from(p.out_w);
+    let block = u64::from(kernels::BLOCK);
+    let columns = u64::from(p.in_channels) * u64::from(p.kernel_h) * u64::from(p.kernel_w);
+    let blocks = columns.div_ceil(block) * u64::from(p.out_channels).div_ceil(block);
+    let filter = columns * u64::from(p.out_channels);
+    let splits = (WEIGHT_GRAD_WORKGROUPS / blocks)
+        .min(depth / WEIGHT_GRAD_MIN_SLICE)
+        .min(u64::from(u32::MAX) / filter)
+        .max(1);
+    let split_depth = depth
+        .div_ceil(splits)
+        .next_multiple_of(u64::from(kernels::DEPTH));
+    // Both fit: `split_depth` is at most `depth` rounded up, and `params` checked `depth`.
+    p.split_depth = split_depth as u32;
+    p.splits = depth.div_ceil(split_depth) as u32;
 }
 
 fn product(dims: &[u32]) -> usize {
@@ -227,7 +256,9 @@ pub struct Conv2dGrads<'a> {
 ///
 /// All three passes are implicit GEMMs over 64 x 64 output blocks: the forward over
 /// (output channel, output pixel), the input gradient over (input channel, input pixel) with
-/// a stride-1 specialization, the filter gradient over (output channel, input channel x tap).
+/// a stride-1 specialization, the filter gradient over (output channel, input channel x tap),
+/// its long sum over images and pixels split into slices when the filter alone would leave
+/// the GPU idle (the slices' partial sums live in scratch memory the op keeps and grows).
 ///
 /// ```no_run
 /// # use tessera::{nn::{Activation, Conv2d, Conv2dShape, Padding}, Runtime};
@@ -246,13 +277,31 @@ pub struct Conv2dGrads<'a> {
 /// assert_eq!(y.read(&rt)?[5], 9.0); // an interior pixel sees all nine taps
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Conv2d {
     forward: kernels::ConvForward,
     grad_input: kernels::ConvGradInput,
     grad_weight: kernels::ConvGradWeight,
+    grad_weight_reduce: kernels::ConvGradWeightReduce,
     grad_bias: kernels::ConvGradBias,
     activation_grad: kernels::ActivationGrad,
+    /// The filter gradient's partial sums, grown to the largest split recorded so far.
+    partials: Mutex<Option<GpuBuffer<f32>>>,
+}
+
+impl Clone for Conv2d {
+    /// Shares the pipelines; the clone grows its own scratch memory.
+    fn clone(&self) -> Self {
+        Conv2d {
+            forward: self.forward.clone(),
+            grad_input: self.grad_input.clone(),
+            grad_weight: self.grad_weight.clone(),
+            grad_weight_reduce: self.grad_weight_reduce.clone(),
+            grad_bias: self.grad_bias.clone(),
+            activation_grad: self.activation_grad.clone(),
+            partials: Mutex::new(None),
+        }
+    }
 }
 
 impl Conv2d {
@@ -262,8 +311,10 @@ impl Conv2d {
             forward: kernels::ConvForward::new(rt)?,
             grad_input: kernels::ConvGradInput::new(rt)?,
             grad_weight: kernels::ConvGradWeight::new(rt)?,
+            grad_weight_reduce: kernels::ConvGradWeightReduce::new(rt)?,
             grad_bias: kernels::ConvGradBias::new(rt)?,
             activation_grad: kernels::ActivationGrad::new(rt)?,
+            partials: Mutex::new(None),
         })
     }
 
@@ -312,7 +363,7 @@ impl Conv2d {
         let p = shape.params(activation)?;
         let Conv2dGrads {
             grad_pre,
-            grad_x,
+            mut grad_x,
             grad_w,
             grad_bias,
         } = grads;
@@ -320,27 +371,52 @@ impl Conv2d {
             len: shape.output_len()? as u32,
             activation: activation.code(),
         };
+
+        // Every pass's buffers are checked before any is recorded, so that an error leaves
+        // `batch` as it was. The filter gradient is checked as if unsplit: its slices' scratch
+        // memory is the op's own.
+        self.activation_grad
+            .check_lengths(&kernels::ActivationGradArgs {
+                p: &elementwise,
+                pre,
+                grad_y,
+                grad_pre: &mut *grad_pre,
+            })?;
+        if let Some(grad_x) = grad_x.as_deref_mut() {
+            let args = kernels::ConvGradInputArgs {
+                p: &p,
+                w,
+                grad_pre,
+                grad_x,
+            };
+            self.grad_input.check_lengths(&args)?;
+        }
+        self.grad_weight
+            .check_lengths(&kernels::ConvGradWeightArgs {
+                p: &p,
+                x,
+                grad_pre,
+                partial: &mut *grad_w,
+            })?;
+        self.grad_bias.check_lengths(&kernels::ConvGradBiasArgs {
+            p: &p,
+            grad_pre,
+            grad_bias: &mut *grad_bias,
+        })?;
+
         self.activation_grad.record(
             batch,
             kernels::ActivationGradArgs {
                 p: &elementwise,
                 pre,
                 grad_y,
-                grad_pre,
+                grad_pre: &mut *grad_pre,
             },
         )?;
         if let Some(grad_x) = grad_x {
             self.record_grad_input(batch, &p, w, grad_pre, grad_x)?;
         }
-        self.grad_weight.record(
-            batch,
-            kernels::ConvGradWeightArgs {
-                p: &p,
-                x,
-                grad_pre,
-                grad_w,
-            },
-        )?;
+        self.record_grad_weight(batch, p, x, grad_pre, grad_w)?;
         self.grad_bias.record(
             batch,
             kernels::ConvGradBiasArgs {
@@ -376,15 +452,7 @@ impl Conv2d {
         grad_w: &mut GpuBuffer<f32>,
     ) -> Result<()> {
         let p = shape.params(Activation::None)?;
-        self.grad_weight.record(
-            batch,
-            kernels::ConvGradWeightArgs {
-                p: &p,
-                x,
-                grad_pre,
-                grad_w,
-            },
-        )
+        self.record_grad_weight(batch, p, x, grad_pre, grad_w)
     }
 
     fn record_grad_input(
@@ -402,6 +470,49 @@ impl Conv2d {
                 w,
                 grad_pre,
                 grad_x,
+            },
+        )
+    }
+
+    fn record_grad_weight(
+        &self,
+        batch: &mut Batch<'_>,
+        mut p: kernels::ConvParams,
+        x: &GpuBuffer<f32>,
+        grad_pre: &GpuBuffer<f32>,
+        grad_w: &mut GpuBuffer<f32>,
+    ) -> Result<()> {
+        split_weight_grad(&mut p);
+        if p.splits == 1 {
+            let args = kernels::ConvGradWeightArgs {
+                p: &p,
+                x,
+                grad_pre,
+                partial: grad_w,
+            };
+            return self.grad_weight.record(batch, args);
+        }
+        let needed = p.splits as usize * grad_w.len();
+        let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
+        let partial = match &mut *partials {
+            Some(buffer) if buffer.len() >= needed => buffer,
+            slot => slot.insert(batch.runtime().zeros(needed)?),
+        };
+        self.grad_weight.record(
+            batch,
+            kernels::ConvGradWeightArgs {
+                p: &p,
+                x,
+                grad_pre,
+                partial,
+            },
+        )?;
+        self.grad_weight_reduce.record(
+            batch,
+            kernels::ConvGradWeightReduceArgs {
+                p: &p,
+                partial,
+                grad_w,
             },
         )
     }

@@ -50,6 +50,10 @@ mod nn {
         pub dilation_h: u32,
         pub dilation_w: u32,
         pub activation: u32,
+        /// Filter gradient: the slices the summed dimension is split into (one per `z`).
+        pub splits: u32,
+        /// Filter gradient: images x output pixels per slice, a multiple of `DEPTH`.
+        pub split_depth: u32,
     }
 
     #[repr(C)]
@@ -589,19 +593,24 @@ mod nn {
     }
 
     /// The gradient of a convolution's filter (wgrad) as an implicit GEMM: M = output
-    /// channels, N = input channels x kernel taps, K = images x output pixels.
+    /// channels, N = input channels x kernel taps, K = images x output pixels. K is long and
+    /// M x N often small, so K is split into `p.splits` slices (grid `z`), each summed into its
+    /// own `partial` filter; `conv_grad_weight_reduce` adds them up. With one slice, `partial`
+    /// is the filter gradient itself.
     #[kernel(
         workgroup = [256],
         grid = [
             ceil_div(p.in_channels * p.kernel_h * p.kernel_w, BLOCK),
-            ceil_div(p.out_channels, BLOCK)
+            ceil_div(p.out_channels, BLOCK),
+            p.splits
         ]
     )]
     pub fn conv_grad_weight(
         p: &ConvParams,
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] x: &[f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
-        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] grad_w: &mut [f32],
+        #[len(p.splits * p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
+        partial: &mut [f32],
         #[workgroup] tile_g: &mut [f32; DEPTH * BLOCK],
         #[workgroup] tile_x: &mut [f32; DEPTH * BLOCK],
     ) {
@@ -612,7 +621,9 @@ mod nn {
         let taps = p.kernel_h * p.kernel_w;
         let columns = p.in_channels * taps;
         let pixels = p.out_h * p.out_w;
-        let depth = p.batch * pixels;
+        let split = workgroup_id().z;
+        let begin = split * p.split_depth;
+        let end = (begin + p.split_depth).min(p.batch * pixels);
 
         // The (input channel, tap) this invocation stages from `x` is the same at every step.
         let staged = col0 + t % BLOCK;
@@ -621,12 +632,12 @@ mod nn {
         let dw = staged % taps % p.kernel_w * p.dilation_w;
 
         let mut acc = [0.0f32; REG * REG];
-        for k0 in (0..depth).step_by(DEPTH) {
+        for k0 in (begin..end).step_by(DEPTH) {
             #[unroll]
             for r in 0..LOADS {
                 let (kk, mm) = (t % DEPTH, t / DEPTH + r * SPAN);
                 let (co, k) = (row0 + mm, k0 + kk);
-                tile_g[kk * BLOCK + mm] = if co < p.out_channels && k < depth {
+                tile_g[kk * BLOCK + mm] = if co < p.out_channels && k < end {
                     grad_pre[(k / pixels * p.out_channels + co) * pixels + k % pixels]
                 } else {
                     0.0
@@ -640,7 +651,7 @@ mod nn {
                 let ih = (pixel / p.out_w * p.stride_h + dh).wrapping_sub(p.pad_top);
                 let iw = (pixel % p.out_w * p.stride_w + dw).wrapping_sub(p.pad_left);
                 tile_x[kk * BLOCK + t % BLOCK] =
-                    if staged < columns && k < depth && ih < p.in_h && iw < p.in_w {
+                    if staged < columns && k < end && ih < p.in_h && iw < p.in_w {
                         x[((n * p.in_channels + ci) * p.in_h + ih) * p.in_w + iw]
                     } else {
                         0.0
@@ -671,9 +682,31 @@ mod nn {
             for j in 0..REG {
                 let (co, col) = (row0 + ty + i * SPAN, col0 + tx + j * SPAN);
                 if co < p.out_channels && col < columns {
-                    grad_w[co * columns + col] = acc[i * REG + j];
+                    partial[(split * p.out_channels + co) * columns + col] = acc[i * REG + j];
                 }
             }
+        }
+    }
+
+    /// `grad_w` = the sum of the filter gradient's `p.splits` partial sums.
+    #[kernel(
+        workgroup = [256],
+        grid = [ceil_div(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w, 256)]
+    )]
+    pub fn conv_grad_weight_reduce(
+        p: &ConvParams,
+        #[len(p.splits * p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
+        partial: &[f32],
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] grad_w: &mut [f32],
+    ) {
+        let i = global_id().x;
+        let len = p.out_channels * p.in_channels * p.kernel_h * p.kernel_w;
+        if i < len {
+            let mut sum = 0.0;
+            for split in 0..p.splits {
+                sum += partial[split * len + i];
+            }
+            grad_w[i] = sum;
         }
     }
 
