@@ -325,7 +325,7 @@ fn conv2d_single_gradients_and_checked_backward() {
         rng.values(shape.weight_len()),
         rng.values(out_len),
     );
-    let want = reference(&shape, false, &xv, &wv, &vec![0.0; 4], &gv);
+    let want = reference(&shape, false, &xv, &wv, &[0.0; 4], &gv);
     let (x, w, grad_pre) = (
         rt.upload(&xv).unwrap(),
         rt.upload(&wv).unwrap(),

@@ -1,0 +1,195 @@
+//! Throughput of the `tessera::nn` kernels on the shapes of `shared/bench/torch_reference.py`
+//! (the seed kernels' workloads): GEMM + bias + GELU forward and backward, and convolution
+//! forward, input gradient and filter gradient on ResNet layers.
+//!
+//! ```text
+//! cargo run --release --example bench            # every shape (meant for a GPU)
+//! cargo run --release --example bench -- --small # small shapes, a smoke test on a CPU adapter
+//! ```
+//!
+//! Each figure is the median of 3 submissions of 10 launches, timed by GPU timestamps where
+//! the adapter has them (the wall clock otherwise; the header says which).
+
+use std::time::Duration;
+
+use tessera::nn::{Activation, Conv2d, Conv2dShape, Gemm, GemmGrads, GemmShape, Padding};
+use tessera::{Batch, GpuBuffer, Result, Runtime};
+
+const REPS: u32 = 10;
+
+/// The median over 3 submissions of the time per launch of what `record` adds to a batch.
+fn time(rt: &Runtime, mut record: impl FnMut(&mut Batch<'_>) -> Result<()>) -> Result<Duration> {
+    let mut warm = rt.batch();
+    record(&mut warm)?;
+    warm.submit()?;
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        let mut batch = rt.batch();
+        for _ in 0..REPS {
+            record(&mut batch)?;
+        }
+        times.push(batch.submit_timed()?.total / REPS);
+    }
+    times.sort();
+    Ok(times[1])
+}
+
+fn random(rt: &Runtime, len: usize, seed: u64) -> Result<GpuBuffer<f32>> {
+    let mut state = seed;
+    let values: Vec<f32> = (0..len)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        })
+        .collect();
+    rt.upload(&values)
+}
+
+fn tflops(flop: f64, t: Duration) -> f64 {
+    flop / t.as_secs_f64() / 1e12
+}
+
+fn ms(t: Duration) -> f64 {
+    t.as_secs_f64() * 1e3
+}
+
+fn bench_gemm(rt: &Runtime, gemm: &Gemm, shape: GemmShape) -> Result<()> {
+    let GemmShape { m, n, k } = shape;
+    let (m_, n_, k_) = (m as usize, n as usize, k as usize);
+    let (a, b, bias, grad_y) = (
+        random(rt, m_ * k_, 1)?,
+        random(rt, k_ * n_, 2)?,
+        random(rt, n_, 3)?,
+        random(rt, m_ * n_, 4)?,
+    );
+    let (mut pre, mut y, mut grad_pre) =
+        (rt.zeros(m_ * n_)?, rt.zeros(m_ * n_)?, rt.zeros(m_ * n_)?);
+    let (mut grad_a, mut grad_b, mut grad_bias) =
+        (rt.zeros(m_ * k_)?, rt.zeros(k_ * n_)?, rt.zeros(n_)?);
+    let gelu = Activation::Gelu;
+    let forward = time(rt, |batch| {
+        gemm.forward(batch, shape, gelu, &a, &b, &bias, &mut pre, &mut y)
+    })?;
+    let backward = time(rt, |batch| {
+        let grads = GemmGrads {
+            grad_pre: &mut grad_pre,
+            grad_a: &mut grad_a,
+            grad_b: &mut grad_b,
+            grad_bias: &mut grad_bias,
+        };
+        gemm.backward(batch, shape, gelu, &a, &b, &pre, &grad_y, grads)
+    })?;
+    let flop = 2.0 * f64::from(m) * f64::from(n) * f64::from(k);
+    println!(
+        "gemm M={m} K={k} N={n}: forward {:.3} ms {:.2} TFLOP/s | backward {:.3} ms {:.2} TFLOP/s | \
+         forward+backward {:.2} TFLOP/s (6MNK)",
+        ms(forward),
+        tflops(flop, forward),
+        ms(backward),
+        tflops(2.0 * flop, backward),
+        tflops(3.0 * flop, forward + backward),
+    );
+    Ok(())
+}
+
+fn bench_conv(rt: &Runtime, conv: &Conv2d, shape: Conv2dShape) -> Result<()> {
+    let out_len = shape.output_len()?;
+    let [oh, ow] = shape.output()?;
+    let (x, w, bias, grad_y) = (
+        random(rt, shape.input_len(), 5)?,
+        random(rt, shape.weight_len(), 6)?,
+        random(rt, shape.out_channels as usize, 7)?,
+        random(rt, out_len, 8)?,
+    );
+    let (mut pre, mut y) = (rt.zeros(out_len)?, rt.zeros(out_len)?);
+    let mut grad_x = rt.zeros(shape.input_len())?;
+    let mut grad_w = rt.zeros(shape.weight_len())?;
+    let none = Activation::None;
+    let forward = time(rt, |batch| {
+        conv.forward(batch, &shape, none, &x, &w, &bias, &mut pre, &mut y)
+    })?;
+    let dgrad = time(rt, |batch| {
+        conv.grad_input(batch, &shape, &w, &grad_y, &mut grad_x)
+    })?;
+    let wgrad = time(rt, |batch| {
+        conv.grad_weight(batch, &shape, &x, &grad_y, &mut grad_w)
+    })?;
+    let flop = 2.0
+        * f64::from(shape.batch)
+        * f64::from(shape.out_channels)
+        * f64::from(oh)
+        * f64::from(ow)
+        * f64::from(shape.in_channels)
+        * f64::from(shape.kernel[0])
+        * f64::from(shape.kernel[1]);
+    println!(
+        "conv N={} Ci={} H={} W={} Co={} k={} s={} p={}: forward {:.3} ms {:.2} TFLOP/s | dgrad {:.3} ms \
+         {:.2} TFLOP/s | wgrad {:.3} ms {:.2} TFLOP/s",
+        shape.batch,
+        shape.in_channels,
+        shape.input[0],
+        shape.input[1],
+        shape.out_channels,
+        shape.kernel[0],
+        shape.stride[0],
+        shape.padding.top,
+        ms(forward),
+        tflops(flop, forward),
+        ms(dgrad),
+        tflops(flop, dgrad),
+        ms(wgrad),
+        tflops(flop, wgrad),
+    );
+    Ok(())
+}
+
+fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let small = std::env::args().any(|a| a == "--small");
+    let rt = Runtime::new()?;
+    let timed_by = if rt.info().has_timestamps() {
+        "GPU timestamps"
+    } else {
+        "wall clock"
+    };
+    println!("adapter: {}", rt.info());
+    println!("timed by {timed_by}; median of 3 submissions of {REPS} launches");
+
+    let gemm = Gemm::new(&rt)?;
+    let gemms: &[(u32, u32, u32)] = if small {
+        &[(128, 128, 128), (100, 70, 130)]
+    } else {
+        &[
+            (1024, 1024, 1024),
+            (2048, 2048, 2048),
+            (4096, 4096, 4096),
+            (8192, 1024, 4096),
+            (4096, 768, 3072),
+        ]
+    };
+    for &(m, k, n) in gemms {
+        bench_gemm(&rt, &gemm, GemmShape { m, n, k })?;
+    }
+
+    let conv = Conv2d::new(&rt)?;
+    let convs: &[(u32, u32, u32, u32, u32, u32, u32)] = if small {
+        &[(2, 8, 14, 8, 3, 1, 1), (2, 8, 14, 16, 3, 2, 1)]
+    } else {
+        &[
+            (32, 64, 56, 64, 3, 1, 1),
+            (32, 128, 28, 128, 3, 1, 1),
+            (32, 256, 14, 256, 3, 1, 1),
+            (32, 512, 7, 512, 3, 1, 1),
+            (32, 64, 56, 128, 3, 2, 1),
+            (32, 3, 224, 64, 7, 2, 3),
+        ]
+    };
+    for &(n, ci, hw, co, k, s, p) in convs {
+        let shape = Conv2dShape::new(n, ci, [hw, hw], co, [k, k])
+            .stride([s, s])
+            .padding(Padding::uniform(p));
+        bench_conv(&rt, &conv, shape)?;
+    }
+    Ok(())
+}
