@@ -1,7 +1,7 @@
 //! `tessera::nn::Conv2d` against an f64 CPU reference: forward, input gradient (both the
 //! stride-1 fast path and the general path), filter gradient and bias gradient, over fixed
 //! edge cases (stride 1 and 2, padding 0, 1 and asymmetric, dilation 2, kernels 1 to 9, sizes
-//! that are not multiples of the 64 x 64 blocks, batch 1, a grid folded past the device's
+//! that are not multiples of the 128 x 128 blocks, batch 1, a grid folded past the device's
 //! 65535 workgroups) and a deterministic spread of small random shapes.
 //!
 //! Tolerance: 1e-4 relative to the larger magnitude or 1 (f32 accumulation of at most a few
@@ -195,8 +195,8 @@ fn conv2d_matches_reference_on_edge_cases() {
         // Batch 1, single channels, a kernel as large as the input.
         Conv2dShape::new(1, 1, [1, 1], 1, [1, 1]),
         Conv2dShape::new(1, 1, [5, 5], 1, [5, 5]),
-        // Channels and pixels past one 64 x 64 block, not multiples of it.
-        Conv2dShape::new(1, 70, [3, 3], 67, [3, 3]).padding(Padding::uniform(1)),
+        // Channels and pixels past one 128 x 128 block, not multiples of it.
+        Conv2dShape::new(1, 130, [3, 3], 131, [3, 3]).padding(Padding::uniform(1)),
         Conv2dShape::new(3, 2, [10, 9], 5, [3, 3]).padding(Padding::uniform(1)),
         // Enough images x pixels that the filter gradient is split into slices (4, and 2
         // with a slice boundary inside an image).
@@ -240,7 +240,8 @@ fn conv2d_matches_reference_on_random_small_shapes() {
     }
 }
 
-/// 64 * 65535 + 64 output pixels need 65536 column blocks: one more than a dimension allows.
+/// 64 * 65536 output pixels in one channel need 65536 blocks of 64 columns: one more than a
+/// dimension allows.
 #[test]
 fn conv2d_forward_folds_a_grid_past_the_device_limit() {
     let rt = runtime();

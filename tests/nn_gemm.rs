@@ -1,5 +1,5 @@
 //! `tessera::nn::Gemm` against an f64 CPU reference: every activation, forward and backward,
-//! shapes with M, N, K of 1, shapes that are not multiples of the 16 x 16 tile, and a
+//! shapes with M, N, K of 1, shapes that are not multiples of the 128 x 128 block, and a
 //! deterministic spread of small random shapes. Tolerance: 1e-4 relative (f32 accumulation).
 
 mod common;
@@ -145,6 +145,8 @@ fn gemm_handles_dimensions_of_one_and_ragged_tiles() {
         (1, 1, 40),
         (16, 16, 16),
         (33, 15, 17),
+        // Past one 128 x 128 block in every dimension, and past one 8-deep slice.
+        (130, 129, 131),
     ];
     for (m, n, k) in shapes {
         check_shape(

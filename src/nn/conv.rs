@@ -217,9 +217,10 @@ const WEIGHT_GRAD_MIN_SLICE: u64 = 512;
 
 /// Splits the filter gradient's summed dimension (images x output pixels) into slices, so
 /// that a small filter over many pixels still gives every core work.
-fn split_weight_grad(p: &mut kernels::ConvParams) {
+/// `block` is the edge of the output blocks of the instance that runs.
+fn split_weight_grad(p: &mut kernels::ConvParams, block: u32) {
     let depth = u64::from(p.batch) * u64::from(p.out_h) * u64::from(p.out_w);
-    let block = u64::from(kernels::BLOCK);
+    let block = u64::from(block);
     let columns = u64::from(p.in_channels) * u64::from(p.kernel_h) * u64::from(p.kernel_w);
     let blocks = columns.div_ceil(block) * u64::from(p.out_channels).div_ceil(block);
     let filter = columns * u64::from(p.out_channels);
@@ -254,7 +255,8 @@ pub struct Conv2dGrads<'a> {
 /// 2-D convolution + bias + activation over NCHW images, forward and backward, built once
 /// per runtime.
 ///
-/// All three passes are implicit GEMMs over 64 x 64 output blocks: the forward over
+/// All three passes are implicit GEMMs over 128 x 128 output blocks (64 x 64 when the output
+/// has at most 64 rows): the forward over
 /// (output channel, output pixel), the input gradient over (input channel, input pixel) with
 /// a stride-1 specialization, the filter gradient over (output channel, input channel x tap),
 /// its long sum over images and pixels split into slices when the filter alone would leave
@@ -279,9 +281,9 @@ pub struct Conv2dGrads<'a> {
 /// ```
 #[derive(Debug)]
 pub struct Conv2d {
-    forward: kernels::ConvForward,
-    grad_input: kernels::ConvGradInput,
-    grad_weight: kernels::ConvGradWeight,
+    forward: kernels::Blocked<kernels::ConvForward>,
+    grad_input: kernels::Blocked<kernels::ConvGradInput>,
+    grad_weight: kernels::Blocked<kernels::ConvGradWeight>,
     grad_weight_reduce: kernels::ConvGradWeightReduce,
     grad_bias: kernels::ConvGradBias,
     activation_grad: kernels::ActivationGrad,
@@ -308,9 +310,9 @@ impl Conv2d {
     /// Builds the forward and backward pipelines.
     pub fn new(rt: &Runtime) -> Result<Self> {
         Ok(Conv2d {
-            forward: kernels::ConvForward::new(rt)?,
-            grad_input: kernels::ConvGradInput::new(rt)?,
-            grad_weight: kernels::ConvGradWeight::new(rt)?,
+            forward: kernels::blocked!(rt, ConvForward, ConvForwardConstants),
+            grad_input: kernels::blocked!(rt, ConvGradInput, ConvGradInputConstants),
+            grad_weight: kernels::blocked!(rt, ConvGradWeight, ConvGradWeightConstants),
             grad_weight_reduce: kernels::ConvGradWeightReduce::new(rt)?,
             grad_bias: kernels::ConvGradBias::new(rt)?,
             activation_grad: kernels::ActivationGrad::new(rt)?,
@@ -332,7 +334,7 @@ impl Conv2d {
         y: &mut GpuBuffer<f32>,
     ) -> Result<()> {
         let p = shape.params(activation)?;
-        self.forward.record(
+        self.forward.pick(p.out_channels).record(
             batch,
             kernels::ConvForwardArgs {
                 p: &p,
@@ -389,9 +391,10 @@ impl Conv2d {
                 grad_pre,
                 grad_x,
             };
-            self.grad_input.check_lengths(&args)?;
+            self.grad_input.pick(p.in_channels).check_lengths(&args)?;
         }
         self.grad_weight
+            .pick(p.out_channels)
             .check_lengths(&kernels::ConvGradWeightArgs {
                 p: &p,
                 x,
@@ -463,7 +466,7 @@ impl Conv2d {
         grad_pre: &GpuBuffer<f32>,
         grad_x: &mut GpuBuffer<f32>,
     ) -> Result<()> {
-        self.grad_input.record(
+        self.grad_input.pick(p.in_channels).record(
             batch,
             kernels::ConvGradInputArgs {
                 p,
@@ -482,7 +485,8 @@ impl Conv2d {
         grad_pre: &GpuBuffer<f32>,
         grad_w: &mut GpuBuffer<f32>,
     ) -> Result<()> {
-        split_weight_grad(&mut p);
+        let kernel = self.grad_weight.pick(p.out_channels);
+        split_weight_grad(&mut p, kernel.constants().block);
         if p.splits == 1 {
             let args = kernels::ConvGradWeightArgs {
                 p: &p,
@@ -490,7 +494,7 @@ impl Conv2d {
                 grad_pre,
                 partial: grad_w,
             };
-            return self.grad_weight.record(batch, args);
+            return kernel.record(batch, args);
         }
         let needed = p.splits as usize * grad_w.len();
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
@@ -498,7 +502,7 @@ impl Conv2d {
             Some(buffer) if buffer.len() >= needed => buffer,
             slot => slot.insert(batch.runtime().zeros(needed)?),
         };
-        self.grad_weight.record(
+        kernel.record(
             batch,
             kernels::ConvGradWeightArgs {
                 p: &p,

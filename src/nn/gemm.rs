@@ -44,16 +44,16 @@ pub struct GemmGrads<'a> {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Gemm {
-    forward: kernels::GemmForward,
-    backward: kernels::GemmBackward,
+    forward: kernels::Blocked<kernels::GemmForward>,
+    backward: kernels::Blocked<kernels::GemmBackward>,
 }
 
 impl Gemm {
     /// Builds the forward kernel and the backward family.
     pub fn new(rt: &Runtime) -> Result<Self> {
         Ok(Gemm {
-            forward: kernels::GemmForward::new(rt)?,
-            backward: kernels::GemmBackward::new(rt)?,
+            forward: kernels::blocked!(rt, GemmForward, GemmForwardConstants),
+            backward: backward_family(rt)?,
         })
     }
 
@@ -71,7 +71,7 @@ impl Gemm {
         y: &mut GpuBuffer<f32>,
     ) -> Result<()> {
         let p = params(shape, activation)?;
-        self.forward.record(
+        self.forward.pick(shape.m).record(
             batch,
             kernels::GemmForwardArgs {
                 p: &p,
@@ -105,7 +105,8 @@ impl Gemm {
             grad_b,
             grad_bias,
         } = grads;
-        self.backward.record(
+        // `d_a` has `m` rows of output, `d_b` has `k`.
+        self.backward.pick(shape.m.min(shape.k)).record(
             batch,
             kernels::GemmBackwardArgs {
                 p: &p,
@@ -120,6 +121,23 @@ impl Gemm {
             },
         )
     }
+}
+
+/// The backward family twice: with the large blockings of `d_a` and `d_b`, and the small.
+fn backward_family(rt: &Runtime) -> Result<kernels::Blocked<kernels::GemmBackward>> {
+    let grad_pre = kernels::GradPre::new(rt)?;
+    let d_bias = kernels::DBias::new(rt)?;
+    let d_a = kernels::blocked!(rt, DA, DAConstants);
+    let d_b = kernels::blocked!(rt, DB, DBConstants);
+    Ok(kernels::Blocked {
+        large: kernels::GemmBackward::from_members(
+            grad_pre.clone(),
+            d_a.large,
+            d_b.large,
+            d_bias.clone(),
+        ),
+        small: kernels::GemmBackward::from_members(grad_pre, d_a.small, d_b.small, d_bias),
+    })
 }
 
 fn params(shape: GemmShape, activation: Activation) -> Result<kernels::GemmParams> {

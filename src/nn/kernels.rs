@@ -3,23 +3,25 @@
 //!
 //! The GEMM-shaped kernels (GEMM forward and its two operand gradients, convolution forward and
 //! its input and filter gradients) share one blocking: a workgroup of 16 x 16 invocations owns
-//! a 64 x 64 block of the output, stages 16-deep slices of both operands in workgroup memory,
-//! and each invocation accumulates a 4 x 4 register tile (rows and columns strided by 16, so
+//! a 128 x 128 block of the output, stages 8-deep slices of both operands in workgroup memory,
+//! and each invocation accumulates an 8 x 8 register tile (rows and columns strided by 16, so
 //! neighbouring invocations touch neighbouring words). Only what each kernel stages, and where
 //! it stores, differs.
 
 #[crate::kernels(family(GemmBackward = [grad_pre, d_a, d_b, d_bias]))]
 mod nn {
-    /// Edge of the output block a workgroup computes.
-    pub const BLOCK: u32 = 64;
     /// Depth of the operand slices staged per step.
-    pub const DEPTH: u32 = 16;
+    pub const DEPTH: u32 = 8;
     /// Invocations along each edge of the workgroup.
     pub const SPAN: u32 = 16;
-    /// Edge of each invocation's register tile (`BLOCK / SPAN`).
-    pub const REG: u32 = 4;
-    /// Operand elements each invocation stages per step (`DEPTH * BLOCK / 256`).
-    pub const LOADS: u32 = 4;
+
+    // Each GEMM-shaped kernel comes in two instances, `BLOCKING` below: `REG` is the edge of an
+    // invocation's register tile, `BLOCK` the edge of the workgroup's output block, `PADDED`
+    // the row length of a staged slice written across its rows (`kk` fastest among
+    // invocations; one more than `BLOCK` so that those writes fall in distinct memory banks),
+    // `LOADS` the operand elements each invocation stages per step (`DEPTH * BLOCK / 256`).
+    // The host takes the 128 x 128 blocks when the output has more than 64 rows, the 64 x 64
+    // ones otherwise (half-empty large blocks ran several times slower on an H100).
 
     #[repr(C)]
     #[derive(Clone, Copy, tessera::Params)]
@@ -148,7 +150,11 @@ mod nn {
     }
 
     /// `pre = a · b + bias`, `y = act(pre)`.
-    #[kernel(workgroup = [256], grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)])]
+    #[kernel(
+        workgroup = [256],
+        constants(REG = [8, 4], BLOCK = [SPAN * REG], PADDED = [BLOCK + 1], LOADS = [REG / 2]),
+        grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)]
+    )]
     pub fn gemm_forward(
         p: &GemmParams,
         #[len(p.m * p.k)] a: &[f32],
@@ -156,7 +162,7 @@ mod nn {
         #[len(p.n)] bias: &[f32],
         #[len(p.m * p.n)] pre: &mut [f32],
         #[len(p.m * p.n)] y: &mut [f32],
-        #[workgroup] tile_a: &mut [f32; DEPTH * BLOCK],
+        #[workgroup] tile_a: &mut [f32; DEPTH * PADDED],
         #[workgroup] tile_b: &mut [f32; DEPTH * BLOCK],
     ) {
         let t = local_index();
@@ -167,9 +173,9 @@ mod nn {
         for k0 in (0..p.k).step_by(DEPTH) {
             #[unroll]
             for r in 0..LOADS {
-                let (kk, mm) = (t % DEPTH, t / DEPTH + r * SPAN);
+                let (kk, mm) = (t % DEPTH, t / DEPTH + r * (256 / DEPTH));
                 let (row, k) = (row0 + mm, k0 + kk);
-                tile_a[kk * BLOCK + mm] = if row < p.m && k < p.k {
+                tile_a[kk * PADDED + mm] = if row < p.m && k < p.k {
                     a[row * p.k + k]
                 } else {
                     0.0
@@ -191,7 +197,7 @@ mod nn {
                 let mut fb = [0.0f32; REG];
                 #[unroll]
                 for i in 0..REG {
-                    fa[i] = tile_a[kk * BLOCK + ty + i * SPAN];
+                    fa[i] = tile_a[kk * PADDED + ty + i * SPAN];
                     fb[i] = tile_b[kk * BLOCK + tx + i * SPAN];
                 }
                 #[unroll]
@@ -238,7 +244,11 @@ mod nn {
     }
 
     /// `grad_a = grad_pre · bᵀ`: rows `m`, columns `k`, summed over `n`.
-    #[kernel(workgroup = [256], grid = [ceil_div(p.k, BLOCK), ceil_div(p.m, BLOCK)])]
+    #[kernel(
+        workgroup = [256],
+        constants(REG = [8, 4], BLOCK = [SPAN * REG], PADDED = [BLOCK + 1], LOADS = [REG / 2]),
+        grid = [ceil_div(p.k, BLOCK), ceil_div(p.m, BLOCK)]
+    )]
     pub fn d_a(
         p: &GemmParams,
         #[len(p.m * p.k)] a: &[f32],
@@ -249,8 +259,8 @@ mod nn {
         #[len(p.m * p.k)] grad_a: &mut [f32],
         #[len(p.k * p.n)] grad_b: &mut [f32],
         #[len(p.n)] grad_bias: &mut [f32],
-        #[workgroup] tile_g: &mut [f32; DEPTH * BLOCK],
-        #[workgroup] tile_b: &mut [f32; DEPTH * BLOCK],
+        #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
+        #[workgroup] tile_b: &mut [f32; DEPTH * PADDED],
     ) {
         let t = local_index();
         let (tx, ty) = (t % SPAN, t / SPAN);
@@ -261,15 +271,15 @@ mod nn {
             // Both operands are read along `n`, their contiguous dimension.
             #[unroll]
             for r in 0..LOADS {
-                let (jj, mm) = (t % DEPTH, t / DEPTH + r * SPAN);
+                let (jj, mm) = (t % DEPTH, t / DEPTH + r * (256 / DEPTH));
                 let (row, j) = (row0 + mm, j0 + jj);
-                tile_g[jj * BLOCK + mm] = if row < p.m && j < p.n {
+                tile_g[jj * PADDED + mm] = if row < p.m && j < p.n {
                     grad_pre[row * p.n + j]
                 } else {
                     0.0
                 };
                 let col = col0 + mm;
-                tile_b[jj * BLOCK + mm] = if col < p.k && j < p.n {
+                tile_b[jj * PADDED + mm] = if col < p.k && j < p.n {
                     b[col * p.n + j]
                 } else {
                     0.0
@@ -281,8 +291,8 @@ mod nn {
                 let mut fb = [0.0f32; REG];
                 #[unroll]
                 for i in 0..REG {
-                    fa[i] = tile_g[jj * BLOCK + ty + i * SPAN];
-                    fb[i] = tile_b[jj * BLOCK + tx + i * SPAN];
+                    fa[i] = tile_g[jj * PADDED + ty + i * SPAN];
+                    fb[i] = tile_b[jj * PADDED + tx + i * SPAN];
                 }
                 #[unroll]
                 for i in 0..REG {
@@ -307,7 +317,11 @@ mod nn {
     }
 
     /// `grad_b = aᵀ · grad_pre`: rows `k`, columns `n`, summed over `m`.
-    #[kernel(workgroup = [256], grid = [ceil_div(p.n, BLOCK), ceil_div(p.k, BLOCK)])]
+    #[kernel(
+        workgroup = [256],
+        constants(REG = [8, 4], BLOCK = [SPAN * REG], PADDED = [BLOCK + 1], LOADS = [REG / 2]),
+        grid = [ceil_div(p.n, BLOCK), ceil_div(p.k, BLOCK)]
+    )]
     pub fn d_b(
         p: &GemmParams,
         #[len(p.m * p.k)] a: &[f32],
@@ -402,6 +416,7 @@ mod nn {
     /// `y = act(pre)`.
     #[kernel(
         workgroup = [256],
+        constants(REG = [8, 4], BLOCK = [SPAN * REG], PADDED = [BLOCK + 1], LOADS = [REG / 2]),
         grid = [ceil_div(p.batch * p.out_h * p.out_w, BLOCK), ceil_div(p.out_channels, BLOCK)]
     )]
     pub fn conv_forward(
@@ -411,7 +426,7 @@ mod nn {
         #[len(p.out_channels)] bias: &[f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
-        #[workgroup] tile_w: &mut [f32; DEPTH * BLOCK],
+        #[workgroup] tile_w: &mut [f32; DEPTH * PADDED],
         #[workgroup] tile_x: &mut [f32; DEPTH * BLOCK],
     ) {
         let t = local_index();
@@ -433,9 +448,9 @@ mod nn {
         for k0 in (0..depth).step_by(DEPTH) {
             #[unroll]
             for r in 0..LOADS {
-                let (kk, mm) = (t % DEPTH, t / DEPTH + r * SPAN);
+                let (kk, mm) = (t % DEPTH, t / DEPTH + r * (256 / DEPTH));
                 let (row, k) = (row0 + mm, k0 + kk);
-                tile_w[kk * BLOCK + mm] = if row < p.out_channels && k < depth {
+                tile_w[kk * PADDED + mm] = if row < p.out_channels && k < depth {
                     w[row * depth + k]
                 } else {
                     0.0
@@ -462,7 +477,7 @@ mod nn {
                 let mut fb = [0.0f32; REG];
                 #[unroll]
                 for i in 0..REG {
-                    fa[i] = tile_w[kk * BLOCK + ty + i * SPAN];
+                    fa[i] = tile_w[kk * PADDED + ty + i * SPAN];
                     fb[i] = tile_x[kk * BLOCK + tx + i * SPAN];
                 }
                 #[unroll]
@@ -497,6 +512,7 @@ mod nn {
     /// output pixel, and the specialization drops the divisibility tests and divisions.
     #[kernel(
         workgroup = [256],
+        constants(REG = [8, 4], BLOCK = [SPAN * REG], PADDED = [BLOCK + 1], LOADS = [REG / 2]),
         grid = [ceil_div(p.batch * p.in_h * p.in_w, BLOCK), ceil_div(p.in_channels, BLOCK)],
         specialize(p.stride_h == 1 && p.stride_w == 1)
     )]
@@ -505,7 +521,7 @@ mod nn {
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w: &[f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
-        #[workgroup] tile_w: &mut [f32; DEPTH * BLOCK],
+        #[workgroup] tile_w: &mut [f32; DEPTH * PADDED],
         #[workgroup] tile_g: &mut [f32; DEPTH * BLOCK],
     ) {
         let t = local_index();
@@ -527,9 +543,9 @@ mod nn {
         for k0 in (0..depth).step_by(DEPTH) {
             #[unroll]
             for r in 0..LOADS {
-                let (kk, mm) = (t % DEPTH, t / DEPTH + r * SPAN);
+                let (kk, mm) = (t % DEPTH, t / DEPTH + r * (256 / DEPTH));
                 let (ci, k) = (row0 + mm, k0 + kk);
-                tile_w[kk * BLOCK + mm] = if ci < p.in_channels && k < depth {
+                tile_w[kk * PADDED + mm] = if ci < p.in_channels && k < depth {
                     w[(k / taps * p.in_channels + ci) * taps + k % taps]
                 } else {
                     0.0
@@ -566,7 +582,7 @@ mod nn {
                 let mut fb = [0.0f32; REG];
                 #[unroll]
                 for i in 0..REG {
-                    fa[i] = tile_w[kk * BLOCK + ty + i * SPAN];
+                    fa[i] = tile_w[kk * PADDED + ty + i * SPAN];
                     fb[i] = tile_g[kk * BLOCK + tx + i * SPAN];
                 }
                 #[unroll]
@@ -599,6 +615,7 @@ mod nn {
     /// is the filter gradient itself.
     #[kernel(
         workgroup = [256],
+        constants(REG = [8, 4], BLOCK = [SPAN * REG], PADDED = [BLOCK + 1], LOADS = [REG / 2]),
         grid = [
             ceil_div(p.in_channels * p.kernel_h * p.kernel_w, BLOCK),
             ceil_div(p.out_channels, BLOCK),
@@ -611,7 +628,7 @@ mod nn {
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
         #[len(p.splits * p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
         partial: &mut [f32],
-        #[workgroup] tile_g: &mut [f32; DEPTH * BLOCK],
+        #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
         #[workgroup] tile_x: &mut [f32; DEPTH * BLOCK],
     ) {
         let t = local_index();
@@ -635,9 +652,9 @@ mod nn {
         for k0 in (begin..end).step_by(DEPTH) {
             #[unroll]
             for r in 0..LOADS {
-                let (kk, mm) = (t % DEPTH, t / DEPTH + r * SPAN);
+                let (kk, mm) = (t % DEPTH, t / DEPTH + r * (256 / DEPTH));
                 let (co, k) = (row0 + mm, k0 + kk);
-                tile_g[kk * BLOCK + mm] = if co < p.out_channels && k < end {
+                tile_g[kk * PADDED + mm] = if co < p.out_channels && k < end {
                     grad_pre[(k / pixels * p.out_channels + co) * pixels + k % pixels]
                 } else {
                     0.0
@@ -663,7 +680,7 @@ mod nn {
                 let mut fb = [0.0f32; REG];
                 #[unroll]
                 for i in 0..REG {
-                    fa[i] = tile_g[kk * BLOCK + ty + i * SPAN];
+                    fa[i] = tile_g[kk * PADDED + ty + i * SPAN];
                     fb[i] = tile_x[kk * BLOCK + tx + i * SPAN];
                 }
                 #[unroll]
@@ -850,3 +867,53 @@ mod nn {
 }
 
 pub(crate) use nn::*;
+
+/// A GEMM-shaped kernel in both of its blockings.
+#[derive(Clone, Debug)]
+pub(crate) struct Blocked<K> {
+    /// 128 x 128 output blocks of 8 x 8 register tiles.
+    pub large: K,
+    /// 64 x 64 output blocks of 4 x 4 register tiles.
+    pub small: K,
+}
+
+/// Rows of output above which the large blocks pay off.
+pub(crate) const SMALL_BLOCK_ROWS: u32 = 64;
+
+impl<K> Blocked<K> {
+    /// The blocking for an output of `rows` rows.
+    pub fn pick(&self, rows: u32) -> &K {
+        if rows > SMALL_BLOCK_ROWS {
+            &self.large
+        } else {
+            &self.small
+        }
+    }
+}
+
+/// Builds both blockings of the kernel `$kernel` (constants struct `$constants`).
+macro_rules! blocked {
+    ($rt:expr, $kernel:ident, $constants:ident) => {
+        $crate::nn::kernels::Blocked {
+            large: $crate::nn::kernels::$kernel::with_constants(
+                $rt,
+                $crate::nn::kernels::$constants {
+                    reg: 8,
+                    block: 128,
+                    padded: 129,
+                    loads: 4,
+                },
+            )?,
+            small: $crate::nn::kernels::$kernel::with_constants(
+                $rt,
+                $crate::nn::kernels::$constants {
+                    reg: 4,
+                    block: 64,
+                    padded: 65,
+                    loads: 2,
+                },
+            )?,
+        }
+    };
+}
+pub(crate) use blocked;

@@ -75,6 +75,11 @@ pub fn family(module: &Module, family: &Family) -> TokenStream {
                 Ok(Self { #(#slots: #launchers::new(rt)?,)* })
             }
 
+            /// The family of these launchers, e.g. of instances built with `with_constants`.
+            pub fn from_members(#(#slots: #launchers),*) -> Self {
+                Self { #(#slots,)* }
+            }
+
             /// Checks every kernel's buffers, then dispatches all of them now, in order, as
             /// one submission (without waiting for it).
             pub fn launch(&self, rt: &#rt::Runtime, args: #args_ty<'_>) -> #rt::Result<()> {

@@ -51,6 +51,8 @@ pub fn kernel(
 }
 
 /// Every combination of the values of `constants(...)`, each with the module's constants.
+/// A value may use the module's constants and the constants declared before it, so
+/// `constants(REG = [8, 4], BLOCK = [16 * REG])` gives two instances.
 fn instances(
     declared: &[(syn::Ident, Vec<syn::Expr>)],
     consts: &Consts,
@@ -58,34 +60,37 @@ fn instances(
 ) -> Vec<(Consts, Vec<(syn::Ident, String)>)> {
     let mut instances = vec![(consts.clone(), Vec::new())];
     for (name, values) in declared {
-        let mut evaluated = Vec::new();
-        for value in values {
-            match consts::eval(value, consts).and_then(|v| u32::try_from(v).ok()) {
-                Some(v) => evaluated.push(v),
-                None => match consts::undeclared(value, consts) {
-                    Some(unknown) => errors.spanned(
-                        unknown,
-                        format!(
-                            "`{unknown}` is used before it is declared; declare `const {unknown}: u32 = ...;` \
-                             above the kernel"
-                        ),
-                    ),
-                    None => errors.spanned(value, format!("`{name}` needs a `u32` value known at compile time")),
-                },
+        let mut next = Vec::new();
+        for (env, labels) in &instances {
+            for value in values {
+                let Some(v) = consts::eval(value, env).and_then(|v| u32::try_from(v).ok()) else {
+                    report_bad_constant(name, value, env, errors);
+                    continue;
+                };
+                let mut labels = labels.clone();
+                labels.push((name.clone(), v.to_string()));
+                next.push((env.with(&name.to_string(), Value::U32(v)), labels));
             }
         }
-        instances = instances
-            .into_iter()
-            .flat_map(|(env, labels)| {
-                evaluated.iter().map(move |v| {
-                    let mut labels = labels.clone();
-                    labels.push((name.clone(), v.to_string()));
-                    (env.with(&name.to_string(), Value::U32(*v)), labels)
-                })
-            })
-            .collect();
+        instances = next;
     }
     instances
+}
+
+fn report_bad_constant(name: &syn::Ident, value: &syn::Expr, env: &Consts, errors: &mut Errors) {
+    match consts::undeclared(value, env) {
+        Some(unknown) => errors.spanned(
+            unknown,
+            format!(
+                "`{unknown}` is used before it is declared; declare `const {unknown}: u32 = ...;` \
+                 above the kernel, or list it earlier in `constants(...)`"
+            ),
+        ),
+        None => errors.spanned(
+            value,
+            format!("`{name}` needs a `u32` value known at compile time"),
+        ),
+    }
 }
 
 fn requirements(args: &KernelAttr, consts: &Consts, errors: &mut Errors) -> ir::Requirements {
