@@ -217,8 +217,9 @@ const WEIGHT_GRAD_MIN_SLICE: u64 = 512;
 
 /// Splits the filter gradient's summed dimension (images x output pixels) into slices, so
 /// that a small filter over many pixels still gives every core work.
-/// `block` is the edge of the output blocks of the instance that runs.
-fn split_weight_grad(p: &mut kernels::ConvParams, block: u32) {
+/// `block` and `slice_depth` are the output blocks' edge and the depth of the slices staged per
+/// step in the instance that runs: slices start at multiples of the latter.
+fn split_weight_grad(p: &mut kernels::ConvParams, block: u32, slice_depth: u32) {
     let depth = u64::from(p.batch) * u64::from(p.out_h) * u64::from(p.out_w);
     let block = u64::from(block);
     let columns = u64::from(p.in_channels) * u64::from(p.kernel_h) * u64::from(p.kernel_w);
@@ -230,7 +231,7 @@ fn split_weight_grad(p: &mut kernels::ConvParams, block: u32) {
         .max(1);
     let split_depth = depth
         .div_ceil(splits)
-        .next_multiple_of(u64::from(kernels::DEPTH));
+        .next_multiple_of(u64::from(slice_depth));
     // Both fit: `split_depth` is at most `depth` rounded up, and `params` checked `depth`.
     p.split_depth = split_depth as u32;
     p.splits = depth.div_ceil(split_depth) as u32;
@@ -486,7 +487,8 @@ impl Conv2d {
         grad_w: &mut GpuBuffer<f32>,
     ) -> Result<()> {
         let kernel = self.grad_weight.pick(p.out_channels);
-        split_weight_grad(&mut p, kernel.constants().block);
+        let constants = kernel.constants();
+        split_weight_grad(&mut p, constants.block, constants.depth);
         if p.splits == 1 {
             let args = kernels::ConvGradWeightArgs {
                 p: &p,

@@ -10,16 +10,15 @@
 
 #[crate::kernels(family(GemmBackward = [grad_pre, d_a, d_b, d_bias]))]
 mod nn {
-    /// Depth of the operand slices staged per step.
-    pub const DEPTH: u32 = 8;
     /// Invocations along each edge of the workgroup.
     pub const SPAN: u32 = 16;
 
-    // Each GEMM-shaped kernel comes in two instances, `BLOCKING` below: `REG` is the edge of an
-    // invocation's register tile, `BLOCK` the edge of the workgroup's output block, `PADDED`
-    // the row length of a staged slice written across its rows (`kk` fastest among
-    // invocations; one more than `BLOCK` so that those writes fall in distinct memory banks),
-    // `LOADS` the operand elements each invocation stages per step (`DEPTH * BLOCK / 256`).
+    // Each GEMM-shaped kernel comes in two instances: `REG` is the edge of an invocation's
+    // register tile, `BLOCK` the edge of the workgroup's output block, `PADDED` the row length
+    // of a staged slice written across its rows (`kk` fastest among invocations; one more than
+    // `BLOCK` so that those writes fall in distinct memory banks), `DEPTH` the depth of the
+    // slices staged per step (both slices fit WebGPU's default 16 KiB of workgroup memory),
+    // `LOADS` the operand elements each invocation stages per step.
     // The host takes the 128 x 128 blocks when the output has more than 64 rows, the 64 x 64
     // ones otherwise (half-empty large blocks ran several times slower on an H100).
 
@@ -152,7 +151,13 @@ mod nn {
     /// `pre = a · b + bias`, `y = act(pre)`.
     #[kernel(
         workgroup = [256],
-        constants(REG = [8, 4], BLOCK = [SPAN * REG], PADDED = [BLOCK + 1], LOADS = [REG / 2]),
+        constants(
+            REG = [8, 4],
+            BLOCK = [SPAN * REG],
+            PADDED = [BLOCK + 1],
+            DEPTH = [64 / REG],
+            LOADS = [DEPTH * BLOCK / 256]
+        ),
         grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)]
     )]
     pub fn gemm_forward(
@@ -246,7 +251,13 @@ mod nn {
     /// `grad_a = grad_pre · bᵀ`: rows `m`, columns `k`, summed over `n`.
     #[kernel(
         workgroup = [256],
-        constants(REG = [8, 4], BLOCK = [SPAN * REG], PADDED = [BLOCK + 1], LOADS = [REG / 2]),
+        constants(
+            REG = [8, 4],
+            BLOCK = [SPAN * REG],
+            PADDED = [BLOCK + 1],
+            DEPTH = [64 / REG],
+            LOADS = [DEPTH * BLOCK / 256]
+        ),
         grid = [ceil_div(p.k, BLOCK), ceil_div(p.m, BLOCK)]
     )]
     pub fn d_a(
@@ -319,7 +330,13 @@ mod nn {
     /// `grad_b = aᵀ · grad_pre`: rows `k`, columns `n`, summed over `m`.
     #[kernel(
         workgroup = [256],
-        constants(REG = [8, 4], BLOCK = [SPAN * REG], PADDED = [BLOCK + 1], LOADS = [REG / 2]),
+        constants(
+            REG = [8, 4],
+            BLOCK = [SPAN * REG],
+            PADDED = [BLOCK + 1],
+            DEPTH = [64 / REG],
+            LOADS = [DEPTH * BLOCK / 256]
+        ),
         grid = [ceil_div(p.n, BLOCK), ceil_div(p.k, BLOCK)]
     )]
     pub fn d_b(
@@ -416,7 +433,13 @@ mod nn {
     /// `y = act(pre)`.
     #[kernel(
         workgroup = [256],
-        constants(REG = [8, 4], BLOCK = [SPAN * REG], PADDED = [BLOCK + 1], LOADS = [REG / 2]),
+        constants(
+            REG = [8, 4],
+            BLOCK = [SPAN * REG],
+            PADDED = [BLOCK + 1],
+            DEPTH = [64 / REG],
+            LOADS = [DEPTH * BLOCK / 256]
+        ),
         grid = [ceil_div(p.batch * p.out_h * p.out_w, BLOCK), ceil_div(p.out_channels, BLOCK)]
     )]
     pub fn conv_forward(
@@ -512,7 +535,13 @@ mod nn {
     /// output pixel, and the specialization drops the divisibility tests and divisions.
     #[kernel(
         workgroup = [256],
-        constants(REG = [8, 4], BLOCK = [SPAN * REG], PADDED = [BLOCK + 1], LOADS = [REG / 2]),
+        constants(
+            REG = [8, 4],
+            BLOCK = [SPAN * REG],
+            PADDED = [BLOCK + 1],
+            DEPTH = [64 / REG],
+            LOADS = [DEPTH * BLOCK / 256]
+        ),
         grid = [ceil_div(p.batch * p.in_h * p.in_w, BLOCK), ceil_div(p.in_channels, BLOCK)],
         specialize(p.stride_h == 1 && p.stride_w == 1)
     )]
@@ -615,7 +644,13 @@ mod nn {
     /// is the filter gradient itself.
     #[kernel(
         workgroup = [256],
-        constants(REG = [8, 4], BLOCK = [SPAN * REG], PADDED = [BLOCK + 1], LOADS = [REG / 2]),
+        constants(
+            REG = [8, 4],
+            BLOCK = [SPAN * REG],
+            PADDED = [BLOCK + 1],
+            DEPTH = [64 / REG],
+            LOADS = [DEPTH * BLOCK / 256]
+        ),
         grid = [
             ceil_div(p.in_channels * p.kernel_h * p.kernel_w, BLOCK),
             ceil_div(p.out_channels, BLOCK),
@@ -871,9 +906,9 @@ pub(crate) use nn::*;
 /// A GEMM-shaped kernel in both of its blockings.
 #[derive(Clone, Debug)]
 pub(crate) struct Blocked<K> {
-    /// 128 x 128 output blocks of 8 x 8 register tiles.
+    /// 128 x 128 output blocks of 8 x 8 register tiles, 8-deep slices.
     pub large: K,
-    /// 64 x 64 output blocks of 4 x 4 register tiles.
+    /// 64 x 64 output blocks of 4 x 4 register tiles, 16-deep slices.
     pub small: K,
 }
 
@@ -901,6 +936,7 @@ macro_rules! blocked {
                     reg: 8,
                     block: 128,
                     padded: 129,
+                    depth: 8,
                     loads: 4,
                 },
             )?,
@@ -910,7 +946,8 @@ macro_rules! blocked {
                     reg: 4,
                     block: 64,
                     padded: 65,
-                    loads: 2,
+                    depth: 16,
+                    loads: 4,
                 },
             )?,
         }
