@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release --example bench            # every shape (meant for a GPU)
 //! cargo run --release --example bench -- --small # small shapes, a smoke test on a CPU adapter
+//! cargo run --release --example bench -- --conv  # convolutions only (`--gemm`: GEMMs only)
 //! ```
 //!
 //! Each figure is the median of 3 submissions of 10 launches, timed by GPU timestamps where
@@ -146,7 +147,10 @@ fn bench_conv(rt: &Runtime, conv: &Conv2d, shape: Conv2dShape) -> Result<()> {
 }
 
 fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let small = std::env::args().any(|a| a == "--small");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let small = args.iter().any(|a| a == "--small");
+    let only_conv = args.iter().any(|a| a == "--conv");
+    let only_gemm = args.iter().any(|a| a == "--gemm");
     let rt = Runtime::new()?;
     let timed_by = if rt.info().has_timestamps() {
         "GPU timestamps"
@@ -168,7 +172,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
             (4096, 768, 3072),
         ]
     };
-    for &(m, k, n) in gemms {
+    for &(m, k, n) in gemms.iter().filter(|_| !only_conv) {
         bench_gemm(&rt, &gemm, GemmShape { m, n, k })?;
     }
 
@@ -185,7 +189,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
             (32, 3, 224, 64, 7, 2, 3),
         ]
     };
-    for &(n, ci, hw, co, k, s, p) in convs {
+    for &(n, ci, hw, co, k, s, p) in convs.iter().filter(|_| !only_gemm) {
         let shape = Conv2dShape::new(n, ci, [hw, hw], co, [k, k])
             .stride([s, s])
             .padding(Padding::uniform(p));
