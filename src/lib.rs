@@ -80,7 +80,9 @@
 //!   `constants(TILE = [8, 16, 32])` in `#[kernel(...)]`, can be used in the workgroup size, in
 //!   array lengths (`[f32; TILE * TILE]`), in the grid and in the body. Each instance is
 //!   generated and validated; `Kernel::new` builds the first, `Kernel::with_constants(rt,
-//!   KernelConstants { tile: 16 })` another, and `INSTANCES` lists them.
+//!   KernelConstants { tile: 16 })` another, and `INSTANCES` lists them. A value may use the
+//!   constants listed before it: `constants(REG = [8, 4], BLOCK = [16 * REG])` gives two
+//!   instances, one per `REG`.
 //! - **Specializations.** `specialize(p.stride == 1, p.kh == 3 && p.kw == 3)` generates the body
 //!   again for each condition with the values folded in (`x * 1`, `x / 1`, `x % 1`, always-true
 //!   tests and dead branches simplified away). At launch the launcher takes the first
@@ -89,6 +91,8 @@
 //! - **Families.** `#[kernels(family(Backward = [grad_pre, d_a, d_b, d_bias]))]` on the module:
 //!   kernels with identical parameters, launched by `Backward::launch`/`record` as ordered
 //!   passes of one submission, each with its own grid, after checking every kernel's buffers.
+//!   `Backward::new` builds each member's first instance; `Backward::from_members(..)` takes
+//!   members built with `with_constants`.
 //! - **Grids past the device limit.** A kernel that uses `global_id()`, `workgroup_id()` or
 //!   `num_workgroups()` may get a grid larger than the device's 65535 workgroups per
 //!   dimension: the launcher folds it into the other dimensions ([`fold_grid`]) and the kernel
