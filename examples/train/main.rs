@@ -159,7 +159,7 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
             rows.sort_by_key(|(_, (time, _))| std::cmp::Reverse(*time));
             for (label, (time, calls)) in rows {
                 println!(
-                    "  {label:<40} {:>9.3} ms per step, {:>3} calls per step",
+                    "  {label:<56} {:>8.3} ms per step, {:>2} calls per step",
                     time.as_secs_f64() * 1e3 / f64::from(timed_steps),
                     calls / timed_steps
                 );
