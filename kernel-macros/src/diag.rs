@@ -44,6 +44,11 @@ impl Errors {
         }
     }
 
+    /// Records every error of `other`.
+    pub fn append(&mut self, other: Errors) {
+        other.errors.into_iter().for_each(|e| self.push(e));
+    }
+
     pub fn is_empty(&self) -> bool {
         self.errors.is_empty()
     }

@@ -152,10 +152,28 @@ impl Ty {
     }
 }
 
+/// Compile-time constants that make instances of kernels: `constants(...)` of one kernel, or a
+/// `#[constants(...)] struct Name;` of the module that several kernels name. An instance is
+/// identified by the constants given as lists; derived constants are computed from them.
+pub struct ConstantSet {
+    /// The host type that names an instance: the set's own name, or `<Kernel>Constants`.
+    pub name: Ident,
+    pub docs: Vec<String>,
+    /// Declared as a module item (and emitted once, for every kernel that names it).
+    pub shared: bool,
+    /// The constants that identify an instance, in declaration order.
+    pub identity: Vec<Ident>,
+    /// The derived constants, each computed from the identity and earlier derived constants.
+    pub derived: Vec<(Ident, HostExpr)>,
+    /// The identity values of each instance.
+    pub instances: Vec<Vec<u32>>,
+}
+
 /// One `#[tessera::kernels]` module: its parameter structs, helpers and kernels.
 pub struct Module {
     pub name: Ident,
     pub params: Vec<ParamsStruct>,
+    pub constant_sets: Vec<ConstantSet>,
     pub helpers: Vec<Function>,
     /// Every variant of every kernel, the variants of one kernel next to each other (see
     /// [`Variant`]).
@@ -195,8 +213,8 @@ pub enum Feature {
 pub struct Variant {
     /// Index of the instance among the kernel's instances.
     pub instance: usize,
-    /// The instance's constants and their values, for names and reports.
-    pub constants: Vec<(Ident, String)>,
+    /// The values of the constants that identify the instance, for names and reports.
+    pub constants: Vec<(Ident, u32)>,
     /// Index into [`Kernel::specializations`], or `None` for the general body.
     pub specialization: Option<usize>,
 }
@@ -260,7 +278,10 @@ pub struct ParamsField {
     pub span: Span,
 }
 
-/// A helper function callable from kernels.
+/// A helper function callable from kernels: a device function. One is parsed per kernel
+/// instance that calls it, with that instance's constants, so `[f32; REG]` in its signature is
+/// the caller's `REG`.
+#[derive(Clone)]
 pub struct Function {
     pub name: Ident,
     pub params: Vec<FnParam>,
@@ -268,20 +289,50 @@ pub struct Function {
     pub body: Block,
     /// Every local's name, indexed by [`LocalId`] (filled by `check/`).
     pub locals: Vec<Ident>,
+    /// What makes two copies of this helper the same WGSL function: its tokens with the
+    /// instance's constants in place, and the specialization folded into it (if any).
+    pub fingerprint: String,
 }
 
+impl Function {
+    /// Parameters that stand for memory of the caller (arrays, buffers, parameters).
+    pub fn reference_params(&self) -> impl Iterator<Item = &FnParam> {
+        self.params.iter().filter(|p| p.kind != ParamKind::Value)
+    }
+}
+
+#[derive(Clone)]
 pub struct FnParam {
     pub name: Ident,
+    /// The value type; for a reference, the array's or the buffer element's type.
     pub ty: Ty,
+    pub kind: ParamKind,
+    /// `mut name: T` (values) or `&mut` (references).
     pub mutable: bool,
+    pub span: Span,
     /// Assigned by `check/`.
     pub local: LocalId,
+}
+
+/// How a helper receives a parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// `x: T`: a copy of a value.
+    Value,
+    /// `tile: &[T; N]` / `&mut [T; N]`: the caller's workgroup array or local array.
+    Array,
+    /// `x: &[T]` / `&mut [T]`: the caller's storage buffer.
+    Storage,
+    /// `p: &P`: the caller's uniform parameters (index into `Module::params`).
+    Uniform(usize),
 }
 
 /// A `#[kernel]` entry point.
 #[derive(Clone)]
 pub struct Kernel {
     pub name: Ident,
+    /// The set its instances come from (index into `Module::constant_sets`).
+    pub constant_set: Option<usize>,
     /// The kernel's own `///` documentation, carried to its launcher.
     pub docs: Vec<String>,
     pub variant: Variant,
@@ -303,6 +354,8 @@ pub struct Kernel {
     pub body: Block,
     /// Every local's name, indexed by [`LocalId`] (filled by `check/`).
     pub locals: Vec<Ident>,
+    /// The helpers this instance calls, directly or not, parsed with its constants.
+    pub helpers: Vec<Function>,
 }
 
 /// A resource binding: storage buffer or uniform struct.
@@ -329,6 +382,8 @@ pub struct SharedVar {
     pub name: Ident,
     pub ty: Ty,
     pub span: Span,
+    /// False for a helper's `&[T; N]` parameter, which it may only read.
+    pub writable: bool,
 }
 
 /// An expression evaluated on the host by the launcher: grid sizes and buffer lengths.
@@ -340,6 +395,8 @@ pub enum HostExpr {
         field: Ident,
         span: Span,
     },
+    /// A constant of the instance (derived constants' expressions only).
+    Const(Ident),
     /// `x.len()`: the length of a storage binding (grid expressions only).
     Len {
         binding: Ident,
@@ -480,6 +537,8 @@ pub enum ExprKind {
     Repeat(Box<Expr>, u32),
     /// `{ stmts; tail }` used as a value.
     Block(Box<BlockExpr>),
+    /// `&x` / `&mut x`: an array or buffer lent to a helper (only as a helper's argument).
+    Ref(bool, Box<Expr>),
 }
 
 /// A block with a value: statements, then the tail expression.
@@ -614,6 +673,7 @@ pub fn visit_expr(e: &Expr, f: &mut impl FnMut(&Expr)) {
         ExprKind::Field(a, _)
         | ExprKind::Unary(_, a)
         | ExprKind::Cast(a, _)
+        | ExprKind::Ref(_, a)
         | ExprKind::Repeat(a, _) => visit_expr(a, f),
         ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
             visit_expr(a, f);
@@ -667,6 +727,8 @@ impl Expr {
                 format!("({} {} {})", a.rust_text(), op.symbol(), b.rust_text())
             }
             ExprKind::Cast(e, ty) => format!("({} as {})", e.rust_text(), ty.rust_name()),
+            ExprKind::Ref(true, e) => format!("&mut {}", e.rust_text()),
+            ExprKind::Ref(false, e) => format!("&{}", e.rust_text()),
             _ => "(...)".to_owned(),
         }
     }
@@ -675,20 +737,7 @@ impl Expr {
 impl Kernel {
     /// The launcher type's name: `grad_pre` -> `GradPre`.
     pub fn launcher_name(&self) -> Ident {
-        let camel: String = self
-            .name
-            .to_string()
-            .split('_')
-            .filter(|part| !part.is_empty())
-            .map(|part| {
-                let mut chars = part.chars();
-                chars
-                    .next()
-                    .map(|c| c.to_uppercase().chain(chars).collect::<String>())
-                    .unwrap_or_default()
-            })
-            .collect();
-        Ident::new(&camel, self.name.span())
+        launcher_name(&self.name)
     }
 
     /// The span of the first `f16` value the kernel declares or computes, if any.
@@ -801,6 +850,7 @@ pub fn children_mut(e: &mut Expr, visit: &mut impl FnMut(Child<'_>)) {
         ExprKind::Field(a, _)
         | ExprKind::Unary(_, a)
         | ExprKind::Cast(a, _)
+        | ExprKind::Ref(_, a)
         | ExprKind::Repeat(a, _) => expr(a),
         ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
             expr(a);
@@ -824,4 +874,21 @@ pub fn children_mut(e: &mut Expr, visit: &mut impl FnMut(Child<'_>)) {
         ExprKind::Block(b) => visit(Child::Block(b)),
         ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Path(..) => {}
     }
+}
+
+/// The launcher type's name for the kernel `name`: `grad_pre` -> `GradPre`.
+pub fn launcher_name(name: &Ident) -> Ident {
+    let camel: String = name
+        .to_string()
+        .split('_')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .map(|c| c.to_uppercase().chain(chars).collect::<String>())
+                .unwrap_or_default()
+        })
+        .collect();
+    Ident::new(&camel, name.span())
 }

@@ -311,9 +311,9 @@ impl Conv2d {
     /// Builds the forward and backward pipelines.
     pub fn new(rt: &Runtime) -> Result<Self> {
         Ok(Conv2d {
-            forward: kernels::blocked!(rt, ConvForward, ConvForwardConstants),
-            grad_input: kernels::blocked!(rt, ConvGradInput, ConvGradInputConstants),
-            grad_weight: kernels::blocked!(rt, ConvGradWeight, ConvGradWeightConstants),
+            forward: kernels::Blocked::new(|b| kernels::ConvForward::with_constants(rt, b))?,
+            grad_input: kernels::Blocked::new(|b| kernels::ConvGradInput::with_constants(rt, b))?,
+            grad_weight: kernels::Blocked::new(|b| kernels::ConvGradWeight::with_constants(rt, b))?,
             grad_weight_reduce: kernels::ConvGradWeightReduce::new(rt)?,
             grad_bias: kernels::ConvGradBias::new(rt)?,
             activation_grad: kernels::ActivationGrad::new(rt)?,
@@ -488,7 +488,7 @@ impl Conv2d {
     ) -> Result<()> {
         let kernel = self.grad_weight.pick(p.out_channels);
         let constants = kernel.constants();
-        split_weight_grad(&mut p, constants.block, constants.depth);
+        split_weight_grad(&mut p, constants.block(), constants.depth());
         if p.splits == 1 {
             let args = kernels::ConvGradWeightArgs {
                 p: &p,

@@ -52,7 +52,7 @@ impl Gemm {
     /// Builds the forward kernel and the backward family.
     pub fn new(rt: &Runtime) -> Result<Self> {
         Ok(Gemm {
-            forward: kernels::blocked!(rt, GemmForward, GemmForwardConstants),
+            forward: kernels::Blocked::new(|b| kernels::GemmForward::with_constants(rt, b))?,
             backward: backward_family(rt)?,
         })
     }
@@ -127,8 +127,8 @@ impl Gemm {
 fn backward_family(rt: &Runtime) -> Result<kernels::Blocked<kernels::GemmBackward>> {
     let grad_pre = kernels::GradPre::new(rt)?;
     let d_bias = kernels::DBias::new(rt)?;
-    let d_a = kernels::blocked!(rt, DA, DAConstants);
-    let d_b = kernels::blocked!(rt, DB, DBConstants);
+    let d_a = kernels::Blocked::new(|b| kernels::DA::with_constants(rt, b))?;
+    let d_b = kernels::Blocked::new(|b| kernels::DB::with_constants(rt, b))?;
     Ok(kernels::Blocked {
         large: kernels::GemmBackward::from_members(
             grad_pre.clone(),

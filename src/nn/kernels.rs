@@ -13,15 +13,6 @@ mod nn {
     /// Invocations along each edge of the workgroup.
     pub const SPAN: u32 = 16;
 
-    // Each GEMM-shaped kernel comes in two instances: `REG` is the edge of an invocation's
-    // register tile, `BLOCK` the edge of the workgroup's output block, `PADDED` the row length
-    // of a staged slice written across its rows (`kk` fastest among invocations; one more than
-    // `BLOCK` so that those writes fall in distinct memory banks), `DEPTH` the depth of the
-    // slices staged per step (both slices fit WebGPU's default 16 KiB of workgroup memory),
-    // `LOADS` the operand elements each invocation stages per step.
-    // The host takes the 128 x 128 blocks when the output has more than 64 rows, the 64 x 64
-    // ones otherwise (half-empty large blocks ran several times slower on an H100).
-
     #[repr(C)]
     #[derive(Clone, Copy, tessera::Params)]
     pub struct GemmParams {
@@ -148,16 +139,101 @@ mod nn {
         }
     }
 
+    /// The blocking every GEMM-shaped kernel is instantiated with: `REG` is the edge of an
+    /// invocation's register tile, `BLOCK` the edge of the workgroup's output block, `DEPTH`
+    /// the depth of the slices staged per step (both slices fit WebGPU's default 16 KiB of
+    /// workgroup memory), `PADDED` the row length of a staged slice (one more than `BLOCK`, so
+    /// that writes across its rows fall in distinct memory banks), `LOADS` the elements of each
+    /// operand an invocation stages per step. `REG = 8` makes 128 x 128 blocks of 8-deep
+    /// slices; `REG = 4` 64 x 64 blocks of 16-deep slices, which the host takes when the output
+    /// has at most 64 rows (half-empty large blocks ran several times slower on an H100).
+    #[constants(
+        REG = [8, 4],
+        BLOCK = SPAN * REG,
+        PADDED = BLOCK + 1,
+        DEPTH = 64 / REG,
+        LOADS = DEPTH * BLOCK / 256
+    )]
+    pub struct Blocking;
+
+    // The mainloop of every GEMM-shaped kernel, written once. Each step, every invocation
+    // fetches `LOADS` elements of each operand into registers (the kernel's own index math),
+    // `stage_across` or `stage_along` writes them into a slice, and `multiply_accumulate` adds
+    // the slices' product into the invocation's register tile. A slice is `DEPTH` rows (the
+    // summed dimension) of `PADDED`: `stage_across` fills it from an operand read along the
+    // summed dimension, `stage_along` from one read along the output's rows or columns.
+
+    /// The output row (`across_row`) or summed index (`along_depth`) of the element an
+    /// invocation stages in its `r`-th load.
+    fn across_row(t: u32, r: u32) -> u32 {
+        t / DEPTH + r * (256 / DEPTH)
+    }
+
+    fn along_depth(t: u32, r: u32) -> u32 {
+        t / BLOCK + r * (DEPTH / LOADS)
+    }
+
+    fn stage_across(slice: &mut [f32; DEPTH * PADDED], fetched: &[f32; LOADS], t: u32) {
+        #[unroll]
+        for r in 0..LOADS {
+            slice[t % DEPTH * PADDED + across_row(t, r)] = fetched[r];
+        }
+    }
+
+    fn stage_along(slice: &mut [f32; DEPTH * PADDED], fetched: &[f32; LOADS], t: u32) {
+        #[unroll]
+        for r in 0..LOADS {
+            slice[along_depth(t, r) * PADDED + t % BLOCK] = fetched[r];
+        }
+    }
+
+    /// `acc += a · b` over one pair of staged slices, between the barriers that make the
+    /// slices visible to the workgroup and free them for the next step.
+    fn multiply_accumulate(
+        a: &[f32; DEPTH * PADDED],
+        b: &[f32; DEPTH * PADDED],
+        acc: &mut [f32; REG * REG],
+        t: u32,
+    ) {
+        workgroup_barrier();
+        for kk in 0..DEPTH {
+            let mut fa = [0.0f32; REG];
+            let mut fb = [0.0f32; REG];
+            #[unroll]
+            for i in 0..REG {
+                fa[i] = a[kk * PADDED + t / SPAN + i * SPAN];
+                fb[i] = b[kk * PADDED + t % SPAN + i * SPAN];
+            }
+            #[unroll]
+            for e in 0..REG * REG {
+                acc[e] += fa[e / REG] * fb[e % REG];
+            }
+        }
+        workgroup_barrier();
+    }
+
+    /// The output row and column, within the block, of register `e` of an invocation's tile.
+    fn tile_row(t: u32, e: u32) -> u32 {
+        t / SPAN + e / REG * SPAN
+    }
+
+    fn tile_col(t: u32, e: u32) -> u32 {
+        t % SPAN + e % REG * SPAN
+    }
+
+    /// Element (`row`, `col`) of the row-major `rows` x `cols` matrix `m`, 0 outside it.
+    fn element(m: &[f32], row: u32, rows: u32, col: u32, cols: u32) -> f32 {
+        if row < rows && col < cols {
+            m[row * cols + col]
+        } else {
+            0.0
+        }
+    }
+
     /// `pre = a · b + bias`, `y = act(pre)`.
     #[kernel(
         workgroup = [256],
-        constants(
-            REG = [8, 4],
-            BLOCK = [SPAN * REG],
-            PADDED = [BLOCK + 1],
-            DEPTH = [64 / REG],
-            LOADS = [DEPTH * BLOCK / 256]
-        ),
+        constants = Blocking,
         grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)]
     )]
     pub fn gemm_forward(
@@ -168,63 +244,31 @@ mod nn {
         #[len(p.m * p.n)] pre: &mut [f32],
         #[len(p.m * p.n)] y: &mut [f32],
         #[workgroup] tile_a: &mut [f32; DEPTH * PADDED],
-        #[workgroup] tile_b: &mut [f32; DEPTH * BLOCK],
+        #[workgroup] tile_b: &mut [f32; DEPTH * PADDED],
     ) {
-        let t = local_index();
-        let (tx, ty) = (t % SPAN, t / SPAN);
-        let row0 = workgroup_id().y * BLOCK;
-        let col0 = workgroup_id().x * BLOCK;
+        let (t, row0, col0) = (
+            local_index(),
+            workgroup_id().y * BLOCK,
+            workgroup_id().x * BLOCK,
+        );
         let mut acc = [0.0f32; REG * REG];
         for k0 in (0..p.k).step_by(DEPTH) {
+            let (mut from_a, mut from_b) = ([0.0f32; LOADS], [0.0f32; LOADS]);
             #[unroll]
             for r in 0..LOADS {
-                let (kk, mm) = (t % DEPTH, t / DEPTH + r * (256 / DEPTH));
-                let (row, k) = (row0 + mm, k0 + kk);
-                tile_a[kk * PADDED + mm] = if row < p.m && k < p.k {
-                    a[row * p.k + k]
-                } else {
-                    0.0
-                };
+                from_a[r] = element(a, row0 + across_row(t, r), p.m, k0 + t % DEPTH, p.k);
+                from_b[r] = element(b, k0 + along_depth(t, r), p.k, col0 + t % BLOCK, p.n);
             }
-            #[unroll]
-            for r in 0..LOADS {
-                let (kk, cc) = (t / BLOCK + r * (DEPTH / LOADS), t % BLOCK);
-                let (k, col) = (k0 + kk, col0 + cc);
-                tile_b[kk * BLOCK + cc] = if k < p.k && col < p.n {
-                    b[k * p.n + col]
-                } else {
-                    0.0
-                };
-            }
-            workgroup_barrier();
-            for kk in 0..DEPTH {
-                let mut fa = [0.0f32; REG];
-                let mut fb = [0.0f32; REG];
-                #[unroll]
-                for i in 0..REG {
-                    fa[i] = tile_a[kk * PADDED + ty + i * SPAN];
-                    fb[i] = tile_b[kk * BLOCK + tx + i * SPAN];
-                }
-                #[unroll]
-                for i in 0..REG {
-                    #[unroll]
-                    for j in 0..REG {
-                        acc[i * REG + j] += fa[i] * fb[j];
-                    }
-                }
-            }
-            workgroup_barrier();
+            stage_across(tile_a, &from_a, t);
+            stage_along(tile_b, &from_b, t);
+            multiply_accumulate(tile_a, tile_b, &mut acc, t);
         }
         #[unroll]
-        for i in 0..REG {
-            #[unroll]
-            for j in 0..REG {
-                let (row, col) = (row0 + ty + i * SPAN, col0 + tx + j * SPAN);
-                if row < p.m && col < p.n {
-                    let z = acc[i * REG + j] + bias[col];
-                    pre[row * p.n + col] = z;
-                    y[row * p.n + col] = activate(z, p.activation);
-                }
+        for e in 0..REG * REG {
+            let (row, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
+            if row < p.m && col < p.n {
+                pre[row * p.n + col] = acc[e] + bias[col];
+                y[row * p.n + col] = activate(acc[e] + bias[col], p.activation);
             }
         }
     }
@@ -248,16 +292,11 @@ mod nn {
         }
     }
 
-    /// `grad_a = grad_pre · bᵀ`: rows `m`, columns `k`, summed over `n`.
+    /// `grad_a = grad_pre · bᵀ`: rows `m`, columns `k`, summed over `n`; both operands are
+    /// read along `n`, their contiguous dimension.
     #[kernel(
         workgroup = [256],
-        constants(
-            REG = [8, 4],
-            BLOCK = [SPAN * REG],
-            PADDED = [BLOCK + 1],
-            DEPTH = [64 / REG],
-            LOADS = [DEPTH * BLOCK / 256]
-        ),
+        constants = Blocking,
         grid = [ceil_div(p.k, BLOCK), ceil_div(p.m, BLOCK)]
     )]
     pub fn d_a(
@@ -273,70 +312,37 @@ mod nn {
         #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
         #[workgroup] tile_b: &mut [f32; DEPTH * PADDED],
     ) {
-        let t = local_index();
-        let (tx, ty) = (t % SPAN, t / SPAN);
-        let row0 = workgroup_id().y * BLOCK;
-        let col0 = workgroup_id().x * BLOCK;
+        let (t, row0, col0) = (
+            local_index(),
+            workgroup_id().y * BLOCK,
+            workgroup_id().x * BLOCK,
+        );
         let mut acc = [0.0f32; REG * REG];
         for j0 in (0..p.n).step_by(DEPTH) {
-            // Both operands are read along `n`, their contiguous dimension.
+            let (mut from_g, mut from_b) = ([0.0f32; LOADS], [0.0f32; LOADS]);
             #[unroll]
             for r in 0..LOADS {
-                let (jj, mm) = (t % DEPTH, t / DEPTH + r * (256 / DEPTH));
-                let (row, j) = (row0 + mm, j0 + jj);
-                tile_g[jj * PADDED + mm] = if row < p.m && j < p.n {
-                    grad_pre[row * p.n + j]
-                } else {
-                    0.0
-                };
-                let col = col0 + mm;
-                tile_b[jj * PADDED + mm] = if col < p.k && j < p.n {
-                    b[col * p.n + j]
-                } else {
-                    0.0
-                };
+                from_g[r] = element(grad_pre, row0 + across_row(t, r), p.m, j0 + t % DEPTH, p.n);
+                from_b[r] = element(b, col0 + across_row(t, r), p.k, j0 + t % DEPTH, p.n);
             }
-            workgroup_barrier();
-            for jj in 0..DEPTH {
-                let mut fa = [0.0f32; REG];
-                let mut fb = [0.0f32; REG];
-                #[unroll]
-                for i in 0..REG {
-                    fa[i] = tile_g[jj * PADDED + ty + i * SPAN];
-                    fb[i] = tile_b[jj * PADDED + tx + i * SPAN];
-                }
-                #[unroll]
-                for i in 0..REG {
-                    #[unroll]
-                    for j in 0..REG {
-                        acc[i * REG + j] += fa[i] * fb[j];
-                    }
-                }
-            }
-            workgroup_barrier();
+            stage_across(tile_g, &from_g, t);
+            stage_across(tile_b, &from_b, t);
+            multiply_accumulate(tile_g, tile_b, &mut acc, t);
         }
         #[unroll]
-        for i in 0..REG {
-            #[unroll]
-            for j in 0..REG {
-                let (row, col) = (row0 + ty + i * SPAN, col0 + tx + j * SPAN);
-                if row < p.m && col < p.k {
-                    grad_a[row * p.k + col] = acc[i * REG + j];
-                }
+        for e in 0..REG * REG {
+            let (row, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
+            if row < p.m && col < p.k {
+                grad_a[row * p.k + col] = acc[e];
             }
         }
     }
 
-    /// `grad_b = aᵀ · grad_pre`: rows `k`, columns `n`, summed over `m`.
+    /// `grad_b = aᵀ · grad_pre`: rows `k`, columns `n`, summed over `m`; both operands are
+    /// read along their rows, i.e. along `k` and `n`.
     #[kernel(
         workgroup = [256],
-        constants(
-            REG = [8, 4],
-            BLOCK = [SPAN * REG],
-            PADDED = [BLOCK + 1],
-            DEPTH = [64 / REG],
-            LOADS = [DEPTH * BLOCK / 256]
-        ),
+        constants = Blocking,
         grid = [ceil_div(p.n, BLOCK), ceil_div(p.k, BLOCK)]
     )]
     pub fn d_b(
@@ -349,58 +355,31 @@ mod nn {
         #[len(p.m * p.k)] grad_a: &mut [f32],
         #[len(p.k * p.n)] grad_b: &mut [f32],
         #[len(p.n)] grad_bias: &mut [f32],
-        #[workgroup] tile_a: &mut [f32; DEPTH * BLOCK],
-        #[workgroup] tile_g: &mut [f32; DEPTH * BLOCK],
+        #[workgroup] tile_a: &mut [f32; DEPTH * PADDED],
+        #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
     ) {
-        let t = local_index();
-        let (tx, ty) = (t % SPAN, t / SPAN);
-        let row0 = workgroup_id().y * BLOCK;
-        let col0 = workgroup_id().x * BLOCK;
+        let (t, row0, col0) = (
+            local_index(),
+            workgroup_id().y * BLOCK,
+            workgroup_id().x * BLOCK,
+        );
         let mut acc = [0.0f32; REG * REG];
         for i0 in (0..p.m).step_by(DEPTH) {
-            // Both operands are read along their rows, i.e. along `k` and `n`.
+            let (mut from_a, mut from_g) = ([0.0f32; LOADS], [0.0f32; LOADS]);
             #[unroll]
             for r in 0..LOADS {
-                let (ii, cc) = (t / BLOCK + r * (DEPTH / LOADS), t % BLOCK);
-                let i = i0 + ii;
-                tile_a[ii * BLOCK + cc] = if i < p.m && row0 + cc < p.k {
-                    a[i * p.k + row0 + cc]
-                } else {
-                    0.0
-                };
-                tile_g[ii * BLOCK + cc] = if i < p.m && col0 + cc < p.n {
-                    grad_pre[i * p.n + col0 + cc]
-                } else {
-                    0.0
-                };
+                from_a[r] = element(a, i0 + along_depth(t, r), p.m, row0 + t % BLOCK, p.k);
+                from_g[r] = element(grad_pre, i0 + along_depth(t, r), p.m, col0 + t % BLOCK, p.n);
             }
-            workgroup_barrier();
-            for ii in 0..DEPTH {
-                let mut fa = [0.0f32; REG];
-                let mut fb = [0.0f32; REG];
-                #[unroll]
-                for i in 0..REG {
-                    fa[i] = tile_a[ii * BLOCK + ty + i * SPAN];
-                    fb[i] = tile_g[ii * BLOCK + tx + i * SPAN];
-                }
-                #[unroll]
-                for i in 0..REG {
-                    #[unroll]
-                    for j in 0..REG {
-                        acc[i * REG + j] += fa[i] * fb[j];
-                    }
-                }
-            }
-            workgroup_barrier();
+            stage_along(tile_a, &from_a, t);
+            stage_along(tile_g, &from_g, t);
+            multiply_accumulate(tile_a, tile_g, &mut acc, t);
         }
         #[unroll]
-        for i in 0..REG {
-            #[unroll]
-            for j in 0..REG {
-                let (row, col) = (row0 + ty + i * SPAN, col0 + tx + j * SPAN);
-                if row < p.k && col < p.n {
-                    grad_b[row * p.n + col] = acc[i * REG + j];
-                }
+        for e in 0..REG * REG {
+            let (row, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
+            if row < p.k && col < p.n {
+                grad_b[row * p.n + col] = acc[e];
             }
         }
     }
@@ -433,13 +412,7 @@ mod nn {
     /// `y = act(pre)`.
     #[kernel(
         workgroup = [256],
-        constants(
-            REG = [8, 4],
-            BLOCK = [SPAN * REG],
-            PADDED = [BLOCK + 1],
-            DEPTH = [64 / REG],
-            LOADS = [DEPTH * BLOCK / 256]
-        ),
+        constants = Blocking,
         grid = [ceil_div(p.batch * p.out_h * p.out_w, BLOCK), ceil_div(p.out_channels, BLOCK)]
     )]
     pub fn conv_forward(
@@ -450,12 +423,13 @@ mod nn {
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
         #[workgroup] tile_w: &mut [f32; DEPTH * PADDED],
-        #[workgroup] tile_x: &mut [f32; DEPTH * BLOCK],
+        #[workgroup] tile_x: &mut [f32; DEPTH * PADDED],
     ) {
-        let t = local_index();
-        let (tx, ty) = (t % SPAN, t / SPAN);
-        let row0 = workgroup_id().y * BLOCK;
-        let col0 = workgroup_id().x * BLOCK;
+        let (t, row0, col0) = (
+            local_index(),
+            workgroup_id().y * BLOCK,
+            workgroup_id().x * BLOCK,
+        );
         let taps = p.kernel_h * p.kernel_w;
         let depth = p.in_channels * taps;
         let pixels = p.out_h * p.out_w;
@@ -469,61 +443,36 @@ mod nn {
 
         let mut acc = [0.0f32; REG * REG];
         for k0 in (0..depth).step_by(DEPTH) {
+            let (mut from_w, mut from_x) = ([0.0f32; LOADS], [0.0f32; LOADS]);
             #[unroll]
             for r in 0..LOADS {
-                let (kk, mm) = (t % DEPTH, t / DEPTH + r * (256 / DEPTH));
-                let (row, k) = (row0 + mm, k0 + kk);
-                tile_w[kk * PADDED + mm] = if row < p.out_channels && k < depth {
-                    w[row * depth + k]
-                } else {
-                    0.0
-                };
-            }
-            #[unroll]
-            for r in 0..LOADS {
-                let kk = t / BLOCK + r * (DEPTH / LOADS);
-                let k = k0 + kk;
+                from_w[r] = element(
+                    w,
+                    row0 + across_row(t, r),
+                    p.out_channels,
+                    k0 + t % DEPTH,
+                    depth,
+                );
+                let k = k0 + along_depth(t, r);
                 let (ci, tap) = (k / taps, k % taps);
                 // Rows and columns above or left of the image wrap around and fail `< in_h`.
                 let ih = (top + tap / p.kernel_w * p.dilation_h).wrapping_sub(p.pad_top);
                 let iw = (left + tap % p.kernel_w * p.dilation_w).wrapping_sub(p.pad_left);
-                tile_x[kk * BLOCK + t % BLOCK] =
-                    if staged < columns && k < depth && ih < p.in_h && iw < p.in_w {
-                        x[image + (ci * p.in_h + ih) * p.in_w + iw]
-                    } else {
-                        0.0
-                    };
-            }
-            workgroup_barrier();
-            for kk in 0..DEPTH {
-                let mut fa = [0.0f32; REG];
-                let mut fb = [0.0f32; REG];
-                #[unroll]
-                for i in 0..REG {
-                    fa[i] = tile_w[kk * PADDED + ty + i * SPAN];
-                    fb[i] = tile_x[kk * BLOCK + tx + i * SPAN];
-                }
-                #[unroll]
-                for i in 0..REG {
-                    #[unroll]
-                    for j in 0..REG {
-                        acc[i * REG + j] += fa[i] * fb[j];
-                    }
+                if staged < columns && k < depth && ih < p.in_h && iw < p.in_w {
+                    from_x[r] = x[image + (ci * p.in_h + ih) * p.in_w + iw];
                 }
             }
-            workgroup_barrier();
+            stage_across(tile_w, &from_w, t);
+            stage_along(tile_x, &from_x, t);
+            multiply_accumulate(tile_w, tile_x, &mut acc, t);
         }
         #[unroll]
-        for i in 0..REG {
-            #[unroll]
-            for j in 0..REG {
-                let (row, col) = (row0 + ty + i * SPAN, col0 + tx + j * SPAN);
-                if row < p.out_channels && col < columns {
-                    let out = (col / pixels * p.out_channels + row) * pixels + col % pixels;
-                    let z = acc[i * REG + j] + bias[row];
-                    pre[out] = z;
-                    y[out] = activate(z, p.activation);
-                }
+        for e in 0..REG * REG {
+            let (row, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
+            if row < p.out_channels && col < columns {
+                let out = (col / pixels * p.out_channels + row) * pixels + col % pixels;
+                pre[out] = acc[e] + bias[row];
+                y[out] = activate(acc[e] + bias[row], p.activation);
             }
         }
     }
@@ -535,13 +484,7 @@ mod nn {
     /// output pixel, and the specialization drops the divisibility tests and divisions.
     #[kernel(
         workgroup = [256],
-        constants(
-            REG = [8, 4],
-            BLOCK = [SPAN * REG],
-            PADDED = [BLOCK + 1],
-            DEPTH = [64 / REG],
-            LOADS = [DEPTH * BLOCK / 256]
-        ),
+        constants = Blocking,
         grid = [ceil_div(p.batch * p.in_h * p.in_w, BLOCK), ceil_div(p.in_channels, BLOCK)],
         specialize(p.stride_h == 1 && p.stride_w == 1)
     )]
@@ -551,12 +494,13 @@ mod nn {
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
         #[workgroup] tile_w: &mut [f32; DEPTH * PADDED],
-        #[workgroup] tile_g: &mut [f32; DEPTH * BLOCK],
+        #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
     ) {
-        let t = local_index();
-        let (tx, ty) = (t % SPAN, t / SPAN);
-        let row0 = workgroup_id().y * BLOCK;
-        let col0 = workgroup_id().x * BLOCK;
+        let (t, row0, col0) = (
+            local_index(),
+            workgroup_id().y * BLOCK,
+            workgroup_id().x * BLOCK,
+        );
         let taps = p.kernel_h * p.kernel_w;
         let depth = p.out_channels * taps;
         let pixels = p.in_h * p.in_w;
@@ -570,20 +514,15 @@ mod nn {
 
         let mut acc = [0.0f32; REG * REG];
         for k0 in (0..depth).step_by(DEPTH) {
+            let (mut from_w, mut from_g) = ([0.0f32; LOADS], [0.0f32; LOADS]);
             #[unroll]
             for r in 0..LOADS {
-                let (kk, mm) = (t % DEPTH, t / DEPTH + r * (256 / DEPTH));
-                let (ci, k) = (row0 + mm, k0 + kk);
-                tile_w[kk * PADDED + mm] = if ci < p.in_channels && k < depth {
-                    w[(k / taps * p.in_channels + ci) * taps + k % taps]
-                } else {
-                    0.0
-                };
-            }
-            #[unroll]
-            for r in 0..LOADS {
-                let kk = t / BLOCK + r * (DEPTH / LOADS);
-                let k = k0 + kk;
+                // The filter as `[out_channels * taps][in_channels]`: row `ci`, column `k`.
+                let (ci, kw) = (row0 + across_row(t, r), k0 + t % DEPTH);
+                if ci < p.in_channels && kw < depth {
+                    from_w[r] = w[(kw / taps * p.in_channels + ci) * taps + kw % taps];
+                }
+                let k = k0 + along_depth(t, r);
                 let (co, tap) = (k / taps, k % taps);
                 let dh = tap / p.kernel_w * p.dilation_h;
                 let dw = tap % p.kernel_w * p.dilation_w;
@@ -599,40 +538,19 @@ mod nn {
                     && sw % p.stride_w == 0
                     && oh < p.out_h
                     && ow < p.out_w;
-                tile_g[kk * BLOCK + t % BLOCK] = if hit {
-                    grad_pre[((n * p.out_channels + co) * p.out_h + oh) * p.out_w + ow]
-                } else {
-                    0.0
-                };
-            }
-            workgroup_barrier();
-            for kk in 0..DEPTH {
-                let mut fa = [0.0f32; REG];
-                let mut fb = [0.0f32; REG];
-                #[unroll]
-                for i in 0..REG {
-                    fa[i] = tile_w[kk * PADDED + ty + i * SPAN];
-                    fb[i] = tile_g[kk * BLOCK + tx + i * SPAN];
-                }
-                #[unroll]
-                for i in 0..REG {
-                    #[unroll]
-                    for j in 0..REG {
-                        acc[i * REG + j] += fa[i] * fb[j];
-                    }
+                if hit {
+                    from_g[r] = grad_pre[((n * p.out_channels + co) * p.out_h + oh) * p.out_w + ow];
                 }
             }
-            workgroup_barrier();
+            stage_across(tile_w, &from_w, t);
+            stage_along(tile_g, &from_g, t);
+            multiply_accumulate(tile_w, tile_g, &mut acc, t);
         }
         #[unroll]
-        for i in 0..REG {
-            #[unroll]
-            for j in 0..REG {
-                let (ci, col) = (row0 + ty + i * SPAN, col0 + tx + j * SPAN);
-                if ci < p.in_channels && col < columns {
-                    grad_x[(col / pixels * p.in_channels + ci) * pixels + col % pixels] =
-                        acc[i * REG + j];
-                }
+        for e in 0..REG * REG {
+            let (ci, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
+            if ci < p.in_channels && col < columns {
+                grad_x[(col / pixels * p.in_channels + ci) * pixels + col % pixels] = acc[e];
             }
         }
     }
@@ -644,13 +562,7 @@ mod nn {
     /// is the filter gradient itself.
     #[kernel(
         workgroup = [256],
-        constants(
-            REG = [8, 4],
-            BLOCK = [SPAN * REG],
-            PADDED = [BLOCK + 1],
-            DEPTH = [64 / REG],
-            LOADS = [DEPTH * BLOCK / 256]
-        ),
+        constants = Blocking,
         grid = [
             ceil_div(p.in_channels * p.kernel_h * p.kernel_w, BLOCK),
             ceil_div(p.out_channels, BLOCK),
@@ -664,12 +576,13 @@ mod nn {
         #[len(p.splits * p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
         partial: &mut [f32],
         #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
-        #[workgroup] tile_x: &mut [f32; DEPTH * BLOCK],
+        #[workgroup] tile_x: &mut [f32; DEPTH * PADDED],
     ) {
-        let t = local_index();
-        let (tx, ty) = (t % SPAN, t / SPAN);
-        let row0 = workgroup_id().y * BLOCK;
-        let col0 = workgroup_id().x * BLOCK;
+        let (t, row0, col0) = (
+            local_index(),
+            workgroup_id().y * BLOCK,
+            workgroup_id().x * BLOCK,
+        );
         let taps = p.kernel_h * p.kernel_w;
         let columns = p.in_channels * taps;
         let pixels = p.out_h * p.out_w;
@@ -685,57 +598,31 @@ mod nn {
 
         let mut acc = [0.0f32; REG * REG];
         for k0 in (begin..end).step_by(DEPTH) {
+            let (mut from_g, mut from_x) = ([0.0f32; LOADS], [0.0f32; LOADS]);
             #[unroll]
             for r in 0..LOADS {
-                let (kk, mm) = (t % DEPTH, t / DEPTH + r * (256 / DEPTH));
-                let (co, k) = (row0 + mm, k0 + kk);
-                tile_g[kk * PADDED + mm] = if co < p.out_channels && k < end {
-                    grad_pre[(k / pixels * p.out_channels + co) * pixels + k % pixels]
-                } else {
-                    0.0
-                };
-            }
-            #[unroll]
-            for r in 0..LOADS {
-                let kk = t / BLOCK + r * (DEPTH / LOADS);
-                let k = k0 + kk;
+                let (co, kg) = (row0 + across_row(t, r), k0 + t % DEPTH);
+                if co < p.out_channels && kg < end {
+                    from_g[r] =
+                        grad_pre[(kg / pixels * p.out_channels + co) * pixels + kg % pixels];
+                }
+                let k = k0 + along_depth(t, r);
                 let (n, pixel) = (k / pixels, k % pixels);
                 let ih = (pixel / p.out_w * p.stride_h + dh).wrapping_sub(p.pad_top);
                 let iw = (pixel % p.out_w * p.stride_w + dw).wrapping_sub(p.pad_left);
-                tile_x[kk * BLOCK + t % BLOCK] =
-                    if staged < columns && k < end && ih < p.in_h && iw < p.in_w {
-                        x[((n * p.in_channels + ci) * p.in_h + ih) * p.in_w + iw]
-                    } else {
-                        0.0
-                    };
-            }
-            workgroup_barrier();
-            for kk in 0..DEPTH {
-                let mut fa = [0.0f32; REG];
-                let mut fb = [0.0f32; REG];
-                #[unroll]
-                for i in 0..REG {
-                    fa[i] = tile_g[kk * PADDED + ty + i * SPAN];
-                    fb[i] = tile_x[kk * BLOCK + tx + i * SPAN];
-                }
-                #[unroll]
-                for i in 0..REG {
-                    #[unroll]
-                    for j in 0..REG {
-                        acc[i * REG + j] += fa[i] * fb[j];
-                    }
+                if staged < columns && k < end && ih < p.in_h && iw < p.in_w {
+                    from_x[r] = x[((n * p.in_channels + ci) * p.in_h + ih) * p.in_w + iw];
                 }
             }
-            workgroup_barrier();
+            stage_across(tile_g, &from_g, t);
+            stage_along(tile_x, &from_x, t);
+            multiply_accumulate(tile_g, tile_x, &mut acc, t);
         }
         #[unroll]
-        for i in 0..REG {
-            #[unroll]
-            for j in 0..REG {
-                let (co, col) = (row0 + ty + i * SPAN, col0 + tx + j * SPAN);
-                if co < p.out_channels && col < columns {
-                    partial[(split * p.out_channels + co) * columns + col] = acc[i * REG + j];
-                }
+        for e in 0..REG * REG {
+            let (co, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
+            if co < p.out_channels && col < columns {
+                partial[(split * p.out_channels + co) * columns + col] = acc[e];
             }
         }
     }
@@ -906,51 +793,29 @@ pub(crate) use nn::*;
 /// A GEMM-shaped kernel in both of its blockings.
 #[derive(Clone, Debug)]
 pub(crate) struct Blocked<K> {
-    /// 128 x 128 output blocks of 8 x 8 register tiles, 8-deep slices.
+    /// The first instance of [`Blocking`]: 128 x 128 output blocks.
     pub large: K,
-    /// 64 x 64 output blocks of 4 x 4 register tiles, 16-deep slices.
+    /// The second: 64 x 64 output blocks, for outputs of at most 64 rows.
     pub small: K,
 }
 
-/// Rows of output above which the large blocks pay off.
-pub(crate) const SMALL_BLOCK_ROWS: u32 = 64;
-
 impl<K> Blocked<K> {
-    /// The blocking for an output of `rows` rows.
+    /// Both blockings of a kernel, built by `build` (e.g. `|b| GemmForward::with_constants(rt, b)`).
+    pub fn new(build: impl Fn(Blocking) -> crate::Result<K>) -> crate::Result<Self> {
+        Ok(Blocked {
+            large: build(Blocking::ALL[0])?,
+            small: build(Self::SMALL)?,
+        })
+    }
+
+    /// The blocking for an output of `rows` rows: the small blocks unless the large ones fill.
     pub fn pick(&self, rows: u32) -> &K {
-        if rows > SMALL_BLOCK_ROWS {
+        if rows > Self::SMALL.block() {
             &self.large
         } else {
             &self.small
         }
     }
-}
 
-/// Builds both blockings of the kernel `$kernel` (constants struct `$constants`).
-macro_rules! blocked {
-    ($rt:expr, $kernel:ident, $constants:ident) => {
-        $crate::nn::kernels::Blocked {
-            large: $crate::nn::kernels::$kernel::with_constants(
-                $rt,
-                $crate::nn::kernels::$constants {
-                    reg: 8,
-                    block: 128,
-                    padded: 129,
-                    depth: 8,
-                    loads: 4,
-                },
-            )?,
-            small: $crate::nn::kernels::$kernel::with_constants(
-                $rt,
-                $crate::nn::kernels::$constants {
-                    reg: 4,
-                    block: 64,
-                    padded: 65,
-                    depth: 16,
-                    loads: 4,
-                },
-            )?,
-        }
-    };
+    const SMALL: Blocking = Blocking::ALL[Blocking::ALL.len() - 1];
 }
-pub(crate) use blocked;

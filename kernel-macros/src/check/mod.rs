@@ -9,10 +9,15 @@ mod uniformity;
 
 pub use types::unroll_values;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+use proc_macro2::Ident;
 
 use crate::diag::Errors;
-use crate::ir::{Binding, BindingKind, Feature, HostExpr, Kernel, Module, ParamsStruct, Ty};
+use crate::ir::{
+    Binding, BindingKind, ExprKind, Feature, FnParam, Function, HostExpr, Kernel, Module,
+    ParamKind, ParamsStruct, SharedVar, Ty,
+};
 use types::{Checker, Env};
 
 /// WebGPU's default `maxComputeInvocationsPerWorkgroup`.
@@ -23,35 +28,9 @@ pub const MAX_WORKGROUP_SIZE: [u32; 3] = [256, 256, 64];
 pub const MAX_WORKGROUP_MEMORY: u32 = 16 * 1024;
 
 pub fn check(module: &mut Module, errors: &mut Errors) {
-    let helpers: HashMap<String, (Vec<Ty>, Option<Ty>)> = module
-        .helpers
-        .iter()
-        .map(|h| {
-            (
-                h.name.to_string(),
-                (
-                    h.params.iter().map(|p| p.ty.clone()).collect(),
-                    h.ret.clone(),
-                ),
-            )
-        })
-        .collect();
-    for helper in &mut module.helpers {
-        let env = Env {
-            params: &module.params,
-            helpers: helpers.clone(),
-            bindings: &[],
-            shared: &[],
-            in_kernel: false,
-            subgroups: false,
-        };
-        let mut checker = Checker::new(&env, errors, helper.ret.clone());
-        for param in &mut helper.params {
-            param.local = checker.declare(&param.name, param.ty.clone(), param.mutable);
-        }
-        checker.block(&mut helper.body);
-        checker.finish_block(&mut helper.body);
-        helper.locals = checker.locals;
+    // Helpers no kernel calls are checked with the module's constants alone.
+    if !recursion(&module.helpers, errors) {
+        functions(&mut module.helpers, &module.params, errors);
     }
     unique_functions(module, errors);
     families(module, errors);
@@ -59,10 +38,12 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
         limits(kernel, errors);
         specializations(kernel, &module.params, errors);
         host_names(kernel, module.params.as_slice(), errors);
+        let recursive = recursion(&kernel.helpers, errors);
+        functions(&mut kernel.helpers, &module.params, errors);
         let body = std::mem::take(&mut kernel.body);
         let env = Env {
             params: &module.params,
-            helpers: helpers.clone(),
+            helpers: signatures(&kernel.helpers),
             bindings: &kernel.bindings,
             shared: &kernel.shared,
             in_kernel: true,
@@ -77,7 +58,9 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
         checker.finish_block(&mut body);
         kernel.locals = checker.locals;
         kernel.body = body;
-        uniformity::check(kernel, &module.helpers, errors);
+        if !recursive {
+            uniformity::check(kernel, errors);
+        }
         if let (false, Some(span)) = (kernel.requirements.has(Feature::F16), kernel.first_f16()) {
             errors.at(
                 span,
@@ -86,6 +69,143 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
             );
         }
     }
+}
+
+/// Helper signatures by name.
+fn signatures(helpers: &[Function]) -> HashMap<String, (Vec<FnParam>, Option<Ty>)> {
+    helpers
+        .iter()
+        .map(|h| (h.name.to_string(), (h.params.clone(), h.ret.clone())))
+        .collect()
+}
+
+/// Types the bodies of `helpers` (the helpers of one instance, which may call each other).
+fn functions(helpers: &mut [Function], params: &[ParamsStruct], errors: &mut Errors) {
+    let signatures = signatures(helpers);
+    for helper in helpers {
+        let (bindings, shared) = lent(helper);
+        let env = Env {
+            params,
+            helpers: signatures.clone(),
+            bindings: &bindings,
+            shared: &shared,
+            in_kernel: false,
+            subgroups: false,
+        };
+        let mut checker = Checker::new(&env, errors, helper.ret.clone());
+        for param in helper
+            .params
+            .iter_mut()
+            .filter(|p| p.kind == ParamKind::Value)
+        {
+            param.local = checker.declare(&param.name, param.ty.clone(), param.mutable);
+        }
+        checker.block(&mut helper.body);
+        checker.finish_block(&mut helper.body);
+        helper.locals = checker.locals;
+    }
+}
+
+/// A helper's reference parameters as what its body sees: buffers and parameters as bindings,
+/// arrays as workgroup arrays (whether the caller lends workgroup memory or a local array).
+pub fn lent(helper: &Function) -> (Vec<Binding>, Vec<SharedVar>) {
+    let mut bindings = Vec::new();
+    let mut shared = Vec::new();
+    for param in helper.reference_params() {
+        let kind = match param.kind {
+            ParamKind::Array => {
+                shared.push(SharedVar {
+                    name: param.name.clone(),
+                    ty: param.ty.clone(),
+                    span: param.span,
+                    writable: param.mutable,
+                });
+                continue;
+            }
+            ParamKind::Storage => BindingKind::Storage {
+                element: param.ty.clone(),
+                writable: param.mutable,
+            },
+            ParamKind::Uniform(params) => BindingKind::Uniform { params },
+            ParamKind::Value => continue,
+        };
+        bindings.push(Binding {
+            name: param.name.clone(),
+            kind,
+            len: None,
+            span: param.span,
+        });
+    }
+    (bindings, shared)
+}
+
+/// Reports every call that starts a cycle among `helpers` (direct or mutual recursion), at the
+/// call; whether there was one. Later stages assume there is none.
+fn recursion(helpers: &[Function], errors: &mut Errors) -> bool {
+    let mut found = false;
+    for helper in helpers {
+        for (callee, span) in calls(&helper.body) {
+            let Some(path) = path_back(helpers, &callee, &helper.name) else {
+                continue;
+            };
+            let how = if callee == helper.name {
+                format!("`{callee}` calls itself")
+            } else {
+                let chain: Vec<String> = path.iter().map(|n| format!("`{n}`")).collect();
+                format!(
+                    "`{}` calls {}, which calls `{}` again",
+                    helper.name,
+                    chain.join(", then "),
+                    helper.name
+                )
+            };
+            errors.at(
+                span,
+                format!(
+                    "{how}; kernels cannot recurse (a GPU has no call stack): write it as a loop"
+                ),
+            );
+            found = true;
+        }
+    }
+    found
+}
+
+/// The chain of helpers from `from` that calls `to`, if any (`[from, ...]`).
+fn path_back(helpers: &[Function], from: &Ident, to: &Ident) -> Option<Vec<Ident>> {
+    let mut pending = vec![vec![from.clone()]];
+    let mut seen = HashSet::new();
+    while let Some(path) = pending.pop() {
+        let last = path.last()?;
+        if last == to {
+            return Some(path[..path.len() - 1].to_vec())
+                .filter(|p| !p.is_empty())
+                .or(Some(path));
+        }
+        if !seen.insert(last.to_string()) {
+            continue;
+        }
+        let Some(function) = helpers.iter().find(|h| h.name == *last) else {
+            continue;
+        };
+        for (callee, _) in calls(&function.body) {
+            let mut longer = path.clone();
+            longer.push(callee);
+            pending.push(longer);
+        }
+    }
+    None
+}
+
+/// The functions `body` calls, with the span of each call.
+fn calls(body: &crate::ir::Block) -> Vec<(Ident, crate::ir::Span)> {
+    let mut found = Vec::new();
+    crate::ir::visit_exprs(body, &mut |e| {
+        if let ExprKind::Call(name, _) = &e.kind {
+            found.push((name.clone(), e.span));
+        }
+    });
+    found
 }
 
 /// Workgroup size and workgroup memory against WebGPU's default limits.

@@ -15,8 +15,8 @@ use crate::ir::*;
 /// What a body can see besides its locals.
 pub struct Env<'m> {
     pub params: &'m [ParamsStruct],
-    /// Helper signatures by name: parameter types and return type.
-    pub helpers: HashMap<String, (Vec<Ty>, Option<Ty>)>,
+    /// Helper signatures by name: parameters and return type.
+    pub helpers: HashMap<String, (Vec<FnParam>, Option<Ty>)>,
     /// The kernel's bindings and workgroup arrays (empty for helpers).
     pub bindings: &'m [Binding],
     pub shared: &'m [SharedVar],
@@ -359,7 +359,8 @@ impl<'m, 'e> Checker<'m, 'e> {
         match unroll_count(f) {
             None => self.errors.at(
                 Span { first: f.start.span.first, last: f.end.span.last },
-                "`#[unroll]` needs a loop over integer literals, such as `for i in 0..8`; remove `#[unroll]` \
+                "`#[unroll]` needs bounds known at compile time (literals, constants and arithmetic on them), \
+                 such as `for i in 0..TILE`; remove `#[unroll]` \
                  for a loop whose bounds are only known at run time",
             ),
             Some(n) if n > MAX_UNROLL => self.errors.at(
@@ -458,6 +459,13 @@ impl<'m, 'e> Checker<'m, 'e> {
                 ),
                 _ => {}
             },
+            Some((name, Resolved::Shared(shared))) if !shared.writable => self.errors.at(
+                target.span,
+                format!(
+                    "`{name}` is lent read-only (`&{0}`); take it as `&mut {0}` to write to it",
+                    shared.ty.rust_name()
+                ),
+            ),
             Some((name, Resolved::None)) => {
                 self.errors
                     .at(name.span(), format!("cannot find `{name}` in this kernel"));
@@ -553,6 +561,14 @@ impl<'m, 'e> Checker<'m, 'e> {
                 self.binary_ty(*op, &l, &r, span, left, right)
             }
             ExprKind::Cast(value, target) => self.cast(value, target, span),
+            ExprKind::Ref(..) => {
+                self.errors.at(
+                    span,
+                    "`&` and `&mut` lend an array or a buffer to a helper, as its argument; \
+                     elsewhere use the value itself",
+                );
+                Ty::Unknown
+            }
             ExprKind::Call(name, args) => self.call(name, args, span),
             ExprKind::Method(receiver, method, args) => self.method(receiver, method, args, span),
             ExprKind::If(cond, then, otherwise) => {
@@ -840,34 +856,16 @@ impl<'m, 'e> Checker<'m, 'e> {
 
     fn call(&mut self, name: &Ident, args: &mut [Expr], span: Span) -> Ty {
         let key = name.to_string();
+        if let Some((params, ret)) = self.env.helpers.get(&key) {
+            self.helper_call(name, params, args, span);
+            return ret.clone().unwrap_or(Ty::Unit);
+        }
         let arg_tys: Vec<Ty> = args.iter_mut().map(|a| self.expr(a)).collect();
         if let Resolved::Local(local) = self.resolve_name(name) {
             if local.ty != Ty::Unknown {
                 self.errors.at(span, format!("`{name}` is a local value, not a function; define a helper function instead"));
             }
             return Ty::Unknown;
-        }
-        if let Some((params, ret)) = self.env.helpers.get(&key).cloned() {
-            if params.len() != args.len() {
-                self.errors.at(
-                    span,
-                    format!(
-                        "`{name}` takes {} argument(s), but {} were given",
-                        params.len(),
-                        args.len()
-                    ),
-                );
-                return ret.unwrap_or(Ty::Unit);
-            }
-            for ((param, arg_ty), arg) in params.iter().zip(&arg_tys).zip(args.iter()) {
-                self.expect(
-                    param,
-                    arg_ty,
-                    arg.span,
-                    &format!("wrong argument for `{name}`"),
-                );
-            }
-            return ret.unwrap_or(Ty::Unit);
         }
         if let Some(ty) = builtins::id_builtin(&key) {
             if !self.env.in_kernel {
@@ -910,6 +908,137 @@ impl<'m, 'e> Checker<'m, 'e> {
                 );
                 Ty::Unknown
             }
+        }
+    }
+
+    fn helper_call(&mut self, name: &Ident, params: &[FnParam], args: &mut [Expr], span: Span) {
+        if params.len() != args.len() {
+            for arg in args.iter_mut() {
+                self.expr(arg);
+            }
+            self.errors.at(
+                span,
+                format!(
+                    "`{name}` takes {} argument(s), but {} were given",
+                    params.len(),
+                    args.len()
+                ),
+            );
+            return;
+        }
+        for (param, arg) in params.iter().zip(args.iter_mut()) {
+            if param.kind == ParamKind::Value {
+                let arg_ty = self.expr(arg);
+                self.expect(
+                    &param.ty,
+                    &arg_ty,
+                    arg.span,
+                    &format!("wrong argument for `{name}`"),
+                );
+            } else {
+                self.reference_arg(name, param, arg);
+            }
+        }
+    }
+
+    /// An argument for a helper's reference parameter: a workgroup array, local array, buffer
+    /// or the parameters, by name, of the type and mutability the helper asks for.
+    fn reference_arg(&mut self, helper: &Ident, param: &FnParam, arg: &mut Expr) {
+        let span = arg.span;
+        let wanted = param_rust_ty(param, self.env.params);
+        let (lent, place) = match &mut arg.kind {
+            ExprKind::Ref(mutable, inner) => (Some(*mutable), &mut **inner),
+            _ => (None, arg),
+        };
+        let ExprKind::Path(name, local) = &mut place.kind else {
+            self.errors.at(
+                span,
+                format!(
+                    "`{helper}` takes `{}: {wanted}`; pass a whole array or buffer by its name",
+                    param.name
+                ),
+            );
+            return;
+        };
+        let name = name.clone();
+        let (found, writable) = match (param.kind, self.resolve_name(&name)) {
+            (ParamKind::Array, Resolved::Shared(shared)) => (shared.ty.clone(), shared.writable),
+            (ParamKind::Array, Resolved::Local(l)) if matches!(l.ty, Ty::Array(..)) => {
+                *local = Some(l.id);
+                if lent.is_none() {
+                    let amp = if param.mutable { "&mut " } else { "&" };
+                    self.errors.at(
+                        span,
+                        format!(
+                            "`{name}` is a local array; lend it to `{helper}` as `{amp}{name}`"
+                        ),
+                    );
+                }
+                (l.ty.clone(), l.mutable)
+            }
+            (
+                ParamKind::Storage,
+                Resolved::Binding(Binding {
+                    kind: BindingKind::Storage { element, writable },
+                    ..
+                }),
+            ) => (element.clone(), *writable),
+            (
+                ParamKind::Uniform(wanted_struct),
+                Resolved::Binding(Binding {
+                    kind: BindingKind::Uniform { params },
+                    ..
+                }),
+            ) if *params == wanted_struct => (Ty::Unknown, false),
+            (_, Resolved::None) => {
+                self.errors
+                    .at(span, format!("cannot find `{name}` in this kernel"));
+                return;
+            }
+            _ => {
+                self.errors.at(
+                    span,
+                    format!(
+                        "`{helper}` takes `{}: {wanted}`, and `{name}` is not one; {}",
+                        param.name,
+                        reference_advice(param.kind)
+                    ),
+                );
+                return;
+            }
+        };
+        if found != Ty::Unknown && found != param.ty {
+            let what = match param.kind {
+                ParamKind::Storage => format!("a buffer of `{}`", found.rust_name()),
+                _ => format!("a `{}`", found.rust_name()),
+            };
+            self.errors.at(
+                span,
+                format!(
+                    "`{helper}` takes `{}: {wanted}`, but `{name}` is {what}",
+                    param.name
+                ),
+            );
+        } else if param.mutable && !writable {
+            self.errors.at(
+                span,
+                format!(
+                    "`{helper}` writes to `{}`, but `{name}` cannot be written here; {}",
+                    param.name,
+                    match param.kind {
+                        ParamKind::Storage => format!("declare it `&mut [{}]`", found.rust_name()),
+                        _ => format!("declare it `let mut {name}`"),
+                    }
+                ),
+            );
+        } else if param.mutable && lent == Some(false) {
+            self.errors.at(
+                span,
+                format!(
+                    "`{helper}` writes to `{}`; lend it as `&mut {name}`",
+                    param.name
+                ),
+            );
         }
     }
 
@@ -1146,10 +1275,7 @@ pub const MAX_UNROLL: u64 = 1024;
 
 /// The iteration values of an `#[unroll]`ed loop, when its bounds are literals.
 pub fn unroll_values(f: &ForLoop) -> Option<Vec<u64>> {
-    let literal = |e: &Expr| match e.kind {
-        ExprKind::Int(v) => Some(v),
-        _ => None,
-    };
+    let literal = constant_int;
     let (start, end) = (literal(&f.start)?, literal(&f.end)?);
     let step = match &f.step {
         Some(step) => literal(step)?.max(1),
@@ -1168,6 +1294,25 @@ pub fn unroll_values(f: &ForLoop) -> Option<Vec<u64>> {
         values.reverse();
     }
     Some(values)
+}
+
+/// The value of integer arithmetic on literals (`8u32 * 8u32` once constants are in place).
+fn constant_int(e: &Expr) -> Option<u64> {
+    match &e.kind {
+        ExprKind::Int(v) => Some(*v),
+        ExprKind::Binary(op, a, b) => {
+            let (a, b) = (constant_int(a)?, constant_int(b)?);
+            match op {
+                BinOp::Add => a.checked_add(b),
+                BinOp::Sub => a.checked_sub(b),
+                BinOp::Mul => a.checked_mul(b),
+                BinOp::Div => a.checked_div(b),
+                BinOp::Rem => a.checked_rem(b),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 fn unroll_count(f: &ForLoop) -> Option<u64> {
@@ -1213,4 +1358,24 @@ fn swizzle(field: &str, n: u8) -> Option<u8> {
     let valid = |sets: &str| field.chars().all(|c| sets[..n as usize].contains(c));
     let ok = (1..=4).contains(&field.len()) && (valid("xyzw") || valid("rgba"));
     ok.then_some(field.len() as u8)
+}
+
+/// A reference parameter's type as the user wrote it: `&mut [f32; 64]`, `&[u32]`, `&Params`.
+pub fn param_rust_ty(param: &FnParam, params: &[ParamsStruct]) -> String {
+    let amp = if param.mutable { "&mut " } else { "&" };
+    match param.kind {
+        ParamKind::Value => param.ty.rust_name(),
+        ParamKind::Array => format!("{amp}{}", param.ty.rust_name()),
+        ParamKind::Storage => format!("{amp}[{}]", param.ty.rust_name()),
+        ParamKind::Uniform(index) => format!("&{}", params[index].name),
+    }
+}
+
+fn reference_advice(kind: ParamKind) -> &'static str {
+    match kind {
+        ParamKind::Array => "pass a workgroup array or a local array of that type",
+        ParamKind::Storage => "pass a buffer parameter of the kernel with that element type",
+        ParamKind::Uniform(_) => "pass the kernel's parameters of that struct",
+        ParamKind::Value => "pass a value",
+    }
 }

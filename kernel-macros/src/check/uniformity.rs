@@ -4,7 +4,7 @@
 //! flow that depends on one (an `if`, a loop, a `match`, or code after an early `return`), at
 //! the barrier. naga 30 does not check this for barriers, so tessera does.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::diag::Errors;
 use crate::ir::*;
@@ -27,25 +27,23 @@ const VARYING_BUILTINS: [&str; 10] = [
 const BARRIERS: [&str; 2] = ["workgroup_barrier", "storage_barrier"];
 
 /// Checks every barrier of `kernel`, including barriers inside helpers it calls.
-pub fn check(kernel: &Kernel, helpers: &[Function], errors: &mut Errors) {
-    let barrier_helpers = helpers_with_barriers(helpers);
-    let mut analysis = Analysis {
-        kernel,
-        barrier_helpers,
-        varying: HashSet::new(),
-        loops: Vec::new(),
-        report: false,
-        found: Vec::new(),
-    };
-    // Taint grows monotonically; a few silent passes reach the fixpoint for loop-carried values.
-    for _ in 0..3 {
-        analysis.block(&kernel.body, None);
-    }
-    analysis.report = true;
-    analysis.block(&kernel.body, None);
+pub fn check(kernel: &Kernel, errors: &mut Errors) {
+    let memory = kernel
+        .bindings
+        .iter()
+        .map(|b| (b.name.to_string(), binding_varies(&b.kind)))
+        .chain(kernel.shared.iter().map(|s| (s.name.to_string(), true)))
+        .collect();
+    let mut analysis = Analysis::new(&kernel.helpers, memory, HashSet::new());
+    analysis.run(&kernel.body);
     for (span, message) in analysis.found {
         errors.at(span, message);
     }
+}
+
+/// Whether reads of a binding may differ between invocations (read-write storage may).
+fn binding_varies(kind: &BindingKind) -> bool {
+    matches!(kind, BindingKind::Storage { writable: true, .. })
 }
 
 /// Names of helpers that execute a barrier, directly or through other helpers.
@@ -75,8 +73,11 @@ fn helpers_with_barriers(helpers: &[Function]) -> HashSet<String> {
 type Flow = Option<Span>;
 
 struct Analysis<'k> {
-    kernel: &'k Kernel,
+    helpers: &'k [Function],
     barrier_helpers: HashSet<String>,
+    /// Buffers, workgroup arrays and lent arrays by name: whether their contents may differ
+    /// between invocations.
+    memory: HashMap<String, bool>,
     /// Locals that may hold different values in different invocations.
     varying: HashSet<LocalId>,
     /// The flow on entry of each enclosing loop, and the first non-uniform `break`/`continue`.
@@ -85,7 +86,61 @@ struct Analysis<'k> {
     found: Vec<(Span, String)>,
 }
 
-impl Analysis<'_> {
+impl<'k> Analysis<'k> {
+    fn new(
+        helpers: &'k [Function],
+        memory: HashMap<String, bool>,
+        varying: HashSet<LocalId>,
+    ) -> Self {
+        Analysis {
+            helpers,
+            barrier_helpers: helpers_with_barriers(helpers),
+            memory,
+            varying,
+            loops: Vec::new(),
+            report: false,
+            found: Vec::new(),
+        }
+    }
+
+    /// Analyses a function body: silent passes until the varying locals stop growing, then
+    /// one that reports.
+    fn run(&mut self, body: &Block) {
+        loop {
+            let before = self.varying.len();
+            self.block(body, None);
+            if self.varying.len() == before {
+                break;
+            }
+        }
+        self.report = true;
+        self.block(body, None);
+    }
+
+    /// The barriers inside a helper called with `args`: its value parameters vary when their
+    /// arguments do; what it is lent is taken to vary.
+    fn helper_body(&mut self, helper: &Function, args: &[Expr], flow: Flow) {
+        let mut varying = HashSet::new();
+        for (param, arg) in helper.params.iter().zip(args) {
+            if param.kind == ParamKind::Value && self.expr(arg, flow) {
+                varying.insert(param.local);
+            }
+        }
+        let memory = helper
+            .reference_params()
+            .map(|p| {
+                let varies = !matches!(p.kind, ParamKind::Uniform(_));
+                (
+                    p.name.to_string(),
+                    varies && !(p.kind == ParamKind::Storage && !p.mutable),
+                )
+            })
+            .collect();
+        let mut inner = Analysis::new(self.helpers, memory, varying);
+        inner.run(&helper.body);
+        self.found.extend(inner.found);
+    }
+
     /// Analyses `block` under `flow`; returns the span of a `return` taken in non-uniform flow.
     fn block(&mut self, block: &Block, mut flow: Flow) -> Flow {
         let mut returned = None;
@@ -226,6 +281,8 @@ impl Analysis<'_> {
                 })
             }
             ExprKind::Block(block) => self.block_expr(block, flow),
+            // What is lent to a helper may vary; the barriers inside it are checked with it.
+            ExprKind::Ref(..) => true,
         }
     }
 
@@ -238,10 +295,13 @@ impl Analysis<'_> {
         let key = name.to_string();
         let varying_args = args.iter().fold(false, |v, arg| self.expr(arg, flow) | v);
         let barrier = BARRIERS.contains(&key.as_str()) || self.barrier_helpers.contains(&key);
-        let disruptor =
-            flow.or((self.barrier_helpers.contains(&key) && varying_args).then_some(e.span));
-        if let (true, Some(cause), true) = (barrier, disruptor, self.report) {
+        if let (true, Some(cause), true) = (barrier, flow, self.report) {
             self.found.push((e.span, barrier_message(&key, cause)));
+        }
+        if self.report && flow.is_none() && self.barrier_helpers.contains(&key) {
+            if let Some(helper) = self.helpers.iter().find(|h| h.name == *name) {
+                self.helper_body(helper, args, flow);
+            }
         }
         if UNIFORM_BUILTINS.contains(&key.as_str()) {
             return false;
@@ -251,12 +311,7 @@ impl Analysis<'_> {
 
     /// Reads of read-write storage and of workgroup memory may differ between invocations.
     fn is_varying_memory(&self, name: &proc_macro2::Ident) -> bool {
-        let binding = self.kernel.bindings.iter().find(|b| b.name == *name);
-        match binding.map(|b| &b.kind) {
-            Some(BindingKind::Storage { writable, .. }) => *writable,
-            Some(BindingKind::Uniform { .. }) => false,
-            None => self.kernel.shared.iter().any(|s| s.name == *name),
-        }
+        self.memory.get(&name.to_string()).copied().unwrap_or(false)
     }
 }
 

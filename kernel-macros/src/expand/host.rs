@@ -26,6 +26,8 @@ pub fn tokens(expr: &HostExpr, uniform: Option<(&syn::Ident, &ParamsStruct)>) ->
             }
         }
         HostExpr::Len { binding, .. } => quote! { (args.#binding.len() as u64) },
+        // Grid and length expressions arrive with constants replaced by their values.
+        HostExpr::Const(name) => quote! { (#name as u64) },
         HostExpr::Binary(op, a, b) => {
             let (a, b) = (tokens(a, uniform), tokens(b, uniform));
             match op {

@@ -156,7 +156,7 @@ pub fn launcher(module: &Module, variants: &[(&Kernel, String)], valid: bool) ->
     });
     let variant_choice = variant_choice(kernel, uniform.map(|u| u.0).filter(|_| valid));
     let device_checks = device_checks(kernel, &rust_name);
-    let constants = constants_items(kernel, &instances, &launcher, &rust_name);
+    let constants = constants_items(module, kernel, &instances, &launcher, &rust_name);
     let variant_infos = variants
         .iter()
         .map(|(k, entry)| variant_info(module, k, entry));
@@ -394,6 +394,7 @@ fn device_checks(kernel: &Kernel, rust_name: &str) -> TokenStream {
 /// `new`, and for a kernel with constants its `…Constants` struct, `INSTANCES`,
 /// `with_constants` and `constants`.
 fn constants_items(
+    module: &Module,
     kernel: &Kernel,
     instances: &[Vec<&(&Kernel, String)>],
     launcher: &Ident,
@@ -408,31 +409,21 @@ fn constants_items(
             }
         }
     };
-    if kernel.variant.constants.is_empty() {
+    let Some(set) = kernel.constant_set.map(|i| &module.constant_sets[i]) else {
         return new;
-    }
-    let constants_ty = Ident::new(&format!("{launcher}Constants"), kernel.name.span());
-    let fields: Vec<Ident> = kernel
-        .variant
-        .constants
-        .iter()
-        .map(|(name, _)| Ident::new(&name.to_string().to_lowercase(), name.span()))
-        .collect();
+    };
+    let constants_ty = &set.name;
+    let fields: Vec<Ident> = set.identity.iter().map(super::constants::member).collect();
     let values = instances.iter().map(|v| {
-        let values = v[0].0.variant.constants.iter().map(|(_, value)| {
-            let value: u32 = value.parse().unwrap_or_default();
-            quote!(#value)
-        });
+        let values = v[0]
+            .0
+            .variant
+            .constants
+            .iter()
+            .map(|(_, value)| quote!(#value));
         quote!(#constants_ty { #(#fields: #values),* })
     });
-    let doc = format!("The compile-time constants of an instance of `{rust_name}`.");
     quote! {
-        #[doc = #doc]
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub struct #constants_ty {
-            #(#[allow(missing_docs)] pub #fields: u32,)*
-        }
-
         #new
 
         impl #launcher {

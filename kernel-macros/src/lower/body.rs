@@ -3,10 +3,13 @@
 //! statement that uses them. Locals get unique names per function, since Rust's shadowing
 //! and nested scopes do not map onto WGSL's one-declaration-per-scope rule.
 
+use std::collections::HashMap;
+
 use proc_macro2::Ident;
 
 use crate::check::unroll_values;
 use crate::ir::*;
+use crate::lower::helpers::{self, Lent};
 use crate::lower::names::Names;
 use crate::lower::writer::Writer;
 use crate::lower::{wgsl_ty, Globals};
@@ -114,22 +117,52 @@ pub fn used_builtins(body: &Block) -> Vec<IdBuiltin> {
     used
 }
 
+/// What a name of a binding, workgroup array or lent parameter stands for in WGSL.
+enum Var {
+    /// A module-scope variable.
+    Global(String),
+    /// A pointer parameter to a lent local array (read through `(*name)`).
+    Pointer(String),
+}
+
 /// Lowers one function body.
 pub struct FnLowerer<'g> {
     globals: &'g Globals,
-    /// The kernel whose bindings are in scope (`None` in helpers).
-    kernel: Option<usize>,
+    /// The kernel the function belongs to (for a helper: the kernel it was copied for).
+    kernel: usize,
+    /// That kernel's helpers.
+    helpers: &'g [Function],
+    /// What the names of bindings, workgroup arrays and lent parameters stand for.
+    vars: HashMap<String, Var>,
     names: Names,
     /// WGSL name of every local, by `LocalId`.
     locals: Vec<String>,
 }
 
 impl<'g> FnLowerer<'g> {
-    pub fn new(globals: &'g Globals, kernel: Option<usize>, locals: &[Ident]) -> Self {
+    pub fn new(
+        globals: &'g Globals,
+        (kernel, helpers): (usize, &'g [Function]),
+        locals: &[Ident],
+        vars: HashMap<String, Lent>,
+    ) -> Self {
         let mut names = globals.functions.clone();
-        for var in kernel.iter().flat_map(|k| globals.kernel_vars[*k].values()) {
-            names.reserve(var);
+        for var in vars.values() {
+            if let Lent::Global(name) = var {
+                names.reserve(name);
+            }
         }
+        // A lent local array arrives as a pointer parameter under its Rust name.
+        let vars = vars
+            .into_iter()
+            .map(|(name, lent)| {
+                let var = match lent {
+                    Lent::Global(global) => Var::Global(global),
+                    Lent::Pointer => Var::Pointer(names.claim(&name)),
+                };
+                (name, var)
+            })
+            .collect();
         let locals = locals
             .iter()
             .map(|name| names.claim(&name.to_string()))
@@ -137,8 +170,18 @@ impl<'g> FnLowerer<'g> {
         FnLowerer {
             globals,
             kernel,
+            helpers,
+            vars,
             names,
             locals,
+        }
+    }
+
+    /// The WGSL name of a pointer parameter standing for the lent local array `name`.
+    pub fn pointer(&self, name: &Ident) -> Option<&str> {
+        match self.vars.get(&name.to_string()) {
+            Some(Var::Pointer(pointer)) => Some(pointer),
+            _ => None,
         }
     }
 
@@ -159,7 +202,8 @@ impl<'g> FnLowerer<'g> {
     /// Copies `mut` parameters into variables of their Rust names; `arguments` are the names
     /// [`FnLowerer::param_name`] gave all parameters, in order.
     pub fn mutable_params(&mut self, w: &mut Writer, params: &[FnParam], arguments: &[String]) {
-        for (param, argument) in params.iter().zip(arguments).filter(|(p, _)| p.mutable) {
+        let values = params.iter().filter(|p| p.kind == ParamKind::Value);
+        for (param, argument) in values.zip(arguments).filter(|(p, _)| p.mutable) {
             let var = self.local(param.local);
             w.mapped_line(
                 format!("var {var}: {} = {argument};", wgsl_ty(&param.ty)),
@@ -169,9 +213,59 @@ impl<'g> FnLowerer<'g> {
     }
 
     fn global(&self, name: &Ident) -> String {
-        self.kernel
-            .and_then(|k| self.globals.kernel_vars[k].get(&name.to_string()).cloned())
-            .unwrap_or_else(|| name.to_string())
+        match self.vars.get(&name.to_string()) {
+            Some(Var::Global(global)) => global.clone(),
+            Some(Var::Pointer(pointer)) => format!("(*{pointer})"),
+            None => name.to_string(),
+        }
+    }
+
+    /// The places the reference arguments of a call name, as [`helpers::lent`] sees them.
+    fn lent_context(&self) -> HashMap<String, Lent> {
+        self.vars
+            .iter()
+            .map(|(name, var)| {
+                let lent = match var {
+                    Var::Global(global) => Lent::Global(global.clone()),
+                    Var::Pointer(_) => Lent::Pointer,
+                };
+                (name.clone(), lent)
+            })
+            .collect()
+    }
+
+    /// A call of a helper: value arguments, and pointers to lent local arrays; lent
+    /// module-scope variables are named inside the copy the call uses.
+    fn helper_call(&mut self, w: &mut Writer, helper: &Function, args: &[Expr]) -> String {
+        let context = self.lent_context();
+        let places = helpers::places(helper, args, &context);
+        let name = self
+            .globals
+            .helpers
+            .name(self.kernel, &helper.name.to_string(), places)
+            .unwrap_or_default()
+            .to_owned();
+        let mut texts = Vec::new();
+        for (param, arg) in helper.params.iter().zip(args) {
+            if param.kind == ParamKind::Value {
+                texts.push(self.top_expr(w, arg));
+                continue;
+            }
+            let place = match &arg.kind {
+                ExprKind::Ref(_, inner) => inner,
+                _ => arg,
+            };
+            match &place.kind {
+                ExprKind::Path(_, Some(local)) => texts.push(format!("&{}", self.local(*local))),
+                ExprKind::Path(name, None) => {
+                    if let Some(pointer) = self.pointer(name) {
+                        texts.push(pointer.to_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+        format!("{name}({})", texts.join(", "))
     }
 
     // ---- statements ----------------------------------------------------------------------
@@ -514,6 +608,8 @@ impl<'g> FnLowerer<'g> {
                 format!("{}({})", wgsl_ty(&e.ty), texts.join(", "))
             }
             ExprKind::Repeat(value, n) => self.repeat(w, value, *n, &e.ty, e.span),
+            // Only a helper's argument, which `helper_call` lowers.
+            ExprKind::Ref(_, place) => self.expr(w, place),
         }
     }
 
@@ -551,6 +647,10 @@ impl<'g> FnLowerer<'g> {
 
     fn call(&mut self, w: &mut Writer, name: &Ident, args: &[Expr], ty: &Ty) -> String {
         let key = name.to_string();
+        let helpers = self.helpers;
+        if let Some(helper) = helpers.iter().find(|h| h.name == key) {
+            return self.helper_call(w, helper, args);
+        }
         let texts: Vec<String> = args.iter().map(|a| self.top_expr(w, a)).collect();
         if let Some(builtin) = IdBuiltin::from_name(&key) {
             return builtin.variable().to_owned();
@@ -568,10 +668,7 @@ impl<'g> FnLowerer<'g> {
                 let one = int_literal(1, ty);
                 format!("(({a} + {b} - {one}) / {b})", a = texts[0], b = texts[1])
             }
-            _ => {
-                let helper = self.globals.helpers.get(&key).cloned().unwrap_or(key);
-                format!("{helper}({})", texts.join(", "))
-            }
+            _ => format!("{key}({})", texts.join(", ")),
         }
     }
 

@@ -3,6 +3,7 @@
 //! statement carries a comment naming the Rust line it came from.
 
 mod body;
+mod helpers;
 mod names;
 mod writer;
 
@@ -10,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::ir::{self, BindingKind, Feature, Kernel, Module, Scalar, Span, Ty};
 use body::FnLowerer;
+use helpers::{Copies, Lent};
 pub use names::Names;
 pub use writer::Wgsl;
 use writer::Writer;
@@ -39,7 +41,8 @@ fn scalar(s: Scalar) -> &'static str {
 /// Module-scope WGSL names: structs, helpers, and each kernel's bindings and workgroup arrays.
 pub struct Globals {
     pub structs: Vec<String>,
-    pub helpers: HashMap<String, String>,
+    /// The WGSL functions made from helpers.
+    pub helpers: Copies,
     /// Per kernel (by index): the WGSL name of each binding, then of each workgroup array.
     pub kernel_vars: Vec<HashMap<String, String>>,
     /// Per kernel: the module-scope declarations it adds (shared ones come with the first user).
@@ -58,17 +61,12 @@ impl Globals {
             .iter()
             .map(|p| names.claim(&p.name.to_string()))
             .collect();
-        let helpers = module
-            .helpers
-            .iter()
-            .map(|h| (h.name.to_string(), names.claim(&h.name.to_string())))
-            .collect();
         let kernels = module
             .kernels
             .iter()
             .map(|k| names.claim(&entry_point_name(k)))
             .collect();
-        let functions = names.clone();
+        let mut functions = names.clone();
         // A binding or workgroup array keeps its own name, and is declared once for all kernels
         // that declare it identically (same binding number and type); otherwise each kernel's
         // gets the kernel's name as a prefix.
@@ -110,6 +108,10 @@ impl Globals {
             }
             kernel_vars.push(vars);
             kernel_decls.push(lines);
+        }
+        let helpers = Copies::plan(module, &kernel_vars, &mut names);
+        for copy in &helpers.copies {
+            functions.reserve(&copy.name);
         }
         Globals {
             structs,
@@ -209,9 +211,9 @@ pub fn module(module: &Module) -> Wgsl {
         }
         w.close("");
     }
-    for helper in &module.helpers {
+    for copy in &globals.helpers.copies {
         w.blank();
-        helper_fn(&mut w, helper, &globals);
+        helper_fn(&mut w, &module.kernels[copy.kernel], copy, &globals);
     }
     for (index, kernel) in module.kernels.iter().enumerate() {
         w.blank();
@@ -222,19 +224,25 @@ pub fn module(module: &Module) -> Wgsl {
     wgsl
 }
 
-fn helper_fn(w: &mut Writer, helper: &ir::Function, globals: &Globals) {
-    let mut lowerer = FnLowerer::new(globals, None, &helper.locals);
-    let arguments: Vec<String> = helper
-        .params
-        .iter()
-        .map(|p| lowerer.param_name(p))
-        .collect();
-    let params: Vec<String> = helper
-        .params
-        .iter()
-        .zip(&arguments)
-        .map(|(p, name)| format!("{name}: {}", wgsl_ty(&p.ty)))
-        .collect();
+fn helper_fn(w: &mut Writer, kernel: &Kernel, copy: &helpers::Copy, globals: &Globals) {
+    let helper = &kernel.helpers[copy.helper];
+    let mut lowerer = FnLowerer::new(
+        globals,
+        (copy.kernel, &kernel.helpers),
+        &helper.locals,
+        copy.lent.clone(),
+    );
+    let mut arguments = Vec::new();
+    let mut params = Vec::new();
+    for param in &helper.params {
+        if param.kind == ir::ParamKind::Value {
+            let name = lowerer.param_name(param);
+            params.push(format!("{name}: {}", wgsl_ty(&param.ty)));
+            arguments.push(name);
+        } else if let Some(pointer) = lowerer.pointer(&param.name) {
+            params.push(format!("{pointer}: ptr<function, {}>", wgsl_ty(&param.ty)));
+        }
+    }
     let ret = helper
         .ret
         .as_ref()
@@ -242,11 +250,7 @@ fn helper_fn(w: &mut Writer, helper: &ir::Function, globals: &Globals) {
         .unwrap_or_default();
     let start = w.position();
     w.open(
-        format!(
-            "fn {}({}){ret}",
-            globals.helpers[&helper.name.to_string()],
-            params.join(", ")
-        ),
+        format!("fn {}({}){ret}", copy.name, params.join(", ")),
         helper.name.span().into(),
     );
     lowerer.mutable_params(w, &helper.params, &arguments);
@@ -296,7 +300,11 @@ fn kernel_fn(w: &mut Writer, index: usize, kernel: &Kernel, globals: &Globals) {
     if let Some(grid) = grid {
         body::unfold_ids(w, grid, kernel.workgroup_size);
     }
-    let mut lowerer = FnLowerer::new(globals, Some(index), &kernel.locals);
+    let vars = globals.kernel_vars[index]
+        .iter()
+        .map(|(name, wgsl)| (name.clone(), Lent::Global(wgsl.clone())))
+        .collect();
+    let mut lowerer = FnLowerer::new(globals, (index, &kernel.helpers), &kernel.locals, vars);
     lowerer.block(w, &kernel.body);
     w.close("");
     w.map_since(start, kernel.name.span().into());

@@ -105,3 +105,35 @@ fn loops_of_every_form_validate() {
     })
     .unwrap();
 }
+
+#[test]
+fn helpers_see_the_calling_instances_constants_and_lent_memory() {
+    let text = wgsl(quote! {
+        mod m {
+            fn stage(tile: &mut [f32; TILE], x: &[f32], t: u32) {
+                tile[t] = x[t];
+                workgroup_barrier();
+            }
+            fn total(tile: &[f32; TILE], acc: &mut [f32; 2]) {
+                for i in 0..TILE {
+                    acc[i % 2] += tile[i];
+                }
+            }
+            #[kernel(workgroup = [TILE], constants(TILE = [4, 8]), grid = [1])]
+            fn k(x: &[f32], y: &mut [f32], #[workgroup] tile: &mut [f32; TILE]) {
+                stage(tile, x, local_index());
+                let mut acc = [0.0f32; 2];
+                total(tile, &mut acc);
+                y[local_index()] = acc[0] + acc[1];
+            }
+        }
+    })
+    .unwrap();
+    assert!(text.contains("fn stage(t: u32)"), "{text}");
+    assert!(text.contains("fn stage_1(t: u32)"), "{text}");
+    assert!(
+        text.contains("fn total(acc: ptr<function, array<f32, 2>>)"),
+        "{text}"
+    );
+    assert!(text.contains("(*acc)["), "{text}");
+}

@@ -15,8 +15,8 @@ use crate::parse::keywords::*;
 pub struct KernelAttr {
     pub workgroup: Option<(Vec<syn::Expr>, Span)>,
     pub grid: Option<Vec<syn::Expr>>,
-    /// `constants(NAME = [v1, v2], OTHER = v)`: each constant's candidate values.
-    pub constants: Vec<(syn::Ident, Vec<syn::Expr>)>,
+    /// `constants(NAME = [v1, v2], DERIVED = expr)` or `constants = SetName`.
+    pub constants: Constants,
     pub specializations: Vec<syn::Expr>,
     /// `limits(invocations = 1024, workgroup_memory = 49152)`.
     pub limits: Vec<(syn::Ident, syn::Expr)>,
@@ -37,15 +37,11 @@ pub fn kernel_attr(attr: &syn::Attribute, errors: &mut Errors) -> Option<KernelA
         } else if path.is_ident(GRID) {
             out.grid = Some(dimensions(&meta.value()?.parse()?)?);
         } else if path.is_ident(CONSTANTS) {
-            meta.parse_nested_meta(|constant| {
-                let name = constant.path.require_ident()?.clone();
-                let values = match constant.value()?.parse::<syn::Expr>()? {
-                    syn::Expr::Array(array) => array.elems.into_iter().collect(),
-                    single => vec![single],
-                };
-                out.constants.push((name, values));
-                Ok(())
-            })?;
+            out.constants = if meta.input.peek(Token![=]) {
+                Constants::Named(meta.value()?.parse()?)
+            } else {
+                Constants::Listed(constant_decls(&meta)?)
+            };
         } else if path.is_ident(SPECIALIZE) {
             out.specializations.extend(parenthesized_exprs(meta.input)?);
         } else if path.is_ident(LIMITS) {
@@ -85,6 +81,68 @@ pub fn kernel_attr(attr: &syn::Attribute, errors: &mut Errors) -> Option<KernelA
         errors.spanned(attr, format!("the kernel needs a dispatch grid; {USAGE}"));
     }
     (out.workgroup.is_some() && out.grid.is_some()).then_some(out)
+}
+
+/// The constants of a kernel: none, its own list, or a set of the module by name.
+#[derive(Default)]
+pub enum Constants {
+    #[default]
+    None,
+    Listed(Vec<ConstDecl>),
+    Named(syn::Ident),
+}
+
+/// One entry of `constants(...)`.
+pub enum ConstDecl {
+    /// `NAME = [v1, v2]`: the values an instance may have; part of what identifies it.
+    Listed(syn::Ident, Vec<syn::Expr>),
+    /// `NAME = expr`: computed from the constants before it; not part of the identity.
+    Derived(syn::Ident, syn::Expr),
+}
+
+impl ConstDecl {
+    pub fn name(&self) -> &syn::Ident {
+        match self {
+            ConstDecl::Listed(name, _) | ConstDecl::Derived(name, _) => name,
+        }
+    }
+}
+
+/// The `NAME = [..]` and `NAME = expr` entries of a `constants(...)` list.
+pub fn constant_decls(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<Vec<ConstDecl>> {
+    let mut decls = Vec::new();
+    meta.parse_nested_meta(|constant| {
+        decls.push(constant_decl(&constant)?);
+        Ok(())
+    })?;
+    Ok(decls)
+}
+
+fn constant_decl(constant: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<ConstDecl> {
+    let name = constant.path.require_ident()?.clone();
+    Ok(match constant.value()?.parse::<syn::Expr>()? {
+        syn::Expr::Array(array) => ConstDecl::Listed(name, array.elems.into_iter().collect()),
+        single => ConstDecl::Derived(name, single),
+    })
+}
+
+/// `#[constants(REG = [8, 4], BLOCK = SPAN * REG)]` on a unit struct of the module: a named
+/// set of constants several kernels share.
+pub fn constant_set_attr(item: &syn::ItemStruct) -> Option<&syn::Attribute> {
+    item.attrs.iter().find(|a| a.path().is_ident(CONSTANTS))
+}
+
+/// The entries of a set's `#[constants(...)]`.
+pub fn constant_set_decls(attr: &syn::Attribute, errors: &mut Errors) -> Vec<ConstDecl> {
+    let mut decls = Vec::new();
+    let parsed = attr.parse_nested_meta(|constant| {
+        decls.push(constant_decl(&constant)?);
+        Ok(())
+    });
+    if let Err(error) = parsed {
+        errors.push(error);
+    }
+    decls
 }
 
 fn dimensions(value: &syn::Expr) -> syn::Result<Vec<syn::Expr>> {

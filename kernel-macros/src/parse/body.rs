@@ -570,13 +570,10 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Option<Expr> {
             let len = ty::array_len(&repeat.len).map_err(|e| errors.push(e));
             ExprKind::Repeat(Box::new(expr(&repeat.expr, errors)?), len.ok()?)
         }
-        syn::Expr::Reference(reference) => {
-            errors.spanned(
-                reference.and_token,
-                "references are not supported in kernels; pass the value itself",
-            );
-            return None;
-        }
+        syn::Expr::Reference(reference) => ExprKind::Ref(
+            reference.mutability.is_some(),
+            Box::new(expr(&reference.expr, errors)?),
+        ),
         syn::Expr::Closure(_) => {
             errors.spanned(
                 e,

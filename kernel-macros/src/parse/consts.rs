@@ -6,6 +6,8 @@
 use proc_macro2::{Group, Literal, TokenStream, TokenTree};
 
 use crate::diag::Errors;
+use crate::ir;
+use crate::parse::attr::ConstDecl;
 
 /// A constant's value and Rust type.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -107,6 +109,143 @@ impl Consts {
         syn::parse2(self.substitute(node.to_token_stream()))
     }
 }
+
+/// A set of constants expanded into its instances: the IR set, and each instance's constants
+/// (the module's, then the set's, identity and derived) for parsing that instance.
+pub fn set(
+    name: syn::Ident,
+    docs: Vec<String>,
+    shared: bool,
+    decls: &[ConstDecl],
+    module: &Consts,
+    errors: &mut Errors,
+) -> (ir::ConstantSet, Vec<Consts>) {
+    let mut envs = vec![(module.clone(), Vec::new())];
+    let mut derived = Vec::new();
+    for decl in decls {
+        match decl {
+            ConstDecl::Listed(name, values) => {
+                let mut next = Vec::new();
+                for (env, identity) in &envs {
+                    for value in values {
+                        let Some(v) = eval_u32(name, value, env, errors) else {
+                            continue;
+                        };
+                        let mut identity: Vec<u32> = identity.clone();
+                        identity.push(v);
+                        next.push((env.with(&name.to_string(), Value::U32(v)), identity));
+                    }
+                }
+                envs = next;
+            }
+            ConstDecl::Derived(name, expr) => {
+                let names: Vec<&syn::Ident> = decls.iter().map(ConstDecl::name).collect();
+                if let Some(host) = derived_expr(expr, &names, module, errors) {
+                    derived.push((name.clone(), host));
+                }
+                for (env, _) in &mut envs {
+                    let v = eval_u32(name, expr, env, errors).unwrap_or(1);
+                    *env = env.with(&name.to_string(), Value::U32(v));
+                }
+            }
+        }
+    }
+    let identity = decls
+        .iter()
+        .filter_map(|d| match d {
+            ConstDecl::Listed(name, _) => Some(name.clone()),
+            ConstDecl::Derived(..) => None,
+        })
+        .collect();
+    let (envs, instances): (Vec<Consts>, Vec<Vec<u32>>) = envs.into_iter().unzip();
+    let set = ir::ConstantSet {
+        name,
+        docs,
+        shared,
+        identity,
+        derived,
+        instances,
+    };
+    (set, envs)
+}
+
+fn eval_u32(
+    name: &syn::Ident,
+    value: &syn::Expr,
+    env: &Consts,
+    errors: &mut Errors,
+) -> Option<u32> {
+    let v = eval(value, env).and_then(|v| u32::try_from(v).ok());
+    if v.is_none() {
+        report_bad_constant(name, value, env, errors);
+    }
+    v
+}
+
+fn report_bad_constant(name: &syn::Ident, value: &syn::Expr, env: &Consts, errors: &mut Errors) {
+    match undeclared(value, env) {
+        Some(unknown) => errors.spanned(
+            unknown,
+            format!(
+                "`{unknown}` is used before it is declared; declare `const {unknown}: u32 = ...;` \
+                 above the kernel, or list it earlier in `constants(...)`"
+            ),
+        ),
+        None => errors.spanned(
+            value,
+            format!("`{name}` needs a `u32` value known at compile time"),
+        ),
+    }
+}
+
+/// A derived constant's expression for the host: the set's constants by name, the module's as
+/// their values. `None` (reported) for what host code could not compute.
+fn derived_expr(
+    expr: &syn::Expr,
+    set: &[&syn::Ident],
+    module: &Consts,
+    errors: &mut Errors,
+) -> Option<ir::HostExpr> {
+    use ir::{HostExpr, HostOp};
+    match expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(int),
+            ..
+        }) => int.base10_parse().ok().map(HostExpr::Lit),
+        syn::Expr::Paren(inner) => derived_expr(&inner.expr, set, module, errors),
+        syn::Expr::Path(path) => {
+            let ident = path.path.get_ident()?;
+            if set.contains(&ident) {
+                return Some(HostExpr::Const(ident.clone()));
+            }
+            // An unknown name was reported when the instances were evaluated.
+            module.get(&ident.to_string())?.as_u64().map(HostExpr::Lit)
+        }
+        syn::Expr::Binary(binary) => {
+            let op = match binary.op {
+                syn::BinOp::Add(_) => HostOp::Add,
+                syn::BinOp::Sub(_) => HostOp::Sub,
+                syn::BinOp::Mul(_) => HostOp::Mul,
+                syn::BinOp::Div(_) => HostOp::Div,
+                syn::BinOp::Rem(_) => HostOp::Rem,
+                _ => {
+                    errors.spanned(binary.op, DERIVED_USAGE);
+                    return None;
+                }
+            };
+            let left = derived_expr(&binary.left, set, module, errors);
+            let right = derived_expr(&binary.right, set, module, errors);
+            Some(HostExpr::Binary(op, Box::new(left?), Box::new(right?)))
+        }
+        other => {
+            errors.spanned(other, DERIVED_USAGE);
+            None
+        }
+    }
+}
+
+const DERIVED_USAGE: &str = "a derived constant is integer arithmetic (`+ - * / %`) on literals \
+                             and constants, e.g. `BLOCK = SPAN * REG`";
 
 /// Evaluates a constant expression: literals, constants, `+ - * / %`, parentheses, `-x`.
 pub fn eval(expr: &syn::Expr, consts: &Consts) -> Option<i64> {

@@ -3,8 +3,8 @@
 
 use crate::diag::Errors;
 use crate::ir::{self, Scalar, Span, Ty};
-use crate::parse::attr::{self, KernelAttr};
-use crate::parse::consts::{self, Consts, Value};
+use crate::parse::attr::{self, Constants, KernelAttr};
+use crate::parse::consts::{self, Consts};
 use crate::parse::keywords::{
     ATOMIC_I32, ATOMIC_U32, KERNEL, LEN, LIMIT_INVOCATIONS, WORKGROUP_MEMORY,
 };
@@ -18,79 +18,110 @@ pub fn kernel_attr(function: &syn::ItemFn) -> Option<&syn::Attribute> {
         .find(|attr| attr.path().is_ident(KERNEL))
 }
 
+/// The module's constant sets while the module is parsed: each with its instances' constants.
+#[derive(Default)]
+pub struct Sets {
+    pub sets: Vec<ir::ConstantSet>,
+    envs: Vec<Vec<Consts>>,
+}
+
+impl Sets {
+    pub fn add(&mut self, set: ir::ConstantSet, envs: Vec<Consts>) -> usize {
+        self.sets.push(set);
+        self.envs.push(envs);
+        self.sets.len() - 1
+    }
+
+    fn named(&self, name: &syn::Ident) -> Option<usize> {
+        self.sets.iter().position(|s| s.shared && s.name == *name)
+    }
+}
+
 /// A `#[kernel]` function: one IR kernel per instance of its constants (one when it has none).
 pub fn kernel(
     function: &syn::ItemFn,
     attr: &syn::Attribute,
     params: &[ir::ParamsStruct],
     consts: &Consts,
+    helpers: &[syn::ItemFn],
+    sets: &mut Sets,
     errors: &mut Errors,
 ) -> Vec<ir::Kernel> {
     let Some(args) = attr::kernel_attr(attr, errors) else {
         return Vec::new();
     };
     let requirements = requirements(&args, consts, errors);
+    let constant_set = match &args.constants {
+        Constants::None => None,
+        Constants::Named(name) => {
+            let found = sets.named(name);
+            if found.is_none() {
+                let known: Vec<String> = sets
+                    .sets
+                    .iter()
+                    .filter(|s| s.shared)
+                    .map(|s| format!("`{}`", s.name))
+                    .collect();
+                errors.spanned(
+                    name,
+                    format!(
+                        "`{name}` is not a set of constants of this module; declare it as \
+                         `#[constants(NAME = [..])] struct {name};`{}",
+                        if known.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (the module has {})", known.join(", "))
+                        }
+                    ),
+                );
+                return Vec::new();
+            }
+            found
+        }
+        Constants::Listed(decls) => {
+            let launcher = ir::launcher_name(&function.sig.ident);
+            let name = syn::Ident::new(&format!("{launcher}Constants"), function.sig.ident.span());
+            let docs = vec![format!(
+                " The compile-time constants that identify an instance of `{}`.",
+                function.sig.ident
+            )];
+            let (set, envs) = consts::set(name, docs, false, decls, consts, errors);
+            Some(sets.add(set, envs))
+        }
+    };
+    let instances: Vec<(Consts, Vec<(syn::Ident, u32)>)> = match constant_set {
+        None => vec![(consts.clone(), Vec::new())],
+        Some(index) => {
+            let set = &sets.sets[index];
+            sets.envs[index]
+                .iter()
+                .zip(&set.instances)
+                .map(|(env, values)| {
+                    let identity = set.identity.iter().cloned().zip(values.iter().copied());
+                    (env.clone(), identity.collect())
+                })
+                .collect()
+        }
+    };
     let mut kernels = Vec::new();
-    for (index, (env, constants)) in instances(&args.constants, consts, errors)
-        .into_iter()
-        .enumerate()
-    {
+    for (index, (env, constants)) in instances.into_iter().enumerate() {
         let variant = ir::Variant {
             instance: index,
             constants,
             specialization: None,
         };
         if let Some(kernel) = instance(function, &args, &env, variant, params, errors) {
+            let roots = called_names(&kernel.body);
+            let helpers = instance_helpers(roots, helpers, &env, params, errors);
             kernels.push(ir::Kernel {
                 requirements: requirements.clone(),
+                helpers,
+                constant_set,
                 ..kernel
             });
         }
     }
     kernels
-}
-
-/// Every combination of the values of `constants(...)`, each with the module's constants.
-/// A value may use the module's constants and the constants declared before it, so
-/// `constants(REG = [8, 4], BLOCK = [16 * REG])` gives two instances.
-fn instances(
-    declared: &[(syn::Ident, Vec<syn::Expr>)],
-    consts: &Consts,
-    errors: &mut Errors,
-) -> Vec<(Consts, Vec<(syn::Ident, String)>)> {
-    let mut instances = vec![(consts.clone(), Vec::new())];
-    for (name, values) in declared {
-        let mut next = Vec::new();
-        for (env, labels) in &instances {
-            for value in values {
-                let Some(v) = consts::eval(value, env).and_then(|v| u32::try_from(v).ok()) else {
-                    report_bad_constant(name, value, env, errors);
-                    continue;
-                };
-                let mut labels = labels.clone();
-                labels.push((name.clone(), v.to_string()));
-                next.push((env.with(&name.to_string(), Value::U32(v)), labels));
-            }
-        }
-        instances = next;
-    }
-    instances
-}
-
-fn report_bad_constant(name: &syn::Ident, value: &syn::Expr, env: &Consts, errors: &mut Errors) {
-    match consts::undeclared(value, env) {
-        Some(unknown) => errors.spanned(
-            unknown,
-            format!(
-                "`{unknown}` is used before it is declared; declare `const {unknown}: u32 = ...;` \
-                 above the kernel, or list it earlier in `constants(...)`"
-            ),
-        ),
-        None => errors.spanned(
-            value,
-            format!("`{name}` needs a `u32` value known at compile time"),
-        ),
-    }
 }
 
 fn requirements(args: &KernelAttr, consts: &Consts, errors: &mut Errors) -> ir::Requirements {
@@ -196,6 +227,7 @@ fn instance(
         .collect();
     Some(ir::Kernel {
         name: function.sig.ident.clone(),
+        constant_set: None,
         docs: doc_lines(&function.attrs),
         variant,
         specializations,
@@ -208,7 +240,62 @@ fn instance(
         rejected_params,
         body: body::block(&function.block, errors),
         locals: Vec::new(),
+        helpers: Vec::new(),
     })
+}
+
+/// The helpers named in `roots` and those they call, each parsed with the calling instance's
+/// constants `env`. Errors are reported only for the helpers that are called.
+pub fn instance_helpers(
+    roots: Vec<syn::Ident>,
+    helpers: &[syn::ItemFn],
+    env: &Consts,
+    params: &[ir::ParamsStruct],
+    errors: &mut Errors,
+) -> Vec<ir::Function> {
+    let mut parsed: Vec<Option<(Option<ir::Function>, Errors)>> =
+        helpers.iter().map(|_| None).collect();
+    let mut pending = roots;
+    let mut order = Vec::new();
+    while let Some(name) = pending.pop() {
+        let Some(index) = helpers.iter().position(|h| h.sig.ident == name) else {
+            continue;
+        };
+        if parsed[index].is_some() {
+            continue;
+        }
+        let mut own = Errors::default();
+        let function = env
+            .apply(&helpers[index])
+            .map_err(|e| own.push(e))
+            .ok()
+            .and_then(|f| helper(&f, params, &mut own));
+        if let Some(function) = &function {
+            pending.extend(called_names(&function.body));
+        }
+        parsed[index] = Some((function, own));
+        order.push(index);
+    }
+    order.sort_unstable();
+    order
+        .into_iter()
+        .filter_map(|index| {
+            let (function, own) = parsed[index].take()?;
+            errors.append(own);
+            function
+        })
+        .collect()
+}
+
+/// The names of the functions `body` calls.
+pub fn called_names(body: &ir::Block) -> Vec<syn::Ident> {
+    let mut names = Vec::new();
+    ir::visit_exprs(body, &mut |e| {
+        if let ir::ExprKind::Call(name, _) = &e.kind {
+            names.push(name.clone());
+        }
+    });
+    names
 }
 
 /// `p.field == value` conditions joined by `&&`.
@@ -295,7 +382,12 @@ fn kernel_param(
     }
     if is_shared {
         match shared_ty(&arg.ty) {
-            Ok(ty) => shared.push(ir::SharedVar { name, ty, span }),
+            Ok(ty) => shared.push(ir::SharedVar {
+                name,
+                ty,
+                span,
+                writable: true,
+            }),
             Err(error) => errors.push(error),
         }
         return None;
@@ -406,10 +498,16 @@ fn check_plain_signature(sig: &syn::Signature, errors: &mut Errors) {
     }
 }
 
-/// A helper function: plain typed parameters, an optional return type.
-pub fn helper(function: &syn::ItemFn, errors: &mut Errors) -> Option<ir::Function> {
+/// A helper function (a device function): value parameters, references to the caller's
+/// arrays (`&[T; N]`, `&mut [T; N]`), buffers (`&[T]`, `&mut [T]`) and parameters (`&P`), and
+/// an optional return type. `function` arrives with the calling instance's constants in place.
+pub fn helper(
+    function: &syn::ItemFn,
+    params: &[ir::ParamsStruct],
+    errors: &mut Errors,
+) -> Option<ir::Function> {
     check_plain_signature(&function.sig, errors);
-    let mut params = Vec::new();
+    let mut parsed = Vec::new();
     for input in &function.sig.inputs {
         let syn::FnArg::Typed(arg) = input else {
             errors.spanned(input, "a helper cannot take `self`");
@@ -419,11 +517,13 @@ pub fn helper(function: &syn::ItemFn, errors: &mut Errors) -> Option<ir::Functio
             errors.spanned(&arg.pat, "a helper parameter must be a plain name");
             continue;
         };
-        match ty::value_ty(&arg.ty) {
-            Ok(ty) => params.push(ir::FnParam {
+        match helper_param_ty(&arg.ty, params) {
+            Ok((ty, kind, by_mut_ref)) => parsed.push(ir::FnParam {
                 name: pat.ident.clone(),
                 ty,
-                mutable: pat.mutability.is_some(),
+                kind,
+                mutable: pat.mutability.is_some() || by_mut_ref,
+                span: Span::of(arg),
                 local: ir::LocalId::default(),
             }),
             Err(error) => errors.push(error),
@@ -442,15 +542,54 @@ pub fn helper(function: &syn::ItemFn, errors: &mut Errors) -> Option<ir::Functio
     let body = body::function_body(&function.block, ret.is_some(), errors);
     Some(ir::Function {
         name: function.sig.ident.clone(),
-        params,
+        params: parsed,
         ret,
         body,
         locals: Vec::new(),
+        fingerprint: quote::ToTokens::to_token_stream(function).to_string(),
     })
 }
 
+const HELPER_PARAMS: &str = "a helper takes values, or references to the caller's memory: \
+    `&[T; N]` or `&mut [T; N]` (a workgroup or local array), `&[T]` or `&mut [T]` (a buffer), \
+    `&P` (a `#[derive(Params)]` struct of this module)";
+
+/// A helper parameter's type, how it is passed, and whether it is a `&mut` reference.
+fn helper_param_ty(
+    ty: &syn::Type,
+    params: &[ir::ParamsStruct],
+) -> syn::Result<(Ty, ir::ParamKind, bool)> {
+    let syn::Type::Reference(reference) = ty else {
+        return Ok((ty::value_ty(ty)?, ir::ParamKind::Value, false));
+    };
+    let mutable = reference.mutability.is_some();
+    match &*reference.elem {
+        syn::Type::Array(_) => Ok((
+            ty::value_ty(&reference.elem)?,
+            ir::ParamKind::Array,
+            mutable,
+        )),
+        syn::Type::Slice(slice) => match storage_element(&slice.elem) {
+            Some(element) => Ok((element, ir::ParamKind::Storage, mutable)),
+            None => Err(syn::Error::new_spanned(
+                &slice.elem,
+                "a buffer's elements are `f32`, `f16`, `u32`, `i32`, `AtomicU32` or `AtomicI32`",
+            )),
+        },
+        syn::Type::Path(path) => match params.iter().position(|p| path.path.is_ident(&p.name)) {
+            Some(_) if mutable => Err(syn::Error::new_spanned(
+                ty,
+                "kernels cannot write their parameters; take `&P`",
+            )),
+            Some(index) => Ok((Ty::Unknown, ir::ParamKind::Uniform(index), false)),
+            None => Err(syn::Error::new_spanned(ty, HELPER_PARAMS)),
+        },
+        _ => Err(syn::Error::new_spanned(ty, HELPER_PARAMS)),
+    }
+}
+
 /// The text of `///` comments among `attrs`.
-fn doc_lines(attrs: &[syn::Attribute]) -> Vec<String> {
+pub fn doc_lines(attrs: &[syn::Attribute]) -> Vec<String> {
     attrs
         .iter()
         .filter(|attr| attr.path().is_ident("doc"))

@@ -43,8 +43,10 @@ pub fn module(
     let mut params = Vec::new();
     let mut functions = Vec::new();
     let mut module_consts = consts::Consts::default();
+    let mut set_items = Vec::new();
     for item in items {
         match item {
+            syn::Item::Struct(s) if attr::constant_set_attr(&s).is_some() => set_items.push(s),
             syn::Item::Struct(ref s) if params::is_params(s) => {
                 params.push(params::params_struct(s, errors));
                 passthrough.push(item);
@@ -70,41 +72,83 @@ pub fn module(
             ),
         }
     }
+    let mut sets = kernel::Sets::default();
+    for item in &set_items {
+        constant_set(item, &module_consts, &mut sets, errors);
+    }
     let mut module = ir::Module {
         name: input.ident,
+        constant_sets: Vec::new(),
         params,
         helpers: Vec::new(),
         kernels: Vec::new(),
         families,
     };
-    for function in functions {
-        match kernel::kernel_attr(&function) {
-            Some(attr) => {
-                module.kernels.extend(kernel::kernel(
-                    &function,
-                    attr,
-                    &module.params,
-                    &module_consts,
-                    errors,
-                ));
-            }
-            None => {
-                let Ok(function) = module_consts.apply(&function).map_err(|e| errors.push(e))
-                else {
-                    continue;
-                };
-                if let Some(helper) = kernel::helper(&function, errors) {
-                    module.helpers.push(helper);
-                }
-            }
+    let (kernels, helpers): (Vec<syn::ItemFn>, Vec<syn::ItemFn>) = functions
+        .into_iter()
+        .partition(|f| kernel::kernel_attr(f).is_some());
+    for function in &kernels {
+        if let Some(attr) = kernel::kernel_attr(function) {
+            module.kernels.extend(kernel::kernel(
+                function,
+                attr,
+                &module.params,
+                &module_consts,
+                &helpers,
+                &mut sets,
+                errors,
+            ));
         }
     }
+    // A helper no kernel calls is still checked, with the module's constants.
+    let called: std::collections::HashSet<String> = module
+        .kernels
+        .iter()
+        .flat_map(|k| k.helpers.iter().map(|h| h.name.to_string()))
+        .collect();
+    let unused = helpers
+        .iter()
+        .map(|f| f.sig.ident.clone())
+        .filter(|name| !called.contains(&name.to_string()))
+        .collect();
+    module.helpers =
+        kernel::instance_helpers(unused, &helpers, &module_consts, &module.params, errors);
+    module.constant_sets = sets.sets;
     Some(Parsed {
         module,
         passthrough,
         attrs: input.attrs,
         vis: input.vis,
     })
+}
+
+/// `#[constants(...)] struct Name;`: a set of constants kernels name with `constants = Name`.
+fn constant_set(
+    item: &syn::ItemStruct,
+    module_consts: &consts::Consts,
+    sets: &mut kernel::Sets,
+    errors: &mut Errors,
+) {
+    if !matches!(item.fields, syn::Fields::Unit) {
+        errors.spanned(
+            &item.fields,
+            "a set of constants is a unit struct, `struct Name;`: tessera writes its fields",
+        );
+    }
+    let Some(attr) = attr::constant_set_attr(item) else {
+        return;
+    };
+    let decls = attr::constant_set_decls(attr, errors);
+    let docs = kernel::doc_lines(&item.attrs);
+    let (set, envs) = consts::set(
+        item.ident.clone(),
+        docs,
+        true,
+        &decls,
+        module_consts,
+        errors,
+    );
+    sets.add(set, envs);
 }
 
 #[cfg(test)]
