@@ -80,9 +80,26 @@
 //!   `constants(TILE = [8, 16, 32])` in `#[kernel(...)]`, can be used in the workgroup size, in
 //!   array lengths (`[f32; TILE * TILE]`), in the grid and in the body. Each instance is
 //!   generated and validated; `Kernel::new` builds the first, `Kernel::with_constants(rt,
-//!   KernelConstants { tile: 16 })` another, and `INSTANCES` lists them. A value may use the
-//!   constants listed before it: `constants(REG = [8, 4], BLOCK = [16 * REG])` gives two
-//!   instances, one per `REG`.
+//!   KernelConstants { tile: 16 })` another, and `INSTANCES` lists them. A constant given a
+//!   list (`REG = [8, 4]`) identifies an instance; one given an expression (`BLOCK = SPAN *
+//!   REG`) is *derived*: computed per instance from the constants before it, not part of the
+//!   identity, and available on the host as a `const fn` (`constants.block()`), so no value is
+//!   written twice. `constants(REG = [8, 4], BLOCK = 16 * REG, PADDED = BLOCK + 1)` gives two
+//!   instances, `KernelConstants { reg: 8 }` and `KernelConstants { reg: 4 }`.
+//! - **Named sets of constants.** Several kernels share one set declared once in the module,
+//!   as a unit struct the macro fills in:
+//!
+//!   ```ignore
+//!   #[constants(REG = [8, 4], BLOCK = SPAN * REG, DEPTH = 64 / REG)]
+//!   pub struct Blocking;
+//!
+//!   #[kernel(workgroup = [256], constants = Blocking, grid = [ceil_div(p.n, BLOCK)])]
+//!   pub fn gemm(/* ... */) { /* ... */ }
+//!   ```
+//!
+//!   `Blocking { reg: 8 }` then picks an instance of every such kernel
+//!   (`Gemm::with_constants(rt, Blocking { reg: 8 })`), `Blocking::ALL` lists the instances and
+//!   `Blocking { reg: 8 }.block()` is 128.
 //! - **Specializations.** `specialize(p.stride == 1, p.kh == 3 && p.kw == 3)` generates the body
 //!   again for each condition with the values folded in (`x * 1`, `x / 1`, `x % 1`, always-true
 //!   tests and dead branches simplified away). At launch the launcher takes the first
@@ -134,6 +151,42 @@
 //! - Atomics: `a[i].load()`, `.store(v)`, `.swap(v)`, `.fetch_add(v)` and `fetch_sub/min/max/
 //!   and/or/xor`, with or without a trailing `Ordering::Relaxed`.
 //! - Helper functions beside the kernels, with parameters (also `mut`) and a return value.
+//!   See below: helpers are device functions.
+//!
+//! ## Helpers are device functions
+//!
+//! A helper sees the constants of the kernel instance that calls it (`REG`, `DEPTH` and array
+//! lengths built from them are the caller's), may contain barriers (the uniformity check
+//! follows the call into it), and besides values it may borrow the caller's memory:
+//!
+//! | helper parameter | the caller passes |
+//! | --- | --- |
+//! | `tile: &[T; N]` / `&mut [T; N]` | a workgroup array (`tile`) or a local array (`&acc`, `&mut acc`) of exactly that type |
+//! | `x: &[T]` / `&mut [T]` | one of its buffer parameters |
+//! | `p: &P` | its `#[derive(Params)]` parameters |
+//!
+//! ```ignore
+//! /// One step of a tiled mainloop, written once for every kernel and instance that calls it.
+//! fn multiply_accumulate(a: &[f32; DEPTH * PADDED], b: &[f32; DEPTH * PADDED],
+//!                        acc: &mut [f32; REG * REG], t: u32) {
+//!     workgroup_barrier();
+//!     for kk in 0..DEPTH {
+//!         #[unroll]
+//!         for e in 0..REG * REG {
+//!             acc[e] += a[kk * PADDED + t / SPAN + e / REG * SPAN] * b[kk * PADDED + t % SPAN + e % REG * SPAN];
+//!         }
+//!     }
+//!     workgroup_barrier();
+//! }
+//! ```
+//!
+//! A helper becomes one WGSL function per distinct use (WGSL functions cannot take pointers to
+//! workgroup or storage memory): borrowed workgroup arrays, buffers and parameters are named
+//! directly in that copy, borrowed local arrays arrive as `ptr<function, ...>`; copies that
+//! come out the same are written once. A helper cannot call itself, directly or through other
+//! helpers (a GPU has no call stack), and the invocation ids (`local_index()`, ...) are read in
+//! the kernel and passed in. `src/nn/kernels.rs` builds its six GEMM-shaped kernels on one
+//! such mainloop.
 //!
 //! Anything else is a compile error at the offending tokens saying what to write instead, and
 //! so is a type error, a write to a read-only binding, a workgroup over WebGPU's limits, or a

@@ -563,4 +563,5 @@ fn generated_wgsl_is_pinned() {
     insta::assert_snapshot!("reduce", reduce::WGSL);
     insta::assert_snapshot!("activations", activations::WGSL);
     insta::assert_snapshot!("tiles", tiles::WGSL);
+    insta::assert_snapshot!("nn", tessera::nn::WGSL);
 }

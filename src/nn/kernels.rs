@@ -267,8 +267,9 @@ mod nn {
         for e in 0..REG * REG {
             let (row, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
             if row < p.m && col < p.n {
-                pre[row * p.n + col] = acc[e] + bias[col];
-                y[row * p.n + col] = activate(acc[e] + bias[col], p.activation);
+                let z = acc[e] + bias[col];
+                pre[row * p.n + col] = z;
+                y[row * p.n + col] = activate(z, p.activation);
             }
         }
     }
@@ -471,8 +472,9 @@ mod nn {
             let (row, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
             if row < p.out_channels && col < columns {
                 let out = (col / pixels * p.out_channels + row) * pixels + col % pixels;
-                pre[out] = acc[e] + bias[row];
-                y[out] = activate(acc[e] + bias[row], p.activation);
+                let z = acc[e] + bias[row];
+                pre[out] = z;
+                y[out] = activate(z, p.activation);
             }
         }
     }

@@ -30,6 +30,11 @@ pub use optim::{Adam, AdamConfig, AdamState, Sgd, SgdConfig};
 
 use crate::Error;
 
+/// The WGSL of every `nn` kernel, as the kernels module generated it (one module; each
+/// GEMM-shaped kernel in both blockings, with the shared mainloop's helpers written once per
+/// blocking).
+pub const WGSL: &str = kernels::WGSL;
+
 /// The error for arguments an op cannot work with.
 fn invalid(operation: &str, problem: String) -> Error {
     Error::InvalidArgument {
