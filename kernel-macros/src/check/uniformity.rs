@@ -126,14 +126,17 @@ impl<'k> Analysis<'k> {
                 varying.insert(param.local);
             }
         }
+        // Lent arrays and read-write buffers may differ between invocations; parameters and
+        // read-only buffers do not.
         let memory = helper
             .reference_params()
             .map(|p| {
-                let varies = !matches!(p.kind, ParamKind::Uniform(_));
-                (
-                    p.name.to_string(),
-                    varies && !(p.kind == ParamKind::Storage && !p.mutable),
-                )
+                let varies = match p.kind {
+                    ParamKind::Storage => p.mutable,
+                    ParamKind::Uniform(_) => false,
+                    ParamKind::Array | ParamKind::Value => true,
+                };
+                (p.name.to_string(), varies)
             })
             .collect();
         let mut inner = Analysis::new(self.helpers, memory, varying);

@@ -97,7 +97,7 @@ pub enum ConstDecl {
     /// `NAME = [v1, v2]`: the values an instance may have; part of what identifies it.
     Listed(syn::Ident, Vec<syn::Expr>),
     /// `NAME = expr`: computed from the constants before it; not part of the identity.
-    Derived(syn::Ident, syn::Expr),
+    Derived(syn::Ident, Box<syn::Expr>),
 }
 
 impl ConstDecl {
@@ -122,7 +122,7 @@ fn constant_decl(constant: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<Const
     let name = constant.path.require_ident()?.clone();
     Ok(match constant.value()?.parse::<syn::Expr>()? {
         syn::Expr::Array(array) => ConstDecl::Listed(name, array.elems.into_iter().collect()),
-        single => ConstDecl::Derived(name, single),
+        single => ConstDecl::Derived(name, Box::new(single)),
     })
 }
 
