@@ -1,6 +1,6 @@
 //! tessera's kernel macros: a small compiler from annotated Rust to WGSL and launchers.
 //!
-//! The stages, one module each, share only the IR ([`ir`]):
+//! The stages, one module each, share only the IR (`ir.rs`):
 //!
 //! ```text
 //! parse/     syn -> IR (attributes, signatures, bodies); knows no WGSL
