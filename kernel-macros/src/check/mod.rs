@@ -171,16 +171,17 @@ fn recursion(helpers: &[Function], errors: &mut Errors) -> bool {
     found
 }
 
-/// The chain of helpers from `from` that calls `to`, if any (`[from, ...]`).
+/// The chain of helpers from `from` whose last one calls `to`, if any (`[from, ...]`; empty
+/// when `from` is `to`).
 fn path_back(helpers: &[Function], from: &Ident, to: &Ident) -> Option<Vec<Ident>> {
     let mut pending = vec![vec![from.clone()]];
     let mut seen = HashSet::new();
     while let Some(path) = pending.pop() {
         let last = path.last()?;
         if last == to {
-            return Some(path[..path.len() - 1].to_vec())
-                .filter(|p| !p.is_empty())
-                .or(Some(path));
+            let mut chain = path;
+            chain.pop();
+            return Some(chain);
         }
         if !seen.insert(last.to_string()) {
             continue;

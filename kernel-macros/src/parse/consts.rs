@@ -206,7 +206,7 @@ fn derived_expr(
     module: &Consts,
     errors: &mut Errors,
 ) -> Option<ir::HostExpr> {
-    use ir::{HostExpr, HostOp};
+    use ir::HostExpr;
     match expr {
         syn::Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Int(int),
@@ -222,16 +222,9 @@ fn derived_expr(
             module.get(&ident.to_string())?.as_u64().map(HostExpr::Lit)
         }
         syn::Expr::Binary(binary) => {
-            let op = match binary.op {
-                syn::BinOp::Add(_) => HostOp::Add,
-                syn::BinOp::Sub(_) => HostOp::Sub,
-                syn::BinOp::Mul(_) => HostOp::Mul,
-                syn::BinOp::Div(_) => HostOp::Div,
-                syn::BinOp::Rem(_) => HostOp::Rem,
-                _ => {
-                    errors.spanned(binary.op, DERIVED_USAGE);
-                    return None;
-                }
+            let Some(op) = crate::parse::host::host_op(&binary.op) else {
+                errors.spanned(binary.op, DERIVED_USAGE);
+                return None;
             };
             let left = derived_expr(&binary.left, set, module, errors);
             let right = derived_expr(&binary.right, set, module, errors);

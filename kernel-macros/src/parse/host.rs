@@ -32,16 +32,9 @@ pub fn host_expr(
         syn::Expr::Paren(inner) => convert(&inner.expr, errors),
         syn::Expr::Field(field) => field_expr(field, uniform, errors),
         syn::Expr::Binary(binary) => {
-            let op = match binary.op {
-                syn::BinOp::Add(_) => HostOp::Add,
-                syn::BinOp::Sub(_) => HostOp::Sub,
-                syn::BinOp::Mul(_) => HostOp::Mul,
-                syn::BinOp::Div(_) => HostOp::Div,
-                syn::BinOp::Rem(_) => HostOp::Rem,
-                _ => {
-                    errors.spanned(binary.op, format!("unsupported operator; {SUPPORTED}"));
-                    return None;
-                }
+            let Some(op) = host_op(&binary.op) else {
+                errors.spanned(binary.op, format!("unsupported operator; {SUPPORTED}"));
+                return None;
             };
             let (left, right) = (
                 convert(&binary.left, errors),
@@ -118,5 +111,17 @@ fn field_expr(
     Some(HostExpr::Field {
         field: name.clone(),
         span: Span::of(field),
+    })
+}
+
+/// The host arithmetic `op` stands for: `+ - * / %`.
+pub fn host_op(op: &syn::BinOp) -> Option<HostOp> {
+    Some(match op {
+        syn::BinOp::Add(_) => HostOp::Add,
+        syn::BinOp::Sub(_) => HostOp::Sub,
+        syn::BinOp::Mul(_) => HostOp::Mul,
+        syn::BinOp::Div(_) => HostOp::Div,
+        syn::BinOp::Rem(_) => HostOp::Rem,
+        _ => return None,
     })
 }
