@@ -105,11 +105,31 @@
 //!   tests and dead branches simplified away). At launch the launcher takes the first
 //!   specialization whose condition holds (`Kernel::variant(&args)` says which), else the
 //!   general body.
-//! - **Families.** `#[kernels(family(Backward = [grad_pre, d_a, d_b, d_bias]))]` on the module:
-//!   kernels with identical parameters, launched by `Backward::launch`/`record` as ordered
-//!   passes of one submission, each with its own grid, after checking every kernel's buffers.
-//!   `Backward::new` builds each member's first instance; `Backward::from_members(..)` takes
-//!   members built with `with_constants`.
+//! - **Families.** Kernels that run one after another over shared buffers (a backward pass)
+//!   declare those buffers once, as a struct naming its members in launch order:
+//!
+//!   ```ignore
+//!   #[family(grad_pre, d_x, d_w)]
+//!   pub struct Backward {
+//!       s: &Shape,
+//!       #[len(s.m)] x: &[f32],
+//!       #[len(s.m * s.k)] grad_pre: &mut [f32],
+//!       #[len(s.m)] grad_x: Option<&mut [f32]>,
+//!       #[len(s.k)] grad_w: &mut [f32],
+//!   }
+//!
+//!   #[kernel(workgroup = [64], grid = [ceil_div(s.m, 64)])]
+//!   pub fn d_x(s: &Shape, grad_pre: &[f32], grad_x: &mut [f32]) { /* ... */ }
+//!   ```
+//!
+//!   Each member takes the bindings it uses, by name and without `#[len]` (the family's
+//!   lengths apply), and may read one the family declares writable; its workgroup size, grid,
+//!   constants and workgroup arrays stay its own. `Backward::launch`/`record` take one
+//!   `BackwardArgs` of every binding, check the buffers of every member first, then record
+//!   the members as ordered passes of one submission. An `Option` binding may be `None`: the
+//!   members that use it are skipped. `Backward::new` builds each member's first instance;
+//!   `Backward::from_members(..)` takes members built with `with_constants`, and
+//!   `backward.d_x()` returns a member's launcher.
 //! - **Grids past the device limit.** A kernel that uses `global_id()`, `workgroup_id()` or
 //!   `num_workgroups()` may get a grid larger than the device's 65535 workgroups per
 //!   dimension: the launcher folds it into the other dimensions ([`fold_grid`]) and the kernel

@@ -554,6 +554,161 @@ fn launchers_record_into_one_batch() {
     );
 }
 
+#[tessera::kernels]
+pub mod loops {
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct Walk {
+        pub start: u32,
+        pub end: u32,
+        pub step: u32,
+    }
+
+    /// Folds `v` into an order-sensitive digest.
+    fn mix(h: u32, v: u32) -> u32 {
+        h.wrapping_mul(31).wrapping_add(v)
+    }
+
+    /// For each way of walking a range down by a step: how many values, and a digest of
+    /// them in order.
+    #[kernel(workgroup = [1], grid = [1])]
+    pub fn walks(w: &Walk, out: &mut [u32]) {
+        let (mut n, mut h) = (0u32, 0u32);
+        for v in (w.start..w.end).rev().step_by(w.step) {
+            n += 1;
+            h = mix(h, v);
+        }
+        out[0] = n;
+        out[1] = h;
+        let (mut n, mut h) = (0u32, 0u32);
+        for v in (w.start..w.end).step_by(w.step).rev() {
+            n += 1;
+            h = mix(h, v);
+        }
+        out[2] = n;
+        out[3] = h;
+        let (mut n, mut h) = (0u32, 0u32);
+        for v in (w.start..=w.end).rev().step_by(w.step) {
+            n += 1;
+            h = mix(h, v);
+        }
+        out[4] = n;
+        out[5] = h;
+        let mut h = 0u32;
+        #[unroll]
+        for v in (2..11).rev().step_by(3) {
+            h = mix(h, v);
+        }
+        out[6] = h;
+        let mut h = 0u32;
+        #[unroll]
+        for v in (2..11).step_by(3).rev() {
+            h = mix(h, v);
+        }
+        out[7] = h;
+    }
+
+    /// The numeric constants kernels may name by path.
+    #[kernel(workgroup = [1], grid = [1])]
+    pub fn limits(unsigned: &mut [u32], signed: &mut [i32], float: &mut [f32]) {
+        unsigned[0] = u32::MAX;
+        unsigned[1] = u32::MIN;
+        signed[0] = i32::MIN;
+        signed[1] = i32::MAX;
+        signed[2] = i32::MIN + 1;
+        float[0] = f32::MAX;
+        float[1] = f32::MIN;
+        float[2] = f32::EPSILON;
+        float[3] = f32::MIN_POSITIVE;
+        float[4] = std::f32::consts::PI;
+        float[5] = core::f32::consts::FRAC_1_SQRT_2;
+        float[6] = f32::consts::TAU;
+    }
+}
+
+fn digest(values: impl Iterator<Item = u32>) -> (u32, u32) {
+    values.fold((0, 0), |(n, h), v| {
+        (n + 1, h.wrapping_mul(31).wrapping_add(v))
+    })
+}
+
+#[test]
+fn reversed_and_stepped_loops_visit_what_rust_visits() {
+    let rt = runtime();
+    let walks = loops::Walks::new(&rt).unwrap();
+    let cases = [
+        (0, 0, 1),
+        (0, 10, 3),
+        (3, 11, 3),
+        (5, 5, 2),
+        (7, 3, 2),
+        (0, 1, 5),
+        (1, 20, 4),
+        (2, 9, 1),
+        (u32::MAX - 7, u32::MAX, 3),
+    ];
+    for (start, end, step) in cases {
+        let mut out = rt.zeros::<u32>(8).unwrap();
+        let w = loops::Walk { start, end, step };
+        walks
+            .launch(
+                &rt,
+                loops::WalksArgs {
+                    w: &w,
+                    out: &mut out,
+                },
+            )
+            .unwrap();
+        let s = step as usize;
+        let forms = [
+            digest((start..end).rev().step_by(s)),
+            digest((start..end).step_by(s).rev()),
+            digest((start..=end).rev().step_by(s)),
+        ];
+        let mut want: Vec<u32> = forms.iter().flat_map(|&(n, h)| [n, h]).collect();
+        want.push(digest((2..11).rev().step_by(3)).1);
+        want.push(digest((2..11).step_by(3).rev()).1);
+        assert_eq!(out.read(&rt).unwrap(), want, "{start}..{end} by {step}");
+    }
+}
+
+#[test]
+fn numeric_constants_by_path_have_rusts_values() {
+    let rt = runtime();
+    let (mut unsigned, mut signed, mut float) = (
+        rt.zeros::<u32>(2).unwrap(),
+        rt.zeros::<i32>(3).unwrap(),
+        rt.zeros::<f32>(7).unwrap(),
+    );
+    loops::Limits::new(&rt)
+        .unwrap()
+        .launch(
+            &rt,
+            loops::LimitsArgs {
+                unsigned: &mut unsigned,
+                signed: &mut signed,
+                float: &mut float,
+            },
+        )
+        .unwrap();
+    use std::f32::consts;
+    assert_eq!(unsigned.read(&rt).unwrap(), [u32::MAX, 0]);
+    assert_eq!(
+        signed.read(&rt).unwrap(),
+        [i32::MIN, i32::MAX, i32::MIN + 1]
+    );
+    let want = [
+        f32::MAX,
+        f32::MIN,
+        f32::EPSILON,
+        f32::MIN_POSITIVE,
+        consts::PI,
+        consts::FRAC_1_SQRT_2,
+        consts::TAU,
+    ];
+    assert_eq!(float.read(&rt).unwrap(), want);
+}
+
 /// The WGSL of every kernel module above, pinned: a change in lowering shows up as a diff of
 /// `tests/snapshots/`. Review with `cargo insta review` or regenerate with `INSTA_UPDATE=always`.
 #[test]
@@ -563,5 +718,6 @@ fn generated_wgsl_is_pinned() {
     insta::assert_snapshot!("reduce", reduce::WGSL);
     insta::assert_snapshot!("activations", activations::WGSL);
     insta::assert_snapshot!("tiles", tiles::WGSL);
+    insta::assert_snapshot!("loops", loops::WGSL);
     insta::assert_snapshot!("nn", tessera::nn::WGSL);
 }

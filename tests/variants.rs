@@ -1,6 +1,6 @@
 //! Declared optimizations on a real adapter, against CPU references: tile-size instances,
-//! specializations and the launcher's choice between them, an entry-point family launched as
-//! ordered passes, a grid folded past 65535 workgroups, and declared limits and features.
+//! specializations and the launcher's choice between them, a family of entry points over one
+//! declaration of their bindings, launched as ordered passes, a grid folded past 65535 workgroups, and declared limits and features.
 
 mod common;
 
@@ -188,7 +188,7 @@ fn specialized_and_general_variants_agree_and_the_launcher_picks_the_specialized
     );
 }
 
-#[tessera::kernels(family(LinearBackward = [grad_pre, d_x, d_w, d_b]))]
+#[tessera::kernels]
 pub mod linear_backward {
     #[repr(C)]
     #[derive(Clone, Copy, tessera::Params)]
@@ -198,18 +198,32 @@ pub mod linear_backward {
     }
 
     // y = relu(x * w + b) for x: [m], w, b scalars per row of k outputs. Backward in four passes
-    // sharing one set of bindings, each reading what the previous pass wrote.
+    // over one declaration of the bindings, each member taking the ones it uses and reading
+    // what the previous pass wrote.
+
+    /// The backward pass of `y = relu(x * w + b)`.
+    #[family(grad_pre, d_x, d_w, d_b)]
+    pub struct LinearBackward {
+        s: &Shape,
+        #[len(s.m)]
+        x: &[f32],
+        /// `w` then `b`.
+        #[len(2 * s.k)]
+        w: &[f32],
+        #[len(s.m * s.k)]
+        grad_y: &[f32],
+        #[len(s.m * s.k)]
+        grad_pre: &mut [f32],
+        #[len(s.m)]
+        grad_x: Option<&mut [f32]>,
+        /// The gradients of `w` then `b`.
+        #[len(2 * s.k)]
+        grad_w: &mut [f32],
+    }
 
     /// grad_pre = grad_y * relu'(x * w + b)
     #[kernel(workgroup = [64], grid = [ceil_div(s.m * s.k, 64)])]
-    pub fn grad_pre(
-        s: &Shape,
-        x: &[f32],
-        w: &[f32],
-        grad_y: &[f32],
-        grad_pre: &mut [f32],
-        grads: &mut [f32],
-    ) {
+    pub fn grad_pre(s: &Shape, x: &[f32], w: &[f32], grad_y: &[f32], grad_pre: &mut [f32]) {
         let i = global_id().x;
         if i < s.m * s.k {
             let pre = x[i / s.k] * w[i % s.k] + w[s.k + i % s.k];
@@ -217,100 +231,54 @@ pub mod linear_backward {
         }
     }
 
-    /// d_x[r] = sum over c of grad_pre[r][c] * w[c]
+    /// grad_x[r] = sum over c of grad_pre[r][c] * w[c]
     #[kernel(workgroup = [64], grid = [ceil_div(s.m, 64)])]
-    pub fn d_x(
-        s: &Shape,
-        x: &[f32],
-        w: &[f32],
-        grad_y: &[f32],
-        grad_pre: &mut [f32],
-        grads: &mut [f32],
-    ) {
+    pub fn d_x(s: &Shape, w: &[f32], grad_pre: &[f32], grad_x: &mut [f32]) {
         let r = global_id().x;
         if r < s.m {
             let mut total = 0.0;
             for c in 0..s.k {
                 total += grad_pre[r * s.k + c] * w[c];
             }
-            grads[r] = total;
+            grad_x[r] = total;
         }
     }
 
-    /// d_w[c] = sum over r of grad_pre[r][c] * x[r]
+    /// grad_w[c] = sum over r of grad_pre[r][c] * x[r]
     #[kernel(workgroup = [64], grid = [ceil_div(s.k, 64)])]
-    pub fn d_w(
-        s: &Shape,
-        x: &[f32],
-        w: &[f32],
-        grad_y: &[f32],
-        grad_pre: &mut [f32],
-        grads: &mut [f32],
-    ) {
+    pub fn d_w(s: &Shape, x: &[f32], grad_pre: &[f32], grad_w: &mut [f32]) {
         let c = global_id().x;
         if c < s.k {
             let mut total = 0.0;
             for r in 0..s.m {
                 total += grad_pre[r * s.k + c] * x[r];
             }
-            grads[s.m + c] = total;
+            grad_w[c] = total;
         }
     }
 
-    /// d_b[c] = sum over r of grad_pre[r][c]
+    /// grad_w[k + c] = sum over r of grad_pre[r][c]
     #[kernel(workgroup = [64], grid = [ceil_div(s.k, 64)])]
-    pub fn d_b(
-        s: &Shape,
-        x: &[f32],
-        w: &[f32],
-        grad_y: &[f32],
-        grad_pre: &mut [f32],
-        grads: &mut [f32],
-    ) {
+    pub fn d_b(s: &Shape, grad_pre: &[f32], grad_w: &mut [f32]) {
         let c = global_id().x;
         if c < s.k {
             let mut total = 0.0;
             for r in 0..s.m {
                 total += grad_pre[r * s.k + c];
             }
-            grads[s.m + s.k + c] = total;
+            grad_w[s.k + c] = total;
         }
     }
 }
 
-#[test]
-fn four_pass_family_matches_reference() {
-    let rt = runtime();
-    let (m, k) = (37usize, 5usize);
-    let xs: Vec<f32> = (0..m).map(|i| (i as f32 - 18.0) / 7.0).collect();
-    let ws: Vec<f32> = (0..2 * k).map(|i| (i as f32 - 4.0) / 3.0).collect();
-    let gy: Vec<f32> = (0..m * k).map(|i| ((i * 13) % 7) as f32 - 3.0).collect();
-    let (x, w, grad_y) = (
-        rt.upload(&xs).unwrap(),
-        rt.upload(&ws).unwrap(),
-        rt.upload(&gy).unwrap(),
-    );
-    let mut grad_pre = rt.zeros::<f32>(m * k).unwrap();
-    let mut grads = rt.zeros::<f32>(m + 2 * k).unwrap();
-    let family = linear_backward::LinearBackward::new(&rt).unwrap();
-    let shape = linear_backward::Shape {
-        m: m as u32,
-        k: k as u32,
-    };
-    family
-        .launch(
-            &rt,
-            linear_backward::LinearBackwardArgs {
-                s: &shape,
-                x: &x,
-                w: &w,
-                grad_y: &grad_y,
-                grad_pre: &mut grad_pre,
-                grads: &mut grads,
-            },
-        )
-        .unwrap();
-
+/// The linear layer's backward on the CPU: `grad_pre`, then `[grad_x..]`, `[grad_w.., grad_b..]`.
+fn linear_backward_reference(
+    xs: &[f32],
+    ws: &[f32],
+    gy: &[f32],
+    k: usize,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let m = xs.len();
     let pre: Vec<f32> = (0..m * k)
         .map(|i| {
             if xs[i / k] * ws[i % k] + ws[k + i % k] > 0.0 {
@@ -320,16 +288,116 @@ fn four_pass_family_matches_reference() {
             }
         })
         .collect();
-    let mut want = vec![0.0f32; m + 2 * k];
+    let (mut grad_x, mut grad_w) = (vec![0.0f32; m], vec![0.0f32; 2 * k]);
     for r in 0..m {
         for c in 0..k {
-            want[r] += pre[r * k + c] * ws[c];
-            want[m + c] += pre[r * k + c] * xs[r];
-            want[m + k + c] += pre[r * k + c];
+            grad_x[r] += pre[r * k + c] * ws[c];
+            grad_w[c] += pre[r * k + c] * xs[r];
+            grad_w[k + c] += pre[r * k + c];
         }
     }
-    assert_eq!(grad_pre.read(&rt).unwrap(), pre);
-    assert_close(&grads.read(&rt).unwrap(), &want, 1e-5);
+    (pre, grad_x, grad_w)
+}
+
+#[test]
+fn family_members_take_subsets_of_its_bindings_and_skip_absent_ones() {
+    use linear_backward::{LinearBackward, LinearBackwardArgs, Shape};
+    let rt = runtime();
+    let (m, k) = (37usize, 5usize);
+    let xs: Vec<f32> = (0..m).map(|i| (i as f32 - 18.0) / 7.0).collect();
+    let ws: Vec<f32> = (0..2 * k).map(|i| (i as f32 - 4.0) / 3.0).collect();
+    let gy: Vec<f32> = (0..m * k).map(|i| ((i * 13) % 7) as f32 - 3.0).collect();
+    let (want_pre, want_x, want_w) = linear_backward_reference(&xs, &ws, &gy, k);
+    let (x, w, grad_y) = (
+        rt.upload(&xs).unwrap(),
+        rt.upload(&ws).unwrap(),
+        rt.upload(&gy).unwrap(),
+    );
+    let shape = Shape {
+        m: m as u32,
+        k: k as u32,
+    };
+    let family = LinearBackward::new(&rt).unwrap();
+
+    // With every binding: all four members run.
+    let mut grad_pre = rt.zeros::<f32>(m * k).unwrap();
+    let mut grad_x = rt.upload(&vec![7.0f32; m]).unwrap();
+    let mut grad_w = rt.zeros::<f32>(2 * k).unwrap();
+    let args = LinearBackwardArgs {
+        s: &shape,
+        x: &x,
+        w: &w,
+        grad_y: &grad_y,
+        grad_pre: &mut grad_pre,
+        grad_x: Some(&mut grad_x),
+        grad_w: &mut grad_w,
+    };
+    family.launch(&rt, args).unwrap();
+    assert_eq!(grad_pre.read(&rt).unwrap(), want_pre);
+    assert_close(&grad_x.read(&rt).unwrap(), &want_x, 1e-5);
+    assert_close(&grad_w.read(&rt).unwrap(), &want_w, 1e-5);
+
+    // Without `grad_x`: `d_x` is skipped, the others still run.
+    let mut grad_pre = rt.zeros::<f32>(m * k).unwrap();
+    let mut grad_w = rt.zeros::<f32>(2 * k).unwrap();
+    let mut batch = rt.batch();
+    let args = LinearBackwardArgs {
+        s: &shape,
+        x: &x,
+        w: &w,
+        grad_y: &grad_y,
+        grad_pre: &mut grad_pre,
+        grad_x: None,
+        grad_w: &mut grad_w,
+    };
+    family.record(&mut batch, args).unwrap();
+    assert_eq!(batch.len(), 3);
+    batch.submit().unwrap();
+    assert_eq!(grad_pre.read(&rt).unwrap(), want_pre);
+    assert_close(&grad_w.read(&rt).unwrap(), &want_w, 1e-5);
+    assert_eq!(
+        grad_x.read(&rt).unwrap(),
+        want_x,
+        "untouched by the second launch"
+    );
+}
+
+#[test]
+fn family_checks_every_member_before_recording_any() {
+    use linear_backward::{LinearBackward, LinearBackwardArgs, Shape};
+    let rt = runtime();
+    let (m, k) = (6usize, 3usize);
+    let shape = Shape {
+        m: m as u32,
+        k: k as u32,
+    };
+    let (x, w, grad_y) = (
+        rt.zeros::<f32>(m).unwrap(),
+        rt.zeros::<f32>(2 * k).unwrap(),
+        rt.zeros::<f32>(m * k).unwrap(),
+    );
+    let mut grad_pre = rt.zeros::<f32>(m * k).unwrap();
+    // Too short for the last member, `d_b`, which writes `grad_w[k..2k]`.
+    let mut grad_w = rt.zeros::<f32>(2 * k - 1).unwrap();
+    let mut batch = rt.batch();
+    let args = LinearBackwardArgs {
+        s: &shape,
+        x: &x,
+        w: &w,
+        grad_y: &grad_y,
+        grad_pre: &mut grad_pre,
+        grad_x: None,
+        grad_w: &mut grad_w,
+    };
+    let error = LinearBackward::new(&rt)
+        .unwrap()
+        .record(&mut batch, args)
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::BufferTooShort { binding, needed: 6, given: 5, .. } if binding == "grad_w"),
+        "{error:?}"
+    );
+    assert!(batch.is_empty(), "nothing is recorded when a check fails");
 }
 
 #[tessera::kernels]

@@ -194,10 +194,38 @@ impl Module {
     }
 }
 
-/// Kernels over one bind-group layout, launched in this order by one generated method.
+/// `#[family(first, second, ..)] struct Name { bindings }`: kernels launched in this order by
+/// one generated method, over bindings declared once. Each member takes the bindings it uses,
+/// by name; their kinds and lengths are the family's.
 pub struct Family {
     pub name: Ident,
+    pub docs: Vec<String>,
     pub members: Vec<Ident>,
+    pub bindings: Vec<FamilyBinding>,
+}
+
+impl Family {
+    pub fn binding(&self, name: &Ident) -> Option<&FamilyBinding> {
+        self.bindings.iter().find(|b| b.binding.name == *name)
+    }
+
+    /// The binding names for messages: "`p`, `x`, `y`".
+    pub fn binding_list(&self) -> String {
+        self.bindings
+            .iter()
+            .map(|b| format!("`{}`", b.binding.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// A binding of a family.
+pub struct FamilyBinding {
+    pub binding: Binding,
+    /// Declared `Option<&[T]>` / `Option<&mut [T]>`: the caller may leave it out, and the
+    /// members that use it are then not launched.
+    pub optional: bool,
+    pub docs: Vec<String>,
 }
 
 /// A device capability a kernel may declare and use.
@@ -407,6 +435,19 @@ pub enum HostExpr {
     Call(HostFn, Box<HostExpr>, Box<HostExpr>),
 }
 
+impl HostExpr {
+    /// Whether the expression reads a field of the uniform parameters.
+    pub fn reads_params(&self) -> bool {
+        match self {
+            HostExpr::Field { .. } => true,
+            HostExpr::Lit(_) | HostExpr::Const(_) | HostExpr::Len { .. } => false,
+            HostExpr::Binary(_, a, b) | HostExpr::Call(_, a, b) => {
+                a.reads_params() || b.reads_params()
+            }
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HostOp {
     Add,
@@ -481,7 +522,11 @@ pub struct ForLoop {
     pub start: Expr,
     pub end: Expr,
     pub inclusive: bool,
+    /// `.rev()`: the values in decreasing order, from the range's last value down by the step
+    /// (`(a..b).rev().step_by(s)`: `b - 1, b - 1 - s, ..`), or, when `steps_from_start`, from
+    /// the last value the steps up from `a` reach (`(a..b).step_by(s).rev()`).
     pub reversed: bool,
+    pub steps_from_start: bool,
     pub step: Option<Expr>,
     pub body: Block,
     /// `#[unroll]`: the loop is written out once per iteration (constant bounds only).

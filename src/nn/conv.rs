@@ -237,6 +237,25 @@ fn split_weight_grad(p: &mut kernels::ConvParams, block: u32, slice_depth: u32) 
     p.splits = depth.div_ceil(split_depth) as u32;
 }
 
+/// The scratch memory for the filter gradient's slices after the first (one element when
+/// there is one slice: a binding cannot be empty), grown when `p` needs more.
+fn scratch<'a>(
+    slot: &'a mut Option<GpuBuffer<f32>>,
+    rt: &Runtime,
+    p: &kernels::ConvParams,
+    filter: usize,
+) -> Result<&'a mut GpuBuffer<f32>> {
+    let needed = (p.splits as usize)
+        .saturating_sub(1)
+        .saturating_mul(filter)
+        .max(1);
+    let buffer = match slot.take() {
+        Some(buffer) if buffer.len() >= needed => buffer,
+        _ => rt.zeros(needed)?,
+    };
+    Ok(slot.insert(buffer))
+}
+
 fn product(dims: &[u32]) -> usize {
     dims.iter().map(|&d| d as usize).product()
 }
@@ -283,12 +302,11 @@ pub struct Conv2dGrads<'a> {
 #[derive(Debug)]
 pub struct Conv2d {
     forward: kernels::Blocked<kernels::ConvForward>,
-    grad_input: kernels::Blocked<kernels::ConvGradInput>,
-    grad_weight: kernels::Blocked<kernels::ConvGradWeight>,
-    grad_weight_reduce: kernels::ConvGradWeightReduce,
-    grad_bias: kernels::ConvGradBias,
-    activation_grad: kernels::ActivationGrad,
-    /// The filter gradient's partial sums, grown to the largest split recorded so far.
+    /// The backward family with each blocking of the input gradient (outer, picked by input
+    /// channels) and of the filter gradient (inner, picked by output channels).
+    backward: kernels::Blocked<kernels::Blocked<kernels::ConvBackward>>,
+    /// The filter gradient's slices after the first, grown to the largest split recorded so
+    /// far.
     partials: Mutex<Option<GpuBuffer<f32>>>,
 }
 
@@ -297,11 +315,7 @@ impl Clone for Conv2d {
     fn clone(&self) -> Self {
         Conv2d {
             forward: self.forward.clone(),
-            grad_input: self.grad_input.clone(),
-            grad_weight: self.grad_weight.clone(),
-            grad_weight_reduce: self.grad_weight_reduce.clone(),
-            grad_bias: self.grad_bias.clone(),
-            activation_grad: self.activation_grad.clone(),
+            backward: self.backward.clone(),
             partials: Mutex::new(None),
         }
     }
@@ -310,13 +324,24 @@ impl Clone for Conv2d {
 impl Conv2d {
     /// Builds the forward and backward pipelines.
     pub fn new(rt: &Runtime) -> Result<Self> {
+        let activation_grad = kernels::ConvActivationGrad::new(rt)?;
+        let reduce = kernels::ConvGradWeightReduce::new(rt)?;
+        let grad_bias = kernels::ConvGradBias::new(rt)?;
+        let backward = kernels::Blocked::new(|input| {
+            let grad_input = kernels::ConvGradInput::with_constants(rt, input)?;
+            kernels::Blocked::new(|weight| {
+                Ok(kernels::ConvBackward::from_members(
+                    activation_grad.clone(),
+                    grad_input.clone(),
+                    kernels::ConvGradWeight::with_constants(rt, weight)?,
+                    reduce.clone(),
+                    grad_bias.clone(),
+                ))
+            })
+        })?;
         Ok(Conv2d {
             forward: kernels::Blocked::new(|b| kernels::ConvForward::with_constants(rt, b))?,
-            grad_input: kernels::Blocked::new(|b| kernels::ConvGradInput::with_constants(rt, b))?,
-            grad_weight: kernels::Blocked::new(|b| kernels::ConvGradWeight::with_constants(rt, b))?,
-            grad_weight_reduce: kernels::ConvGradWeightReduce::new(rt)?,
-            grad_bias: kernels::ConvGradBias::new(rt)?,
-            activation_grad: kernels::ActivationGrad::new(rt)?,
+            backward,
             partials: Mutex::new(None),
         })
     }
@@ -350,7 +375,7 @@ impl Conv2d {
 
     /// Records the backward pass from `grad_y` and the forward's `x`, `w` and `pre`: the
     /// gradient through the activation, then the input's (when asked), the filter's and the
-    /// bias's gradients.
+    /// bias's gradients. Gradients are overwritten, not accumulated.
     #[allow(clippy::too_many_arguments)]
     pub fn backward(
         &self,
@@ -363,69 +388,30 @@ impl Conv2d {
         grad_y: &GpuBuffer<f32>,
         grads: Conv2dGrads<'_>,
     ) -> Result<()> {
-        let p = shape.params(activation)?;
+        let mut p = shape.params(activation)?;
+        let family = self.backward.pick(p.in_channels).pick(p.out_channels);
+        let constants = family.conv_grad_weight().constants();
+        split_weight_grad(&mut p, constants.block(), constants.depth());
+        let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
+        let partial = scratch(&mut partials, batch.runtime(), &p, grads.grad_w.len())?;
         let Conv2dGrads {
             grad_pre,
-            mut grad_x,
+            grad_x,
             grad_w,
             grad_bias,
         } = grads;
-        let elementwise = kernels::ElementwiseParams {
-            len: shape.output_len()? as u32,
-            activation: activation.code(),
-        };
-
-        // Every pass's buffers are checked before any is recorded, so that an error leaves
-        // `batch` as it was. The filter gradient is checked as if unsplit: its slices' scratch
-        // memory is the op's own.
-        self.activation_grad
-            .check_lengths(&kernels::ActivationGradArgs {
-                p: &elementwise,
-                pre,
-                grad_y,
-                grad_pre: &mut *grad_pre,
-            })?;
-        if let Some(grad_x) = grad_x.as_deref_mut() {
-            let args = kernels::ConvGradInputArgs {
-                p: &p,
-                w,
-                grad_pre,
-                grad_x,
-            };
-            self.grad_input.pick(p.in_channels).check_lengths(&args)?;
-        }
-        self.grad_weight
-            .pick(p.out_channels)
-            .check_lengths(&kernels::ConvGradWeightArgs {
+        family.record(
+            batch,
+            kernels::ConvBackwardArgs {
                 p: &p,
                 x,
-                grad_pre,
-                partial: &mut *grad_w,
-            })?;
-        self.grad_bias.check_lengths(&kernels::ConvGradBiasArgs {
-            p: &p,
-            grad_pre,
-            grad_bias: &mut *grad_bias,
-        })?;
-
-        self.activation_grad.record(
-            batch,
-            kernels::ActivationGradArgs {
-                p: &elementwise,
+                w,
                 pre,
                 grad_y,
-                grad_pre: &mut *grad_pre,
-            },
-        )?;
-        if let Some(grad_x) = grad_x {
-            self.record_grad_input(batch, &p, w, grad_pre, grad_x)?;
-        }
-        self.record_grad_weight(batch, p, x, grad_pre, grad_w)?;
-        self.grad_bias.record(
-            batch,
-            kernels::ConvGradBiasArgs {
-                p: &p,
                 grad_pre,
+                grad_x,
+                partial,
+                grad_w,
                 grad_bias,
             },
         )
@@ -442,7 +428,16 @@ impl Conv2d {
         grad_x: &mut GpuBuffer<f32>,
     ) -> Result<()> {
         let p = shape.params(Activation::None)?;
-        self.record_grad_input(batch, &p, w, grad_pre, grad_x)
+        let family = &self.backward.pick(p.in_channels).large;
+        family.conv_grad_input().record(
+            batch,
+            kernels::ConvGradInputArgs {
+                p: &p,
+                w,
+                grad_pre,
+                grad_x,
+            },
+        )
     }
 
     /// Records only the filter's gradient, `grad_w`, from the input and the gradient before
@@ -455,65 +450,23 @@ impl Conv2d {
         grad_pre: &GpuBuffer<f32>,
         grad_w: &mut GpuBuffer<f32>,
     ) -> Result<()> {
-        let p = shape.params(Activation::None)?;
-        self.record_grad_weight(batch, p, x, grad_pre, grad_w)
-    }
-
-    fn record_grad_input(
-        &self,
-        batch: &mut Batch<'_>,
-        p: &kernels::ConvParams,
-        w: &GpuBuffer<f32>,
-        grad_pre: &GpuBuffer<f32>,
-        grad_x: &mut GpuBuffer<f32>,
-    ) -> Result<()> {
-        self.grad_input.pick(p.in_channels).record(
-            batch,
-            kernels::ConvGradInputArgs {
-                p,
-                w,
-                grad_pre,
-                grad_x,
-            },
-        )
-    }
-
-    fn record_grad_weight(
-        &self,
-        batch: &mut Batch<'_>,
-        mut p: kernels::ConvParams,
-        x: &GpuBuffer<f32>,
-        grad_pre: &GpuBuffer<f32>,
-        grad_w: &mut GpuBuffer<f32>,
-    ) -> Result<()> {
-        let kernel = self.grad_weight.pick(p.out_channels);
-        let constants = kernel.constants();
+        let mut p = shape.params(Activation::None)?;
+        let family = self.backward.large.pick(p.out_channels);
+        let constants = family.conv_grad_weight().constants();
         split_weight_grad(&mut p, constants.block(), constants.depth());
-        if p.splits == 1 {
-            let args = kernels::ConvGradWeightArgs {
-                p: &p,
-                x,
-                grad_pre,
-                partial: grad_w,
-            };
-            return kernel.record(batch, args);
-        }
-        let needed = p.splits as usize * grad_w.len();
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
-        let partial = match &mut *partials {
-            Some(buffer) if buffer.len() >= needed => buffer,
-            slot => slot.insert(batch.runtime().zeros(needed)?),
+        let partial = scratch(&mut partials, batch.runtime(), &p, grad_w.len())?;
+        // Both passes' buffers are checked before either is recorded.
+        let weight = kernels::ConvGradWeightArgs {
+            p: &p,
+            x,
+            grad_pre,
+            partial,
+            grad_w,
         };
-        kernel.record(
-            batch,
-            kernels::ConvGradWeightArgs {
-                p: &p,
-                x,
-                grad_pre,
-                partial,
-            },
-        )?;
-        self.grad_weight_reduce.record(
+        family.conv_grad_weight().check_lengths(&weight)?;
+        family.conv_grad_weight().record(batch, weight)?;
+        family.conv_grad_weight_reduce().record(
             batch,
             kernels::ConvGradWeightReduceArgs {
                 p: &p,

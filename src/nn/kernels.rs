@@ -8,7 +8,7 @@
 //! neighbouring invocations touch neighbouring words). Only what each kernel stages, and where
 //! it stores, differs.
 
-#[crate::kernels(family(GemmBackward = [grad_pre, d_a, d_b, d_bias]))]
+#[crate::kernels]
 mod nn {
     /// Invocations along each edge of the workgroup.
     pub const SPAN: u32 = 16;
@@ -274,19 +274,34 @@ mod nn {
         }
     }
 
+    /// The backward pass of `gemm_forward`: the gradient before the activation, then the
+    /// gradients of `a`, `b` and `bias` from it.
+    #[family(grad_pre, d_a, d_b, d_bias)]
+    pub struct GemmBackward {
+        p: &GemmParams,
+        #[len(p.m * p.k)]
+        a: &[f32],
+        #[len(p.k * p.n)]
+        b: &[f32],
+        /// The forward's `pre`.
+        #[len(p.m * p.n)]
+        pre: &[f32],
+        #[len(p.m * p.n)]
+        grad_y: &[f32],
+        /// The gradient before the activation (scratch the caller may reuse).
+        #[len(p.m * p.n)]
+        grad_pre: &mut [f32],
+        #[len(p.m * p.k)]
+        grad_a: &mut [f32],
+        #[len(p.k * p.n)]
+        grad_b: &mut [f32],
+        #[len(p.n)]
+        grad_bias: &mut [f32],
+    }
+
     /// `grad_pre = grad_y * act'(pre)`.
     #[kernel(workgroup = [256], grid = [ceil_div(p.m * p.n, 256)])]
-    pub fn grad_pre(
-        p: &GemmParams,
-        #[len(p.m * p.k)] a: &[f32],
-        #[len(p.k * p.n)] b: &[f32],
-        #[len(p.m * p.n)] pre: &[f32],
-        #[len(p.m * p.n)] grad_y: &[f32],
-        #[len(p.m * p.n)] grad_pre: &mut [f32],
-        #[len(p.m * p.k)] grad_a: &mut [f32],
-        #[len(p.k * p.n)] grad_b: &mut [f32],
-        #[len(p.n)] grad_bias: &mut [f32],
-    ) {
+    pub fn grad_pre(p: &GemmParams, pre: &[f32], grad_y: &[f32], grad_pre: &mut [f32]) {
         let i = global_id().x;
         if i < p.m * p.n {
             grad_pre[i] = grad_y[i] * activate_grad(pre[i], p.activation);
@@ -302,14 +317,9 @@ mod nn {
     )]
     pub fn d_a(
         p: &GemmParams,
-        #[len(p.m * p.k)] a: &[f32],
-        #[len(p.k * p.n)] b: &[f32],
-        #[len(p.m * p.n)] pre: &[f32],
-        #[len(p.m * p.n)] grad_y: &[f32],
-        #[len(p.m * p.n)] grad_pre: &mut [f32],
-        #[len(p.m * p.k)] grad_a: &mut [f32],
-        #[len(p.k * p.n)] grad_b: &mut [f32],
-        #[len(p.n)] grad_bias: &mut [f32],
+        b: &[f32],
+        grad_pre: &[f32],
+        grad_a: &mut [f32],
         #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
         #[workgroup] tile_b: &mut [f32; DEPTH * PADDED],
     ) {
@@ -348,14 +358,9 @@ mod nn {
     )]
     pub fn d_b(
         p: &GemmParams,
-        #[len(p.m * p.k)] a: &[f32],
-        #[len(p.k * p.n)] b: &[f32],
-        #[len(p.m * p.n)] pre: &[f32],
-        #[len(p.m * p.n)] grad_y: &[f32],
-        #[len(p.m * p.n)] grad_pre: &mut [f32],
-        #[len(p.m * p.k)] grad_a: &mut [f32],
-        #[len(p.k * p.n)] grad_b: &mut [f32],
-        #[len(p.n)] grad_bias: &mut [f32],
+        a: &[f32],
+        grad_pre: &[f32],
+        grad_b: &mut [f32],
         #[workgroup] tile_a: &mut [f32; DEPTH * PADDED],
         #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
     ) {
@@ -387,17 +392,7 @@ mod nn {
 
     /// `grad_bias` = the column sums of `grad_pre`.
     #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
-    pub fn d_bias(
-        p: &GemmParams,
-        #[len(p.m * p.k)] a: &[f32],
-        #[len(p.k * p.n)] b: &[f32],
-        #[len(p.m * p.n)] pre: &[f32],
-        #[len(p.m * p.n)] grad_y: &[f32],
-        #[len(p.m * p.n)] grad_pre: &mut [f32],
-        #[len(p.m * p.k)] grad_a: &mut [f32],
-        #[len(p.k * p.n)] grad_b: &mut [f32],
-        #[len(p.n)] grad_bias: &mut [f32],
-    ) {
+    pub fn d_bias(p: &GemmParams, grad_pre: &[f32], grad_bias: &mut [f32]) {
         let col = global_id().x;
         if col < p.n {
             let mut acc = 0.0;
@@ -479,6 +474,53 @@ mod nn {
         }
     }
 
+    /// The backward pass of `conv_forward`: the gradient before the activation, then the
+    /// gradients of the input (when asked for), the filter and the bias from it.
+    #[family(
+        conv_activation_grad,
+        conv_grad_input,
+        conv_grad_weight,
+        conv_grad_weight_reduce,
+        conv_grad_bias
+    )]
+    pub struct ConvBackward {
+        /// The shape; `splits` and `split_depth` as `conv_grad_weight`'s blocking needs.
+        p: &ConvParams,
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
+        x: &[f32],
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
+        w: &[f32],
+        /// The forward's `pre`.
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        pre: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        grad_y: &[f32],
+        /// The gradient before the activation (scratch the caller may reuse).
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        grad_pre: &mut [f32],
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
+        grad_x: Option<&mut [f32]>,
+        /// Scratch for the filter gradient's slices after the first.
+        #[len((p.splits - 1) * p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
+        partial: &mut [f32],
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
+        grad_w: &mut [f32],
+        #[len(p.out_channels)]
+        grad_bias: &mut [f32],
+    }
+
+    /// `grad_pre = grad_y * act'(pre)` over the convolution's output.
+    #[kernel(
+        workgroup = [256],
+        grid = [ceil_div(p.batch * p.out_channels * p.out_h * p.out_w, 256)]
+    )]
+    pub fn conv_activation_grad(p: &ConvParams, pre: &[f32], grad_y: &[f32], grad_pre: &mut [f32]) {
+        let i = global_id().x;
+        if i < p.batch * p.out_channels * p.out_h * p.out_w {
+            grad_pre[i] = grad_y[i] * activate_grad(pre[i], p.activation);
+        }
+    }
+
     /// The gradient of a convolution's input (dgrad) as an implicit GEMM: rows are input
     /// channels, columns are (image, input pixel), the sum runs over (output channel, kernel
     /// tap). The filter slices are staged in workgroup memory; any kernel size works, since
@@ -492,9 +534,9 @@ mod nn {
     )]
     pub fn conv_grad_input(
         p: &ConvParams,
-        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w: &[f32],
-        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
-        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
+        w: &[f32],
+        grad_pre: &[f32],
+        grad_x: &mut [f32],
         #[workgroup] tile_w: &mut [f32; DEPTH * PADDED],
         #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
     ) {
@@ -559,9 +601,9 @@ mod nn {
 
     /// The gradient of a convolution's filter (wgrad) as an implicit GEMM: M = output
     /// channels, N = input channels x kernel taps, K = images x output pixels. K is long and
-    /// M x N often small, so K is split into `p.splits` slices (grid `z`), each summed into its
-    /// own `partial` filter; `conv_grad_weight_reduce` adds them up. With one slice, `partial`
-    /// is the filter gradient itself.
+    /// M x N often small, so K is split into `p.splits` slices (grid `z`): the first is summed
+    /// into `grad_w`, each other one into its own filter of `partial`, and
+    /// `conv_grad_weight_reduce` adds those to `grad_w`.
     #[kernel(
         workgroup = [256],
         constants = Blocking,
@@ -573,10 +615,10 @@ mod nn {
     )]
     pub fn conv_grad_weight(
         p: &ConvParams,
-        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] x: &[f32],
-        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
-        #[len(p.splits * p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
+        x: &[f32],
+        grad_pre: &[f32],
         partial: &mut [f32],
+        grad_w: &mut [f32],
         #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
         #[workgroup] tile_x: &mut [f32; DEPTH * PADDED],
     ) {
@@ -624,28 +666,32 @@ mod nn {
         for e in 0..REG * REG {
             let (co, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
             if co < p.out_channels && col < columns {
-                partial[(split * p.out_channels + co) * columns + col] = acc[e];
+                let at = co * columns + col;
+                if split == 0 {
+                    grad_w[at] = acc[e];
+                } else {
+                    partial[(split - 1) * p.out_channels * columns + at] = acc[e];
+                }
             }
         }
     }
 
-    /// `grad_w` = the sum of the filter gradient's `p.splits` partial sums.
+    /// `grad_w += ` the filter gradient's other `p.splits - 1` partial sums; no workgroups
+    /// when there is one slice.
     #[kernel(
         workgroup = [256],
-        grid = [ceil_div(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w, 256)]
+        grid = [
+            ceil_div(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w, 256)
+                * min(p.splits - 1, 1)
+        ]
     )]
-    pub fn conv_grad_weight_reduce(
-        p: &ConvParams,
-        #[len(p.splits * p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
-        partial: &[f32],
-        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] grad_w: &mut [f32],
-    ) {
+    pub fn conv_grad_weight_reduce(p: &ConvParams, partial: &[f32], grad_w: &mut [f32]) {
         let i = global_id().x;
         let len = p.out_channels * p.in_channels * p.kernel_h * p.kernel_w;
         if i < len {
-            let mut sum = 0.0;
-            for split in 0..p.splits {
-                sum += partial[split * len + i];
+            let mut sum = grad_w[i];
+            for split in 1..p.splits {
+                sum += partial[(split - 1) * len + i];
             }
             grad_w[i] = sum;
         }
@@ -656,8 +702,8 @@ mod nn {
     #[kernel(workgroup = [256], grid = [p.out_channels])]
     pub fn conv_grad_bias(
         p: &ConvParams,
-        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
-        #[len(p.out_channels)] grad_bias: &mut [f32],
+        grad_pre: &[f32],
+        grad_bias: &mut [f32],
         #[workgroup] partial: &mut [f32; 256],
     ) {
         let t = local_index();

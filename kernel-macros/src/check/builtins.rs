@@ -100,6 +100,18 @@ pub fn method(name: &str) -> Option<(Receivers, Shape)> {
     })
 }
 
+/// How the math method `name` is called, for a message about its free-function form:
+/// `a.min(b)`, `x.sqrt()`.
+pub fn method_form(name: &str) -> Option<String> {
+    let (_, shape) = method(name)?;
+    Some(match shape {
+        Shape::Unary | Shape::ToScalar | Shape::ToU32 => format!("x.{name}()"),
+        Shape::Binary | Shape::BinaryToScalar => format!("a.{name}(b)"),
+        Shape::Ternary if name == "clamp" => "x.clamp(low, high)".to_owned(),
+        Shape::Ternary => format!("x.{name}(a, b)"),
+    })
+}
+
 /// Whether `ty` is a receiver `receivers` accepts.
 pub fn accepts(receivers: Receivers, ty: &Ty) -> bool {
     let scalar = ty.scalar();

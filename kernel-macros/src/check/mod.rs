@@ -335,66 +335,31 @@ fn specializations(kernel: &Kernel, params: &[ParamsStruct], errors: &mut Errors
     }
 }
 
-/// A family's kernels exist and take the same parameters, in the same order.
+/// A family's members are kernels of the module, each named once, in one family.
 fn families(module: &Module, errors: &mut Errors) {
+    let mut seen: Vec<(&Ident, &Ident)> = Vec::new();
     for family in &module.families {
-        let members: Vec<Option<&Kernel>> = family
-            .members
-            .iter()
-            .map(|m| module.kernels.iter().find(|k| k.name == *m))
-            .collect();
-        for (name, member) in family.members.iter().zip(&members) {
-            if member.is_none() {
+        for name in &family.members {
+            if !module.kernels.iter().any(|k| k.name == *name) {
                 errors.at(
                     name.span(),
                     format!("`{name}` is not a `#[kernel]` of this module"),
                 );
             }
-        }
-        let present: Vec<&Kernel> = members.into_iter().flatten().collect();
-        let Some((first, rest)) = present.split_first() else {
-            continue;
-        };
-        for other in rest {
-            if let Some(problem) = signature_difference(first, other) {
-                errors.at(
-                    other.name.span(),
+            if let Some((_, other)) = seen.iter().find(|(member, _)| *member == name) {
+                let text = if *other == &family.name {
+                    format!("`{name}` is listed twice; a family launches each kernel once")
+                } else {
                     format!(
-                        "the kernels of the family `{}` share one set of bindings, but `{}` differs from `{}`: {problem}",
-                        family.name, other.name, first.name
-                    ),
-                );
+                        "`{name}` is already a member of the family `{other}`; a kernel takes \
+                         its bindings from one family"
+                    )
+                };
+                errors.at(name.span(), text);
             }
+            seen.push((name, &family.name));
         }
     }
-}
-
-fn signature_difference(a: &Kernel, b: &Kernel) -> Option<String> {
-    if a.bindings.len() != b.bindings.len() {
-        return Some(format!(
-            "{} parameters instead of {}",
-            b.bindings.len(),
-            a.bindings.len()
-        ));
-    }
-    a.bindings.iter().zip(&b.bindings).find_map(|(x, y)| {
-        let same_kind = match (&x.kind, &y.kind) {
-            (BindingKind::Uniform { params: p }, BindingKind::Uniform { params: q }) => p == q,
-            (
-                BindingKind::Storage {
-                    element: e,
-                    writable: w,
-                },
-                BindingKind::Storage {
-                    element: f,
-                    writable: v,
-                },
-            ) => e == f && w == v,
-            _ => false,
-        };
-        (x.name != y.name || !same_kind)
-            .then(|| format!("its parameter `{}` does not match `{}`", y.name, x.name))
-    })
 }
 
 /// Fields and buffers named in the grid and in `#[len]` expressions must exist.

@@ -899,13 +899,18 @@ impl<'m, 'e> Checker<'m, 'e> {
                 Ty::Unknown
             }
             _ => {
-                self.errors.at(
-                    name.span(),
-                    format!(
-                        "cannot find function `{name}`; call a helper defined in this module or a builtin: {}",
+                let message = match builtins::method_form(&key) {
+                    Some(form) => format!(
+                        "`{name}` is a method in kernels, as in Rust: write `{form}` (for the \
+                         free function, define a helper)"
+                    ),
+                    None => format!(
+                        "cannot find function `{name}`; call a helper defined in this module or \
+                         a builtin: {}",
                         builtins::FUNCTIONS.join(", ")
                     ),
-                );
+                };
+                self.errors.at(name.span(), message);
                 Ty::Unknown
             }
         }
@@ -1289,8 +1294,12 @@ pub fn unroll_values(f: &ForLoop) -> Option<Vec<u64>> {
     if end.saturating_sub(start) / step > MAX_UNROLL {
         return Some(vec![0; MAX_UNROLL as usize + 1]);
     }
-    let mut values: Vec<u64> = (start..end).step_by(step as usize).collect();
-    if f.reversed {
+    let mut values: Vec<u64> = if f.reversed && !f.steps_from_start {
+        (start..end).rev().step_by(step as usize).collect()
+    } else {
+        (start..end).step_by(step as usize).collect()
+    };
+    if f.steps_from_start {
         values.reverse();
     }
     Some(values)

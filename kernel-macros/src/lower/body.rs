@@ -407,6 +407,10 @@ impl<'g> FnLowerer<'g> {
         let end_name = self.names.generated("end");
         w.mapped_line(format!("let {end_name}: {ty} = {end};"), f.end.span);
         match (f.reversed, f.inclusive, &f.step) {
+            (true, _, Some(step)) => {
+                let step = self.expr(w, step);
+                self.stepped_down(w, f, &start, &end_name, &step, span)
+            }
             (false, false, step) | (false, true, step @ Some(_)) => {
                 let step = match step {
                     Some(step) => self.expr(w, step),
@@ -470,6 +474,48 @@ impl<'g> FnLowerer<'g> {
         w.line(format!("let {var}: {ty} = {counter};"));
         w.line(format!("{more} = {counter} {before} {to};"));
         w.line(format!("if {more} {{ {counter} {step} {one}; }}"));
+        self.block(w, &f.body);
+        w.close("");
+    }
+
+    /// `(a..b).rev().step_by(s)` (from the range's last value) or `(a..b).step_by(s).rev()`
+    /// (from the last value the steps up from `a` reach), down by `s` while at or above `a`.
+    /// Like `stepped_loop`, it never steps past `a`, and steps before the body.
+    fn stepped_down(
+        &mut self,
+        w: &mut Writer,
+        f: &ForLoop,
+        start: &str,
+        end: &str,
+        step: &str,
+        span: Span,
+    ) {
+        let (ty, var, one) = (
+            wgsl_ty(&f.ty),
+            self.local(f.local).to_owned(),
+            int_literal(1, &f.ty),
+        );
+        let (low, stride) = (self.names.generated("start"), self.names.generated("step"));
+        let (counter, more) = (self.names.generated("i"), self.names.generated("more"));
+        w.mapped_line(format!("let {low}: {ty} = {start};"), f.start.span);
+        w.mapped_line(format!("let {stride}: {ty} = {step};"), span);
+        let (cmp, last) = if f.inclusive {
+            ("<=", end.to_owned())
+        } else {
+            ("<", format!("{end} - {one}"))
+        };
+        w.mapped_line(format!("var {more}: bool = {low} {cmp} {end};"), span);
+        w.mapped_line(format!("var {counter}: {ty} = {last};"), span);
+        if f.steps_from_start {
+            w.line(format!(
+                "{counter} = {low} + ({counter} - {low}) / {stride} * {stride};"
+            ));
+        }
+        w.open("loop", span);
+        w.line(format!("if !{more} {{ break; }}"));
+        w.line(format!("let {var}: {ty} = {counter};"));
+        w.line(format!("{more} = {counter} - {low} >= {stride};"));
+        w.line(format!("if {more} {{ {counter} -= {stride}; }}"));
         self.block(w, &f.body);
         w.close("");
     }
@@ -547,6 +593,13 @@ impl<'g> FnLowerer<'g> {
             ExprKind::Index(base, index) => {
                 let (base, index) = (self.expr(w, base), self.top_expr(w, index));
                 format!("{base}[{index}]")
+            }
+            // WGSL literals are unsigned: `2147483648i` does not exist to be negated.
+            ExprKind::Unary(UnOp::Neg, operand)
+                if matches!(operand.kind, ExprKind::Int(v) if v == 1 << 31)
+                    && operand.ty == Ty::I32 =>
+            {
+                "(-2147483647i - 1i)".to_owned()
             }
             ExprKind::Unary(op, operand) => {
                 let text = self.expr(w, operand);

@@ -1,13 +1,13 @@
 //! The attributes: `#[kernel(workgroup = [..], grid = [..], constants(..), specialize(..),
-//! limits(..), features(..))]` on entry points, and `#[kernels(family(Name = [..]))]` on the
-//! module. Values stay syn expressions here; `kernel.rs` evaluates them per instance.
+//! limits(..), features(..))]` on entry points, `#[constants(..)]` on a set of constants, and
+//! the argument-free `#[kernels]` on the module. Values stay syn expressions here; `kernel.rs` evaluates them per instance.
 
 use syn::parse::ParseStream;
 use syn::punctuated::Punctuated;
 use syn::Token;
 
 use crate::diag::Errors;
-use crate::ir::{Family, Feature, Span};
+use crate::ir::{Feature, Span};
 use crate::parse::keywords::*;
 
 /// The arguments of `#[kernel(...)]`, unevaluated.
@@ -167,38 +167,13 @@ fn parenthesized_exprs(input: ParseStream<'_>) -> syn::Result<Vec<syn::Expr>> {
     )
 }
 
-/// `#[kernels(family(Name = [first, second, ...]), ...)]`.
-pub fn module_attr(args: proc_macro2::TokenStream, errors: &mut Errors) -> Vec<Family> {
-    let mut families = Vec::new();
-    let parser = syn::meta::parser(|meta| {
-        if !meta.path.is_ident(FAMILY) {
-            return Err(meta.error("`#[kernels]` accepts `family(Name = [kernel, ...])`"));
-        }
-        meta.parse_nested_meta(|family| {
-            let name = family.path.require_ident()?.clone();
-            let syn::Expr::Array(members) = family.value()?.parse::<syn::Expr>()? else {
-                return Err(family
-                    .error("list the family's kernels in launch order: `Name = [first, second]`"));
-            };
-            let members = members
-                .elems
-                .iter()
-                .map(|m| match m {
-                    syn::Expr::Path(p) if p.path.get_ident().is_some() => {
-                        Ok(p.path.get_ident().cloned().unwrap_or_else(|| name.clone()))
-                    }
-                    other => Err(syn::Error::new_spanned(
-                        other,
-                        "name a `#[kernel]` of this module",
-                    )),
-                })
-                .collect::<syn::Result<Vec<_>>>()?;
-            families.push(Family { name, members });
-            Ok(())
-        })
-    });
-    if let Err(error) = syn::parse::Parser::parse2(parser, args) {
-        errors.push(error);
+/// `#[kernels]` takes no arguments: families are declared as structs in the module.
+pub fn module_attr(args: proc_macro2::TokenStream, errors: &mut Errors) {
+    if !args.is_empty() {
+        errors.spanned(
+            args,
+            "`#[kernels]` takes no arguments; declare a family of kernels in the module as \
+             `#[family(first, second)] struct Name { bindings }`",
+        );
     }
-    families
 }

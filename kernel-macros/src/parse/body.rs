@@ -302,24 +302,34 @@ fn for_stmt(for_loop: &syn::ExprForLoop, errors: &mut Errors) -> Option<ir::ForL
             return None;
         }
     };
-    let usage =
-        "`for` loops run over ranges: `a..b`, `a..=b`, `(a..b).rev()` or `(a..b).step_by(s)`";
+    let usage = "`for` loops run over ranges: `a..b`, `a..=b`, with `.rev()`, `.step_by(s)` or \
+                 both: `(a..b).rev().step_by(s)`, `(a..b).step_by(s).rev()`";
+    // The adapters from the outside in; each may appear once.
     let mut iter = &*for_loop.expr;
-    let mut reversed = false;
-    let mut step = None;
+    let mut adapters = Vec::new();
     while let syn::Expr::MethodCall(call) = iter {
-        match (call.method.to_string().as_str(), call.args.len()) {
-            ("rev", 0) if !reversed && step.is_none() => reversed = true,
-            ("step_by", 1) if !reversed && step.is_none() => {
-                step = Some(expr(&call.args[0], errors)?)
-            }
-            _ => {
-                errors.spanned(&call.method, usage);
-                return None;
-            }
+        let known = matches!(
+            (call.method.to_string().as_str(), call.args.len()),
+            ("rev", 0) | ("step_by", 1)
+        );
+        if !known
+            || adapters
+                .iter()
+                .any(|c: &&syn::ExprMethodCall| c.method == call.method)
+        {
+            errors.spanned(&call.method, usage);
+            return None;
         }
+        adapters.push(call);
         iter = &call.receiver;
     }
+    let reversed = adapters.iter().any(|c| c.method == "rev");
+    let step = match adapters.iter().find(|c| c.method == "step_by") {
+        Some(call) => Some(expr(&call.args[0], errors)?),
+        None => None,
+    };
+    // `.step_by(s).rev()`: `rev` is the outer adapter.
+    let steps_from_start = reversed && step.is_some() && adapters[0].method == "rev";
     while let syn::Expr::Paren(inner) = iter {
         iter = &inner.expr;
     }
@@ -331,6 +341,15 @@ fn for_stmt(for_loop: &syn::ExprForLoop, errors: &mut Errors) -> Option<ir::ForL
         errors.spanned(range, "a loop range needs both ends: `a..b`");
         return None;
     };
+    let inclusive = matches!(range.limits, syn::RangeLimits::Closed(_));
+    if steps_from_start && inclusive {
+        errors.spanned(
+            &for_loop.expr,
+            "Rust cannot reverse a stepped inclusive range (`(a..=b).step_by(s).rev()` does not \
+             compile for `u32` or `i32`); write `(a..b + 1).step_by(s).rev()`",
+        );
+        return None;
+    }
     let (start, end) = (expr(start, errors), expr(end, errors));
     Some(ir::ForLoop {
         var,
@@ -338,8 +357,9 @@ fn for_stmt(for_loop: &syn::ExprForLoop, errors: &mut Errors) -> Option<ir::ForL
         ty: Ty::Unknown,
         start: start?,
         end: end?,
-        inclusive: matches!(range.limits, syn::RangeLimits::Closed(_)),
+        inclusive,
         reversed,
+        steps_from_start,
         step,
         body: block(&for_loop.body, errors),
         unroll,
@@ -456,6 +476,7 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Option<Expr> {
         syn::Expr::Group(inner) => return expr(&inner.expr, errors),
         syn::Expr::Path(path) => match path.path.get_ident() {
             Some(ident) if path.qself.is_none() => ExprKind::Path(ident.clone(), None),
+            _ if path.qself.is_none() => return associated_const(path, errors),
             _ => {
                 errors.spanned(
                     path,
@@ -677,6 +698,86 @@ fn args<'a>(
 ) -> Option<Vec<Expr>> {
     let converted: Vec<Option<Expr>> = list.into_iter().map(|a| expr(a, errors)).collect();
     converted.into_iter().collect()
+}
+
+/// `u32::MAX`, `i32::MIN`, `f32::EPSILON`, `f32::consts::PI` (also under `std::` or `core::`)
+/// as literals.
+fn associated_const(path: &syn::ExprPath, errors: &mut Errors) -> Option<Expr> {
+    let span = Span::of(path);
+    let names: Vec<String> = path
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .skip_while(|s| s == "std" || s == "core")
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let typed = |kind: ExprKind, ty: Ty| Expr { kind, span, ty };
+    let int = |value: u64, ty: Ty| typed(ExprKind::Int(value), ty);
+    let float = |value: f64| typed(ExprKind::Float(value), Ty::F32);
+    let negated = |e: Expr| Expr::new(ExprKind::Unary(UnOp::Neg, Box::new(e)), span);
+    let value = match names[..] {
+        ["u32", "MAX"] => int(u32::MAX.into(), Ty::U32),
+        ["u32", "MIN"] => int(0, Ty::U32),
+        ["i32", "MAX"] => int(i32::MAX as u64, Ty::I32),
+        ["i32", "MIN"] => negated(int(1 << 31, Ty::I32)),
+        ["f32", "MAX"] => float(f32::MAX.into()),
+        ["f32", "MIN"] => negated(float(f32::MAX.into())),
+        ["f32", "MIN_POSITIVE"] => float(f32::MIN_POSITIVE.into()),
+        ["f32", "EPSILON"] => float(f32::EPSILON.into()),
+        ["f32", "INFINITY" | "NEG_INFINITY" | "NAN"] => {
+            errors.spanned(
+                path,
+                "WGSL has no infinite or NaN constants; use `f32::MAX` or `f32::MIN` as a bound",
+            );
+            return None;
+        }
+        ["f32", "consts", name] => match float_const(name) {
+            Some(value) => float(value),
+            None => {
+                errors.spanned(
+                    path,
+                    format!("`{name}` is not a constant of `f32::consts` that kernels know"),
+                );
+                return None;
+            }
+        },
+        _ => {
+            errors.spanned(
+                path,
+                "paths are not supported in kernels; name a local, a parameter, a helper or a \
+                 constant of the module, or one of `u32::MAX`, `i32::MIN`, `f32::EPSILON`, \
+                 `f32::consts::PI` and the like",
+            );
+            return None;
+        }
+    };
+    Some(value)
+}
+
+fn float_const(name: &str) -> Option<f64> {
+    use std::f32::consts as c;
+    let value = match name {
+        "PI" => c::PI,
+        "TAU" => c::TAU,
+        "E" => c::E,
+        "SQRT_2" => c::SQRT_2,
+        "LN_2" => c::LN_2,
+        "LN_10" => c::LN_10,
+        "LOG2_E" => c::LOG2_E,
+        "LOG10_E" => c::LOG10_E,
+        "FRAC_PI_2" => c::FRAC_PI_2,
+        "FRAC_PI_3" => c::FRAC_PI_3,
+        "FRAC_PI_4" => c::FRAC_PI_4,
+        "FRAC_PI_6" => c::FRAC_PI_6,
+        "FRAC_PI_8" => c::FRAC_PI_8,
+        "FRAC_1_PI" => c::FRAC_1_PI,
+        "FRAC_2_PI" => c::FRAC_2_PI,
+        "FRAC_2_SQRT_PI" => c::FRAC_2_SQRT_PI,
+        "FRAC_1_SQRT_2" => c::FRAC_1_SQRT_2,
+        _ => return None,
+    };
+    Some(value.into())
 }
 
 fn literal(lit: &syn::Lit, errors: &mut Errors) -> Option<Expr> {

@@ -37,20 +37,35 @@ impl Sets {
     }
 }
 
+/// What a kernel's signature and body may name from the rest of its module.
+pub struct Scope<'a> {
+    pub params: &'a [ir::ParamsStruct],
+    pub families: &'a [ir::Family],
+    pub consts: &'a Consts,
+    pub helpers: &'a [syn::ItemFn],
+}
+
 /// A `#[kernel]` function: one IR kernel per instance of its constants (one when it has none).
 pub fn kernel(
     function: &syn::ItemFn,
     attr: &syn::Attribute,
-    params: &[ir::ParamsStruct],
-    consts: &Consts,
-    helpers: &[syn::ItemFn],
+    scope: &Scope<'_>,
     sets: &mut Sets,
     errors: &mut Errors,
 ) -> Vec<ir::Kernel> {
+    let Scope {
+        params,
+        families,
+        consts,
+        helpers,
+    } = *scope;
     let Some(args) = attr::kernel_attr(attr, errors) else {
         return Vec::new();
     };
     let requirements = requirements(&args, consts, errors);
+    let family = families
+        .iter()
+        .find(|f| f.members.contains(&function.sig.ident));
     let constant_set = match &args.constants {
         Constants::None => None,
         Constants::Named(name) => {
@@ -110,7 +125,7 @@ pub fn kernel(
             constants,
             specialization: None,
         };
-        if let Some(kernel) = instance(function, &args, &env, variant, params, errors) {
+        if let Some(kernel) = instance(function, &args, &env, variant, params, family, errors) {
             let roots = called_names(&kernel.body);
             let helpers = instance_helpers(roots, helpers, &env, params, errors);
             kernels.push(ir::Kernel {
@@ -151,6 +166,7 @@ fn instance(
     env: &Consts,
     variant: ir::Variant,
     params: &[ir::ParamsStruct],
+    family: Option<&ir::Family>,
     errors: &mut Errors,
 ) -> Option<ir::Kernel> {
     let substituted =
@@ -211,8 +227,23 @@ fn instance(
         );
     }
     let uniform = uniforms.first().map(|b| b.name.clone());
-    for (index, expr) in lens {
-        bindings[index].len = host::host_expr(&expr, uniform.as_ref(), false, errors);
+    match family {
+        Some(family) => {
+            let rejected = member_bindings(
+                &function.sig.ident,
+                family,
+                params,
+                &mut bindings,
+                &lens,
+                errors,
+            );
+            rejected_params.extend(rejected);
+        }
+        None => {
+            for (index, expr) in lens {
+                bindings[index].len = host::host_expr(&expr, uniform.as_ref(), false, errors);
+            }
+        }
     }
     let mut grid = Vec::new();
     for expr in args.grid.iter().flatten() {
@@ -242,6 +273,147 @@ fn instance(
         locals: Vec::new(),
         helpers: Vec::new(),
     })
+}
+
+/// A family member's bindings: each one the family declares, with the family's length; the
+/// member may read a binding the family declares writable. Bindings the family does not
+/// declare are reported and left out.
+fn member_bindings(
+    kernel: &syn::Ident,
+    family: &ir::Family,
+    params: &[ir::ParamsStruct],
+    bindings: &mut Vec<ir::Binding>,
+    lens: &[(usize, syn::Expr)],
+    errors: &mut Errors,
+) -> Vec<syn::Ident> {
+    let name = &family.name;
+    let mut rejected = Vec::new();
+    for (_, expr) in lens {
+        errors.spanned(
+            expr,
+            format!(
+                "the family `{name}` declares the lengths of its bindings; remove this `#[len]` \
+                 (or change it in `struct {name}`)"
+            ),
+        );
+    }
+    bindings.retain_mut(|binding| {
+        let Some(declared) = family.binding(&binding.name) else {
+            errors.at(
+                binding.span,
+                format!(
+                    "`{}` is not a binding of the family `{name}`, which declares {}; add it to \
+                     `struct {name}` or take one of those",
+                    binding.name,
+                    family.binding_list()
+                ),
+            );
+            rejected.push(binding.name.clone());
+            return false;
+        };
+        let same = match (&binding.kind, &declared.binding.kind) {
+            (ir::BindingKind::Uniform { params: a }, ir::BindingKind::Uniform { params: b }) => {
+                a == b
+            }
+            (
+                ir::BindingKind::Storage {
+                    element: a,
+                    writable,
+                },
+                ir::BindingKind::Storage {
+                    element: b,
+                    writable: declared_writable,
+                },
+            ) => {
+                if *writable && !declared_writable {
+                    errors.at(
+                        binding.span,
+                        format!(
+                            "`{}` is read-only in the family `{name}`; take it as `&[T]`, or \
+                             declare it `&mut [T]` in `struct {name}`",
+                            binding.name
+                        ),
+                    );
+                    rejected.push(binding.name.clone());
+                    return false;
+                }
+                a == b
+            }
+            _ => false,
+        };
+        if !same {
+            errors.at(
+                binding.span,
+                format!(
+                    "the family `{name}` declares `{}` as `{}`; take it as {}",
+                    binding.name,
+                    declared_ty(&declared.binding, family, params),
+                    accepted_ty(&declared.binding, params)
+                ),
+            );
+            rejected.push(binding.name.clone());
+            return false;
+        }
+        binding.len = declared.binding.len.clone();
+        true
+    });
+    let has_params = bindings
+        .iter()
+        .any(|b| matches!(b.kind, ir::BindingKind::Uniform { .. }));
+    let needs_params = bindings
+        .iter()
+        .find(|b| b.len.as_ref().is_some_and(ir::HostExpr::reads_params));
+    if let (false, Some(needing)) = (has_params, needs_params) {
+        let params = family
+            .bindings
+            .iter()
+            .find(|b| matches!(b.binding.kind, ir::BindingKind::Uniform { .. }));
+        let take = params.map_or(String::new(), |p| format!("`{}`", p.binding.name));
+        errors.spanned(
+            kernel,
+            format!(
+                "the family `{name}` computes the length of `{}` from its parameters; take \
+                 {take} too",
+                needing.name
+            ),
+        );
+    }
+    rejected
+}
+
+/// How the family declares `binding`, as Rust: `&mut [f32]`, `Option<&[u32]>`, `&Shape`.
+fn declared_ty(binding: &ir::Binding, family: &ir::Family, params: &[ir::ParamsStruct]) -> String {
+    let ty = member_ty(binding, params);
+    if family.binding(&binding.name).is_some_and(|b| b.optional) {
+        format!("Option<{ty}>")
+    } else {
+        ty
+    }
+}
+
+/// What a member may take for the family's `binding`: "`&mut [f32]`, or `&[f32]` to only
+/// read it".
+fn accepted_ty(binding: &ir::Binding, params: &[ir::ParamsStruct]) -> String {
+    match &binding.kind {
+        ir::BindingKind::Storage {
+            element,
+            writable: true,
+        } => format!(
+            "`&mut [{0}]`, or `&[{0}]` to only read it",
+            element.rust_name()
+        ),
+        _ => format!("`{}`", member_ty(binding, params)),
+    }
+}
+
+fn member_ty(binding: &ir::Binding, params: &[ir::ParamsStruct]) -> String {
+    match &binding.kind {
+        ir::BindingKind::Storage { element, writable } => {
+            let mutability = if *writable { "mut " } else { "" };
+            format!("&{mutability}[{}]", element.rust_name())
+        }
+        ir::BindingKind::Uniform { params: index } => format!("&{}", params[*index].name),
+    }
 }
 
 /// The helpers named in `roots` and those they call, each parsed with the calling instance's
@@ -420,12 +592,12 @@ fn kernel_param(
     len
 }
 
-fn binding_kind(ty: &syn::Type, params: &[ir::ParamsStruct]) -> syn::Result<ir::BindingKind> {
+pub fn binding_kind(ty: &syn::Type, params: &[ir::ParamsStruct]) -> syn::Result<ir::BindingKind> {
     let unsupported = || {
         syn::Error::new_spanned(
             ty,
             "unsupported kernel parameter type; a kernel takes `&[T]` (read-only storage), `&mut [T]` \
-             (read-write storage) with T one of `f32`, `u32`, `i32`, `AtomicU32`, `AtomicI32`, \
+             (read-write storage) with T one of `f32`, `u32`, `i32`, `f16`, `AtomicU32`, `AtomicI32`, \
              `&P` for a `#[derive(Params)]` struct `P` of this module, or `#[workgroup] name: &mut [T; N]`",
         )
     };

@@ -34,5 +34,5 @@ pub const LIMIT_WORKGROUP_MEMORY: &str = "workgroup_memory";
 pub const FEATURES: &str = "features";
 pub const FEATURE_F16: &str = "f16";
 pub const FEATURE_SUBGROUPS: &str = "subgroups";
-/// `family(Name = [..])` inside `#[kernels(...)]`.
+/// `#[family(first, second)]` on a struct declaring the bindings of kernels launched together.
 pub const FAMILY: &str = "family";

@@ -5,6 +5,7 @@
 mod attr;
 mod body;
 pub mod consts;
+mod family;
 mod host;
 mod kernel;
 pub mod keywords;
@@ -31,7 +32,7 @@ pub fn module(
     input: syn::ItemMod,
     errors: &mut Errors,
 ) -> Option<Parsed> {
-    let families = attr::module_attr(args, errors);
+    attr::module_attr(args, errors);
     let Some((_, items)) = input.content else {
         errors.spanned(
             &input,
@@ -44,9 +45,11 @@ pub fn module(
     let mut functions = Vec::new();
     let mut module_consts = consts::Consts::default();
     let mut set_items = Vec::new();
+    let mut family_items = Vec::new();
     for item in items {
         match item {
             syn::Item::Struct(s) if attr::constant_set_attr(&s).is_some() => set_items.push(s),
+            syn::Item::Struct(s) if family::family_attr(&s).is_some() => family_items.push(s),
             syn::Item::Struct(ref s) if params::is_params(s) => {
                 params.push(params::params_struct(s, errors));
                 passthrough.push(item);
@@ -76,6 +79,10 @@ pub fn module(
     for item in &set_items {
         constant_set(item, &module_consts, &mut sets, errors);
     }
+    let families = family_items
+        .iter()
+        .filter_map(|item| family::family(item, &params, errors))
+        .collect();
     let mut module = ir::Module {
         name: input.ident,
         constant_sets: Vec::new(),
@@ -87,17 +94,16 @@ pub fn module(
     let (kernels, helpers): (Vec<syn::ItemFn>, Vec<syn::ItemFn>) = functions
         .into_iter()
         .partition(|f| kernel::kernel_attr(f).is_some());
+    let scope = kernel::Scope {
+        params: &module.params,
+        families: &module.families,
+        consts: &module_consts,
+        helpers: &helpers,
+    };
     for function in &kernels {
         if let Some(attr) = kernel::kernel_attr(function) {
-            module.kernels.extend(kernel::kernel(
-                function,
-                attr,
-                &module.params,
-                &module_consts,
-                &helpers,
-                &mut sets,
-                errors,
-            ));
+            let instances = kernel::kernel(function, attr, &scope, &mut sets, errors);
+            module.kernels.extend(instances);
         }
     }
     // A helper no kernel calls is still checked, with the module's constants.

@@ -4,8 +4,9 @@ use crate::ir::{Scalar, Ty};
 use crate::parse::consts::{self, Consts};
 use crate::parse::keywords::{ATOMIC_I32, ATOMIC_U32};
 
-const SUPPORTED: &str = "supported types are `f32`, `u32`, `i32`, `bool`, `usize` (as `u32`), \
-                         `Vec2<T>`, `Vec3<T>`, `Vec4<T>` and arrays `[T; N]`";
+const SUPPORTED: &str = "supported types are `f32`, `u32`, `i32`, `bool`, `f16` (in kernels that \
+                         declare `features(f16)`), `usize` (as `u32`), `Vec2<T>`, `Vec3<T>`, \
+                         `Vec4<T>` and arrays `[T; N]`";
 
 /// A scalar named by `ident`; `usize` stands for `u32` so indexing code reads like Rust.
 pub fn scalar(ident: &str) -> Option<Scalar> {
@@ -68,7 +69,7 @@ fn path_ty(path: &syn::Path) -> syn::Result<Ty> {
             Ty::Scalar(s) => Ok(Ty::Vector(width, s)),
             _ => Err(syn::Error::new_spanned(
                 element,
-                "vector elements must be `f32`, `u32`, `i32` or `bool`",
+                "vector elements must be `f32`, `u32`, `i32`, `bool` or `f16`",
             )),
         },
         _ => Err(syn::Error::new_spanned(
