@@ -105,6 +105,27 @@
 //!   tests and dead branches simplified away). At launch the launcher takes the first
 //!   specialization whose condition holds (`Kernel::variant(&args)` says which), else the
 //!   general body.
+//! - **Element types.** `types(T = [f32, f16])` writes a kernel once over a scalar type:
+//!
+//!   ```ignore
+//!   #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)], types(T = [f32, f16]))]
+//!   pub fn axpy<T>(p: &Params, #[len(p.n)] x: &[T], #[len(p.n)] y: &mut [T]) {
+//!       let i = global_id().x;
+//!       if i < p.n {
+//!           y[i] = scaled(x[i], p.a) + y[i];
+//!       }
+//!   }
+//!
+//!   fn scaled(v: T, a: f32) -> T { v * (a as T) } // the calling instance's `T`
+//!   ```
+//!
+//!   Each listed type (`f32`, `f16`, `u32`, `i32`) makes its own instances, times those of
+//!   `constants(..)`; helpers see the calling instance's `T` as they see its constants. The
+//!   launcher is generic over the type: `Axpy::<half::f16>::new(rt)` (or `with_constants`)
+//!   builds the `f16` instance, whose `AxpyArgs` take `GpuBuffer<half::f16>`; `Axpy::<u64>`
+//!   does not compile (`AxpyElement` is implemented for exactly the listed types). An `f16`
+//!   instance needs the device feature on its own: the `f32` instances of the same kernel
+//!   build on a device without it.
 //! - **Families.** Kernels that run one after another over shared buffers (a backward pass)
 //!   declare those buffers once, as a struct naming its members in launch order:
 //!
@@ -140,7 +161,7 @@
 //!   `subgroup_broadcast_first`, `subgroup_shuffle`, `subgroup_size()` and
 //!   `subgroup_invocation_id()`; `features(f16)` unlocks the `f16` type (annotations, `as f16`,
 //!   `1.0f16` literals, `&[f16]`/`&mut [f16]` storage, which the host reads and writes as
-//!   `GpuBuffer<u16>` of raw bits). Using either without declaring it is a compile error. The
+//!   `GpuBuffer<half::f16>`, re-exported as [`half`]). Using either without declaring it is a compile error. The
 //!   launcher's `new` returns [`Error::LimitExceeded`] or [`Error::MissingFeature`] on a device
 //!   without what the kernel declares.
 //! - **Variant report.** `Kernel::VARIANTS` lists every generated variant ([`VariantInfo`]:
@@ -226,6 +247,8 @@ extern crate self as tessera;
 pub use kernel_macros::{kernel, kernels, Params};
 
 pub mod nn;
+/// The `half` crate, whose [`half::f16`] is the host type of `f16` buffers.
+pub use half;
 pub use kernel_runtime::*;
 
 /// What generated code refers to; not part of the public API.

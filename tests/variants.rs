@@ -560,12 +560,13 @@ fn generated_wgsl_is_pinned() {
     insta::assert_snapshot!("big_grid", big_grid::WGSL);
     insta::assert_snapshot!("demanding", demanding::WGSL);
     insta::assert_snapshot!("half", half::WGSL);
+    insta::assert_snapshot!("elements", elements::WGSL);
 }
 
 #[tessera::kernels]
 pub mod half {
     /// Rounds through half precision: `out[i] = (x[i] as f16 * 2.0 + 0.25) as f32`, and stores
-    /// the half-precision value itself in `bits` (raw f16 bits on the host).
+    /// the half-precision value itself in `bits` (`half::f16` on the host).
     #[kernel(workgroup = [64], grid = [ceil_div(x.len(), 64)], features(f16))]
     pub fn through_half(x: &[f32], out: &mut [f32], bits: &mut [f16]) {
         let i = global_id().x;
@@ -590,7 +591,7 @@ fn f16_kernel_runs_where_declared() {
     let xs = [0.5f32, -1.0, 3.0, 0.125, -8.0];
     let x = rt.upload(&xs).unwrap();
     let mut out = rt.zeros::<f32>(xs.len()).unwrap();
-    let mut bits = rt.zeros::<u16>(xs.len()).unwrap();
+    let mut bits = rt.zeros::<tessera::half::f16>(xs.len()).unwrap();
     half::ThroughHalf::new(&rt)
         .unwrap()
         .launch(
@@ -603,13 +604,106 @@ fn f16_kernel_runs_where_declared() {
         )
         .unwrap();
     assert_eq!(out.read(&rt).unwrap(), vec![1.25, -1.75, 6.25, 0.5, -4.0]);
-    // 1.25 = 0x3d00, -1.75 = 0xbf00, 6.25 = 0x4640, 0.5 = 0x3800, -15.75 = 0xcbe0 in IEEE half.
-    assert_eq!(
-        bits.read(&rt).unwrap(),
-        vec![0x3d00, 0xbf00, 0x4640, 0x3800, 0xcbe0]
-    );
+    let halves: Vec<f32> = bits.read(&rt).unwrap().iter().map(|h| h.to_f32()).collect();
+    assert_eq!(halves, vec![1.25, -1.75, 6.25, 0.5, -15.75]);
     let plain = device_without_optional_features(&rt);
     assert!(
         matches!(half::ThroughHalf::new(&plain), Err(Error::MissingFeature { feature, .. }) if feature == "SHADER_F16")
     );
+}
+
+#[tessera::kernels]
+pub mod elements {
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct AxpyParams {
+        pub n: u32,
+        pub a: f32,
+    }
+
+    /// `v * a` in the caller's element type.
+    fn scaled(v: T, a: f32) -> T {
+        v * (a as T)
+    }
+
+    /// `y = a * x + y`, each invocation taking `STRIDE` neighbouring elements, written once
+    /// for `f32` and `f16` buffers.
+    #[kernel(
+        workgroup = [64],
+        grid = [ceil_div(p.n, 64 * STRIDE)],
+        types(T = [f32, f16]),
+        constants(STRIDE = [1, 2])
+    )]
+    pub fn axpy<T>(p: &AxpyParams, #[len(p.n)] x: &[T], #[len(p.n)] y: &mut [T]) {
+        #[unroll]
+        for k in 0..STRIDE {
+            let i = global_id().x * STRIDE + k;
+            if i < p.n {
+                y[i] = scaled(x[i], p.a) + y[i];
+            }
+        }
+    }
+}
+
+#[test]
+fn a_kernel_written_once_runs_for_each_element_type_and_constant() {
+    use elements::{Axpy, AxpyArgs, AxpyConstants};
+    use tessera::half::f16;
+    let rt = runtime();
+    let n = 133usize;
+    let xs: Vec<f32> = (0..n).map(|i| (i % 9) as f32 * 0.5 - 2.0).collect();
+    let ys: Vec<f32> = (0..n).map(|i| (i % 5) as f32 - 1.0).collect();
+    let p = elements::AxpyParams {
+        n: n as u32,
+        a: 1.5,
+    };
+    let want: Vec<f32> = xs.iter().zip(&ys).map(|(x, y)| 1.5 * x + y).collect();
+    assert_eq!(Axpy::<f32>::INSTANCES.len(), 2);
+    for constants in Axpy::<f32>::INSTANCES {
+        let kernel = Axpy::<f32>::with_constants(&rt, *constants).unwrap();
+        assert_eq!(kernel.constants(), *constants);
+        assert!(kernel.entry_point().starts_with("axpy_f32_"));
+        let x = rt.upload(&xs).unwrap();
+        let mut y = rt.upload(&ys).unwrap();
+        let args = AxpyArgs {
+            p: &p,
+            x: &x,
+            y: &mut y,
+        };
+        kernel.launch(&rt, args).unwrap();
+        assert_eq!(y.read(&rt).unwrap(), want, "{constants:?}");
+    }
+    if !rt.info().features.contains(wgpu::Features::SHADER_F16) {
+        let missing = Axpy::<f16>::new(&rt);
+        assert!(matches!(missing, Err(Error::MissingFeature { .. })));
+        return;
+    }
+    // Every value here is exact in half precision.
+    let halves = |v: &[f32]| v.iter().map(|&v| f16::from_f32(v)).collect::<Vec<_>>();
+    for constants in [AxpyConstants { stride: 1 }, AxpyConstants { stride: 2 }] {
+        let kernel = Axpy::<f16>::with_constants(&rt, constants).unwrap();
+        assert_eq!(kernel.constants(), constants);
+        assert!(kernel.entry_point().starts_with("axpy_f16_"));
+        let x = rt.upload(&halves(&xs)).unwrap();
+        let mut y = rt.upload(&halves(&ys)).unwrap();
+        kernel
+            .launch(
+                &rt,
+                AxpyArgs {
+                    p: &p,
+                    x: &x,
+                    y: &mut y,
+                },
+            )
+            .unwrap();
+        assert_eq!(y.read(&rt).unwrap(), halves(&want), "{constants:?}");
+    }
+    // The f32 instances do not need the feature.
+    let plain = device_without_optional_features(&rt);
+    let built = Axpy::<f32>::new(&plain);
+    assert!(built.is_ok(), "{:?}", built.err());
+    assert!(matches!(
+        Axpy::<f16>::new(&plain),
+        Err(Error::MissingFeature { feature, .. }) if feature == "SHADER_F16"
+    ));
 }

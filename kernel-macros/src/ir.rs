@@ -245,6 +245,8 @@ pub struct Variant {
     pub constants: Vec<(Ident, u32)>,
     /// Index into [`Kernel::specializations`], or `None` for the general body.
     pub specialization: Option<usize>,
+    /// The element type of the instance, for a kernel with a type parameter.
+    pub element: Option<Scalar>,
 }
 
 /// `specialize(p.stride == 1 && p.kernel == 3)`: a body generated with those values folded in.
@@ -384,6 +386,17 @@ pub struct Kernel {
     pub locals: Vec<Ident>,
     /// The helpers this instance calls, directly or not, parsed with its constants.
     pub helpers: Vec<Function>,
+    /// `types(T = [f32, f16])`: the kernel's element-type parameter, if it has one.
+    pub type_param: Option<TypeParam>,
+}
+
+/// A kernel's element-type parameter: `T` in `types(T = [f32, f16])`. Each type makes its own
+/// instances (of every instance of the constants), and the launcher is generic over it.
+#[derive(Clone)]
+pub struct TypeParam {
+    pub name: Ident,
+    pub types: Vec<Scalar>,
+    pub span: Span,
 }
 
 /// A resource binding: storage buffer or uniform struct.
@@ -394,6 +407,9 @@ pub struct Binding {
     /// `#[len(expr)]`: the elements the buffer must hold.
     pub len: Option<HostExpr>,
     pub span: Span,
+    /// Declared over the kernel's type parameter (`&[T]`): the launcher's argument is
+    /// `GpuBuffer<T>`.
+    pub generic: bool,
 }
 
 #[derive(Clone)]

@@ -134,6 +134,7 @@ pub fn lent(helper: &Function) -> (Vec<Binding>, Vec<SharedVar>) {
             kind,
             len: None,
             span: param.span,
+            generic: false,
         });
     }
     (bindings, shared)

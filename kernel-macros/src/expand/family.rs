@@ -23,7 +23,7 @@ pub fn family(module: &Module, family: &Family) -> TokenStream {
     let args_ty = syn::Ident::new(&format!("{name}Args"), name.span());
     let fields = family.bindings.iter().map(|declared| {
         let field = &declared.binding.name;
-        let ty = super::launcher::field_ty(module, &declared.binding);
+        let ty = super::launcher::field_ty(module, &declared.binding, None);
         let ty = if declared.optional {
             quote!(::core::option::Option<#ty>)
         } else {

@@ -8,31 +8,41 @@ use quote::{quote, quote_spanned};
 use crate::expand::host;
 use crate::ir::{Binding, BindingKind, Feature, Kernel, Module, Scalar, Ty};
 
-fn element_tokens(element: &Ty) -> TokenStream {
-    match element.scalar() {
+/// The host type of a buffer element: `f32`, `half::f16`, `u32`, `i32`.
+fn scalar_tokens(scalar: Option<Scalar>) -> TokenStream {
+    match scalar {
         Some(Scalar::F32) => quote!(f32),
-        // f16 storage is read and written on the host as raw bits.
-        Some(Scalar::F16) => quote!(u16),
+        Some(Scalar::F16) => quote!(::tessera::half::f16),
         Some(Scalar::I32) => quote!(i32),
         _ => quote!(u32),
     }
 }
 
-pub fn field_ty(module: &Module, binding: &Binding) -> TokenStream {
+fn element_tokens(element: &Ty) -> TokenStream {
+    scalar_tokens(element.scalar())
+}
+
+/// The type of the argument for `binding`; `element` is the kernel's type parameter, which a
+/// generic binding's buffer holds.
+pub fn field_ty(module: &Module, binding: &Binding, element: Option<&Ident>) -> TokenStream {
     let span = binding.span.first;
+    let element_of = |ty: &Ty| match element.filter(|_| binding.generic) {
+        Some(param) => quote!(#param),
+        None => element_tokens(ty),
+    };
     match &binding.kind {
         BindingKind::Storage {
             element,
             writable: false,
         } => {
-            let element = element_tokens(element);
+            let element = element_of(element);
             quote_spanned!(span=> &'a ::tessera::__private::kernel_runtime::GpuBuffer<#element>)
         }
         BindingKind::Storage {
             element,
             writable: true,
         } => {
-            let element = element_tokens(element);
+            let element = element_of(element);
             quote_spanned!(span=> &'a mut ::tessera::__private::kernel_runtime::GpuBuffer<#element>)
         }
         BindingKind::Uniform { params } => {
@@ -92,7 +102,12 @@ fn rt() -> TokenStream {
 /// The launcher and argument types of one kernel, from all of its variants (in the order
 /// `specialize` left them: per instance, the general body then each specialization) and
 /// their WGSL entry points.
-pub fn launcher(module: &Module, variants: &[(&Kernel, String)], valid: bool) -> TokenStream {
+pub fn launcher(
+    module: &Module,
+    variants: &[(&Kernel, String)],
+    split_f16: bool,
+    valid: bool,
+) -> TokenStream {
     let Some((kernel, _)) = variants.first() else {
         return TokenStream::new();
     };
@@ -107,12 +122,23 @@ pub fn launcher(module: &Module, variants: &[(&Kernel, String)], valid: bool) ->
     });
     let instances = instances(variants);
     let folds = variants.iter().any(|(k, _)| k.uses_invocation_ids());
+    let generics = Generics::of(kernel);
+    let Generics {
+        param,
+        declare,
+        implement,
+        apply,
+        args_declare,
+        args_apply,
+        phantom,
+        items: element_items,
+    } = &generics;
 
     let names: Vec<&Ident> = kernel.bindings.iter().map(|b| &b.name).collect();
     let field_tys: Vec<TokenStream> = kernel
         .bindings
         .iter()
-        .map(|b| field_ty(module, b))
+        .map(|b| field_ty(module, b, param.as_ref()))
         .collect();
     let field_docs: Vec<String> = kernel
         .bindings
@@ -143,6 +169,14 @@ pub fn launcher(module: &Module, variants: &[(&Kernel, String)], valid: bool) ->
         quote!([#x, #y, #z])
     });
     let memories = instances.iter().map(|v| shared_bytes(v[0].0));
+    // With `split_f16`, the instances that need no `f16` build from the WGSL without it.
+    let sources = instances.iter().map(|v| {
+        if split_f16 && !v[0].0.requirements.has(Feature::F16) {
+            quote!(WGSL_WITHOUT_F16)
+        } else {
+            quote!(WGSL)
+        }
+    });
     let grid_arms = instances.iter().enumerate().map(|(i, v)| {
         let axes = (0..3).map(|axis| match v[0].0.grid.get(axis).filter(|_| valid) {
             Some(expr) => host::tokens(expr, uniform),
@@ -155,8 +189,8 @@ pub fn launcher(module: &Module, variants: &[(&Kernel, String)], valid: bool) ->
         quote!(#i => { #(#checks)* })
     });
     let variant_choice = variant_choice(kernel, uniform.map(|u| u.0).filter(|_| valid));
-    let device_checks = device_checks(kernel, &rust_name);
-    let constants = constants_items(module, kernel, &instances, &launcher, &rust_name);
+    let device_checks = device_checks(&instances, &rust_name);
+    let constants = constants_items(module, kernel, &instances, &launcher, &rust_name, &generics);
     let variant_infos = variants
         .iter()
         .map(|(k, entry)| variant_info(module, k, entry));
@@ -177,25 +211,31 @@ pub fn launcher(module: &Module, variants: &[(&Kernel, String)], valid: bool) ->
 
     let doc = launcher_doc(module, kernel, variants, &field_docs);
     let args_doc = format!("The arguments of [`{launcher}`], one per parameter of `{rust_name}`.");
+    let phantom_value = param
+        .as_ref()
+        .map(|_| quote!(_element: ::core::marker::PhantomData));
     let instance_count = instances.len();
     quote_spanned! {Span::call_site()=>
         #[doc = #doc]
         #[derive(Clone, Debug)]
-        pub struct #launcher {
+        pub struct #launcher #declare {
             instance: usize,
             /// The instance's pipelines: the general body, then each specialization.
             pipelines: ::std::vec::Vec<#rt::Pipeline>,
+            #phantom
         }
 
         #[doc = #args_doc]
-        pub struct #args_ty<'a> {
+        pub struct #args_ty #args_declare {
             #(#[doc = #field_docs] pub #names: #field_tys,)*
             #marker
         }
 
+        #element_items
+
         #constants
 
-        impl #launcher {
+        impl #implement #launcher #apply {
             /// Every generated variant: each instance of the constants, general or specialized.
             pub const VARIANTS: &'static [#rt::VariantInfo] = &[#(#variant_infos),*];
             /// The kinds of the bindings of group 0, in binding order.
@@ -203,14 +243,15 @@ pub fn launcher(module: &Module, variants: &[(&Kernel, String)], valid: bool) ->
             const ENTRY_POINTS: [&'static [&'static str]; #instance_count] = [#(#entry_points),*];
             const WORKGROUP_SIZES: [[u32; 3]; #instance_count] = [#(#sizes),*];
             const WORKGROUP_MEMORY: [u32; #instance_count] = [#(#memories),*];
+            const SOURCES: [&'static str; #instance_count] = [#(#sources),*];
 
             fn build(rt: &#rt::Runtime, instance: usize) -> #rt::Result<Self> {
                 Self::check_device(rt, instance)?;
                 let pipelines = Self::ENTRY_POINTS[instance]
                     .iter()
-                    .map(|entry| rt.pipeline(&#rt::PipelineDesc::new(WGSL, entry, Self::BINDINGS)))
+                    .map(|entry| rt.pipeline(&#rt::PipelineDesc::new(Self::SOURCES[instance], entry, Self::BINDINGS)))
                     .collect::<#rt::Result<::std::vec::Vec<_>>>()?;
-                Ok(Self { instance, pipelines })
+                Ok(Self { instance, pipelines, #phantom_value })
             }
 
             /// Checks that the device has the limits and features this instance needs.
@@ -238,7 +279,7 @@ pub fn launcher(module: &Module, variants: &[(&Kernel, String)], valid: bool) ->
             }
 
             /// The logical workgroup counts in x, y, z for `args`, from the kernel's grid.
-            pub fn grid(&self, args: &#args_ty<'_>) -> [u64; 3] {
+            pub fn grid(&self, args: &#args_ty #args_apply) -> [u64; 3] {
                 let _ = &args;
                 match self.instance {
                     #(#grid_arms)*
@@ -247,7 +288,7 @@ pub fn launcher(module: &Module, variants: &[(&Kernel, String)], valid: bool) ->
             }
 
             /// Checks every buffer with a declared length against what `args` imply.
-            pub fn check_lengths(&self, args: &#args_ty<'_>) -> #rt::Result<()> {
+            pub fn check_lengths(&self, args: &#args_ty #args_apply) -> #rt::Result<()> {
                 let _ = &args;
                 match self.instance {
                     #(#length_arms)*
@@ -258,20 +299,20 @@ pub fn launcher(module: &Module, variants: &[(&Kernel, String)], valid: bool) ->
 
             /// Which pipeline `args` run: 0 for the general body, `i + 1` for the first
             /// specialization `i` whose condition holds.
-            pub fn variant(&self, args: &#args_ty<'_>) -> usize {
+            pub fn variant(&self, args: &#args_ty #args_apply) -> usize {
                 let _ = &args;
                 #variant_choice
             }
 
             /// Checks the buffers and dispatches the kernel now (without waiting for it).
-            pub fn launch(&self, rt: &#rt::Runtime, args: #args_ty<'_>) -> #rt::Result<()> {
+            pub fn launch(&self, rt: &#rt::Runtime, args: #args_ty #args_apply) -> #rt::Result<()> {
                 let mut batch = rt.batch();
                 self.record(&mut batch, args)?;
                 batch.submit()
             }
 
             /// Checks the buffers and records the dispatch into `batch`.
-            pub fn record(&self, batch: &mut #rt::Batch<'_>, args: #args_ty<'_>) -> #rt::Result<()> {
+            pub fn record(&self, batch: &mut #rt::Batch<'_>, args: #args_ty #args_apply) -> #rt::Result<()> {
                 self.check_lengths(&args)?;
                 let logical = self.grid(&args);
                 let variant = self.variant(&args);
@@ -337,7 +378,7 @@ fn variant_choice(kernel: &Kernel, uniform: Option<&Ident>) -> TokenStream {
 }
 
 /// Device limits and features this kernel's instance needs, checked when it is built.
-fn device_checks(kernel: &Kernel, rust_name: &str) -> TokenStream {
+fn device_checks(instances: &[Vec<&(&Kernel, String)>], rust_name: &str) -> TokenStream {
     let rt = rt();
     let limit = |name: &str, needed: TokenStream, available: TokenStream| {
         quote! {
@@ -373,21 +414,28 @@ fn device_checks(kernel: &Kernel, rust_name: &str) -> TokenStream {
             quote!(limits.max_compute_workgroup_storage_size),
         ),
     ];
-    let features = kernel.requirements.features.iter().map(|(feature, _)| {
-        let (flag, name) = match feature {
-            Feature::F16 => (quote!(SHADER_F16), "SHADER_F16"),
-            Feature::Subgroups => (quote!(SUBGROUP), "SUBGROUP"),
-        };
-        quote! {
-            if !rt.info().features.contains(#rt::wgpu::Features::#flag) {
-                return Err(#rt::Error::MissingFeature { kernel: #rust_name.into(), feature: #name.into() });
+    // Features are per instance: an `f16` instance of an element-type parameter needs one.
+    let features = instances.iter().enumerate().map(|(index, variants)| {
+        let checks = variants[0].0.requirements.features.iter().map(|(feature, _)| {
+            let (flag, name) = match feature {
+                Feature::F16 => (quote!(SHADER_F16), "SHADER_F16"),
+                Feature::Subgroups => (quote!(SUBGROUP), "SUBGROUP"),
+            };
+            quote! {
+                if !rt.info().features.contains(#rt::wgpu::Features::#flag) {
+                    return Err(#rt::Error::MissingFeature { kernel: #rust_name.into(), feature: #name.into() });
+                }
             }
-        }
+        });
+        quote!(#index => { #(#checks)* })
     });
     quote! {
         let limits = &rt.info().limits;
         #(#limits)*
-        #(#features)*
+        match instance {
+            #(#features)*
+            _ => {}
+        }
     }
 }
 
@@ -399,13 +447,36 @@ fn constants_items(
     instances: &[Vec<&(&Kernel, String)>],
     launcher: &Ident,
     rust_name: &str,
+    generics: &Generics,
 ) -> TokenStream {
     let rt = rt();
+    let Generics {
+        implement, apply, ..
+    } = generics;
+    // Instances are numbered element type first: `T::INDEX * per_type + constants`.
+    let per_type = instances.len()
+        / kernel
+            .type_param
+            .as_ref()
+            .map_or(1, |p| p.types.len().max(1));
+    let first = match &generics.param {
+        Some(param) => {
+            let element_trait = element_trait(launcher);
+            quote!(<#param as #element_trait>::INDEX * #per_type)
+        }
+        None => quote!(0),
+    };
+    let new_doc = if generics.param.is_some() {
+        "Builds (or fetches from the runtime's cache) the pipelines of the first instance for \
+         this element type."
+    } else {
+        "Builds (or fetches from the runtime's cache) the pipelines of the first instance."
+    };
     let new = quote! {
-        impl #launcher {
-            /// Builds (or fetches from the runtime's cache) the pipelines of the first instance.
+        impl #implement #launcher #apply {
+            #[doc = #new_doc]
             pub fn new(rt: &#rt::Runtime) -> #rt::Result<Self> {
-                Self::build(rt, 0)
+                Self::build(rt, #first)
             }
         }
     };
@@ -414,7 +485,7 @@ fn constants_items(
     };
     let constants_ty = &set.name;
     let fields: Vec<Ident> = set.identity.iter().map(super::constants::member).collect();
-    let values = instances.iter().map(|v| {
+    let values = instances.iter().take(per_type).map(|v| {
         let values = v[0]
             .0
             .variant
@@ -426,14 +497,14 @@ fn constants_items(
     quote! {
         #new
 
-        impl #launcher {
+        impl #implement #launcher #apply {
             /// The instances the kernel declares, in order; [`Self::new`] builds the first.
             pub const INSTANCES: &'static [#constants_ty] = &[#(#values),*];
 
             /// Builds the pipelines of the instance with these constants.
             pub fn with_constants(rt: &#rt::Runtime, constants: #constants_ty) -> #rt::Result<Self> {
                 match Self::INSTANCES.iter().position(|c| *c == constants) {
-                    Some(instance) => Self::build(rt, instance),
+                    Some(instance) => Self::build(rt, #first + instance),
                     None => Err(#rt::Error::UnknownInstance {
                         kernel: #rust_name.into(),
                         requested: format!("{constants:?}"),
@@ -444,8 +515,100 @@ fn constants_items(
 
             /// The constants of the instance this launcher runs.
             pub fn constants(&self) -> #constants_ty {
-                Self::INSTANCES[self.instance]
+                Self::INSTANCES[self.instance % #per_type]
             }
+        }
+    }
+}
+
+/// `ScaleElement`: the trait of the element types a generic kernel is instantiated for.
+fn element_trait(launcher: &Ident) -> Ident {
+    Ident::new(&format!("{launcher}Element"), launcher.span())
+}
+
+/// The generic parameter of a launcher whose kernel declares `types(T = [..])`, as it appears
+/// in each position; all empty (and `<'a>` / `<'_>` for the arguments) for other kernels.
+struct Generics {
+    param: Option<Ident>,
+    /// `<T: ScaleElement = f32>` on the launcher struct.
+    declare: TokenStream,
+    /// `<T: ScaleElement>` after `impl`.
+    implement: TokenStream,
+    /// `<T>` after the launcher's name.
+    apply: TokenStream,
+    /// `<'a, T: ScaleElement = f32>` on the arguments struct.
+    args_declare: TokenStream,
+    /// `<'_, T>` where the arguments struct is used.
+    args_apply: TokenStream,
+    /// The launcher's marker field.
+    phantom: TokenStream,
+    /// The element trait and its implementations.
+    items: TokenStream,
+}
+
+impl Generics {
+    fn of(kernel: &Kernel) -> Self {
+        let Some(type_param) = &kernel.type_param else {
+            return Generics {
+                param: None,
+                declare: TokenStream::new(),
+                implement: TokenStream::new(),
+                apply: TokenStream::new(),
+                args_declare: quote!(<'a>),
+                args_apply: quote!(<'_>),
+                phantom: TokenStream::new(),
+                items: TokenStream::new(),
+            };
+        };
+        let launcher = kernel.launcher_name();
+        let element_trait = element_trait(&launcher);
+        let param = &type_param.name;
+        let first = scalar_tokens(type_param.types.first().copied());
+        let listed: Vec<&str> = type_param.types.iter().map(|t| t.rust_name()).collect();
+        let list = listed
+            .iter()
+            .map(|t| format!("`{t}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let name = &kernel.name;
+        let message = format!("`{{Self}}` is not an element type of the kernel `{name}`");
+        let label = format!("`{name}` has no instance for this type");
+        let note = format!(
+            "`{name}` is instantiated for {list} by its `types({param} = [{}])`",
+            listed.join(", ")
+        );
+        let doc = format!(
+            " The element types the kernel `{name}` is instantiated for ({list}): the `{param}` \
+             of [`{launcher}`]. Implemented by tessera for exactly those types."
+        );
+        let impls = type_param.types.iter().enumerate().map(|(index, scalar)| {
+            let ty = scalar_tokens(Some(*scalar));
+            quote! {
+                impl #element_trait for #ty {
+                    const INDEX: usize = #index;
+                }
+            }
+        });
+        Generics {
+            param: Some(param.clone()),
+            declare: quote!(<#param: #element_trait = #first>),
+            implement: quote!(<#param: #element_trait>),
+            apply: quote!(<#param>),
+            args_declare: quote!(<'a, #param: #element_trait = #first>),
+            args_apply: quote!(<'_, #param>),
+            phantom: quote!(_element: ::core::marker::PhantomData<fn() -> #param>,),
+            items: quote! {
+                #[doc = #doc]
+                #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+                pub trait #element_trait:
+                    ::tessera::__private::bytemuck::Pod + ::core::fmt::Debug
+                {
+                    /// The type's place in the kernel's `types(..)` list.
+                    #[doc(hidden)]
+                    const INDEX: usize;
+                }
+                #(#impls)*
+            },
         }
     }
 }

@@ -169,10 +169,13 @@ fn var_templates(kernel: &Kernel, structs: &[String]) -> Vec<(String, String, Sp
 /// The hidden uniform through which a launcher passes the logical grid `[x, y, z, x * y * z]`.
 const GRID_VAR: &str = "tsr_grid";
 
-/// The entry point of a variant: the kernel's name, then its constants and its
-/// specialization, e.g. `conv_tile16_stride1`.
+/// The entry point of a variant: the kernel's name, then its element type, its constants and
+/// its specialization, e.g. `conv_f16_tile16_stride1`.
 fn entry_point_name(kernel: &Kernel) -> String {
     let mut name = kernel.name.to_string();
+    if let Some(element) = kernel.variant.element {
+        name.push_str(&format!("_{}", element.rust_name()));
+    }
     for (constant, value) in &kernel.variant.constants {
         name.push_str(&format!("_{}{value}", constant.to_string().to_lowercase()));
     }
@@ -316,6 +319,9 @@ mod tests;
 /// `, instance TILE = 16, specialized for stride == 1` for the kernel's comment line.
 fn variant_note(kernel: &Kernel) -> String {
     let mut note = String::new();
+    if let (Some(param), Some(element)) = (&kernel.type_param, kernel.variant.element) {
+        note.push_str(&format!(", {} = {}", param.name, element.rust_name()));
+    }
     if !kernel.variant.constants.is_empty() {
         let values: Vec<String> = kernel
             .variant

@@ -21,11 +21,14 @@ pub struct KernelAttr {
     /// `limits(invocations = 1024, workgroup_memory = 49152)`.
     pub limits: Vec<(syn::Ident, syn::Expr)>,
     pub features: Vec<(Feature, Span)>,
+    /// `types(T = [f32, f16])`: a type parameter and the element types it is instantiated for.
+    pub types: Vec<(syn::Ident, Vec<syn::Ident>)>,
 }
 
 const USAGE: &str = "write `#[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]`, optionally with \
                      `constants(TILE = [8, 16])`, `specialize(p.stride == 1)`, \
-                     `limits(invocations = 1024, workgroup_memory = 32768)` and `features(f16, subgroups)`";
+                     `types(T = [f32, f16])`, `limits(invocations = 1024, workgroup_memory = 32768)` \
+                     and `features(f16, subgroups)`";
 
 pub fn kernel_attr(attr: &syn::Attribute, errors: &mut Errors) -> Option<KernelAttr> {
     let mut out = KernelAttr::default();
@@ -44,6 +47,33 @@ pub fn kernel_attr(attr: &syn::Attribute, errors: &mut Errors) -> Option<KernelA
             };
         } else if path.is_ident(SPECIALIZE) {
             out.specializations.extend(parenthesized_exprs(meta.input)?);
+        } else if path.is_ident(TYPES) {
+            meta.parse_nested_meta(|param| {
+                let name = param.path.require_ident()?.clone();
+                let list = || {
+                    param.error(format!(
+                        "list the element types `{name}` stands for: `{name} = [f32, f16]`"
+                    ))
+                };
+                let syn::Expr::Array(array) = param.value()?.parse::<syn::Expr>()? else {
+                    return Err(list());
+                };
+                let types = array
+                    .elems
+                    .iter()
+                    .map(|e| match e {
+                        syn::Expr::Path(p) if p.path.get_ident().is_some() => {
+                            p.path.get_ident().cloned().ok_or_else(list)
+                        }
+                        other => Err(syn::Error::new_spanned(other, "name a scalar type: `f32`")),
+                    })
+                    .collect::<syn::Result<Vec<_>>>()?;
+                if types.is_empty() {
+                    return Err(list());
+                }
+                out.types.push((name, types));
+                Ok(())
+            })?;
         } else if path.is_ident(LIMITS) {
             meta.parse_nested_meta(|limit| {
                 let name = limit.path.require_ident()?.clone();

@@ -15,15 +15,23 @@ pub enum Value {
     U32(u32),
     I32(i32),
     F32(f32),
+    /// An element type of `types(T = [..])`: its uses become the type's name.
+    Type(ir::Scalar),
 }
 
 impl Value {
-    fn literal(self) -> Literal {
-        match self {
+    /// The token a use of the constant becomes, at the use's span.
+    fn token(self, span: proc_macro2::Span) -> TokenTree {
+        let mut literal = match self {
             Value::U32(v) => Literal::u32_suffixed(v),
             Value::I32(v) => Literal::i32_suffixed(v),
             Value::F32(v) => Literal::f32_suffixed(v),
-        }
+            Value::Type(scalar) => {
+                return TokenTree::Ident(proc_macro2::Ident::new(scalar.rust_name(), span))
+            }
+        };
+        literal.set_span(span);
+        TokenTree::Literal(literal)
     }
 
     /// The value as a count (array lengths, workgroup sizes), if it is a non-negative integer.
@@ -31,7 +39,7 @@ impl Value {
         match self {
             Value::U32(v) => Some(u64::from(v)),
             Value::I32(v) => u64::try_from(v).ok(),
-            Value::F32(_) => None,
+            Value::F32(_) | Value::Type(_) => None,
         }
     }
 }
@@ -42,6 +50,7 @@ impl std::fmt::Display for Value {
             Value::U32(v) => write!(f, "{v}"),
             Value::I32(v) => write!(f, "{v}"),
             Value::F32(v) => write!(f, "{v:?}"),
+            Value::Type(scalar) => f.write_str(scalar.rust_name()),
         }
     }
 }
@@ -81,13 +90,9 @@ impl Consts {
             .into_iter()
             .map(|tree| {
                 let replaced = match &tree {
-                    TokenTree::Ident(ident) if !after_dot => {
-                        self.get(&ident.to_string()).map(|value| {
-                            let mut literal = value.literal();
-                            literal.set_span(ident.span());
-                            TokenTree::Literal(literal)
-                        })
-                    }
+                    TokenTree::Ident(ident) if !after_dot => self
+                        .get(&ident.to_string())
+                        .map(|value| value.token(ident.span())),
                     TokenTree::Group(group) => {
                         let mut inner =
                             Group::new(group.delimiter(), self.substitute(group.stream()));

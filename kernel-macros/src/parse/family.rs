@@ -127,6 +127,7 @@ fn family_binding(
         kind,
         len: None,
         span: Span::of(field),
+        generic: false,
     };
     let declared = ir::FamilyBinding {
         binding,

@@ -118,25 +118,155 @@ pub fn kernel(
                 .collect()
         }
     };
+    let type_param = type_param(function, &args, errors);
+    let elements: Vec<Option<Scalar>> = match &type_param {
+        Some(param) => param.types.iter().copied().map(Some).collect(),
+        None => vec![None],
+    };
+    let generic = generic_params(function, type_param.as_ref());
+    if let (Some(param), Some(family)) = (&type_param, family) {
+        errors.at(
+            param.span,
+            format!(
+                "a member of the family `{}` cannot have an element type yet; launch it on its own",
+                family.name
+            ),
+        );
+        return Vec::new();
+    }
     let mut kernels = Vec::new();
-    for (index, (env, constants)) in instances.into_iter().enumerate() {
-        let variant = ir::Variant {
-            instance: index,
-            constants,
-            specialization: None,
-        };
-        if let Some(kernel) = instance(function, &args, &env, variant, params, family, errors) {
+    for (element_index, element) in elements.iter().enumerate() {
+        for (index, (env, constants)) in instances.iter().enumerate() {
+            let mut env = env.clone();
+            let mut requirements = requirements.clone();
+            if let (Some(param), Some(scalar)) = (&type_param, element) {
+                env = env.with(&param.name.to_string(), consts::Value::Type(*scalar));
+                if *scalar == Scalar::F16 && !requirements.has(ir::Feature::F16) {
+                    requirements.features.push((ir::Feature::F16, param.span));
+                }
+            }
+            let variant = ir::Variant {
+                instance: element_index * instances.len() + index,
+                constants: constants.clone(),
+                specialization: None,
+                element: *element,
+            };
+            let Some(mut kernel) = instance(function, &args, &env, variant, params, family, errors)
+            else {
+                continue;
+            };
+            for binding in &mut kernel.bindings {
+                binding.generic = generic.contains(&binding.name);
+            }
             let roots = called_names(&kernel.body);
             let helpers = instance_helpers(roots, helpers, &env, params, errors);
             kernels.push(ir::Kernel {
-                requirements: requirements.clone(),
+                requirements,
                 helpers,
                 constant_set,
+                type_param: type_param.clone(),
                 ..kernel
             });
         }
     }
+    if let (Some(param), Some(first)) = (&type_param, kernels.first()) {
+        if !first.bindings.iter().any(|b| b.generic) {
+            errors.at(
+                param.span,
+                format!(
+                    "`{}` must be the element type of a buffer (`x: &[{0}]`): the launcher's \
+                     arguments name the instance",
+                    param.name
+                ),
+            );
+            return Vec::new();
+        }
+    }
     kernels
+}
+
+/// The scalar types a type parameter may stand for.
+const ELEMENT_TYPES: [Scalar; 4] = [Scalar::F32, Scalar::F16, Scalar::U32, Scalar::I32];
+
+/// `types(T = [f32, f16])`, checked: one parameter, of distinct scalar types; the function may
+/// declare it as `fn name<T>(..)`.
+fn type_param(
+    function: &syn::ItemFn,
+    args: &KernelAttr,
+    errors: &mut Errors,
+) -> Option<ir::TypeParam> {
+    if let [_, second, ..] = &args.types[..] {
+        errors.spanned(
+            &second.0,
+            "a kernel takes one element-type parameter; write the others as separate kernels",
+        );
+    }
+    let declared = args.types.first();
+    for param in &function.sig.generics.params {
+        let ok = matches!(param, syn::GenericParam::Type(t)
+            if declared.is_some_and(|(name, _)| t.ident == *name) && t.bounds.is_empty());
+        if !ok {
+            errors.spanned(
+                param,
+                "a kernel's only generic parameter is its element type, declared with \
+                 `types(T = [f32, f16])` in `#[kernel(..)]` and written `fn name<T>(..)`",
+            );
+        }
+    }
+    let (name, listed) = declared?;
+    let mut types = Vec::new();
+    for ident in listed {
+        match ty::scalar(&ident.to_string()).filter(|s| ELEMENT_TYPES.contains(s)) {
+            Some(scalar) if types.contains(&scalar) => {
+                errors.spanned(ident, format!("`{ident}` is listed twice"));
+            }
+            Some(scalar) => types.push(scalar),
+            None => errors.spanned(
+                ident,
+                format!("`{name}` can stand for `f32`, `f16`, `u32` or `i32`, not `{ident}`"),
+            ),
+        }
+    }
+    let span = Span {
+        first: listed.first()?.span(),
+        last: listed.last()?.span(),
+    };
+    (!types.is_empty()).then(|| ir::TypeParam {
+        name: name.clone(),
+        types,
+        span,
+    })
+}
+
+/// The parameters of `function` whose type names the type parameter (`x: &[T]`).
+fn generic_params(function: &syn::ItemFn, param: Option<&ir::TypeParam>) -> Vec<syn::Ident> {
+    let Some(param) = param else {
+        return Vec::new();
+    };
+    let mentions = |tokens: proc_macro2::TokenStream| -> bool {
+        fn walk(tokens: proc_macro2::TokenStream, name: &syn::Ident) -> bool {
+            tokens.into_iter().any(|tree| match tree {
+                proc_macro2::TokenTree::Ident(ident) => ident == *name,
+                proc_macro2::TokenTree::Group(group) => walk(group.stream(), name),
+                _ => false,
+            })
+        }
+        walk(tokens, &param.name)
+    };
+    function
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|input| match input {
+            syn::FnArg::Typed(arg) => match &*arg.pat {
+                syn::Pat::Ident(pat) if mentions(quote::ToTokens::to_token_stream(&arg.ty)) => {
+                    Some(pat.ident.clone())
+                }
+                _ => None,
+            },
+            syn::FnArg::Receiver(_) => None,
+        })
+        .collect()
 }
 
 fn requirements(args: &KernelAttr, consts: &Consts, errors: &mut Errors) -> ir::Requirements {
@@ -171,7 +301,8 @@ fn instance(
 ) -> Option<ir::Kernel> {
     let substituted =
         |expr: &syn::Expr, errors: &mut Errors| env.apply(expr).map_err(|e| errors.push(e)).ok();
-    let function: syn::ItemFn = env.apply(function).map_err(|e| errors.push(e)).ok()?;
+    let mut function: syn::ItemFn = env.apply(function).map_err(|e| errors.push(e)).ok()?;
+    strip_element_type(&mut function.sig);
     check_plain_signature(&function.sig, errors);
     if let syn::ReturnType::Type(_, ret) = &function.sig.output {
         errors.spanned(
@@ -272,6 +403,7 @@ fn instance(
         body: body::block(&function.block, errors),
         locals: Vec::new(),
         helpers: Vec::new(),
+        type_param: None,
     })
 }
 
@@ -441,7 +573,10 @@ pub fn instance_helpers(
             .apply(&helpers[index])
             .map_err(|e| own.push(e))
             .ok()
-            .and_then(|f| helper(&f, params, &mut own));
+            .and_then(|mut f| {
+                strip_element_type(&mut f.sig);
+                helper(&f, params, &mut own)
+            });
         if let Some(function) = &function {
             pending.extend(called_names(&function.body));
         }
@@ -588,6 +723,7 @@ fn kernel_param(
         kind,
         len: None,
         span,
+        generic: false,
     });
     len
 }
@@ -655,9 +791,26 @@ fn shared_ty(ty: &syn::Type) -> syn::Result<Ty> {
 }
 
 /// Rejects what kernels and helpers cannot be: generic, async, unsafe, variadic, const.
+/// Drops `<T>` from a signature whose element type `T` has been replaced by a scalar type
+/// (`fn scale<f32>(..)` after substitution).
+fn strip_element_type(sig: &mut syn::Signature) {
+    let substituted = |param: &syn::GenericParam| {
+        matches!(param, syn::GenericParam::Type(t)
+            if t.bounds.is_empty() && ty::scalar(&t.ident.to_string()).is_some())
+    };
+    if sig.generics.params.iter().all(substituted) {
+        sig.generics = syn::Generics::default();
+    }
+}
+
 fn check_plain_signature(sig: &syn::Signature, errors: &mut Errors) {
     if !sig.generics.params.is_empty() {
-        errors.spanned(&sig.generics, "kernels and helpers cannot be generic");
+        errors.spanned(
+            &sig.generics,
+            "kernels and helpers are not generic, except over a kernel's element type: declare \
+             it with `types(T = [f32, f16])` in `#[kernel(..)]`; helpers use the `T` of the \
+             kernel that calls them",
+        );
     }
     if let Some(token) = &sig.asyncness {
         errors.spanned(token, "kernels and helpers cannot be `async`");

@@ -24,6 +24,8 @@ pub const ATOMIC_U32: &str = "AtomicU32";
 pub const ATOMIC_I32: &str = "AtomicI32";
 /// `constants(NAME = [..])` inside `#[kernel(...)]`.
 pub const CONSTANTS: &str = "constants";
+/// `types(T = [f32, f16])` inside `#[kernel(...)]`.
+pub const TYPES: &str = "types";
 /// `specialize(condition, ...)` inside `#[kernel(...)]`.
 pub const SPECIALIZE: &str = "specialize";
 /// `limits(...)` inside `#[kernel(...)]`, and the limits it can raise.
