@@ -246,6 +246,14 @@ pub fn launcher(
             const SOURCES: [&'static str; #instance_count] = [#(#sources),*];
 
             fn build(rt: &#rt::Runtime, instance: usize) -> #rt::Result<Self> {
+                // Only an element type implemented outside tessera can point past the list.
+                if instance >= #instance_count {
+                    return Err(#rt::Error::UnknownInstance {
+                        kernel: #rust_name.into(),
+                        requested: format!("instance {instance}"),
+                        available: (0..#instance_count).map(|i| format!("instance {i}")).collect(),
+                    });
+                }
                 Self::check_device(rt, instance)?;
                 let pipelines = Self::ENTRY_POINTS[instance]
                     .iter()
