@@ -217,9 +217,10 @@ const WEIGHT_GRAD_MIN_SLICE: u64 = 512;
 
 /// Splits the filter gradient's summed dimension (images x output pixels) into slices, so
 /// that a small filter over many pixels still gives every core work.
-/// `block` and `slice_depth` are the output blocks' edge and the depth of the slices staged per
-/// step in the instance that runs: slices start at multiples of the latter.
-fn split_weight_grad(p: &mut kernels::ConvParams, block: u32, slice_depth: u32) {
+/// `blocking` is the filter gradient's instance that runs: its output blocks' edge and the depth
+/// of the slices it stages per step (slices start at multiples of that depth).
+fn split_weight_grad(p: &mut kernels::ConvParams, blocking: kernels::Blocking) {
+    let (block, slice_depth) = (blocking.block(), blocking.depth());
     let depth = u64::from(p.batch) * u64::from(p.out_h) * u64::from(p.out_w);
     let block = u64::from(block);
     let columns = u64::from(p.in_channels) * u64::from(p.kernel_h) * u64::from(p.kernel_w);
@@ -390,8 +391,7 @@ impl Conv2d {
     ) -> Result<()> {
         let mut p = shape.params(activation)?;
         let family = self.backward.pick(p.in_channels).pick(p.out_channels);
-        let constants = family.conv_grad_weight().constants();
-        split_weight_grad(&mut p, constants.block(), constants.depth());
+        split_weight_grad(&mut p, family.conv_grad_weight().constants());
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
         let partial = scratch(&mut partials, batch.runtime(), &p, grads.grad_w.len())?;
         let Conv2dGrads {
@@ -428,6 +428,7 @@ impl Conv2d {
         grad_x: &mut GpuBuffer<f32>,
     ) -> Result<()> {
         let p = shape.params(Activation::None)?;
+        // The filter-gradient blocking does not matter: only the input gradient's member runs.
         let family = &self.backward.pick(p.in_channels).large;
         family.conv_grad_input().record(
             batch,
@@ -452,8 +453,7 @@ impl Conv2d {
     ) -> Result<()> {
         let mut p = shape.params(Activation::None)?;
         let family = self.backward.large.pick(p.out_channels);
-        let constants = family.conv_grad_weight().constants();
-        split_weight_grad(&mut p, constants.block(), constants.depth());
+        split_weight_grad(&mut p, family.conv_grad_weight().constants());
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
         let partial = scratch(&mut partials, batch.runtime(), &p, grad_w.len())?;
         // Both passes' buffers are checked before either is recorded.
