@@ -4,8 +4,12 @@
 //! user's tokens; types of expressions and locals start [`Ty::Unknown`] and are filled in by
 //! `check/`.
 
+pub mod builtins;
+
 use proc_macro2::Ident;
 use quote::ToTokens;
+
+use builtins::{Builtin, Form};
 
 /// Where in the user's code a node came from: the spans of its first and last token, so an
 /// error underlines the whole expression (stable Rust cannot join spans).
@@ -590,6 +594,9 @@ pub enum ExprKind {
     Call(Ident, Vec<Expr>),
     /// A method: math (`x.exp()`), atomics (`a[i].fetch_add(v)`), `x.len()`.
     Method(Box<Expr>, Ident, Vec<Expr>),
+    /// A call of a builtin, resolved by `check/` from a `Call` or `Method` (a method's receiver
+    /// is its first argument).
+    Builtin(&'static Builtin, Vec<Expr>),
     If(Box<Expr>, Box<BlockExpr>, Box<BlockExpr>),
     Match(Box<Expr>, Vec<MatchArm<BlockExpr>>),
     /// `[a, b, c]`.
@@ -740,7 +747,7 @@ pub fn visit_expr(e: &Expr, f: &mut impl FnMut(&Expr)) {
             visit_expr(a, f);
             visit_expr(b, f);
         }
-        ExprKind::Call(_, args) | ExprKind::Array(args) => {
+        ExprKind::Call(_, args) | ExprKind::Builtin(_, args) | ExprKind::Array(args) => {
             args.iter().for_each(|a| visit_expr(a, f))
         }
         ExprKind::Method(receiver, _, args) => {
@@ -782,6 +789,12 @@ impl Expr {
             ExprKind::Method(receiver, name, args) => {
                 format!("{}.{name}({})", receiver.rust_text(), list(args))
             }
+            ExprKind::Builtin(builtin, args) => match (builtin.form, &args[..]) {
+                (Form::Function, _) | (_, []) => format!("{}({})", builtin.name, list(args)),
+                (_, [receiver, rest @ ..]) => {
+                    format!("{}.{}({})", receiver.rust_text(), builtin.name, list(rest))
+                }
+            },
             ExprKind::Unary(UnOp::Neg, e) => format!("-{}", e.rust_text()),
             ExprKind::Unary(UnOp::Not, e) => format!("!{}", e.rust_text()),
             ExprKind::Binary(op, a, b) => {
@@ -826,8 +839,8 @@ impl Kernel {
     pub fn uses_invocation_ids(&self) -> bool {
         let mut uses = false;
         visit_exprs(&self.body, &mut |e| {
-            if let ExprKind::Call(name, _) = &e.kind {
-                uses |= name == "global_id" || name == "workgroup_id" || name == "num_workgroups";
+            if let ExprKind::Builtin(builtin, _) = &e.kind {
+                uses |= builtin.id().is_some_and(|id| id.is_grid_dependent());
             }
         });
         uses
@@ -917,7 +930,9 @@ pub fn children_mut(e: &mut Expr, visit: &mut impl FnMut(Child<'_>)) {
             expr(a);
             expr(b);
         }
-        ExprKind::Call(_, args) | ExprKind::Array(args) => args.iter_mut().for_each(expr),
+        ExprKind::Call(_, args) | ExprKind::Builtin(_, args) | ExprKind::Array(args) => {
+            args.iter_mut().for_each(expr)
+        }
         ExprKind::Method(receiver, _, args) => {
             expr(receiver);
             args.iter_mut().for_each(expr);

@@ -2,7 +2,6 @@
 //! grid and length expressions, and the types of every body (see [`types`]). Errors are
 //! accumulated; the IR comes out with every type resolved.
 
-pub mod builtins;
 pub mod layout;
 mod types;
 mod uniformity;

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 
 use proc_macro2::Ident;
 
-use crate::check::builtins::{self, Shape};
 use crate::diag::Errors;
+use crate::ir::builtins::{self, Builtin, Form, Shape, Signature};
 use crate::ir::*;
 
 /// What a body can see besides its locals.
@@ -515,6 +515,9 @@ impl<'m, 'e> Checker<'m, 'e> {
     }
 
     fn expr_kind(&mut self, e: &mut Expr) -> Ty {
+        if matches!(e.kind, ExprKind::Call(..) | ExprKind::Method(..)) {
+            return self.call_or_method(e);
+        }
         let span = e.span;
         let preset = e.ty.clone();
         match &mut e.kind {
@@ -569,8 +572,8 @@ impl<'m, 'e> Checker<'m, 'e> {
                 );
                 Ty::Unknown
             }
-            ExprKind::Call(name, args) => self.call(name, args, span),
-            ExprKind::Method(receiver, method, args) => self.method(receiver, method, args, span),
+            // Typed by `call_or_method`; a builtin is only ever checked once.
+            ExprKind::Call(..) | ExprKind::Method(..) | ExprKind::Builtin(..) => preset,
             ExprKind::If(cond, then, otherwise) => {
                 self.condition(cond);
                 let a = self.block_expr(then);
@@ -854,66 +857,119 @@ impl<'m, 'e> Checker<'m, 'e> {
         target.clone()
     }
 
-    fn call(&mut self, name: &Ident, args: &mut [Expr], span: Span) -> Ty {
+    /// Types a call or a method; a builtin's becomes an [`ExprKind::Builtin`], so later stages
+    /// read the builtin from the table instead of matching its name.
+    fn call_or_method(&mut self, e: &mut Expr) -> Ty {
+        let span = e.span;
+        let (ty, builtin) = match &mut e.kind {
+            ExprKind::Call(name, args) => self.call(name, args, span),
+            ExprKind::Method(receiver, method, args) => self.method(receiver, method, args, span),
+            _ => return Ty::Unknown,
+        };
+        if let Some(builtin) = builtin {
+            let args = match std::mem::replace(&mut e.kind, ExprKind::Bool(false)) {
+                ExprKind::Call(_, args) => args,
+                ExprKind::Method(receiver, _, args) => {
+                    std::iter::once(*receiver).chain(args).collect()
+                }
+                other => {
+                    e.kind = other;
+                    return ty;
+                }
+            };
+            e.kind = ExprKind::Builtin(builtin, args);
+        }
+        ty
+    }
+
+    fn call(
+        &mut self,
+        name: &Ident,
+        args: &mut [Expr],
+        span: Span,
+    ) -> (Ty, Option<&'static Builtin>) {
         let key = name.to_string();
         if let Some((params, ret)) = self.env.helpers.get(&key) {
             self.helper_call(name, params, args, span);
-            return ret.clone().unwrap_or(Ty::Unit);
+            return (ret.clone().unwrap_or(Ty::Unit), None);
         }
         let arg_tys: Vec<Ty> = args.iter_mut().map(|a| self.expr(a)).collect();
         if let Resolved::Local(local) = self.resolve_name(name) {
             if local.ty != Ty::Unknown {
                 self.errors.at(span, format!("`{name}` is a local value, not a function; define a helper function instead"));
             }
-            return Ty::Unknown;
+            return (Ty::Unknown, None);
         }
-        if let Some(ty) = builtins::id_builtin(&key) {
-            if !self.env.in_kernel {
-                self.errors.at(span, format!("`{name}()` is only available in kernels; pass it to the helper as an argument"));
+        let Some(builtin) = builtins::find(Form::Function, &key) else {
+            let message = match builtins::find(Form::Method, &key).and_then(Builtin::method_form) {
+                Some(form) => format!(
+                    "`{name}` is a method in kernels, as in Rust: write `{form}` (for the \
+                     free function, define a helper)"
+                ),
+                None => format!(
+                    "cannot find function `{name}`; call a helper defined in this module or \
+                     a builtin: {}",
+                    builtins::names(builtins::called_as(Form::Function))
+                ),
+            };
+            self.errors.at(name.span(), message);
+            return (Ty::Unknown, None);
+        };
+        if builtin.feature.is_some() {
+            self.subgroup_allowed(name, span);
+        } else if builtin.id().is_some() && !self.env.in_kernel {
+            self.errors.at(
+                span,
+                format!(
+                    "`{name}()` is only available in kernels; pass it to the helper as an argument"
+                ),
+            );
+        }
+        let ty = match builtin.signature {
+            Signature::Id(id) => {
+                self.arity(name, args, 0, span);
+                id.ty()
             }
-            self.arity(name, args, 0, span);
-            return ty;
-        }
-        match key.as_str() {
-            "workgroup_barrier" | "storage_barrier" => {
+            Signature::Barrier => {
                 self.arity(name, args, 0, span);
                 Ty::Unit
             }
-            "vec2" | "vec3" | "vec4" => self.vector_constructor(name, &key, args, &arg_tys, span),
-            _ if builtins::SUBGROUP_FUNCTIONS.contains(&key.as_str()) => {
-                self.subgroup(name, args, &arg_tys, span)
-            }
-            "ceil_div" => {
-                if self.arity(name, args, 2, span) {
-                    let ty = self.expect(
-                        &arg_tys[0],
-                        &arg_tys[1],
-                        args[1].span,
-                        "`ceil_div` takes two integers of one type",
-                    );
-                    if !self.is_integer(&ty) {
-                        self.errors.at(span, "`ceil_div` takes integers");
-                    }
-                    return ty;
+            Signature::Vector(width) => self.vector_constructor(name, width, args, &arg_tys, span),
+            Signature::CeilDiv => {
+                if !self.arity(name, args, 2, span) {
+                    return (Ty::Unknown, None);
                 }
-                Ty::Unknown
+                let ty = self.expect(
+                    &arg_tys[0],
+                    &arg_tys[1],
+                    args[1].span,
+                    "`ceil_div` takes two integers of one type",
+                );
+                if !self.is_integer(&ty) {
+                    self.errors.at(span, "`ceil_div` takes integers");
+                }
+                ty
             }
-            _ => {
-                let message = match builtins::method_form(&key) {
-                    Some(form) => format!(
-                        "`{name}` is a method in kernels, as in Rust: write `{form}` (for the \
-                         free function, define a helper)"
-                    ),
-                    None => format!(
-                        "cannot find function `{name}`; call a helper defined in this module or \
-                         a builtin: {}",
-                        builtins::FUNCTIONS.join(", ")
-                    ),
-                };
-                self.errors.at(name.span(), message);
-                Ty::Unknown
+            Signature::SubgroupReduce | Signature::SubgroupShuffle => {
+                self.subgroup(name, builtin.signature, args, &arg_tys, span)
             }
-        }
+            Signature::Fixed(params, ret) => {
+                if !self.arity(name, args, params.len(), span) {
+                    return (Ty::Unknown, None);
+                }
+                for ((param, arg_ty), arg) in params.iter().zip(&arg_tys).zip(args.iter()) {
+                    self.expect(
+                        param,
+                        arg_ty,
+                        arg.span,
+                        &format!("wrong argument for `{name}`"),
+                    );
+                }
+                ret.clone()
+            }
+            Signature::Math(..) | Signature::Len | Signature::Atomic { .. } => Ty::Unknown,
+        };
+        (ty, Some(builtin))
     }
 
     fn helper_call(&mut self, name: &Ident, params: &[FnParam], args: &mut [Expr], span: Span) {
@@ -1047,7 +1103,8 @@ impl<'m, 'e> Checker<'m, 'e> {
         }
     }
 
-    fn subgroup(&mut self, name: &Ident, args: &[Expr], arg_tys: &[Ty], span: Span) -> Ty {
+    /// Subgroup builtins are called in kernels that declare `features(subgroups)`.
+    fn subgroup_allowed(&mut self, name: &Ident, span: Span) {
         if !self.env.in_kernel {
             self.errors.at(
                 span,
@@ -1062,36 +1119,38 @@ impl<'m, 'e> Checker<'m, 'e> {
                 ),
             );
         }
-        match name.to_string().as_str() {
-            "subgroup_size" | "subgroup_invocation_id" => {
-                self.arity(name, args, 0, span);
-                Ty::U32
+    }
+
+    fn subgroup(
+        &mut self,
+        name: &Ident,
+        signature: Signature,
+        args: &[Expr],
+        arg_tys: &[Ty],
+        span: Span,
+    ) -> Ty {
+        if signature == Signature::SubgroupShuffle {
+            if !self.arity(name, args, 2, span) {
+                return Ty::Unknown;
             }
-            "subgroup_shuffle" => {
-                if !self.arity(name, args, 2, span) {
-                    return Ty::Unknown;
-                }
-                self.expect(
-                    &Ty::U32,
-                    &arg_tys[1],
-                    args[1].span,
-                    "the invocation to read from is a `u32`",
-                );
-                arg_tys[0].clone()
-            }
-            _ => {
-                if !self.arity(name, args, 1, span) {
-                    return Ty::Unknown;
-                }
-                if !self.is_numeric(&arg_tys[0]) {
-                    self.errors.at(
-                        args[0].span,
-                        format!("`{name}` takes numbers, not `{}`", arg_tys[0].rust_name()),
-                    );
-                }
-                arg_tys[0].clone()
-            }
+            self.expect(
+                &Ty::U32,
+                &arg_tys[1],
+                args[1].span,
+                "the invocation to read from is a `u32`",
+            );
+            return arg_tys[0].clone();
         }
+        if !self.arity(name, args, 1, span) {
+            return Ty::Unknown;
+        }
+        if !self.is_numeric(&arg_tys[0]) {
+            self.errors.at(
+                args[0].span,
+                format!("`{name}` takes numbers, not `{}`", arg_tys[0].rust_name()),
+            );
+        }
+        arg_tys[0].clone()
     }
 
     fn arity(&mut self, name: &Ident, args: &[Expr], n: usize, span: Span) -> bool {
@@ -1111,12 +1170,11 @@ impl<'m, 'e> Checker<'m, 'e> {
     fn vector_constructor(
         &mut self,
         name: &Ident,
-        key: &str,
+        width: u8,
         args: &[Expr],
         arg_tys: &[Ty],
         span: Span,
     ) -> Ty {
-        let width: u8 = key[3..].parse().unwrap_or(4);
         let mut element = Ty::Unknown;
         let mut components = 0u8;
         for (ty, arg) in arg_tys.iter().zip(args) {
@@ -1150,7 +1208,13 @@ impl<'m, 'e> Checker<'m, 'e> {
         }
     }
 
-    fn method(&mut self, receiver: &mut Expr, method: &Ident, args: &mut [Expr], span: Span) -> Ty {
+    fn method(
+        &mut self,
+        receiver: &mut Expr,
+        method: &Ident,
+        args: &mut [Expr],
+        span: Span,
+    ) -> (Ty, Option<&'static Builtin>) {
         let key = method.to_string();
         if key == "len" && args.is_empty() {
             if let ExprKind::Path(name, _) = &receiver.kind {
@@ -1159,7 +1223,7 @@ impl<'m, 'e> Checker<'m, 'e> {
                     ..
                 }) = self.resolve_name(name)
                 {
-                    return Ty::U32;
+                    return (Ty::U32, builtins::find(Form::Method, "len"));
                 }
             }
         }
@@ -1168,31 +1232,31 @@ impl<'m, 'e> Checker<'m, 'e> {
         if let Ty::Atomic(scalar) = receiver_ty {
             return self.atomic_method(method, scalar, args, &arg_tys, span);
         }
-        let Some((receivers, shape)) = builtins::method(&key) else {
+        let math = builtins::find(Form::Method, &key).and_then(|b| match b.signature {
+            Signature::Math(receivers, shape) => Some((b, receivers, shape)),
+            _ => None,
+        });
+        let Some((builtin, receivers, shape)) = math else {
             self.errors.at(
                 method.span(),
                 format!(
-                    "unknown method `{key}`; kernels support {}",
-                    builtins::METHOD_LIST
+                    "unknown method `{key}`; kernels support {}; `len()` on buffers; {} on atomics",
+                    builtins::names(|b| matches!(b.signature, Signature::Math(..))),
+                    builtins::names(builtins::called_as(Form::Atomic)),
                 ),
             );
-            return Ty::Unknown;
+            return (Ty::Unknown, None);
         };
         let receiver_ty = self.shallow(&receiver_ty);
-        if receiver_ty != Ty::Unknown && !builtins::accepts(receivers, &receiver_ty) {
+        if receiver_ty != Ty::Unknown && !receivers.accepts(&receiver_ty) {
             self.errors.at(
                 method.span(),
                 format!("`{key}` does not apply to `{}`", receiver_ty.rust_name()),
             );
-            return Ty::Unknown;
+            return (Ty::Unknown, None);
         }
-        let expected_args = match shape {
-            Shape::Unary | Shape::ToScalar | Shape::ToU32 => 0,
-            Shape::Binary | Shape::BinaryToScalar => 1,
-            Shape::Ternary => 2,
-        };
-        if !self.arity(method, args, expected_args, span) {
-            return Ty::Unknown;
+        if !self.arity(method, args, shape.arguments(), span) {
+            return (Ty::Unknown, None);
         }
         let mut ty = receiver_ty;
         for (arg_ty, arg) in arg_tys.iter().zip(args.iter()) {
@@ -1203,13 +1267,21 @@ impl<'m, 'e> Checker<'m, 'e> {
                 &format!("`{key}` takes arguments of the receiver's type"),
             );
         }
-        match shape {
+        let ty = match shape {
             Shape::ToScalar | Shape::BinaryToScalar => {
                 ty.scalar().map(Ty::Scalar).unwrap_or(Ty::Unknown)
             }
-            Shape::ToU32 => Ty::U32,
+            Shape::ToU32 => match self.shallow(&ty) {
+                Ty::Vector(n, _) => Ty::Vector(n, Scalar::U32),
+                Ty::FloatVar(_) => {
+                    self.unify(&ty, &Ty::F32);
+                    Ty::U32
+                }
+                _ => Ty::U32,
+            },
             _ => ty,
-        }
+        };
+        (ty, Some(builtin))
     }
 
     fn atomic_method(
@@ -1219,17 +1291,27 @@ impl<'m, 'e> Checker<'m, 'e> {
         args: &[Expr],
         arg_tys: &[Ty],
         span: Span,
-    ) -> Ty {
+    ) -> (Ty, Option<&'static Builtin>) {
         let key = method.to_string();
-        let Some(takes_value) = builtins::atomic_method(&key) else {
+        let atomic = builtins::find(Form::Atomic, &key).and_then(|b| match b.signature {
+            Signature::Atomic {
+                takes_value,
+                returns,
+            } => Some((b, takes_value, returns)),
+            _ => None,
+        });
+        let Some((builtin, takes_value, returns)) = atomic else {
             self.errors.at(
                 method.span(),
-                "atomics support load, store, swap and fetch_add/sub/min/max/and/or/xor",
+                format!(
+                    "atomics support {}",
+                    builtins::names(builtins::called_as(Form::Atomic))
+                ),
             );
-            return Ty::Unknown;
+            return (Ty::Unknown, None);
         };
         if !self.arity(method, args, usize::from(takes_value), span) {
-            return Ty::Unknown;
+            return (Ty::Unknown, None);
         }
         if let (Some(arg_ty), Some(arg)) = (arg_tys.first(), args.first()) {
             self.expect(
@@ -1239,11 +1321,12 @@ impl<'m, 'e> Checker<'m, 'e> {
                 "wrong value for the atomic",
             );
         }
-        if key == "store" {
-            Ty::Unit
-        } else {
+        let ty = if returns {
             Ty::Scalar(scalar)
-        }
+        } else {
+            Ty::Unit
+        };
+        (ty, Some(builtin))
     }
 
     // ---- finishing -----------------------------------------------------------------------

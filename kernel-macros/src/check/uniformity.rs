@@ -7,24 +7,8 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::diag::Errors;
+use crate::ir::builtins::{Builtin, Uniformity};
 use crate::ir::*;
-
-/// Builtins that return the same value to every invocation of a workgroup.
-const UNIFORM_BUILTINS: [&str; 2] = ["workgroup_id", "num_workgroups"];
-/// Builtins that differ between invocations.
-const VARYING_BUILTINS: [&str; 10] = [
-    "global_id",
-    "local_id",
-    "local_index",
-    "subgroup_invocation_id",
-    "subgroup_size",
-    "subgroup_add",
-    "subgroup_min",
-    "subgroup_max",
-    "subgroup_broadcast_first",
-    "subgroup_shuffle",
-];
-const BARRIERS: [&str; 2] = ["workgroup_barrier", "storage_barrier"];
 
 /// Checks every barrier of `kernel`, including barriers inside helpers it calls.
 pub fn check(kernel: &Kernel, errors: &mut Errors) {
@@ -53,11 +37,12 @@ fn helpers_with_barriers(helpers: &[Function]) -> HashSet<String> {
         let before = with.len();
         for helper in helpers {
             let mut calls_barrier = false;
-            visit_exprs(&helper.body, &mut |e| {
-                if let ExprKind::Call(name, _) = &e.kind {
-                    let name = name.to_string();
-                    calls_barrier |= BARRIERS.contains(&name.as_str()) || with.contains(&name);
+            visit_exprs(&helper.body, &mut |e| match &e.kind {
+                ExprKind::Call(name, _) => calls_barrier |= with.contains(&name.to_string()),
+                ExprKind::Builtin(builtin, _) => {
+                    calls_barrier |= builtin.uniformity == Uniformity::Barrier
                 }
+                _ => {}
             });
             if calls_barrier {
                 with.insert(helper.name.to_string());
@@ -266,12 +251,9 @@ impl<'k> Analysis<'k> {
                 .iter()
                 .fold(false, |v, item| self.expr(item, flow) | v),
             ExprKind::Call(name, args) => self.call(e, name, args, flow),
-            ExprKind::Method(receiver, _, args) => {
-                let atomic = matches!(receiver.ty, Ty::Atomic(_));
-                let receiver = self.expr(receiver, flow);
-                args.iter()
-                    .fold(atomic | receiver, |v, arg| self.expr(arg, flow) | v)
-            }
+            ExprKind::Builtin(builtin, args) => self.builtin(e, builtin, args, flow),
+            // `check/` resolved every method to a builtin.
+            ExprKind::Method(..) => false,
             ExprKind::If(cond, a, b) => {
                 let inner = self.condition(cond, flow);
                 let varying = inner.is_some();
@@ -294,22 +276,38 @@ impl<'k> Analysis<'k> {
         self.expr(&block.tail, flow)
     }
 
+    /// A helper call: its barriers are checked where it is called, and inside it with what
+    /// it is given.
     fn call(&mut self, e: &Expr, name: &proc_macro2::Ident, args: &[Expr], flow: Flow) -> bool {
         let key = name.to_string();
         let varying_args = args.iter().fold(false, |v, arg| self.expr(arg, flow) | v);
-        let barrier = BARRIERS.contains(&key.as_str()) || self.barrier_helpers.contains(&key);
-        if let (true, Some(cause), true) = (barrier, flow, self.report) {
-            self.found.push((e.span, barrier_message(&key, cause)));
-        }
-        if self.report && flow.is_none() && self.barrier_helpers.contains(&key) {
-            if let Some(helper) = self.helpers.iter().find(|h| h.name == *name) {
-                self.helper_body(helper, args, flow);
+        if self.barrier_helpers.contains(&key) {
+            if let (Some(cause), true) = (flow, self.report) {
+                self.found.push((e.span, barrier_message(&key, cause)));
+            }
+            if self.report && flow.is_none() {
+                if let Some(helper) = self.helpers.iter().find(|h| h.name == *name) {
+                    self.helper_body(helper, args, flow);
+                }
             }
         }
-        if UNIFORM_BUILTINS.contains(&key.as_str()) {
-            return false;
+        varying_args
+    }
+
+    fn builtin(&mut self, e: &Expr, builtin: &Builtin, args: &[Expr], flow: Flow) -> bool {
+        let varying_args = args.iter().fold(false, |v, arg| self.expr(arg, flow) | v);
+        match builtin.uniformity {
+            Uniformity::Barrier => {
+                if let (Some(cause), true) = (flow, self.report) {
+                    self.found
+                        .push((e.span, barrier_message(builtin.name, cause)));
+                }
+                false
+            }
+            Uniformity::Uniform => false,
+            Uniformity::Varying => true,
+            Uniformity::Pure => varying_args,
         }
-        VARYING_BUILTINS.contains(&key.as_str()) || varying_args
     }
 
     /// Reads of read-write storage and of workgroup memory may differ between invocations.

@@ -8,71 +8,43 @@ use std::collections::HashMap;
 use proc_macro2::Ident;
 
 use crate::check::unroll_values;
+use crate::ir::builtins::{Builtin, IdBuiltin, Signature};
 use crate::ir::*;
 use crate::lower::helpers::{self, Lent};
 use crate::lower::names::Names;
 use crate::lower::writer::Writer;
 use crate::lower::{wgsl_ty, Globals};
 
-/// An invocation-id builtin used by a kernel: its entry-point parameter.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum IdBuiltin {
-    GlobalId,
-    LocalId,
-    WorkgroupId,
-    NumWorkgroups,
-    LocalIndex,
-    SubgroupSize,
-    SubgroupInvocationId,
+/// The WGSL variable holding an invocation id in an entry point.
+pub fn id_variable(id: IdBuiltin) -> &'static str {
+    match id {
+        IdBuiltin::GlobalId => "tsr_global_id",
+        IdBuiltin::LocalId => "tsr_local_id",
+        IdBuiltin::WorkgroupId => "tsr_workgroup_id",
+        IdBuiltin::NumWorkgroups => "tsr_num_workgroups",
+        IdBuiltin::LocalIndex => "tsr_local_index",
+        IdBuiltin::SubgroupSize => "tsr_subgroup_size",
+        IdBuiltin::SubgroupInvocationId => "tsr_subgroup_invocation_id",
+    }
 }
 
-impl IdBuiltin {
-    fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "global_id" => IdBuiltin::GlobalId,
-            "local_id" => IdBuiltin::LocalId,
-            "workgroup_id" => IdBuiltin::WorkgroupId,
-            "num_workgroups" => IdBuiltin::NumWorkgroups,
-            "local_index" => IdBuiltin::LocalIndex,
-            "subgroup_size" => IdBuiltin::SubgroupSize,
-            "subgroup_invocation_id" => IdBuiltin::SubgroupInvocationId,
-            _ => return None,
-        })
-    }
+/// The entry-point parameter of an invocation id.
+pub fn id_parameter(id: IdBuiltin) -> String {
+    format!(
+        "@builtin({}) {}: {}",
+        id.wgsl_name(),
+        id_variable(id),
+        wgsl_ty(&id.ty())
+    )
+}
 
-    /// The name of the entry-point parameter holding it.
-    pub fn variable(self) -> &'static str {
-        match self {
-            IdBuiltin::GlobalId => "tsr_global_id",
-            IdBuiltin::LocalId => "tsr_local_id",
-            IdBuiltin::WorkgroupId => "tsr_workgroup_id",
-            IdBuiltin::NumWorkgroups => "tsr_num_workgroups",
-            IdBuiltin::LocalIndex => "tsr_local_index",
-            IdBuiltin::SubgroupSize => "tsr_subgroup_size",
-            IdBuiltin::SubgroupInvocationId => "tsr_subgroup_invocation_id",
-        }
-    }
-
-    /// Whether a folded dispatch computes it (rather than taking it from the entry point).
-    pub fn is_grid_dependent(self) -> bool {
-        !matches!(
-            self,
-            IdBuiltin::SubgroupSize | IdBuiltin::SubgroupInvocationId
-        )
-    }
-
-    pub fn parameter(self) -> String {
-        let (builtin, ty) = match self {
-            IdBuiltin::GlobalId => ("global_invocation_id", "vec3<u32>"),
-            IdBuiltin::LocalId => ("local_invocation_id", "vec3<u32>"),
-            IdBuiltin::WorkgroupId => ("workgroup_id", "vec3<u32>"),
-            IdBuiltin::NumWorkgroups => ("num_workgroups", "vec3<u32>"),
-            IdBuiltin::LocalIndex => ("local_invocation_index", "u32"),
-            IdBuiltin::SubgroupSize => ("subgroup_size", "u32"),
-            IdBuiltin::SubgroupInvocationId => ("subgroup_invocation_id", "u32"),
-        };
-        format!("@builtin({builtin}) {}: {ty}", self.variable())
-    }
+/// Whether a folded dispatch computes the id (or takes it from [`FOLDED_PARAMETERS`]) rather
+/// than taking it from its own entry-point parameter.
+pub fn id_comes_from_fold(id: IdBuiltin) -> bool {
+    !matches!(
+        id,
+        IdBuiltin::SubgroupSize | IdBuiltin::SubgroupInvocationId
+    )
 }
 
 /// Entry-point parameters of a kernel whose grid may be folded: the physical ids, from which
@@ -101,15 +73,20 @@ pub fn unfold_ids(w: &mut Writer, grid: &str, [x, y, z]: [u32; 3]) {
     w.line(format!("let tsr_global_id: vec3<u32> = tsr_workgroup_id * vec3<u32>({x}u, {y}u, {z}u) + tsr_local_id;"));
 }
 
+fn builtin_id(e: &Expr) -> Option<IdBuiltin> {
+    match &e.kind {
+        ExprKind::Builtin(builtin, _) => builtin.id(),
+        _ => None,
+    }
+}
+
 /// The invocation-id builtins a body calls, in a fixed order.
 pub fn used_builtins(body: &Block) -> Vec<IdBuiltin> {
     let mut used = Vec::new();
     visit_exprs(body, &mut |e| {
-        if let ExprKind::Call(name, _) = &e.kind {
-            if let Some(builtin) = IdBuiltin::from_name(&name.to_string()) {
-                if !used.contains(&builtin) {
-                    used.push(builtin);
-                }
+        if let Some(id) = builtin_id(e) {
+            if !used.contains(&id) {
+                used.push(id);
             }
         }
     });
@@ -572,10 +549,7 @@ impl<'g> FnLowerer<'g> {
     /// of a `let`, an assignment or a `return`), where its outer parentheses are noise.
     fn top_expr(&mut self, w: &mut Writer, e: &Expr) -> String {
         let text = self.expr(w, e);
-        match text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
-            Some(inner) if balanced(inner) => inner.to_owned(),
-            _ => text,
-        }
+        strip_parens(&text).to_owned()
     }
 
     /// The WGSL text of `e`; statements it needs first are written to `w`.
@@ -622,10 +596,10 @@ impl<'g> FnLowerer<'g> {
                 let text = self.top_expr(w, value);
                 format!("{}({text})", wgsl_ty(target))
             }
-            ExprKind::Call(name, args) => self.call(w, name, args, &e.ty),
-            ExprKind::Method(receiver, method, args) => {
-                self.method(w, receiver, method, args, &e.ty)
-            }
+            ExprKind::Call(name, args) => self.call(w, name, args),
+            ExprKind::Builtin(builtin, args) => self.builtin(w, builtin, args, &e.ty),
+            // `check/` resolved every method to a builtin.
+            ExprKind::Method(..) => String::new(),
             ExprKind::If(cond, then, otherwise) => {
                 let temp = self.temp(w, &e.ty, e.span);
                 let cond = self.top_expr(w, cond);
@@ -698,96 +672,76 @@ impl<'g> FnLowerer<'g> {
         temp
     }
 
-    fn call(&mut self, w: &mut Writer, name: &Ident, args: &[Expr], ty: &Ty) -> String {
-        let key = name.to_string();
+    fn call(&mut self, w: &mut Writer, name: &Ident, args: &[Expr]) -> String {
         let helpers = self.helpers;
-        if let Some(helper) = helpers.iter().find(|h| h.name == key) {
-            return self.helper_call(w, helper, args);
-        }
-        let texts: Vec<String> = args.iter().map(|a| self.top_expr(w, a)).collect();
-        if let Some(builtin) = IdBuiltin::from_name(&key) {
-            return builtin.variable().to_owned();
-        }
-        match key.as_str() {
-            "workgroup_barrier" => "workgroupBarrier()".to_owned(),
-            "storage_barrier" => "storageBarrier()".to_owned(),
-            "subgroup_add" => format!("subgroupAdd({})", texts.join(", ")),
-            "subgroup_min" => format!("subgroupMin({})", texts.join(", ")),
-            "subgroup_max" => format!("subgroupMax({})", texts.join(", ")),
-            "subgroup_broadcast_first" => format!("subgroupBroadcastFirst({})", texts.join(", ")),
-            "subgroup_shuffle" => format!("subgroupShuffle({})", texts.join(", ")),
-            "vec2" | "vec3" | "vec4" => format!("{}({})", wgsl_ty(ty), texts.join(", ")),
-            "ceil_div" if texts.len() == 2 => {
-                let one = int_literal(1, ty);
-                format!("(({a} + {b} - {one}) / {b})", a = texts[0], b = texts[1])
-            }
-            _ => format!("{key}({})", texts.join(", ")),
+        match helpers.iter().find(|h| h.name == *name) {
+            Some(helper) => self.helper_call(w, helper, args),
+            // `check/` resolved every other call to a builtin.
+            None => format!("{name}()"),
         }
     }
 
-    fn method(
-        &mut self,
-        w: &mut Writer,
-        receiver: &Expr,
-        method: &Ident,
-        args: &[Expr],
-        ty: &Ty,
-    ) -> String {
-        let key = method.to_string();
-        if let (Ty::Atomic(_), Some(function)) = (&receiver.ty, atomic_function(&key)) {
-            let place = self.expr(w, receiver);
-            let texts: Vec<String> = args.iter().map(|a| self.expr(w, a)).collect();
-            let value = texts.first().map(|t| format!(", {t}")).unwrap_or_default();
-            return format!("{function}(&{place}{value})");
+    /// A builtin call, spelled by its template (see [`crate::ir::builtins::Spelling`]).
+    fn builtin(&mut self, w: &mut Writer, builtin: &Builtin, args: &[Expr], ty: &Ty) -> String {
+        if let Signature::Id(id) = builtin.signature {
+            return id_variable(id).to_owned();
         }
-        if key == "len" && args.is_empty() {
-            if let ExprKind::Path(name, None) = &receiver.kind {
-                return format!("arrayLength(&{})", self.global(name));
-            }
-        }
-        let x = self.expr(w, receiver);
         let texts: Vec<String> = args.iter().map(|a| self.expr(w, a)).collect();
-        let arg = |i: usize| texts.get(i).cloned().unwrap_or_default();
-        let receiver_ty = &receiver.ty;
-        let float = |v: f64| splat(receiver_ty, &float_literal(v, receiver_ty));
-        let one = match receiver_ty.scalar() {
-            Some(s) if s.is_float() => float(1.0),
-            _ => int_literal(1, receiver_ty),
+        let first_ty = args.first().map_or(ty, |a| &a.ty);
+        let literal = |v: f64| match first_ty.scalar() {
+            Some(s) if s.is_float() => splat(first_ty, &float_literal(v, first_ty)),
+            _ => splat(first_ty, &int_literal(v as u64, first_ty)),
         };
-        match key.as_str() {
-            "ln" => format!("log({x})"),
-            "powf" => format!("pow({x}, {})", arg(0)),
-            "atan2" => format!("atan2({x}, {})", arg(0)),
-            "mul_add" => format!("fma({x}, {}, {})", arg(0), arg(1)),
-            "recip" => format!("({one} / {x})"),
-            "to_degrees" => format!("degrees({x})"),
-            "to_radians" => format!("radians({x})"),
-            // Rust's fract keeps the sign (x - trunc(x)); WGSL's is x - floor(x).
-            "fract" => format!("({x} - trunc({x}))"),
-            // Rust rounds halves away from zero; WGSL's round() rounds them to even.
-            "round" => format!("trunc({x} + {} * sign({x}))", float(0.5)),
-            // Rust's f32::signum(0.0) is 1.0; WGSL's sign(0.0) is 0.0.
-            "signum" if receiver_ty.scalar().is_some_and(Scalar::is_float) => {
-                format!("select({one}, -{one}, {x} < {})", float(0.0))
+        fill(builtin.wgsl.template(first_ty), &texts, |name| match name {
+            "ty" => Some(wgsl_ty(ty)),
+            "args" => Some(
+                texts
+                    .iter()
+                    .map(|t| strip_parens(t))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            "zero" => Some(literal(0.0)),
+            "half" => Some(literal(0.5)),
+            "one" => Some(literal(1.0)),
+            _ => None,
+        })
+    }
+}
+
+/// `template` with `{0}`, `{1}`, .. replaced by `args` and other `{name}`s by `named`. An
+/// argument that stands alone between a call's parentheses or commas loses its outer
+/// parentheses: `exp(a + b)`, not `exp((a + b))`.
+fn fill(template: &str, args: &[String], named: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(template.len() + 16);
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}').map(|c| open + c) else {
+            break;
+        };
+        let name = &rest[open + 1..close];
+        let after = &rest[close + 1..];
+        let alone = (out.ends_with('(') || out.ends_with(", "))
+            && (after.starts_with(')') || after.starts_with(','));
+        match name.parse::<usize>() {
+            Ok(index) => {
+                let text = args.get(index).map_or("", String::as_str);
+                out.push_str(if alone { strip_parens(text) } else { text });
             }
-            "signum" => format!("sign({x})"),
-            "wrapping_add" => format!("({x} + {})", arg(0)),
-            "wrapping_sub" => format!("({x} - {})", arg(0)),
-            "wrapping_mul" => format!("({x} * {})", arg(0)),
-            "count_ones" | "leading_zeros" | "trailing_zeros" => {
-                let function = match key.as_str() {
-                    "count_ones" => "countOneBits",
-                    "leading_zeros" => "countLeadingZeros",
-                    _ => "countTrailingZeros",
-                };
-                format!("{}({function}({x}))", wgsl_ty(ty))
-            }
-            "reverse_bits" => format!("reverseBits({x})"),
-            "dot" | "distance" | "cross" | "min" | "max" => format!("{key}({x}, {})", arg(0)),
-            "clamp" => format!("clamp({x}, {}, {})", arg(0), arg(1)),
-            // The rest share their WGSL name: exp, exp2, log2, sqrt, abs, floor, ceil, trig, ...
-            _ => format!("{key}({x})"),
+            Err(_) => out.push_str(&named(name).unwrap_or_default()),
         }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` without parentheses around all of it.
+fn strip_parens(text: &str) -> &str {
+    match text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
+        Some(inner) if balanced(inner) => inner,
+        _ => text,
     }
 }
 
@@ -813,22 +767,6 @@ fn splat(ty: &Ty, value: &str) -> String {
         Ty::Vector(..) => format!("{}({value})", wgsl_ty(ty)),
         _ => value.to_owned(),
     }
-}
-
-fn atomic_function(method: &str) -> Option<&'static str> {
-    Some(match method {
-        "load" => "atomicLoad",
-        "store" => "atomicStore",
-        "swap" => "atomicExchange",
-        "fetch_add" => "atomicAdd",
-        "fetch_sub" => "atomicSub",
-        "fetch_max" => "atomicMax",
-        "fetch_min" => "atomicMin",
-        "fetch_and" => "atomicAnd",
-        "fetch_or" => "atomicOr",
-        "fetch_xor" => "atomicXor",
-        _ => return None,
-    })
 }
 
 /// WGSL shifts take a `u32` amount.

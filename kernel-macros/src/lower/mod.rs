@@ -285,15 +285,15 @@ fn kernel_fn(w: &mut Writer, index: usize, kernel: &Kernel, globals: &Globals) {
             .collect(),
         None => builtins
             .iter()
-            .filter(|b| b.is_grid_dependent())
-            .map(|b| b.parameter())
+            .filter(|id| body::id_comes_from_fold(**id))
+            .map(|id| body::id_parameter(*id))
             .collect(),
     };
     params.extend(
         builtins
             .iter()
-            .filter(|b| !b.is_grid_dependent())
-            .map(|b| b.parameter()),
+            .filter(|id| !body::id_comes_from_fold(**id))
+            .map(|id| body::id_parameter(*id)),
     );
     let start = w.position();
     w.open(
