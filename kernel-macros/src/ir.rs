@@ -590,6 +590,9 @@ pub enum ExprKind {
     Unary(UnOp, Box<Expr>),
     Binary(BinOp, Box<Expr>, Box<Expr>),
     Cast(Box<Expr>, Ty),
+    /// `bitcast::<T>(x)` / `f32::from_bits(x)`: the same bits read as another type of the
+    /// same size.
+    Bitcast(Box<Expr>, Ty),
     /// A free function: a helper of the module or a builtin (`global_id`, `vec3`, ...).
     Call(Ident, Vec<Expr>),
     /// A method: math (`x.exp()`), atomics (`a[i].fetch_add(v)`), `x.len()`.
@@ -741,6 +744,7 @@ pub fn visit_expr(e: &Expr, f: &mut impl FnMut(&Expr)) {
         ExprKind::Field(a, _)
         | ExprKind::Unary(_, a)
         | ExprKind::Cast(a, _)
+        | ExprKind::Bitcast(a, _)
         | ExprKind::Ref(_, a)
         | ExprKind::Repeat(a, _) => visit_expr(a, f),
         ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
@@ -801,6 +805,7 @@ impl Expr {
                 format!("({} {} {})", a.rust_text(), op.symbol(), b.rust_text())
             }
             ExprKind::Cast(e, ty) => format!("({} as {})", e.rust_text(), ty.rust_name()),
+            ExprKind::Bitcast(e, ty) => format!("bitcast::<{}>({})", ty.rust_name(), e.rust_text()),
             ExprKind::Ref(true, e) => format!("&mut {}", e.rust_text()),
             ExprKind::Ref(false, e) => format!("&{}", e.rust_text()),
             _ => "(...)".to_owned(),
@@ -924,6 +929,7 @@ pub fn children_mut(e: &mut Expr, visit: &mut impl FnMut(Child<'_>)) {
         ExprKind::Field(a, _)
         | ExprKind::Unary(_, a)
         | ExprKind::Cast(a, _)
+        | ExprKind::Bitcast(a, _)
         | ExprKind::Ref(_, a)
         | ExprKind::Repeat(a, _) => expr(a),
         ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {

@@ -55,27 +55,41 @@ fn map_span(wgsl: &Wgsl, span: naga::Span) -> Option<Span> {
     wgsl.span_at(range.start)
 }
 
-/// The user-facing message for a naga validation error.
+/// The user-facing message for a naga validation error: its first line and naga's notes
+/// (`= Shader requires capability ..`), which say what is wrong.
 fn describe(error: &naga::WithSpan<naga::valid::ValidationError>, source: &str) -> String {
     let rendered = error.emit_to_string(source);
     let first = rendered
         .lines()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("invalid WGSL");
-    format!(
+    let notes: Vec<&str> = rendered
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("= "))
+        .collect();
+    let mut message = format!(
         "naga rejected the WGSL generated for this code: {}",
         first.trim_start_matches("error: ")
-    )
+    );
+    for note in notes {
+        message.push_str(": ");
+        message.push_str(note);
+    }
+    message
 }
 
 /// naga capabilities for the features the module's kernels declare.
 fn capabilities(features: &[Feature]) -> naga::valid::Capabilities {
     features
         .iter()
-        .fold(naga::valid::Capabilities::default(), |caps, feature| {
-            caps | match feature {
-                Feature::F16 => naga::valid::Capabilities::SHADER_FLOAT16,
-                Feature::Subgroups => naga::valid::Capabilities::SUBGROUP,
-            }
-        })
+        // `unpack_2x16_float` and `pack_2x16_float`: every Vulkan, Metal and DX12 device has it.
+        .fold(
+            naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32,
+            |caps, feature| {
+                caps | match feature {
+                    Feature::F16 => naga::valid::Capabilities::SHADER_FLOAT16,
+                    Feature::Subgroups => naga::valid::Capabilities::SUBGROUP,
+                }
+            },
+        )
 }

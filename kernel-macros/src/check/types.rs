@@ -564,6 +564,7 @@ impl<'m, 'e> Checker<'m, 'e> {
                 self.binary_ty(*op, &l, &r, span, left, right)
             }
             ExprKind::Cast(value, target) => self.cast(value, target, span),
+            ExprKind::Bitcast(value, target) => self.bitcast(value, target, span),
             ExprKind::Ref(..) => {
                 self.errors.at(
                     span,
@@ -853,6 +854,49 @@ impl<'m, 'e> Checker<'m, 'e> {
                 span,
                 "numbers cannot be cast to `bool`; compare instead: `x != 0`",
             );
+        }
+        target.clone()
+    }
+
+    /// `bitcast::<T>(x)`: numeric scalars or vectors of one size (`f32` <-> `u32`,
+    /// `Vec2<f16>` <-> `u32`, `Vec4<f16>` <-> `Vec2<f32>`, ...). An integer literal is a `u32`.
+    fn bitcast(&mut self, value: &mut Expr, target: &Ty, span: Span) -> Ty {
+        let from = self.expr(value);
+        let from = match self.shallow(&from) {
+            Ty::IntVar(_) => self.unify(&from, &Ty::U32).unwrap_or(Ty::U32),
+            Ty::FloatVar(_) => self.unify(&from, &Ty::F32).unwrap_or(Ty::F32),
+            other => other,
+        };
+        let numeric = |ty: &Ty| matches!(ty, Ty::Scalar(s) | Ty::Vector(_, s) if s.is_numeric());
+        if from == Ty::Unknown {
+            return target.clone();
+        }
+        if !numeric(target) || !numeric(&from) || from.size_align().0 != target.size_align().0 {
+            let size = |ty: &Ty| match ty.size_align().0 {
+                0 => "no size".to_owned(),
+                bytes => format!("{bytes} bytes"),
+            };
+            self.errors.at(
+                span,
+                format!(
+                    "`bitcast` reads the bits of a number or vector as another of the same size, \
+                     but `{}` has {} and `{}` {}",
+                    from.rust_name(),
+                    size(&from),
+                    target.rust_name(),
+                    size(target)
+                ),
+            );
+            return Ty::Unknown;
+        }
+        if (from.scalar() == Some(Scalar::F16)) != (target.scalar() == Some(Scalar::F16)) {
+            self.errors.at(
+                span,
+                "wgpu's shader compiler (naga 30) cannot bit-cast between `f16` and 32-bit types; \
+                 read two halves from a `u32` with `unpack_2x16_float(word)` and write them with \
+                 `pack_2x16_float(pair)`",
+            );
+            return Ty::Unknown;
         }
         target.clone()
     }

@@ -237,6 +237,7 @@ impl<'k> Analysis<'k> {
             ExprKind::Path(_, None) => false,
             ExprKind::Field(base, _)
             | ExprKind::Cast(base, _)
+            | ExprKind::Bitcast(base, _)
             | ExprKind::Unary(_, base)
             | ExprKind::Repeat(base, _) => self.expr(base, flow),
             ExprKind::Index(base, index) => {

@@ -18,8 +18,15 @@ fn scalar_tokens(scalar: Option<Scalar>) -> TokenStream {
     }
 }
 
-fn element_tokens(element: &Ty) -> TokenStream {
-    scalar_tokens(element.scalar())
+/// The host type of a buffer's elements: a scalar, or `[scalar; N]` for `VecN<scalar>`.
+fn element_tokens(element: &Ty, scalar: TokenStream) -> TokenStream {
+    match element {
+        Ty::Vector(n, _) => {
+            let n = usize::from(*n);
+            quote!([#scalar; #n])
+        }
+        _ => scalar,
+    }
 }
 
 /// The type of the argument for `binding`; `element` is the kernel's type parameter, which a
@@ -27,8 +34,8 @@ fn element_tokens(element: &Ty) -> TokenStream {
 pub fn field_ty(module: &Module, binding: &Binding, element: Option<&Ident>) -> TokenStream {
     let span = binding.span.first;
     let element_of = |ty: &Ty| match element.filter(|_| binding.generic) {
-        Some(param) => quote!(#param),
-        None => element_tokens(ty),
+        Some(param) => element_tokens(ty, quote!(#param)),
+        None => element_tokens(ty, scalar_tokens(ty.scalar())),
     };
     match &binding.kind {
         BindingKind::Storage {

@@ -592,6 +592,10 @@ impl<'g> FnLowerer<'g> {
                 };
                 format!("({l} {} {r})", op.symbol())
             }
+            ExprKind::Bitcast(value, target) => {
+                let text = self.top_expr(w, value);
+                format!("bitcast<{}>({text})", wgsl_ty(target))
+            }
             ExprKind::Cast(value, target) => {
                 let text = self.top_expr(w, value);
                 format!("{}({text})", wgsl_ty(target))

@@ -537,14 +537,24 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Option<Expr> {
                 );
                 return None;
             };
-            let Some(name) = path.path.get_ident() else {
-                errors.spanned(
-                    path,
-                    "call helpers and builtins by their plain name (no paths or turbofish)",
-                );
-                return None;
-            };
-            ExprKind::Call(name.clone(), args(&call.args, errors)?)
+            if let Some(target) = bitcast_target(&path.path) {
+                let target = target.map_err(|e| errors.push(e)).ok()?;
+                let Ok([value]) = <[Expr; 1]>::try_from(args(&call.args, errors)?) else {
+                    errors.spanned(call, "a bit cast takes one value: `bitcast::<u32>(x)`");
+                    return None;
+                };
+                ExprKind::Bitcast(Box::new(value), target)
+            } else {
+                let Some(name) = path.path.get_ident() else {
+                    errors.spanned(
+                        path,
+                        "call helpers and builtins by their plain name (no paths or turbofish); \
+                     the exceptions are `bitcast::<T>(x)` and `f32::from_bits(x)`",
+                    );
+                    return None;
+                };
+                ExprKind::Call(name.clone(), args(&call.args, errors)?)
+            }
         }
         syn::Expr::MethodCall(call) => {
             if let Some(turbofish) = &call.turbofish {
@@ -825,4 +835,32 @@ fn literal(lit: &syn::Lit, errors: &mut Errors) -> Option<Expr> {
         }
     };
     Some(Expr { kind, span, ty })
+}
+
+/// The target type of `bitcast::<T>(..)` or `f32::from_bits(..)`, if `path` is one of them.
+fn bitcast_target(path: &syn::Path) -> Option<syn::Result<ir::Ty>> {
+    let segments: Vec<&syn::PathSegment> = path.segments.iter().collect();
+    match &segments[..] {
+        [only] if only.ident == "bitcast" => Some(match &only.arguments {
+            syn::PathArguments::AngleBracketed(args) => {
+                match &args.args.iter().collect::<Vec<_>>()[..] {
+                    [syn::GenericArgument::Type(ty)] => ty::value_ty(ty),
+                    _ => Err(syn::Error::new_spanned(
+                        args,
+                        "name one target type: `bitcast::<u32>(x)`",
+                    )),
+                }
+            }
+            _ => Err(syn::Error::new_spanned(
+                only,
+                "name the target type: `bitcast::<u32>(x)`",
+            )),
+        }),
+        [ty, function]
+            if ty.ident == "f32" && function.ident == "from_bits" && ty.arguments.is_none() =>
+        {
+            Some(Ok(ir::Ty::F32))
+        }
+        _ => None,
+    }
 }

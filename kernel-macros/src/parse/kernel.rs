@@ -743,7 +743,7 @@ pub fn binding_kind(ty: &syn::Type, params: &[ir::ParamsStruct]) -> syn::Result<
     let writable = reference.mutability.is_some();
     match &*reference.elem {
         syn::Type::Slice(slice) => {
-            let element = storage_element(&slice.elem).ok_or_else(unsupported)?;
+            let element = storage_element(&slice.elem)?;
             Ok(ir::BindingKind::Storage { element, writable })
         }
         syn::Type::Path(path) => {
@@ -763,16 +763,39 @@ pub fn binding_kind(ty: &syn::Type, params: &[ir::ParamsStruct]) -> syn::Result<
     }
 }
 
-fn storage_element(ty: &syn::Type) -> Option<Ty> {
-    let syn::Type::Path(path) = ty else {
-        return None;
+/// The element type of a buffer: a scalar, an atomic, or a `Vec2`/`Vec4` of a scalar (read and
+/// written a whole vector at a time; the host holds `[T; 2]`/`[T; 4]`).
+fn storage_element(ty: &syn::Type) -> syn::Result<Ty> {
+    let unsupported = || {
+        syn::Error::new_spanned(
+            ty,
+            "a buffer's elements are `f32`, `f16`, `u32`, `i32`, `Vec2<T>` or `Vec4<T>` of those, \
+             `AtomicU32` or `AtomicI32`",
+        )
     };
-    let ident = path.path.get_ident()?.to_string();
-    match ident.as_str() {
-        ATOMIC_U32 => Some(Ty::Atomic(Scalar::U32)),
-        ATOMIC_I32 => Some(Ty::Atomic(Scalar::I32)),
-        "f32" | "f16" | "u32" | "i32" => ty::scalar(&ident).map(Ty::Scalar),
-        _ => None,
+    let syn::Type::Path(path) = ty else {
+        return Err(unsupported());
+    };
+    match path.path.get_ident().map(ToString::to_string).as_deref() {
+        Some(ATOMIC_U32) => return Ok(Ty::Atomic(Scalar::U32)),
+        Some(ATOMIC_I32) => return Ok(Ty::Atomic(Scalar::I32)),
+        _ => {}
+    }
+    match ty::value_ty(ty).map_err(|_| unsupported())? {
+        element @ Ty::Scalar(Scalar::F32 | Scalar::F16 | Scalar::U32 | Scalar::I32) => Ok(element),
+        Ty::Vector(3, scalar) => Err(syn::Error::new_spanned(
+            ty,
+            format!(
+                "a buffer of `Vec3<{0}>` would hold 16 bytes per element (WGSL pads `vec3` in \
+                 storage), which the host's `[{0}; 3]` does not; use `Vec4<{0}>`, or three \
+                 `{0}` per element of a `&[{0}]`",
+                scalar.rust_name()
+            ),
+        )),
+        element @ Ty::Vector(_, Scalar::F32 | Scalar::F16 | Scalar::U32 | Scalar::I32) => {
+            Ok(element)
+        }
+        _ => Err(unsupported()),
     }
 }
 
@@ -894,13 +917,11 @@ fn helper_param_ty(
             ir::ParamKind::Array,
             mutable,
         )),
-        syn::Type::Slice(slice) => match storage_element(&slice.elem) {
-            Some(element) => Ok((element, ir::ParamKind::Storage, mutable)),
-            None => Err(syn::Error::new_spanned(
-                &slice.elem,
-                "a buffer's elements are `f32`, `f16`, `u32`, `i32`, `AtomicU32` or `AtomicI32`",
-            )),
-        },
+        syn::Type::Slice(slice) => Ok((
+            storage_element(&slice.elem)?,
+            ir::ParamKind::Storage,
+            mutable,
+        )),
         syn::Type::Path(path) => match params.iter().position(|p| path.path.is_ident(&p.name)) {
             Some(_) if mutable => Err(syn::Error::new_spanned(
                 ty,
