@@ -553,6 +553,59 @@ pub struct ForLoop {
     pub unroll: bool,
 }
 
+/// The most iterations `#[unroll]` writes out.
+pub const MAX_UNROLL: u64 = 1024;
+
+impl ForLoop {
+    /// The iteration values of an `#[unroll]`ed loop, when its bounds are literals (at most
+    /// one more than [`MAX_UNROLL`], which is an error).
+    pub fn unroll_values(&self) -> Option<Vec<u64>> {
+        let f = self;
+        let literal = constant_int;
+        let (start, end) = (literal(&f.start)?, literal(&f.end)?);
+        let step = match &f.step {
+            Some(step) => literal(step)?.max(1),
+            None => 1,
+        };
+        let end = if f.inclusive {
+            end.checked_add(1)?
+        } else {
+            end
+        };
+        if end.saturating_sub(start) / step > MAX_UNROLL {
+            return Some(vec![0; MAX_UNROLL as usize + 1]);
+        }
+        let mut values: Vec<u64> = if f.reversed && !f.steps_from_start {
+            (start..end).rev().step_by(step as usize).collect()
+        } else {
+            (start..end).step_by(step as usize).collect()
+        };
+        if f.steps_from_start {
+            values.reverse();
+        }
+        Some(values)
+    }
+}
+
+/// The value of integer arithmetic on literals (`8u32 * 8u32` once constants are in place).
+fn constant_int(e: &Expr) -> Option<u64> {
+    match &e.kind {
+        ExprKind::Int(v) => Some(*v),
+        ExprKind::Binary(op, a, b) => {
+            let (a, b) = (constant_int(a)?, constant_int(b)?);
+            match op {
+                BinOp::Add => a.checked_add(b),
+                BinOp::Sub => a.checked_sub(b),
+                BinOp::Mul => a.checked_mul(b),
+                BinOp::Div => a.checked_div(b),
+                BinOp::Rem => a.checked_rem(b),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 #[derive(Clone)]
 pub struct MatchArm<T> {
     /// The integer values of the arm; empty for `_`.

@@ -1,6 +1,7 @@
 //! tessera's kernel macros: a small compiler from annotated Rust to WGSL and launchers.
 //!
-//! The stages, one module each, share only the IR (`ir.rs`):
+//! The stages, one module each, share only the IR (`ir.rs`, with the builtins' table in
+//! `ir/builtins.rs`); `compile.rs` runs them in order, for the macro and for the tests:
 //!
 //! ```text
 //! parse/     syn -> IR (attributes, signatures, bodies); knows no WGSL
@@ -12,6 +13,7 @@
 //! ```
 
 mod check;
+mod compile;
 mod diag;
 mod expand;
 mod ir;
@@ -44,45 +46,32 @@ pub fn derive_params(input: TokenStream) -> TokenStream {
     expand::derive_params(input.into()).into()
 }
 
-/// Runs the stages on a module written with `quote!`, for the unit tests of each stage.
+/// Runs [`compile::compile`] on a module written with `quote!`, for the tests of each stage.
 #[cfg(test)]
 mod tests {
     use proc_macro2::TokenStream;
 
+    use crate::compile::{compile, Compiled};
     use crate::diag::Errors;
-    use crate::{check, ir, lower, parse, validate};
+    use crate::ir;
 
-    /// Parses and checks `tokens`; the IR, or the error messages.
-    pub fn checked(tokens: TokenStream) -> Result<ir::Module, Vec<String>> {
+    fn compiled(tokens: TokenStream) -> Result<Compiled, Vec<String>> {
         let mut errors = Errors::default();
         let item = syn::parse2(tokens).map_err(|e| vec![e.to_string()])?;
-        let mut parsed = parse::module(TokenStream::new(), item, &mut errors)
-            .ok_or_else(|| messages(Errors::default()))?;
-        check::check(&mut parsed.module, &mut errors);
-        if errors.is_empty() {
-            crate::specialize::specialize(&mut parsed.module);
-            Ok(parsed.module)
-        } else {
-            Err(messages(errors))
+        match compile(TokenStream::new(), item, &mut errors) {
+            Some(compiled) if errors.is_empty() => Ok(compiled),
+            _ => Err(messages(errors)),
         }
     }
 
-    /// Every stage up to validation; the WGSL, or the error messages.
+    /// The checked and specialized IR, or the error messages.
+    pub fn checked(tokens: TokenStream) -> Result<ir::Module, Vec<String>> {
+        compiled(tokens).map(|c| c.parsed.module)
+    }
+
+    /// The validated WGSL, or the error messages.
     pub fn wgsl(tokens: TokenStream) -> Result<String, Vec<String>> {
-        let module = checked(tokens)?;
-        let wgsl = lower::module(&module);
-        let mut errors = Errors::default();
-        validate::validate(
-            &wgsl,
-            &module.features(),
-            proc_macro2::Span::call_site().into(),
-            &mut errors,
-        );
-        if errors.is_empty() {
-            Ok(wgsl.text)
-        } else {
-            Err(messages(errors))
-        }
+        compiled(tokens).map(|c| c.wgsl.map(|w| w.text).unwrap_or_default())
     }
 
     fn messages(errors: Errors) -> Vec<String> {

@@ -6,8 +6,6 @@ pub mod layout;
 mod types;
 mod uniformity;
 
-pub use types::unroll_values;
-
 use std::collections::{HashMap, HashSet};
 
 use proc_macro2::Ident;

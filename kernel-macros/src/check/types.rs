@@ -356,7 +356,7 @@ impl<'m, 'e> Checker<'m, 'e> {
 
     /// `#[unroll]` needs bounds known at compile time and no `break`/`continue` of its own.
     fn check_unroll(&mut self, f: &ForLoop) {
-        match unroll_count(f) {
+        match f.unroll_values().map(|v| v.len() as u64) {
             None => self.errors.at(
                 Span { first: f.start.span.first, last: f.end.span.last },
                 "`#[unroll]` needs bounds known at compile time (literals, constants and arithmetic on them), \
@@ -1400,59 +1400,6 @@ impl<'m, 'e> Checker<'m, 'e> {
             other => other,
         }
     }
-}
-
-/// The most iterations `#[unroll]` writes out.
-pub const MAX_UNROLL: u64 = 1024;
-
-/// The iteration values of an `#[unroll]`ed loop, when its bounds are literals.
-pub fn unroll_values(f: &ForLoop) -> Option<Vec<u64>> {
-    let literal = constant_int;
-    let (start, end) = (literal(&f.start)?, literal(&f.end)?);
-    let step = match &f.step {
-        Some(step) => literal(step)?.max(1),
-        None => 1,
-    };
-    let end = if f.inclusive {
-        end.checked_add(1)?
-    } else {
-        end
-    };
-    if end.saturating_sub(start) / step > MAX_UNROLL {
-        return Some(vec![0; MAX_UNROLL as usize + 1]);
-    }
-    let mut values: Vec<u64> = if f.reversed && !f.steps_from_start {
-        (start..end).rev().step_by(step as usize).collect()
-    } else {
-        (start..end).step_by(step as usize).collect()
-    };
-    if f.steps_from_start {
-        values.reverse();
-    }
-    Some(values)
-}
-
-/// The value of integer arithmetic on literals (`8u32 * 8u32` once constants are in place).
-fn constant_int(e: &Expr) -> Option<u64> {
-    match &e.kind {
-        ExprKind::Int(v) => Some(*v),
-        ExprKind::Binary(op, a, b) => {
-            let (a, b) = (constant_int(a)?, constant_int(b)?);
-            match op {
-                BinOp::Add => a.checked_add(b),
-                BinOp::Sub => a.checked_sub(b),
-                BinOp::Mul => a.checked_mul(b),
-                BinOp::Div => a.checked_div(b),
-                BinOp::Rem => a.checked_rem(b),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
-}
-
-fn unroll_count(f: &ForLoop) -> Option<u64> {
-    unroll_values(f).map(|v| v.len() as u64)
 }
 
 /// The span of a `break` or `continue` that would leave or restart this loop (not a nested one).

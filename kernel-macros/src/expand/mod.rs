@@ -12,65 +12,29 @@ mod params;
 use proc_macro2::TokenStream;
 use quote::quote;
 
+use crate::compile::compile;
 use crate::diag::Errors;
-use crate::{check, lower, parse, specialize, validate};
+use crate::{lower, parse};
 
 pub use params::derive_params;
 
-/// `#[kernels] mod name { ... }`: every stage, in order.
+/// `#[kernels] mod name { ... }`: the module through [`compile`], then its tokens.
 pub fn kernels(args: TokenStream, input: TokenStream) -> TokenStream {
-    let mut errors = Errors::default();
     let item: syn::ItemMod = match syn::parse2(input) {
         Ok(item) => item,
         Err(error) => return error.to_compile_error(),
     };
-    let module_span = item.ident.span();
-    let Some(mut parsed) = parse::module(args, item, &mut errors) else {
+    let mut errors = Errors::default();
+    let Some(compiled) = compile(args, item, &mut errors) else {
         return compile_errors(errors);
     };
-    check::check(&mut parsed.module, &mut errors);
-    if errors.is_empty() {
-        specialize::specialize(&mut parsed.module);
-    }
-    let wgsl = errors.is_empty().then(|| lower::module(&parsed.module));
-    if let Some(wgsl) = &wgsl {
-        validate::validate(
-            wgsl,
-            &parsed.module.features(),
-            module_span.into(),
-            &mut errors,
-        );
-    }
-    let without_f16 = wgsl
-        .as_ref()
-        .and_then(|_| without_f16(&mut parsed.module, module_span, &mut errors));
     let sources = Sources {
-        all: wgsl.as_ref(),
-        without_f16: without_f16.as_ref(),
+        all: compiled.wgsl.as_ref(),
+        without_f16: compiled.without_f16.as_ref(),
     };
-    let module = module_tokens(&parsed, sources, errors.is_empty());
+    let module = module_tokens(&compiled.parsed, sources, errors.is_empty());
     let errors = compile_errors(errors);
     quote! { #errors #module }
-}
-
-/// The WGSL of the module's kernels that need no `f16`, when others do: `enable f16;` fails
-/// on a device without the feature, and the other kernels must still run there.
-fn without_f16(
-    module: &mut crate::ir::Module,
-    span: proc_macro2::Span,
-    errors: &mut Errors,
-) -> Option<lower::Wgsl> {
-    use crate::ir::Feature;
-    let needs = |k: &crate::ir::Kernel| k.requirements.has(Feature::F16);
-    if !module.kernels.iter().any(needs) || module.kernels.iter().all(needs) {
-        return None;
-    }
-    let all = std::mem::take(&mut module.kernels);
-    module.kernels = all.iter().filter(|k| !needs(k)).cloned().collect();
-    let wgsl = lower::module(module);
-    validate::validate(&wgsl, &module.features(), span.into(), errors);
-    module.kernels = all;
-    Some(wgsl)
 }
 
 /// The WGSL texts the launchers build pipelines from.

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 
 use proc_macro2::Ident;
 
-use crate::check::unroll_values;
 use crate::ir::builtins::{Builtin, IdBuiltin, Signature};
 use crate::ir::*;
 use crate::lower::helpers::{self, Lent};
@@ -372,7 +371,7 @@ impl<'g> FnLowerer<'g> {
     }
 
     fn for_loop(&mut self, w: &mut Writer, f: &ForLoop, span: Span) {
-        if let Some(values) = f.unroll.then(|| unroll_values(f)).flatten() {
+        if let Some(values) = f.unroll.then(|| f.unroll_values()).flatten() {
             return self.unrolled(w, f, &values, span);
         }
         let ty = wgsl_ty(&f.ty);

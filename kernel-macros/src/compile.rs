@@ -1,0 +1,58 @@
+//! The pipeline in one function: parse -> check -> specialize -> lower -> validate. The macro
+//! (`expand`) and the tests of every stage call [`compile`]; `expand` then turns the result
+//! into Rust tokens.
+
+use proc_macro2::{Span, TokenStream};
+
+use crate::diag::Errors;
+use crate::ir::{Feature, Kernel, Module};
+use crate::lower::Wgsl;
+use crate::{check, lower, parse, specialize, validate};
+
+/// A module through every stage before `expand`.
+pub struct Compiled {
+    pub parsed: parse::Parsed,
+    /// The WGSL of every kernel; `None` when an earlier stage reported errors.
+    pub wgsl: Option<Wgsl>,
+    /// The WGSL of the kernels that need no `f16`, when the module has kernels of both kinds.
+    pub without_f16: Option<Wgsl>,
+}
+
+/// Runs the stages on `#[kernels(args)] mod item { .. }`. Errors of every stage land in
+/// `errors`; `None` only when the module cannot be read at all.
+pub fn compile(args: TokenStream, item: syn::ItemMod, errors: &mut Errors) -> Option<Compiled> {
+    let span = item.ident.span();
+    let mut parsed = parse::module(args, item, errors)?;
+    check::check(&mut parsed.module, errors);
+    if !errors.is_empty() {
+        return Some(Compiled {
+            parsed,
+            wgsl: None,
+            without_f16: None,
+        });
+    }
+    specialize::specialize(&mut parsed.module);
+    let wgsl = lower::module(&parsed.module);
+    validate::validate(&wgsl, &parsed.module.features(), span.into(), errors);
+    let without_f16 = without_f16(&mut parsed.module, span, errors);
+    Some(Compiled {
+        parsed,
+        wgsl: Some(wgsl),
+        without_f16,
+    })
+}
+
+/// The WGSL of the module's kernels that need no `f16`, when others do: `enable f16;` fails
+/// on a device without the feature, and the other kernels must still run there.
+fn without_f16(module: &mut Module, span: Span, errors: &mut Errors) -> Option<Wgsl> {
+    let needs = |k: &Kernel| k.requirements.has(Feature::F16);
+    if !module.kernels.iter().any(needs) || module.kernels.iter().all(needs) {
+        return None;
+    }
+    let all = std::mem::take(&mut module.kernels);
+    module.kernels = all.iter().filter(|k| !needs(k)).cloned().collect();
+    let wgsl = lower::module(module);
+    validate::validate(&wgsl, &module.features(), span.into(), errors);
+    module.kernels = all;
+    Some(wgsl)
+}
