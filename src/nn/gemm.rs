@@ -105,7 +105,7 @@ impl Gemm {
             grad_b,
             grad_bias,
         } = grads;
-        // `d_a` has `m` rows of output, `d_b` has `k`.
+        // The operand gradients have `m` rows of output (`grad_a`) and `k` (`grad_b`).
         self.backward.pick(shape.m.min(shape.k)).record(
             batch,
             kernels::GemmBackwardArgs {
@@ -123,20 +123,19 @@ impl Gemm {
     }
 }
 
-/// The backward family twice: with the large blockings of `d_a` and `d_b`, and the small.
+/// The backward family twice: with the large blocking of the operand gradients, and the
+/// small.
 fn backward_family(rt: &Runtime) -> Result<kernels::Blocked<kernels::GemmBackward>> {
     let grad_pre = kernels::GradPre::new(rt)?;
     let d_bias = kernels::DBias::new(rt)?;
-    let d_a = kernels::Blocked::new(|b| kernels::DA::with_constants(rt, b))?;
-    let d_b = kernels::Blocked::new(|b| kernels::DB::with_constants(rt, b))?;
+    let operands = kernels::Blocked::new(|b| kernels::DOperands::with_constants(rt, b))?;
     Ok(kernels::Blocked {
         large: kernels::GemmBackward::from_members(
             grad_pre.clone(),
-            d_a.large,
-            d_b.large,
+            operands.large,
             d_bias.clone(),
         ),
-        small: kernels::GemmBackward::from_members(grad_pre, d_a.small, d_b.small, d_bias),
+        small: kernels::GemmBackward::from_members(grad_pre, operands.small, d_bias),
     })
 }
 

@@ -157,11 +157,13 @@ mod nn {
     pub struct Blocking;
 
     // The mainloop of every GEMM-shaped kernel, written once. Each step, every invocation
-    // fetches `LOADS` elements of each operand into registers (the kernel's own index math),
-    // `stage_across` or `stage_along` writes them into a slice, and `multiply_accumulate` adds
-    // the slices' product into the invocation's register tile. A slice is `DEPTH` rows (the
-    // summed dimension) of `PADDED`: `stage_across` fills it from an operand read along the
-    // summed dimension, `stage_along` from one read along the output's rows or columns.
+    // fetches `LOADS` elements of each operand into registers (`fetch` for a plain row-major
+    // matrix, the kernel's own index math for a convolution's gathers), `stage` writes them
+    // into a slice of workgroup memory, and `multiply_accumulate` adds the slices' product into
+    // the invocation's register tile; `store_tile` writes the tile out. A slice is `DEPTH`
+    // rows (the summed dimension) of `PADDED`. An operand is staged `across` when it is read
+    // along the summed dimension (its rows are the output's rows or columns), otherwise along
+    // it (its rows are summed). A workgroup's output block starts at `origin` (column, row).
 
     /// The output row (`across_row`) or summed index (`along_depth`) of the element an
     /// invocation stages in its `r`-th load.
@@ -173,17 +175,58 @@ mod nn {
         t / BLOCK + r * (DEPTH / LOADS)
     }
 
-    fn stage_across(slice: &mut [f32; DEPTH * PADDED], fetched: &[f32; LOADS], t: u32) {
-        #[unroll]
-        for r in 0..LOADS {
-            slice[t % DEPTH * PADDED + across_row(t, r)] = fetched[r];
+    /// Element (`row`, `col`) of the row-major `rows` x `cols` matrix `m`, 0 outside it.
+    fn element(m: &[f32], row: u32, rows: u32, col: u32, cols: u32) -> f32 {
+        if row < rows && col < cols {
+            m[row * cols + col]
+        } else {
+            0.0
         }
     }
 
-    fn stage_along(slice: &mut [f32; DEPTH * PADDED], fetched: &[f32; LOADS], t: u32) {
+    /// What an invocation stages at step `k0` of the row-major matrix `m` of `shape`
+    /// (columns, rows): `across`, from output rows `first..` and summed columns `k0..`;
+    /// otherwise from summed rows `k0..` and output columns `first..`.
+    fn fetch(
+        m: &[f32],
+        shape: Vec2<u32>,
+        across: bool,
+        first: u32,
+        k0: u32,
+        t: u32,
+    ) -> [f32; LOADS] {
+        let mut fetched = [0.0f32; LOADS];
         #[unroll]
         for r in 0..LOADS {
-            slice[along_depth(t, r) * PADDED + t % BLOCK] = fetched[r];
+            fetched[r] = if across {
+                element(
+                    m,
+                    first + across_row(t, r),
+                    shape.y,
+                    k0 + t % DEPTH,
+                    shape.x,
+                )
+            } else {
+                element(
+                    m,
+                    k0 + along_depth(t, r),
+                    shape.y,
+                    first + t % BLOCK,
+                    shape.x,
+                )
+            };
+        }
+        fetched
+    }
+
+    fn stage(slice: &mut [f32; DEPTH * PADDED], fetched: &[f32; LOADS], across: bool, t: u32) {
+        #[unroll]
+        for r in 0..LOADS {
+            if across {
+                slice[t % DEPTH * PADDED + across_row(t, r)] = fetched[r];
+            } else {
+                slice[along_depth(t, r) * PADDED + t % BLOCK] = fetched[r];
+            }
         }
     }
 
@@ -212,6 +255,46 @@ mod nn {
         workgroup_barrier();
     }
 
+    /// One step of a convolution: the rows' operand staged across, the columns' along.
+    fn step(
+        slice_a: &mut [f32; DEPTH * PADDED],
+        from_a: &[f32; LOADS],
+        slice_b: &mut [f32; DEPTH * PADDED],
+        from_b: &[f32; LOADS],
+        acc: &mut [f32; REG * REG],
+        t: u32,
+    ) {
+        stage(slice_a, from_a, true, t);
+        stage(slice_b, from_b, false, t);
+        multiply_accumulate(slice_a, slice_b, acc, t);
+    }
+
+    /// The register tile of `a · b` for the output block at `origin` of a GEMM of plain
+    /// row-major operands `a` (the output's rows) and `b` (its columns) of `shapes.xy` and
+    /// `shapes.zw` (columns, rows), each staged across or along.
+    fn mainloop(
+        slice_a: &mut [f32; DEPTH * PADDED],
+        slice_b: &mut [f32; DEPTH * PADDED],
+        a: &[f32],
+        b: &[f32],
+        shapes: Vec4<u32>,
+        across: Vec2<bool>,
+        origin: Vec2<u32>,
+        t: u32,
+    ) -> [f32; REG * REG] {
+        let mut acc = [0.0f32; REG * REG];
+        // The summed dimension: `a`'s columns when it is read across, its rows otherwise.
+        let depth = if across.x { shapes.x } else { shapes.y };
+        for k0 in (0..depth).step_by(DEPTH) {
+            let from_a = fetch(a, shapes.xy, across.x, origin.y, k0, t);
+            let from_b = fetch(b, shapes.zw, across.y, origin.x, k0, t);
+            stage(slice_a, &from_a, across.x, t);
+            stage(slice_b, &from_b, across.y, t);
+            multiply_accumulate(slice_a, slice_b, &mut acc, t);
+        }
+        acc
+    }
+
     /// The output row and column, within the block, of register `e` of an invocation's tile.
     fn tile_row(t: u32, e: u32) -> u32 {
         t / SPAN + e / REG * SPAN
@@ -221,12 +304,24 @@ mod nn {
         t % SPAN + e % REG * SPAN
     }
 
-    /// Element (`row`, `col`) of the row-major `rows` x `cols` matrix `m`, 0 outside it.
-    fn element(m: &[f32], row: u32, rows: u32, col: u32, cols: u32) -> f32 {
-        if row < rows && col < cols {
-            m[row * cols + col]
-        } else {
-            0.0
+    /// Writes the register tile of the block at `origin` to `out` from `offset` on, as images
+    /// of `rows` channels x `pixels` (`rows` x `cols` row-major when `pixels` is `cols`).
+    fn store_tile(
+        out: &mut [f32],
+        offset: u32,
+        acc: &[f32; REG * REG],
+        rows: u32,
+        cols: u32,
+        pixels: u32,
+        origin: Vec2<u32>,
+        t: u32,
+    ) {
+        #[unroll]
+        for e in 0..REG * REG {
+            let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
+            if row < rows && col < cols {
+                out[offset + (col / pixels * rows + row) * pixels + col % pixels] = acc[e];
+            }
         }
     }
 
@@ -246,26 +341,12 @@ mod nn {
         #[workgroup] tile_a: &mut [f32; DEPTH * PADDED],
         #[workgroup] tile_b: &mut [f32; DEPTH * PADDED],
     ) {
-        let (t, row0, col0) = (
-            local_index(),
-            workgroup_id().y * BLOCK,
-            workgroup_id().x * BLOCK,
-        );
-        let mut acc = [0.0f32; REG * REG];
-        for k0 in (0..p.k).step_by(DEPTH) {
-            let (mut from_a, mut from_b) = ([0.0f32; LOADS], [0.0f32; LOADS]);
-            #[unroll]
-            for r in 0..LOADS {
-                from_a[r] = element(a, row0 + across_row(t, r), p.m, k0 + t % DEPTH, p.k);
-                from_b[r] = element(b, k0 + along_depth(t, r), p.k, col0 + t % BLOCK, p.n);
-            }
-            stage_across(tile_a, &from_a, t);
-            stage_along(tile_b, &from_b, t);
-            multiply_accumulate(tile_a, tile_b, &mut acc, t);
-        }
+        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+        let shapes = vec4(p.k, p.m, p.n, p.k);
+        let acc = mainloop(tile_a, tile_b, a, b, shapes, vec2(true, false), origin, t);
         #[unroll]
         for e in 0..REG * REG {
-            let (row, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
+            let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
             if row < p.m && col < p.n {
                 let z = acc[e] + bias[col];
                 pre[row * p.n + col] = z;
@@ -276,7 +357,7 @@ mod nn {
 
     /// The backward pass of `gemm_forward`: the gradient before the activation, then the
     /// gradients of `a`, `b` and `bias` from it.
-    #[family(grad_pre, d_a, d_b, d_bias)]
+    #[family(grad_pre, d_operands, d_bias)]
     pub struct GemmBackward {
         p: &GemmParams,
         #[len(p.m * p.k)]
@@ -308,85 +389,39 @@ mod nn {
         }
     }
 
-    /// `grad_a = grad_pre · bᵀ`: rows `m`, columns `k`, summed over `n`; both operands are
-    /// read along `n`, their contiguous dimension.
+    /// Both operand gradients in one dispatch: the first `ceil(k / BLOCK) x ceil(m / BLOCK)`
+    /// workgroups compute `grad_a = grad_pre · bᵀ` (rows `m`, columns `k`, summed over `n`;
+    /// both operands read along `n`, their contiguous dimension), the rest `grad_b = aᵀ ·
+    /// grad_pre` (rows `k`, columns `n`, summed over `m`; both read along their rows).
     #[kernel(
         workgroup = [256],
         constants = Blocking,
-        grid = [ceil_div(p.k, BLOCK), ceil_div(p.m, BLOCK)]
+        grid = [ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK)]
     )]
-    pub fn d_a(
-        p: &GemmParams,
-        b: &[f32],
-        grad_pre: &[f32],
-        grad_a: &mut [f32],
-        #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
-        #[workgroup] tile_b: &mut [f32; DEPTH * PADDED],
-    ) {
-        let (t, row0, col0) = (
-            local_index(),
-            workgroup_id().y * BLOCK,
-            workgroup_id().x * BLOCK,
-        );
-        let mut acc = [0.0f32; REG * REG];
-        for j0 in (0..p.n).step_by(DEPTH) {
-            let (mut from_g, mut from_b) = ([0.0f32; LOADS], [0.0f32; LOADS]);
-            #[unroll]
-            for r in 0..LOADS {
-                from_g[r] = element(grad_pre, row0 + across_row(t, r), p.m, j0 + t % DEPTH, p.n);
-                from_b[r] = element(b, col0 + across_row(t, r), p.k, j0 + t % DEPTH, p.n);
-            }
-            stage_across(tile_g, &from_g, t);
-            stage_across(tile_b, &from_b, t);
-            multiply_accumulate(tile_g, tile_b, &mut acc, t);
-        }
-        #[unroll]
-        for e in 0..REG * REG {
-            let (row, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
-            if row < p.m && col < p.k {
-                grad_a[row * p.k + col] = acc[e];
-            }
-        }
-    }
-
-    /// `grad_b = aᵀ · grad_pre`: rows `k`, columns `n`, summed over `m`; both operands are
-    /// read along their rows, i.e. along `k` and `n`.
-    #[kernel(
-        workgroup = [256],
-        constants = Blocking,
-        grid = [ceil_div(p.n, BLOCK), ceil_div(p.k, BLOCK)]
-    )]
-    pub fn d_b(
+    pub fn d_operands(
         p: &GemmParams,
         a: &[f32],
-        grad_pre: &[f32],
+        grad_a: &mut [f32],
+        b: &[f32],
         grad_b: &mut [f32],
+        grad_pre: &[f32],
         #[workgroup] tile_a: &mut [f32; DEPTH * PADDED],
-        #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
+        #[workgroup] tile_b: &mut [f32; DEPTH * PADDED],
     ) {
-        let (t, row0, col0) = (
-            local_index(),
-            workgroup_id().y * BLOCK,
-            workgroup_id().x * BLOCK,
-        );
-        let mut acc = [0.0f32; REG * REG];
-        for i0 in (0..p.m).step_by(DEPTH) {
-            let (mut from_a, mut from_g) = ([0.0f32; LOADS], [0.0f32; LOADS]);
-            #[unroll]
-            for r in 0..LOADS {
-                from_a[r] = element(a, i0 + along_depth(t, r), p.m, row0 + t % BLOCK, p.k);
-                from_g[r] = element(grad_pre, i0 + along_depth(t, r), p.m, col0 + t % BLOCK, p.n);
-            }
-            stage_along(tile_a, &from_a, t);
-            stage_along(tile_g, &from_g, t);
-            multiply_accumulate(tile_a, tile_g, &mut acc, t);
-        }
-        #[unroll]
-        for e in 0..REG * REG {
-            let (row, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
-            if row < p.k && col < p.n {
-                grad_b[row * p.n + col] = acc[e];
-            }
+        let (t, blocks_a) = (local_index(), ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK));
+        // The gradient is the same for the whole workgroup, so both branches keep barriers.
+        if workgroup_id().x < blocks_a {
+            let block = workgroup_id().x;
+            let origin = vec2(block % ceil_div(p.k, BLOCK), block / ceil_div(p.k, BLOCK)) * BLOCK;
+            let (shapes, across) = (vec4(p.n, p.m, p.n, p.k), vec2(true, true));
+            let acc = mainloop(tile_a, tile_b, grad_pre, b, shapes, across, origin, t);
+            store_tile(grad_a, 0, &acc, p.m, p.k, p.k, origin, t);
+        } else {
+            let block = workgroup_id().x - blocks_a;
+            let origin = vec2(block % ceil_div(p.n, BLOCK), block / ceil_div(p.n, BLOCK)) * BLOCK;
+            let (shapes, across) = (vec4(p.k, p.m, p.n, p.m), vec2(false, false));
+            let acc = mainloop(tile_a, tile_b, a, grad_pre, shapes, across, origin, t);
+            store_tile(grad_b, 0, &acc, p.k, p.n, p.n, origin, t);
         }
     }
 
@@ -421,34 +456,22 @@ mod nn {
         #[workgroup] tile_w: &mut [f32; DEPTH * PADDED],
         #[workgroup] tile_x: &mut [f32; DEPTH * PADDED],
     ) {
-        let (t, row0, col0) = (
-            local_index(),
-            workgroup_id().y * BLOCK,
-            workgroup_id().x * BLOCK,
-        );
-        let taps = p.kernel_h * p.kernel_w;
-        let depth = p.in_channels * taps;
-        let pixels = p.out_h * p.out_w;
-        let columns = p.batch * pixels;
+        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+        let (taps, pixels) = (p.kernel_h * p.kernel_w, p.out_h * p.out_w);
+        let (depth, columns) = (p.in_channels * taps, p.batch * pixels);
 
         // The column this invocation stages from `x` is the same at every step.
-        let staged = col0 + t % BLOCK;
+        let staged = origin.x + t % BLOCK;
         let image = (staged / pixels) * p.in_channels * p.in_h * p.in_w;
         let top = (staged % pixels) / p.out_w * p.stride_h;
         let left = (staged % pixels) % p.out_w * p.stride_w;
 
         let mut acc = [0.0f32; REG * REG];
         for k0 in (0..depth).step_by(DEPTH) {
-            let (mut from_w, mut from_x) = ([0.0f32; LOADS], [0.0f32; LOADS]);
+            let from_w = fetch(w, vec2(depth, p.out_channels), true, origin.y, k0, t);
+            let mut from_x = [0.0f32; LOADS];
             #[unroll]
             for r in 0..LOADS {
-                from_w[r] = element(
-                    w,
-                    row0 + across_row(t, r),
-                    p.out_channels,
-                    k0 + t % DEPTH,
-                    depth,
-                );
                 let k = k0 + along_depth(t, r);
                 let (ci, tap) = (k / taps, k % taps);
                 // Rows and columns above or left of the image wrap around and fail `< in_h`.
@@ -458,13 +481,11 @@ mod nn {
                     from_x[r] = x[image + (ci * p.in_h + ih) * p.in_w + iw];
                 }
             }
-            stage_across(tile_w, &from_w, t);
-            stage_along(tile_x, &from_x, t);
-            multiply_accumulate(tile_w, tile_x, &mut acc, t);
+            step(tile_w, &from_w, tile_x, &from_x, &mut acc, t);
         }
         #[unroll]
         for e in 0..REG * REG {
-            let (row, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
+            let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
             if row < p.out_channels && col < columns {
                 let out = (col / pixels * p.out_channels + row) * pixels + col % pixels;
                 let z = acc[e] + bias[row];
@@ -540,18 +561,14 @@ mod nn {
         #[workgroup] tile_w: &mut [f32; DEPTH * PADDED],
         #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
     ) {
-        let (t, row0, col0) = (
-            local_index(),
-            workgroup_id().y * BLOCK,
-            workgroup_id().x * BLOCK,
-        );
+        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let taps = p.kernel_h * p.kernel_w;
         let depth = p.out_channels * taps;
         let pixels = p.in_h * p.in_w;
         let columns = p.batch * pixels;
 
         // The input pixel this invocation gathers for, in padded coordinates.
-        let staged = col0 + t % BLOCK;
+        let staged = origin.x + t % BLOCK;
         let n = staged / pixels;
         let padded_h = (staged % pixels) / p.in_w + p.pad_top;
         let padded_w = (staged % pixels) % p.in_w + p.pad_left;
@@ -562,7 +579,7 @@ mod nn {
             #[unroll]
             for r in 0..LOADS {
                 // The filter as `[out_channels * taps][in_channels]`: row `ci`, column `k`.
-                let (ci, kw) = (row0 + across_row(t, r), k0 + t % DEPTH);
+                let (ci, kw) = (origin.y + across_row(t, r), k0 + t % DEPTH);
                 if ci < p.in_channels && kw < depth {
                     from_w[r] = w[(kw / taps * p.in_channels + ci) * taps + kw % taps];
                 }
@@ -586,17 +603,9 @@ mod nn {
                     from_g[r] = grad_pre[((n * p.out_channels + co) * p.out_h + oh) * p.out_w + ow];
                 }
             }
-            stage_across(tile_w, &from_w, t);
-            stage_along(tile_g, &from_g, t);
-            multiply_accumulate(tile_w, tile_g, &mut acc, t);
+            step(tile_w, &from_w, tile_g, &from_g, &mut acc, t);
         }
-        #[unroll]
-        for e in 0..REG * REG {
-            let (ci, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
-            if ci < p.in_channels && col < columns {
-                grad_x[(col / pixels * p.in_channels + ci) * pixels + col % pixels] = acc[e];
-            }
-        }
+        store_tile(grad_x, 0, &acc, p.in_channels, columns, pixels, origin, t);
     }
 
     /// The gradient of a convolution's filter (wgrad) as an implicit GEMM: M = output
@@ -622,20 +631,14 @@ mod nn {
         #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
         #[workgroup] tile_x: &mut [f32; DEPTH * PADDED],
     ) {
-        let (t, row0, col0) = (
-            local_index(),
-            workgroup_id().y * BLOCK,
-            workgroup_id().x * BLOCK,
-        );
+        let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let taps = p.kernel_h * p.kernel_w;
-        let columns = p.in_channels * taps;
-        let pixels = p.out_h * p.out_w;
-        let split = workgroup_id().z;
+        let (pixels, columns) = (p.out_h * p.out_w, p.in_channels * taps);
         let begin = split * p.split_depth;
         let end = (begin + p.split_depth).min(p.batch * pixels);
 
         // The (input channel, tap) this invocation stages from `x` is the same at every step.
-        let staged = col0 + t % BLOCK;
+        let staged = origin.x + t % BLOCK;
         let ci = staged / taps;
         let dh = staged % taps / p.kernel_w * p.dilation_h;
         let dw = staged % taps % p.kernel_w * p.dilation_w;
@@ -645,7 +648,7 @@ mod nn {
             let (mut from_g, mut from_x) = ([0.0f32; LOADS], [0.0f32; LOADS]);
             #[unroll]
             for r in 0..LOADS {
-                let (co, kg) = (row0 + across_row(t, r), k0 + t % DEPTH);
+                let (co, kg) = (origin.y + across_row(t, r), k0 + t % DEPTH);
                 if co < p.out_channels && kg < end {
                     from_g[r] =
                         grad_pre[(kg / pixels * p.out_channels + co) * pixels + kg % pixels];
@@ -658,21 +661,23 @@ mod nn {
                     from_x[r] = x[((n * p.in_channels + ci) * p.in_h + ih) * p.in_w + iw];
                 }
             }
-            stage_across(tile_g, &from_g, t);
-            stage_along(tile_x, &from_x, t);
-            multiply_accumulate(tile_g, tile_x, &mut acc, t);
+            step(tile_g, &from_g, tile_x, &from_x, &mut acc, t);
         }
-        #[unroll]
-        for e in 0..REG * REG {
-            let (co, col) = (row0 + tile_row(t, e), col0 + tile_col(t, e));
-            if co < p.out_channels && col < columns {
-                let at = co * columns + col;
-                if split == 0 {
-                    grad_w[at] = acc[e];
-                } else {
-                    partial[(split - 1) * p.out_channels * columns + at] = acc[e];
-                }
-            }
+        // The first slice goes straight to `grad_w`, the others to their filter of `partial`.
+        let rows = p.out_channels;
+        if split == 0 {
+            store_tile(grad_w, 0, &acc, rows, columns, columns, origin, t);
+        } else {
+            store_tile(
+                partial,
+                (split - 1) * rows * columns,
+                &acc,
+                rows,
+                columns,
+                columns,
+                origin,
+                t,
+            );
         }
     }
 

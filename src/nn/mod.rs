@@ -2,8 +2,8 @@
 //! holding its launchers, shapes checked, errors returned) over kernels declared with the
 //! macro. f32; row-major matrices; NCHW images.
 //!
-//! - [`Gemm`]: `y = act(a · b + bias)` and its backward (`grad_pre`, `d_a`, `d_b`, `d_bias` as
-//!   one entry-point family).
+//! - [`Gemm`]: `y = act(a · b + bias)` and its backward (`grad_pre`, both operand gradients in
+//!   one dispatch, `d_bias`, as one family).
 //! - [`Conv2d`]: `y = act(conv(x, w) + bias)` with stride, per-side padding and dilation, and its
 //!   backward: input gradient (stride-1 fast path), filter gradient (implicit GEMM with
 //!   M = out channels, N = in channels x taps, K = images x output pixels), bias gradient.
