@@ -50,8 +50,12 @@
 //! | `p: &P` (a `#[derive(Params)]` struct) | `var<uniform>` | `&P` |
 //! | `#[workgroup] t: &mut [T; N]` | `var<workgroup>` | none |
 //!
-//! `T` is `f32`, `u32`, `i32`, `f16` (with `features(f16)`; `GpuBuffer<u16>` of raw bits on the
-//! host), or `AtomicU32`/`AtomicI32` (a `GpuBuffer<u32>`/`<i32>` on the host). Binding numbers follow the parameter order. Because read-only bindings take `&` and
+//! `T` is `f32`, `u32`, `i32`, `f16` (with `features(f16)`; `GpuBuffer<half::f16>` on the host,
+//! `tessera::half` re-exports the crate), `Vec2<S>` or `Vec4<S>` of those scalars (read and
+//! written a whole vector at a time; `GpuBuffer<[S; 2]>` / `GpuBuffer<[S; 4]>` on the host, and
+//! `len()` counts vectors), or `AtomicU32`/`AtomicI32` (a `GpuBuffer<u32>`/`<i32>` on the
+//! host). `Vec3` buffers are rejected: WGSL pads each to 16 bytes. Binding numbers follow the
+//! parameter order. Because read-only bindings take `&` and
 //! read-write ones `&mut`, passing one buffer as both does not compile, and a buffer of the
 //! wrong element type is a type error.
 //!
@@ -189,6 +193,28 @@
 //! - Builtins: `global_id()`, `local_id()`, `workgroup_id()`, `num_workgroups()` (`Vec3<u32>`),
 //!   `local_index()` (`u32`), `workgroup_barrier()`, `storage_barrier()`, `ceil_div(a, b)`,
 //!   `x.len()` for a storage parameter.
+//! - Bits: `bitcast::<T>(x)` reads the bits of a number or vector as another of the same size
+//!   (`f32`, `u32`, `i32` and their vectors), `f32::from_bits(w)`, `x.to_bits()`.
+//! - Packed data, for 8-bit images and 16-bit values in `u32` words (byte 0 is the first
+//!   component): `unpack_4x8_unorm` / `unpack_4x8_snorm` (to `Vec4<f32>`), `unpack_4xu8` /
+//!   `unpack_4xi8` (to `Vec4<u32>` / `Vec4<i32>`), `unpack_2x16_unorm` / `unpack_2x16_snorm` /
+//!   `unpack_2x16_float` (to `Vec2<f32>`), and the `pack_..` of each (`pack_4xu8_clamp`,
+//!   `pack_4xi8_clamp` saturate):
+//!
+//! ```
+//! #[tessera::kernels]
+//! mod images {
+//!     /// The mean of each RGBA8 pixel's colour channels, in [0, 1].
+//!     #[kernel(workgroup = [64], grid = [ceil_div(pixels.len(), 64)])]
+//!     pub fn brightness(pixels: &[u32], out: &mut [f32]) {
+//!         let i = global_id().x;
+//!         if i < pixels.len() {
+//!             out[i] = unpack_4x8_unorm(pixels[i]).xyz.dot(vec3(1.0, 1.0, 1.0)) / 3.0;
+//!         }
+//!     }
+//! }
+//! # fn main() {}
+//! ```
 //! - Atomics: `a[i].load()`, `.store(v)`, `.swap(v)`, `.fetch_add(v)` and `fetch_sub/min/max/
 //!   and/or/xor`, with or without a trailing `Ordering::Relaxed`.
 //! - Helper functions beside the kernels, with parameters (also `mut`) and a return value.
