@@ -185,10 +185,13 @@ fn conv2d_matches_reference_on_edge_cases() {
         // Dilation 2, with and without stride.
         base(3).dilation([2, 2]).padding(Padding::uniform(2)),
         base(3).dilation([2, 1]).stride([2, 2]),
-        // Every kernel size, up to larger than the seed's 7x7 limit.
+        // Every kernel size, up to larger than the seed's 7x7 limit. The forward has variants
+        // for 3x3 and 7x7, the input gradient for 3x3 at stride 1; 7x3 and 1x3 take neither.
         base(1),
         base(5).padding(Padding::uniform(2)),
         base(7).padding(Padding::uniform(3)),
+        base(7).stride([2, 2]).padding(Padding::uniform(3)),
+        Conv2dShape::new(2, 2, [9, 11], 3, [7, 3]).padding(Padding::symmetric(3, 1)),
         base(9).padding(Padding::uniform(4)),
         Conv2dShape::new(1, 2, [12, 13], 3, [9, 9]).stride([2, 2]),
         Conv2dShape::new(1, 1, [5, 7], 1, [1, 3]),

@@ -255,7 +255,10 @@ mod nn {
         workgroup_barrier();
     }
 
-    /// One step of a convolution: the rows' operand staged across, the columns' along.
+    /// One step of a convolution: stages the rows' operand across, the columns' along, and
+    /// multiplies the slices into `acc`. (Unlike `mainloop`, the convolutions do not overlap a
+    /// step's loads with the previous step's multiply: with their gathers' index math live too,
+    /// that ran slower on an H100; see notes/performance.md.)
     fn step(
         slice_a: &mut [f32; DEPTH * PADDED],
         from_a: &[f32; LOADS],
@@ -288,10 +291,14 @@ mod nn {
         for k0 in (0..depth).step_by(DEPTH) {
             let from_a = fetch(a, shapes.xy, across.x, origin.y, k0, t);
             let from_b = fetch(b, shapes.zw, across.y, origin.x, k0, t);
+            // The previous step's slices are multiplied while this step's loads are in flight.
+            if k0 > 0 {
+                multiply_accumulate(slice_a, slice_b, &mut acc, t);
+            }
             stage(slice_a, &from_a, across.x, t);
             stage(slice_b, &from_b, across.y, t);
-            multiply_accumulate(slice_a, slice_b, &mut acc, t);
         }
+        multiply_accumulate(slice_a, slice_b, &mut acc, t);
         acc
     }
 
@@ -440,11 +447,14 @@ mod nn {
 
     /// Convolution as an implicit GEMM: rows are output channels, columns are (image, output
     /// pixel), the sum runs over (input channel, kernel tap). `pre = conv(x, w) + bias`,
-    /// `y = act(pre)`.
+    /// `y = act(pre)`. The gather divides by the filter's size twice per load; the 3x3 and
+    /// 7x7 specializations turn those into divisions by constants.
     #[kernel(
         workgroup = [256],
         constants = Blocking,
-        grid = [ceil_div(p.batch * p.out_h * p.out_w, BLOCK), ceil_div(p.out_channels, BLOCK)]
+        grid = [ceil_div(p.batch * p.out_h * p.out_w, BLOCK), ceil_div(p.out_channels, BLOCK)],
+        specialize(p.kernel_h == 3 && p.kernel_w == 3),
+        specialize(p.kernel_h == 7 && p.kernel_w == 7)
     )]
     pub fn conv_forward(
         p: &ConvParams,
@@ -546,11 +556,13 @@ mod nn {
     /// channels, columns are (image, input pixel), the sum runs over (output channel, kernel
     /// tap). The filter slices are staged in workgroup memory; any kernel size works, since
     /// the taps are just part of the summed dimension. With stride 1 every tap lands on an
-    /// output pixel, and the specialization drops the divisibility tests and divisions.
+    /// output pixel, and the specializations drop the divisibility tests and divisions (and,
+    /// for 3x3 filters, turn the divisions by the filter's size into divisions by constants).
     #[kernel(
         workgroup = [256],
         constants = Blocking,
         grid = [ceil_div(p.batch * p.in_h * p.in_w, BLOCK), ceil_div(p.in_channels, BLOCK)],
+        specialize(p.stride_h == 1 && p.stride_w == 1 && p.kernel_h == 3 && p.kernel_w == 3),
         specialize(p.stride_h == 1 && p.stride_w == 1)
     )]
     pub fn conv_grad_input(
