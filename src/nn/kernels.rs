@@ -10,8 +10,15 @@
 
 #[crate::kernels]
 mod nn {
-    /// Invocations along each edge of the workgroup.
+    /// Invocations along each edge of a GEMM-shaped kernel's square workgroup.
     pub const SPAN: u32 = 16;
+
+    /// Invocations per workgroup of every kernel but the narrow ones below.
+    pub const GROUP: u32 = SPAN * SPAN;
+
+    /// Invocations per workgroup of the kernels that give each invocation a whole row or
+    /// column, so that a few hundred of them still spread over several workgroups.
+    pub const NARROW: u32 = 64;
 
     #[repr(C)]
     #[derive(Clone, Copy, tessera::Params)]
@@ -141,8 +148,8 @@ mod nn {
 
     /// The blocking every GEMM-shaped kernel is instantiated with: `REG` is the edge of an
     /// invocation's register tile, `BLOCK` the edge of the workgroup's output block, `DEPTH`
-    /// the depth of the slices staged per step (both slices fit WebGPU's default 16 KiB of
-    /// workgroup memory), `PADDED` the row length of a staged slice (one more than `BLOCK`, so
+    /// the depth of the slices staged per step (1024 elements a slice before padding, so both
+    /// fit WebGPU's default 16 KiB of workgroup memory), `PADDED` the row length of a staged slice (one more than `BLOCK`, so
     /// that writes across its rows fall in distinct memory banks), `LOADS` the elements of each
     /// operand an invocation stages per step. `REG = 8` makes 128 x 128 blocks of 8-deep
     /// slices; `REG = 4` 64 x 64 blocks of 16-deep slices, which the host takes when the output
@@ -151,8 +158,8 @@ mod nn {
         REG = [8, 4],
         BLOCK = SPAN * REG,
         PADDED = BLOCK + 1,
-        DEPTH = 64 / REG,
-        LOADS = DEPTH * BLOCK / 256
+        DEPTH = 1024 / BLOCK,
+        LOADS = DEPTH * BLOCK / GROUP
     )]
     pub struct Blocking;
 
@@ -168,7 +175,7 @@ mod nn {
     /// The output row (`across_row`) or summed index (`along_depth`) of the element an
     /// invocation stages in its `r`-th load.
     fn across_row(t: u32, r: u32) -> u32 {
-        t / DEPTH + r * (256 / DEPTH)
+        t / DEPTH + r * (GROUP / DEPTH)
     }
 
     fn along_depth(t: u32, r: u32) -> u32 {
@@ -334,7 +341,7 @@ mod nn {
 
     /// `pre = a · b + bias`, `y = act(pre)`.
     #[kernel(
-        workgroup = [256],
+        workgroup = [GROUP],
         constants = Blocking,
         grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)]
     )]
@@ -388,7 +395,7 @@ mod nn {
     }
 
     /// `grad_pre = grad_y * act'(pre)`.
-    #[kernel(workgroup = [256], grid = [ceil_div(p.m * p.n, 256)])]
+    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.m * p.n, GROUP)])]
     pub fn grad_pre(p: &GemmParams, pre: &[f32], grad_y: &[f32], grad_pre: &mut [f32]) {
         let i = global_id().x;
         if i < p.m * p.n {
@@ -401,7 +408,7 @@ mod nn {
     /// both operands read along `n`, their contiguous dimension), the rest `grad_b = aᵀ ·
     /// grad_pre` (rows `k`, columns `n`, summed over `m`; both read along their rows).
     #[kernel(
-        workgroup = [256],
+        workgroup = [GROUP],
         constants = Blocking,
         grid = [ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK)]
     )]
@@ -433,7 +440,7 @@ mod nn {
     }
 
     /// `grad_bias` = the column sums of `grad_pre`.
-    #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
+    #[kernel(workgroup = [NARROW], grid = [ceil_div(p.n, NARROW)])]
     pub fn d_bias(p: &GemmParams, grad_pre: &[f32], grad_bias: &mut [f32]) {
         let col = global_id().x;
         if col < p.n {
@@ -450,7 +457,7 @@ mod nn {
     /// `y = act(pre)`. The gather divides by the filter's size twice per load; the 3x3 and
     /// 7x7 specializations turn those into divisions by constants.
     #[kernel(
-        workgroup = [256],
+        workgroup = [GROUP],
         constants = Blocking,
         grid = [ceil_div(p.batch * p.out_h * p.out_w, BLOCK), ceil_div(p.out_channels, BLOCK)],
         specialize(p.kernel_h == 3 && p.kernel_w == 3),
@@ -542,8 +549,8 @@ mod nn {
 
     /// `grad_pre = grad_y * act'(pre)` over the convolution's output.
     #[kernel(
-        workgroup = [256],
-        grid = [ceil_div(p.batch * p.out_channels * p.out_h * p.out_w, 256)]
+        workgroup = [GROUP],
+        grid = [ceil_div(p.batch * p.out_channels * p.out_h * p.out_w, GROUP)]
     )]
     pub fn conv_activation_grad(p: &ConvParams, pre: &[f32], grad_y: &[f32], grad_pre: &mut [f32]) {
         let i = global_id().x;
@@ -559,7 +566,7 @@ mod nn {
     /// output pixel, and the specializations drop the divisibility tests and divisions (and,
     /// for 3x3 filters, turn the divisions by the filter's size into divisions by constants).
     #[kernel(
-        workgroup = [256],
+        workgroup = [GROUP],
         constants = Blocking,
         grid = [ceil_div(p.batch * p.in_h * p.in_w, BLOCK), ceil_div(p.in_channels, BLOCK)],
         specialize(p.stride_h == 1 && p.stride_w == 1 && p.kernel_h == 3 && p.kernel_w == 3),
@@ -626,7 +633,7 @@ mod nn {
     /// into `grad_w`, each other one into its own filter of `partial`, and
     /// `conv_grad_weight_reduce` adds those to `grad_w`.
     #[kernel(
-        workgroup = [256],
+        workgroup = [GROUP],
         constants = Blocking,
         grid = [
             ceil_div(p.in_channels * p.kernel_h * p.kernel_w, BLOCK),
@@ -696,9 +703,9 @@ mod nn {
     /// `grad_w += ` the filter gradient's other `p.splits - 1` partial sums; no workgroups
     /// when there is one slice.
     #[kernel(
-        workgroup = [256],
+        workgroup = [GROUP],
         grid = [
-            ceil_div(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w, 256)
+            ceil_div(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w, GROUP)
                 * min(p.splits - 1, 1)
         ]
     )]
@@ -716,29 +723,29 @@ mod nn {
 
     /// `grad_bias[co]` = the sum of `grad_pre[n, co, ..]` over images and pixels; a workgroup
     /// per output channel, reduced through workgroup memory.
-    #[kernel(workgroup = [256], grid = [p.out_channels])]
+    #[kernel(workgroup = [GROUP], grid = [p.out_channels])]
     pub fn conv_grad_bias(
         p: &ConvParams,
         grad_pre: &[f32],
         grad_bias: &mut [f32],
-        #[workgroup] partial: &mut [f32; 256],
+        #[workgroup] partial: &mut [f32; GROUP],
     ) {
         let t = local_index();
         let co = workgroup_id().x;
         let pixels = p.out_h * p.out_w;
         let mut sum = 0.0;
-        for i in (t..p.batch * pixels).step_by(256) {
+        for i in (t..p.batch * pixels).step_by(GROUP) {
             sum += grad_pre[(i / pixels * p.out_channels + co) * pixels + i % pixels];
         }
         partial[t] = sum;
         workgroup_barrier();
-        #[unroll]
-        for level in 1..9 {
-            let half = 256 >> level;
+        let mut half = GROUP / 2;
+        while half > 0 {
             if t < half {
                 partial[t] += partial[t + half];
             }
             workgroup_barrier();
+            half /= 2;
         }
         if t == 0 && co < p.out_channels {
             grad_bias[co] = partial[0];
@@ -746,7 +753,7 @@ mod nn {
     }
 
     /// `grad_pre = grad_y * act'(pre)`, elementwise.
-    #[kernel(workgroup = [256], grid = [ceil_div(p.len, 256)])]
+    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.len, GROUP)])]
     pub fn activation_grad(
         p: &ElementwiseParams,
         #[len(p.len)] pre: &[f32],
@@ -761,7 +768,7 @@ mod nn {
 
     /// Per row of `logits`: `probs = softmax(logits)` and `loss = -ln probs[label]`, computed
     /// as `logsumexp - logits[label]`. A label outside `0..classes` gives a loss of -1.
-    #[kernel(workgroup = [64], grid = [ceil_div(p.rows, 64)])]
+    #[kernel(workgroup = [NARROW], grid = [ceil_div(p.rows, NARROW)])]
     pub fn softmax_cross_entropy(
         p: &LossParams,
         #[len(p.rows * p.classes)] logits: &[f32],
@@ -795,7 +802,7 @@ mod nn {
     }
 
     /// `grad_logits = scale * (probs - one_hot(label))`.
-    #[kernel(workgroup = [256], grid = [ceil_div(p.rows * p.classes, 256)])]
+    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.rows * p.classes, GROUP)])]
     pub fn softmax_cross_entropy_grad(
         p: &LossParams,
         #[len(p.rows * p.classes)] probs: &[f32],
@@ -815,7 +822,7 @@ mod nn {
 
     /// SGD with momentum and weight decay, as PyTorch's: `g = grad + decay * param`,
     /// `velocity = momentum * velocity + g`, `param -= learning_rate * velocity`.
-    #[kernel(workgroup = [256], grid = [ceil_div(p.len, 256)])]
+    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.len, GROUP)])]
     pub fn sgd_step(
         p: &SgdParams,
         #[len(p.len)] grad: &[f32],
@@ -832,7 +839,7 @@ mod nn {
     }
 
     /// Adam (with L2 weight decay added to the gradient), with bias-corrected moments.
-    #[kernel(workgroup = [256], grid = [ceil_div(p.len, 256)])]
+    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.len, GROUP)])]
     pub fn adam_step(
         p: &AdamParams,
         #[len(p.len)] grad: &[f32],
