@@ -106,7 +106,9 @@
 //!   `Blocking { reg: 8 }.block()` is 128.
 //! - **Specializations.** `specialize(p.stride == 1, p.kh == 3 && p.kw == 3)` generates the body
 //!   again for each condition with the values folded in (`x * 1`, `x / 1`, `x % 1`, always-true
-//!   tests and dead branches simplified away). At launch the launcher takes the first
+//!   tests and dead branches simplified away), in the kernel's body and in every helper it
+//!   passes its parameters to (`fn source(p: &Params, i: u32) -> u32` gets a copy with
+//!   `p.stride` replaced by 1). At launch the launcher takes the first
 //!   specialization whose condition holds (`Kernel::variant(&args)` says which), else the
 //!   general body.
 //! - **Element types.** `types(T = [f32, f16])` writes a kernel once over a scalar type:

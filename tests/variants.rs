@@ -122,6 +122,24 @@ pub mod strided {
         }
         out[i] = total;
     }
+
+    /// `x`'s index for output `i` and tap `k`, as `gather` computes it inline.
+    fn source(p: &GatherParams, i: u32, k: u32, len: u32) -> u32 {
+        (i * p.stride + p.offset + k) % len
+    }
+
+    /// `gather` with its index math in a helper: the specialization reaches into it.
+    #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)], specialize(p.stride == 1))]
+    pub fn gather_through_helper(p: &GatherParams, x: &[f32], #[len(p.n)] out: &mut [f32]) {
+        let i = global_id().x;
+        if i < p.n {
+            let mut total = 0.0;
+            for k in 0..3u32 {
+                total += x[source(p, i, k, x.len())] * (k % p.stride + 1) as f32;
+            }
+            out[i] = total;
+        }
+    }
 }
 
 fn gather_ref(n: u32, stride: u32, offset: u32, xs: &[f32]) -> Vec<f32> {
@@ -180,12 +198,54 @@ fn specialized_and_general_variants_agree_and_the_launcher_picks_the_specialized
             "stride {stride} offset {offset}"
         );
     }
-    let specialized = &strided::WGSL[strided::WGSL.find("fn gather_stride1(").unwrap()..];
-    let specialized = &specialized[..specialized.find("\n}\n").unwrap()];
-    assert!(
-        !specialized.contains("p.stride"),
-        "the stride is folded in:\n{specialized}"
-    );
+    assert_folded(strided::WGSL, "gather_stride1", "p.stride");
+}
+
+/// The WGSL function `name`, up to its closing brace.
+fn wgsl_fn<'a>(wgsl: &'a str, name: &str) -> &'a str {
+    let start = wgsl.find(&format!("fn {name}(")).unwrap();
+    let text = &wgsl[start..];
+    &text[..text.find("\n}\n").unwrap()]
+}
+
+fn assert_folded(wgsl: &str, function: &str, field: &str) {
+    let text = wgsl_fn(wgsl, function);
+    assert!(!text.contains(field), "{field} is folded in:\n{text}");
+}
+
+#[test]
+fn a_specialization_is_folded_into_the_helpers_its_kernel_calls() {
+    let rt = runtime();
+    let kernel = strided::GatherThroughHelper::new(&rt).unwrap();
+    let xs: Vec<f32> = (0..300).map(|i| (i % 13) as f32).collect();
+    let x = rt.upload(&xs).unwrap();
+    let n = 70u32;
+    for (stride, offset, expected_variant) in [(1, 0, 1), (1, 4, 1), (2, 3, 0), (3, 0, 0)] {
+        let p = strided::GatherParams { n, stride, offset };
+        let mut out = rt.zeros::<f32>(n as usize).unwrap();
+        let args = strided::GatherThroughHelperArgs {
+            p: &p,
+            x: &x,
+            out: &mut out,
+        };
+        assert_eq!(kernel.variant(&args), expected_variant);
+        kernel.launch(&rt, args).unwrap();
+        assert_eq!(
+            out.read(&rt).unwrap(),
+            gather_ref(n, stride, offset, &xs),
+            "stride {stride} offset {offset}"
+        );
+    }
+    // The specialized entry point calls its own copy of `source`, with the stride folded in;
+    // the general one keeps reading it.
+    let entry = wgsl_fn(strided::WGSL, "gather_through_helper_stride1");
+    let copy = entry
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .find(|word| word.starts_with("source"))
+        .unwrap();
+    assert_folded(strided::WGSL, copy, ".stride");
+    let general = wgsl_fn(strided::WGSL, "gather_through_helper");
+    assert!(!general.contains(&format!("{copy}(")), "{general}");
 }
 
 #[tessera::kernels]

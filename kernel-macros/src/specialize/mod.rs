@@ -1,11 +1,12 @@
 //! Specialization: for every `specialize(p.field == value)` of a kernel, a copy of each of its
-//! checked variants with those fields replaced by their values and the body folded
-//! (`x * 1`, `x / 1`, `x % 1`, always-true tests and dead branches simplified away). The user
-//! writes the general body once; the launcher picks a variant whose condition holds.
+//! checked variants with those fields replaced by their values, in the kernel's body and in
+//! every helper it lends its parameters to, and the bodies folded (`x * 1`, `x / 1`, `x % 1`,
+//! always-true tests and dead branches simplified away). The user writes the general body once;
+//! the launcher picks a variant whose condition holds.
 
 mod fold;
 
-use crate::ir::{BindingKind, Expr, ExprKind, Kernel, Module, Ty};
+use crate::ir::{BindingKind, Block, Expr, ExprKind, Kernel, LocalId, Module, ParamKind, Ty};
 
 /// Adds the specialized variants, each right after the general variant it comes from.
 pub fn specialize(module: &mut Module) {
@@ -30,43 +31,85 @@ fn variant(general: &Kernel, index: usize) -> Kernel {
     let Some(uniform) = uniform else {
         return kernel;
     };
-    let values = &general.specializations[index].conditions;
+    let specialization = &general.specializations[index];
+    let values: Vec<(String, i64)> = specialization
+        .conditions
+        .iter()
+        .map(|(field, value, _)| (field.to_string(), *value))
+        .collect();
+    // The kernel names its parameters by the binding (never a local).
+    substitute(&mut kernel.body, &values, |name, local| {
+        local.is_none() && *name == uniform
+    });
+    // A helper names them by its `&Params` parameter: the caller's, since a kernel has one.
+    for helper in &mut kernel.helpers {
+        let params: Vec<(syn::Ident, LocalId)> = helper
+            .params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Uniform(_)))
+            .map(|p| (p.name.clone(), p.local))
+            .collect();
+        if params.is_empty() {
+            continue;
+        }
+        let replaced = substitute(&mut helper.body, &values, |name, local| {
+            params
+                .iter()
+                .any(|(param, id)| param == name && local.is_none_or(|l| l == *id))
+        });
+        // A copy with values folded in is a different WGSL function from the general one.
+        if replaced {
+            helper.fingerprint = format!(
+                "{} specialized for {}",
+                helper.fingerprint,
+                specialization.describe()
+            );
+        }
+    }
+    kernel
+}
+
+/// Replaces `params.field` by the field's value wherever `is_params(name, local)` says the path
+/// names the parameters, then folds `block`. Returns whether anything was replaced.
+fn substitute(
+    block: &mut Block,
+    values: &[(String, i64)],
+    is_params: impl Fn(&syn::Ident, Option<LocalId>) -> bool,
+) -> bool {
+    let mut replaced = false;
     let mut replace = |e: &mut Expr| {
         let ExprKind::Field(base, field) = &e.kind else {
             return;
         };
-        let ExprKind::Path(name, None) = &base.kind else {
+        let ExprKind::Path(name, local) = &base.kind else {
             return;
         };
-        if *name != uniform {
+        if !is_params(name, *local) {
             return;
         }
-        if let Some((_, value, _)) = values.iter().find(|(f, _, _)| f == field) {
-            let (kind, ty) = match e.ty {
-                Ty::Scalar(s) => (ExprKind::Int(value.unsigned_abs()), Ty::Scalar(s)),
-                _ => return,
-            };
-            *e = if *value < 0 {
-                let positive = Expr {
-                    kind,
-                    span: e.span,
-                    ty: ty.clone(),
-                };
-                Expr {
-                    kind: ExprKind::Unary(crate::ir::UnOp::Neg, Box::new(positive)),
-                    span: e.span,
-                    ty,
-                }
-            } else {
-                Expr {
-                    kind,
-                    span: e.span,
-                    ty,
-                }
-            };
-        }
+        let Some((_, value)) = values.iter().find(|(f, _)| field == f) else {
+            return;
+        };
+        let Ty::Scalar(scalar) = e.ty else {
+            return;
+        };
+        let literal = Expr {
+            kind: ExprKind::Int(value.unsigned_abs()),
+            span: e.span,
+            ty: Ty::Scalar(scalar),
+        };
+        replaced = true;
+        *e = if *value < 0 {
+            Expr {
+                kind: ExprKind::Unary(crate::ir::UnOp::Neg, Box::new(literal)),
+                span: e.span,
+                ty: Ty::Scalar(scalar),
+            }
+        } else {
+            literal
+        };
     };
-    fold::rewrite_block(&mut kernel.body, &mut replace);
-    fold::fold_block(&mut kernel.body);
-    kernel
+    fold::rewrite_block(block, &mut replace);
+    fold::fold_block(block);
+    replaced
 }
