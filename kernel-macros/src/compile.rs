@@ -1,11 +1,11 @@
-//! The pipeline in one function: parse -> check -> specialize -> lower -> validate. The macro
-//! (`expand`) and the tests of every stage call [`compile`]; `expand` then turns the result
-//! into Rust tokens.
+//! The pipeline in one function: parse -> check -> specialize -> lower (entry-point names into
+//! the IR, then WGSL) -> validate. The macro (`expand`) and the tests of every stage call
+//! [`compile`]; `expand` then turns the result into Rust tokens.
 
 use proc_macro2::{Span, TokenStream};
 
 use crate::diag::Errors;
-use crate::ir::{Feature, Kernel, Module};
+use crate::ir::{Feature, Instance, Module};
 use crate::lower::Wgsl;
 use crate::{check, lower, parse, specialize, validate};
 
@@ -32,6 +32,7 @@ pub fn compile(args: TokenStream, item: syn::ItemMod, errors: &mut Errors) -> Op
         });
     }
     specialize::specialize(&mut parsed.module);
+    lower::name_entry_points(&mut parsed.module);
     let wgsl = lower::module(&parsed.module);
     validate::validate(&wgsl, &parsed.module.features(), span.into(), errors);
     let without_f16 = without_f16(&mut parsed.module, span, errors);
@@ -45,12 +46,16 @@ pub fn compile(args: TokenStream, item: syn::ItemMod, errors: &mut Errors) -> Op
 /// The WGSL of the module's kernels that need no `f16`, when others do: `enable f16;` fails
 /// on a device without the feature, and the other kernels must still run there.
 fn without_f16(module: &mut Module, span: Span, errors: &mut Errors) -> Option<Wgsl> {
-    let needs = |k: &Kernel| k.requirements.has(Feature::F16);
-    if !module.kernels.iter().any(needs) || module.kernels.iter().all(needs) {
+    let needs = |i: &Instance| i.general().requirements.has(Feature::F16);
+    let mut instances = module.kernels.iter().flat_map(|k| &k.instances);
+    if !instances.clone().any(needs) || instances.all(needs) {
         return None;
     }
-    let all = std::mem::take(&mut module.kernels);
-    module.kernels = all.iter().filter(|k| !needs(k)).cloned().collect();
+    let all = module.kernels.clone();
+    for kernel in &mut module.kernels {
+        kernel.instances.retain(|i| !needs(i));
+    }
+    module.kernels.retain(|k| !k.instances.is_empty());
     let wgsl = lower::module(module);
     validate::validate(&wgsl, &module.features(), span.into(), errors);
     module.kernels = all;

@@ -179,17 +179,29 @@ pub struct Module {
     pub params: Vec<ParamsStruct>,
     pub constant_sets: Vec<ConstantSet>,
     pub helpers: Vec<Function>,
-    /// Every variant of every kernel, the variants of one kernel next to each other (see
-    /// [`Variant`]).
     pub kernels: Vec<Kernel>,
     pub families: Vec<Family>,
 }
 
 impl Module {
+    /// Every variant of every kernel with its instance and kernel, in order.
+    pub fn entries(&self) -> impl Iterator<Item = Entry<'_>> {
+        self.kernels.iter().flat_map(|kernel| {
+            kernel.instances.iter().flat_map(move |instance| {
+                instance.variants.iter().map(move |variant| Entry {
+                    kernel,
+                    instance,
+                    variant,
+                })
+            })
+        })
+    }
+
     /// Every feature some kernel of the module declares.
     pub fn features(&self) -> Vec<Feature> {
         let mut features: Vec<Feature> = Vec::new();
-        for (feature, _) in self.kernels.iter().flat_map(|k| &k.requirements.features) {
+        let variants = self.kernels.iter().flat_map(Kernel::variants);
+        for (feature, _) in variants.flat_map(|v| &v.requirements.features) {
             if !features.contains(feature) {
                 features.push(*feature);
             }
@@ -237,20 +249,6 @@ pub struct FamilyBinding {
 pub enum Feature {
     F16,
     Subgroups,
-}
-
-/// Which variant of its kernel an IR kernel is: one instance of the kernel's constants, and
-/// either the general body or one specialization of it.
-#[derive(Clone)]
-pub struct Variant {
-    /// Index of the instance among the kernel's instances.
-    pub instance: usize,
-    /// The values of the constants that identify the instance, for names and reports.
-    pub constants: Vec<(Ident, u32)>,
-    /// Index into [`Kernel::specializations`], or `None` for the general body.
-    pub specialization: Option<usize>,
-    /// The element type of the instance, for a kernel with a type parameter.
-    pub element: Option<Scalar>,
 }
 
 /// `specialize(p.stride == 1 && p.kernel == 3)`: a body generated with those values folded in.
@@ -361,17 +359,51 @@ pub enum ParamKind {
     Uniform(usize),
 }
 
-/// A `#[kernel]` entry point.
+/// A `#[kernel]` function: what its instances share, and the instances. The IR is a tree:
+/// kernel -> instance (an element type and values of the constants) -> variant (the general
+/// body or one specialization), and each variant is one WGSL entry point.
 #[derive(Clone)]
 pub struct Kernel {
     pub name: Ident,
-    /// The set its instances come from (index into `Module::constant_sets`).
-    pub constant_set: Option<usize>,
     /// The kernel's own `///` documentation, carried to its launcher.
     pub docs: Vec<String>,
-    pub variant: Variant,
-    /// The kernel's specializations (the same list in every variant).
+    /// The set its instances come from (index into `Module::constant_sets`).
+    pub constant_set: Option<usize>,
+    /// `types(T = [f32, f16])`: the kernel's element-type parameter, if it has one.
+    pub type_param: Option<TypeParam>,
     pub specializations: Vec<Specialization>,
+    /// In launcher order: every instance of the constants for the first element type, then
+    /// for the next.
+    pub instances: Vec<Instance>,
+}
+
+/// One instance of a kernel: its element type and the values of its constants.
+#[derive(Clone)]
+pub struct Instance {
+    /// The element type, for a kernel with a type parameter.
+    pub element: Option<Scalar>,
+    /// The values of the constants that identify the instance, for names and reports.
+    pub constants: Vec<(Ident, u32)>,
+    /// The general body first, then (after `specialize`) one variant per specialization.
+    pub variants: Vec<Variant>,
+}
+
+impl Instance {
+    pub fn general(&self) -> &Variant {
+        &self.variants[0]
+    }
+}
+
+/// One entry point: an instance's general body or one specialization of it, with everything
+/// `lower` and the launcher need.
+#[derive(Clone)]
+pub struct Variant {
+    /// The kernel's name (for messages and WGSL names).
+    pub name: Ident,
+    /// Index into [`Kernel::specializations`], or `None` for the general body.
+    pub specialization: Option<usize>,
+    /// The WGSL entry point's name (filled by `lower::name_entry_points`).
+    pub entry_point: String,
     pub requirements: Requirements,
     /// Invocations per workgroup in x, y, z (missing dimensions are 1).
     pub workgroup_size: [u32; 3],
@@ -388,10 +420,18 @@ pub struct Kernel {
     pub body: Block,
     /// Every local's name, indexed by [`LocalId`] (filled by `check/`).
     pub locals: Vec<Ident>,
-    /// The helpers this instance calls, directly or not, parsed with its constants.
+    /// The helpers this variant calls, directly or not, parsed with its instance's constants
+    /// (and, after `specialize`, with its specialization folded in).
     pub helpers: Vec<Function>,
-    /// `types(T = [f32, f16])`: the kernel's element-type parameter, if it has one.
-    pub type_param: Option<TypeParam>,
+}
+
+/// A variant with the instance and kernel it belongs to: what the stages after `specialize`
+/// walk, in WGSL order.
+#[derive(Clone, Copy)]
+pub struct Entry<'a> {
+    pub kernel: &'a Kernel,
+    pub instance: &'a Instance,
+    pub variant: &'a Variant,
 }
 
 /// A kernel's element-type parameter: `T` in `types(T = [f32, f16])`. Each type makes its own
@@ -872,6 +912,26 @@ impl Kernel {
         launcher_name(&self.name)
     }
 
+    /// The launcher's argument struct's name: `GradPreArgs`.
+    pub fn args_name(&self) -> Ident {
+        Ident::new(&format!("{}Args", self.launcher_name()), self.name.span())
+    }
+
+    /// The bindings, as the first instance declares them (every instance has the same names
+    /// and kinds; only element types may differ).
+    pub fn bindings(&self) -> &[Binding] {
+        self.instances
+            .first()
+            .map_or(&[], |instance| &instance.general().bindings)
+    }
+
+    /// Every variant of every instance, in order.
+    pub fn variants(&self) -> impl Iterator<Item = &Variant> {
+        self.instances.iter().flat_map(|i| &i.variants)
+    }
+}
+
+impl Variant {
     /// The span of the first `f16` value the kernel declares or computes, if any.
     pub fn first_f16(&self) -> Option<Span> {
         let is_f16 = |ty: &Ty| match ty {
@@ -902,11 +962,6 @@ impl Kernel {
             }
         });
         uses
-    }
-
-    /// The launcher's argument struct's name: `GradPreArgs`.
-    pub fn args_name(&self) -> Ident {
-        Ident::new(&format!("{}Args", self.launcher_name()), self.name.span())
     }
 }
 

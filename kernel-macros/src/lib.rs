@@ -1,13 +1,15 @@
 //! tessera's kernel macros: a small compiler from annotated Rust to WGSL and launchers.
 //!
 //! The stages, one module each, share only the IR (`ir.rs`, with the builtins' table in
-//! `ir/builtins.rs`); `compile.rs` runs them in order, for the macro and for the tests:
+//! `ir/builtins.rs`): a tree of kernel -> instance (element type, constants) -> variant
+//! (general body or a specialization; one WGSL entry point each). `compile.rs` runs them in
+//! order, for the macro and for the tests:
 //!
 //! ```text
 //! parse/     syn -> IR (attributes, signatures, bodies); knows no WGSL
 //! check/     types, names, limits, uniform layouts, barrier uniformity; fills in every type
 //! specialize/  one more variant per `specialize(..)`, with the values folded in
-//! lower/     IR -> WGSL text + source map (WGSL byte range -> Rust span)
+//! lower/     entry-point names into the IR; IR -> WGSL text + source map (byte range -> span)
 //! validate   naga parses and validates the WGSL; errors mapped back to Rust spans
 //! expand/    Rust tokens: the module, WGSL constant, launcher types, Params impls
 //! ```

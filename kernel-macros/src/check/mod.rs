@@ -12,8 +12,8 @@ use proc_macro2::Ident;
 
 use crate::diag::Errors;
 use crate::ir::{
-    Binding, BindingKind, ExprKind, Feature, FnParam, Function, HostExpr, Kernel, Module,
-    ParamKind, ParamsStruct, SharedVar, Ty,
+    Binding, BindingKind, ExprKind, Feature, FnParam, Function, HostExpr, Instance, Kernel, Module,
+    ParamKind, ParamsStruct, SharedVar, Ty, Variant,
 };
 use types::{Checker, Env};
 
@@ -32,39 +32,50 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
     unique_functions(module, errors);
     families(module, errors);
     for kernel in &mut module.kernels {
-        limits(kernel, errors);
-        specializations(kernel, &module.params, errors);
-        host_names(kernel, module.params.as_slice(), errors);
-        let recursive = recursion(&kernel.helpers, errors);
-        functions(&mut kernel.helpers, &module.params, errors);
-        let body = std::mem::take(&mut kernel.body);
-        let env = Env {
-            params: &module.params,
-            helpers: signatures(&kernel.helpers),
-            bindings: &kernel.bindings,
-            shared: &kernel.shared,
-            in_kernel: true,
-            subgroups: kernel.requirements.has(Feature::Subgroups),
-        };
-        let mut body = body;
-        let mut checker = Checker::new(&env, errors, None);
-        for name in &kernel.rejected_params {
-            checker.declare(name, Ty::Unknown, true);
+        if let Some(instance) = kernel.instances.first() {
+            specializations(kernel, instance.general(), &module.params, errors);
         }
-        checker.block(&mut body);
-        checker.finish_block(&mut body);
-        kernel.locals = checker.locals;
-        kernel.body = body;
-        if !recursive {
-            uniformity::check(kernel, errors);
+        for instance in &mut kernel.instances {
+            let prefix = instance_prefix(instance);
+            for variant in &mut instance.variants {
+                self::variant(variant, &prefix, &module.params, errors);
+            }
         }
-        if let (false, Some(span)) = (kernel.requirements.has(Feature::F16), kernel.first_f16()) {
-            errors.at(
-                span,
-                "`f16` values need the kernel to declare `features(f16)` in `#[kernel(...)]`; its launcher \
-                 then checks that the device supports SHADER_F16",
-            );
-        }
+    }
+}
+
+/// Checks one variant (before `specialize`, the general body of one instance).
+fn variant(kernel: &mut Variant, prefix: &str, params: &[ParamsStruct], errors: &mut Errors) {
+    limits(kernel, prefix, errors);
+    host_names(kernel, params, errors);
+    let recursive = recursion(&kernel.helpers, errors);
+    functions(&mut kernel.helpers, params, errors);
+    let mut body = std::mem::take(&mut kernel.body);
+    let env = Env {
+        params,
+        helpers: signatures(&kernel.helpers),
+        bindings: &kernel.bindings,
+        shared: &kernel.shared,
+        in_kernel: true,
+        subgroups: kernel.requirements.has(Feature::Subgroups),
+    };
+    let mut checker = Checker::new(&env, errors, None);
+    for name in &kernel.rejected_params {
+        checker.declare(name, Ty::Unknown, true);
+    }
+    checker.block(&mut body);
+    checker.finish_block(&mut body);
+    kernel.locals = checker.locals;
+    kernel.body = body;
+    if !recursive {
+        uniformity::check(kernel, errors);
+    }
+    if let (false, Some(span)) = (kernel.requirements.has(Feature::F16), kernel.first_f16()) {
+        errors.at(
+            span,
+            "`f16` values need the kernel to declare `features(f16)` in `#[kernel(...)]`; its launcher \
+             then checks that the device supports SHADER_F16",
+        );
     }
 }
 
@@ -208,8 +219,7 @@ fn calls(body: &crate::ir::Block) -> Vec<(Ident, crate::ir::Span)> {
 }
 
 /// Workgroup size and workgroup memory against WebGPU's default limits.
-fn limits(kernel: &Kernel, errors: &mut Errors) {
-    let instance = instance_prefix(kernel);
+fn limits(kernel: &Variant, instance: &str, errors: &mut Errors) {
     let [x, y, z] = kernel.workgroup_size;
     let invocations = x.saturating_mul(y).saturating_mul(z);
     let (max_invocations, declared) = match kernel.requirements.invocations {
@@ -286,12 +296,11 @@ fn limits(kernel: &Kernel, errors: &mut Errors) {
 }
 
 /// "in the instance `TILE = 32`: " for kernels with constants, so an error names the instance.
-fn instance_prefix(kernel: &Kernel) -> String {
-    if kernel.variant.constants.is_empty() {
+fn instance_prefix(instance: &Instance) -> String {
+    if instance.constants.is_empty() {
         return String::new();
     }
-    let values: Vec<String> = kernel
-        .variant
+    let values: Vec<String> = instance
         .constants
         .iter()
         .map(|(name, value)| format!("{name} = {value}"))
@@ -300,8 +309,13 @@ fn instance_prefix(kernel: &Kernel) -> String {
 }
 
 /// Specializations name integer fields of the kernel's parameters.
-fn specializations(kernel: &Kernel, params: &[ParamsStruct], errors: &mut Errors) {
-    let uniform = kernel.bindings.iter().find_map(|b| match b.kind {
+fn specializations(
+    kernel: &Kernel,
+    general: &Variant,
+    params: &[ParamsStruct],
+    errors: &mut Errors,
+) {
+    let uniform = general.bindings.iter().find_map(|b| match b.kind {
         BindingKind::Uniform { params: index } => Some(&params[index]),
         _ => None,
     });
@@ -361,7 +375,7 @@ fn families(module: &Module, errors: &mut Errors) {
 }
 
 /// Fields and buffers named in the grid and in `#[len]` expressions must exist.
-fn host_names(kernel: &Kernel, params: &[crate::ir::ParamsStruct], errors: &mut Errors) {
+fn host_names(kernel: &Variant, params: &[crate::ir::ParamsStruct], errors: &mut Errors) {
     let uniform = kernel.bindings.iter().find_map(|b| match b.kind {
         BindingKind::Uniform { params: index } => Some(&params[index]),
         _ => None,
@@ -427,13 +441,11 @@ mod tests;
 /// Kernels and helpers share one namespace (one WGSL module).
 fn unique_functions(module: &Module, errors: &mut Errors) {
     let mut seen = std::collections::HashSet::new();
-    let names = module.helpers.iter().map(|h| &h.name).chain(
-        module
-            .kernels
-            .iter()
-            .filter(|k| k.variant.instance == 0 && k.variant.specialization.is_none())
-            .map(|k| &k.name),
-    );
+    let names = module
+        .helpers
+        .iter()
+        .map(|h| &h.name)
+        .chain(module.kernels.iter().map(|k| &k.name));
     for name in names {
         if !seen.insert(name.to_string()) {
             errors.at(

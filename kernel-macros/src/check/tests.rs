@@ -28,7 +28,8 @@ fn literals_take_the_type_their_uses_need() {
         }
     })
     .unwrap();
-    let types: Vec<Ty> = module.kernels[0]
+    let types: Vec<Ty> = module.kernels[0].instances[0]
+        .general()
         .body
         .iter()
         .filter_map(|s| match &s.kind {

@@ -11,7 +11,7 @@ use crate::ir::builtins::{Builtin, Uniformity};
 use crate::ir::*;
 
 /// Checks every barrier of `kernel`, including barriers inside helpers it calls.
-pub fn check(kernel: &Kernel, errors: &mut Errors) {
+pub fn check(kernel: &Variant, errors: &mut Errors) {
     let memory = kernel
         .bindings
         .iter()

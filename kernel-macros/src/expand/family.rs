@@ -123,7 +123,7 @@ fn for_member(family: &Family, member: &Kernel, call: TokenStream) -> TokenStrea
     let args_ty = member.args_name();
     let mut optional_names = Vec::new();
     let mut optional_values = Vec::new();
-    let values = member.bindings.iter().filter_map(|binding| {
+    let values = member.bindings().iter().filter_map(|binding| {
         let declared = family.binding(&binding.name)?;
         let field = &binding.name;
         let value = reborrow(binding, declared, quote!(args.#field), declared.optional);
@@ -136,7 +136,7 @@ fn for_member(family: &Family, member: &Kernel, call: TokenStream) -> TokenStrea
         }
     });
     let mut values: Vec<TokenStream> = values.collect();
-    if member.bindings.is_empty() {
+    if member.bindings().is_empty() {
         values.push(quote!(_lifetime: ::core::marker::PhantomData));
     }
     let body = quote! {
@@ -179,7 +179,7 @@ fn use_doc(declared: &FamilyBinding, members: &[&Kernel]) -> String {
         members
             .iter()
             .filter(|k| {
-                k.bindings.iter().any(|b| {
+                k.bindings().iter().any(|b| {
                     b.name == *name
                         && matches!(b.kind, BindingKind::Storage { writable: true, .. }) == writes
                 })

@@ -6,7 +6,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, quote_spanned};
 
 use crate::expand::host;
-use crate::ir::{Binding, BindingKind, Feature, Kernel, Module, Scalar, Ty};
+use crate::ir::{Binding, BindingKind, Feature, Instance, Kernel, Module, Scalar, Ty, Variant};
 
 /// The host type of a buffer element: `f32`, `half::f16`, `u32`, `i32`.
 fn scalar_tokens(scalar: Option<Scalar>) -> TokenStream {
@@ -106,29 +106,23 @@ fn rt() -> TokenStream {
     quote!(::tessera::__private::kernel_runtime)
 }
 
-/// The launcher and argument types of one kernel, from all of its variants (in the order
-/// `specialize` left them: per instance, the general body then each specialization) and
-/// their WGSL entry points.
-pub fn launcher(
-    module: &Module,
-    variants: &[(&Kernel, String)],
-    split_f16: bool,
-    valid: bool,
-) -> TokenStream {
-    let Some((kernel, _)) = variants.first() else {
+/// The launcher and argument types of one kernel, from its instances and their variants (per
+/// instance, the general body then each specialization) and their WGSL entry points.
+pub fn launcher(module: &Module, kernel: &Kernel, split_f16: bool, valid: bool) -> TokenStream {
+    let Some(first) = kernel.instances.first() else {
         return TokenStream::new();
     };
-    let kernel: &Kernel = kernel;
+    let general = first.general();
+    let instances = &kernel.instances;
     let rt = rt();
     let launcher = kernel.launcher_name();
     let args_ty = kernel.args_name();
     let rust_name = kernel.name.to_string();
-    let uniform = kernel.bindings.iter().find_map(|b| match b.kind {
+    let uniform = general.bindings.iter().find_map(|b| match b.kind {
         BindingKind::Uniform { params } => Some((&b.name, &module.params[params])),
         _ => None,
     });
-    let instances = instances(variants);
-    let folds = variants.iter().any(|(k, _)| k.uses_invocation_ids());
+    let folds = kernel.variants().any(Variant::uses_invocation_ids);
     let generics = Generics::of(kernel);
     let Generics {
         param,
@@ -141,20 +135,20 @@ pub fn launcher(
         items: element_items,
     } = &generics;
 
-    let names: Vec<&Ident> = kernel.bindings.iter().map(|b| &b.name).collect();
-    let field_tys: Vec<TokenStream> = kernel
+    let names: Vec<&Ident> = general.bindings.iter().map(|b| &b.name).collect();
+    let field_tys: Vec<TokenStream> = general
         .bindings
         .iter()
         .map(|b| field_ty(module, b, param.as_ref()))
         .collect();
-    let field_docs: Vec<String> = kernel
+    let field_docs: Vec<String> = general
         .bindings
         .iter()
         .enumerate()
         .map(|(i, b)| binding_doc(module, i, b))
         .collect();
-    let mut kinds: Vec<TokenStream> = kernel.bindings.iter().map(binding_kind_tokens).collect();
-    let mut dispatch_args: Vec<TokenStream> = kernel.bindings.iter().map(arg_tokens).collect();
+    let mut kinds: Vec<TokenStream> = general.bindings.iter().map(binding_kind_tokens).collect();
+    let mut dispatch_args: Vec<TokenStream> = general.bindings.iter().map(arg_tokens).collect();
     if folds {
         kinds.push(quote!(Uniform));
         dispatch_args.push(quote!(#rt::Arg::uniform(&folded.logical)));
@@ -167,40 +161,44 @@ pub fn launcher(
     });
     let rest = names.is_empty().then(|| quote!(..));
 
-    let entry_points = instances.iter().map(|variants| {
-        let entries = variants.iter().map(|(_, entry)| entry);
+    let entry_points = instances.iter().map(|instance| {
+        let entries = instance.variants.iter().map(|v| &v.entry_point);
         quote!(&[#(#entries),*])
     });
-    let sizes = instances.iter().map(|v| {
-        let [x, y, z] = v[0].0.workgroup_size;
+    let sizes = instances.iter().map(|instance| {
+        let [x, y, z] = instance.general().workgroup_size;
         quote!([#x, #y, #z])
     });
-    let memories = instances.iter().map(|v| shared_bytes(v[0].0));
+    let memories = instances.iter().map(|i| shared_bytes(i.general()));
     // With `split_f16`, the instances that need no `f16` build from the WGSL without it.
-    let sources = instances.iter().map(|v| {
-        if split_f16 && !v[0].0.requirements.has(Feature::F16) {
+    let sources = instances.iter().map(|instance| {
+        if split_f16 && !instance.general().requirements.has(Feature::F16) {
             quote!(WGSL_WITHOUT_F16)
         } else {
             quote!(WGSL)
         }
     });
-    let grid_arms = instances.iter().enumerate().map(|(i, v)| {
-        let axes = (0..3).map(|axis| match v[0].0.grid.get(axis).filter(|_| valid) {
+    let grid_arms = instances.iter().enumerate().map(|(i, instance)| {
+        let grid = &instance.general().grid;
+        let axes = (0..3).map(|axis| match grid.get(axis).filter(|_| valid) {
             Some(expr) => host::tokens(expr, uniform),
             None => quote!(1u64),
         });
         quote!(#i => [#(#axes),*],)
     });
-    let length_arms = instances.iter().enumerate().map(|(i, v)| {
-        let checks = length_checks(v[0].0, uniform, &rust_name, valid);
+    let length_arms = instances.iter().enumerate().map(|(i, instance)| {
+        let checks = length_checks(instance.general(), uniform, &rust_name, valid);
         quote!(#i => { #(#checks)* })
     });
     let variant_choice = variant_choice(kernel, uniform.map(|u| u.0).filter(|_| valid));
-    let device_checks = device_checks(&instances, &rust_name);
-    let constants = constants_items(module, kernel, &instances, &launcher, &rust_name, &generics);
-    let variant_infos = variants
-        .iter()
-        .map(|(k, entry)| variant_info(module, k, entry));
+    let device_checks = device_checks(instances, &rust_name);
+    let constants = constants_items(module, kernel, &launcher, &rust_name, &generics);
+    let variant_infos = instances.iter().flat_map(|instance| {
+        instance
+            .variants
+            .iter()
+            .map(move |variant| variant_info(module, kernel, instance, variant))
+    });
     let dispatch = if folds {
         quote! {
             let limit = batch.runtime().info().limits.max_compute_workgroups_per_dimension;
@@ -216,7 +214,7 @@ pub fn launcher(
         }
     };
 
-    let doc = launcher_doc(module, kernel, variants, &field_docs);
+    let doc = launcher_doc(module, kernel, &field_docs);
     let args_doc = format!("The arguments of [`{launcher}`], one per parameter of `{rust_name}`.");
     let phantom_value = param
         .as_ref()
@@ -337,26 +335,12 @@ pub fn launcher(
     }
 }
 
-/// The variants of each instance, in instance order.
-fn instances<'a, 'k>(variants: &'a [(&'k Kernel, String)]) -> Vec<Vec<&'a (&'k Kernel, String)>> {
-    let mut out: Vec<Vec<&(&Kernel, String)>> = Vec::new();
-    for variant in variants {
-        let index = variant.0.variant.instance;
-        if out.len() <= index {
-            out.resize_with(index + 1, Vec::new);
-        }
-        out[index].push(variant);
-    }
-    out.retain(|v| !v.is_empty());
-    out
-}
-
-fn shared_bytes(kernel: &Kernel) -> u32 {
+fn shared_bytes(kernel: &Variant) -> u32 {
     kernel.shared.iter().map(|s| s.ty.size_align().0).sum()
 }
 
 fn length_checks<'a>(
-    kernel: &'a Kernel,
+    kernel: &'a Variant,
     uniform: Option<(&'a Ident, &'a crate::ir::ParamsStruct)>,
     rust_name: &'a str,
     valid: bool,
@@ -393,7 +377,7 @@ fn variant_choice(kernel: &Kernel, uniform: Option<&Ident>) -> TokenStream {
 }
 
 /// Device limits and features this kernel's instance needs, checked when it is built.
-fn device_checks(instances: &[Vec<&(&Kernel, String)>], rust_name: &str) -> TokenStream {
+fn device_checks(instances: &[Instance], rust_name: &str) -> TokenStream {
     let rt = rt();
     let limit = |name: &str, needed: TokenStream, available: TokenStream| {
         quote! {
@@ -430,8 +414,9 @@ fn device_checks(instances: &[Vec<&(&Kernel, String)>], rust_name: &str) -> Toke
         ),
     ];
     // Features are per instance: an `f16` instance of an element-type parameter needs one.
-    let features = instances.iter().enumerate().map(|(index, variants)| {
-        let checks = variants[0].0.requirements.features.iter().map(|(feature, _)| {
+    let features = instances.iter().enumerate().map(|(index, instance)| {
+        let features = &instance.general().requirements.features;
+        let checks = features.iter().map(|(feature, _)| {
             let (flag, name) = match feature {
                 Feature::F16 => (quote!(SHADER_F16), "SHADER_F16"),
                 Feature::Subgroups => (quote!(SUBGROUP), "SUBGROUP"),
@@ -459,7 +444,6 @@ fn device_checks(instances: &[Vec<&(&Kernel, String)>], rust_name: &str) -> Toke
 fn constants_items(
     module: &Module,
     kernel: &Kernel,
-    instances: &[Vec<&(&Kernel, String)>],
     launcher: &Ident,
     rust_name: &str,
     generics: &Generics,
@@ -469,7 +453,7 @@ fn constants_items(
         implement, apply, ..
     } = generics;
     // Instances are numbered element type first: `T::INDEX * per_type + constants`.
-    let per_type = instances.len()
+    let per_type = kernel.instances.len()
         / kernel
             .type_param
             .as_ref()
@@ -500,13 +484,8 @@ fn constants_items(
     };
     let constants_ty = &set.name;
     let fields: Vec<Ident> = set.identity.iter().map(super::constants::member).collect();
-    let values = instances.iter().take(per_type).map(|v| {
-        let values = v[0]
-            .0
-            .variant
-            .constants
-            .iter()
-            .map(|(_, value)| quote!(#value));
+    let values = kernel.instances.iter().take(per_type).map(|instance| {
+        let values = instance.constants.iter().map(|(_, value)| quote!(#value));
         quote!(#constants_ty { #(#fields: #values),* })
     });
     quote! {
@@ -628,23 +607,22 @@ impl Generics {
     }
 }
 
-fn variant_info(module: &Module, kernel: &Kernel, entry: &str) -> TokenStream {
+fn variant_info(
+    module: &Module,
+    kernel: &Kernel,
+    instance: &Instance,
+    variant: &Variant,
+) -> TokenStream {
     let rt = rt();
-    let constants = kernel
-        .variant
-        .constants
-        .iter()
-        .map(|(n, v)| format!("{n} = {v}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let specialization = kernel
-        .variant
+    let entry = &variant.entry_point;
+    let constants = constants_text(instance);
+    let specialization = variant
         .specialization
         .map(|i| kernel.specializations[i].describe())
         .unwrap_or_default();
-    let [x, y, z] = kernel.workgroup_size;
-    let memory = shared_bytes(kernel);
-    let bindings = bindings_summary(module, kernel);
+    let [x, y, z] = variant.workgroup_size;
+    let memory = shared_bytes(variant);
+    let bindings = bindings_summary(module, variant);
     quote! {
         #rt::VariantInfo {
             entry_point: #entry,
@@ -657,7 +635,17 @@ fn variant_info(module: &Module, kernel: &Kernel, entry: &str) -> TokenStream {
     }
 }
 
-fn bindings_summary(module: &Module, kernel: &Kernel) -> String {
+/// `REG = 8, BLOCK = 128`: the instance's constants as the user writes them.
+fn constants_text(instance: &Instance) -> String {
+    instance
+        .constants
+        .iter()
+        .map(|(n, v)| format!("{n} = {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn bindings_summary(module: &Module, kernel: &Variant) -> String {
     kernel
         .bindings
         .iter()
@@ -678,37 +666,28 @@ fn bindings_summary(module: &Module, kernel: &Kernel) -> String {
         .join(", ")
 }
 
-fn launcher_doc(
-    module: &Module,
-    kernel: &Kernel,
-    variants: &[(&Kernel, String)],
-    field_docs: &[String],
-) -> String {
+fn launcher_doc(module: &Module, kernel: &Kernel, field_docs: &[String]) -> String {
     let own = kernel
         .docs
         .iter()
         .map(|line| line.strip_prefix(' ').unwrap_or(line))
         .collect::<Vec<_>>()
         .join("\n");
-    let rows: Vec<String> = variants
+    let rows: Vec<String> = kernel
+        .instances
         .iter()
-        .map(|(k, entry)| {
-            let constants = k
-                .variant
-                .constants
-                .iter()
-                .map(|(n, v)| format!("{n} = {v}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let spec = k
-                .variant
+        .flat_map(|instance| instance.variants.iter().map(move |v| (instance, v)))
+        .map(|(instance, variant)| {
+            let spec = variant
                 .specialization
-                .map(|i| format!("`{}`", k.specializations[i].describe()))
+                .map(|i| format!("`{}`", kernel.specializations[i].describe()))
                 .unwrap_or_else(|| "general".into());
-            let [x, y, z] = k.workgroup_size;
+            let [x, y, z] = variant.workgroup_size;
             format!(
-                "| `{entry}` | {constants} | {spec} | {x} x {y} x {z} | {} B |",
-                shared_bytes(k)
+                "| `{}` | {} | {spec} | {x} x {y} x {z} | {} B |",
+                variant.entry_point,
+                constants_text(instance),
+                shared_bytes(variant)
             )
         })
         .collect();

@@ -64,27 +64,11 @@ fn module_tokens(parsed: &parse::Parsed, sources: Sources<'_>, valid: bool) -> T
             .iter()
             .any(|p| p.name == kernel.launcher_name() || p.name == kernel.args_name())
     };
-    // Without WGSL (after errors) the entry point names do not matter.
-    let entries: Vec<String> = module
+    let launchers = module
         .kernels
         .iter()
-        .enumerate()
-        .map(|(i, k)| {
-            wgsl.and_then(|w| w.entry_points.get(i).cloned())
-                .unwrap_or_else(|| k.name.to_string())
-        })
-        .collect();
-    let mut groups: Vec<Vec<(&crate::ir::Kernel, String)>> = Vec::new();
-    for (kernel, entry) in module.kernels.iter().zip(entries) {
-        match groups.last_mut() {
-            Some(group) if group[0].0.name == kernel.name => group.push((kernel, entry)),
-            _ => groups.push(vec![(kernel, entry)]),
-        }
-    }
-    let launchers = groups
-        .iter()
-        .filter(|group| !clashes(group[0].0))
-        .map(|group| launcher::launcher(module, group, sources.without_f16.is_some(), valid));
+        .filter(|kernel| !clashes(kernel))
+        .map(|kernel| launcher::launcher(module, kernel, sources.without_f16.is_some(), valid));
     let families = module
         .families
         .iter()

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::ir::{Expr, ExprKind, Function, Kernel, Module};
+use crate::ir::{Entry, Expr, ExprKind, Function, Variant};
 use crate::lower::names::Names;
 
 /// Where a reference parameter of a helper copy points.
@@ -37,7 +37,8 @@ pub fn lent(arg: &Expr, context: &HashMap<String, Lent>) -> Lent {
 
 /// One WGSL function made from a helper.
 pub struct Copy {
-    /// The kernel whose helper list holds it, and its index there.
+    /// The entry (in [`crate::ir::Module::entries`] order) whose helper list holds it, and its
+    /// index there.
     pub kernel: usize,
     pub helper: usize,
     /// Its reference parameters' places, by name.
@@ -58,12 +59,13 @@ pub struct Copies {
 impl Copies {
     /// Plans the copies every kernel needs; their names are claimed in `names`.
     pub fn plan(
-        module: &Module,
+        entries: &[Entry<'_>],
         kernel_vars: &[HashMap<String, String>],
         names: &mut Names,
     ) -> Self {
         let mut copies = Copies::default();
-        for (index, kernel) in module.kernels.iter().enumerate() {
+        for (index, entry) in entries.iter().enumerate() {
+            let kernel = entry.variant;
             let context = kernel_vars[index]
                 .iter()
                 .map(|(name, wgsl)| (name.clone(), Lent::Global(wgsl.clone())))
@@ -84,7 +86,7 @@ impl Copies {
     fn calls_in(
         &mut self,
         index: usize,
-        kernel: &Kernel,
+        kernel: &Variant,
         body: &crate::ir::Block,
         context: &HashMap<String, Lent>,
         names: &mut Names,
@@ -110,7 +112,7 @@ impl Copies {
     fn copy(
         &mut self,
         index: usize,
-        kernel: &Kernel,
+        kernel: &Variant,
         position: usize,
         places: Vec<Lent>,
         names: &mut Names,

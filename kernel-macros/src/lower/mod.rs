@@ -9,7 +9,7 @@ mod writer;
 
 use std::collections::{HashMap, HashSet};
 
-use crate::ir::{self, BindingKind, Feature, Kernel, Module, Scalar, Span, Ty};
+use crate::ir::{self, BindingKind, Entry, Feature, Module, Scalar, Span, Ty, Variant};
 use body::FnLowerer;
 use helpers::{Copies, Lent};
 pub use names::Names;
@@ -47,33 +47,29 @@ pub struct Globals {
     pub kernel_vars: Vec<HashMap<String, String>>,
     /// Per kernel: the module-scope declarations it adds (shared ones come with the first user).
     kernel_decls: Vec<Vec<(String, Span)>>,
-    pub kernels: Vec<String>,
     /// Names of structs and functions: no local may take one, since WGSL would let it shadow
     /// them. (Locals may shadow other kernels' bindings, which their function never uses.)
     functions: Names,
 }
 
 impl Globals {
-    fn new(module: &Module) -> Self {
+    fn new(module: &Module, entries: &[Entry<'_>]) -> Self {
         let mut names = Names::default();
         let structs: Vec<String> = module
             .params
             .iter()
             .map(|p| names.claim(&p.name.to_string()))
             .collect();
-        let kernels = module
-            .kernels
-            .iter()
-            .map(|k| names.claim(&entry_point_name(k)))
-            .collect();
+        for entry in entries {
+            names.reserve(&entry.variant.entry_point);
+        }
         let mut functions = names.clone();
         // A binding or workgroup array keeps its own name, and is declared once for all kernels
         // that declare it identically (same binding number and type); otherwise each kernel's
         // gets the kernel's name as a prefix.
-        let decls: Vec<Vec<(String, String, Span)>> = module
-            .kernels
+        let decls: Vec<Vec<(String, String, Span)>> = entries
             .iter()
-            .map(|k| var_templates(k, &structs))
+            .map(|e| var_templates(e.variant, &structs))
             .collect();
         let mut templates: HashMap<&str, HashSet<&str>> = HashMap::new();
         for (name, template, _) in decls.iter().flatten() {
@@ -82,7 +78,7 @@ impl Globals {
         let mut shared_names: HashMap<String, String> = HashMap::new();
         let mut kernel_vars = Vec::new();
         let mut kernel_decls = Vec::new();
-        for (kernel, kernel_templates) in module.kernels.iter().zip(&decls) {
+        for (entry, kernel_templates) in entries.iter().zip(&decls) {
             let mut vars = HashMap::new();
             let mut lines = Vec::new();
             for (name, template, span) in kernel_templates {
@@ -101,7 +97,7 @@ impl Globals {
                 } else if name == GRID_VAR {
                     names.generated("grid")
                 } else {
-                    names.claim(&format!("{}_{name}", kernel.name))
+                    names.claim(&format!("{}_{name}", entry.kernel.name))
                 };
                 lines.push((template.replace(NAME, &wgsl_name), *span));
                 vars.insert(name.clone(), wgsl_name);
@@ -109,7 +105,7 @@ impl Globals {
             kernel_vars.push(vars);
             kernel_decls.push(lines);
         }
-        let helpers = Copies::plan(module, &kernel_vars, &mut names);
+        let helpers = Copies::plan(entries, &kernel_vars, &mut names);
         for copy in &helpers.copies {
             functions.reserve(&copy.name);
         }
@@ -118,7 +114,6 @@ impl Globals {
             helpers,
             kernel_vars,
             kernel_decls,
-            kernels,
             functions,
         }
     }
@@ -128,7 +123,7 @@ impl Globals {
 const NAME: &str = "{name}";
 
 /// The declaration of each binding and workgroup array of `kernel`, with `NAME` for its name.
-fn var_templates(kernel: &Kernel, structs: &[String]) -> Vec<(String, String, Span)> {
+fn var_templates(kernel: &Variant, structs: &[String]) -> Vec<(String, String, Span)> {
     let bindings = kernel.bindings.iter().enumerate().map(|(index, binding)| {
         let ty = match &binding.kind {
             BindingKind::Storage { element, writable } => {
@@ -169,32 +164,44 @@ fn var_templates(kernel: &Kernel, structs: &[String]) -> Vec<(String, String, Sp
 /// The hidden uniform through which a launcher passes the logical grid `[x, y, z, x * y * z]`.
 const GRID_VAR: &str = "tsr_grid";
 
-/// The entry point of a variant: the kernel's name, then its element type, its constants and
-/// its specialization, e.g. `conv_f16_tile16_stride1`.
-fn entry_point_name(kernel: &Kernel) -> String {
-    let mut name = kernel.name.to_string();
-    if let Some(element) = kernel.variant.element {
-        name.push_str(&format!("_{}", element.rust_name()));
+/// Names every variant's entry point in the IR: the kernel's name, then its element type, its
+/// constants and its specialization (e.g. `conv_f16_tile16_stride1`), made unique among the
+/// module's WGSL names (the `Params` structs come first, as [`module`] declares them).
+pub fn name_entry_points(module: &mut Module) {
+    let mut names = Names::default();
+    for params in &module.params {
+        names.claim(&params.name.to_string());
     }
-    for (constant, value) in &kernel.variant.constants {
-        name.push_str(&format!("_{}{value}", constant.to_string().to_lowercase()));
-    }
-    if let Some(index) = kernel.variant.specialization {
-        for (field, value, _) in &kernel.specializations[index].conditions {
-            let value = if *value < 0 {
-                format!("m{}", value.unsigned_abs())
-            } else {
-                value.to_string()
-            };
-            name.push_str(&format!("_{field}{value}"));
+    for kernel in &mut module.kernels {
+        for instance in &mut kernel.instances {
+            for variant in &mut instance.variants {
+                let mut name = kernel.name.to_string();
+                if let Some(element) = instance.element {
+                    name.push_str(&format!("_{}", element.rust_name()));
+                }
+                for (constant, value) in &instance.constants {
+                    name.push_str(&format!("_{}{value}", constant.to_string().to_lowercase()));
+                }
+                if let Some(index) = variant.specialization {
+                    for (field, value, _) in &kernel.specializations[index].conditions {
+                        let value = if *value < 0 {
+                            format!("m{}", value.unsigned_abs())
+                        } else {
+                            value.to_string()
+                        };
+                        name.push_str(&format!("_{field}{value}"));
+                    }
+                }
+                variant.entry_point = names.claim(&name);
+            }
         }
     }
-    name
 }
 
-/// Lowers the whole module.
+/// Lowers the whole module, after [`name_entry_points`].
 pub fn module(module: &Module) -> Wgsl {
-    let globals = Globals::new(module);
+    let entries: Vec<Entry<'_>> = module.entries().collect();
+    let globals = Globals::new(module, &entries);
     let mut w = Writer::default();
     w.line(format!(
         "// Generated by tessera from the kernels module `{}`. Do not edit: edit the Rust.",
@@ -216,18 +223,16 @@ pub fn module(module: &Module) -> Wgsl {
     }
     for copy in &globals.helpers.copies {
         w.blank();
-        helper_fn(&mut w, &module.kernels[copy.kernel], copy, &globals);
+        helper_fn(&mut w, entries[copy.kernel].variant, copy, &globals);
     }
-    for (index, kernel) in module.kernels.iter().enumerate() {
+    for (index, entry) in entries.iter().enumerate() {
         w.blank();
-        kernel_fn(&mut w, index, kernel, &globals);
+        kernel_fn(&mut w, index, *entry, &globals);
     }
-    let mut wgsl = w.finish();
-    wgsl.entry_points = globals.kernels;
-    wgsl
+    w.finish()
 }
 
-fn helper_fn(w: &mut Writer, kernel: &Kernel, copy: &helpers::Copy, globals: &Globals) {
+fn helper_fn(w: &mut Writer, kernel: &Variant, copy: &helpers::Copy, globals: &Globals) {
     let helper = &kernel.helpers[copy.helper];
     let mut lowerer = FnLowerer::new(
         globals,
@@ -262,11 +267,12 @@ fn helper_fn(w: &mut Writer, kernel: &Kernel, copy: &helpers::Copy, globals: &Gl
     w.map_since(start, helper.name.span().into());
 }
 
-fn kernel_fn(w: &mut Writer, index: usize, kernel: &Kernel, globals: &Globals) {
+fn kernel_fn(w: &mut Writer, index: usize, entry: Entry<'_>, globals: &Globals) {
+    let kernel = entry.variant;
     w.line(format!(
         "// kernel `{}`{}",
         kernel.name,
-        variant_note(kernel)
+        variant_note(entry)
     ));
     for (line, span) in &globals.kernel_decls[index] {
         w.mapped_line(line, *span);
@@ -297,7 +303,7 @@ fn kernel_fn(w: &mut Writer, index: usize, kernel: &Kernel, globals: &Globals) {
     );
     let start = w.position();
     w.open(
-        format!("fn {}({})", globals.kernels[index], params.join(", ")),
+        format!("fn {}({})", kernel.entry_point, params.join(", ")),
         kernel.name.span().into(),
     );
     if let Some(grid) = grid {
@@ -317,21 +323,25 @@ fn kernel_fn(w: &mut Writer, index: usize, kernel: &Kernel, globals: &Globals) {
 mod tests;
 
 /// `, instance TILE = 16, specialized for stride == 1` for the kernel's comment line.
-fn variant_note(kernel: &Kernel) -> String {
+fn variant_note(entry: Entry<'_>) -> String {
+    let Entry {
+        kernel,
+        instance,
+        variant,
+    } = entry;
     let mut note = String::new();
-    if let (Some(param), Some(element)) = (&kernel.type_param, kernel.variant.element) {
+    if let (Some(param), Some(element)) = (&kernel.type_param, instance.element) {
         note.push_str(&format!(", {} = {}", param.name, element.rust_name()));
     }
-    if !kernel.variant.constants.is_empty() {
-        let values: Vec<String> = kernel
-            .variant
+    if !instance.constants.is_empty() {
+        let values: Vec<String> = instance
             .constants
             .iter()
             .map(|(n, v)| format!("{n} = {v}"))
             .collect();
         note.push_str(&format!(", instance {}", values.join(", ")));
     }
-    if let Some(index) = kernel.variant.specialization {
+    if let Some(index) = variant.specialization {
         note.push_str(&format!(
             ", specialized for {}",
             kernel.specializations[index].describe()

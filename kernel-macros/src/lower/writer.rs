@@ -12,8 +12,6 @@ pub struct Wgsl {
     /// Byte ranges of statements and declarations with the Rust span that produced them,
     /// outer ranges before the ranges nested in them.
     pub map: Vec<(Range<usize>, Span)>,
-    /// The WGSL name of each kernel's entry point, in kernel order.
-    pub entry_points: Vec<String>,
 }
 
 impl Wgsl {
@@ -100,7 +98,6 @@ impl Writer {
         Wgsl {
             text: self.text,
             map: self.map,
-            entry_points: Vec::new(),
         }
     }
 }

@@ -45,23 +45,22 @@ pub struct Scope<'a> {
     pub helpers: &'a [syn::ItemFn],
 }
 
-/// A `#[kernel]` function: one IR kernel per instance of its constants (one when it has none).
+/// A `#[kernel]` function, with one instance per element type and instance of its constants
+/// (one when it has neither). `None` when its attribute or its signature cannot be read.
 pub fn kernel(
     function: &syn::ItemFn,
     attr: &syn::Attribute,
     scope: &Scope<'_>,
     sets: &mut Sets,
     errors: &mut Errors,
-) -> Vec<ir::Kernel> {
+) -> Option<ir::Kernel> {
     let Scope {
         params,
         families,
         consts,
         helpers,
     } = *scope;
-    let Some(args) = attr::kernel_attr(attr, errors) else {
-        return Vec::new();
-    };
+    let args = attr::kernel_attr(attr, errors)?;
     let requirements = requirements(&args, consts, errors);
     let family = families
         .iter()
@@ -89,7 +88,7 @@ pub fn kernel(
                         }
                     ),
                 );
-                return Vec::new();
+                return None;
             }
             found
         }
@@ -132,11 +131,12 @@ pub fn kernel(
                 family.name
             ),
         );
-        return Vec::new();
+        return None;
     }
-    let mut kernels = Vec::new();
-    for (element_index, element) in elements.iter().enumerate() {
-        for (index, (env, constants)) in instances.iter().enumerate() {
+    let mut kernel_instances = Vec::new();
+    let mut specializations = Vec::new();
+    for element in &elements {
+        for (env, constants) in &instances {
             let mut env = env.clone();
             let mut requirements = requirements.clone();
             if let (Some(param), Some(scalar)) = (&type_param, element) {
@@ -145,32 +145,27 @@ pub fn kernel(
                     requirements.features.push((ir::Feature::F16, param.span));
                 }
             }
-            let variant = ir::Variant {
-                instance: element_index * instances.len() + index,
-                constants: constants.clone(),
-                specialization: None,
-                element: *element,
-            };
-            let Some(mut kernel) = instance(function, &args, &env, variant, params, family, errors)
+            let Some((mut variant, specs)) =
+                instance(function, &args, &env, params, family, errors)
             else {
                 continue;
             };
-            for binding in &mut kernel.bindings {
+            for binding in &mut variant.bindings {
                 binding.generic = generic.contains(&binding.name);
             }
-            let roots = called_names(&kernel.body);
-            let helpers = instance_helpers(roots, helpers, &env, params, errors);
-            kernels.push(ir::Kernel {
-                requirements,
-                helpers,
-                constant_set,
-                type_param: type_param.clone(),
-                ..kernel
+            let roots = called_names(&variant.body);
+            variant.helpers = instance_helpers(roots, helpers, &env, params, errors);
+            variant.requirements = requirements;
+            specializations = specs;
+            kernel_instances.push(ir::Instance {
+                element: *element,
+                constants: constants.clone(),
+                variants: vec![variant],
             });
         }
     }
-    if let (Some(param), Some(first)) = (&type_param, kernels.first()) {
-        if !first.bindings.iter().any(|b| b.generic) {
+    if let (Some(param), Some(first)) = (&type_param, kernel_instances.first()) {
+        if !first.general().bindings.iter().any(|b| b.generic) {
             errors.at(
                 param.span,
                 format!(
@@ -179,10 +174,20 @@ pub fn kernel(
                     param.name
                 ),
             );
-            return Vec::new();
+            return None;
         }
     }
-    kernels
+    if kernel_instances.is_empty() {
+        return None;
+    }
+    Some(ir::Kernel {
+        name: function.sig.ident.clone(),
+        docs: doc_lines(&function.attrs),
+        constant_set,
+        type_param,
+        specializations,
+        instances: kernel_instances,
+    })
 }
 
 /// The scalar types a type parameter may stand for.
@@ -289,16 +294,16 @@ fn requirements(args: &KernelAttr, consts: &Consts, errors: &mut Errors) -> ir::
     requirements
 }
 
-/// One instance: the kernel's tokens with the instance's constants substituted, parsed.
+/// One instance's general variant (and the kernel's specializations): the kernel's tokens
+/// with the instance's constants substituted, parsed.
 fn instance(
     function: &syn::ItemFn,
     args: &KernelAttr,
     env: &Consts,
-    variant: ir::Variant,
     params: &[ir::ParamsStruct],
     family: Option<&ir::Family>,
     errors: &mut Errors,
-) -> Option<ir::Kernel> {
+) -> Option<(ir::Variant, Vec<ir::Specialization>)> {
     let substituted =
         |expr: &syn::Expr, errors: &mut Errors| env.apply(expr).map_err(|e| errors.push(e)).ok();
     let mut function: syn::ItemFn = env.apply(function).map_err(|e| errors.push(e)).ok()?;
@@ -387,12 +392,10 @@ fn instance(
         .iter()
         .filter_map(|condition| specialization(condition, uniform.as_ref(), errors))
         .collect();
-    Some(ir::Kernel {
+    let variant = ir::Variant {
         name: function.sig.ident.clone(),
-        constant_set: None,
-        docs: doc_lines(&function.attrs),
-        variant,
-        specializations,
+        specialization: None,
+        entry_point: String::new(),
         requirements: ir::Requirements::default(),
         workgroup_size,
         workgroup_span: *workgroup_span,
@@ -403,8 +406,8 @@ fn instance(
         body: body::block(&function.block, errors),
         locals: Vec::new(),
         helpers: Vec::new(),
-        type_param: None,
-    })
+    };
+    Some((variant, specializations))
 }
 
 /// A family member's bindings: each one the family declares, with the family's length; the

@@ -102,15 +102,17 @@ pub fn module(
     };
     for function in &kernels {
         if let Some(attr) = kernel::kernel_attr(function) {
-            let instances = kernel::kernel(function, attr, &scope, &mut sets, errors);
-            module.kernels.extend(instances);
+            module
+                .kernels
+                .extend(kernel::kernel(function, attr, &scope, &mut sets, errors));
         }
     }
     // A helper no kernel calls is still checked, with the module's constants.
     let called: std::collections::HashSet<String> = module
         .kernels
         .iter()
-        .flat_map(|k| k.helpers.iter().map(|h| h.name.to_string()))
+        .flat_map(ir::Kernel::variants)
+        .flat_map(|v| v.helpers.iter().map(|h| h.name.to_string()))
         .collect();
     let unused = helpers
         .iter()

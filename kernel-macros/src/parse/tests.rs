@@ -17,7 +17,7 @@ fn signature_becomes_bindings_in_order() {
         }
     })
     .unwrap();
-    let kernel = &module.kernels[0];
+    let kernel = module.kernels[0].instances[0].general();
     assert_eq!(kernel.workgroup_size, [8, 8, 1]);
     assert_eq!(kernel.grid.len(), 2);
     let kinds: Vec<String> = kernel
@@ -54,7 +54,7 @@ fn for_loops_keep_their_form() {
         }
     })
     .unwrap();
-    let body = &module.kernels[0].body;
+    let body = &module.kernels[0].instances[0].general().body;
     let StmtKind::For(first) = &body[0].kind else {
         panic!("not a for loop")
     };

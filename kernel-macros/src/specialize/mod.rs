@@ -6,23 +6,29 @@
 
 mod fold;
 
-use crate::ir::{BindingKind, Block, Expr, ExprKind, Kernel, LocalId, Module, ParamKind, Ty};
+use crate::ir::{
+    BindingKind, Block, Expr, ExprKind, LocalId, Module, ParamKind, Specialization, Ty, Variant,
+};
 
-/// Adds the specialized variants, each right after the general variant it comes from.
+/// Adds each instance's specialized variants after its general one.
 pub fn specialize(module: &mut Module) {
-    let general = std::mem::take(&mut module.kernels);
-    for kernel in general {
-        let specialized: Vec<Kernel> = (0..kernel.specializations.len())
-            .map(|index| variant(&kernel, index))
-            .collect();
-        module.kernels.push(kernel);
-        module.kernels.extend(specialized);
+    for kernel in &mut module.kernels {
+        for instance in &mut kernel.instances {
+            let general = instance.general();
+            let specialized: Vec<Variant> = kernel
+                .specializations
+                .iter()
+                .enumerate()
+                .map(|(index, specialization)| variant(general, index, specialization))
+                .collect();
+            instance.variants.extend(specialized);
+        }
     }
 }
 
-fn variant(general: &Kernel, index: usize) -> Kernel {
+fn variant(general: &Variant, index: usize, specialization: &Specialization) -> Variant {
     let mut kernel = general.clone();
-    kernel.variant.specialization = Some(index);
+    kernel.specialization = Some(index);
     let uniform = kernel
         .bindings
         .iter()
@@ -31,7 +37,6 @@ fn variant(general: &Kernel, index: usize) -> Kernel {
     let Some(uniform) = uniform else {
         return kernel;
     };
-    let specialization = &general.specializations[index];
     let values: Vec<(String, i64)> = specialization
         .conditions
         .iter()
