@@ -27,15 +27,15 @@ pub fn specialize(module: &mut Module) {
 }
 
 fn variant(general: &Variant, index: usize, specialization: &Specialization) -> Variant {
-    let mut kernel = general.clone();
-    kernel.specialization = Some(index);
-    let uniform = kernel
+    let mut specialized = general.clone();
+    specialized.specialization = Some(index);
+    let uniform = specialized
         .bindings
         .iter()
         .find(|b| matches!(b.kind, BindingKind::Uniform { .. }))
         .map(|b| b.name.clone());
     let Some(uniform) = uniform else {
-        return kernel;
+        return specialized;
     };
     let values: Vec<(String, i64)> = specialization
         .conditions
@@ -43,11 +43,11 @@ fn variant(general: &Variant, index: usize, specialization: &Specialization) -> 
         .map(|(field, value, _)| (field.to_string(), *value))
         .collect();
     // The kernel names its parameters by the binding (never a local).
-    substitute(&mut kernel.body, &values, |name, local| {
+    substitute(&mut specialized.body, &values, |name, local| {
         local.is_none() && *name == uniform
     });
     // A helper names them by its `&Params` parameter: the caller's, since a kernel has one.
-    for helper in &mut kernel.helpers {
+    for helper in &mut specialized.helpers {
         let params: Vec<(syn::Ident, LocalId)> = helper
             .params
             .iter()
@@ -71,7 +71,7 @@ fn variant(general: &Variant, index: usize, specialization: &Specialization) -> 
             );
         }
     }
-    kernel
+    specialized
 }
 
 /// Replaces `params.field` by the field's value wherever `is_params(name, local)` says the path
