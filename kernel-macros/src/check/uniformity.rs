@@ -281,7 +281,13 @@ impl<'k> Analysis<'k> {
     /// it is given.
     fn call(&mut self, e: &Expr, name: &proc_macro2::Ident, args: &[Expr], flow: Flow) -> bool {
         let key = name.to_string();
-        let varying_args = args.iter().fold(false, |v, arg| self.expr(arg, flow) | v);
+        // The result may vary with what the helper reads: a varying value, or memory lent to
+        // it that varies (read-write storage, workgroup arrays, local arrays).
+        let varying_args = args.iter().fold(false, |v, arg| {
+            let lends_varying =
+                matches!(&arg.kind, ExprKind::Path(name, None) if self.is_varying_memory(name));
+            self.expr(arg, flow) | lends_varying | v
+        });
         if self.barrier_helpers.contains(&key) {
             if let (Some(cause), true) = (flow, self.report) {
                 self.found.push((e.span, barrier_message(&key, cause)));
