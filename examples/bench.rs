@@ -6,6 +6,7 @@
 //! cargo run --release --example bench            # every shape (meant for a GPU)
 //! cargo run --release --example bench -- --small # small shapes, a smoke test on a CPU adapter
 //! cargo run --release --example bench -- --conv  # convolutions only (`--gemm`: GEMMs only)
+//! cargo run --release --example bench -- --launch # launch cost against raw wgpu
 //! ```
 //!
 //! Each figure is the median of 3 submissions of 10 launches, timed by GPU timestamps where
@@ -14,7 +15,26 @@
 use std::time::Duration;
 
 use tessera::nn::{Activation, Conv2d, Conv2dShape, Gemm, GemmGrads, GemmShape, Padding};
-use tessera::{Batch, GpuBuffer, Result, Runtime};
+use tessera::{wgpu, Batch, GpuBuffer, Result, Runtime};
+
+#[tessera::kernels]
+mod tiny {
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct Step {
+        pub add: f32,
+        pub n: u32,
+    }
+
+    /// The smallest useful kernel: launch cost is all there is to time.
+    #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
+    pub fn add(p: &Step, #[len(p.n)] x: &mut [f32]) {
+        let i = global_id().x;
+        if i < p.n {
+            x[i] += p.add;
+        }
+    }
+}
 
 const REPS: u32 = 10;
 
@@ -146,11 +166,198 @@ fn bench_conv(rt: &Runtime, conv: &Conv2d, shape: Conv2dShape) -> Result<()> {
     Ok(())
 }
 
+/// Dispatches per launch-cost measurement.
+const LAUNCHES: u32 = 2000;
+
+/// The median of five runs of `f`, divided by `per`.
+fn median_of_5(per: u32, mut f: impl FnMut() -> Result<Duration>) -> Result<Duration> {
+    let mut times = (0..5).map(|_| f()).collect::<Result<Vec<_>>>()?;
+    times.sort();
+    Ok(times[2] / per)
+}
+
+fn us(t: Duration) -> f64 {
+    t.as_secs_f64() * 1e6
+}
+
+/// The same WGSL dispatched by hand through wgpu, the way an application that owns its
+/// pipeline would: pipeline, uniform buffer and bind group made once.
+struct Raw {
+    pipeline: wgpu::ComputePipeline,
+    group: wgpu::BindGroup,
+}
+
+impl Raw {
+    fn new(rt: &Runtime, entry_point: &str, x: &GpuBuffer<f32>, step: tiny::Step) -> Result<Self> {
+        use wgpu::util::DeviceExt;
+        let device = rt.device();
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: None,
+            source: wgpu::ShaderSource::Wgsl(tiny::WGSL.into()),
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: None,
+            layout: None,
+            module: &module,
+            entry_point: Some(entry_point),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let uniform = |contents: &[u8]| {
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents,
+                usage: wgpu::BufferUsages::UNIFORM,
+            })
+        };
+        let params =
+            uniform(&[tessera::__private::bytemuck::bytes_of(&step), &[0u8; 8][..]].concat());
+        // The launcher's logical grid: one workgroup of one.
+        let grid = uniform(tessera::__private::bytemuck::bytes_of(&[1u32, 1, 1, 1]));
+        let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: params.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: x.raw().as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: grid.as_entire_binding(),
+                },
+            ],
+        });
+        match pollster::block_on(scope.pop()) {
+            Some(error) => Err(tessera::Error::Internal {
+                operation: "building the raw wgpu pipeline of the launch benchmark".into(),
+                message: error.to_string(),
+            }),
+            None => Ok(Raw { pipeline, group }),
+        }
+    }
+
+    /// Records `count` dispatches, in one compute pass or a pass each, submits and waits.
+    fn run(&self, rt: &Runtime, count: u32, pass_each: bool) -> Result<Duration> {
+        let start = std::time::Instant::now();
+        let mut encoder = rt.device().create_command_encoder(&Default::default());
+        let passes = if pass_each { count } else { 1 };
+        for _ in 0..passes {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            for _ in 0..count / passes {
+                pass.set_pipeline(&self.pipeline);
+                pass.set_bind_group(0, &self.group, &[]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+        }
+        rt.queue().submit([encoder.finish()]);
+        rt.wait()?;
+        Ok(start.elapsed())
+    }
+}
+
+/// Launch cost of a one-workgroup kernel: tessera's batch and `launch()` against raw wgpu.
+fn bench_launch(rt: &Runtime) -> Result<()> {
+    let n = 64;
+    let step = tiny::Step { add: 1.0, n };
+    let mut x = rt.zeros::<f32>(n as usize)?;
+    let add = tiny::Add::new(rt)?;
+    let raw = Raw::new(rt, add.entry_point(), &x, step)?;
+    let mut expected = 0.0;
+    let report = |what: &str, per: Duration| {
+        println!("launch {what}: {:.2} us per dispatch", us(per));
+    };
+
+    report(
+        "raw wgpu, one pass, bind group reused, end to end",
+        median_of_5(LAUNCHES, || raw.run(rt, LAUNCHES, false))?,
+    );
+    report(
+        "raw wgpu, a pass per dispatch, end to end",
+        median_of_5(LAUNCHES, || raw.run(rt, LAUNCHES, true))?,
+    );
+    report(
+        "raw wgpu, one dispatch submitted and waited for",
+        median_of_5(1, || raw.run(rt, 1, false))?,
+    );
+    expected += f64::from(LAUNCHES * 2 * 5 + 5);
+
+    let mut recording = Vec::new();
+    let batch = median_of_5(LAUNCHES, || {
+        let start = std::time::Instant::now();
+        let mut batch = rt.batch();
+        for _ in 0..LAUNCHES {
+            add.record(
+                &mut batch,
+                tiny::AddArgs {
+                    p: &step,
+                    x: &mut x,
+                },
+            )?;
+        }
+        recording.push(start.elapsed());
+        batch.submit()?;
+        rt.wait()?;
+        Ok(start.elapsed())
+    })?;
+    recording.sort();
+    report("tessera batch, recording", recording[2] / LAUNCHES);
+    report("tessera batch, end to end", batch);
+    let launches = median_of_5(LAUNCHES, || {
+        let start = std::time::Instant::now();
+        for _ in 0..LAUNCHES {
+            add.launch(
+                rt,
+                tiny::AddArgs {
+                    p: &step,
+                    x: &mut x,
+                },
+            )?;
+        }
+        rt.wait()?;
+        Ok(start.elapsed())
+    })?;
+    report("tessera launch() one by one, end to end", launches);
+    let single = median_of_5(1, || {
+        let start = std::time::Instant::now();
+        add.launch(
+            rt,
+            tiny::AddArgs {
+                p: &step,
+                x: &mut x,
+            },
+        )?;
+        rt.wait()?;
+        Ok(start.elapsed())
+    })?;
+    report("tessera launch(), submitted and waited for", single);
+    expected += f64::from(LAUNCHES * 2 * 5 + 5);
+
+    let wrong = x
+        .read(rt)?
+        .iter()
+        .filter(|&&v| f64::from(v) != expected)
+        .count();
+    if wrong > 0 {
+        return Err(tessera::Error::Internal {
+            operation: "the launch benchmark".into(),
+            message: format!("{wrong} of {n} elements are not {expected}: dispatches were lost"),
+        });
+    }
+    Ok(())
+}
+
 fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let small = args.iter().any(|a| a == "--small");
     let only_conv = args.iter().any(|a| a == "--conv");
     let only_gemm = args.iter().any(|a| a == "--gemm");
+    let only_launch = args.iter().any(|a| a == "--launch");
     let rt = Runtime::new()?;
     let timed_by = if rt.info().has_timestamps() {
         "GPU timestamps"
@@ -159,6 +366,9 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     };
     println!("adapter: {}", rt.info());
     println!("timed by {timed_by}; median of 3 submissions of {REPS} launches");
+    if only_launch {
+        return Ok(bench_launch(&rt)?);
+    }
 
     let gemm = Gemm::new(&rt)?;
     let gemms: &[(u32, u32, u32)] = if small {

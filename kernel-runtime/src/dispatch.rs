@@ -2,6 +2,8 @@
 //! several dispatches recorded into one command buffer and submitted once, and
 //! [`Runtime::dispatch`] for a batch of one.
 
+use std::collections::HashMap;
+
 use bytemuck::Pod;
 use wgpu::util::DeviceExt;
 
@@ -50,16 +52,31 @@ impl<'a> Arg<'a> {
     }
 }
 
+/// What one binding of a recorded dispatch is bound to.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Bound {
+    /// The caller's storage buffer, whole.
+    Storage(wgpu::Buffer),
+    /// `size` bytes of the batch's uniform buffer, at a dynamic offset given per dispatch.
+    Uniform { size: u64 },
+}
+
 /// A dispatch recorded in a [`Batch`].
 struct Recorded {
     pipeline: Pipeline,
-    bind_group: wgpu::BindGroup,
+    bound: Vec<Bound>,
+    /// Where each uniform binding's bytes start in the batch's uniform buffer, in binding order.
+    offsets: Vec<u32>,
     grid: [u32; 3],
 }
 
 /// Several dispatches recorded in order and submitted as one command buffer.
 ///
-/// Each dispatch sees the writes of the ones before it.
+/// Each dispatch sees the writes of the ones before it. Recording only checks the arguments
+/// and copies the uniform bytes; the GPU objects are made when the batch is submitted, once
+/// for the whole batch: one compute pass holds every dispatch, the uniform parameters of all
+/// dispatches share one buffer (each at its own dynamic offset), and dispatches that bind the
+/// same buffers to the same layout share one bind group.
 ///
 /// ```no_run
 /// # use kernel_runtime::{Arg, Runtime, Pipeline};
@@ -74,6 +91,9 @@ struct Recorded {
 pub struct Batch<'rt> {
     rt: &'rt Runtime,
     recorded: Vec<Recorded>,
+    /// The uniform bytes of every dispatch, each block at a multiple of the device's
+    /// uniform-offset alignment.
+    uniforms: Vec<u8>,
 }
 
 impl<'rt> Batch<'rt> {
@@ -81,9 +101,9 @@ impl<'rt> Batch<'rt> {
     ///
     /// # Errors
     ///
-    /// [`Error::Bindings`] when the arguments do not match the pipeline's bindings,
-    /// [`Error::GridTooLarge`] when a grid dimension exceeds the device's limit, and
-    /// [`Error::Validation`] for anything else wgpu rejects.
+    /// [`Error::Bindings`] when the arguments do not match the pipeline's bindings and
+    /// [`Error::GridTooLarge`] when a grid dimension exceeds the device's limit. What only wgpu
+    /// can check is checked when the batch is submitted.
     pub fn dispatch(
         &mut self,
         pipeline: &Pipeline,
@@ -91,7 +111,8 @@ impl<'rt> Batch<'rt> {
         grid: [u32; 3],
     ) -> Result<()> {
         check_args(pipeline, args)?;
-        let limit = self.rt.info().limits.max_compute_workgroups_per_dimension;
+        let limits = &self.rt.info().limits;
+        let limit = limits.max_compute_workgroups_per_dimension;
         if grid.iter().any(|&n| n > limit) {
             return Err(Error::GridTooLarge {
                 kernel: pipeline.label().to_owned(),
@@ -99,36 +120,36 @@ impl<'rt> Batch<'rt> {
                 limit,
             });
         }
-        let bind_group = self.bind(pipeline, args)?;
+        let alignment = limits.min_uniform_buffer_offset_alignment.max(16) as usize;
+        let mut offsets = Vec::new();
+        let bound = args
+            .iter()
+            .map(|arg| match arg {
+                Arg::Read(buffer) | Arg::ReadWrite(buffer) => Ok(Bound::Storage((*buffer).clone())),
+                Arg::Uniform(bytes) => {
+                    let start = self.uniforms.len().next_multiple_of(alignment);
+                    let size = uniform_size(bytes);
+                    let offset = u32::try_from(start).map_err(|_| Error::Bindings {
+                        kernel: pipeline.label().to_owned(),
+                        problem: "the batch holds more than 4 GiB of uniform parameters; \
+                                  submit it in parts"
+                            .into(),
+                    })?;
+                    self.uniforms.resize(start, 0);
+                    self.uniforms.extend_from_slice(bytes);
+                    self.uniforms.resize(start + size as usize, 0);
+                    offsets.push(offset);
+                    Ok(Bound::Uniform { size })
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
         self.recorded.push(Recorded {
             pipeline: pipeline.clone(),
-            bind_group,
+            bound,
+            offsets,
             grid,
         });
         Ok(())
-    }
-
-    fn bind(&self, pipeline: &Pipeline, args: &[Arg<'_>]) -> Result<wgpu::BindGroup> {
-        let device = self.rt.device();
-        self.rt.scoped(
-            format_args!("binding the arguments of `{}`", pipeline.label()),
-            || {
-                let buffers: Vec<wgpu::Buffer> =
-                    args.iter().map(|arg| arg_buffer(device, arg)).collect();
-                let entries: Vec<wgpu::BindGroupEntry<'_>> = (0u32..)
-                    .zip(&buffers)
-                    .map(|(binding, buffer)| wgpu::BindGroupEntry {
-                        binding,
-                        resource: buffer.as_entire_binding(),
-                    })
-                    .collect();
-                device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some(pipeline.label()),
-                    layout: pipeline.bind_group_layout(),
-                    entries: &entries,
-                })
-            },
-        )
     }
 
     /// The runtime the batch records for.
@@ -147,11 +168,20 @@ impl<'rt> Batch<'rt> {
     }
 
     /// Submits the recorded dispatches as one command buffer. Returns without waiting for them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Validation`] (or another wgpu error) when wgpu rejects a binding or a dispatch;
+    /// its message names the kernel. Nothing of the batch runs then.
     pub fn submit(self) -> Result<()> {
+        if self.recorded.is_empty() {
+            return Ok(());
+        }
         let rt = self.rt;
-        rt.scoped("submitting a batch", || {
+        rt.scoped(self.describe(), || {
+            let bind_groups = self.bind_groups();
             let mut encoder = rt.device().create_command_encoder(&Default::default());
-            encode(&mut encoder, &self.recorded, None);
+            encode(&mut encoder, &self.recorded, &bind_groups, None);
             rt.queue().submit([encoder.finish()]);
         })
     }
@@ -159,12 +189,15 @@ impl<'rt> Batch<'rt> {
     /// Submits the recorded dispatches, waits for them and says how long they took on the GPU.
     ///
     /// With timestamp queries (see [`RuntimeInfo::has_timestamps`](crate::RuntimeInfo::has_timestamps))
-    /// each dispatch is timed on the GPU; otherwise the whole batch is timed by the wall clock
-    /// from submission to completion, and [`Timing::source`] says so.
+    /// each dispatch is timed on the GPU, in a compute pass of its own; otherwise the whole
+    /// batch is timed by the wall clock from submission to completion, and [`Timing::source`]
+    /// says so.
     pub fn submit_timed(self) -> Result<Timing> {
         if self.rt.info().has_timestamps() && !self.recorded.is_empty() {
-            timing::submit_with_timestamps(self.rt, &self.recorded_labels(), |encoder, queries| {
-                encode(encoder, &self.recorded, Some(queries))
+            let labels = self.recorded_labels();
+            timing::submit_with_timestamps(self.rt, &labels, self.describe(), |encoder, queries| {
+                let bind_groups = self.bind_groups();
+                encode(encoder, &self.recorded, &bind_groups, Some(queries))
             })
         } else {
             let rt = self.rt;
@@ -183,41 +216,119 @@ impl<'rt> Batch<'rt> {
             .map(|r| r.pipeline.label().to_owned())
             .collect()
     }
+
+    /// What submitting the batch does, for error messages: the kernels it dispatches.
+    fn describe(&self) -> String {
+        let mut kernels: Vec<&str> = Vec::new();
+        for recorded in &self.recorded {
+            let label = recorded.pipeline.label();
+            if !kernels.contains(&label) {
+                kernels.push(label);
+            }
+        }
+        let shown: Vec<String> = kernels.iter().take(4).map(|k| format!("`{k}`")).collect();
+        let more = match kernels.len().saturating_sub(4) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        format!(
+            "submitting a batch of {} dispatches of {}{more}",
+            self.recorded.len(),
+            shown.join(", ")
+        )
+    }
+
+    /// One bind group per distinct (layout, buffers) among the recorded dispatches, in the
+    /// order of the dispatches: `result[i]` is the bind group of dispatch `i`. Must run inside
+    /// an error scope.
+    fn bind_groups(&self) -> Vec<wgpu::BindGroup> {
+        let device = self.rt.device();
+        // Every uniform binding put at least 16 bytes here, so the buffer is never empty when
+        // a binding refers to it.
+        let uniforms = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("tessera uniforms"),
+            contents: if self.uniforms.is_empty() {
+                &[0; 16]
+            } else {
+                &self.uniforms
+            },
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        // wgpu's handles hash by identity, which their interior mutability never changes.
+        #[allow(clippy::mutable_key_type)]
+        let mut made: HashMap<(&wgpu::BindGroupLayout, &[Bound]), wgpu::BindGroup> = HashMap::new();
+        let mut groups = Vec::with_capacity(self.recorded.len());
+        for dispatch in &self.recorded {
+            let layout = dispatch.pipeline.bind_group_layout();
+            let group = made.entry((layout, &dispatch.bound)).or_insert_with(|| {
+                let entries: Vec<wgpu::BindGroupEntry<'_>> = (0u32..)
+                    .zip(&dispatch.bound)
+                    .map(|(binding, bound)| wgpu::BindGroupEntry {
+                        binding,
+                        resource: match bound {
+                            Bound::Storage(buffer) => buffer.as_entire_binding(),
+                            Bound::Uniform { size } => {
+                                wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                    buffer: &uniforms,
+                                    offset: 0,
+                                    size: wgpu::BufferSize::new(*size),
+                                })
+                            }
+                        },
+                    })
+                    .collect();
+                device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(dispatch.pipeline.label()),
+                    layout,
+                    entries: &entries,
+                })
+            });
+            groups.push(group.clone());
+        }
+        groups
+    }
 }
 
-/// Records each dispatch as its own compute pass, writing begin and end timestamps when asked.
+/// Records the dispatches: all in one compute pass, or, when timed, each in a pass of its own
+/// with begin and end timestamps.
 fn encode(
     encoder: &mut wgpu::CommandEncoder,
     recorded: &[Recorded],
+    bind_groups: &[wgpu::BindGroup],
     queries: Option<&timing::Queries>,
 ) {
-    for (index, dispatch) in recorded.iter().enumerate() {
-        let timestamp_writes = queries.map(|q| q.pass_writes(index));
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(dispatch.pipeline.label()),
-            timestamp_writes,
-        });
+    let record = |pass: &mut wgpu::ComputePass<'_>, dispatch: &Recorded, group| {
         pass.set_pipeline(dispatch.pipeline.raw());
-        pass.set_bind_group(0, &dispatch.bind_group, &[]);
+        pass.set_bind_group(0, group, &dispatch.offsets);
         let [x, y, z] = dispatch.grid;
         pass.dispatch_workgroups(x, y, z);
+    };
+    match queries {
+        None => {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("tessera batch"),
+                timestamp_writes: None,
+            });
+            for (dispatch, group) in recorded.iter().zip(bind_groups) {
+                record(&mut pass, dispatch, group);
+            }
+        }
+        Some(queries) => {
+            for (index, (dispatch, group)) in recorded.iter().zip(bind_groups).enumerate() {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(dispatch.pipeline.label()),
+                    timestamp_writes: Some(queries.pass_writes(index)),
+                });
+                record(&mut pass, dispatch, group);
+            }
+        }
     }
 }
 
-/// The buffer to bind for `arg`: the caller's own, or a new uniform buffer holding its bytes.
-fn arg_buffer(device: &wgpu::Device, arg: &Arg<'_>) -> wgpu::Buffer {
-    match arg {
-        Arg::Read(buffer) | Arg::ReadWrite(buffer) => (*buffer).clone(),
-        Arg::Uniform(bytes) => {
-            let mut contents = bytes.to_vec();
-            contents.resize(bytes.len().max(1).next_multiple_of(16), 0);
-            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("tessera uniform"),
-                contents: &contents,
-                usage: wgpu::BufferUsages::UNIFORM,
-            })
-        }
-    }
+/// The bytes a uniform binding of `bytes` occupies: WGSL sizes uniform structs in multiples of
+/// 16, and a binding is never empty.
+fn uniform_size(bytes: &[u8]) -> u64 {
+    bytes.len().max(1).next_multiple_of(16) as u64
 }
 
 fn check_args(pipeline: &Pipeline, args: &[Arg<'_>]) -> Result<()> {
@@ -253,6 +364,7 @@ impl Runtime {
         Batch {
             rt: self,
             recorded: Vec::new(),
+            uniforms: Vec::new(),
         }
     }
 

@@ -22,6 +22,8 @@ pub enum BindingKind {
 }
 
 impl BindingKind {
+    /// Uniform bindings take a dynamic offset: a [`Batch`](crate::Batch) keeps the parameters
+    /// of all its dispatches in one buffer.
     fn layout_entry(self, binding: u32) -> wgpu::BindGroupLayoutEntry {
         let ty = match self {
             BindingKind::ReadOnlyStorage => wgpu::BufferBindingType::Storage { read_only: true },
@@ -33,7 +35,7 @@ impl BindingKind {
             visibility: wgpu::ShaderStages::COMPUTE,
             ty: wgpu::BindingType::Buffer {
                 ty,
-                has_dynamic_offset: false,
+                has_dynamic_offset: self == BindingKind::Uniform,
                 min_binding_size: None,
             },
             count: None,

@@ -79,11 +79,12 @@ impl Queries {
 pub(crate) fn submit_with_timestamps(
     rt: &Runtime,
     labels: &[String],
+    operation: impl fmt::Display,
     encode: impl FnOnce(&mut wgpu::CommandEncoder, &Queries),
 ) -> Result<Timing> {
     let device = rt.device();
     let count = labels.len();
-    let readback = rt.scoped("timing a batch", || {
+    let readback = rt.scoped(operation, || {
         let sets: Vec<wgpu::QuerySet> = (0..count.div_ceil(PASSES_PER_SET))
             .map(|set| {
                 let passes = (count - set * PASSES_PER_SET).min(PASSES_PER_SET);
