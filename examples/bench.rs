@@ -242,23 +242,40 @@ impl Raw {
         }
     }
 
-    /// Records `count` dispatches, in one compute pass or a pass each, submits and waits.
-    fn run(&self, rt: &Runtime, count: u32, pass_each: bool) -> Result<Duration> {
+    /// Records `count` dispatches the way `how` says, submits and waits.
+    fn run(&self, rt: &Runtime, count: u32, how: Encoding) -> Result<Duration> {
         let start = std::time::Instant::now();
-        let mut encoder = rt.device().create_command_encoder(&Default::default());
-        let passes = if pass_each { count } else { 1 };
-        for _ in 0..passes {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            for _ in 0..count / passes {
-                pass.set_pipeline(&self.pipeline);
-                pass.set_bind_group(0, &self.group, &[]);
-                pass.dispatch_workgroups(1, 1, 1);
+        let (submits, passes) = match how {
+            Encoding::OnePass => (1, 1),
+            Encoding::PassEach => (1, count),
+            Encoding::SubmitEach => (count, 1),
+        };
+        for _ in 0..submits {
+            let mut encoder = rt.device().create_command_encoder(&Default::default());
+            for _ in 0..passes {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                for _ in 0..count / submits / passes {
+                    pass.set_pipeline(&self.pipeline);
+                    pass.set_bind_group(0, &self.group, &[]);
+                    pass.dispatch_workgroups(1, 1, 1);
+                }
             }
+            rt.queue().submit([encoder.finish()]);
         }
-        rt.queue().submit([encoder.finish()]);
         rt.wait()?;
         Ok(start.elapsed())
     }
+}
+
+/// How [`Raw::run`] records its dispatches.
+#[derive(Clone, Copy)]
+enum Encoding {
+    /// All in one compute pass of one command buffer.
+    OnePass,
+    /// A compute pass each, in one command buffer.
+    PassEach,
+    /// A command buffer and a submission each.
+    SubmitEach,
 }
 
 /// Launch cost of a one-workgroup kernel: tessera's batch and `launch()` against raw wgpu.
@@ -275,17 +292,21 @@ fn bench_launch(rt: &Runtime) -> Result<()> {
 
     report(
         "raw wgpu, one pass, bind group reused, end to end",
-        median_of_5(LAUNCHES, || raw.run(rt, LAUNCHES, false))?,
+        median_of_5(LAUNCHES, || raw.run(rt, LAUNCHES, Encoding::OnePass))?,
     );
     report(
         "raw wgpu, a pass per dispatch, end to end",
-        median_of_5(LAUNCHES, || raw.run(rt, LAUNCHES, true))?,
+        median_of_5(LAUNCHES, || raw.run(rt, LAUNCHES, Encoding::PassEach))?,
+    );
+    report(
+        "raw wgpu, a submission per dispatch, end to end",
+        median_of_5(LAUNCHES, || raw.run(rt, LAUNCHES, Encoding::SubmitEach))?,
     );
     report(
         "raw wgpu, one dispatch submitted and waited for",
-        median_of_5(1, || raw.run(rt, 1, false))?,
+        median_of_5(1, || raw.run(rt, 1, Encoding::OnePass))?,
     );
-    expected += f64::from(LAUNCHES * 2 * 5 + 5);
+    expected += f64::from(LAUNCHES * 3 * 5 + 5);
 
     let mut recording = Vec::new();
     let batch = median_of_5(LAUNCHES, || {
@@ -371,18 +392,23 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     }
 
     let gemm = Gemm::new(&rt)?;
+    // (M, N, K): square, the two rectangular shapes of a transformer's MLP, then the skinny
+    // ones (a classifier over a long feature vector, a few rows over a wide vocabulary).
     let gemms: &[(u32, u32, u32)] = if small {
-        &[(128, 128, 128), (100, 70, 130)]
+        &[(128, 128, 128), (100, 130, 70), (4, 4, 2048)]
     } else {
         &[
             (1024, 1024, 1024),
             (2048, 2048, 2048),
             (4096, 4096, 4096),
-            (8192, 1024, 4096),
-            (4096, 768, 3072),
+            (8192, 4096, 1024),
+            (4096, 3072, 768),
+            (256, 4, 16384),
+            (35, 8457, 2048),
+            (4096, 1024, 1024),
         ]
     };
-    for &(m, k, n) in gemms.iter().filter(|_| !only_conv) {
+    for &(m, n, k) in gemms.iter().filter(|_| !only_conv) {
         bench_gemm(&rt, &gemm, GemmShape { m, n, k })?;
     }
 
@@ -397,6 +423,8 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
             (32, 512, 7, 512, 3, 1, 1),
             (32, 64, 56, 128, 3, 2, 1),
             (32, 3, 224, 64, 7, 2, 3),
+            (32, 256, 56, 64, 1, 1, 0),
+            (32, 1024, 14, 256, 1, 1, 0),
         ]
     };
     for &(n, ci, hw, co, k, s, p) in convs.iter().filter(|_| !only_gemm) {

@@ -160,6 +160,50 @@ fn gemm_handles_dimensions_of_one_and_ragged_tiles() {
 }
 
 #[test]
+fn gemm_splits_a_long_sum_over_a_small_output() {
+    let rt = runtime();
+    let gemm = Gemm::new(&rt).unwrap();
+    let mut rng = Lcg(5);
+    // Small and large blocks, two and four slices, the last slice ragged; each shape needs more
+    // scratch than the one before.
+    let shapes = [(5, 3, 1500), (70, 33, 2100), (130, 129, 1100)];
+    for (m, n, k) in shapes {
+        let shape = GemmShape { m, n, k };
+        check_shape(&rt, &gemm, shape, Activation::Silu, &mut rng);
+        // The forward ran as partial products and their sum, not as one pass.
+        let (a, b, bias) = (
+            rt.zeros::<f32>((m * k) as usize).unwrap(),
+            rt.zeros::<f32>((k * n) as usize).unwrap(),
+            rt.zeros::<f32>(n as usize).unwrap(),
+        );
+        let mut pre = rt.zeros::<f32>((m * n) as usize).unwrap();
+        let mut y = rt.zeros::<f32>((m * n) as usize).unwrap();
+        let mut batch = rt.batch();
+        gemm.forward(
+            &mut batch,
+            shape,
+            Activation::None,
+            &a,
+            &b,
+            &bias,
+            &mut pre,
+            &mut y,
+        )
+        .unwrap();
+        let ran: Vec<String> = batch
+            .submit_timed()
+            .unwrap()
+            .dispatches
+            .into_iter()
+            .map(|(label, _)| label)
+            .collect();
+        assert_eq!(ran.len(), 2, "{shape:?} ran {ran:?}");
+        assert!(ran[0].starts_with("gemm_forward_partial"), "{ran:?}");
+        assert!(ran[1].starts_with("gemm_forward_reduce"), "{ran:?}");
+    }
+}
+
+#[test]
 fn gemm_matches_reference_on_random_small_shapes() {
     let rt = runtime();
     let gemm = Gemm::new(&rt).unwrap();

@@ -2,6 +2,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
+use super::split::Split;
 use super::{invalid, kernels, Activation};
 use crate::{Batch, GpuBuffer, Result, Runtime};
 
@@ -210,32 +211,16 @@ impl Conv2dShape {
     }
 }
 
-/// Workgroups the filter gradient aims to keep busy: enough for a large GPU's every core.
-const WEIGHT_GRAD_WORKGROUPS: u64 = 512;
-/// The fewest (image, output pixel) pairs a slice of the filter gradient sums.
-const WEIGHT_GRAD_MIN_SLICE: u64 = 512;
-
 /// Splits the filter gradient's summed dimension (images x output pixels) into slices, so
-/// that a small filter over many pixels still gives every core work.
-/// `blocking` is the filter gradient's instance that runs: its output blocks' edge and the depth
-/// of the slices it stages per step (slices start at multiples of that depth).
+/// that a small filter over many pixels still gives every core work. `blocking` is the filter
+/// gradient's instance that runs.
 fn split_weight_grad(p: &mut kernels::ConvParams, blocking: kernels::Blocking) {
-    let (block, slice_depth) = (blocking.block(), blocking.depth());
-    let depth = u64::from(p.batch) * u64::from(p.out_h) * u64::from(p.out_w);
-    let block = u64::from(block);
-    let columns = u64::from(p.in_channels) * u64::from(p.kernel_h) * u64::from(p.kernel_w);
-    let blocks = columns.div_ceil(block) * u64::from(p.out_channels).div_ceil(block);
-    let filter = columns * u64::from(p.out_channels);
-    let splits = (WEIGHT_GRAD_WORKGROUPS / blocks)
-        .min(depth / WEIGHT_GRAD_MIN_SLICE)
-        .min(u64::from(u32::MAX) / filter)
-        .max(1);
-    let split_depth = depth
-        .div_ceil(splits)
-        .next_multiple_of(u64::from(slice_depth));
-    // Both fit: `split_depth` is at most `depth` rounded up, and `params` checked `depth`.
-    p.split_depth = split_depth as u32;
-    p.splits = depth.div_ceil(split_depth) as u32;
+    let columns = p.in_channels * p.kernel_h * p.kernel_w;
+    // `params` checked that the products fit.
+    let depth = p.batch * p.out_h * p.out_w;
+    let split = Split::of(blocking, p.out_channels, columns, depth);
+    p.splits = split.splits;
+    p.split_depth = split.depth;
 }
 
 /// The scratch memory for the filter gradient's slices after the first (one element when

@@ -1,5 +1,8 @@
 //! GEMM + bias + activation, forward and backward.
 
+use std::sync::{Mutex, PoisonError};
+
+use super::split::Split;
 use super::{invalid, kernels, Activation};
 use crate::{Batch, GpuBuffer, Result, Runtime};
 
@@ -42,18 +45,45 @@ pub struct GemmGrads<'a> {
 /// assert_eq!(y.read(&rt)?, vec![2.0; 6]);
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Debug)]
+///
+/// An output too small to fill the GPU (few rows or columns over a long `k`, such as a
+/// classifier's last layer) is computed split: slices of `k` by separate workgroups into
+/// scratch memory the `Gemm` keeps, then added up with the bias and the activation.
+#[derive(Debug)]
 pub struct Gemm {
     forward: kernels::Blocked<kernels::GemmForward>,
+    split: kernels::Blocked<kernels::GemmForwardSplit>,
     backward: kernels::Blocked<kernels::GemmBackward>,
+    /// The split forward's partial products, grown to the largest recorded so far.
+    partials: Mutex<Option<GpuBuffer<f32>>>,
+}
+
+impl Clone for Gemm {
+    /// Shares the pipelines; the clone grows its own scratch memory.
+    fn clone(&self) -> Self {
+        Gemm {
+            forward: self.forward.clone(),
+            split: self.split.clone(),
+            backward: self.backward.clone(),
+            partials: Mutex::new(None),
+        }
+    }
 }
 
 impl Gemm {
-    /// Builds the forward kernel and the backward family.
+    /// Builds the forward kernels (whole and split) and the backward family.
     pub fn new(rt: &Runtime) -> Result<Self> {
+        let reduce = kernels::GemmForwardReduce::new(rt)?;
         Ok(Gemm {
             forward: kernels::Blocked::new(|b| kernels::GemmForward::with_constants(rt, b))?,
+            split: kernels::Blocked::new(|b| {
+                Ok(kernels::GemmForwardSplit::from_members(
+                    kernels::GemmForwardPartial::with_constants(rt, b)?,
+                    reduce.clone(),
+                ))
+            })?,
             backward: backward_family(rt)?,
+            partials: Mutex::new(None),
         })
     }
 
@@ -70,14 +100,45 @@ impl Gemm {
         pre: &mut GpuBuffer<f32>,
         y: &mut GpuBuffer<f32>,
     ) -> Result<()> {
-        let p = params(shape, activation)?;
-        self.forward.pick(shape.m).record(
+        let mut p = params(shape, activation)?;
+        // The small blocks when either side of the output is narrow.
+        let rows = shape.m.min(shape.n);
+        let split = self.split.pick(rows);
+        let cut = Split::of(
+            split.gemm_forward_partial().constants(),
+            shape.m,
+            shape.n,
+            shape.k,
+        );
+        if cut.splits == 1 {
+            return self.forward.pick(rows).record(
+                batch,
+                kernels::GemmForwardArgs {
+                    p: &p,
+                    a,
+                    b,
+                    bias,
+                    pre,
+                    y,
+                },
+            );
+        }
+        (p.splits, p.split_depth) = (cut.splits, cut.depth);
+        let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
+        // `Split::of` keeps `splits * m * n` within `u32`.
+        let needed = cut.splits as usize * shape.m as usize * shape.n as usize;
+        let partial = match partials.take() {
+            Some(buffer) if buffer.len() >= needed => buffer,
+            _ => batch.runtime().zeros(needed)?,
+        };
+        split.record(
             batch,
-            kernels::GemmForwardArgs {
+            kernels::GemmForwardSplitArgs {
                 p: &p,
                 a,
                 b,
                 bias,
+                partial: partials.insert(partial),
                 pre,
                 y,
             },
@@ -152,5 +213,7 @@ fn params(shape: GemmShape, activation: Activation) -> Result<kernels::GemmParam
         n,
         k,
         activation: activation.code(),
+        splits: 1,
+        split_depth: k,
     })
 }

@@ -27,6 +27,10 @@ mod nn {
         pub n: u32,
         pub k: u32,
         pub activation: u32,
+        /// Split forward: the slices the summed dimension `k` is cut into (one per `z`).
+        pub splits: u32,
+        /// Split forward: the length of each slice but the last, a multiple of `DEPTH`.
+        pub split_depth: u32,
     }
 
     /// A convolution's shape; the host checks it and derives `out_h` and `out_w`.
@@ -281,7 +285,9 @@ mod nn {
 
     /// The register tile of `a · b` for the output block at `origin` of a GEMM of plain
     /// row-major operands `a` (the output's rows) and `b` (its columns) of `shapes.xy` and
-    /// `shapes.zw` (columns, rows), each staged across or along.
+    /// `shapes.zw` (columns, rows), each staged across or along, summed over `summed.x ..
+    /// summed.y` (the whole summed dimension, or a slice of it that starts at a multiple of
+    /// `DEPTH` and ends at one or at the dimension's end).
     fn mainloop(
         slice_a: &mut [f32; DEPTH * PADDED],
         slice_b: &mut [f32; DEPTH * PADDED],
@@ -290,16 +296,15 @@ mod nn {
         shapes: Vec4<u32>,
         across: Vec2<bool>,
         origin: Vec2<u32>,
+        summed: Vec2<u32>,
         t: u32,
     ) -> [f32; REG * REG] {
         let mut acc = [0.0f32; REG * REG];
-        // The summed dimension: `a`'s columns when it is read across, its rows otherwise.
-        let depth = if across.x { shapes.x } else { shapes.y };
-        for k0 in (0..depth).step_by(DEPTH) {
+        for k0 in (summed.x..summed.y).step_by(DEPTH) {
             let from_a = fetch(a, shapes.xy, across.x, origin.y, k0, t);
             let from_b = fetch(b, shapes.zw, across.y, origin.x, k0, t);
             // The previous step's slices are multiplied while this step's loads are in flight.
-            if k0 > 0 {
+            if k0 > summed.x {
                 multiply_accumulate(slice_a, slice_b, &mut acc, t);
             }
             stage(slice_a, &from_a, across.x, t);
@@ -357,7 +362,18 @@ mod nn {
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let shapes = vec4(p.k, p.m, p.n, p.k);
-        let acc = mainloop(tile_a, tile_b, a, b, shapes, vec2(true, false), origin, t);
+        let summed = vec2(0, p.k);
+        let acc = mainloop(
+            tile_a,
+            tile_b,
+            a,
+            b,
+            shapes,
+            vec2(true, false),
+            origin,
+            summed,
+            t,
+        );
         #[unroll]
         for e in 0..REG * REG {
             let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
@@ -366,6 +382,80 @@ mod nn {
                 pre[row * p.n + col] = z;
                 y[row * p.n + col] = activate(z, p.activation);
             }
+        }
+    }
+
+    /// `gemm_forward` for outputs too small to fill the GPU: the summed dimension is cut into
+    /// `p.splits` slices of `p.split_depth`, computed by separate workgroups into `partial`,
+    /// and `gemm_forward_reduce` adds them up with the bias and the activation.
+    #[family(gemm_forward_partial, gemm_forward_reduce)]
+    pub struct GemmForwardSplit {
+        p: &GemmParams,
+        #[len(p.m * p.k)]
+        a: &[f32],
+        #[len(p.k * p.n)]
+        b: &[f32],
+        #[len(p.n)]
+        bias: &[f32],
+        /// Scratch: one `m x n` partial product per slice.
+        #[len(p.splits * p.m * p.n)]
+        partial: &mut [f32],
+        #[len(p.m * p.n)]
+        pre: &mut [f32],
+        #[len(p.m * p.n)]
+        y: &mut [f32],
+    }
+
+    /// Slice `z` of `a · b` into `partial[z]`.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = Blocking,
+        grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK), p.splits]
+    )]
+    pub fn gemm_forward_partial(
+        p: &GemmParams,
+        a: &[f32],
+        b: &[f32],
+        partial: &mut [f32],
+        #[workgroup] tile_a: &mut [f32; DEPTH * PADDED],
+        #[workgroup] tile_b: &mut [f32; DEPTH * PADDED],
+    ) {
+        let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
+        let begin = split * p.split_depth;
+        let summed = vec2(begin, (begin + p.split_depth).min(p.k));
+        let shapes = vec4(p.k, p.m, p.n, p.k);
+        let acc = mainloop(
+            tile_a,
+            tile_b,
+            a,
+            b,
+            shapes,
+            vec2(true, false),
+            origin,
+            summed,
+            t,
+        );
+        store_tile(partial, split * p.m * p.n, &acc, p.m, p.n, p.n, origin, t);
+    }
+
+    /// `pre` = the sum of the slices of `partial` + `bias`, `y = act(pre)`.
+    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.m * p.n, GROUP)])]
+    pub fn gemm_forward_reduce(
+        p: &GemmParams,
+        partial: &[f32],
+        bias: &[f32],
+        pre: &mut [f32],
+        y: &mut [f32],
+    ) {
+        let i = global_id().x;
+        let len = p.m * p.n;
+        if i < len {
+            let mut z = bias[i % p.n];
+            for split in 0..p.splits {
+                z += partial[split * len + i];
+            }
+            pre[i] = z;
+            y[i] = activate(z, p.activation);
         }
     }
 
@@ -428,13 +518,33 @@ mod nn {
             let block = workgroup_id().x;
             let origin = vec2(block % ceil_div(p.k, BLOCK), block / ceil_div(p.k, BLOCK)) * BLOCK;
             let (shapes, across) = (vec4(p.n, p.m, p.n, p.k), vec2(true, true));
-            let acc = mainloop(tile_a, tile_b, grad_pre, b, shapes, across, origin, t);
+            let acc = mainloop(
+                tile_a,
+                tile_b,
+                grad_pre,
+                b,
+                shapes,
+                across,
+                origin,
+                vec2(0, p.n),
+                t,
+            );
             store_tile(grad_a, 0, &acc, p.m, p.k, p.k, origin, t);
         } else {
             let block = workgroup_id().x - blocks_a;
             let origin = vec2(block % ceil_div(p.n, BLOCK), block / ceil_div(p.n, BLOCK)) * BLOCK;
             let (shapes, across) = (vec4(p.k, p.m, p.n, p.m), vec2(false, false));
-            let acc = mainloop(tile_a, tile_b, a, grad_pre, shapes, across, origin, t);
+            let acc = mainloop(
+                tile_a,
+                tile_b,
+                a,
+                grad_pre,
+                shapes,
+                across,
+                origin,
+                vec2(0, p.m),
+                t,
+            );
             store_tile(grad_b, 0, &acc, p.k, p.n, p.n, origin, t);
         }
     }

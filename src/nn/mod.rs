@@ -21,6 +21,7 @@ mod gemm;
 mod kernels;
 mod loss;
 mod optim;
+mod split;
 
 pub use activation::Activation;
 pub use conv::{Conv2d, Conv2dGrads, Conv2dShape, Padding};

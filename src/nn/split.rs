@@ -1,0 +1,77 @@
+//! Split-K: when a GEMM-shaped kernel's output gives too few workgroups to keep a large GPU
+//! busy, its summed dimension is cut into slices that separate workgroups sum (grid `z`), and a
+//! second pass adds the slices' partial products up.
+
+use super::kernels::Blocking;
+
+/// Workgroups a split kernel aims for: enough for every core of a large GPU.
+const WORKGROUPS: u64 = 512;
+
+/// The shortest slice of the summed dimension worth a workgroup of its own.
+const MIN_SLICE: u64 = 512;
+
+/// How a summed dimension is cut: `splits` slices, each `depth` long but the last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Split {
+    pub splits: u32,
+    pub depth: u32,
+}
+
+impl Split {
+    /// The cut of a summed dimension of `depth` for a kernel of `blocking` whose output is
+    /// `rows x columns`: as many slices as it takes to reach [`WORKGROUPS`] workgroups, none
+    /// shorter than [`MIN_SLICE`], each a whole number of the blocking's steps, and few enough
+    /// that every slice's partial product can be indexed with `u32`. One slice when the output
+    /// fills the GPU by itself.
+    pub fn of(blocking: Blocking, rows: u32, columns: u32, depth: u32) -> Split {
+        let block = u64::from(blocking.block());
+        let (rows, columns, depth) = (u64::from(rows), u64::from(columns), u64::from(depth));
+        let blocks = rows.div_ceil(block) * columns.div_ceil(block);
+        let output = (rows * columns).max(1);
+        let splits = (WORKGROUPS / blocks.max(1))
+            .min(depth / MIN_SLICE)
+            .min(u64::from(u32::MAX) / output)
+            .max(1);
+        let slice = depth
+            .div_ceil(splits)
+            .next_multiple_of(u64::from(blocking.depth()))
+            .max(1);
+        // Both fit: `slice` is at most `depth` rounded up to a step, and `depth` is a `u32`.
+        Split {
+            splits: depth.div_ceil(slice).max(1) as u32,
+            depth: slice.min(u64::from(u32::MAX)) as u32,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn large() -> Blocking {
+        Blocking::ALL[0]
+    }
+
+    #[test]
+    fn an_output_that_fills_the_gpu_is_not_split() {
+        assert_eq!(Split::of(large(), 4096, 4096, 4096).splits, 1);
+    }
+
+    #[test]
+    fn a_skinny_output_over_a_long_sum_is_split_into_whole_steps() {
+        let small = Blocking::ALL[Blocking::ALL.len() - 1];
+        let split = Split::of(small, 256, 4, 16384);
+        assert!(split.splits > 1);
+        assert_eq!(split.depth % small.depth(), 0);
+        assert!(u64::from(split.depth) >= MIN_SLICE);
+        // The slices cover the dimension, and the last one is not empty.
+        assert!(split.splits * split.depth >= 16384);
+        assert!((split.splits - 1) * split.depth < 16384);
+    }
+
+    #[test]
+    fn a_short_sum_is_not_cut_below_the_minimum_slice() {
+        assert_eq!(Split::of(large(), 4, 4, 300).splits, 1);
+        assert_eq!(Split::of(large(), 4, 4, 0).splits, 1);
+    }
+}
