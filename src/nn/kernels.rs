@@ -4,9 +4,10 @@
 //! The GEMM-shaped kernels (GEMM forward and its two operand gradients, convolution forward and
 //! its input and filter gradients) share one blocking: a workgroup of 16 x 16 invocations owns
 //! a 128 x 128 block of the output, stages 8-deep slices of both operands in workgroup memory,
-//! and each invocation accumulates an 8 x 8 register tile (rows and columns strided by 16, so
-//! neighbouring invocations touch neighbouring words). Only what each kernel stages, and where
-//! it stores, differs.
+//! and each invocation accumulates an 8 x 8 register tile: two runs of 4 adjacent rows, 64
+//! apart, by two runs of 4 adjacent columns, so that each step reads its operands from
+//! workgroup memory as 4-wide vectors. Only what each kernel stages, and where it stores,
+//! differs.
 
 #[crate::kernels]
 mod nn {
@@ -151,17 +152,18 @@ mod nn {
     }
 
     /// The blocking every GEMM-shaped kernel is instantiated with: `REG` is the edge of an
-    /// invocation's register tile, `BLOCK` the edge of the workgroup's output block, `DEPTH`
-    /// the depth of the slices staged per step (1024 elements a slice before padding, so both
-    /// fit WebGPU's default 16 KiB of workgroup memory), `PADDED` the row length of a staged slice (one more than `BLOCK`, so
-    /// that writes across its rows fall in distinct memory banks), `LOADS` the elements of each
-    /// operand an invocation stages per step. `REG = 8` makes 128 x 128 blocks of 8-deep
-    /// slices; `REG = 4` 64 x 64 blocks of 16-deep slices, which the host takes when the output
-    /// has at most 64 rows (half-empty large blocks ran several times slower on an H100).
+    /// invocation's register tile (a multiple of 4), `BLOCK` the edge of the workgroup's output
+    /// block, `DEPTH` the depth of the slices staged per step (1024 elements a slice before
+    /// padding, so both fit WebGPU's default 16 KiB of workgroup memory), `ROW` the vectors of
+    /// 4 in a staged slice's row (one more than `BLOCK` needs, so that writes across its rows
+    /// fall in distinct memory banks), `LOADS` the elements of each operand an invocation
+    /// stages per step. `REG = 8` makes 128 x 128 blocks of 8-deep slices; `REG = 4` 64 x 64
+    /// blocks of 16-deep slices, which the host takes when the output has at most 64 rows or
+    /// columns (half-empty large blocks ran several times slower on an H100).
     #[constants(
         REG = [8, 4],
         BLOCK = SPAN * REG,
-        PADDED = BLOCK + 1,
+        ROW = BLOCK / 4 + 1,
         DEPTH = 1024 / BLOCK,
         LOADS = DEPTH * BLOCK / GROUP
     )]
@@ -172,7 +174,7 @@ mod nn {
     // matrix, the kernel's own index math for a convolution's gathers), `stage` writes them
     // into a slice of workgroup memory, and `multiply_accumulate` adds the slices' product into
     // the invocation's register tile; `store_tile` writes the tile out. A slice is `DEPTH`
-    // rows (the summed dimension) of `PADDED`. An operand is staged `across` when it is read
+    // rows (the summed dimension) of `ROW` vectors. An operand is staged `across` when it is read
     // along the summed dimension (its rows are the output's rows or columns), otherwise along
     // it (its rows are summed). A workgroup's output block starts at `origin` (column, row).
 
@@ -230,37 +232,41 @@ mod nn {
         fetched
     }
 
-    fn stage(slice: &mut [f32; DEPTH * PADDED], fetched: &[f32; LOADS], across: bool, t: u32) {
+    fn stage(slice: &mut [Vec4<f32>; DEPTH * ROW], fetched: &[f32; LOADS], across: bool, t: u32) {
         #[unroll]
         for r in 0..LOADS {
-            if across {
-                slice[t % DEPTH * PADDED + across_row(t, r)] = fetched[r];
+            // (depth, position along the row) of the element.
+            let at = if across {
+                vec2(t % DEPTH, across_row(t, r))
             } else {
-                slice[along_depth(t, r) * PADDED + t % BLOCK] = fetched[r];
-            }
+                vec2(along_depth(t, r), t % BLOCK)
+            };
+            slice[at.x * ROW + at.y / 4][at.y % 4] = fetched[r];
         }
     }
 
     /// `acc += a · b` over one pair of staged slices, between the barriers that make the
     /// slices visible to the workgroup and free them for the next step.
     fn multiply_accumulate(
-        a: &[f32; DEPTH * PADDED],
-        b: &[f32; DEPTH * PADDED],
+        a: &[Vec4<f32>; DEPTH * ROW],
+        b: &[Vec4<f32>; DEPTH * ROW],
         acc: &mut [f32; REG * REG],
         t: u32,
     ) {
         workgroup_barrier();
         for kk in 0..DEPTH {
-            let mut fa = [0.0f32; REG];
-            let mut fb = [0.0f32; REG];
+            // The invocation's rows and columns, `REG / 4` runs of 4 each (see `tile_row`).
+            let mut fa = [vec4(0.0f32, 0.0, 0.0, 0.0); REG / 4];
+            let mut fb = [vec4(0.0f32, 0.0, 0.0, 0.0); REG / 4];
             #[unroll]
-            for i in 0..REG {
-                fa[i] = a[kk * PADDED + t / SPAN + i * SPAN];
-                fb[i] = b[kk * PADDED + t % SPAN + i * SPAN];
+            for run in 0..REG / 4 {
+                fa[run] = a[kk * ROW + run * SPAN + t / SPAN];
+                fb[run] = b[kk * ROW + run * SPAN + t % SPAN];
             }
             #[unroll]
             for e in 0..REG * REG {
-                acc[e] += fa[e / REG] * fb[e % REG];
+                let (i, j) = (e / REG, e % REG);
+                acc[e] += fa[i / 4][i % 4] * fb[j / 4][j % 4];
             }
         }
         workgroup_barrier();
@@ -271,9 +277,9 @@ mod nn {
     /// step's loads with the previous step's multiply: with their gathers' index math live too,
     /// that ran slower on an H100; see notes/performance.md.)
     fn step(
-        slice_a: &mut [f32; DEPTH * PADDED],
+        slice_a: &mut [Vec4<f32>; DEPTH * ROW],
         from_a: &[f32; LOADS],
-        slice_b: &mut [f32; DEPTH * PADDED],
+        slice_b: &mut [Vec4<f32>; DEPTH * ROW],
         from_b: &[f32; LOADS],
         acc: &mut [f32; REG * REG],
         t: u32,
@@ -289,8 +295,8 @@ mod nn {
     /// summed.y` (the whole summed dimension, or a slice of it that starts at a multiple of
     /// `DEPTH` and ends at one or at the dimension's end).
     fn mainloop(
-        slice_a: &mut [f32; DEPTH * PADDED],
-        slice_b: &mut [f32; DEPTH * PADDED],
+        slice_a: &mut [Vec4<f32>; DEPTH * ROW],
+        slice_b: &mut [Vec4<f32>; DEPTH * ROW],
         a: &[f32],
         b: &[f32],
         shapes: Vec4<u32>,
@@ -314,13 +320,16 @@ mod nn {
         acc
     }
 
-    /// The output row and column, within the block, of register `e` of an invocation's tile.
+    /// The output row and column, within the block, of register `e` of an invocation's tile:
+    /// its `i`-th row is row `i % 4` of run `i / 4`, the runs `4 * SPAN` apart.
     fn tile_row(t: u32, e: u32) -> u32 {
-        t / SPAN + e / REG * SPAN
+        let i = e / REG;
+        i / 4 * (4 * SPAN) + t / SPAN * 4 + i % 4
     }
 
     fn tile_col(t: u32, e: u32) -> u32 {
-        t % SPAN + e % REG * SPAN
+        let j = e % REG;
+        j / 4 * (4 * SPAN) + t % SPAN * 4 + j % 4
     }
 
     /// Writes the register tile of the block at `origin` to `out` from `offset` on, as images
@@ -357,8 +366,8 @@ mod nn {
         #[len(p.n)] bias: &[f32],
         #[len(p.m * p.n)] pre: &mut [f32],
         #[len(p.m * p.n)] y: &mut [f32],
-        #[workgroup] tile_a: &mut [f32; DEPTH * PADDED],
-        #[workgroup] tile_b: &mut [f32; DEPTH * PADDED],
+        #[workgroup] tile_a: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_b: &mut [Vec4<f32>; DEPTH * ROW],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let shapes = vec4(p.k, p.m, p.n, p.k);
@@ -417,8 +426,8 @@ mod nn {
         a: &[f32],
         b: &[f32],
         partial: &mut [f32],
-        #[workgroup] tile_a: &mut [f32; DEPTH * PADDED],
-        #[workgroup] tile_b: &mut [f32; DEPTH * PADDED],
+        #[workgroup] tile_a: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_b: &mut [Vec4<f32>; DEPTH * ROW],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let begin = split * p.split_depth;
@@ -509,8 +518,8 @@ mod nn {
         b: &[f32],
         grad_b: &mut [f32],
         grad_pre: &[f32],
-        #[workgroup] tile_a: &mut [f32; DEPTH * PADDED],
-        #[workgroup] tile_b: &mut [f32; DEPTH * PADDED],
+        #[workgroup] tile_a: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_b: &mut [Vec4<f32>; DEPTH * ROW],
     ) {
         let (t, blocks_a) = (local_index(), ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK));
         // The gradient is the same for the whole workgroup, so both branches keep barriers.
@@ -580,8 +589,8 @@ mod nn {
         #[len(p.out_channels)] bias: &[f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
-        #[workgroup] tile_w: &mut [f32; DEPTH * PADDED],
-        #[workgroup] tile_x: &mut [f32; DEPTH * PADDED],
+        #[workgroup] tile_w: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_x: &mut [Vec4<f32>; DEPTH * ROW],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let (taps, pixels) = (p.kernel_h * p.kernel_w, p.out_h * p.out_w);
@@ -687,8 +696,8 @@ mod nn {
         w: &[f32],
         grad_pre: &[f32],
         grad_x: &mut [f32],
-        #[workgroup] tile_w: &mut [f32; DEPTH * PADDED],
-        #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
+        #[workgroup] tile_w: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_g: &mut [Vec4<f32>; DEPTH * ROW],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let taps = p.kernel_h * p.kernel_w;
@@ -757,8 +766,8 @@ mod nn {
         grad_pre: &[f32],
         partial: &mut [f32],
         grad_w: &mut [f32],
-        #[workgroup] tile_g: &mut [f32; DEPTH * PADDED],
-        #[workgroup] tile_x: &mut [f32; DEPTH * PADDED],
+        #[workgroup] tile_g: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_x: &mut [Vec4<f32>; DEPTH * ROW],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let taps = p.kernel_h * p.kernel_w;
