@@ -174,6 +174,19 @@ fn conv2d_matches_reference_on_edge_cases() {
         base(3).stride([2, 2]),
         base(3).stride([2, 2]).padding(Padding::uniform(1)),
         base(3).stride([2, 1]),
+        // Strided input gradients go one stride phase at a time: a 1x1 filter at stride 2
+        // leaves three phases without taps (their pixels get no gradient), stride 3 with
+        // padding on one side only, and input channels past one block.
+        base(1).stride([2, 2]),
+        base(3).stride([3, 2]).padding(Padding {
+            top: 1,
+            bottom: 0,
+            left: 2,
+            right: 0,
+        }),
+        Conv2dShape::new(1, 130, [5, 5], 3, [3, 3])
+            .stride([2, 2])
+            .padding(Padding::uniform(1)),
         // Asymmetric padding: per side, and different in h and w.
         base(3).padding(Padding {
             top: 2,
@@ -376,4 +389,25 @@ fn conv2d_single_gradients_and_checked_backward() {
         batch.is_empty(),
         "nothing is recorded when a buffer is wrong"
     );
+}
+
+#[test]
+fn strided_input_gradients_run_one_stride_phase_at_a_time() {
+    let rt = runtime();
+    let conv = Conv2d::new(&rt).unwrap();
+    let ran = |shape: Conv2dShape| {
+        let w = rt.zeros::<f32>(shape.weight_len()).unwrap();
+        let grad_pre = rt.zeros::<f32>(shape.output_len().unwrap()).unwrap();
+        let mut grad_x = rt.zeros::<f32>(shape.input_len()).unwrap();
+        let mut batch = rt.batch();
+        conv.grad_input(&mut batch, &shape, &w, &grad_pre, &mut grad_x)
+            .unwrap();
+        let timing = batch.submit_timed().unwrap();
+        timing.dispatches[0].0.clone()
+    };
+    let shape = Conv2dShape::new(1, 2, [8, 8], 3, [3, 3]);
+    assert!(ran(shape.stride([2, 2])).starts_with("conv_grad_input_phased"));
+    // Dilated and strided at once: the general gather.
+    let general = ran(shape.stride([2, 2]).dilation([2, 2]));
+    assert!(general.starts_with("conv_grad_input_reg"), "{general}");
 }

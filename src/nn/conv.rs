@@ -223,6 +223,12 @@ fn split_weight_grad(p: &mut kernels::ConvParams, blocking: kernels::Blocking) {
     p.split_depth = split.depth;
 }
 
+/// Whether the input gradient is computed one stride phase at a time: for strided
+/// convolutions without dilation (`conv_grad_input_phased`).
+fn by_phases(p: &kernels::ConvParams) -> bool {
+    (p.stride_h > 1 || p.stride_w > 1) && p.dilation_h == 1 && p.dilation_w == 1
+}
+
 /// The scratch memory for the filter gradient's slices after the first (one element when
 /// there is one slice: a binding cannot be empty), grown when `p` needs more.
 fn scratch<'a>(
@@ -291,6 +297,8 @@ pub struct Conv2d {
     /// The backward family with each blocking of the input gradient (outer, picked by input
     /// channels) and of the filter gradient (inner, picked by output channels).
     backward: kernels::Blocked<kernels::Blocked<kernels::ConvBackward>>,
+    /// The input gradient of strided convolutions, one sub-problem per stride phase.
+    grad_input_phased: kernels::Blocked<kernels::ConvGradInputPhased>,
     /// The filter gradient's slices after the first, grown to the largest split recorded so
     /// far.
     partials: Mutex<Option<GpuBuffer<f32>>>,
@@ -302,6 +310,7 @@ impl Clone for Conv2d {
         Conv2d {
             forward: self.forward.clone(),
             backward: self.backward.clone(),
+            grad_input_phased: self.grad_input_phased.clone(),
             partials: Mutex::new(None),
         }
     }
@@ -328,6 +337,9 @@ impl Conv2d {
         Ok(Conv2d {
             forward: kernels::Blocked::new(|b| kernels::ConvForward::with_constants(rt, b))?,
             backward,
+            grad_input_phased: kernels::Blocked::new(|b| {
+                kernels::ConvGradInputPhased::with_constants(rt, b)
+            })?,
             partials: Mutex::new(None),
         })
     }
@@ -385,6 +397,21 @@ impl Conv2d {
             grad_w,
             grad_bias,
         } = grads;
+        // A strided input gradient runs after the family, from the `grad_pre` it wrote.
+        let (grad_x, mut phased_x) = match grad_x {
+            Some(grad_x) if by_phases(&p) => (None, Some(grad_x)),
+            grad_x => (grad_x, None),
+        };
+        let phased = self.grad_input_phased.pick(p.in_channels);
+        // Every buffer is checked before anything is recorded.
+        if let Some(grad_x) = phased_x.as_deref_mut() {
+            phased.check_lengths(&kernels::ConvGradInputPhasedArgs {
+                p: &p,
+                w,
+                grad_pre,
+                grad_x,
+            })?;
+        }
         family.record(
             batch,
             kernels::ConvBackwardArgs {
@@ -393,13 +420,25 @@ impl Conv2d {
                 w,
                 pre,
                 grad_y,
-                grad_pre,
+                grad_pre: &mut *grad_pre,
                 grad_x,
                 partial,
                 grad_w,
                 grad_bias,
             },
-        )
+        )?;
+        match phased_x {
+            Some(grad_x) => phased.record(
+                batch,
+                kernels::ConvGradInputPhasedArgs {
+                    p: &p,
+                    w,
+                    grad_pre,
+                    grad_x,
+                },
+            ),
+            None => Ok(()),
+        }
     }
 
     /// Records only the input's gradient, `grad_x`, from the gradient before the activation
@@ -413,6 +452,17 @@ impl Conv2d {
         grad_x: &mut GpuBuffer<f32>,
     ) -> Result<()> {
         let p = shape.params(Activation::None)?;
+        if by_phases(&p) {
+            return self.grad_input_phased.pick(p.in_channels).record(
+                batch,
+                kernels::ConvGradInputPhasedArgs {
+                    p: &p,
+                    w,
+                    grad_pre,
+                    grad_x,
+                },
+            );
+        }
         // The filter-gradient blocking does not matter: only the input gradient's member runs.
         let family = &self.backward.pick(p.in_channels).large;
         family.conv_grad_input().record(

@@ -746,6 +746,110 @@ mod nn {
         store_tile(grad_x, 0, &acc, p.in_channels, columns, pixels, origin, t);
     }
 
+    /// The input gradient of a strided convolution (dilation 1), one sub-problem per stride
+    /// phase (grid `z`): the input pixels whose padded row and column leave the remainders
+    /// (`z / stride_w`, `z % stride_w`) by the stride receive only the filter taps with the
+    /// same remainders, so each phase sums over exactly the taps that land on output pixels
+    /// (`conv_grad_input` tests every tap and, at stride 2, drops three in four). Rows are
+    /// input channels, columns are (image, input pixel of the phase), the sum runs over
+    /// (output channel, tap of the phase).
+    #[kernel(
+        workgroup = [GROUP],
+        constants = Blocking,
+        grid = [
+            ceil_div(p.batch * ceil_div(p.in_h, p.stride_h) * ceil_div(p.in_w, p.stride_w), BLOCK),
+            ceil_div(p.in_channels, BLOCK),
+            p.stride_h * p.stride_w
+        ]
+    )]
+    pub fn conv_grad_input_phased(
+        p: &ConvParams,
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
+        #[workgroup] tile_w: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_g: &mut [Vec4<f32>; DEPTH * ROW],
+    ) {
+        let (t, origin, phase) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
+        let (phase_h, phase_w) = (phase / p.stride_w, phase % p.stride_w);
+        // The phase's first input row and column, and how many of each it has.
+        let row0 = (phase_h + p.stride_h - p.pad_top % p.stride_h) % p.stride_h;
+        let col0 = (phase_w + p.stride_w - p.pad_left % p.stride_w) % p.stride_w;
+        let rows = if row0 < p.in_h {
+            ceil_div(p.in_h - row0, p.stride_h)
+        } else {
+            0
+        };
+        let cols = if col0 < p.in_w {
+            ceil_div(p.in_w - col0, p.stride_w)
+        } else {
+            0
+        };
+        // Its taps: rows `phase_h, phase_h + stride_h, ..`, columns likewise.
+        let taps_h = if phase_h < p.kernel_h {
+            ceil_div(p.kernel_h - phase_h, p.stride_h)
+        } else {
+            0
+        };
+        let taps_w = if phase_w < p.kernel_w {
+            ceil_div(p.kernel_w - phase_w, p.stride_w)
+        } else {
+            0
+        };
+        let (pixels, taps) = (rows * cols, taps_h * taps_w);
+        let (depth, columns) = (p.out_channels * taps, p.batch * pixels);
+
+        // The input pixel this invocation gathers for, in padded coordinates.
+        let staged = origin.x + t % BLOCK;
+        let n = staged / pixels.max(1);
+        let pixel = staged % pixels.max(1);
+        let padded_h = row0 + pixel / cols.max(1) * p.stride_h + p.pad_top;
+        let padded_w = col0 + pixel % cols.max(1) * p.stride_w + p.pad_left;
+
+        let mut acc = [0.0f32; REG * REG];
+        for k0 in (0..depth).step_by(DEPTH) {
+            let (mut from_w, mut from_g) = ([0.0f32; LOADS], [0.0f32; LOADS]);
+            #[unroll]
+            for r in 0..LOADS {
+                let (ci, kw) = (origin.y + across_row(t, r), k0 + t % DEPTH);
+                if ci < p.in_channels && kw < depth {
+                    let tap = kw % taps;
+                    let fh = phase_h + tap / taps_w * p.stride_h;
+                    let fw = phase_w + tap % taps_w * p.stride_w;
+                    from_w[r] =
+                        w[((kw / taps * p.in_channels + ci) * p.kernel_h + fh) * p.kernel_w + fw];
+                }
+                let k = k0 + along_depth(t, r);
+                let tap = k % taps.max(1);
+                let fh = phase_h + tap / taps_w.max(1) * p.stride_h;
+                let fw = phase_w + tap % taps_w.max(1) * p.stride_w;
+                // Exact divisions: the phase's taps keep the remainders zero.
+                let (oh, ow) = ((padded_h - fh) / p.stride_h, (padded_w - fw) / p.stride_w);
+                let hit = staged < columns
+                    && k < depth
+                    && padded_h >= fh
+                    && padded_w >= fw
+                    && oh < p.out_h
+                    && ow < p.out_w;
+                if hit {
+                    let co = k / taps;
+                    from_g[r] = grad_pre[((n * p.out_channels + co) * p.out_h + oh) * p.out_w + ow];
+                }
+            }
+            step(tile_w, &from_w, tile_g, &from_g, &mut acc, t);
+        }
+        #[unroll]
+        for e in 0..REG * REG {
+            let (ci, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
+            if ci < p.in_channels && col < columns {
+                let (image, at) = (col / pixels, col % pixels);
+                let ih = row0 + at / cols * p.stride_h;
+                let iw = col0 + at % cols * p.stride_w;
+                grad_x[((image * p.in_channels + ci) * p.in_h + ih) * p.in_w + iw] = acc[e];
+            }
+        }
+    }
+
     /// The gradient of a convolution's filter (wgrad) as an implicit GEMM: M = output
     /// channels, N = input channels x kernel taps, K = images x output pixels. K is long and
     /// M x N often small, so K is split into `p.splits` slices (grid `z`): the first is summed
