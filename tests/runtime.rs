@@ -263,16 +263,39 @@ fn override_constants_are_part_of_the_pipeline() {
     for value in [2.0, 5.0] {
         let constants = [("value", value)];
         let pipeline = rt
-            .pipeline(&PipelineDesc {
-                constants: &constants,
-                ..PipelineDesc::new(FILL, "fill", &bindings)
-            })
+            .pipeline(&PipelineDesc::new(FILL, "fill", &bindings).with_constants(&constants))
             .unwrap();
         rt.dispatch(&pipeline, &[Arg::read_write(&mut y)], [4, 1, 1])
             .unwrap();
         assert_eq!(y.read(&rt).unwrap(), vec![value as f32; 4]);
     }
     assert_eq!(rt.cached_pipelines(), 2);
+}
+
+#[test]
+fn a_pipeline_without_bounds_checks_is_its_own_and_computes_the_same() {
+    let rt = runtime();
+    let checked = PipelineDesc::new(SCALE_AND_SHIFT, "scale_and_shift", &BINDINGS);
+    assert!(checked.bounds_checks());
+    // SAFETY: `scale_and_shift` compares its index with `p.n`, and `p.n` is the buffers' length.
+    let unchecked = unsafe { checked.clone().without_bounds_checks() };
+    assert!(!unchecked.bounds_checks());
+    let (xs, x, mut y, p) = scale_inputs(&rt);
+    let grid = [p.row.div_ceil(64), p.n.div_ceil(p.row), 1];
+    let mut results = Vec::new();
+    for desc in [&checked, &unchecked] {
+        let pipeline = rt.pipeline(desc).unwrap();
+        rt.dispatch(
+            &pipeline,
+            &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
+            grid,
+        )
+        .unwrap();
+        results.push(y.read(&rt).unwrap());
+    }
+    assert_eq!(rt.cached_pipelines(), 2);
+    let want: Vec<f32> = xs.iter().map(|v| v * p.scale + p.shift).collect();
+    assert_eq!(results, [want.clone(), want]);
 }
 
 #[test]
@@ -354,10 +377,131 @@ fn buffer_smaller_than_the_shader_needs_is_a_validation_error() {
         ))
         .unwrap();
     let mut y = rt.zeros::<f32>(2).unwrap();
-    let error = rt
-        .dispatch(&pipeline, &[Arg::read_write(&mut y)], [1, 1, 1])
-        .unwrap_err();
+    // Only wgpu can tell; it does when the queued dispatch is submitted.
+    rt.dispatch(&pipeline, &[Arg::read_write(&mut y)], [1, 1, 1])
+        .unwrap();
+    let error = rt.flush().unwrap_err();
     assert!(matches!(error, Error::Validation { .. }), "{error}");
+    assert!(error.to_string().contains("`fixed`"), "{error}");
+    // The rejected dispatch left the queue: the runtime goes on.
+    rt.flush().unwrap();
+    assert_eq!(y.read(&rt).unwrap(), [0.0; 2]);
+
+    // Submitted by `queue()`, which cannot return it, the error comes with the next operation.
+    rt.dispatch(&pipeline, &[Arg::read_write(&mut y)], [1, 1, 1])
+        .unwrap();
+    let _ = rt.queue();
+    let later = rt.zeros::<f32>(1).unwrap_err();
+    assert!(matches!(later, Error::Validation { .. }), "{later}");
+    rt.zeros::<f32>(1).unwrap();
+}
+
+fn scale_pipeline(rt: &Runtime, entry_point: &str) -> tessera::Pipeline {
+    rt.pipeline(&PipelineDesc::new(SCALE_AND_SHIFT, entry_point, &BINDINGS))
+        .unwrap()
+}
+
+#[test]
+fn queued_dispatches_run_before_what_comes_after_them() {
+    let rt = runtime();
+    let scale = scale_pipeline(&rt, "scale_and_shift");
+    let square = scale_pipeline(&rt, "square_in_place");
+    let n = 100u32;
+    let p = Params {
+        scale: 2.0,
+        shift: 1.0,
+        n,
+        row: n,
+    };
+    let x0: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let mut x = rt.upload(&x0).unwrap();
+    let mut y = rt.zeros::<f32>(n as usize).unwrap();
+    let grid = [2, 1, 1];
+
+    // A batch submitted after a queued dispatch sees its writes.
+    rt.dispatch(
+        &scale,
+        &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
+        grid,
+    )
+    .unwrap();
+    let mut batch = rt.batch();
+    batch
+        .dispatch(
+            &square,
+            &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
+            grid,
+        )
+        .unwrap();
+    batch.submit().unwrap();
+    let expected: Vec<f32> = x0.iter().map(|v| (2.0 * v + 1.0).powi(2)).collect();
+    assert_eq!(y.read(&rt).unwrap(), expected);
+
+    // Overwriting an input does not overtake the queued dispatch that reads it.
+    rt.dispatch(
+        &scale,
+        &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
+        grid,
+    )
+    .unwrap();
+    x.write(&rt, &vec![-1.0; n as usize]).unwrap();
+    let expected: Vec<f32> = x0.iter().map(|v| 2.0 * v + 1.0).collect();
+    assert_eq!(y.read(&rt).unwrap(), expected);
+
+    // Work submitted through `queue()` comes after the queued dispatches.
+    rt.dispatch(
+        &scale,
+        &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
+        grid,
+    )
+    .unwrap();
+    let copy = rt.zeros::<f32>(n as usize).unwrap();
+    let mut encoder = rt.device().create_command_encoder(&Default::default());
+    encoder.copy_buffer_to_buffer(y.raw(), 0, copy.raw(), 0, y.size_in_bytes());
+    rt.queue().submit([encoder.finish()]);
+    assert_eq!(copy.read(&rt).unwrap(), vec![-1.0; n as usize]);
+
+    // More launches than the queue holds: all run, in order.
+    for _ in 0..600 {
+        rt.dispatch(
+            &square,
+            &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
+            grid,
+        )
+        .unwrap();
+        rt.dispatch(
+            &scale,
+            &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
+            grid,
+        )
+        .unwrap();
+    }
+    assert_eq!(y.read(&rt).unwrap(), vec![-1.0; n as usize]);
+}
+
+#[test]
+fn dropping_a_runtime_submits_what_it_queued() {
+    let rt = runtime();
+    let x = rt.upload(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    let mut y = rt.zeros::<f32>(4).unwrap();
+    {
+        let adopted = Runtime::from_wgpu(rt.device().clone(), rt.queue().clone());
+        let pipeline = scale_pipeline(&adopted, "scale_and_shift");
+        let p = Params {
+            scale: 3.0,
+            shift: 0.0,
+            n: 4,
+            row: 4,
+        };
+        adopted
+            .dispatch(
+                &pipeline,
+                &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
+                [1, 1, 1],
+            )
+            .unwrap();
+    }
+    assert_eq!(y.read(&rt).unwrap(), [3.0, 6.0, 9.0, 12.0]);
 }
 
 #[test]

@@ -767,3 +767,42 @@ fn a_kernel_written_once_runs_for_each_element_type_and_constant() {
         Err(Error::MissingFeature { feature, .. }) if feature == "SHADER_F16"
     ));
 }
+
+#[test]
+fn instances_built_without_bounds_checks_are_separate_pipelines_with_the_same_sums() {
+    let rt = runtime();
+    let n = 777u32;
+    let xs: Vec<f32> = (0..n).map(|i| (i % 5) as f32 * 0.5 - 1.0).collect();
+    let x = rt.upload(&xs).unwrap();
+    let sums_of = |kernel: &tiled::BlockSums| {
+        let block = (kernel.constants().tile * tiled::PER_INVOCATION) as usize;
+        let mut sums = rt.zeros::<f32>(xs.len().div_ceil(block)).unwrap();
+        let args = tiled::BlockSumsArgs {
+            p: &tiled::Len { n },
+            x: &x,
+            sums: &mut sums,
+        };
+        kernel.launch(&rt, args).unwrap();
+        let want: Vec<f32> = xs.chunks(block).map(|c| c.iter().sum()).collect();
+        assert_close(&sums.read(&rt).unwrap(), &want, 1e-5);
+    };
+    // SAFETY: `block_sums` compares every index into `x` with `p.n`, writes `sums` only at its
+    // workgroup's index (the grid and `#[len]` agree), and `partial` at local ids below `TILE`.
+    let first = unsafe { tiled::BlockSums::new_unchecked(&rt) }.unwrap();
+    assert_eq!(first.constants(), tiled::BlockSums::INSTANCES[0]);
+    sums_of(&first);
+    let before = rt.cached_pipelines();
+    for constants in tiled::BlockSums::INSTANCES {
+        // SAFETY: as above.
+        let unchecked = unsafe { tiled::BlockSums::with_constants_unchecked(&rt, *constants) };
+        sums_of(&unchecked.unwrap());
+        sums_of(&tiled::BlockSums::with_constants(&rt, *constants).unwrap());
+    }
+    // The checked pipelines are new; the unchecked first instance was already built.
+    assert_eq!(rt.cached_pipelines(), before + 2 * 3 - 1);
+    // SAFETY: nothing is launched.
+    let unknown = unsafe {
+        tiled::BlockSums::with_constants_unchecked(&rt, tiled::BlockSumsConstants { tile: 12 })
+    };
+    assert!(matches!(unknown, Err(Error::UnknownInstance { .. })));
+}

@@ -129,7 +129,8 @@ impl<T: Pod> GpuBuffer<T> {
 
     /// Overwrites the whole buffer with `data`, which must have the buffer's length.
     ///
-    /// The write is ordered before any work submitted afterwards.
+    /// The write comes after every dispatch queued or submitted before it (queued dispatches
+    /// are submitted first) and before any submitted afterwards.
     pub fn write(&mut self, rt: &Runtime, data: &[T]) -> Result<()> {
         if data.len() != self.len {
             return Err(Error::LengthMismatch {
@@ -142,8 +143,10 @@ impl<T: Pod> GpuBuffer<T> {
         }
         let mut bytes = bytemuck::cast_slice::<T, u8>(data).to_vec();
         bytes.resize(padded_size(bytes.len() as u64) as usize, 0);
+        // The write must not overtake queued dispatches that read the buffer.
+        rt.flush()?;
         rt.scoped("writing a buffer", || {
-            rt.queue().write_buffer(&self.buffer, 0, &bytes)
+            rt.raw_queue().write_buffer(&self.buffer, 0, &bytes)
         })
     }
 
@@ -183,6 +186,7 @@ impl<T: Pod> GpuBuffer<T> {
     }
 
     fn copy_to_staging(&self, rt: &Runtime) -> Result<wgpu::Buffer> {
+        rt.flush()?;
         rt.scoped("reading a buffer back", || {
             let size = self.buffer.size();
             let staging = rt.device().create_buffer(&wgpu::BufferDescriptor {
@@ -193,7 +197,7 @@ impl<T: Pod> GpuBuffer<T> {
             });
             let mut encoder = rt.device().create_command_encoder(&Default::default());
             encoder.copy_buffer_to_buffer(&self.buffer, 0, &staging, 0, size);
-            rt.queue().submit([encoder.finish()]);
+            rt.raw_queue().submit([encoder.finish()]);
             staging
         })
     }

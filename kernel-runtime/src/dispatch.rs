@@ -1,8 +1,14 @@
 //! Binding buffers to a pipeline and dispatching it: [`Arg`] for one binding, [`Batch`] for
 //! several dispatches recorded into one command buffer and submitted once, and
-//! [`Runtime::dispatch`] for a batch of one.
+//! [`Runtime::dispatch`] for one dispatch queued on the runtime.
+//!
+//! Dispatches queued one at a time ([`Runtime::dispatch`], [`Batch::enqueue`], and every
+//! generated `launch`) wait in the runtime's queue and are submitted together, at the next
+//! operation that must see their results or be ordered after them (see [`Runtime::flush`]).
+//! A submission costs tens of microseconds of host time; a queued dispatch, about one.
 
 use std::collections::HashMap;
+use std::sync::PoisonError;
 
 use bytemuck::Pod;
 use wgpu::util::DeviceExt;
@@ -72,11 +78,12 @@ struct Recorded {
 
 /// Several dispatches recorded in order and submitted as one command buffer.
 ///
-/// Each dispatch sees the writes of the ones before it. Recording only checks the arguments
-/// and copies the uniform bytes; the GPU objects are made when the batch is submitted, once
-/// for the whole batch: one compute pass holds every dispatch, the uniform parameters of all
-/// dispatches share one buffer (each at its own dynamic offset), and dispatches that bind the
-/// same buffers to the same layout share one bind group.
+/// Each dispatch sees the writes of the ones before it, and of everything queued on the
+/// runtime before the batch is submitted. Recording only checks the arguments and copies the
+/// uniform bytes; the GPU objects are made when the batch is submitted, once for the whole
+/// batch: one compute pass holds every dispatch, the uniform parameters of all dispatches
+/// share one buffer (each at its own dynamic offset), and dispatches that bind the same
+/// buffers to the same layout share one bind group.
 ///
 /// ```no_run
 /// # use kernel_runtime::{Arg, Runtime, Pipeline};
@@ -90,10 +97,7 @@ struct Recorded {
 /// ```
 pub struct Batch<'rt> {
     rt: &'rt Runtime,
-    recorded: Vec<Recorded>,
-    /// The uniform bytes of every dispatch, each block at a multiple of the device's
-    /// uniform-offset alignment.
-    uniforms: Vec<u8>,
+    recording: Recording,
 }
 
 impl<'rt> Batch<'rt> {
@@ -110,8 +114,93 @@ impl<'rt> Batch<'rt> {
         args: &[Arg<'_>],
         grid: [u32; 3],
     ) -> Result<()> {
+        self.recording
+            .push(&self.rt.info().limits, pipeline, args, grid)
+    }
+
+    /// The runtime the batch records for.
+    pub fn runtime(&self) -> &'rt Runtime {
+        self.rt
+    }
+
+    /// The number of dispatches recorded so far.
+    pub fn len(&self) -> usize {
+        self.recording.recorded.len()
+    }
+
+    /// Whether nothing has been recorded.
+    pub fn is_empty(&self) -> bool {
+        self.recording.recorded.is_empty()
+    }
+
+    /// Submits the dispatches queued on the runtime and then this batch's, as one command
+    /// buffer. Returns without waiting for them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Validation`] (or another wgpu error) when wgpu rejects a binding or a dispatch;
+    /// its message names the kernels. Nothing of the submission runs then.
+    pub fn submit(self) -> Result<()> {
+        self.rt.submit_queued(Some(self.recording))
+    }
+
+    /// Adds the batch's dispatches to the runtime's queue instead of submitting them now: they
+    /// are submitted with the queued dispatches before and after them, at the next operation
+    /// that needs them (see [`Runtime::flush`]). Generated `launch` methods do this.
+    ///
+    /// # Errors
+    ///
+    /// Only when adding them fills the queue, which is then submitted: what [`Batch::submit`]
+    /// returns.
+    pub fn enqueue(self) -> Result<()> {
+        self.rt.enqueue(self.recording)
+    }
+
+    /// Submits the recorded dispatches, waits for them and says how long they took on the GPU.
+    ///
+    /// Dispatches queued on the runtime are submitted and waited for first, untimed. With
+    /// timestamp queries (see [`RuntimeInfo::has_timestamps`](crate::RuntimeInfo::has_timestamps))
+    /// each dispatch is timed on the GPU, in a compute pass of its own; otherwise the whole
+    /// batch is timed by the wall clock from submission to completion, and [`Timing::source`]
+    /// says so.
+    pub fn submit_timed(self) -> Result<Timing> {
+        let rt = self.rt;
+        rt.wait()?;
+        let labels = self.recording.labels();
+        if rt.info().has_timestamps() && !self.recording.recorded.is_empty() {
+            let recording = self.recording;
+            timing::submit_with_timestamps(rt, &labels, recording.describe(), |encoder, queries| {
+                let bind_groups = recording.bind_groups(rt);
+                encode(encoder, &recording.recorded, &bind_groups, Some(queries))
+            })
+        } else {
+            let start = std::time::Instant::now();
+            self.submit()?;
+            rt.wait()?;
+            Ok(Timing::wall_clock(start.elapsed(), labels))
+        }
+    }
+}
+
+/// Dispatches recorded but not yet submitted, and the uniform bytes they bind: a [`Batch`]'s,
+/// or those queued on a [`Runtime`].
+#[derive(Default)]
+pub(crate) struct Recording {
+    recorded: Vec<Recorded>,
+    /// The uniform bytes of every dispatch, each block at a multiple of the device's
+    /// uniform-offset alignment.
+    uniforms: Vec<u8>,
+}
+
+impl Recording {
+    fn push(
+        &mut self,
+        limits: &wgpu::Limits,
+        pipeline: &Pipeline,
+        args: &[Arg<'_>],
+        grid: [u32; 3],
+    ) -> Result<()> {
         check_args(pipeline, args)?;
-        let limits = &self.rt.info().limits;
         let limit = limits.max_compute_workgroups_per_dimension;
         if grid.iter().any(|&n| n > limit) {
             return Err(Error::GridTooLarge {
@@ -120,7 +209,7 @@ impl<'rt> Batch<'rt> {
                 limit,
             });
         }
-        let alignment = limits.min_uniform_buffer_offset_alignment.max(16) as usize;
+        let alignment = uniform_alignment(limits);
         let mut offsets = Vec::new();
         let bound = args
             .iter()
@@ -129,12 +218,7 @@ impl<'rt> Batch<'rt> {
                 Arg::Uniform(bytes) => {
                     let start = self.uniforms.len().next_multiple_of(alignment);
                     let size = uniform_size(bytes);
-                    let offset = u32::try_from(start).map_err(|_| Error::Bindings {
-                        kernel: pipeline.label().to_owned(),
-                        problem: "the batch holds more than 4 GiB of uniform parameters; \
-                                  submit it in parts"
-                            .into(),
-                    })?;
+                    let offset = uniform_offset(start, pipeline)?;
                     self.uniforms.resize(start, 0);
                     self.uniforms.extend_from_slice(bytes);
                     self.uniforms.resize(start + size as usize, 0);
@@ -152,72 +236,50 @@ impl<'rt> Batch<'rt> {
         Ok(())
     }
 
-    /// The runtime the batch records for.
-    pub fn runtime(&self) -> &'rt Runtime {
-        self.rt
+    /// Moves `other`'s dispatches after these, with their uniform bytes.
+    fn append(&mut self, other: Recording, limits: &wgpu::Limits) -> Result<()> {
+        let base = self
+            .uniforms
+            .len()
+            .next_multiple_of(uniform_alignment(limits));
+        for mut dispatch in other.recorded {
+            for offset in &mut dispatch.offsets {
+                *offset = uniform_offset(base + *offset as usize, &dispatch.pipeline)?;
+            }
+            self.recorded.push(dispatch);
+        }
+        if !other.uniforms.is_empty() {
+            self.uniforms.resize(base, 0);
+            self.uniforms.extend_from_slice(&other.uniforms);
+        }
+        Ok(())
     }
 
-    /// The number of dispatches recorded so far.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.recorded.len()
     }
 
-    /// Whether nothing has been recorded.
-    pub fn is_empty(&self) -> bool {
-        self.recorded.is_empty()
-    }
-
-    /// Submits the recorded dispatches as one command buffer. Returns without waiting for them.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Validation`] (or another wgpu error) when wgpu rejects a binding or a dispatch;
-    /// its message names the kernel. Nothing of the batch runs then.
-    pub fn submit(self) -> Result<()> {
-        if self.recorded.is_empty() {
-            return Ok(());
-        }
-        let rt = self.rt;
-        rt.scoped(self.describe(), || {
-            let bind_groups = self.bind_groups();
-            let mut encoder = rt.device().create_command_encoder(&Default::default());
-            encode(&mut encoder, &self.recorded, &bind_groups, None);
-            rt.queue().submit([encoder.finish()]);
-        })
-    }
-
-    /// Submits the recorded dispatches, waits for them and says how long they took on the GPU.
-    ///
-    /// With timestamp queries (see [`RuntimeInfo::has_timestamps`](crate::RuntimeInfo::has_timestamps))
-    /// each dispatch is timed on the GPU, in a compute pass of its own; otherwise the whole
-    /// batch is timed by the wall clock from submission to completion, and [`Timing::source`]
-    /// says so.
-    pub fn submit_timed(self) -> Result<Timing> {
-        if self.rt.info().has_timestamps() && !self.recorded.is_empty() {
-            let labels = self.recorded_labels();
-            timing::submit_with_timestamps(self.rt, &labels, self.describe(), |encoder, queries| {
-                let bind_groups = self.bind_groups();
-                encode(encoder, &self.recorded, &bind_groups, Some(queries))
-            })
-        } else {
-            let rt = self.rt;
-            rt.wait()?;
-            let start = std::time::Instant::now();
-            let labels = self.recorded_labels();
-            self.submit()?;
-            rt.wait()?;
-            Ok(Timing::wall_clock(start.elapsed(), labels))
-        }
-    }
-
-    fn recorded_labels(&self) -> Vec<String> {
+    fn labels(&self) -> Vec<String> {
         self.recorded
             .iter()
             .map(|r| r.pipeline.label().to_owned())
             .collect()
     }
 
-    /// What submitting the batch does, for error messages: the kernels it dispatches.
+    /// Submits the dispatches as one command buffer, in one error scope.
+    pub(crate) fn submit(self, rt: &Runtime) -> Result<()> {
+        if self.recorded.is_empty() {
+            return Ok(());
+        }
+        rt.scoped(self.describe(), || {
+            let bind_groups = self.bind_groups(rt);
+            let mut encoder = rt.device().create_command_encoder(&Default::default());
+            encode(&mut encoder, &self.recorded, &bind_groups, None);
+            rt.raw_queue().submit([encoder.finish()]);
+        })
+    }
+
+    /// What submitting the dispatches does, for error messages: the kernels it dispatches.
     fn describe(&self) -> String {
         let mut kernels: Vec<&str> = Vec::new();
         for recorded in &self.recorded {
@@ -232,7 +294,7 @@ impl<'rt> Batch<'rt> {
             n => format!(" and {n} more"),
         };
         format!(
-            "submitting a batch of {} dispatches of {}{more}",
+            "submitting {} dispatches of {}{more}",
             self.recorded.len(),
             shown.join(", ")
         )
@@ -241,8 +303,8 @@ impl<'rt> Batch<'rt> {
     /// One bind group per distinct (layout, buffers) among the recorded dispatches, in the
     /// order of the dispatches: `result[i]` is the bind group of dispatch `i`. Must run inside
     /// an error scope.
-    fn bind_groups(&self) -> Vec<wgpu::BindGroup> {
-        let device = self.rt.device();
+    fn bind_groups(&self, rt: &Runtime) -> Vec<wgpu::BindGroup> {
+        let device = rt.device();
         // Every uniform binding put at least 16 bytes here, so the buffer is never empty when
         // a binding refers to it.
         let uniforms = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -358,20 +420,78 @@ fn check_args(pipeline: &Pipeline, args: &[Arg<'_>]) -> Result<()> {
     })
 }
 
+/// How far apart the uniform blocks of a recording start.
+fn uniform_alignment(limits: &wgpu::Limits) -> usize {
+    limits.min_uniform_buffer_offset_alignment.max(16) as usize
+}
+
+fn uniform_offset(start: usize, pipeline: &Pipeline) -> Result<u32> {
+    u32::try_from(start).map_err(|_| Error::Bindings {
+        kernel: pipeline.label().to_owned(),
+        problem: "the batch holds more than 4 GiB of uniform parameters; submit it in parts".into(),
+    })
+}
+
+/// Queued dispatches are submitted once this many wait.
+const QUEUE_LIMIT: usize = 256;
+
 impl Runtime {
     /// Starts an empty [`Batch`].
     pub fn batch(&self) -> Batch<'_> {
         Batch {
             rt: self,
-            recorded: Vec::new(),
-            uniforms: Vec::new(),
+            recording: Recording::default(),
         }
     }
 
-    /// Dispatches `pipeline` once, now: a [`Batch`] of one, submitted without waiting.
+    /// Queues a dispatch of `pipeline` over `grid` workgroups with `args` bound in order.
+    ///
+    /// The dispatch is checked now and submitted with the other queued dispatches, in order,
+    /// at the next operation that needs it (see [`Runtime::flush`]).
+    ///
+    /// # Errors
+    ///
+    /// What [`Batch::dispatch`] returns. What only wgpu can check is reported by the operation
+    /// that submits the queue, in an error naming the kernel.
     pub fn dispatch(&self, pipeline: &Pipeline, args: &[Arg<'_>], grid: [u32; 3]) -> Result<()> {
         let mut batch = self.batch();
         batch.dispatch(pipeline, args, grid)?;
-        batch.submit()
+        batch.enqueue()
+    }
+
+    /// Submits the queued dispatches now. Returns without waiting for them.
+    ///
+    /// Queued dispatches (from [`Runtime::dispatch`], [`Batch::enqueue`] and generated
+    /// `launch` methods) are submitted by everything that must come after them: submitting a
+    /// [`Batch`], reading or writing a [`GpuBuffer`](crate::GpuBuffer), [`Runtime::wait`],
+    /// [`Runtime::queue`], dropping the runtime, and queuing the 256th. Call `flush` to start
+    /// them sooner, for example before long work on the CPU that the GPU could overlap.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Validation`] (or another wgpu error) when wgpu rejects a queued dispatch; the
+    /// message names the kernels. None of the queued dispatches runs then.
+    pub fn flush(&self) -> Result<()> {
+        self.submit_queued(None)
+    }
+
+    /// Submits the queue, followed by `then` when given, as one command buffer. The queue stays
+    /// locked while it is submitted, so submissions keep the order of their dispatches.
+    fn submit_queued(&self, then: Option<Recording>) -> Result<()> {
+        let mut queue = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut recording = std::mem::take(&mut *queue);
+        if let Some(then) = then {
+            recording.append(then, &self.info().limits)?;
+        }
+        recording.submit(self)
+    }
+
+    fn enqueue(&self, recording: Recording) -> Result<()> {
+        let mut queue = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
+        queue.append(recording, &self.info().limits)?;
+        if queue.len() < QUEUE_LIMIT {
+            return Ok(());
+        }
+        std::mem::take(&mut *queue).submit(self)
     }
 }

@@ -6,7 +6,8 @@
 //!   application's own device.
 //! - [`GpuBuffer`] is a typed storage buffer: upload, zeroed, overwrite, read back.
 //! - [`Runtime::pipeline`] builds each compute pipeline once and caches it.
-//! - [`Runtime::dispatch`] launches one kernel; a [`Batch`] records several into one command
+//! - [`Runtime::dispatch`] queues one dispatch; queued dispatches are submitted together when
+//!   something needs them ([`Runtime::flush`]). A [`Batch`] records several into one command
 //!   buffer and submits them once, optionally timed ([`Timing`]).
 //! - Every failure is an [`Error`] value: wgpu's validation and out-of-memory errors are captured
 //!   in error scopes, never left to wgpu's panicking default handler.

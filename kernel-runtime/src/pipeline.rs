@@ -68,17 +68,47 @@ pub struct PipelineDesc<'a> {
     pub bindings: &'a [BindingKind],
     /// Values for the module's `override` constants.
     pub constants: &'a [(&'a str, f64)],
+    /// Whether naga guards every index into buffers and arrays (see
+    /// [`PipelineDesc::without_bounds_checks`]).
+    bounds_checks: bool,
 }
 
 impl<'a> PipelineDesc<'a> {
-    /// A pipeline description without override constants.
+    /// A pipeline description without override constants, with bounds checks.
     pub fn new(source: &'a str, entry_point: &'a str, bindings: &'a [BindingKind]) -> Self {
         PipelineDesc {
             source,
             entry_point,
             bindings,
             constants: &[],
+            bounds_checks: true,
         }
+    }
+
+    /// The same description with values for the module's `override` constants.
+    pub fn with_constants(self, constants: &'a [(&'a str, f64)]) -> Self {
+        PipelineDesc { constants, ..self }
+    }
+
+    /// The same description, compiled without the bounds checks naga otherwise adds to every
+    /// index into a buffer or an array (they clamp it, and cost time in inner loops).
+    ///
+    /// # Safety
+    ///
+    /// The caller promises that every index the entry point makes, into every buffer bound
+    /// to it and every array it declares, is within bounds for every dispatch: for example
+    /// because the kernel compares each index with lengths the host checked against the
+    /// buffers. An index out of bounds then reads or writes memory it does not own.
+    pub unsafe fn without_bounds_checks(self) -> Self {
+        PipelineDesc {
+            bounds_checks: false,
+            ..self
+        }
+    }
+
+    /// Whether naga adds bounds checks (see [`PipelineDesc::without_bounds_checks`]).
+    pub fn bounds_checks(&self) -> bool {
+        self.bounds_checks
     }
 }
 
@@ -120,13 +150,15 @@ struct PipelineKey {
     bindings: Vec<BindingKind>,
     /// Constants by name and bit pattern, so the key can be hashed.
     constants: Vec<(String, u64)>,
+    bounds_checks: bool,
 }
 
 /// Built pipelines, shader modules and layouts, keyed by what identifies them. Lookups take a
 /// read lock; a miss builds under no lock and the first result stored wins.
 #[derive(Default)]
 pub(crate) struct PipelineCache {
-    modules: Cached<Arc<str>, wgpu::ShaderModule>,
+    /// Modules by source and whether they check bounds.
+    modules: Cached<(Arc<str>, bool), wgpu::ShaderModule>,
     layouts: Cached<Vec<BindingKind>, Arc<wgpu::BindGroupLayout>>,
     pipelines: Cached<PipelineKey, Pipeline>,
 }
@@ -173,6 +205,7 @@ impl Runtime {
                 .iter()
                 .map(|(name, value)| ((*name).to_owned(), value.to_bits()))
                 .collect(),
+            bounds_checks: desc.bounds_checks,
         };
         self.cache
             .pipelines
@@ -185,21 +218,36 @@ impl Runtime {
     }
 
     fn build_pipeline(&self, desc: &PipelineDesc<'_>, key: &PipelineKey) -> Result<Pipeline> {
-        let module = self
-            .cache
-            .modules
-            .get_or_build(Arc::clone(&key.source), || {
+        let module = self.cache.modules.get_or_build(
+            (Arc::clone(&key.source), key.bounds_checks),
+            || {
                 self.scoped(
                     format_args!("compiling the WGSL of `{}`", desc.entry_point),
                     || {
-                        self.device()
-                            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                                label: Some(desc.entry_point),
-                                source: wgpu::ShaderSource::Wgsl(desc.source.into()),
-                            })
+                        let module = wgpu::ShaderModuleDescriptor {
+                            label: Some(desc.entry_point),
+                            source: wgpu::ShaderSource::Wgsl(desc.source.into()),
+                        };
+                        if key.bounds_checks {
+                            self.device().create_shader_module(module)
+                        } else {
+                            // SAFETY: only `PipelineDesc::without_bounds_checks` clears
+                            // `bounds_checks`, and its caller promised every index is in
+                            // bounds.
+                            unsafe {
+                                self.device().create_shader_module_trusted(
+                                    module,
+                                    wgpu::ShaderRuntimeChecks {
+                                        bounds_checks: false,
+                                        ..wgpu::ShaderRuntimeChecks::checked()
+                                    },
+                                )
+                            }
+                        }
                     },
                 )
-            })?;
+            },
+        )?;
         let layout = self.cache.layouts.get_or_build(key.bindings.clone(), || {
             self.scoped("creating a bind-group layout", || {
                 let entries: Vec<_> = (0u32..)

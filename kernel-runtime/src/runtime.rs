@@ -2,9 +2,10 @@
 //! error-scope discipline every GPU operation of the crate goes through.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::adapter::{self, ADAPTER_ENV};
+use crate::dispatch::Recording;
 use crate::error::{Error, Result};
 use crate::pipeline::PipelineCache;
 
@@ -31,6 +32,11 @@ pub struct Runtime {
     queue: wgpu::Queue,
     info: RuntimeInfo,
     lost: Arc<Mutex<Option<(wgpu::DeviceLostReason, String)>>>,
+    /// Dispatches queued by `launch` and [`Runtime::dispatch`], not yet submitted.
+    pub(crate) queued: Mutex<Recording>,
+    /// An error of a submission no caller could be told of (see [`Runtime::queue`]), returned
+    /// by the next operation.
+    unreported: Mutex<Option<Error>>,
     pub(crate) cache: PipelineCache,
 }
 
@@ -177,6 +183,8 @@ impl Runtime {
             queue,
             info,
             lost,
+            queued: Mutex::default(),
+            unreported: Mutex::default(),
             cache: PipelineCache::default(),
         }
     }
@@ -192,12 +200,37 @@ impl Runtime {
     }
 
     /// The wgpu queue, for interoperation.
+    ///
+    /// Dispatches queued on the runtime are submitted first, so that what is submitted to the
+    /// queue comes after them. Should that submission fail, the next operation of the runtime
+    /// returns its error.
     pub fn queue(&self) -> &wgpu::Queue {
+        if let Err(error) = self.flush() {
+            let mut unreported = self
+                .unreported
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            unreported.get_or_insert(error);
+        }
         &self.queue
     }
 
-    /// Returns [`Error::DeviceLost`] once the device has been lost.
+    /// The queue, without submitting what is queued on the runtime.
+    pub(crate) fn raw_queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// Returns [`Error::DeviceLost`] once the device has been lost, and the error of a
+    /// submission made by [`Runtime::queue`] once.
     pub fn check_device(&self) -> Result<()> {
+        let unreported = self
+            .unreported
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(error) = unreported {
+            return Err(error);
+        }
         let lost = self
             .lost
             .lock()
@@ -233,11 +266,20 @@ impl Runtime {
         }
     }
 
-    /// Blocks until all submitted work has finished.
+    /// Submits the queued dispatches (see [`Runtime::flush`]) and blocks until all submitted
+    /// work has finished.
     pub fn wait(&self) -> Result<()> {
-        self.check_device()?;
+        self.flush()?;
         self.device.poll(wgpu::PollType::wait_indefinitely())?;
         self.check_device()
+    }
+}
+
+impl Drop for Runtime {
+    /// Submits the queued dispatches, so that work launched is done even when nothing waited
+    /// for it. An error can be reported to no one then; call [`Runtime::flush`] to see it.
+    fn drop(&mut self) {
+        let _ = self.flush();
     }
 }
 

@@ -117,14 +117,14 @@ pub(crate) fn submit_with_timestamps(
             encoder.resolve_query_set(set, 0..2 * passes, &resolve, offset);
         }
         encoder.copy_buffer_to_buffer(&resolve, 0, &readback, 0, bytes);
-        rt.queue().submit([encoder.finish()]);
+        rt.raw_queue().submit([encoder.finish()]);
         readback
     })?;
     let ticks = read_ticks(rt, &readback)?;
     Ok(timing_from_ticks(
         &ticks,
         labels,
-        rt.queue().get_timestamp_period(),
+        rt.raw_queue().get_timestamp_period(),
     ))
 }
 

@@ -323,22 +323,29 @@ impl Conv2d {
         let reduce = kernels::ConvGradWeightReduce::new(rt)?;
         let grad_bias = kernels::ConvGradBias::new(rt)?;
         let backward = kernels::Blocked::new(|input| {
-            let grad_input = kernels::ConvGradInput::with_constants(rt, input)?;
+            // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+            let grad_input =
+                unsafe { kernels::ConvGradInput::with_constants_unchecked(rt, input) }?;
             kernels::Blocked::new(|weight| {
                 Ok(kernels::ConvBackward::from_members(
                     activation_grad.clone(),
                     grad_input.clone(),
-                    kernels::ConvGradWeight::with_constants(rt, weight)?,
+                    // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+                    unsafe { kernels::ConvGradWeight::with_constants_unchecked(rt, weight) }?,
                     reduce.clone(),
                     grad_bias.clone(),
                 ))
             })
         })?;
         Ok(Conv2d {
-            forward: kernels::Blocked::new(|b| kernels::ConvForward::with_constants(rt, b))?,
+            forward: kernels::Blocked::new(|b| {
+                // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+                unsafe { kernels::ConvForward::with_constants_unchecked(rt, b) }
+            })?,
             backward,
             grad_input_phased: kernels::Blocked::new(|b| {
-                kernels::ConvGradInputPhased::with_constants(rt, b)
+                // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+                unsafe { kernels::ConvGradInputPhased::with_constants_unchecked(rt, b) }
             })?,
             partials: Mutex::new(None),
         })

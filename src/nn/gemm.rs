@@ -75,10 +75,14 @@ impl Gemm {
     pub fn new(rt: &Runtime) -> Result<Self> {
         let reduce = kernels::GemmForwardReduce::new(rt)?;
         Ok(Gemm {
-            forward: kernels::Blocked::new(|b| kernels::GemmForward::with_constants(rt, b))?,
+            forward: kernels::Blocked::new(|b| {
+                // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+                unsafe { kernels::GemmForward::with_constants_unchecked(rt, b) }
+            })?,
             split: kernels::Blocked::new(|b| {
                 Ok(kernels::GemmForwardSplit::from_members(
-                    kernels::GemmForwardPartial::with_constants(rt, b)?,
+                    // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+                    unsafe { kernels::GemmForwardPartial::with_constants_unchecked(rt, b) }?,
                     reduce.clone(),
                 ))
             })?,
@@ -189,7 +193,10 @@ impl Gemm {
 fn backward_family(rt: &Runtime) -> Result<kernels::Blocked<kernels::GemmBackward>> {
     let grad_pre = kernels::GradPre::new(rt)?;
     let d_bias = kernels::DBias::new(rt)?;
-    let operands = kernels::Blocked::new(|b| kernels::DOperands::with_constants(rt, b))?;
+    let operands = kernels::Blocked::new(|b| {
+        // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+        unsafe { kernels::DOperands::with_constants_unchecked(rt, b) }
+    })?;
     Ok(kernels::Blocked {
         large: kernels::GemmBackward::from_members(
             grad_pre.clone(),

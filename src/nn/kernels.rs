@@ -8,6 +8,16 @@
 //! apart, by two runs of 4 adjacent columns, so that each step reads its operands from
 //! workgroup memory as 4-wide vectors. Only what each kernel stages, and where it stores,
 //! differs.
+//!
+//! # Bounds
+//!
+//! The GEMM-shaped kernels are built without naga's bounds checks (`with_constants_unchecked`),
+//! which cost them about a seventh of their time. That is sound because every index they make
+//! is guarded: each read or write of a buffer sits behind a comparison of its coordinates with
+//! the shape in the kernel's parameters, and the launchers check every buffer's length against
+//! that shape (`#[len]`, on the kernel or its family); workgroup slices and register tiles are
+//! indexed by constants and local invocation ids within their sizes. A new kernel built that
+//! way must keep to the same rule.
 
 #[crate::kernels]
 mod nn {

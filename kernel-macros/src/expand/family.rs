@@ -96,12 +96,12 @@ pub fn family(module: &Module, family: &Family) -> TokenStream {
                 }
             )*
 
-            /// Checks the buffers of every kernel it launches, then dispatches them now, in
-            /// order, as one submission (without waiting for it).
+            /// Checks the buffers of every kernel it launches, then queues them on the
+            /// runtime, in order (see `Runtime::flush` for when queued dispatches run).
             pub fn launch(&self, rt: &#rt::Runtime, args: #args_ty<'_>) -> #rt::Result<()> {
                 let mut batch = rt.batch();
                 self.record(&mut batch, args)?;
-                batch.submit()
+                batch.enqueue()
             }
 
             /// Checks the buffers of every kernel it launches, then records them into `batch`,

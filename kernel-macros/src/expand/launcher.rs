@@ -250,7 +250,9 @@ pub fn launcher(module: &Module, kernel: &Kernel, split_f16: bool, valid: bool) 
             const WORKGROUP_MEMORY: [u32; #instance_count] = [#(#memories),*];
             const SOURCES: [&'static str; #instance_count] = [#(#sources),*];
 
-            fn build(rt: &#rt::Runtime, instance: usize) -> #rt::Result<Self> {
+            /// Builds the pipelines of `instance`; without bounds checks only when called by
+            /// the `unsafe` constructors.
+            fn build(rt: &#rt::Runtime, instance: usize, bounds_checks: bool) -> #rt::Result<Self> {
                 // Only an element type implemented outside tessera can point past the list.
                 if instance >= #instance_count {
                     return Err(#rt::Error::UnknownInstance {
@@ -262,7 +264,13 @@ pub fn launcher(module: &Module, kernel: &Kernel, split_f16: bool, valid: bool) 
                 Self::check_device(rt, instance)?;
                 let pipelines = Self::ENTRY_POINTS[instance]
                     .iter()
-                    .map(|entry| rt.pipeline(&#rt::PipelineDesc::new(Self::SOURCES[instance], entry, Self::BINDINGS)))
+                    .map(|entry| {
+                        let desc = #rt::PipelineDesc::new(Self::SOURCES[instance], entry, Self::BINDINGS);
+                        // SAFETY: `bounds_checks` is false only in the `unsafe` constructors,
+                        // whose callers promise what `without_bounds_checks` asks.
+                        let desc = if bounds_checks { desc } else { unsafe { desc.without_bounds_checks() } };
+                        rt.pipeline(&desc)
+                    })
                     .collect::<#rt::Result<::std::vec::Vec<_>>>()?;
                 Ok(Self { instance, pipelines, #phantom_value })
             }
@@ -317,11 +325,13 @@ pub fn launcher(module: &Module, kernel: &Kernel, split_f16: bool, valid: bool) 
                 #variant_choice
             }
 
-            /// Checks the buffers and dispatches the kernel now (without waiting for it).
+            /// Checks the buffers and queues the dispatch on the runtime, which submits it with
+            /// the dispatches queued around it when something needs its results: reading a
+            /// buffer, submitting a batch, `wait`, `flush` (see `Runtime::flush`).
             pub fn launch(&self, rt: &#rt::Runtime, args: #args_ty #args_apply) -> #rt::Result<()> {
                 let mut batch = rt.batch();
                 self.record(&mut batch, args)?;
-                batch.submit()
+                batch.enqueue()
             }
 
             /// Checks the buffers and records the dispatch into `batch`.
@@ -475,7 +485,19 @@ fn constants_items(
         impl #implement #launcher #apply {
             #[doc = #new_doc]
             pub fn new(rt: &#rt::Runtime) -> #rt::Result<Self> {
-                Self::build(rt, #first)
+                Self::build(rt, #first, true)
+            }
+
+            /// [`Self::new`], compiled without the bounds checks naga adds to every index.
+            ///
+            /// # Safety
+            ///
+            /// The caller promises that every index the kernel makes, into each buffer and
+            /// array, is within bounds for every dispatch it will record: for example because
+            /// the kernel compares each index with lengths its `#[len]` attributes check. An
+            /// index out of bounds then reads or writes memory the kernel does not own.
+            pub unsafe fn new_unchecked(rt: &#rt::Runtime) -> #rt::Result<Self> {
+                Self::build(rt, #first, false)
             }
         }
     };
@@ -497,14 +519,27 @@ fn constants_items(
 
             /// Builds the pipelines of the instance with these constants.
             pub fn with_constants(rt: &#rt::Runtime, constants: #constants_ty) -> #rt::Result<Self> {
-                match Self::INSTANCES.iter().position(|c| *c == constants) {
-                    Some(instance) => Self::build(rt, #first + instance),
-                    None => Err(#rt::Error::UnknownInstance {
+                Self::build(rt, #first + Self::instance_of(constants)?, true)
+            }
+
+            /// [`Self::with_constants`], compiled without the bounds checks naga adds to
+            /// every index.
+            ///
+            /// # Safety
+            ///
+            /// What [`Self::new_unchecked`] asks.
+            pub unsafe fn with_constants_unchecked(rt: &#rt::Runtime, constants: #constants_ty) -> #rt::Result<Self> {
+                Self::build(rt, #first + Self::instance_of(constants)?, false)
+            }
+
+            fn instance_of(constants: #constants_ty) -> #rt::Result<usize> {
+                Self::INSTANCES.iter().position(|c| *c == constants).ok_or_else(|| {
+                    #rt::Error::UnknownInstance {
                         kernel: #rust_name.into(),
                         requested: format!("{constants:?}"),
                         available: Self::INSTANCES.iter().map(|c| format!("{c:?}")).collect(),
-                    }),
-                }
+                    }
+                })
             }
 
             /// The constants of the instance this launcher runs.
