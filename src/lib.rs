@@ -263,10 +263,17 @@
 //!
 //! # Running kernels
 //!
-//! Each launcher has `new(&Runtime)`, `launch(&self, &Runtime, args)` (check lengths, dispatch
-//! now) and `record(&self, &mut Batch, args)` (add to a [`Batch`] submitted once), plus
-//! `grid(&args)` (logical workgroup counts), `variant(&args)`, `check_lengths(&args)`,
-//! `workgroup_size()`, `workgroup_memory()`, `entry_point()`, `VARIANTS` and `BINDINGS`.
+//! Each launcher has `new(&Runtime)`, `launch(&self, &Runtime, args)` (check lengths, queue
+//! the dispatch on the runtime; queued dispatches are submitted together when something needs
+//! them, see [`Runtime::flush`]) and `record(&self, &mut Batch, args)` (add to a [`Batch`]
+//! submitted once), plus `grid(&args)` (logical workgroup counts), `variant(&args)`,
+//! `check_lengths(&args)`, `workgroup_size()`, `workgroup_memory()`, `entry_point()`,
+//! `VARIANTS` and `BINDINGS`.
+//!
+//! `unsafe fn new_unchecked(&Runtime)` (and `with_constants_unchecked`) builds the kernel
+//! without the bounds checks naga adds to every index, for a kernel whose every index is
+//! guarded; its safety section says what the caller promises. [`Runtime::autotune`] picks
+//! among instances (or any other candidates) by timing them once per device and shape.
 #![warn(missing_docs)]
 
 // Lets this crate's own modules use the macros, whose output names `::tessera`.

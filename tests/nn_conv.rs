@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{assert_close, runtime, Lcg};
+use common::{assert_close, runtime, tuning_runtime, Lcg};
 use tessera::nn::{Activation, Conv2d, Conv2dGrads, Conv2dShape, Padding};
 use tessera::{Error, Runtime};
 
@@ -410,4 +410,36 @@ fn strided_input_gradients_run_one_stride_phase_at_a_time() {
     // Dilated and strided at once: the general gather.
     let general = ran(shape.stride([2, 2]).dilation([2, 2]));
     assert!(general.starts_with("conv_grad_input_reg"), "{general}");
+}
+
+#[test]
+fn autotuned_convolutions_time_both_blockings_of_each_pass_and_stay_correct() {
+    let rt = tuning_runtime();
+    let conv = Conv2d::new(&rt).unwrap();
+    let mut rng = Lcg(41);
+    let unit = Conv2dShape::new(2, 5, [6, 7], 70, [3, 3]).padding(Padding::uniform(1));
+    let strided = Conv2dShape::new(1, 66, [9, 8], 3, [3, 3]).stride([2, 2]);
+    // Each shape twice: the second run takes the remembered choices.
+    for shape in [unit, strided, unit, strided] {
+        check(&rt, &conv, shape, true, &mut rng);
+    }
+    let (choices, problem) = rt.autotune_report();
+    assert_eq!(problem, None);
+    let keys: Vec<String> = choices.iter().map(|c| c.key.to_string()).collect();
+    let mut want = Vec::new();
+    for pass in ["forward", "grad_input", "grad_weight"] {
+        want.push(format!(
+            "nn::Conv2d::{pass} [1, 128, 16, 8, 4, 3, 3, 2, 2, 1, 1]"
+        ));
+        want.push(format!(
+            "nn::Conv2d::{pass} [2, 8, 8, 8, 128, 3, 3, 1, 1, 1, 1]"
+        ));
+    }
+    assert_eq!(keys, want);
+    for choice in &choices {
+        assert!(
+            matches!(&choice.how, tessera::Tuned::Measured(times) if times.len() == 2),
+            "{choice}"
+        );
+    }
 }

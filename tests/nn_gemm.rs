@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_close, runtime, Lcg};
+use common::{assert_close, runtime, tuning_runtime, Lcg};
 use tessera::nn::{Activation, Gemm, GemmGrads, GemmShape};
 use tessera::{Error, Runtime};
 
@@ -256,4 +256,36 @@ fn gemm_rejects_empty_shapes_and_short_buffers() {
         "{short:?}"
     );
     assert!(batch.is_empty(), "nothing is recorded after a failed check");
+}
+
+#[test]
+fn autotuned_gemm_times_both_blockings_once_and_stays_correct() {
+    let rt = tuning_runtime();
+    let gemm = Gemm::new(&rt).unwrap();
+    let mut rng = Lcg(23);
+    // Twice: the second run takes the remembered choices.
+    for _ in 0..2 {
+        let shape = GemmShape {
+            m: 70,
+            n: 33,
+            k: 600,
+        };
+        check_shape(&rt, &gemm, shape, Activation::Silu, &mut rng);
+    }
+    let (choices, problem) = rt.autotune_report();
+    assert_eq!(problem, None);
+    let operations: Vec<String> = choices.iter().map(|c| c.key.to_string()).collect();
+    assert_eq!(
+        operations,
+        [
+            "nn::Gemm::backward [128, 64, 1024]",
+            "nn::Gemm::forward [128, 64, 1024]"
+        ]
+    );
+    for choice in &choices {
+        assert!(
+            matches!(&choice.how, tessera::Tuned::Measured(times) if times.len() == 2),
+            "{choice}"
+        );
+    }
 }

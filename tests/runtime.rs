@@ -4,7 +4,10 @@
 mod common;
 
 use common::runtime;
-use tessera::{Arg, BindingKind, Error, GpuBuffer, PipelineDesc, Runtime, TimingSource};
+use tessera::{
+    size_bucket, source_hash, Arg, Autotune, BindingKind, Error, GpuBuffer, PipelineDesc, Runtime,
+    TimingSource, TuneKey, Tuned,
+};
 
 const SCALE_AND_SHIFT: &str = "
 struct Params { scale: f32, shift: f32, n: u32, row: u32 }
@@ -557,4 +560,117 @@ fn lost_device_is_an_error_for_every_later_operation() {
         )),
         Err(Error::DeviceLost { .. })
     ));
+}
+
+/// A kernel that spins `p.n` times: a slow and a fast candidate of one operation.
+const SPIN: &str = "
+struct Params { scale: f32, shift: f32, n: u32, row: u32 }
+@group(0) @binding(0) var<storage, read_write> y: array<f32>;
+@group(0) @binding(1) var<uniform> p: Params;
+@compute @workgroup_size(1) fn spin() {
+    var acc = 0.0;
+    for (var i = 0u; i < p.n; i++) { acc = acc * p.scale + p.shift; }
+    y[0] = acc;
+}";
+
+#[test]
+fn autotune_times_each_candidate_once_remembers_the_fastest_and_keeps_it_in_the_cache_file() {
+    let rt = runtime();
+    let dir = std::env::temp_dir().join(format!("tessera-autotune-{}", std::process::id()));
+    let path = dir.join("autotune.tsv");
+    let _ = std::fs::remove_dir_all(&dir);
+    rt.set_autotune(Autotune::On);
+    rt.set_autotune_cache(Some(path.clone()));
+    let pipeline = rt
+        .pipeline(&PipelineDesc::new(
+            SPIN,
+            "spin",
+            &[BindingKind::ReadWriteStorage, BindingKind::Uniform],
+        ))
+        .unwrap();
+    let mut y = rt.zeros::<f32>(1).unwrap();
+    let spins = [200_000u32, 10, 100_000];
+    let mut runs = 0;
+    let mut tune = |rt: &Runtime, key: &TuneKey, fixed| {
+        rt.autotune(key, spins.len(), fixed, |batch, i| {
+            runs += 1;
+            let p = Params {
+                scale: 0.5,
+                shift: 1.0,
+                n: spins[i],
+                row: 0,
+            };
+            batch.dispatch(
+                &pipeline,
+                &[Arg::read_write(&mut y), Arg::uniform(&p)],
+                [1, 1, 1],
+            )
+        })
+        .unwrap()
+    };
+    let key = TuneKey::new("spin", source_hash(SPIN), &[size_bucket(1000)]);
+
+    // Timed: a warm-up and three timed runs of each candidate; the fast one wins over `fixed`.
+    assert_eq!(tune(&rt, &key, 0), 1);
+    assert_eq!(runs, 3 * 4);
+    let (choices, problem) = rt.autotune_report();
+    assert_eq!(problem, None);
+    assert!(matches!(&choices[..], [c] if matches!(&c.how, Tuned::Measured(t) if t.len() == 3)));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\tspin\t"), "{text}");
+
+    let mut runs = 0;
+    let mut tune = |rt: &Runtime, key: &TuneKey, fixed| {
+        rt.autotune(key, spins.len(), fixed, |_, _| {
+            runs += 1;
+            Ok(())
+        })
+        .unwrap()
+    };
+    // Remembered in memory.
+    assert_eq!(tune(&rt, &key, 0), 1);
+    // Read from the file by another runtime on the device.
+    let other = Runtime::from_wgpu(rt.device().clone(), rt.queue().clone());
+    other.set_autotune(Autotune::On);
+    other.set_autotune_cache(Some(path.clone()));
+    assert_eq!(tune(&other, &key, 2), 1);
+    assert!(matches!(&other.autotune_report().0[..], [c] if c.how == Tuned::Cached));
+    // Off: the fixed choice, nothing runs.
+    other.set_autotune(Autotune::Off);
+    assert_eq!(tune(&other, &key, 2), 2);
+    assert_eq!(runs, 0);
+
+    // An edited kernel is another key: timed again.
+    let edited = TuneKey::new("spin", source_hash(&format!("{SPIN}\n")), &[1024]);
+    let mut runs = 0;
+    let choice = rt
+        .autotune(&edited, 2, 0, |_, _| {
+            runs += 1;
+            Ok(())
+        })
+        .unwrap();
+    assert!(choice < 2);
+    assert_eq!(runs, 2 * 4);
+    assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 3);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn an_unwritable_autotune_cache_is_reported_not_an_error() {
+    let rt = runtime();
+    rt.set_autotune(Autotune::On);
+    // A file where the cache's folder should be.
+    let blocker = std::env::temp_dir().join(format!("tessera-blocker-{}", std::process::id()));
+    std::fs::write(&blocker, "not a folder").unwrap();
+    rt.set_autotune_cache(Some(blocker.join("autotune.tsv")));
+    let key = TuneKey::new("nothing", 0, &[]);
+    let choice = rt.autotune(&key, 2, 0, |_, _| Ok(())).unwrap();
+    assert!(choice < 2);
+    let (choices, problem) = rt.autotune_report();
+    assert_eq!(choices.len(), 1);
+    let problem = problem.unwrap();
+    // Reading it fails first (the folder is a file), and writing it would too.
+    assert!(problem.starts_with("reading "), "{problem}");
+    assert!(problem.contains("tessera-blocker"), "{problem}");
+    std::fs::remove_file(blocker).unwrap();
 }

@@ -9,6 +9,8 @@
 //! - [`Runtime::dispatch`] queues one dispatch; queued dispatches are submitted together when
 //!   something needs them ([`Runtime::flush`]). A [`Batch`] records several into one command
 //!   buffer and submits them once, optionally timed ([`Timing`]).
+//! - [`Runtime::autotune`] times the candidate ways to run an operation once per device and
+//!   shape bucket and remembers the fastest, in memory and in a cache file ([`Autotune`]).
 //! - Every failure is an [`Error`] value: wgpu's validation and out-of-memory errors are captured
 //!   in error scopes, never left to wgpu's panicking default handler.
 //!
@@ -33,6 +35,7 @@
 #![warn(missing_docs)]
 
 mod adapter;
+mod autotune;
 mod buffer;
 mod dispatch;
 mod error;
@@ -43,6 +46,10 @@ mod timing;
 mod variant;
 
 pub use adapter::ADAPTER_ENV;
+pub use autotune::{
+    size_bucket, source_hash, Autotune, TuneChoice, TuneKey, Tuned, AUTOTUNE_CACHE_ENV,
+    AUTOTUNE_ENV,
+};
 pub use buffer::GpuBuffer;
 pub use dispatch::{Arg, Batch};
 pub use error::{Error, Result};

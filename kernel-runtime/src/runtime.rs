@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::adapter::{self, ADAPTER_ENV};
+use crate::autotune::{Autotune, Tuner};
 use crate::dispatch::Recording;
 use crate::error::{Error, Result};
 use crate::pipeline::PipelineCache;
@@ -38,6 +39,7 @@ pub struct Runtime {
     /// by the next operation.
     unreported: Mutex<Option<Error>>,
     pub(crate) cache: PipelineCache,
+    pub(crate) tuner: Tuner,
 }
 
 /// What the runtime is running on: the adapter, and the features and limits of its device.
@@ -157,13 +159,19 @@ impl Runtime {
         // Errors the runtime does not capture in a scope (there should be none) are kept
         // out of wgpu's default handler, which panics.
         device.on_uncaptured_error(Arc::new(|_error: wgpu::Error| {}));
-        Ok(Self::adopt(device, queue, adapter.get_info()))
+        let info = adapter.get_info();
+        let autotune = Autotune::from_env(info.device_type)?;
+        let rt = Self::adopt(device, queue, info);
+        rt.set_autotune(autotune);
+        Ok(rt)
     }
 
     /// Adopts a device and queue the application already owns.
     ///
     /// The runtime uses the device's features and limits as they are. It does not replace the
     /// device's uncaptured-error handler: every operation of the runtime captures its own errors.
+    /// Autotuning is as `TESSERA_AUTOTUNE` says; a value other than `on` or `off` turns it off
+    /// here (where [`Runtime::new`] returns an error), and [`Runtime::autotune_report`] says so.
     pub fn from_wgpu(device: wgpu::Device, queue: wgpu::Queue) -> Self {
         let info = device.adapter_info();
         Self::adopt(device, queue, info)
@@ -177,8 +185,13 @@ impl Runtime {
                 slot.get_or_insert((reason, message));
             }
         });
+        let (autotune, problem) = match Autotune::from_env(adapter.device_type) {
+            Ok(mode) => (mode, None),
+            Err(error) => (Autotune::Off, Some(error.to_string())),
+        };
         let info = RuntimeInfo::new(adapter, device.features(), device.limits());
         Runtime {
+            tuner: Tuner::new(autotune, problem),
             device,
             queue,
             info,

@@ -2,8 +2,9 @@
 
 use std::sync::{Mutex, PoisonError};
 
+use super::kernels::{self, Blocked};
 use super::split::Split;
-use super::{invalid, kernels, Activation};
+use super::{invalid, tune, Activation};
 use crate::{Batch, GpuBuffer, Result, Runtime};
 
 /// Zero padding added around each image, per side.
@@ -352,6 +353,9 @@ impl Conv2d {
     }
 
     /// Records `pre = conv(x, w) + bias` and `y = act(pre)`; keep `pre` for the backward pass.
+    ///
+    /// The blocking is autotuned (see [`Runtime::autotune`]); with autotuning off it is the
+    /// small one for at most 64 output channels.
     #[allow(clippy::too_many_arguments)]
     pub fn forward(
         &self,
@@ -365,22 +369,42 @@ impl Conv2d {
         y: &mut GpuBuffer<f32>,
     ) -> Result<()> {
         let p = shape.params(activation)?;
-        self.forward.pick(p.out_channels).record(
-            batch,
-            kernels::ConvForwardArgs {
-                p: &p,
-                x,
-                w,
-                bias,
-                pre,
-                y,
+        let choice = tune::blocking(
+            batch.runtime(),
+            "nn::Conv2d::forward",
+            &sizes(&p),
+            &exact(&p),
+            Blocked::<()>::fixed(p.out_channels),
+            |rt| Scratch::new(rt, shape),
+            |tune, choice, s| {
+                let args = kernels::ConvForwardArgs {
+                    p: &p,
+                    x: &s.x,
+                    w: &s.w,
+                    bias: &s.bias,
+                    pre: &mut s.pre,
+                    y: &mut s.y,
+                };
+                self.forward.get(choice).record(tune, args)
             },
-        )
+        )?;
+        let args = kernels::ConvForwardArgs {
+            p: &p,
+            x,
+            w,
+            bias,
+            pre,
+            y,
+        };
+        self.forward.get(choice).record(batch, args)
     }
 
     /// Records the backward pass from `grad_y` and the forward's `x`, `w` and `pre`: the
     /// gradient through the activation, then the input's (when asked), the filter's and the
     /// bias's gradients. Gradients are overwritten, not accumulated.
+    ///
+    /// The input and filter gradients run the blockings [`Conv2d::grad_input`] and
+    /// [`Conv2d::grad_weight`] would.
     #[allow(clippy::too_many_arguments)]
     pub fn backward(
         &self,
@@ -394,7 +418,12 @@ impl Conv2d {
         grads: Conv2dGrads<'_>,
     ) -> Result<()> {
         let mut p = shape.params(activation)?;
-        let family = self.backward.pick(p.in_channels).pick(p.out_channels);
+        let input_choice = match grads.grad_x {
+            Some(_) => self.input_choice(batch.runtime(), shape, p)?,
+            None => 0,
+        };
+        let weight_choice = self.weight_choice(batch.runtime(), shape, p)?;
+        let family = self.backward.get(input_choice).get(weight_choice);
         split_weight_grad(&mut p, family.conv_grad_weight().constants());
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
         let partial = scratch(&mut partials, batch.runtime(), &p, grads.grad_w.len())?;
@@ -409,7 +438,7 @@ impl Conv2d {
             Some(grad_x) if by_phases(&p) => (None, Some(grad_x)),
             grad_x => (grad_x, None),
         };
-        let phased = self.grad_input_phased.pick(p.in_channels);
+        let phased = self.grad_input_phased.get(input_choice);
         // Every buffer is checked before anything is recorded.
         if let Some(grad_x) = phased_x.as_deref_mut() {
             phased.check_lengths(&kernels::ConvGradInputPhasedArgs {
@@ -450,6 +479,9 @@ impl Conv2d {
 
     /// Records only the input's gradient, `grad_x`, from the gradient before the activation
     /// (for a convolution without activation, the output's gradient).
+    ///
+    /// The blocking is autotuned; with autotuning off it is the small one for at most 64
+    /// input channels.
     pub fn grad_input(
         &self,
         batch: &mut Batch<'_>,
@@ -459,8 +491,39 @@ impl Conv2d {
         grad_x: &mut GpuBuffer<f32>,
     ) -> Result<()> {
         let p = shape.params(Activation::None)?;
+        let choice = self.input_choice(batch.runtime(), shape, p)?;
+        self.record_grad_input(batch, choice, p, w, grad_pre, grad_x)
+    }
+
+    /// The input gradient's blocking for `shape`.
+    fn input_choice(
+        &self,
+        rt: &Runtime,
+        shape: &Conv2dShape,
+        p: kernels::ConvParams,
+    ) -> Result<usize> {
+        tune::blocking(
+            rt,
+            "nn::Conv2d::grad_input",
+            &sizes(&p),
+            &exact(&p),
+            Blocked::<()>::fixed(p.in_channels),
+            |rt| Scratch::new(rt, shape),
+            |tune, choice, s| self.record_grad_input(tune, choice, p, &s.w, &s.pre, &mut s.grad_x),
+        )
+    }
+
+    fn record_grad_input(
+        &self,
+        batch: &mut Batch<'_>,
+        choice: usize,
+        p: kernels::ConvParams,
+        w: &GpuBuffer<f32>,
+        grad_pre: &GpuBuffer<f32>,
+        grad_x: &mut GpuBuffer<f32>,
+    ) -> Result<()> {
         if by_phases(&p) {
-            return self.grad_input_phased.pick(p.in_channels).record(
+            return self.grad_input_phased.get(choice).record(
                 batch,
                 kernels::ConvGradInputPhasedArgs {
                     p: &p,
@@ -471,7 +534,7 @@ impl Conv2d {
             );
         }
         // The filter-gradient blocking does not matter: only the input gradient's member runs.
-        let family = &self.backward.pick(p.in_channels).large;
+        let family = &self.backward.get(choice).large;
         family.conv_grad_input().record(
             batch,
             kernels::ConvGradInputArgs {
@@ -485,6 +548,9 @@ impl Conv2d {
 
     /// Records only the filter's gradient, `grad_w`, from the input and the gradient before
     /// the activation.
+    ///
+    /// The blocking is autotuned; with autotuning off it is the small one for at most 64
+    /// output channels.
     pub fn grad_weight(
         &self,
         batch: &mut Batch<'_>,
@@ -493,8 +559,39 @@ impl Conv2d {
         grad_pre: &GpuBuffer<f32>,
         grad_w: &mut GpuBuffer<f32>,
     ) -> Result<()> {
-        let mut p = shape.params(Activation::None)?;
-        let family = self.backward.large.pick(p.out_channels);
+        let p = shape.params(Activation::None)?;
+        let choice = self.weight_choice(batch.runtime(), shape, p)?;
+        self.record_grad_weight(batch, choice, p, x, grad_pre, grad_w)
+    }
+
+    /// The filter gradient's blocking for `shape`.
+    fn weight_choice(
+        &self,
+        rt: &Runtime,
+        shape: &Conv2dShape,
+        p: kernels::ConvParams,
+    ) -> Result<usize> {
+        tune::blocking(
+            rt,
+            "nn::Conv2d::grad_weight",
+            &sizes(&p),
+            &exact(&p),
+            Blocked::<()>::fixed(p.out_channels),
+            |rt| Scratch::new(rt, shape),
+            |tune, choice, s| self.record_grad_weight(tune, choice, p, &s.x, &s.pre, &mut s.grad_w),
+        )
+    }
+
+    fn record_grad_weight(
+        &self,
+        batch: &mut Batch<'_>,
+        choice: usize,
+        mut p: kernels::ConvParams,
+        x: &GpuBuffer<f32>,
+        grad_pre: &GpuBuffer<f32>,
+        grad_w: &mut GpuBuffer<f32>,
+    ) -> Result<()> {
+        let family = self.backward.large.get(choice);
         split_weight_grad(&mut p, family.conv_grad_weight().constants());
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
         let partial = scratch(&mut partials, batch.runtime(), &p, grad_w.len())?;
@@ -516,5 +613,50 @@ impl Conv2d {
                 grad_w,
             },
         )
+    }
+}
+
+/// The sizes a convolution's tuned choices depend on (rounded into buckets): images, input
+/// channels, input height and width, output channels.
+fn sizes(p: &kernels::ConvParams) -> [u32; 5] {
+    [p.batch, p.in_channels, p.in_h, p.in_w, p.out_channels]
+}
+
+/// What its tuned choices depend on exactly: the window, stride and dilation.
+fn exact(p: &kernels::ConvParams) -> [u32; 6] {
+    [
+        p.kernel_h,
+        p.kernel_w,
+        p.stride_h,
+        p.stride_w,
+        p.dilation_h,
+        p.dilation_w,
+    ]
+}
+
+/// Buffers of a convolution's sizes for timing candidates (`pre` doubles as the output's
+/// gradient).
+struct Scratch {
+    x: GpuBuffer<f32>,
+    w: GpuBuffer<f32>,
+    bias: GpuBuffer<f32>,
+    pre: GpuBuffer<f32>,
+    y: GpuBuffer<f32>,
+    grad_x: GpuBuffer<f32>,
+    grad_w: GpuBuffer<f32>,
+}
+
+impl Scratch {
+    fn new(rt: &Runtime, shape: &Conv2dShape) -> Result<Self> {
+        let output = shape.output_len()?;
+        Ok(Scratch {
+            x: rt.zeros(shape.input_len())?,
+            w: rt.zeros(shape.weight_len())?,
+            bias: rt.zeros(shape.out_channels as usize)?,
+            pre: rt.zeros(output)?,
+            y: rt.zeros(output)?,
+            grad_x: rt.zeros(shape.input_len())?,
+            grad_w: rt.zeros(shape.weight_len())?,
+        })
     }
 }

@@ -2,8 +2,9 @@
 
 use std::sync::{Mutex, PoisonError};
 
+use super::kernels::{self, Blocked};
 use super::split::Split;
-use super::{invalid, kernels, Activation};
+use super::{invalid, tune, Activation};
 use crate::{Batch, GpuBuffer, Result, Runtime};
 
 /// `y[m, n] = act(a[m, k] · b[k, n] + bias[n])`, row-major.
@@ -92,6 +93,9 @@ impl Gemm {
     }
 
     /// Records `pre = a · b + bias` and `y = act(pre)`; `pre` is kept for the backward pass.
+    ///
+    /// The blocking is autotuned (see [`Runtime::autotune`]); with autotuning off it is the
+    /// small one when either side of the output is at most 64, the large one otherwise.
     #[allow(clippy::too_many_arguments)]
     pub fn forward(
         &self,
@@ -104,18 +108,41 @@ impl Gemm {
         pre: &mut GpuBuffer<f32>,
         y: &mut GpuBuffer<f32>,
     ) -> Result<()> {
-        let mut p = params(shape, activation)?;
-        // The small blocks when either side of the output is narrow.
-        let rows = shape.m.min(shape.n);
-        let split = self.split.pick(rows);
-        let cut = Split::of(
-            split.gemm_forward_partial().constants(),
-            shape.m,
-            shape.n,
-            shape.k,
-        );
+        let p = params(shape, activation)?;
+        let GemmShape { m, n, k } = shape;
+        let choice = tune::blocking(
+            batch.runtime(),
+            "nn::Gemm::forward",
+            &[m, n, k],
+            &[],
+            Blocked::<()>::fixed(m.min(n)),
+            |rt| Scratch::new(rt, shape),
+            |tune, choice, s| {
+                let (pre, y) = (&mut s.pre, &mut s.y);
+                self.record_forward(tune, choice, p, &s.a, &s.b, &s.bias, pre, y)
+            },
+        )?;
+        self.record_forward(batch, choice, p, a, b, bias, pre, y)
+    }
+
+    /// The forward with blocking `choice`: whole, or split along `k` when the output alone
+    /// cannot fill the GPU.
+    #[allow(clippy::too_many_arguments)]
+    fn record_forward(
+        &self,
+        batch: &mut Batch<'_>,
+        choice: usize,
+        mut p: kernels::GemmParams,
+        a: &GpuBuffer<f32>,
+        b: &GpuBuffer<f32>,
+        bias: &GpuBuffer<f32>,
+        pre: &mut GpuBuffer<f32>,
+        y: &mut GpuBuffer<f32>,
+    ) -> Result<()> {
+        let split = self.split.get(choice);
+        let cut = Split::of(split.gemm_forward_partial().constants(), p.m, p.n, p.k);
         if cut.splits == 1 {
-            return self.forward.pick(rows).record(
+            return self.forward.get(choice).record(
                 batch,
                 kernels::GemmForwardArgs {
                     p: &p,
@@ -130,7 +157,7 @@ impl Gemm {
         (p.splits, p.split_depth) = (cut.splits, cut.depth);
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
         // `Split::of` keeps `splits * m * n` within `u32`.
-        let needed = cut.splits as usize * shape.m as usize * shape.n as usize;
+        let needed = cut.splits as usize * p.m as usize * p.n as usize;
         let partial = match partials.take() {
             Some(buffer) if buffer.len() >= needed => buffer,
             _ => batch.runtime().zeros(needed)?,
@@ -151,6 +178,9 @@ impl Gemm {
 
     /// Records the backward pass: from `grad_y` and the forward's `pre`, the gradients of `a`,
     /// `b` and `bias`, as four ordered passes.
+    ///
+    /// The operand gradients' blocking is autotuned; with autotuning off it is the small one
+    /// when `m` or `k` (their output rows) is at most 64.
     #[allow(clippy::too_many_arguments)]
     pub fn backward(
         &self,
@@ -164,14 +194,46 @@ impl Gemm {
         grads: GemmGrads<'_>,
     ) -> Result<()> {
         let p = params(shape, activation)?;
+        let GemmShape { m, n, k } = shape;
+        let choice = tune::blocking(
+            batch.runtime(),
+            "nn::Gemm::backward",
+            &[m, n, k],
+            &[],
+            Blocked::<()>::fixed(m.min(k)),
+            |rt| Scratch::new(rt, shape),
+            |tune, choice, s| {
+                let grads = GemmGrads {
+                    grad_pre: &mut s.grad_pre,
+                    grad_a: &mut s.grad_a,
+                    grad_b: &mut s.grad_b,
+                    grad_bias: &mut s.grad_bias,
+                };
+                self.record_backward(tune, choice, p, &s.a, &s.b, &s.pre, &s.y, grads)
+            },
+        )?;
+        self.record_backward(batch, choice, p, a, b, pre, grad_y, grads)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_backward(
+        &self,
+        batch: &mut Batch<'_>,
+        choice: usize,
+        p: kernels::GemmParams,
+        a: &GpuBuffer<f32>,
+        b: &GpuBuffer<f32>,
+        pre: &GpuBuffer<f32>,
+        grad_y: &GpuBuffer<f32>,
+        grads: GemmGrads<'_>,
+    ) -> Result<()> {
         let GemmGrads {
             grad_pre,
             grad_a,
             grad_b,
             grad_bias,
         } = grads;
-        // The operand gradients have `m` rows of output (`grad_a`) and `k` (`grad_b`).
-        self.backward.pick(shape.m.min(shape.k)).record(
+        self.backward.get(choice).record(
             batch,
             kernels::GemmBackwardArgs {
                 p: &p,
@@ -185,6 +247,36 @@ impl Gemm {
                 grad_bias,
             },
         )
+    }
+}
+
+/// Buffers of a problem's sizes for timing candidates (`y` doubles as the output's gradient).
+struct Scratch {
+    a: GpuBuffer<f32>,
+    b: GpuBuffer<f32>,
+    bias: GpuBuffer<f32>,
+    pre: GpuBuffer<f32>,
+    y: GpuBuffer<f32>,
+    grad_pre: GpuBuffer<f32>,
+    grad_a: GpuBuffer<f32>,
+    grad_b: GpuBuffer<f32>,
+    grad_bias: GpuBuffer<f32>,
+}
+
+impl Scratch {
+    fn new(rt: &Runtime, shape: GemmShape) -> Result<Self> {
+        let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+        Ok(Scratch {
+            a: rt.zeros(m * k)?,
+            b: rt.zeros(k * n)?,
+            bias: rt.zeros(n)?,
+            pre: rt.zeros(m * n)?,
+            y: rt.zeros(m * n)?,
+            grad_pre: rt.zeros(m * n)?,
+            grad_a: rt.zeros(m * k)?,
+            grad_b: rt.zeros(k * n)?,
+            grad_bias: rt.zeros(n)?,
+        })
     }
 }
 

@@ -1095,16 +1095,19 @@ mod nn {
 
 pub(crate) use nn::*;
 
-/// A GEMM-shaped kernel in both of its blockings.
+/// A GEMM-shaped kernel in both of its blockings, chosen by index: 0 the large, 1 the small.
 #[derive(Clone, Debug)]
 pub(crate) struct Blocked<K> {
     /// The first instance of [`Blocking`]: 128 x 128 output blocks.
     pub large: K,
-    /// The second: 64 x 64 output blocks, for outputs of at most 64 rows.
+    /// The second: 64 x 64 output blocks.
     pub small: K,
 }
 
 impl<K> Blocked<K> {
+    /// How many blockings there are to choose from.
+    pub const CANDIDATES: usize = 2;
+
     /// Both blockings of a kernel, built by `build` (e.g. `|b| GemmForward::with_constants(rt, b)`).
     pub fn new(build: impl Fn(Blocking) -> crate::Result<K>) -> crate::Result<Self> {
         Ok(Blocked {
@@ -1113,13 +1116,18 @@ impl<K> Blocked<K> {
         })
     }
 
-    /// The blocking for an output of `rows` rows: the small blocks unless the large ones fill.
-    pub fn pick(&self, rows: u32) -> &K {
-        if rows > Self::SMALL.block() {
-            &self.large
-        } else {
-            &self.small
+    /// The blocking of index `choice` (0 the large, anything else the small).
+    pub fn get(&self, choice: usize) -> &K {
+        match choice {
+            0 => &self.large,
+            _ => &self.small,
         }
+    }
+
+    /// The choice when autotuning is off, for an output whose narrower side has `rows`: the
+    /// small blocks (1) unless the large ones fill (0).
+    pub fn fixed(rows: u32) -> usize {
+        usize::from(rows <= Self::SMALL.block())
     }
 
     const SMALL: Blocking = Blocking::ALL[Blocking::ALL.len() - 1];

@@ -16,6 +16,15 @@
 //!
 //! Every op records into a [`Batch`](crate::Batch), so a whole training step is one
 //! submission; `Batch::submit_timed` then times each kernel.
+//!
+//! The GEMM-shaped ops choose their blocking by autotuning
+//! ([`Runtime::autotune`](crate::Runtime::autotune)): the first time an op meets a device and a
+//! shape bucket it times both blockings on scratch buffers of the problem's sizes (before the
+//! caller's batch is submitted) and keeps the faster. With autotuning off (`TESSERA_AUTOTUNE=off`,
+//! the default on software adapters, and in the tests) each takes its fixed rule: the 64 x 64
+//! blocks when the output has at most 64 rows (for [`Gemm`]'s forward, rows or columns; for
+//! convolutions, output channels, or input channels for the input gradient), the 128 x 128
+//! blocks otherwise.
 
 mod activation;
 mod conv;
@@ -24,6 +33,7 @@ mod kernels;
 mod loss;
 mod optim;
 mod split;
+mod tune;
 
 pub use activation::Activation;
 pub use conv::{Conv2d, Conv2dGrads, Conv2dShape, Padding};

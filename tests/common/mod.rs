@@ -1,14 +1,26 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use tessera::Runtime;
+use tessera::{Autotune, Runtime};
 
-/// A runtime on whatever adapter this machine has (lavapipe in CI).
+/// A runtime on whatever adapter this machine has (lavapipe in CI), with autotuning off, so
+/// every op runs its fixed, documented choice whatever the machine.
 pub fn runtime() -> Runtime {
     match Runtime::new() {
-        Ok(rt) => rt,
+        Ok(rt) => {
+            rt.set_autotune(Autotune::Off);
+            rt.set_autotune_cache(None);
+            rt
+        }
         Err(error) => panic!("these tests need a GPU adapter: {error}"),
     }
+}
+
+/// A runtime that tunes (whatever `TESSERA_AUTOTUNE` says) and keeps its choices in memory.
+pub fn tuning_runtime() -> Runtime {
+    let rt = runtime();
+    rt.set_autotune(Autotune::On);
+    rt
 }
 
 /// Asserts that two float slices agree to `tolerance`, relative to the larger magnitude (or 1).
