@@ -7,12 +7,17 @@
 //! cargo run --release --example bench -- --small # small shapes, a smoke test on a CPU adapter
 //! cargo run --release --example bench -- --conv  # convolutions only (`--gemm`: GEMMs only)
 //! cargo run --release --example bench -- --launch # launch cost against raw wgpu
+//! cargo run --release --example bench -- --out DIR # also DIR/tessera.csv and DIR/tessera.md
 //! ```
 //!
 //! Each figure is the median of 3 submissions of 10 launches, timed by GPU timestamps where
-//! the adapter has them (the wall clock otherwise; the header says which).
+//! the adapter has them (the wall clock otherwise; the header says which). Every op is
+//! autotuned first, unless `TESSERA_AUTOTUNE=off`. The CSV (`work,pass,ms,tflops`) uses the
+//! `work` labels of `bench/torch_bench.py`, and `cargo xtask bench-report` joins the two.
 
 use std::time::Duration;
+
+use std::fmt::Write as _;
 
 use tessera::nn::{Activation, Conv2d, Conv2dShape, Gemm, GemmGrads, GemmShape, Padding};
 use tessera::{wgpu, Batch, GpuBuffer, Result, Runtime};
@@ -37,6 +42,39 @@ mod tiny {
 }
 
 const REPS: u32 = 10;
+
+/// Every figure of the run, for the CSV and markdown files.
+#[derive(Default)]
+struct Report {
+    /// (work, pass, time, TFLOP/s; none for launch costs).
+    rows: Vec<(String, &'static str, Duration, Option<f64>)>,
+}
+
+impl Report {
+    fn add(&mut self, work: &str, pass: &'static str, time: Duration, tflops: Option<f64>) {
+        self.rows.push((work.to_owned(), pass, time, tflops));
+    }
+
+    fn csv(&self, adapter: &str) -> String {
+        let mut out = format!("# adapter: {adapter}\nwork,pass,ms,tflops\n");
+        for (work, pass, time, tflops) in &self.rows {
+            let tflops = tflops.map_or(String::new(), |t| format!("{t:.4}"));
+            let _ = writeln!(out, "{work},{pass},{:.6},{tflops}", ms(*time));
+        }
+        out
+    }
+
+    fn markdown(&self, adapter: &str) -> String {
+        let mut out = format!(
+            "adapter: {adapter}\n\n| work | pass | ms | TFLOP/s |\n| --- | --- | ---: | ---: |\n"
+        );
+        for (work, pass, time, tflops) in &self.rows {
+            let tflops = tflops.map_or("-".to_owned(), |t| format!("{t:.2}"));
+            let _ = writeln!(out, "| {work} | {pass} | {:.4} | {tflops} |", ms(*time));
+        }
+        out
+    }
+}
 
 /// The median over 3 submissions of the time per launch of what `record` adds to a batch.
 fn time(rt: &Runtime, mut record: impl FnMut(&mut Batch<'_>) -> Result<()>) -> Result<Duration> {
@@ -76,7 +114,7 @@ fn ms(t: Duration) -> f64 {
     t.as_secs_f64() * 1e3
 }
 
-fn bench_gemm(rt: &Runtime, gemm: &Gemm, shape: GemmShape) -> Result<()> {
+fn bench_gemm(rt: &Runtime, gemm: &Gemm, shape: GemmShape, report: &mut Report) -> Result<()> {
     let GemmShape { m, n, k } = shape;
     let (m_, n_, k_) = (m as usize, n as usize, k as usize);
     let (a, b, bias, grad_y) = (
@@ -103,6 +141,21 @@ fn bench_gemm(rt: &Runtime, gemm: &Gemm, shape: GemmShape) -> Result<()> {
         gemm.backward(batch, shape, gelu, &a, &b, &pre, &grad_y, grads)
     })?;
     let flop = 2.0 * f64::from(m) * f64::from(n) * f64::from(k);
+    let work = format!("gemm M={m} N={n} K={k}");
+    report.add(&work, "forward", forward, Some(tflops(flop, forward)));
+    report.add(
+        &work,
+        "backward",
+        backward,
+        Some(tflops(2.0 * flop, backward)),
+    );
+    let both = forward + backward;
+    report.add(
+        &work,
+        "forward+backward",
+        both,
+        Some(tflops(3.0 * flop, both)),
+    );
     println!(
         "gemm M={m} K={k} N={n}: forward {:.3} ms {:.2} TFLOP/s | backward {:.3} ms {:.2} TFLOP/s | \
          forward+backward {:.2} TFLOP/s (6MNK)",
@@ -115,7 +168,37 @@ fn bench_gemm(rt: &Runtime, gemm: &Gemm, shape: GemmShape) -> Result<()> {
     Ok(())
 }
 
-fn bench_conv(rt: &Runtime, conv: &Conv2d, shape: Conv2dShape) -> Result<()> {
+/// The label `bench/torch_bench.py` gives the same convolution.
+fn conv_label(shape: &Conv2dShape) -> String {
+    let Padding {
+        top,
+        bottom,
+        left,
+        right,
+    } = shape.padding;
+    let padding = if [bottom, left, right] == [top; 3] {
+        format!("p{top}")
+    } else {
+        format!("pad t{top} b{bottom} l{left} r{right}")
+    };
+    let dilation = match shape.dilation[0] {
+        1 => String::new(),
+        d => format!(" d{d}"),
+    };
+    format!(
+        "conv N={} Ci={} {}x{} Co={} k{}x{} s{} {padding}{dilation}",
+        shape.batch,
+        shape.in_channels,
+        shape.input[0],
+        shape.input[1],
+        shape.out_channels,
+        shape.kernel[0],
+        shape.kernel[1],
+        shape.stride[0],
+    )
+}
+
+fn bench_conv(rt: &Runtime, conv: &Conv2d, shape: Conv2dShape, report: &mut Report) -> Result<()> {
     let out_len = shape.output_len()?;
     let [oh, ow] = shape.output()?;
     let (x, w, bias, grad_y) = (
@@ -145,17 +228,13 @@ fn bench_conv(rt: &Runtime, conv: &Conv2d, shape: Conv2dShape) -> Result<()> {
         * f64::from(shape.in_channels)
         * f64::from(shape.kernel[0])
         * f64::from(shape.kernel[1]);
+    let work = conv_label(&shape);
+    report.add(&work, "forward", forward, Some(tflops(flop, forward)));
+    report.add(&work, "dgrad", dgrad, Some(tflops(flop, dgrad)));
+    report.add(&work, "wgrad", wgrad, Some(tflops(flop, wgrad)));
     println!(
-        "conv N={} Ci={} H={} W={} Co={} k={} s={} p={}: forward {:.3} ms {:.2} TFLOP/s | dgrad {:.3} ms \
-         {:.2} TFLOP/s | wgrad {:.3} ms {:.2} TFLOP/s",
-        shape.batch,
-        shape.in_channels,
-        shape.input[0],
-        shape.input[1],
-        shape.out_channels,
-        shape.kernel[0],
-        shape.stride[0],
-        shape.padding.top,
+        "{work}: forward {:.3} ms {:.2} TFLOP/s | dgrad {:.3} ms {:.2} TFLOP/s | wgrad {:.3} ms \
+         {:.2} TFLOP/s",
         ms(forward),
         tflops(flop, forward),
         ms(dgrad),
@@ -279,15 +358,18 @@ enum Encoding {
 }
 
 /// Launch cost of a one-workgroup kernel: tessera's batch and `launch()` against raw wgpu.
-fn bench_launch(rt: &Runtime) -> Result<()> {
+fn bench_launch(rt: &Runtime, out: &mut Report) -> Result<()> {
     let n = 64;
     let step = tiny::Step { add: 1.0, n };
     let mut x = rt.zeros::<f32>(n as usize)?;
     let add = tiny::Add::new(rt)?;
     let raw = Raw::new(rt, add.entry_point(), &x, step)?;
     let mut expected = 0.0;
-    let report = |what: &str, per: Duration| {
+    let mut report = |what: &str, per: Duration| {
         println!("launch {what}: {:.2} us per dispatch", us(per));
+        // The CSV separates fields with commas.
+        let what = what.replace(", ", "; ");
+        out.add(&format!("launch: {what}"), "per dispatch", per, None);
     };
 
     report(
@@ -379,6 +461,10 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let only_conv = args.iter().any(|a| a == "--conv");
     let only_gemm = args.iter().any(|a| a == "--gemm");
     let only_launch = args.iter().any(|a| a == "--launch");
+    let out = match args.iter().position(|a| a == "--out") {
+        Some(i) => Some(args.get(i + 1).ok_or("--out needs a folder")?.clone()),
+        None => None,
+    };
     let rt = Runtime::new()?;
     let timed_by = if rt.info().has_timestamps() {
         "GPU timestamps"
@@ -386,9 +472,13 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         "wall clock"
     };
     println!("adapter: {}", rt.info());
-    println!("timed by {timed_by}; median of 3 submissions of {REPS} launches");
-    if only_launch {
-        return Ok(bench_launch(&rt)?);
+    println!(
+        "timed by {timed_by}; median of 3 submissions of {REPS} launches; autotuning {:?}",
+        rt.autotune_mode()
+    );
+    let mut report = Report::default();
+    if only_launch || !(only_gemm || only_conv) {
+        bench_launch(&rt, &mut report)?;
     }
 
     let gemm = Gemm::new(&rt)?;
@@ -408,30 +498,65 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
             (4096, 1024, 1024),
         ]
     };
-    for &(m, n, k) in gemms.iter().filter(|_| !only_conv) {
-        bench_gemm(&rt, &gemm, GemmShape { m, n, k })?;
+    for &(m, n, k) in gemms.iter().filter(|_| !only_conv && !only_launch) {
+        bench_gemm(&rt, &gemm, GemmShape { m, n, k }, &mut report)?;
     }
 
     let conv = Conv2d::new(&rt)?;
-    let convs: &[(u32, u32, u32, u32, u32, u32, u32)] = if small {
-        &[(2, 8, 14, 8, 3, 1, 1), (2, 8, 14, 16, 3, 2, 1)]
+    // Square images of `hw` pixels, square kernels of `k` taps.
+    let conv2d = |n, ci, hw, co, k, stride, pad| {
+        Conv2dShape::new(n, ci, [hw, hw], co, [k, k])
+            .stride([stride, stride])
+            .padding(Padding::uniform(pad))
+    };
+    let uneven = Padding {
+        top: 1,
+        bottom: 2,
+        left: 1,
+        right: 2,
+    };
+    let convs: Vec<Conv2dShape> = if small {
+        vec![
+            conv2d(2, 8, 14, 8, 3, 1, 1),
+            conv2d(2, 8, 14, 16, 3, 2, 1),
+            conv2d(1, 5, 9, 7, 4, 1, 0).padding(uneven),
+        ]
     } else {
-        &[
-            (32, 64, 56, 64, 3, 1, 1),
-            (32, 128, 28, 128, 3, 1, 1),
-            (32, 256, 14, 256, 3, 1, 1),
-            (32, 512, 7, 512, 3, 1, 1),
-            (32, 64, 56, 128, 3, 2, 1),
-            (32, 3, 224, 64, 7, 2, 3),
-            (32, 256, 56, 64, 1, 1, 0),
-            (32, 1024, 14, 256, 1, 1, 0),
+        vec![
+            // ResNet's 3x3 layers, a strided one, the stem, and two 1x1 ones.
+            conv2d(32, 64, 56, 64, 3, 1, 1),
+            conv2d(32, 128, 28, 128, 3, 1, 1),
+            conv2d(32, 256, 14, 256, 3, 1, 1),
+            conv2d(32, 512, 7, 512, 3, 1, 1),
+            conv2d(32, 64, 56, 128, 3, 2, 1),
+            conv2d(32, 3, 224, 64, 7, 2, 3),
+            conv2d(32, 256, 56, 64, 1, 1, 0),
+            conv2d(32, 1024, 14, 256, 1, 1, 0),
+            // Other shapes: odd channel counts, 5x5, dilation, asymmetric padding, batch 1.
+            conv2d(32, 67, 28, 131, 3, 1, 1),
+            conv2d(32, 64, 28, 64, 5, 1, 2),
+            conv2d(32, 128, 28, 128, 3, 1, 2).dilation([2, 2]),
+            conv2d(32, 64, 28, 64, 4, 1, 0).padding(uneven),
+            conv2d(1, 256, 14, 256, 3, 1, 1),
         ]
     };
-    for &(n, ci, hw, co, k, s, p) in convs.iter().filter(|_| !only_gemm) {
-        let shape = Conv2dShape::new(n, ci, [hw, hw], co, [k, k])
-            .stride([s, s])
-            .padding(Padding::uniform(p));
-        bench_conv(&rt, &conv, shape)?;
+    for shape in convs.into_iter().filter(|_| !only_gemm && !only_launch) {
+        bench_conv(&rt, &conv, shape, &mut report)?;
+    }
+
+    for choice in rt.autotune_report().0 {
+        println!("tuned {choice}");
+    }
+    if let Some(problem) = rt.autotune_report().1 {
+        println!("autotuning: {problem}");
+    }
+    if let Some(dir) = out {
+        let dir = std::path::Path::new(&dir);
+        std::fs::create_dir_all(dir)?;
+        let adapter = rt.info().to_string();
+        std::fs::write(dir.join("tessera.csv"), report.csv(&adapter))?;
+        std::fs::write(dir.join("tessera.md"), report.markdown(&adapter))?;
+        println!("wrote {}", dir.join("tessera.csv").display());
     }
     Ok(())
 }

@@ -3,12 +3,16 @@
 //!
 //! - `cargo xtask example [ARGS]`: runs the main example (release build).
 //! - `cargo xtask test [ARGS]`: runs every test of the workspace.
+//! - `cargo xtask bench-report DIR --commit C --date D`: `BENCHMARKS.md` and its plot from one
+//!   device run's CSV files (see [`report`]).
 //!
 //! Both first make sure a Vulkan driver is installed: when the machine has none, they install
 //! Mesa's software driver lavapipe (`mesa-vulkan-drivers`) with apt-get.
 
 use std::path::Path;
 use std::process::{Command, ExitCode};
+
+mod report;
 
 /// The example the README's first command runs.
 const MAIN_EXAMPLE: &str = "train";
@@ -32,7 +36,8 @@ fn main() -> ExitCode {
         }),
         Some("test") => ensure_vulkan().and_then(|()| cargo(&["test", "--workspace"], &args[1..])),
         Some("setup") => ensure_vulkan(),
-        _ => Err("usage: cargo xtask <example|test|setup> [ARGS...]".to_owned()),
+        Some("bench-report") => report::run(&args[1..]),
+        _ => Err("usage: cargo xtask <example|test|setup|bench-report> [ARGS...]".to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

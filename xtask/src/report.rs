@@ -1,0 +1,343 @@
+//! `cargo xtask bench-report DIR --commit C --date D`: joins one device run's results,
+//! `DIR/tessera.csv` (from `examples/bench.rs --out DIR`) and `DIR/torch_f32.csv`,
+//! `DIR/torch_tf32.csv` (from `bench/torch_bench.py --out DIR`), into `BENCHMARKS.md` and the
+//! plot `docs/benchmarks.png`.
+//!
+//! Every CSV has the columns `work,pass,ms,tflops`; lines starting with `#` say what ran
+//! (`# adapter: ...`, `# torch: ...`).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use plotters::prelude::*;
+
+/// One figure of one run.
+#[derive(Clone, Debug, PartialEq)]
+struct Row {
+    work: String,
+    pass: String,
+    ms: f64,
+    /// Absent for launch-cost rows.
+    tflops: Option<f64>,
+}
+
+/// A results file: its `#` lines and its rows, in order.
+#[derive(Debug, Default)]
+struct Results {
+    notes: Vec<String>,
+    rows: Vec<Row>,
+}
+
+fn parse(text: &str, name: &str) -> Result<Results, String> {
+    let mut results = Results::default();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if let Some(note) = line.strip_prefix('#') {
+            results.notes.push(note.trim().to_owned());
+            continue;
+        }
+        if line.is_empty() || line == "work,pass,ms,tflops" {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').collect();
+        let bad = || {
+            format!(
+                "{name}:{}: expected `work,pass,ms,tflops`, found `{line}`",
+                number + 1
+            )
+        };
+        let [work, pass, ms, tflops] = fields[..] else {
+            return Err(bad());
+        };
+        results.rows.push(Row {
+            work: work.to_owned(),
+            pass: pass.to_owned(),
+            ms: ms.parse().map_err(|_| bad())?,
+            tflops: match tflops {
+                "" => None,
+                value => Some(value.parse().map_err(|_| bad())?),
+            },
+        });
+    }
+    Ok(results)
+}
+
+fn read(dir: &Path, name: &str) -> Result<Results, String> {
+    let path = dir.join(name);
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    parse(&text, &path.display().to_string())
+}
+
+/// A figure of tessera beside PyTorch's for the same work and pass.
+struct Compared<'a> {
+    ours: &'a Row,
+    f32: Option<&'a Row>,
+    tf32: Option<&'a Row>,
+}
+
+impl Compared<'_> {
+    /// tessera's speed over strict-f32 PyTorch's (its time over ours).
+    fn ratio(&self) -> Option<f64> {
+        self.f32.map(|theirs| theirs.ms / self.ours.ms)
+    }
+}
+
+fn compare<'a>(ours: &'a Results, f32: &'a Results, tf32: &'a Results) -> Vec<Compared<'a>> {
+    let index = |results: &'a Results| -> HashMap<(&'a str, &'a str), &'a Row> {
+        results
+            .rows
+            .iter()
+            .map(|row| ((row.work.as_str(), row.pass.as_str()), row))
+            .collect()
+    };
+    let (f32, tf32) = (index(f32), index(tf32));
+    ours.rows
+        .iter()
+        .map(|row| {
+            let key = (row.work.as_str(), row.pass.as_str());
+            Compared {
+                ours: row,
+                f32: f32.get(&key).copied(),
+                tf32: tf32.get(&key).copied(),
+            }
+        })
+        .collect()
+}
+
+fn figure(row: Option<&Row>) -> String {
+    match row {
+        Some(Row {
+            tflops: Some(tflops),
+            ..
+        }) => format!("{tflops:.2}"),
+        Some(row) => format!("{:.3} ms", row.ms),
+        None => "-".to_owned(),
+    }
+}
+
+fn markdown(
+    compared: &[Compared<'_>],
+    notes: &[String],
+    launch: &[&Row],
+    commit: &str,
+    date: &str,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Benchmarks\n");
+    let _ = writeln!(
+        out,
+        "One device run of `examples/bench.rs` and `bench/torch_bench.py`, {date}, commit \
+         `{commit}`; regenerate with `cargo xtask bench-report` (see `notes/performance.md`).\n"
+    );
+    for note in notes {
+        let _ = writeln!(out, "- {note}");
+    }
+    let _ = writeln!(
+        out,
+        "\nTFLOP/s (GEMM: 2MNK per pass, 6MNK forward + backward; convolutions: 2 x output x \
+         input channels x taps per pass). *ratio* is tessera's speed over PyTorch's in strict \
+         f32 (TF32 off); the TF32 column is for reference: tessera computes in strict f32.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| work | pass | tessera ms | tessera | PyTorch f32 | ratio | PyTorch TF32 |"
+    );
+    let _ = writeln!(out, "| --- | --- | ---: | ---: | ---: | ---: | ---: |");
+    for c in compared.iter().filter(|c| c.ours.tflops.is_some()) {
+        let ratio = c.ratio().map_or("-".to_owned(), |r| format!("{r:.2}x"));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.3} | {} | {} | {ratio} | {} |",
+            c.ours.work,
+            c.ours.pass,
+            c.ours.ms,
+            figure(Some(c.ours)),
+            figure(c.f32),
+            figure(c.tf32),
+        );
+    }
+    if !launch.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nLaunch cost of a one-workgroup kernel, microseconds per dispatch (host and GPU, \
+             end to end unless said), tessera against raw wgpu in the same process:\n"
+        );
+        let _ = writeln!(out, "| how | us per dispatch |\n| --- | ---: |");
+        for row in launch {
+            let _ = writeln!(out, "| {} | {:.2} |", row.work, row.ms * 1e3);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n![tessera over PyTorch strict f32, per work and pass](docs/benchmarks.png)"
+    );
+    out
+}
+
+/// Loads a TrueType font for the plot's text from the usual Debian places.
+fn font() -> Result<&'static [u8], String> {
+    const FONTS: [&str; 3] = [
+        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+        "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+        "/usr/share/fonts/truetype/freefont/FreeSans.ttf",
+    ];
+    FONTS
+        .iter()
+        .find_map(|path| std::fs::read(path).ok())
+        .map(|bytes| &*Box::leak(bytes.into_boxed_slice()))
+        .ok_or_else(|| {
+            format!(
+                "the plot needs a TrueType font and none of {} exists; install fonts-dejavu-core",
+                FONTS.join(", ")
+            )
+        })
+}
+
+/// Horizontal bars: tessera's speed over PyTorch strict f32 for each work and pass.
+fn plot(compared: &[Compared<'_>], path: &Path) -> Result<(), String> {
+    // Drawn bottom up: reversed, the table's first row is the top bar.
+    let bars: Vec<(String, f64)> = compared
+        .iter()
+        .rev()
+        .filter_map(|c| Some((format!("{} · {}", c.ours.work, c.ours.pass), c.ratio()?)))
+        .collect();
+    if bars.is_empty() {
+        return Err("no figure has a PyTorch counterpart to plot".into());
+    }
+    plotters::style::register_font("sans-serif", FontStyle::Normal, font()?)
+        .map_err(|_| "the font could not be read".to_owned())?;
+    let error = |e: &dyn std::fmt::Display| format!("drawing {}: {e}", path.display());
+    let height = 120 + 22 * bars.len() as u32;
+    let root = BitMapBackend::new(path, (1400, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| error(&e))?;
+    let most = bars.iter().map(|b| b.1).fold(1.2, f64::max) * 1.05;
+    let count = bars.len() as i32;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "tessera over PyTorch strict f32 (1.0 = as fast)",
+            ("sans-serif", 24),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(520)
+        .build_cartesian_2d(0.0..most, (0..count).into_segmented())
+        .map_err(|e| error(&e))?;
+    chart
+        .configure_mesh()
+        .y_labels(bars.len())
+        .y_label_formatter(&|value| match value {
+            SegmentValue::CenterOf(i) => bars
+                .get(*i as usize)
+                .map_or(String::new(), |bar| bar.0.clone()),
+            _ => String::new(),
+        })
+        .y_label_style(("sans-serif", 14))
+        .x_desc("speed ratio")
+        .disable_y_mesh()
+        .draw()
+        .map_err(|e| error(&e))?;
+    chart
+        .draw_series(bars.iter().enumerate().map(|(i, (_, ratio))| {
+            let color = if *ratio >= 1.0 {
+                RGBColor(46, 139, 87)
+            } else if *ratio >= 0.5 {
+                RGBColor(70, 110, 180)
+            } else {
+                RGBColor(200, 90, 60)
+            };
+            let i = i as i32;
+            let mut bar = Rectangle::new(
+                [
+                    (0.0, SegmentValue::Exact(i)),
+                    (*ratio, SegmentValue::Exact(i + 1)),
+                ],
+                color.filled(),
+            );
+            bar.set_margin(3, 3, 0, 0);
+            bar
+        }))
+        .map_err(|e| error(&e))?;
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            vec![
+                (1.0, SegmentValue::Exact(0)),
+                (1.0, SegmentValue::Exact(count)),
+            ],
+            BLACK.stroke_width(2),
+        )))
+        .map_err(|e| error(&e))?;
+    root.present().map_err(|e| error(&e))
+}
+
+/// The command: reads the run in `dir`, writes `BENCHMARKS.md` and `docs/benchmarks.png`.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let usage = "usage: cargo xtask bench-report DIR --commit COMMIT --date YYYY-MM-DD";
+    let mut dir = None;
+    let (mut commit, mut date) = (None, None);
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--commit" => commit = rest.next().cloned(),
+            "--date" => date = rest.next().cloned(),
+            other if dir.is_none() && !other.starts_with('-') => dir = Some(other.to_owned()),
+            other => return Err(format!("unexpected `{other}`; {usage}")),
+        }
+    }
+    let (Some(dir), Some(commit), Some(date)) = (dir, commit, date) else {
+        return Err(usage.to_owned());
+    };
+    let dir = Path::new(&dir);
+    let ours = read(dir, "tessera.csv")?;
+    let f32 = read(dir, "torch_f32.csv")?;
+    let tf32 = read(dir, "torch_tf32.csv")?;
+    let compared = compare(&ours, &f32, &tf32);
+    let launch: Vec<&Row> = ours.rows.iter().filter(|r| r.tflops.is_none()).collect();
+    let mut notes = ours.notes.clone();
+    notes.extend(f32.notes.iter().cloned());
+    let text = markdown(&compared, &notes, &launch, &commit, &date);
+    std::fs::write("BENCHMARKS.md", text).map_err(|e| format!("writing BENCHMARKS.md: {e}"))?;
+    std::fs::create_dir_all("docs").map_err(|e| format!("creating docs/: {e}"))?;
+    plot(&compared, Path::new("docs/benchmarks.png"))?;
+    eprintln!("xtask: wrote BENCHMARKS.md and docs/benchmarks.png");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OURS: &str = "# adapter: Some GPU\nwork,pass,ms,tflops\n\
+                        gemm M=2 N=2 K=2,forward,2.0,1.0\n\
+                        launch: batch,per dispatch,0.005,\n";
+    const THEIRS: &str = "# torch: 2.11\nwork,pass,ms,tflops\ngemm M=2 N=2 K=2,forward,1.0,2.0\n";
+
+    #[test]
+    fn runs_join_on_work_and_pass_into_a_table_with_ratios() {
+        let ours = parse(OURS, "ours").unwrap();
+        let f32 = parse(THEIRS, "f32").unwrap();
+        let tf32 = parse("", "tf32").unwrap();
+        assert_eq!(ours.notes, ["adapter: Some GPU"]);
+        let compared = compare(&ours, &f32, &tf32);
+        assert_eq!(compared[0].ratio(), Some(0.5));
+        assert_eq!(compared[1].ratio(), None);
+        let launch: Vec<&Row> = ours.rows.iter().filter(|r| r.tflops.is_none()).collect();
+        let text = markdown(&compared, &ours.notes, &launch, "abc1234", "2026-11-23");
+        assert!(
+            text.contains("| gemm M=2 N=2 K=2 | forward | 2.000 | 1.00 | 2.00 | 0.50x | - |"),
+            "{text}"
+        );
+        assert!(text.contains("| launch: batch | 5.00 |"), "{text}");
+        assert!(text.contains("commit `abc1234`"), "{text}");
+    }
+
+    #[test]
+    fn a_malformed_line_names_its_file_and_line() {
+        let error = parse("work,pass,ms,tflops\nx,y,fast,1\n", "t.csv").unwrap_err();
+        assert_eq!(
+            error,
+            "t.csv:2: expected `work,pass,ms,tflops`, found `x,y,fast,1`"
+        );
+    }
+}
