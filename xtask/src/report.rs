@@ -117,19 +117,23 @@ fn figure(row: Option<&Row>) -> String {
     }
 }
 
-fn markdown(
-    compared: &[Compared<'_>],
-    notes: &[String],
-    launch: &[&Row],
-    commit: &str,
-    date: &str,
-) -> String {
+/// What the run was: its commit and date, and the folder of its CSV files.
+struct Run<'a> {
+    commit: &'a str,
+    date: &'a str,
+    dir: &'a Path,
+}
+
+fn markdown(compared: &[Compared<'_>], notes: &[String], launch: &[&Row], run: &Run<'_>) -> String {
+    let Run { commit, date, dir } = run;
     let mut out = String::new();
     let _ = writeln!(out, "# Benchmarks\n");
     let _ = writeln!(
         out,
         "One device run of `examples/bench.rs` and `bench/torch_bench.py`, {date}, commit \
-         `{commit}`; regenerate with `cargo xtask bench-report` (see `notes/performance.md`).\n"
+         `{commit}`; the raw figures are in `{}`, and `cargo xtask bench-report` turns them \
+         into this page (how to run both: `notes/performance.md`).\n",
+        dir.display()
     );
     for note in notes {
         let _ = writeln!(out, "- {note}");
@@ -171,7 +175,9 @@ fn markdown(
     }
     let _ = writeln!(
         out,
-        "\n![tessera over PyTorch strict f32, per work and pass](docs/benchmarks.png)"
+        "\n![tessera over PyTorch strict f32, per work and pass](docs/benchmarks.png)\n\n\
+         Bars: tessera's speed over PyTorch's strict f32, green at or above it, blue at half or \
+         more, red below half."
     );
     out
 }
@@ -296,7 +302,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let launch: Vec<&Row> = ours.rows.iter().filter(|r| r.tflops.is_none()).collect();
     let mut notes = ours.notes.clone();
     notes.extend(f32.notes.iter().cloned());
-    let text = markdown(&compared, &notes, &launch, &commit, &date);
+    let run = Run {
+        commit: &commit,
+        date: &date,
+        dir,
+    };
+    let text = markdown(&compared, &notes, &launch, &run);
     std::fs::write("BENCHMARKS.md", text).map_err(|e| format!("writing BENCHMARKS.md: {e}"))?;
     std::fs::create_dir_all("docs").map_err(|e| format!("creating docs/: {e}"))?;
     plot(&compared, Path::new("docs/benchmarks.png"))?;
@@ -323,7 +334,12 @@ mod tests {
         assert_eq!(compared[0].ratio(), Some(0.5));
         assert_eq!(compared[1].ratio(), None);
         let launch: Vec<&Row> = ours.rows.iter().filter(|r| r.tflops.is_none()).collect();
-        let text = markdown(&compared, &ours.notes, &launch, "abc1234", "2026-11-23");
+        let run = Run {
+            commit: "abc1234",
+            date: "2026-11-23",
+            dir: Path::new("bench/results"),
+        };
+        let text = markdown(&compared, &ours.notes, &launch, &run);
         assert!(
             text.contains("| gemm M=2 N=2 K=2 | forward | 2.000 | 1.00 | 2.00 | 0.50x | - |"),
             "{text}"
