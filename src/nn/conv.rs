@@ -2,7 +2,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use super::kernels::{self, Blocked};
+use super::kernels;
 use super::split::Split;
 use super::{invalid, tune, Activation};
 use crate::{Batch, GpuBuffer, Result, Runtime};
@@ -369,13 +369,14 @@ impl Conv2d {
         y: &mut GpuBuffer<f32>,
     ) -> Result<()> {
         let p = shape.params(activation)?;
-        let choice = tune::blocking(
+        let rows = p.out_channels;
+        let operation = "nn::Conv2d::forward";
+        let choice = tuned(
             batch.runtime(),
-            "nn::Conv2d::forward",
-            &sizes(&p),
-            &exact(&p),
-            Blocked::<()>::fixed(p.out_channels),
-            |rt| Scratch::new(rt, shape),
+            operation,
+            shape,
+            &p,
+            rows,
             |tune, choice, s| {
                 let args = kernels::ConvForwardArgs {
                     p: &p,
@@ -502,13 +503,13 @@ impl Conv2d {
         shape: &Conv2dShape,
         p: kernels::ConvParams,
     ) -> Result<usize> {
-        tune::blocking(
+        let operation = "nn::Conv2d::grad_input";
+        tuned(
             rt,
-            "nn::Conv2d::grad_input",
-            &sizes(&p),
-            &exact(&p),
-            Blocked::<()>::fixed(p.in_channels),
-            |rt| Scratch::new(rt, shape),
+            operation,
+            shape,
+            &p,
+            p.in_channels,
             |tune, choice, s| self.record_grad_input(tune, choice, p, &s.w, &s.pre, &mut s.grad_x),
         )
     }
@@ -571,13 +572,13 @@ impl Conv2d {
         shape: &Conv2dShape,
         p: kernels::ConvParams,
     ) -> Result<usize> {
-        tune::blocking(
+        let operation = "nn::Conv2d::grad_weight";
+        tuned(
             rt,
-            "nn::Conv2d::grad_weight",
-            &sizes(&p),
-            &exact(&p),
-            Blocked::<()>::fixed(p.out_channels),
-            |rt| Scratch::new(rt, shape),
+            operation,
+            shape,
+            &p,
+            p.out_channels,
             |tune, choice, s| self.record_grad_weight(tune, choice, p, &s.x, &s.pre, &mut s.grad_w),
         )
     }
@@ -614,6 +615,21 @@ impl Conv2d {
             },
         )
     }
+}
+
+/// The blocking `operation` runs for `shape` (see [`tune::blocking`]); with autotuning off,
+/// the one for an output of `rows` rows.
+fn tuned(
+    rt: &Runtime,
+    operation: &str,
+    shape: &Conv2dShape,
+    p: &kernels::ConvParams,
+    rows: u32,
+    record: impl FnMut(&mut Batch<'_>, usize, &mut Scratch) -> Result<()>,
+) -> Result<usize> {
+    let fixed = kernels::fixed_blocking(rows);
+    let scratch = |rt: &Runtime| Scratch::new(rt, shape);
+    tune::blocking(rt, operation, &sizes(p), &exact(p), fixed, scratch, record)
 }
 
 /// The sizes a convolution's tuned choices depend on (rounded into buckets): images, input

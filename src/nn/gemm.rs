@@ -2,7 +2,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use super::kernels::{self, Blocked};
+use super::kernels;
 use super::split::Split;
 use super::{invalid, tune, Activation};
 use crate::{Batch, GpuBuffer, Result, Runtime};
@@ -115,7 +115,7 @@ impl Gemm {
             "nn::Gemm::forward",
             &[m, n, k],
             &[],
-            Blocked::<()>::fixed(m.min(n)),
+            kernels::fixed_blocking(m.min(n)),
             |rt| Scratch::new(rt, shape),
             |tune, choice, s| {
                 let (pre, y) = (&mut s.pre, &mut s.y);
@@ -200,7 +200,7 @@ impl Gemm {
             "nn::Gemm::backward",
             &[m, n, k],
             &[],
-            Blocked::<()>::fixed(m.min(k)),
+            kernels::fixed_blocking(m.min(k)),
             |rt| Scratch::new(rt, shape),
             |tune, choice, s| {
                 let grads = GemmGrads {

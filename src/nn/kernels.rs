@@ -1104,15 +1104,24 @@ pub(crate) struct Blocked<K> {
     pub small: K,
 }
 
-impl<K> Blocked<K> {
-    /// How many blockings there are to choose from.
-    pub const CANDIDATES: usize = 2;
+/// How many blockings a [`Blocked`] kernel has to choose from.
+pub(crate) const BLOCKINGS: usize = 2;
 
+/// The blocking when autotuning is off, for an output whose narrower side has `rows`: the
+/// small blocks (1) unless the large ones fill (0).
+pub(crate) fn fixed_blocking(rows: u32) -> usize {
+    usize::from(rows <= SMALL.block())
+}
+
+/// The second instance of [`Blocking`]: 64 x 64 blocks.
+const SMALL: Blocking = Blocking::ALL[Blocking::ALL.len() - 1];
+
+impl<K> Blocked<K> {
     /// Both blockings of a kernel, built by `build` (e.g. `|b| GemmForward::with_constants(rt, b)`).
     pub fn new(build: impl Fn(Blocking) -> crate::Result<K>) -> crate::Result<Self> {
         Ok(Blocked {
             large: build(Blocking::ALL[0])?,
-            small: build(Self::SMALL)?,
+            small: build(SMALL)?,
         })
     }
 
@@ -1123,12 +1132,4 @@ impl<K> Blocked<K> {
             _ => &self.small,
         }
     }
-
-    /// The choice when autotuning is off, for an output whose narrower side has `rows`: the
-    /// small blocks (1) unless the large ones fill (0).
-    pub fn fixed(rows: u32) -> usize {
-        usize::from(rows <= Self::SMALL.block())
-    }
-
-    const SMALL: Blocking = Blocking::ALL[Blocking::ALL.len() - 1];
 }

@@ -1,10 +1,10 @@
 //! Which blocking each GEMM-shaped op runs: tuned per device and shape bucket by
 //! [`Runtime::autotune`](crate::Runtime::autotune), or, with autotuning off, the fixed rule of
-//! [`Blocked::fixed`].
+//! [`kernels::fixed_blocking`].
 
 use std::sync::OnceLock;
 
-use super::kernels::{self, Blocked};
+use super::kernels;
 use crate::{size_bucket, source_hash, Batch, Result, Runtime, TuneKey};
 
 /// The hash of the WGSL every candidate runs: the one `nn` module.
@@ -34,7 +34,7 @@ pub(crate) fn blocking<S>(
         .collect();
     let key = TuneKey::new(operation, wgsl_hash(), &bucket);
     let mut made: Option<S> = None;
-    rt.autotune(&key, Blocked::<()>::CANDIDATES, fixed, |batch, choice| {
+    rt.autotune(&key, kernels::BLOCKINGS, fixed, |batch, choice| {
         let scratch = match &mut made {
             Some(scratch) => scratch,
             None => made.insert(scratch(batch.runtime())?),
