@@ -895,25 +895,67 @@ mod nn {
         let dh = staged % taps / p.kernel_w * p.dilation_h;
         let dw = staged % taps % p.kernel_w * p.dilation_w;
 
+        // Where the loads are along the summed dimension (image, output pixel), kept as
+        // counters that each step advances by `DEPTH` pixels without dividing: `DEPTH` is
+        // `by.x` images, `by.y` rows and `by.z` columns. `grad_pre` is read at (`g_image`,
+        // `g_pixel`), `x` at (`image[r]`, `row[r]`, `col[r]`).
+        let by = vec3(
+            DEPTH / pixels,
+            DEPTH % pixels / p.out_w,
+            DEPTH % pixels % p.out_w,
+        );
+        let first = begin + t % DEPTH;
+        let (mut g_image, mut g_pixel) = (first / pixels, first % pixels);
+        let mut image = [0u32; LOADS];
+        let mut row = [0u32; LOADS];
+        let mut col = [0u32; LOADS];
+        #[unroll]
+        for r in 0..LOADS {
+            let k = begin + along_depth(t, r);
+            image[r] = k / pixels;
+            row[r] = k % pixels / p.out_w;
+            col[r] = k % pixels % p.out_w;
+        }
+
         let mut acc = [0.0f32; REG * REG];
         for k0 in (begin..end).step_by(DEPTH) {
             let (mut from_g, mut from_x) = ([0.0f32; LOADS], [0.0f32; LOADS]);
             #[unroll]
             for r in 0..LOADS {
-                let (co, kg) = (origin.y + across_row(t, r), k0 + t % DEPTH);
-                if co < p.out_channels && kg < end {
-                    from_g[r] =
-                        grad_pre[(kg / pixels * p.out_channels + co) * pixels + kg % pixels];
+                let co = origin.y + across_row(t, r);
+                if co < p.out_channels && k0 + t % DEPTH < end {
+                    from_g[r] = grad_pre[(g_image * p.out_channels + co) * pixels + g_pixel];
                 }
                 let k = k0 + along_depth(t, r);
-                let (n, pixel) = (k / pixels, k % pixels);
-                let ih = (pixel / p.out_w * p.stride_h + dh).wrapping_sub(p.pad_top);
-                let iw = (pixel % p.out_w * p.stride_w + dw).wrapping_sub(p.pad_left);
+                let ih = (row[r] * p.stride_h + dh).wrapping_sub(p.pad_top);
+                let iw = (col[r] * p.stride_w + dw).wrapping_sub(p.pad_left);
                 if staged < columns && k < end && ih < p.in_h && iw < p.in_w {
-                    from_x[r] = x[((n * p.in_channels + ci) * p.in_h + ih) * p.in_w + iw];
+                    from_x[r] = x[((image[r] * p.in_channels + ci) * p.in_h + ih) * p.in_w + iw];
                 }
             }
             step(tile_g, &from_g, tile_x, &from_x, &mut acc, t);
+            // Next step: add `DEPTH` pixels, carrying at most once into each coarser counter
+            // (each part of `by` is below its counter's range).
+            g_pixel += by.y * p.out_w + by.z;
+            if g_pixel >= pixels {
+                g_pixel -= pixels;
+                g_image += 1;
+            }
+            g_image += by.x;
+            #[unroll]
+            for r in 0..LOADS {
+                col[r] += by.z;
+                if col[r] >= p.out_w {
+                    col[r] -= p.out_w;
+                    row[r] += 1;
+                }
+                row[r] += by.y;
+                if row[r] >= p.out_h {
+                    row[r] -= p.out_h;
+                    image[r] += 1;
+                }
+                image[r] += by.x;
+            }
         }
         // The first slice goes straight to `grad_w`, the others to their filter of `partial`.
         let rows = p.out_channels;
