@@ -198,6 +198,31 @@ mod nn {
         t / BLOCK + r * (DEPTH / LOADS)
     }
 
+    /// The digits of `k` in the mixed radix (any, `mids`, `inners`): `k` as (outer, mid,
+    /// inner) with `k = (outer * mids + mid) * inners + inner`. A gather keeps where its
+    /// loads are along a summed dimension this way, and `advance`s it each step, so that its
+    /// inner loop divides by no runtime size.
+    fn digits(k: u32, mids: u32, inners: u32) -> Vec3<u32> {
+        let inner_size = inners.max(1);
+        let outer_size = (mids * inners).max(1);
+        vec3(k / outer_size, k % outer_size / inner_size, k % inner_size)
+    }
+
+    /// `at` plus `by`, both in the radix of [`digits`] with `by.y < mids` and `by.z < inners`
+    /// (so at most one carry reaches each coarser digit).
+    fn advance(at: Vec3<u32>, by: Vec3<u32>, mids: u32, inners: u32) -> Vec3<u32> {
+        let mut next = at + by;
+        if next.z >= inners {
+            next.z -= inners;
+            next.y += 1;
+        }
+        if next.y >= mids {
+            next.y -= mids;
+            next.x += 1;
+        }
+        next
+    }
+
     /// Element (`row`, `col`) of the row-major `rows` x `cols` matrix `m`, 0 outside it.
     fn element(m: &[f32], row: u32, rows: u32, col: u32, cols: u32) -> f32 {
         if row < rows && col < cols {
@@ -612,6 +637,14 @@ mod nn {
         let top = (staged % pixels) / p.out_w * p.stride_h;
         let left = (staged % pixels) % p.out_w * p.stride_w;
 
+        // Each load's (input channel, tap row, tap column), advanced `DEPTH` a step.
+        let by = digits(DEPTH, p.kernel_h, p.kernel_w);
+        let mut at = [vec3(0u32, 0, 0); LOADS];
+        #[unroll]
+        for r in 0..LOADS {
+            at[r] = digits(along_depth(t, r), p.kernel_h, p.kernel_w);
+        }
+
         let mut acc = [0.0f32; REG * REG];
         for k0 in (0..depth).step_by(DEPTH) {
             let from_w = fetch(w, vec2(depth, p.out_channels), true, origin.y, k0, t);
@@ -619,13 +652,13 @@ mod nn {
             #[unroll]
             for r in 0..LOADS {
                 let k = k0 + along_depth(t, r);
-                let (ci, tap) = (k / taps, k % taps);
                 // Rows and columns above or left of the image wrap around and fail `< in_h`.
-                let ih = (top + tap / p.kernel_w * p.dilation_h).wrapping_sub(p.pad_top);
-                let iw = (left + tap % p.kernel_w * p.dilation_w).wrapping_sub(p.pad_left);
+                let ih = (top + at[r].y * p.dilation_h).wrapping_sub(p.pad_top);
+                let iw = (left + at[r].z * p.dilation_w).wrapping_sub(p.pad_left);
                 if staged < columns && k < depth && ih < p.in_h && iw < p.in_w {
-                    from_x[r] = x[image + (ci * p.in_h + ih) * p.in_w + iw];
+                    from_x[r] = x[image + (at[r].x * p.in_h + ih) * p.in_w + iw];
                 }
+                at[r] = advance(at[r], by, p.kernel_h, p.kernel_w);
             }
             step(tile_w, &from_w, tile_x, &from_x, &mut acc, t);
         }
@@ -721,20 +754,32 @@ mod nn {
         let padded_h = (staged % pixels) / p.in_w + p.pad_top;
         let padded_w = (staged % pixels) % p.in_w + p.pad_left;
 
+        // Where the loads are along the summed dimension, as (output channel, tap row, tap
+        // column), advanced `DEPTH` a step: the filter's at `wk`, `grad_pre`'s at `at[r]`.
+        let by = digits(DEPTH, p.kernel_h, p.kernel_w);
+        let mut wk = digits(t % DEPTH, p.kernel_h, p.kernel_w);
+        let mut at = [vec3(0u32, 0, 0); LOADS];
+        #[unroll]
+        for r in 0..LOADS {
+            at[r] = digits(along_depth(t, r), p.kernel_h, p.kernel_w);
+        }
+
         let mut acc = [0.0f32; REG * REG];
         for k0 in (0..depth).step_by(DEPTH) {
             let (mut from_w, mut from_g) = ([0.0f32; LOADS], [0.0f32; LOADS]);
+            let w_tap = wk.y * p.kernel_w + wk.z;
             #[unroll]
             for r in 0..LOADS {
                 // The filter as `[out_channels * taps][in_channels]`: row `ci`, column `k`.
-                let (ci, kw) = (origin.y + across_row(t, r), k0 + t % DEPTH);
-                if ci < p.in_channels && kw < depth {
-                    from_w[r] = w[(kw / taps * p.in_channels + ci) * taps + kw % taps];
+                let ci = origin.y + across_row(t, r);
+                if ci < p.in_channels && k0 + t % DEPTH < depth {
+                    from_w[r] = w[(wk.x * p.in_channels + ci) * taps + w_tap];
                 }
                 let k = k0 + along_depth(t, r);
-                let (co, tap) = (k / taps, k % taps);
-                let dh = tap / p.kernel_w * p.dilation_h;
-                let dw = tap % p.kernel_w * p.dilation_w;
+                let co = at[r].x;
+                let dh = at[r].y * p.dilation_h;
+                let dw = at[r].z * p.dilation_w;
+                at[r] = advance(at[r], by, p.kernel_h, p.kernel_w);
                 // The output pixel whose window puts this tap on the input pixel, if any.
                 let sh = padded_h.wrapping_sub(dh);
                 let sw = padded_w.wrapping_sub(dw);
@@ -751,6 +796,7 @@ mod nn {
                     from_g[r] = grad_pre[((n * p.out_channels + co) * p.out_h + oh) * p.out_w + ow];
                 }
             }
+            wk = advance(wk, by, p.kernel_h, p.kernel_w);
             step(tile_w, &from_w, tile_g, &from_g, &mut acc, t);
         }
         store_tile(grad_x, 0, &acc, p.in_channels, columns, pixels, origin, t);
@@ -816,36 +862,46 @@ mod nn {
         let padded_h = row0 + pixel / cols.max(1) * p.stride_h + p.pad_top;
         let padded_w = col0 + pixel % cols.max(1) * p.stride_w + p.pad_left;
 
+        // The output pixel the phase's first tap puts on this input pixel: tap (`th`, `tw`)
+        // puts it on (`base.x - th`, `base.y - tw`). Exact divisions: the padded coordinates
+        // are the phase's remainders (and at least them) by construction of `row0`, `col0`.
+        let base = vec2(
+            (padded_h - phase_h) / p.stride_h,
+            (padded_w - phase_w) / p.stride_w,
+        );
+        // Where the loads are along the summed dimension, as (output channel, tap row, tap
+        // column) of the phase, advanced `DEPTH` a step: the filter's at `wk`, `grad_pre`'s
+        // at `at[r]`.
+        let by = digits(DEPTH, taps_h, taps_w);
+        let mut wk = digits(t % DEPTH, taps_h, taps_w);
+        let mut at = [vec3(0u32, 0, 0); LOADS];
+        #[unroll]
+        for r in 0..LOADS {
+            at[r] = digits(along_depth(t, r), taps_h, taps_w);
+        }
+
         let mut acc = [0.0f32; REG * REG];
         for k0 in (0..depth).step_by(DEPTH) {
             let (mut from_w, mut from_g) = ([0.0f32; LOADS], [0.0f32; LOADS]);
+            let (fh, fw) = (phase_h + wk.y * p.stride_h, phase_w + wk.z * p.stride_w);
             #[unroll]
             for r in 0..LOADS {
-                let (ci, kw) = (origin.y + across_row(t, r), k0 + t % DEPTH);
-                if ci < p.in_channels && kw < depth {
-                    let tap = kw % taps;
-                    let fh = phase_h + tap / taps_w * p.stride_h;
-                    let fw = phase_w + tap % taps_w * p.stride_w;
+                let ci = origin.y + across_row(t, r);
+                if ci < p.in_channels && k0 + t % DEPTH < depth {
                     from_w[r] =
-                        w[((kw / taps * p.in_channels + ci) * p.kernel_h + fh) * p.kernel_w + fw];
+                        w[((wk.x * p.in_channels + ci) * p.kernel_h + fh) * p.kernel_w + fw];
                 }
                 let k = k0 + along_depth(t, r);
-                let tap = k % taps.max(1);
-                let fh = phase_h + tap / taps_w.max(1) * p.stride_h;
-                let fw = phase_w + tap % taps_w.max(1) * p.stride_w;
-                // Exact divisions: the phase's taps keep the remainders zero.
-                let (oh, ow) = ((padded_h - fh) / p.stride_h, (padded_w - fw) / p.stride_w);
-                let hit = staged < columns
-                    && k < depth
-                    && padded_h >= fh
-                    && padded_w >= fw
-                    && oh < p.out_h
-                    && ow < p.out_w;
-                if hit {
-                    let co = k / taps;
+                // Taps past the pixel wrap around and fail `< out_h`.
+                let oh = base.x.wrapping_sub(at[r].y);
+                let ow = base.y.wrapping_sub(at[r].z);
+                if staged < columns && k < depth && oh < p.out_h && ow < p.out_w {
+                    let co = at[r].x;
                     from_g[r] = grad_pre[((n * p.out_channels + co) * p.out_h + oh) * p.out_w + ow];
                 }
+                at[r] = advance(at[r], by, taps_h, taps_w);
             }
+            wk = advance(wk, by, taps_h, taps_w);
             step(tile_w, &from_w, tile_g, &from_g, &mut acc, t);
         }
         #[unroll]
@@ -895,67 +951,36 @@ mod nn {
         let dh = staged % taps / p.kernel_w * p.dilation_h;
         let dw = staged % taps % p.kernel_w * p.dilation_w;
 
-        // Where the loads are along the summed dimension (image, output pixel), kept as
-        // counters that each step advances by `DEPTH` pixels without dividing: `DEPTH` is
-        // `by.x` images, `by.y` rows and `by.z` columns. `grad_pre` is read at (`g_image`,
-        // `g_pixel`), `x` at (`image[r]`, `row[r]`, `col[r]`).
-        let by = vec3(
-            DEPTH / pixels,
-            DEPTH % pixels / p.out_w,
-            DEPTH % pixels % p.out_w,
-        );
-        let first = begin + t % DEPTH;
-        let (mut g_image, mut g_pixel) = (first / pixels, first % pixels);
-        let mut image = [0u32; LOADS];
-        let mut row = [0u32; LOADS];
-        let mut col = [0u32; LOADS];
+        // Where the loads are along the summed dimension, as (image, output row, output
+        // column), advanced `DEPTH` a step: `grad_pre`'s at `g`, `x`'s at `at[r]`.
+        let by = digits(DEPTH, p.out_h, p.out_w);
+        let mut g = digits(begin + t % DEPTH, p.out_h, p.out_w);
+        let mut at = [vec3(0u32, 0, 0); LOADS];
         #[unroll]
         for r in 0..LOADS {
-            let k = begin + along_depth(t, r);
-            image[r] = k / pixels;
-            row[r] = k % pixels / p.out_w;
-            col[r] = k % pixels % p.out_w;
+            at[r] = digits(begin + along_depth(t, r), p.out_h, p.out_w);
         }
 
         let mut acc = [0.0f32; REG * REG];
         for k0 in (begin..end).step_by(DEPTH) {
             let (mut from_g, mut from_x) = ([0.0f32; LOADS], [0.0f32; LOADS]);
+            let g_pixel = g.y * p.out_w + g.z;
             #[unroll]
             for r in 0..LOADS {
                 let co = origin.y + across_row(t, r);
                 if co < p.out_channels && k0 + t % DEPTH < end {
-                    from_g[r] = grad_pre[(g_image * p.out_channels + co) * pixels + g_pixel];
+                    from_g[r] = grad_pre[(g.x * p.out_channels + co) * pixels + g_pixel];
                 }
                 let k = k0 + along_depth(t, r);
-                let ih = (row[r] * p.stride_h + dh).wrapping_sub(p.pad_top);
-                let iw = (col[r] * p.stride_w + dw).wrapping_sub(p.pad_left);
+                let ih = (at[r].y * p.stride_h + dh).wrapping_sub(p.pad_top);
+                let iw = (at[r].z * p.stride_w + dw).wrapping_sub(p.pad_left);
                 if staged < columns && k < end && ih < p.in_h && iw < p.in_w {
-                    from_x[r] = x[((image[r] * p.in_channels + ci) * p.in_h + ih) * p.in_w + iw];
+                    from_x[r] = x[((at[r].x * p.in_channels + ci) * p.in_h + ih) * p.in_w + iw];
                 }
+                at[r] = advance(at[r], by, p.out_h, p.out_w);
             }
+            g = advance(g, by, p.out_h, p.out_w);
             step(tile_g, &from_g, tile_x, &from_x, &mut acc, t);
-            // Next step: add `DEPTH` pixels, carrying at most once into each coarser counter
-            // (each part of `by` is below its counter's range).
-            g_pixel += by.y * p.out_w + by.z;
-            if g_pixel >= pixels {
-                g_pixel -= pixels;
-                g_image += 1;
-            }
-            g_image += by.x;
-            #[unroll]
-            for r in 0..LOADS {
-                col[r] += by.z;
-                if col[r] >= p.out_w {
-                    col[r] -= p.out_w;
-                    row[r] += 1;
-                }
-                row[r] += by.y;
-                if row[r] >= p.out_h {
-                    row[r] -= p.out_h;
-                    image[r] += 1;
-                }
-                image[r] += by.x;
-            }
         }
         // The first slice goes straight to `grad_w`, the others to their filter of `partial`.
         let rows = p.out_channels;
