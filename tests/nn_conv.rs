@@ -443,3 +443,53 @@ fn autotuned_convolutions_time_both_blockings_of_each_pass_and_stay_correct() {
         );
     }
 }
+
+#[test]
+fn small_outputs_are_computed_in_slices_of_their_sum() {
+    let rt = runtime();
+    let conv = Conv2d::new(&rt).unwrap();
+    let mut rng = Lcg(57);
+    // A batch of one over many input channels (small blocks, three slices, the last one
+    // ragged), 70 output channels (large blocks, two slices), and a 1x1 filter.
+    let shapes = [
+        Conv2dShape::new(1, 200, [5, 5], 20, [3, 3]).padding(Padding::uniform(1)),
+        Conv2dShape::new(2, 130, [6, 6], 70, [3, 3]).padding(Padding::uniform(1)),
+        Conv2dShape::new(1, 1100, [2, 3], 5, [1, 1]),
+    ];
+    for shape in shapes {
+        check(&rt, &conv, shape, true, &mut rng);
+        // The forward ran as partial sums and their total, not as one pass.
+        let out_len = shape.output_len().unwrap();
+        let (x, w, bias) = (
+            rt.zeros::<f32>(shape.input_len()).unwrap(),
+            rt.zeros::<f32>(shape.weight_len()).unwrap(),
+            rt.zeros::<f32>(shape.out_channels as usize).unwrap(),
+        );
+        let (mut pre, mut y) = (
+            rt.zeros::<f32>(out_len).unwrap(),
+            rt.zeros::<f32>(out_len).unwrap(),
+        );
+        let mut batch = rt.batch();
+        conv.forward(
+            &mut batch,
+            &shape,
+            Activation::None,
+            &x,
+            &w,
+            &bias,
+            &mut pre,
+            &mut y,
+        )
+        .unwrap();
+        let ran: Vec<String> = batch
+            .submit_timed()
+            .unwrap()
+            .dispatches
+            .into_iter()
+            .map(|(label, _)| label)
+            .collect();
+        assert_eq!(ran.len(), 2, "{shape:?} ran {ran:?}");
+        assert!(ran[0].starts_with("conv_forward_partial"), "{ran:?}");
+        assert!(ran[1].starts_with("conv_forward_reduce"), "{ran:?}");
+    }
+}

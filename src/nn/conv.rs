@@ -230,23 +230,24 @@ fn by_phases(p: &kernels::ConvParams) -> bool {
     (p.stride_h > 1 || p.stride_w > 1) && p.dilation_h == 1 && p.dilation_w == 1
 }
 
-/// The scratch memory for the filter gradient's slices after the first (one element when
-/// there is one slice: a binding cannot be empty), grown when `p` needs more.
+/// The scratch memory for partial sums: at least `needed` elements (and one: a binding cannot
+/// be empty), kept in `slot` and grown when a recording needs more.
 fn scratch<'a>(
     slot: &'a mut Option<GpuBuffer<f32>>,
     rt: &Runtime,
-    p: &kernels::ConvParams,
-    filter: usize,
+    needed: usize,
 ) -> Result<&'a mut GpuBuffer<f32>> {
-    let needed = (p.splits as usize)
-        .saturating_sub(1)
-        .saturating_mul(filter)
-        .max(1);
+    let needed = needed.max(1);
     let buffer = match slot.take() {
         Some(buffer) if buffer.len() >= needed => buffer,
         _ => rt.zeros(needed)?,
     };
     Ok(slot.insert(buffer))
+}
+
+/// The partial sums the filter gradient's slices after the first need.
+fn weight_partials(p: &kernels::ConvParams, filter: usize) -> usize {
+    (p.splits as usize).saturating_sub(1).saturating_mul(filter)
 }
 
 fn product(dims: &[u32]) -> usize {
@@ -268,12 +269,13 @@ pub struct Conv2dGrads<'a> {
 /// 2-D convolution + bias + activation over NCHW images, forward and backward, built once
 /// per runtime.
 ///
-/// All three passes are implicit GEMMs over 128 x 128 output blocks (64 x 64 when the output
-/// has at most 64 rows): the forward over
-/// (output channel, output pixel), the input gradient over (input channel, input pixel) with
-/// a stride-1 specialization, the filter gradient over (output channel, input channel x tap),
-/// its long sum over images and pixels split into slices when the filter alone would leave
-/// the GPU idle (the slices' partial sums live in scratch memory the op keeps and grows).
+/// All three passes are implicit GEMMs over 128 x 128 or 64 x 64 output blocks (autotuned,
+/// see [`crate::nn`]): the forward over (output channel, output pixel), the input gradient over
+/// (input channel, input pixel) with a stride-1 specialization, the filter gradient over
+/// (output channel, input channel x tap). When the output alone would leave the GPU idle (the
+/// forward of small images or a batch of one; the filter gradient, whose output is the
+/// filter), the long sum is split into slices computed by separate workgroups and added up
+/// afterwards; the slices' partial sums live in scratch memory the op keeps and grows.
 ///
 /// ```no_run
 /// # use tessera::{nn::{Activation, Conv2d, Conv2dShape, Padding}, Runtime};
@@ -295,13 +297,15 @@ pub struct Conv2dGrads<'a> {
 #[derive(Debug)]
 pub struct Conv2d {
     forward: kernels::Blocked<kernels::ConvForward>,
+    /// The forward in slices of the summed dimension, for outputs too small to fill the GPU.
+    forward_split: kernels::Blocked<kernels::ConvForwardSplit>,
     /// The backward family with each blocking of the input gradient (outer, picked by input
     /// channels) and of the filter gradient (inner, picked by output channels).
     backward: kernels::Blocked<kernels::Blocked<kernels::ConvBackward>>,
     /// The input gradient of strided convolutions, one sub-problem per stride phase.
     grad_input_phased: kernels::Blocked<kernels::ConvGradInputPhased>,
-    /// The filter gradient's slices after the first, grown to the largest split recorded so
-    /// far.
+    /// Partial sums: the split forward's slices, and the filter gradient's after the first;
+    /// grown to the largest recorded so far.
     partials: Mutex<Option<GpuBuffer<f32>>>,
 }
 
@@ -310,6 +314,7 @@ impl Clone for Conv2d {
     fn clone(&self) -> Self {
         Conv2d {
             forward: self.forward.clone(),
+            forward_split: self.forward_split.clone(),
             backward: self.backward.clone(),
             grad_input_phased: self.grad_input_phased.clone(),
             partials: Mutex::new(None),
@@ -323,6 +328,15 @@ impl Conv2d {
         let activation_grad = kernels::ConvActivationGrad::new(rt)?;
         let reduce = kernels::ConvGradWeightReduce::new(rt)?;
         let grad_bias = kernels::ConvGradBias::new(rt)?;
+        let forward_reduce = kernels::ConvForwardReduce::new(rt)?;
+        let forward_split = kernels::Blocked::new(|b| {
+            // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+            let partial = unsafe { kernels::ConvForwardPartial::with_constants_unchecked(rt, b) }?;
+            Ok(kernels::ConvForwardSplit::from_members(
+                partial,
+                forward_reduce.clone(),
+            ))
+        })?;
         let backward = kernels::Blocked::new(|input| {
             // SAFETY: every index is guarded (see "Bounds" in `kernels`).
             let grad_input =
@@ -343,6 +357,7 @@ impl Conv2d {
                 // SAFETY: every index is guarded (see "Bounds" in `kernels`).
                 unsafe { kernels::ConvForward::with_constants_unchecked(rt, b) }
             })?,
+            forward_split,
             backward,
             grad_input_phased: kernels::Blocked::new(|b| {
                 // SAFETY: every index is guarded (see "Bounds" in `kernels`).
@@ -378,26 +393,59 @@ impl Conv2d {
             &p,
             rows,
             |tune, choice, s| {
-                let args = kernels::ConvForwardArgs {
-                    p: &p,
-                    x: &s.x,
-                    w: &s.w,
-                    bias: &s.bias,
-                    pre: &mut s.pre,
-                    y: &mut s.y,
-                };
-                self.forward.get(choice).record(tune, args)
+                let (pre, y) = (&mut s.pre, &mut s.y);
+                self.record_forward(tune, choice, p, &s.x, &s.w, &s.bias, pre, y)
             },
         )?;
-        let args = kernels::ConvForwardArgs {
+        self.record_forward(batch, choice, p, x, w, bias, pre, y)
+    }
+
+    /// The forward with blocking `choice`: whole, or in slices of the summed dimension when
+    /// the output alone cannot fill the GPU.
+    #[allow(clippy::too_many_arguments)]
+    fn record_forward(
+        &self,
+        batch: &mut Batch<'_>,
+        choice: usize,
+        mut p: kernels::ConvParams,
+        x: &GpuBuffer<f32>,
+        w: &GpuBuffer<f32>,
+        bias: &GpuBuffer<f32>,
+        pre: &mut GpuBuffer<f32>,
+        y: &mut GpuBuffer<f32>,
+    ) -> Result<()> {
+        let split = self.forward_split.get(choice);
+        let blocking = split.conv_forward_partial().constants();
+        // `params` checked that the products fit.
+        let columns = p.batch * p.out_h * p.out_w;
+        let depth = p.in_channels * p.kernel_h * p.kernel_w;
+        let cut = Split::of(blocking, p.out_channels, columns, depth);
+        if cut.splits == 1 {
+            let args = kernels::ConvForwardArgs {
+                p: &p,
+                x,
+                w,
+                bias,
+                pre,
+                y,
+            };
+            return self.forward.get(choice).record(batch, args);
+        }
+        (p.splits, p.split_depth) = (cut.splits, cut.depth);
+        let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
+        // `Split::of` keeps `splits * out_channels * columns` within `u32`.
+        let needed = cut.splits as usize * p.out_channels as usize * columns as usize;
+        let partial = scratch(&mut partials, batch.runtime(), needed)?;
+        let args = kernels::ConvForwardSplitArgs {
             p: &p,
             x,
             w,
             bias,
+            partial,
             pre,
             y,
         };
-        self.forward.get(choice).record(batch, args)
+        split.record(batch, args)
     }
 
     /// Records the backward pass from `grad_y` and the forward's `x`, `w` and `pre`: the
@@ -427,7 +475,11 @@ impl Conv2d {
         let family = self.backward.get(input_choice).get(weight_choice);
         split_weight_grad(&mut p, family.conv_grad_weight().constants());
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
-        let partial = scratch(&mut partials, batch.runtime(), &p, grads.grad_w.len())?;
+        let partial = scratch(
+            &mut partials,
+            batch.runtime(),
+            weight_partials(&p, grads.grad_w.len()),
+        )?;
         let Conv2dGrads {
             grad_pre,
             grad_x,
@@ -595,7 +647,11 @@ impl Conv2d {
         let family = self.backward.large.get(choice);
         split_weight_grad(&mut p, family.conv_grad_weight().constants());
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
-        let partial = scratch(&mut partials, batch.runtime(), &p, grad_w.len())?;
+        let partial = scratch(
+            &mut partials,
+            batch.runtime(),
+            weight_partials(&p, grad_w.len()),
+        )?;
         // Both passes' buffers are checked before either is recorded.
         let weight = kernels::ConvGradWeightArgs {
             p: &p,

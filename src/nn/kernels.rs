@@ -606,10 +606,59 @@ mod nn {
         }
     }
 
-    /// Convolution as an implicit GEMM: rows are output channels, columns are (image, output
-    /// pixel), the sum runs over (input channel, kernel tap). `pre = conv(x, w) + bias`,
-    /// `y = act(pre)`. The gather divides by the filter's size twice per load; the 3x3 and
-    /// 7x7 specializations turn those into divisions by constants.
+    /// The register tile of a convolution for the output block at `origin`, as an implicit
+    /// GEMM: rows are output channels, columns are (image, output pixel), the sum runs over
+    /// (input channel, kernel tap) from `summed.x` to `summed.y` (all of it, or a slice that
+    /// starts at a multiple of `DEPTH` and ends at one or at the sum's end).
+    fn conv_forward_tile(
+        tile_w: &mut [Vec4<f32>; DEPTH * ROW],
+        tile_x: &mut [Vec4<f32>; DEPTH * ROW],
+        x: &[f32],
+        w: &[f32],
+        p: &ConvParams,
+        origin: Vec2<u32>,
+        summed: Vec2<u32>,
+        t: u32,
+    ) -> [f32; REG * REG] {
+        let (taps, pixels) = (p.kernel_h * p.kernel_w, p.out_h * p.out_w);
+        let (depth, columns) = (p.in_channels * taps, p.batch * pixels);
+
+        // The column this invocation stages from `x` is the same at every step.
+        let staged = origin.x + t % BLOCK;
+        let image = (staged / pixels) * p.in_channels * p.in_h * p.in_w;
+        let top = (staged % pixels) / p.out_w * p.stride_h;
+        let left = (staged % pixels) % p.out_w * p.stride_w;
+
+        // Each load's (input channel, tap row, tap column), advanced `DEPTH` a step.
+        let by = digits(DEPTH, p.kernel_h, p.kernel_w);
+        let mut at = [vec3(0u32, 0, 0); LOADS];
+        #[unroll]
+        for r in 0..LOADS {
+            at[r] = digits(summed.x + along_depth(t, r), p.kernel_h, p.kernel_w);
+        }
+
+        let mut acc = [0.0f32; REG * REG];
+        for k0 in (summed.x..summed.y).step_by(DEPTH) {
+            let from_w = fetch(w, vec2(depth, p.out_channels), true, origin.y, k0, t);
+            let mut from_x = [0.0f32; LOADS];
+            #[unroll]
+            for r in 0..LOADS {
+                let k = k0 + along_depth(t, r);
+                // Rows and columns above or left of the image wrap around and fail `< in_h`.
+                let ih = (top + at[r].y * p.dilation_h).wrapping_sub(p.pad_top);
+                let iw = (left + at[r].z * p.dilation_w).wrapping_sub(p.pad_left);
+                if staged < columns && k < depth && ih < p.in_h && iw < p.in_w {
+                    from_x[r] = x[image + (at[r].x * p.in_h + ih) * p.in_w + iw];
+                }
+                at[r] = advance(at[r], by, p.kernel_h, p.kernel_w);
+            }
+            step(tile_w, &from_w, tile_x, &from_x, &mut acc, t);
+        }
+        acc
+    }
+
+    /// Convolution: `pre = conv(x, w) + bias`, `y = act(pre)` (see `conv_forward_tile`). The
+    /// 3x3 and 7x7 specializations fold the filter's size into the gather.
     #[kernel(
         workgroup = [GROUP],
         constants = Blocking,
@@ -628,40 +677,10 @@ mod nn {
         #[workgroup] tile_x: &mut [Vec4<f32>; DEPTH * ROW],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
-        let (taps, pixels) = (p.kernel_h * p.kernel_w, p.out_h * p.out_w);
-        let (depth, columns) = (p.in_channels * taps, p.batch * pixels);
-
-        // The column this invocation stages from `x` is the same at every step.
-        let staged = origin.x + t % BLOCK;
-        let image = (staged / pixels) * p.in_channels * p.in_h * p.in_w;
-        let top = (staged % pixels) / p.out_w * p.stride_h;
-        let left = (staged % pixels) % p.out_w * p.stride_w;
-
-        // Each load's (input channel, tap row, tap column), advanced `DEPTH` a step.
-        let by = digits(DEPTH, p.kernel_h, p.kernel_w);
-        let mut at = [vec3(0u32, 0, 0); LOADS];
-        #[unroll]
-        for r in 0..LOADS {
-            at[r] = digits(along_depth(t, r), p.kernel_h, p.kernel_w);
-        }
-
-        let mut acc = [0.0f32; REG * REG];
-        for k0 in (0..depth).step_by(DEPTH) {
-            let from_w = fetch(w, vec2(depth, p.out_channels), true, origin.y, k0, t);
-            let mut from_x = [0.0f32; LOADS];
-            #[unroll]
-            for r in 0..LOADS {
-                let k = k0 + along_depth(t, r);
-                // Rows and columns above or left of the image wrap around and fail `< in_h`.
-                let ih = (top + at[r].y * p.dilation_h).wrapping_sub(p.pad_top);
-                let iw = (left + at[r].z * p.dilation_w).wrapping_sub(p.pad_left);
-                if staged < columns && k < depth && ih < p.in_h && iw < p.in_w {
-                    from_x[r] = x[image + (at[r].x * p.in_h + ih) * p.in_w + iw];
-                }
-                at[r] = advance(at[r], by, p.kernel_h, p.kernel_w);
-            }
-            step(tile_w, &from_w, tile_x, &from_x, &mut acc, t);
-        }
+        let pixels = p.out_h * p.out_w;
+        let columns = p.batch * pixels;
+        let summed = vec2(0, p.in_channels * p.kernel_h * p.kernel_w);
+        let acc = conv_forward_tile(tile_w, tile_x, x, w, p, origin, summed, t);
         #[unroll]
         for e in 0..REG * REG {
             let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
@@ -671,6 +690,91 @@ mod nn {
                 pre[out] = z;
                 y[out] = activate(z, p.activation);
             }
+        }
+    }
+
+    /// `conv_forward` for outputs too small to fill the GPU (small images, a batch of one):
+    /// the sum over (input channel, tap) is cut into `p.splits` slices of `p.split_depth`,
+    /// computed by separate workgroups into `partial`, and `conv_forward_reduce` adds them up
+    /// with the bias and the activation.
+    #[family(conv_forward_partial, conv_forward_reduce)]
+    pub struct ConvForwardSplit {
+        p: &ConvParams,
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
+        x: &[f32],
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
+        w: &[f32],
+        #[len(p.out_channels)]
+        bias: &[f32],
+        /// Scratch: one output-shaped partial sum per slice.
+        #[len(p.splits * p.batch * p.out_channels * p.out_h * p.out_w)]
+        partial: &mut [f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        pre: &mut [f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        y: &mut [f32],
+    }
+
+    /// Slice `z` of the convolution into `partial[z]` (NCHW, like `pre`).
+    #[kernel(
+        workgroup = [GROUP],
+        constants = Blocking,
+        grid = [
+            ceil_div(p.batch * p.out_h * p.out_w, BLOCK),
+            ceil_div(p.out_channels, BLOCK),
+            p.splits
+        ],
+        specialize(p.kernel_h == 3 && p.kernel_w == 3)
+    )]
+    pub fn conv_forward_partial(
+        p: &ConvParams,
+        x: &[f32],
+        w: &[f32],
+        partial: &mut [f32],
+        #[workgroup] tile_w: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_x: &mut [Vec4<f32>; DEPTH * ROW],
+    ) {
+        let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
+        let pixels = p.out_h * p.out_w;
+        let depth = p.in_channels * p.kernel_h * p.kernel_w;
+        let begin = split * p.split_depth;
+        let summed = vec2(begin, (begin + p.split_depth).min(depth));
+        let acc = conv_forward_tile(tile_w, tile_x, x, w, p, origin, summed, t);
+        let (rows, columns) = (p.out_channels, p.batch * pixels);
+        store_tile(
+            partial,
+            split * rows * columns,
+            &acc,
+            rows,
+            columns,
+            pixels,
+            origin,
+            t,
+        );
+    }
+
+    /// `pre` = the sum of the slices of `partial` + `bias`, `y = act(pre)`.
+    #[kernel(
+        workgroup = [GROUP],
+        grid = [ceil_div(p.batch * p.out_channels * p.out_h * p.out_w, GROUP)]
+    )]
+    pub fn conv_forward_reduce(
+        p: &ConvParams,
+        partial: &[f32],
+        bias: &[f32],
+        pre: &mut [f32],
+        y: &mut [f32],
+    ) {
+        let i = global_id().x;
+        let pixels = p.out_h * p.out_w;
+        let len = p.batch * p.out_channels * pixels;
+        if i < len {
+            let mut z = bias[i / pixels % p.out_channels];
+            for split in 0..p.splits {
+                z += partial[split * len + i];
+            }
+            pre[i] = z;
+            y[i] = activate(z, p.activation);
         }
     }
 
