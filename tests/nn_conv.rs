@@ -413,7 +413,7 @@ fn strided_input_gradients_run_one_stride_phase_at_a_time() {
 }
 
 #[test]
-fn autotuned_convolutions_time_both_blockings_of_each_pass_and_stay_correct() {
+fn autotuned_convolutions_time_each_way_of_each_pass_and_stay_correct() {
     let rt = tuning_runtime();
     let conv = Conv2d::new(&rt).unwrap();
     let mut rng = Lcg(41);
@@ -436,9 +436,11 @@ fn autotuned_convolutions_time_both_blockings_of_each_pass_and_stay_correct() {
         ));
     }
     assert_eq!(keys, want);
-    for choice in &choices {
+    // The filter gradient times both blockings; the forward and input gradient each whole
+    // and split too.
+    for (choice, ways) in choices.iter().zip([4, 4, 4, 4, 2, 2]) {
         assert!(
-            matches!(&choice.how, tessera::Tuned::Measured(times) if times.len() == 2),
+            matches!(&choice.how, tessera::Tuned::Measured(times) if times.len() == ways),
             "{choice}"
         );
     }
@@ -491,5 +493,78 @@ fn small_outputs_are_computed_in_slices_of_their_sum() {
         assert_eq!(ran.len(), 2, "{shape:?} ran {ran:?}");
         assert!(ran[0].starts_with("conv_forward_partial"), "{ran:?}");
         assert!(ran[1].starts_with("conv_forward_reduce"), "{ran:?}");
+    }
+}
+
+#[test]
+fn small_inputs_get_their_gradient_in_slices_of_its_sum() {
+    let rt = runtime();
+    let conv = Conv2d::new(&rt).unwrap();
+    let mut rng = Lcg(61);
+    // Few input pixels and many output channels: small blocks in three slices (the last
+    // ragged), large blocks in two, and a 1x1 filter.
+    let shapes = [
+        Conv2dShape::new(1, 20, [5, 5], 200, [3, 3]).padding(Padding::uniform(1)),
+        Conv2dShape::new(2, 70, [6, 6], 130, [3, 3]).padding(Padding::uniform(1)),
+        Conv2dShape::new(1, 5, [2, 3], 1100, [1, 1]),
+    ];
+    for shape in shapes {
+        // Through the backward family (the slices after it) and on their own.
+        check(&rt, &conv, shape, false, &mut rng);
+        let (w, grad_pre) = (
+            rt.zeros::<f32>(shape.weight_len()).unwrap(),
+            rt.zeros::<f32>(shape.output_len().unwrap()).unwrap(),
+        );
+        let mut grad_x = rt.zeros::<f32>(shape.input_len()).unwrap();
+        let mut batch = rt.batch();
+        conv.grad_input(&mut batch, &shape, &w, &grad_pre, &mut grad_x)
+            .unwrap();
+        let ran: Vec<String> = batch
+            .submit_timed()
+            .unwrap()
+            .dispatches
+            .into_iter()
+            .map(|(label, _)| label)
+            .collect();
+        assert_eq!(ran.len(), 2, "{shape:?} ran {ran:?}");
+        assert!(ran[0].starts_with("conv_grad_input_partial"), "{ran:?}");
+        assert!(ran[1].starts_with("conv_grad_input_reduce"), "{ran:?}");
+
+        // A short `grad_x` is refused before the backward records anything.
+        let (x, pre) = (
+            rt.zeros::<f32>(shape.input_len()).unwrap(),
+            rt.zeros::<f32>(shape.output_len().unwrap()).unwrap(),
+        );
+        let mut short_x = rt.zeros::<f32>(shape.input_len() - 1).unwrap();
+        let mut scratch = rt.zeros::<f32>(shape.output_len().unwrap()).unwrap();
+        let mut grad_w = rt.zeros::<f32>(shape.weight_len()).unwrap();
+        let mut grad_bias = rt.zeros::<f32>(shape.out_channels as usize).unwrap();
+        let grads = Conv2dGrads {
+            grad_pre: &mut scratch,
+            grad_x: Some(&mut short_x),
+            grad_w: &mut grad_w,
+            grad_bias: &mut grad_bias,
+        };
+        let mut batch = rt.batch();
+        let error = conv
+            .backward(
+                &mut batch,
+                &shape,
+                Activation::Relu,
+                &x,
+                &w,
+                &pre,
+                &grad_pre,
+                grads,
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&error, Error::BufferTooShort { binding, .. } if binding == "grad_x"),
+            "{error}"
+        );
+        assert!(
+            batch.is_empty(),
+            "nothing is recorded when a buffer is wrong"
+        );
     }
 }

@@ -589,7 +589,7 @@ fn autotune_times_each_candidate_once_remembers_the_fastest_and_keeps_it_in_the_
         ))
         .unwrap();
     let mut y = rt.zeros::<f32>(1).unwrap();
-    let spins = [200_000u32, 10, 100_000];
+    let spins = [2_000_000u32, 10, 1_000_000];
     let mut runs = 0;
     let mut tune = |rt: &Runtime, key: &TuneKey, fixed| {
         rt.autotune(key, spins.len(), fixed, |batch, i| {
@@ -653,6 +653,45 @@ fn autotune_times_each_candidate_once_remembers_the_fastest_and_keeps_it_in_the_
     assert_eq!(runs, 2 * 4);
     assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 3);
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_remembered_choice_past_the_candidates_is_tuned_again() {
+    let rt = runtime();
+    rt.set_autotune(Autotune::On);
+    let pipeline = rt
+        .pipeline(&PipelineDesc::new(
+            SPIN,
+            "spin",
+            &[BindingKind::ReadWriteStorage, BindingKind::Uniform],
+        ))
+        .unwrap();
+    let mut y = rt.zeros::<f32>(1).unwrap();
+    let key = TuneKey::new("spin", source_hash(SPIN), &[]);
+    let mut runs = 0;
+    // Each candidate spins as long as its entry says.
+    let mut tune = |spins: &[u32]| {
+        rt.autotune(&key, spins.len(), 0, |batch, i| {
+            runs += 1;
+            let p = Params {
+                scale: 0.5,
+                shift: 1.0,
+                n: spins[i],
+                row: 0,
+            };
+            batch.dispatch(
+                &pipeline,
+                &[Arg::read_write(&mut y), Arg::uniform(&p)],
+                [1, 1, 1],
+            )
+        })
+        .unwrap()
+    };
+    assert_eq!(tune(&[2_000_000, 1_000_000, 10]), 2);
+    // Fewer candidates now: the remembered 2 is not one of them.
+    assert_eq!(tune(&[2_000_000, 10]), 1);
+    assert_eq!(tune(&[2_000_000, 10]), 1);
+    assert_eq!(runs, 3 * 4 + 2 * 4);
 }
 
 #[test]

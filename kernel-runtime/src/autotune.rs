@@ -338,10 +338,9 @@ impl Runtime {
     /// cannot be read or written is no error: choices then live in memory, and
     /// [`Runtime::autotune_report`] says what went wrong.
     ///
-    /// # Panics
-    ///
-    /// Never; `fixed` at or past `candidates` is returned as it is when autotuning is off, and
-    /// clamped to the last candidate otherwise.
+    /// A remembered choice at or past `candidates` (the operation had more candidates when it
+    /// was tuned) is tuned again. `fixed` is returned as it is, in range or not, when
+    /// autotuning is off.
     pub fn autotune(
         &self,
         key: &TuneKey,
@@ -354,8 +353,9 @@ impl Runtime {
             if state.mode == Autotune::Off || candidates <= 1 {
                 return Ok(fixed);
             }
-            if let Some(known) = state.chosen.get(key) {
-                return Ok(known.choice.min(candidates - 1));
+            // A choice past the candidates (remembered when there were more) is tuned again.
+            if let Some(known) = state.chosen.get(key).filter(|k| k.choice < candidates) {
+                return Ok(known.choice);
             }
             let device = Device::of(self);
             if !state.loaded {
@@ -377,8 +377,8 @@ impl Runtime {
                         }
                     }
                 }
-                if let Some(known) = state.chosen.get(key) {
-                    return Ok(known.choice.min(candidates - 1));
+                if let Some(known) = state.chosen.get(key).filter(|k| k.choice < candidates) {
+                    return Ok(known.choice);
                 }
             }
             device

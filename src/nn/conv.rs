@@ -4,7 +4,8 @@ use std::sync::{Mutex, PoisonError};
 
 use super::kernels;
 use super::split::Split;
-use super::{invalid, tune, Activation};
+use super::tune::{self, Way};
+use super::{invalid, Activation};
 use crate::{Batch, GpuBuffer, Result, Runtime};
 
 /// Zero padding added around each image, per side.
@@ -302,6 +303,9 @@ pub struct Conv2d {
     /// The backward family with each blocking of the input gradient (outer, picked by input
     /// channels) and of the filter gradient (inner, picked by output channels).
     backward: kernels::Blocked<kernels::Blocked<kernels::ConvBackward>>,
+    /// The input gradient in slices of the summed dimension, for inputs too small to fill
+    /// the GPU.
+    grad_input_split: kernels::Blocked<kernels::ConvGradInputSplit>,
     /// The input gradient of strided convolutions, one sub-problem per stride phase.
     grad_input_phased: kernels::Blocked<kernels::ConvGradInputPhased>,
     /// Partial sums: the split forward's slices, and the filter gradient's after the first;
@@ -316,6 +320,7 @@ impl Clone for Conv2d {
             forward: self.forward.clone(),
             forward_split: self.forward_split.clone(),
             backward: self.backward.clone(),
+            grad_input_split: self.grad_input_split.clone(),
             grad_input_phased: self.grad_input_phased.clone(),
             partials: Mutex::new(None),
         }
@@ -329,6 +334,16 @@ impl Conv2d {
         let reduce = kernels::ConvGradWeightReduce::new(rt)?;
         let grad_bias = kernels::ConvGradBias::new(rt)?;
         let forward_reduce = kernels::ConvForwardReduce::new(rt)?;
+        let input_reduce = kernels::ConvGradInputReduce::new(rt)?;
+        let grad_input_split = kernels::Blocked::new(|b| {
+            // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+            let partial =
+                unsafe { kernels::ConvGradInputPartial::with_constants_unchecked(rt, b) }?;
+            Ok(kernels::ConvGradInputSplit::from_members(
+                partial,
+                input_reduce.clone(),
+            ))
+        })?;
         let forward_split = kernels::Blocked::new(|b| {
             // SAFETY: every index is guarded (see "Bounds" in `kernels`).
             let partial = unsafe { kernels::ConvForwardPartial::with_constants_unchecked(rt, b) }?;
@@ -359,6 +374,7 @@ impl Conv2d {
             })?,
             forward_split,
             backward,
+            grad_input_split,
             grad_input_phased: kernels::Blocked::new(|b| {
                 // SAFETY: every index is guarded (see "Bounds" in `kernels`).
                 unsafe { kernels::ConvGradInputPhased::with_constants_unchecked(rt, b) }
@@ -386,27 +402,28 @@ impl Conv2d {
         let p = shape.params(activation)?;
         let rows = p.out_channels;
         let operation = "nn::Conv2d::forward";
-        let choice = tuned(
+        let way = tuned(
             batch.runtime(),
             operation,
             shape,
             &p,
+            &Way::ALL,
             rows,
-            |tune, choice, s| {
+            |tune, way, s| {
                 let (pre, y) = (&mut s.pre, &mut s.y);
-                self.record_forward(tune, choice, p, &s.x, &s.w, &s.bias, pre, y)
+                self.record_forward(tune, way, p, &s.x, &s.w, &s.bias, pre, y)
             },
         )?;
-        self.record_forward(batch, choice, p, x, w, bias, pre, y)
+        self.record_forward(batch, way, p, x, w, bias, pre, y)
     }
 
-    /// The forward with blocking `choice`: whole, or in slices of the summed dimension when
-    /// the output alone cannot fill the GPU.
+    /// The forward run `way`: whole, or in slices of the summed dimension when the way allows
+    /// it and the output alone cannot fill the GPU.
     #[allow(clippy::too_many_arguments)]
     fn record_forward(
         &self,
         batch: &mut Batch<'_>,
-        choice: usize,
+        way: Way,
         mut p: kernels::ConvParams,
         x: &GpuBuffer<f32>,
         w: &GpuBuffer<f32>,
@@ -414,13 +431,13 @@ impl Conv2d {
         pre: &mut GpuBuffer<f32>,
         y: &mut GpuBuffer<f32>,
     ) -> Result<()> {
-        let split = self.forward_split.get(choice);
+        let split = self.forward_split.get(way.blocking);
         let blocking = split.conv_forward_partial().constants();
         // `params` checked that the products fit.
         let columns = p.batch * p.out_h * p.out_w;
         let depth = p.in_channels * p.kernel_h * p.kernel_w;
         let cut = Split::of(blocking, p.out_channels, columns, depth);
-        if cut.splits == 1 {
+        if !way.split || cut.splits == 1 {
             let args = kernels::ConvForwardArgs {
                 p: &p,
                 x,
@@ -429,7 +446,7 @@ impl Conv2d {
                 pre,
                 y,
             };
-            return self.forward.get(choice).record(batch, args);
+            return self.forward.get(way.blocking).record(batch, args);
         }
         (p.splits, p.split_depth) = (cut.splits, cut.depth);
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
@@ -467,12 +484,16 @@ impl Conv2d {
         grads: Conv2dGrads<'_>,
     ) -> Result<()> {
         let mut p = shape.params(activation)?;
-        let input_choice = match grads.grad_x {
-            Some(_) => self.input_choice(batch.runtime(), shape, p)?,
-            None => 0,
+        let input = p;
+        let input_way = match grads.grad_x {
+            Some(_) => self.input_way(batch.runtime(), shape, p)?,
+            None => Way::fixed(p.in_channels),
         };
-        let weight_choice = self.weight_choice(batch.runtime(), shape, p)?;
-        let family = self.backward.get(input_choice).get(weight_choice);
+        let weight_way = self.weight_way(batch.runtime(), shape, p)?;
+        let family = self
+            .backward
+            .get(input_way.blocking)
+            .get(weight_way.blocking);
         split_weight_grad(&mut p, family.conv_grad_weight().constants());
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
         let partial = scratch(
@@ -486,16 +507,20 @@ impl Conv2d {
             grad_w,
             grad_bias,
         } = grads;
-        // A strided input gradient runs after the family, from the `grad_pre` it wrote.
-        let (grad_x, mut phased_x) = match grad_x {
-            Some(grad_x) if by_phases(&p) => (None, Some(grad_x)),
+        // An input gradient the family's member does not compute (strided: one stride phase
+        // at a time; split: in slices) runs after the family, from the `grad_pre` it wrote.
+        let on_its_own = by_phases(&input) || self.input_split(input_way, &input).splits > 1;
+        let (grad_x, mut later_x) = match grad_x {
+            Some(grad_x) if on_its_own => (None, Some(grad_x)),
             grad_x => (grad_x, None),
         };
-        let phased = self.grad_input_phased.get(input_choice);
-        // Every buffer is checked before anything is recorded.
-        if let Some(grad_x) = phased_x.as_deref_mut() {
+        // Every buffer is checked before anything is recorded. (The phased kernel declares
+        // the lengths every input gradient needs; the family's member leaves them to the
+        // family.)
+        if let Some(grad_x) = later_x.as_deref_mut() {
+            let phased = self.grad_input_phased.get(input_way.blocking);
             phased.check_lengths(&kernels::ConvGradInputPhasedArgs {
-                p: &p,
+                p: &input,
                 w,
                 grad_pre,
                 grad_x,
@@ -516,16 +541,10 @@ impl Conv2d {
                 grad_bias,
             },
         )?;
-        match phased_x {
-            Some(grad_x) => phased.record(
-                batch,
-                kernels::ConvGradInputPhasedArgs {
-                    p: &p,
-                    w,
-                    grad_pre,
-                    grad_x,
-                },
-            ),
+        // The input gradient's slices take the scratch memory after the filter gradient's.
+        drop(partials);
+        match later_x {
+            Some(grad_x) => self.record_grad_input(batch, input_way, input, w, grad_pre, grad_x),
             None => Ok(()),
         }
     }
@@ -544,39 +563,54 @@ impl Conv2d {
         grad_x: &mut GpuBuffer<f32>,
     ) -> Result<()> {
         let p = shape.params(Activation::None)?;
-        let choice = self.input_choice(batch.runtime(), shape, p)?;
-        self.record_grad_input(batch, choice, p, w, grad_pre, grad_x)
+        let way = self.input_way(batch.runtime(), shape, p)?;
+        self.record_grad_input(batch, way, p, w, grad_pre, grad_x)
     }
 
-    /// The input gradient's blocking for `shape`.
-    fn input_choice(
-        &self,
-        rt: &Runtime,
-        shape: &Conv2dShape,
-        p: kernels::ConvParams,
-    ) -> Result<usize> {
+    /// How the input gradient runs for `shape`.
+    fn input_way(&self, rt: &Runtime, shape: &Conv2dShape, p: kernels::ConvParams) -> Result<Way> {
         let operation = "nn::Conv2d::grad_input";
         tuned(
             rt,
             operation,
             shape,
             &p,
+            &Way::ALL,
             p.in_channels,
-            |tune, choice, s| self.record_grad_input(tune, choice, p, &s.w, &s.pre, &mut s.grad_x),
+            |tune, way, s| self.record_grad_input(tune, way, p, &s.w, &s.pre, &mut s.grad_x),
         )
     }
 
+    /// How the input gradient's sum is cut when run `way` (one slice unless the way allows
+    /// more and the input alone cannot fill the GPU).
+    fn input_split(&self, way: Way, p: &kernels::ConvParams) -> Split {
+        if !way.split {
+            return Split::WHOLE;
+        }
+        let blocking = self
+            .grad_input_split
+            .get(way.blocking)
+            .conv_grad_input_partial()
+            .constants();
+        // `params` checked that the products fit.
+        let columns = p.batch * p.in_h * p.in_w;
+        let depth = p.out_channels * p.kernel_h * p.kernel_w;
+        Split::of(blocking, p.in_channels, columns, depth)
+    }
+
+    /// The input gradient run `way`: one stride phase at a time when strided, otherwise whole
+    /// or in slices of the summed dimension.
     fn record_grad_input(
         &self,
         batch: &mut Batch<'_>,
-        choice: usize,
-        p: kernels::ConvParams,
+        way: Way,
+        mut p: kernels::ConvParams,
         w: &GpuBuffer<f32>,
         grad_pre: &GpuBuffer<f32>,
         grad_x: &mut GpuBuffer<f32>,
     ) -> Result<()> {
         if by_phases(&p) {
-            return self.grad_input_phased.get(choice).record(
+            return self.grad_input_phased.get(way.blocking).record(
                 batch,
                 kernels::ConvGradInputPhasedArgs {
                     p: &p,
@@ -586,14 +620,32 @@ impl Conv2d {
                 },
             );
         }
-        // The filter-gradient blocking does not matter: only the input gradient's member runs.
-        let family = &self.backward.get(choice).large;
-        family.conv_grad_input().record(
+        let cut = self.input_split(way, &p);
+        if cut.splits == 1 {
+            // The filter-gradient blocking does not matter: only this member runs.
+            let family = &self.backward.get(way.blocking).large;
+            return family.conv_grad_input().record(
+                batch,
+                kernels::ConvGradInputArgs {
+                    p: &p,
+                    w,
+                    grad_pre,
+                    grad_x,
+                },
+            );
+        }
+        (p.splits, p.split_depth) = (cut.splits, cut.depth);
+        let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
+        // `Split::of` keeps `splits * in_channels * columns` within `u32`.
+        let needed = cut.splits as usize * (p.batch * p.in_channels * p.in_h * p.in_w) as usize;
+        let partial = scratch(&mut partials, batch.runtime(), needed)?;
+        self.grad_input_split.get(way.blocking).record(
             batch,
-            kernels::ConvGradInputArgs {
+            kernels::ConvGradInputSplitArgs {
                 p: &p,
                 w,
                 grad_pre,
+                partial,
                 grad_x,
             },
         )
@@ -613,38 +665,34 @@ impl Conv2d {
         grad_w: &mut GpuBuffer<f32>,
     ) -> Result<()> {
         let p = shape.params(Activation::None)?;
-        let choice = self.weight_choice(batch.runtime(), shape, p)?;
-        self.record_grad_weight(batch, choice, p, x, grad_pre, grad_w)
+        let way = self.weight_way(batch.runtime(), shape, p)?;
+        self.record_grad_weight(batch, way, p, x, grad_pre, grad_w)
     }
 
-    /// The filter gradient's blocking for `shape`.
-    fn weight_choice(
-        &self,
-        rt: &Runtime,
-        shape: &Conv2dShape,
-        p: kernels::ConvParams,
-    ) -> Result<usize> {
+    /// How the filter gradient runs for `shape` (always split as `split_weight_grad` says).
+    fn weight_way(&self, rt: &Runtime, shape: &Conv2dShape, p: kernels::ConvParams) -> Result<Way> {
         let operation = "nn::Conv2d::grad_weight";
         tuned(
             rt,
             operation,
             shape,
             &p,
+            &Way::BLOCKINGS,
             p.out_channels,
-            |tune, choice, s| self.record_grad_weight(tune, choice, p, &s.x, &s.pre, &mut s.grad_w),
+            |tune, way, s| self.record_grad_weight(tune, way, p, &s.x, &s.pre, &mut s.grad_w),
         )
     }
 
     fn record_grad_weight(
         &self,
         batch: &mut Batch<'_>,
-        choice: usize,
+        way: Way,
         mut p: kernels::ConvParams,
         x: &GpuBuffer<f32>,
         grad_pre: &GpuBuffer<f32>,
         grad_w: &mut GpuBuffer<f32>,
     ) -> Result<()> {
-        let family = self.backward.large.get(choice);
+        let family = self.backward.large.get(way.blocking);
         split_weight_grad(&mut p, family.conv_grad_weight().constants());
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
         let partial = scratch(
@@ -673,19 +721,28 @@ impl Conv2d {
     }
 }
 
-/// The blocking `operation` runs for `shape` (see [`tune::blocking`]); with autotuning off,
-/// the one for an output of `rows` rows.
+/// How `operation` runs for `shape`, among `ways` (see [`tune::way`]); with autotuning off,
+/// the fixed way for an output of `rows` rows.
 fn tuned(
     rt: &Runtime,
     operation: &str,
     shape: &Conv2dShape,
     p: &kernels::ConvParams,
+    ways: &[Way],
     rows: u32,
-    record: impl FnMut(&mut Batch<'_>, usize, &mut Scratch) -> Result<()>,
-) -> Result<usize> {
-    let fixed = kernels::fixed_blocking(rows);
+    record: impl FnMut(&mut Batch<'_>, Way, &mut Scratch) -> Result<()>,
+) -> Result<Way> {
     let scratch = |rt: &Runtime| Scratch::new(rt, shape);
-    tune::blocking(rt, operation, &sizes(p), &exact(p), fixed, scratch, record)
+    tune::way(
+        rt,
+        operation,
+        &sizes(p),
+        &exact(p),
+        ways,
+        rows,
+        scratch,
+        record,
+    )
 }
 
 /// The sizes a convolution's tuned choices depend on (rounded into buckets): images, input

@@ -4,7 +4,8 @@ use std::sync::{Mutex, PoisonError};
 
 use super::kernels;
 use super::split::Split;
-use super::{invalid, tune, Activation};
+use super::tune::{self, Way};
+use super::{invalid, Activation};
 use crate::{Batch, GpuBuffer, Result, Runtime};
 
 /// `y[m, n] = act(a[m, k] · b[k, n] + bias[n])`, row-major.
@@ -110,28 +111,29 @@ impl Gemm {
     ) -> Result<()> {
         let p = params(shape, activation)?;
         let GemmShape { m, n, k } = shape;
-        let choice = tune::blocking(
+        let way = tune::way(
             batch.runtime(),
             "nn::Gemm::forward",
             &[m, n, k],
             &[],
-            kernels::fixed_blocking(m.min(n)),
+            &Way::ALL,
+            m.min(n),
             |rt| Scratch::new(rt, shape),
-            |tune, choice, s| {
+            |tune, way, s| {
                 let (pre, y) = (&mut s.pre, &mut s.y);
-                self.record_forward(tune, choice, p, &s.a, &s.b, &s.bias, pre, y)
+                self.record_forward(tune, way, p, &s.a, &s.b, &s.bias, pre, y)
             },
         )?;
-        self.record_forward(batch, choice, p, a, b, bias, pre, y)
+        self.record_forward(batch, way, p, a, b, bias, pre, y)
     }
 
-    /// The forward with blocking `choice`: whole, or split along `k` when the output alone
-    /// cannot fill the GPU.
+    /// The forward run `way`: whole, or split along `k` when the way allows it and the output
+    /// alone cannot fill the GPU.
     #[allow(clippy::too_many_arguments)]
     fn record_forward(
         &self,
         batch: &mut Batch<'_>,
-        choice: usize,
+        way: Way,
         mut p: kernels::GemmParams,
         a: &GpuBuffer<f32>,
         b: &GpuBuffer<f32>,
@@ -139,10 +141,10 @@ impl Gemm {
         pre: &mut GpuBuffer<f32>,
         y: &mut GpuBuffer<f32>,
     ) -> Result<()> {
-        let split = self.split.get(choice);
+        let split = self.split.get(way.blocking);
         let cut = Split::of(split.gemm_forward_partial().constants(), p.m, p.n, p.k);
-        if cut.splits == 1 {
-            return self.forward.get(choice).record(
+        if !way.split || cut.splits == 1 {
+            return self.forward.get(way.blocking).record(
                 batch,
                 kernels::GemmForwardArgs {
                     p: &p,
@@ -195,31 +197,32 @@ impl Gemm {
     ) -> Result<()> {
         let p = params(shape, activation)?;
         let GemmShape { m, n, k } = shape;
-        let choice = tune::blocking(
+        let way = tune::way(
             batch.runtime(),
             "nn::Gemm::backward",
             &[m, n, k],
             &[],
-            kernels::fixed_blocking(m.min(k)),
+            &Way::BLOCKINGS,
+            m.min(k),
             |rt| Scratch::new(rt, shape),
-            |tune, choice, s| {
+            |tune, way, s| {
                 let grads = GemmGrads {
                     grad_pre: &mut s.grad_pre,
                     grad_a: &mut s.grad_a,
                     grad_b: &mut s.grad_b,
                     grad_bias: &mut s.grad_bias,
                 };
-                self.record_backward(tune, choice, p, &s.a, &s.b, &s.pre, &s.y, grads)
+                self.record_backward(tune, way, p, &s.a, &s.b, &s.pre, &s.y, grads)
             },
         )?;
-        self.record_backward(batch, choice, p, a, b, pre, grad_y, grads)
+        self.record_backward(batch, way, p, a, b, pre, grad_y, grads)
     }
 
     #[allow(clippy::too_many_arguments)]
     fn record_backward(
         &self,
         batch: &mut Batch<'_>,
-        choice: usize,
+        way: Way,
         p: kernels::GemmParams,
         a: &GpuBuffer<f32>,
         b: &GpuBuffer<f32>,
@@ -233,7 +236,7 @@ impl Gemm {
             grad_b,
             grad_bias,
         } = grads;
-        self.backward.get(choice).record(
+        self.backward.get(way.blocking).record(
             batch,
             kernels::GemmBackwardArgs {
                 p: &p,

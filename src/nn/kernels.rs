@@ -825,28 +825,21 @@ mod nn {
         }
     }
 
-    /// The gradient of a convolution's input (dgrad) as an implicit GEMM: rows are input
-    /// channels, columns are (image, input pixel), the sum runs over (output channel, kernel
-    /// tap). The filter slices are staged in workgroup memory; any kernel size works, since
-    /// the taps are just part of the summed dimension. With stride 1 every tap lands on an
-    /// output pixel, and the specializations drop the divisibility tests and divisions (and,
-    /// for 3x3 filters, turn the divisions by the filter's size into divisions by constants).
-    #[kernel(
-        workgroup = [GROUP],
-        constants = Blocking,
-        grid = [ceil_div(p.batch * p.in_h * p.in_w, BLOCK), ceil_div(p.in_channels, BLOCK)],
-        specialize(p.stride_h == 1 && p.stride_w == 1 && p.kernel_h == 3 && p.kernel_w == 3),
-        specialize(p.stride_h == 1 && p.stride_w == 1)
-    )]
-    pub fn conv_grad_input(
-        p: &ConvParams,
+    /// The register tile of a convolution's input gradient (dgrad) for the block at `origin`,
+    /// as an implicit GEMM: rows are input channels, columns are (image, input pixel), the sum
+    /// runs over (output channel, kernel tap) from `summed.x` to `summed.y` (all of it, or a
+    /// slice that starts at a multiple of `DEPTH`). Any kernel size works, since the taps are
+    /// just part of the summed dimension.
+    fn conv_grad_input_tile(
+        tile_w: &mut [Vec4<f32>; DEPTH * ROW],
+        tile_g: &mut [Vec4<f32>; DEPTH * ROW],
         w: &[f32],
         grad_pre: &[f32],
-        grad_x: &mut [f32],
-        #[workgroup] tile_w: &mut [Vec4<f32>; DEPTH * ROW],
-        #[workgroup] tile_g: &mut [Vec4<f32>; DEPTH * ROW],
-    ) {
-        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+        p: &ConvParams,
+        origin: Vec2<u32>,
+        summed: Vec2<u32>,
+        t: u32,
+    ) -> [f32; REG * REG] {
         let taps = p.kernel_h * p.kernel_w;
         let depth = p.out_channels * taps;
         let pixels = p.in_h * p.in_w;
@@ -861,15 +854,15 @@ mod nn {
         // Where the loads are along the summed dimension, as (output channel, tap row, tap
         // column), advanced `DEPTH` a step: the filter's at `wk`, `grad_pre`'s at `at[r]`.
         let by = digits(DEPTH, p.kernel_h, p.kernel_w);
-        let mut wk = digits(t % DEPTH, p.kernel_h, p.kernel_w);
+        let mut wk = digits(summed.x + t % DEPTH, p.kernel_h, p.kernel_w);
         let mut at = [vec3(0u32, 0, 0); LOADS];
         #[unroll]
         for r in 0..LOADS {
-            at[r] = digits(along_depth(t, r), p.kernel_h, p.kernel_w);
+            at[r] = digits(summed.x + along_depth(t, r), p.kernel_h, p.kernel_w);
         }
 
         let mut acc = [0.0f32; REG * REG];
-        for k0 in (0..depth).step_by(DEPTH) {
+        for k0 in (summed.x..summed.y).step_by(DEPTH) {
             let (mut from_w, mut from_g) = ([0.0f32; LOADS], [0.0f32; LOADS]);
             let w_tap = wk.y * p.kernel_w + wk.z;
             #[unroll]
@@ -903,7 +896,106 @@ mod nn {
             wk = advance(wk, by, p.kernel_h, p.kernel_w);
             step(tile_w, &from_w, tile_g, &from_g, &mut acc, t);
         }
+        acc
+    }
+
+    /// The gradient of a convolution's input (see `conv_grad_input_tile`). With stride 1 every
+    /// tap lands on an output pixel, and the specializations drop the divisibility tests and
+    /// divisions (and, for 3x3 filters, fold the filter's size in).
+    #[kernel(
+        workgroup = [GROUP],
+        constants = Blocking,
+        grid = [ceil_div(p.batch * p.in_h * p.in_w, BLOCK), ceil_div(p.in_channels, BLOCK)],
+        specialize(p.stride_h == 1 && p.stride_w == 1 && p.kernel_h == 3 && p.kernel_w == 3),
+        specialize(p.stride_h == 1 && p.stride_w == 1)
+    )]
+    pub fn conv_grad_input(
+        p: &ConvParams,
+        w: &[f32],
+        grad_pre: &[f32],
+        grad_x: &mut [f32],
+        #[workgroup] tile_w: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_g: &mut [Vec4<f32>; DEPTH * ROW],
+    ) {
+        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+        let pixels = p.in_h * p.in_w;
+        let columns = p.batch * pixels;
+        let summed = vec2(0, p.out_channels * p.kernel_h * p.kernel_w);
+        let acc = conv_grad_input_tile(tile_w, tile_g, w, grad_pre, p, origin, summed, t);
         store_tile(grad_x, 0, &acc, p.in_channels, columns, pixels, origin, t);
+    }
+
+    /// `conv_grad_input` for inputs too small to fill the GPU: the sum over (output channel,
+    /// tap) is cut into `p.splits` slices of `p.split_depth`, computed by separate workgroups
+    /// into `partial`, and `conv_grad_input_reduce` adds them up into `grad_x`.
+    #[family(conv_grad_input_partial, conv_grad_input_reduce)]
+    pub struct ConvGradInputSplit {
+        p: &ConvParams,
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
+        w: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        grad_pre: &[f32],
+        /// Scratch: one input-shaped partial sum per slice.
+        #[len(p.splits * p.batch * p.in_channels * p.in_h * p.in_w)]
+        partial: &mut [f32],
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
+        grad_x: &mut [f32],
+    }
+
+    /// Slice `z` of the input gradient into `partial[z]` (NCHW, like `grad_x`).
+    #[kernel(
+        workgroup = [GROUP],
+        constants = Blocking,
+        grid = [
+            ceil_div(p.batch * p.in_h * p.in_w, BLOCK),
+            ceil_div(p.in_channels, BLOCK),
+            p.splits
+        ],
+        specialize(p.stride_h == 1 && p.stride_w == 1 && p.kernel_h == 3 && p.kernel_w == 3),
+        specialize(p.stride_h == 1 && p.stride_w == 1)
+    )]
+    pub fn conv_grad_input_partial(
+        p: &ConvParams,
+        w: &[f32],
+        grad_pre: &[f32],
+        partial: &mut [f32],
+        #[workgroup] tile_w: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_g: &mut [Vec4<f32>; DEPTH * ROW],
+    ) {
+        let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
+        let pixels = p.in_h * p.in_w;
+        let (rows, columns) = (p.in_channels, p.batch * pixels);
+        let depth = p.out_channels * p.kernel_h * p.kernel_w;
+        let begin = split * p.split_depth;
+        let summed = vec2(begin, (begin + p.split_depth).min(depth));
+        let acc = conv_grad_input_tile(tile_w, tile_g, w, grad_pre, p, origin, summed, t);
+        store_tile(
+            partial,
+            split * rows * columns,
+            &acc,
+            rows,
+            columns,
+            pixels,
+            origin,
+            t,
+        );
+    }
+
+    /// `grad_x` = the sum of the slices of `partial`.
+    #[kernel(
+        workgroup = [GROUP],
+        grid = [ceil_div(p.batch * p.in_channels * p.in_h * p.in_w, GROUP)]
+    )]
+    pub fn conv_grad_input_reduce(p: &ConvParams, partial: &[f32], grad_x: &mut [f32]) {
+        let i = global_id().x;
+        let len = p.batch * p.in_channels * p.in_h * p.in_w;
+        if i < len {
+            let mut sum = 0.0;
+            for split in 0..p.splits {
+                sum += partial[split * len + i];
+            }
+            grad_x[i] = sum;
+        }
     }
 
     /// The input gradient of a strided convolution (dilation 1), one sub-problem per stride
@@ -1274,9 +1366,6 @@ pub(crate) struct Blocked<K> {
     /// The second: 64 x 64 output blocks.
     pub small: K,
 }
-
-/// How many blockings a [`Blocked`] kernel has to choose from.
-pub(crate) const BLOCKINGS: usize = 2;
 
 /// The blocking when autotuning is off, for an output whose narrower side has `rows`: the
 /// small blocks (1) unless the large ones fill (0).

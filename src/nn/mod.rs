@@ -17,14 +17,16 @@
 //! Every op records into a [`Batch`](crate::Batch), so a whole training step is one
 //! submission; `Batch::submit_timed` then times each kernel.
 //!
-//! The GEMM-shaped ops choose their blocking by autotuning
+//! The GEMM-shaped ops choose how they run by autotuning
 //! ([`Runtime::autotune`](crate::Runtime::autotune)): the first time an op meets a device and a
-//! shape bucket it times both blockings on scratch buffers of the problem's sizes (before the
-//! caller's batch is submitted) and keeps the faster. With autotuning off (`TESSERA_AUTOTUNE=off`,
-//! the default on software adapters, and in the tests) each takes its fixed rule: the 64 x 64
-//! blocks when the output has at most 64 rows (for [`Gemm`]'s forward, rows or columns; for
-//! convolutions, output channels, or input channels for the input gradient), the 128 x 128
-//! blocks otherwise.
+//! shape bucket it times its ways on scratch buffers of the problem's sizes (before the
+//! caller's batch is submitted) and keeps the fastest. The ways are both blockings and, for the
+//! passes whose slices cost an extra pass (the GEMM forward, the convolution forward and input
+//! gradient), each whole or split. With autotuning off (`TESSERA_AUTOTUNE=off`, the default on
+//! software adapters, and in the tests) each takes its fixed rule: the 64 x 64 blocks when the
+//! output has at most 64 rows (for [`Gemm`]'s forward, rows or columns; for convolutions,
+//! output channels, or input channels for the input gradient), the 128 x 128 blocks
+//! otherwise, and split whenever the output alone would leave the GPU idle.
 
 mod activation;
 mod conv;

@@ -18,6 +18,12 @@ pub(crate) struct Split {
 }
 
 impl Split {
+    /// One slice: the whole sum.
+    pub const WHOLE: Split = Split {
+        splits: 1,
+        depth: u32::MAX,
+    };
+
     /// The cut of a summed dimension of `depth` for a kernel of `blocking` whose output is
     /// `rows x columns`: as many slices as it takes to reach [`WORKGROUPS`] workgroups, none
     /// shorter than [`MIN_SLICE`], each a whole number of the blocking's steps, and few enough

@@ -1,11 +1,45 @@
-//! Which blocking each GEMM-shaped op runs: tuned per device and shape bucket by
-//! [`Runtime::autotune`](crate::Runtime::autotune), or, with autotuning off, the fixed rule of
-//! [`kernels::fixed_blocking`].
+//! How each GEMM-shaped op runs: which blocking, and whether a sum too long for its output
+//! may be split into slices. Tuned per device and shape bucket by
+//! [`Runtime::autotune`](crate::Runtime::autotune), or, with autotuning off, [`Way::fixed`].
 
 use std::sync::OnceLock;
 
 use super::kernels;
 use crate::{size_bucket, source_hash, Batch, Result, Runtime, TuneKey};
+
+/// One way to run a GEMM-shaped op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Way {
+    /// The index of the blocking in [`kernels::Blocked`]: 0 the large, 1 the small.
+    pub blocking: usize,
+    /// Whether the op may cut its sum into slices when its output alone cannot fill the GPU
+    /// (`Split::of` decides how many); otherwise it runs whole.
+    pub split: bool,
+}
+
+impl Way {
+    /// Both blockings, each whole and split: for ops whose slices cost an extra pass.
+    pub const ALL: [Way; 4] = [
+        Way::new(0, true),
+        Way::new(1, true),
+        Way::new(0, false),
+        Way::new(1, false),
+    ];
+
+    /// Both blockings, split as the op's own rule says: for ops that always may split (the
+    /// filter gradient) or never do (the GEMM backward).
+    pub const BLOCKINGS: [Way; 2] = [Way::new(0, true), Way::new(1, true)];
+
+    const fn new(blocking: usize, split: bool) -> Self {
+        Way { blocking, split }
+    }
+
+    /// The way with autotuning off, for an output whose narrower side has `rows`: the small
+    /// blocks unless the large ones fill, split when the output is small.
+    pub fn fixed(rows: u32) -> Self {
+        Way::new(kernels::fixed_blocking(rows), true)
+    }
+}
 
 /// The hash of the WGSL every candidate runs: the one `nn` module.
 fn wgsl_hash() -> u64 {
@@ -13,32 +47,38 @@ fn wgsl_hash() -> u64 {
     *HASH.get_or_init(|| source_hash(kernels::WGSL))
 }
 
-/// The blocking `operation` runs for a problem of `sizes` (rounded to powers of two for the
-/// bucket) and `exact` values (taken as they are): the large one (0) or the small one (1).
+/// The way `operation` runs, among `ways`, for a problem of `sizes` (rounded to powers of
+/// two for the bucket) and `exact` values (taken as they are); with autotuning off,
+/// [`Way::fixed`] for `rows`.
 ///
 /// Tuning records candidates into batches of their own with scratch buffers from `scratch`,
 /// made once when a tuning first needs them, never with the caller's.
-pub(crate) fn blocking<S>(
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn way<S>(
     rt: &Runtime,
     operation: &str,
     sizes: &[u32],
     exact: &[u32],
-    fixed: usize,
+    ways: &[Way],
+    rows: u32,
     scratch: impl Fn(&Runtime) -> Result<S>,
-    mut record: impl FnMut(&mut Batch<'_>, usize, &mut S) -> Result<()>,
-) -> Result<usize> {
+    mut record: impl FnMut(&mut Batch<'_>, Way, &mut S) -> Result<()>,
+) -> Result<Way> {
     let bucket: Vec<u32> = sizes
         .iter()
         .map(|&size| size_bucket(size))
         .chain(exact.iter().copied())
         .collect();
     let key = TuneKey::new(operation, wgsl_hash(), &bucket);
+    let fixed = Way::fixed(rows);
+    let fixed_index = ways.iter().position(|&w| w == fixed).unwrap_or(0);
     let mut made: Option<S> = None;
-    rt.autotune(&key, kernels::BLOCKINGS, fixed, |batch, choice| {
+    let chosen = rt.autotune(&key, ways.len(), fixed_index, |batch, index| {
         let scratch = match &mut made {
             Some(scratch) => scratch,
             None => made.insert(scratch(batch.runtime())?),
         };
-        record(batch, choice, scratch)
-    })
+        record(batch, ways[index], scratch)
+    })?;
+    Ok(ways.get(chosen).copied().unwrap_or(fixed))
 }
