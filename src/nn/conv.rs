@@ -763,8 +763,8 @@ fn exact(p: &kernels::ConvParams) -> [u32; 6] {
     ]
 }
 
-/// Buffers of a convolution's sizes for timing candidates (`pre` doubles as the output's
-/// gradient).
+/// Buffers of a convolution's sizes for timing candidates, the inputs filled with noise (`pre`
+/// doubles as the output's gradient).
 struct Scratch {
     x: GpuBuffer<f32>,
     w: GpuBuffer<f32>,
@@ -779,10 +779,10 @@ impl Scratch {
     fn new(rt: &Runtime, shape: &Conv2dShape) -> Result<Self> {
         let output = shape.output_len()?;
         Ok(Scratch {
-            x: rt.zeros(shape.input_len())?,
-            w: rt.zeros(shape.weight_len())?,
-            bias: rt.zeros(shape.out_channels as usize)?,
-            pre: rt.zeros(output)?,
+            x: tune::noise(rt, shape.input_len())?,
+            w: tune::noise(rt, shape.weight_len())?,
+            bias: tune::noise(rt, shape.out_channels as usize)?,
+            pre: tune::noise(rt, output)?,
             y: rt.zeros(output)?,
             grad_x: rt.zeros(shape.input_len())?,
             grad_w: rt.zeros(shape.weight_len())?,

@@ -253,7 +253,8 @@ impl Gemm {
     }
 }
 
-/// Buffers of a problem's sizes for timing candidates (`y` doubles as the output's gradient).
+/// Buffers of a problem's sizes for timing candidates, the inputs filled with noise (`y`
+/// doubles as the output's gradient).
 struct Scratch {
     a: GpuBuffer<f32>,
     b: GpuBuffer<f32>,
@@ -270,11 +271,11 @@ impl Scratch {
     fn new(rt: &Runtime, shape: GemmShape) -> Result<Self> {
         let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
         Ok(Scratch {
-            a: rt.zeros(m * k)?,
-            b: rt.zeros(k * n)?,
-            bias: rt.zeros(n)?,
-            pre: rt.zeros(m * n)?,
-            y: rt.zeros(m * n)?,
+            a: tune::noise(rt, m * k)?,
+            b: tune::noise(rt, k * n)?,
+            bias: tune::noise(rt, n)?,
+            pre: tune::noise(rt, m * n)?,
+            y: tune::noise(rt, m * n)?,
             grad_pre: rt.zeros(m * n)?,
             grad_a: rt.zeros(m * k)?,
             grad_b: rt.zeros(k * n)?,

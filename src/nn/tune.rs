@@ -5,7 +5,7 @@
 use std::sync::OnceLock;
 
 use super::kernels;
-use crate::{size_bucket, source_hash, Batch, Result, Runtime, TuneKey};
+use crate::{size_bucket, source_hash, Batch, GpuBuffer, Result, Runtime, TuneKey};
 
 /// One way to run a GEMM-shaped op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,4 +81,14 @@ pub(crate) fn way<S>(
         record(batch, ways[index], scratch)
     })?;
     Ok(ways.get(chosen).copied().unwrap_or(fixed))
+}
+
+/// A scratch input of `len` values in [-0.5, 0.5) for timing candidates. Not zeros: NVIDIA
+/// GPUs compress all-zero memory, so zero inputs cost less bandwidth than real ones and made
+/// a memory-heavy candidate look up to a quarter faster than it runs.
+pub(crate) fn noise(rt: &Runtime, len: usize) -> Result<GpuBuffer<f32>> {
+    let values: Vec<f32> = (0..len as u64)
+        .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
+        .collect();
+    rt.upload(&values)
 }
