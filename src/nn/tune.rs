@@ -84,8 +84,8 @@ pub(crate) fn way<S>(
 }
 
 /// A scratch input of `len` values in [-0.5, 0.5) for timing candidates. Not zeros: NVIDIA
-/// GPUs compress all-zero memory, so zero inputs cost less bandwidth than real ones and made
-/// a memory-heavy candidate look up to a quarter faster than it runs.
+/// GPUs can compress all-zero memory, and candidates should be timed on data that costs what
+/// real data costs.
 pub(crate) fn noise(rt: &Runtime, len: usize) -> Result<GpuBuffer<f32>> {
     let values: Vec<f32> = (0..len as u64)
         .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
