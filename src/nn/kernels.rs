@@ -223,6 +223,23 @@ mod nn {
         next
     }
 
+    /// The part of a summed dimension of `depth` that slice `split` of a split kernel sums:
+    /// `split_depth` from `split * split_depth` on, the last slice cut at `depth`.
+    fn slice(split: u32, split_depth: u32, depth: u32) -> Vec2<u32> {
+        let begin = split * split_depth;
+        vec2(begin, (begin + split_depth).min(depth))
+    }
+
+    /// Element `i` of the sum of `slices` partial results of `len` elements each, stored one
+    /// after the other in `partial`.
+    fn sum_slices(partial: &[f32], slices: u32, len: u32, i: u32) -> f32 {
+        let mut sum = 0.0;
+        for slice in 0..slices {
+            sum += partial[slice * len + i];
+        }
+        sum
+    }
+
     /// Element (`row`, `col`) of the row-major `rows` x `cols` matrix `m`, 0 outside it.
     fn element(m: &[f32], row: u32, rows: u32, col: u32, cols: u32) -> f32 {
         if row < rows && col < cols {
@@ -465,8 +482,7 @@ mod nn {
         #[workgroup] tile_b: &mut [Vec4<f32>; DEPTH * ROW],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
-        let begin = split * p.split_depth;
-        let summed = vec2(begin, (begin + p.split_depth).min(p.k));
+        let summed = slice(split, p.split_depth, p.k);
         let shapes = vec4(p.k, p.m, p.n, p.k);
         let acc = mainloop(
             tile_a,
@@ -494,10 +510,7 @@ mod nn {
         let i = global_id().x;
         let len = p.m * p.n;
         if i < len {
-            let mut z = bias[i % p.n];
-            for split in 0..p.splits {
-                z += partial[split * len + i];
-            }
+            let z = bias[i % p.n] + sum_slices(partial, p.splits, len, i);
             pre[i] = z;
             y[i] = activate(z, p.activation);
         }
@@ -737,8 +750,7 @@ mod nn {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let pixels = p.out_h * p.out_w;
         let depth = p.in_channels * p.kernel_h * p.kernel_w;
-        let begin = split * p.split_depth;
-        let summed = vec2(begin, (begin + p.split_depth).min(depth));
+        let summed = slice(split, p.split_depth, depth);
         let acc = conv_forward_tile(tile_w, tile_x, x, w, p, origin, summed, t);
         let (rows, columns) = (p.out_channels, p.batch * pixels);
         store_tile(
@@ -769,10 +781,7 @@ mod nn {
         let pixels = p.out_h * p.out_w;
         let len = p.batch * p.out_channels * pixels;
         if i < len {
-            let mut z = bias[i / pixels % p.out_channels];
-            for split in 0..p.splits {
-                z += partial[split * len + i];
-            }
+            let z = bias[i / pixels % p.out_channels] + sum_slices(partial, p.splits, len, i);
             pre[i] = z;
             y[i] = activate(z, p.activation);
         }
@@ -966,8 +975,7 @@ mod nn {
         let pixels = p.in_h * p.in_w;
         let (rows, columns) = (p.in_channels, p.batch * pixels);
         let depth = p.out_channels * p.kernel_h * p.kernel_w;
-        let begin = split * p.split_depth;
-        let summed = vec2(begin, (begin + p.split_depth).min(depth));
+        let summed = slice(split, p.split_depth, depth);
         let acc = conv_grad_input_tile(tile_w, tile_g, w, grad_pre, p, origin, summed, t);
         store_tile(
             partial,
@@ -990,11 +998,7 @@ mod nn {
         let i = global_id().x;
         let len = p.batch * p.in_channels * p.in_h * p.in_w;
         if i < len {
-            let mut sum = 0.0;
-            for split in 0..p.splits {
-                sum += partial[split * len + i];
-            }
-            grad_x[i] = sum;
+            grad_x[i] = sum_slices(partial, p.splits, len, i);
         }
     }
 
@@ -1138,8 +1142,8 @@ mod nn {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let taps = p.kernel_h * p.kernel_w;
         let (pixels, columns) = (p.out_h * p.out_w, p.in_channels * taps);
-        let begin = split * p.split_depth;
-        let end = (begin + p.split_depth).min(p.batch * pixels);
+        let summed = slice(split, p.split_depth, p.batch * pixels);
+        let (begin, end) = (summed.x, summed.y);
 
         // The (input channel, tap) this invocation stages from `x` is the same at every step.
         let staged = origin.x + t % BLOCK;
@@ -1209,11 +1213,7 @@ mod nn {
         let i = global_id().x;
         let len = p.out_channels * p.in_channels * p.kernel_h * p.kernel_w;
         if i < len {
-            let mut sum = grad_w[i];
-            for split in 1..p.splits {
-                sum += partial[(split - 1) * len + i];
-            }
-            grad_w[i] = sum;
+            grad_w[i] = grad_w[i] + sum_slices(partial, p.splits - 1, len, i);
         }
     }
 
