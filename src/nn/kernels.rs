@@ -27,9 +27,13 @@ mod nn {
     /// Invocations per workgroup of every kernel but the narrow ones below.
     pub const GROUP: u32 = SPAN * SPAN;
 
-    /// Invocations per workgroup of the kernels that give each invocation a whole row or
-    /// column, so that a few hundred of them still spread over several workgroups.
+    /// Invocations per workgroup of the kernels that give each invocation a whole row, so
+    /// that a few hundred of them still spread over several workgroups; and the columns each
+    /// workgroup of `d_bias` sums.
     pub const NARROW: u32 = 64;
+
+    /// Independent running sums per invocation in the bias gradients' long reductions.
+    pub const SUMS: u32 = 4;
 
     #[repr(C)]
     #[derive(Clone, Copy, tessera::Params)]
@@ -236,6 +240,16 @@ mod nn {
         let mut sum = 0.0;
         for slice in 0..slices {
             sum += partial[slice * len + i];
+        }
+        sum
+    }
+
+    /// The sum of an invocation's `SUMS` running sums.
+    fn total(sums: &[f32; SUMS]) -> f32 {
+        let mut sum = 0.0;
+        #[unroll]
+        for u in 0..SUMS {
+            sum += sums[u];
         }
         sum
     }
@@ -606,16 +620,43 @@ mod nn {
         }
     }
 
-    /// `grad_bias` = the column sums of `grad_pre`.
-    #[kernel(workgroup = [NARROW], grid = [ceil_div(p.n, NARROW)])]
-    pub fn d_bias(p: &GemmParams, grad_pre: &[f32], grad_bias: &mut [f32]) {
-        let col = global_id().x;
+    /// `grad_bias` = the column sums of `grad_pre`: a workgroup per `NARROW` columns, whose
+    /// `GROUP / NARROW` lanes each sum every lane-th row, `SUMS` rows at a time into as many
+    /// independent sums (so that each invocation has several loads in flight instead of
+    /// waiting for every one), then add up through workgroup memory.
+    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.n, NARROW)])]
+    pub fn d_bias(
+        p: &GemmParams,
+        grad_pre: &[f32],
+        grad_bias: &mut [f32],
+        #[workgroup] lane_sums: &mut [f32; GROUP],
+    ) {
+        let t = local_index();
+        let (col, lane, lanes) = (
+            workgroup_id().x * NARROW + t % NARROW,
+            t / NARROW,
+            GROUP / NARROW,
+        );
+        let mut sums = [0.0f32; SUMS];
         if col < p.n {
-            let mut acc = 0.0;
-            for i in 0..p.m {
-                acc += grad_pre[i * p.n + col];
+            for first in (lane..p.m).step_by(SUMS * lanes) {
+                #[unroll]
+                for u in 0..SUMS {
+                    let row = first + u * lanes;
+                    if row < p.m {
+                        sums[u] += grad_pre[row * p.n + col];
+                    }
+                }
             }
-            grad_bias[col] = acc;
+        }
+        lane_sums[t] = total(&sums);
+        workgroup_barrier();
+        if t < NARROW && col < p.n {
+            let mut sum = 0.0;
+            for l in 0..lanes {
+                sum += lane_sums[l * NARROW + t];
+            }
+            grad_bias[col] = sum;
         }
     }
 
@@ -1218,7 +1259,8 @@ mod nn {
     }
 
     /// `grad_bias[co]` = the sum of `grad_pre[n, co, ..]` over images and pixels; a workgroup
-    /// per output channel, reduced through workgroup memory.
+    /// per output channel, each invocation keeping `SUMS` independent sums (several loads in
+    /// flight), reduced through workgroup memory.
     #[kernel(workgroup = [GROUP], grid = [p.out_channels])]
     pub fn conv_grad_bias(
         p: &ConvParams,
@@ -1229,11 +1271,26 @@ mod nn {
         let t = local_index();
         let co = workgroup_id().x;
         let pixels = p.out_h * p.out_w;
-        let mut sum = 0.0;
-        for i in (t..p.batch * pixels).step_by(GROUP) {
-            sum += grad_pre[(i / pixels * p.out_channels + co) * pixels + i % pixels];
+        let count = p.batch * pixels;
+        // `SUMS` independent sums, each at its own (image, -, pixel), advanced without
+        // dividing (see `digits`).
+        let by = digits(SUMS * GROUP, 1, pixels);
+        let mut at = [vec3(0u32, 0, 0); SUMS];
+        #[unroll]
+        for u in 0..SUMS {
+            at[u] = digits(t + u * GROUP, 1, pixels);
         }
-        partial[t] = sum;
+        let mut sums = [0.0f32; SUMS];
+        for first in (t..count).step_by(SUMS * GROUP) {
+            #[unroll]
+            for u in 0..SUMS {
+                if first + u * GROUP < count {
+                    sums[u] += grad_pre[(at[u].x * p.out_channels + co) * pixels + at[u].z];
+                }
+                at[u] = advance(at[u], by, 1, pixels);
+            }
+        }
+        partial[t] = total(&sums);
         workgroup_barrier();
         let mut half = GROUP / 2;
         while half > 0 {
