@@ -149,7 +149,7 @@ impl fmt::Display for TuneChoice {
     }
 }
 
-/// How many times each candidate is timed after a warm-up run; the best time counts.
+/// How many rounds time every candidate after a warm-up run of each; the best time counts.
 const REPEATS: usize = 3;
 
 /// The tuner's state, kept by the [`Runtime`].
@@ -313,7 +313,8 @@ impl Runtime {
     /// With autotuning on ([`Autotune`]), the first call for a key on this device looks in
     /// the cache file and, when the key is not there, times every candidate: `record(batch, i)`
     /// records candidate `i` into a fresh batch, which is run once to warm up and then timed
-    /// three times (GPU timestamps where the device has them); the best time counts. The
+    /// in three rounds over all candidates (GPU timestamps where the device has them); each
+    /// candidate's best time counts. The
     /// fastest is remembered in memory and in the cache file. Later calls with the key return
     /// the choice at once. With autotuning off, `fixed` is returned and nothing runs.
     ///
@@ -383,19 +384,21 @@ impl Runtime {
             }
             device
         };
-        // Timed without the lock: candidates may tune operations of their own.
-        let mut times = Vec::with_capacity(candidates);
+        // Timed without the lock: candidates may tune operations of their own. Round by round,
+        // every candidate once a round, so that a passing dip in the GPU's clocks slows every
+        // candidate alike instead of the ones that happen to run during it.
         for candidate in 0..candidates {
             let mut warm_up = self.batch();
             record(&mut warm_up, candidate)?;
             warm_up.submit()?;
-            let mut best = Duration::MAX;
-            for _ in 0..REPEATS {
+        }
+        let mut times = vec![Duration::MAX; candidates];
+        for _ in 0..REPEATS {
+            for (candidate, best) in times.iter_mut().enumerate() {
                 let mut batch = self.batch();
                 record(&mut batch, candidate)?;
-                best = best.min(batch.submit_timed()?.total);
+                *best = (*best).min(batch.submit_timed()?.total);
             }
-            times.push(best);
         }
         let choice = (0..candidates).min_by_key(|&i| times[i]).unwrap_or(0);
         let mut state = self.tuner.state();
