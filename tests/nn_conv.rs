@@ -405,11 +405,48 @@ fn strided_input_gradients_run_one_stride_phase_at_a_time() {
         let timing = batch.submit_timed().unwrap();
         timing.dispatches[0].0.clone()
     };
-    let shape = Conv2dShape::new(1, 2, [8, 8], 3, [3, 3]);
-    assert!(ran(shape.stride([2, 2])).starts_with("conv_grad_input_phased"));
+    let shape = Conv2dShape::new(1, 5, [8, 8], 3, [3, 3]);
+    let phased = ran(shape.stride([2, 2]));
+    assert!(phased.starts_with("conv_grad_input_phased"), "{phased}");
     // Dilated and strided at once: the general gather.
     let general = ran(shape.stride([2, 2]).dilation([2, 2]));
     assert!(general.starts_with("conv_grad_input_reg"), "{general}");
+}
+
+#[test]
+fn few_input_channels_get_their_gradient_directly() {
+    let rt = runtime();
+    let conv = Conv2d::new(&rt).unwrap();
+    let mut rng = Lcg(73);
+    let uneven = Padding {
+        top: 0,
+        bottom: 2,
+        left: 1,
+        right: 0,
+    };
+    // A stem (3 channels, 7x7, stride 2), one channel at stride 1, four channels at stride 3
+    // with uneven padding, two at stride (1, 2) over 70 output channels.
+    let shapes = [
+        Conv2dShape::new(2, 3, [15, 13], 6, [7, 7])
+            .stride([2, 2])
+            .padding(Padding::uniform(3)),
+        Conv2dShape::new(3, 1, [9, 8], 4, [3, 3]).padding(Padding::uniform(1)),
+        Conv2dShape::new(1, 4, [10, 11], 5, [5, 5])
+            .stride([3, 3])
+            .padding(uneven),
+        Conv2dShape::new(2, 2, [6, 9], 70, [2, 3]).stride([1, 2]),
+    ];
+    for shape in shapes {
+        check(&rt, &conv, shape, true, &mut rng);
+        let w = rt.zeros::<f32>(shape.weight_len()).unwrap();
+        let grad_pre = rt.zeros::<f32>(shape.output_len().unwrap()).unwrap();
+        let mut grad_x = rt.zeros::<f32>(shape.input_len()).unwrap();
+        let mut batch = rt.batch();
+        conv.grad_input(&mut batch, &shape, &w, &grad_pre, &mut grad_x)
+            .unwrap();
+        let ran = batch.submit_timed().unwrap().dispatches[0].0.clone();
+        assert_eq!(ran, "conv_grad_input_few", "{shape:?}");
+    }
 }
 
 #[test]

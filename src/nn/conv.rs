@@ -231,6 +231,12 @@ fn by_phases(p: &kernels::ConvParams) -> bool {
     (p.stride_h > 1 || p.stride_w > 1) && p.dilation_h == 1 && p.dilation_w == 1
 }
 
+/// Whether the input gradient is computed directly, every input channel of a pixel by one
+/// invocation: for at most `FEW` input channels without dilation (`conv_grad_input_few`).
+fn by_few_channels(p: &kernels::ConvParams) -> bool {
+    p.in_channels <= kernels::FEW && p.dilation_h == 1 && p.dilation_w == 1
+}
+
 /// The scratch memory for partial sums: at least `needed` elements (and one: a binding cannot
 /// be empty), kept in `slot` and grown when a recording needs more.
 fn scratch<'a>(
@@ -306,6 +312,8 @@ pub struct Conv2d {
     /// The input gradient in slices of the summed dimension, for inputs too small to fill
     /// the GPU.
     grad_input_split: kernels::Blocked<kernels::ConvGradInputSplit>,
+    /// The input gradient of convolutions with few input channels.
+    grad_input_few: kernels::ConvGradInputFew,
     /// The input gradient of strided convolutions, one sub-problem per stride phase.
     grad_input_phased: kernels::Blocked<kernels::ConvGradInputPhased>,
     /// Partial sums: the split forward's slices, and the filter gradient's after the first;
@@ -321,6 +329,7 @@ impl Clone for Conv2d {
             forward_split: self.forward_split.clone(),
             backward: self.backward.clone(),
             grad_input_split: self.grad_input_split.clone(),
+            grad_input_few: self.grad_input_few.clone(),
             grad_input_phased: self.grad_input_phased.clone(),
             partials: Mutex::new(None),
         }
@@ -375,6 +384,8 @@ impl Conv2d {
             forward_split,
             backward,
             grad_input_split,
+            // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+            grad_input_few: unsafe { kernels::ConvGradInputFew::new_unchecked(rt) }?,
             grad_input_phased: kernels::Blocked::new(|b| {
                 // SAFETY: every index is guarded (see "Bounds" in `kernels`).
                 unsafe { kernels::ConvGradInputPhased::with_constants_unchecked(rt, b) }
@@ -508,8 +519,11 @@ impl Conv2d {
             grad_bias,
         } = grads;
         // An input gradient the family's member does not compute (strided: one stride phase
-        // at a time; split: in slices) runs after the family, from the `grad_pre` it wrote.
-        let on_its_own = by_phases(&input) || self.input_split(input_way, &input).splits > 1;
+        // at a time; few input channels: directly; split: in slices) runs after the family,
+        // from the `grad_pre` it wrote.
+        let on_its_own = by_phases(&input)
+            || by_few_channels(&input)
+            || self.input_split(input_way, &input).splits > 1;
         let (grad_x, mut later_x) = match grad_x {
             Some(grad_x) if on_its_own => (None, Some(grad_x)),
             grad_x => (grad_x, None),
@@ -567,8 +581,11 @@ impl Conv2d {
         self.record_grad_input(batch, way, p, w, grad_pre, grad_x)
     }
 
-    /// How the input gradient runs for `shape`.
+    /// How the input gradient runs for `shape` (nothing to choose with few input channels).
     fn input_way(&self, rt: &Runtime, shape: &Conv2dShape, p: kernels::ConvParams) -> Result<Way> {
+        if by_few_channels(&p) {
+            return Ok(Way::fixed(p.in_channels));
+        }
         let operation = "nn::Conv2d::grad_input";
         tuned(
             rt,
@@ -598,8 +615,8 @@ impl Conv2d {
         Split::of(blocking, p.in_channels, columns, depth)
     }
 
-    /// The input gradient run `way`: one stride phase at a time when strided, otherwise whole
-    /// or in slices of the summed dimension.
+    /// The input gradient run `way`: directly for few input channels, one stride phase at a
+    /// time when strided, otherwise whole or in slices of the summed dimension.
     fn record_grad_input(
         &self,
         batch: &mut Batch<'_>,
@@ -609,6 +626,17 @@ impl Conv2d {
         grad_pre: &GpuBuffer<f32>,
         grad_x: &mut GpuBuffer<f32>,
     ) -> Result<()> {
+        if by_few_channels(&p) {
+            return self.grad_input_few.record(
+                batch,
+                kernels::ConvGradInputFewArgs {
+                    p: &p,
+                    w,
+                    grad_pre,
+                    grad_x,
+                },
+            );
+        }
         if by_phases(&p) {
             return self.grad_input_phased.get(way.blocking).record(
                 batch,

@@ -35,6 +35,12 @@ mod nn {
     /// Independent running sums per invocation in the bias gradients' long reductions.
     pub const SUMS: u32 = 4;
 
+    /// The most input channels `conv_grad_input_few` computes at once.
+    pub const FEW: u32 = 4;
+
+    /// The input pixels along a row each invocation of `conv_grad_input_few` computes.
+    pub const RUN: u32 = 4;
+
     #[repr(C)]
     #[derive(Clone, Copy, tessera::Params)]
     pub struct GemmParams {
@@ -1040,6 +1046,116 @@ mod nn {
         let len = p.batch * p.in_channels * p.in_h * p.in_w;
         if i < len {
             grad_x[i] = sum_slices(partial, p.splits, len, i);
+        }
+    }
+
+    /// The input gradient of a convolution with at most `FEW` input channels (an image's
+    /// first layer) and dilation 1, computed directly: the implicit GEMM's rows would be the
+    /// input channels, and a block of 64 of them would hold three. An invocation computes
+    /// every channel of a run of `RUN` input pixels along a row of one stride phase (grid
+    /// `z`, as in `conv_grad_input_phased`), summing over the output channels and the
+    /// phase's taps: each filter value it reads serves `RUN` pixels, and the gradients it
+    /// reads for them are adjacent.
+    #[kernel(
+        workgroup = [GROUP],
+        grid = [
+            ceil_div(
+                p.batch * ceil_div(p.in_h, p.stride_h) * ceil_div(ceil_div(p.in_w, p.stride_w), RUN),
+                GROUP
+            ),
+            1,
+            p.stride_h * p.stride_w
+        ]
+    )]
+    pub fn conv_grad_input_few(
+        p: &ConvParams,
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
+    ) {
+        let phase = workgroup_id().z;
+        let (phase_h, phase_w) = (phase / p.stride_w, phase % p.stride_w);
+        // The phase's first input row and column, and how many of each it has.
+        let row0 = (phase_h + p.stride_h - p.pad_top % p.stride_h) % p.stride_h;
+        let col0 = (phase_w + p.stride_w - p.pad_left % p.stride_w) % p.stride_w;
+        let rows = if row0 < p.in_h {
+            ceil_div(p.in_h - row0, p.stride_h)
+        } else {
+            0
+        };
+        let cols = if col0 < p.in_w {
+            ceil_div(p.in_w - col0, p.stride_w)
+        } else {
+            0
+        };
+        let taps_h = if phase_h < p.kernel_h {
+            ceil_div(p.kernel_h - phase_h, p.stride_h)
+        } else {
+            0
+        };
+        let taps_w = if phase_w < p.kernel_w {
+            ceil_div(p.kernel_w - phase_w, p.stride_w)
+        } else {
+            0
+        };
+        let runs = ceil_div(cols, RUN);
+        let i = global_id().x;
+        if i < p.batch * rows * runs {
+            let (n, at) = (i / (rows * runs), i % (rows * runs));
+            let (row, first) = (at / runs, at % runs * RUN);
+            let ih = row0 + row * p.stride_h;
+            // The output pixel tap (`th`, `tw`) of the phase puts on the run's pixel `j` is
+            // (`base.x - th`, `base.y + j - tw`); see `conv_grad_input_phased`.
+            let base = vec2(
+                (ih + p.pad_top - phase_h) / p.stride_h,
+                (col0 + first * p.stride_w + p.pad_left - phase_w) / p.stride_w,
+            );
+            let mut acc = [0.0f32; FEW * RUN];
+            for co in 0..p.out_channels {
+                let image = (n * p.out_channels + co) * p.out_h;
+                for th in 0..taps_h {
+                    // Taps past the pixel wrap around and fail `< out_h`.
+                    let oh = base.x.wrapping_sub(th);
+                    if oh < p.out_h {
+                        let fh = phase_h + th * p.stride_h;
+                        for tw in 0..taps_w {
+                            let mut g = [0.0f32; RUN];
+                            #[unroll]
+                            for j in 0..RUN {
+                                let ow = (base.y + j).wrapping_sub(tw);
+                                if ow < p.out_w {
+                                    g[j] = grad_pre[(image + oh) * p.out_w + ow];
+                                }
+                            }
+                            let fw = phase_w + tw * p.stride_w;
+                            #[unroll]
+                            for ci in 0..FEW {
+                                if ci < p.in_channels {
+                                    let tap = (co * p.in_channels + ci) * p.kernel_h + fh;
+                                    let weight = w[tap * p.kernel_w + fw];
+                                    #[unroll]
+                                    for j in 0..RUN {
+                                        acc[ci * RUN + j] += weight * g[j];
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            #[unroll]
+            for j in 0..RUN {
+                if first + j < cols {
+                    let iw = col0 + (first + j) * p.stride_w;
+                    #[unroll]
+                    for ci in 0..FEW {
+                        if ci < p.in_channels {
+                            let index = ((n * p.in_channels + ci) * p.in_h + ih) * p.in_w + iw;
+                            grad_x[index] = acc[ci * RUN + j];
+                        }
+                    }
+                }
+            }
         }
     }
 
