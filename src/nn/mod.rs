@@ -6,9 +6,11 @@
 //!   GPU) and its backward (`grad_pre`, both operand gradients in one dispatch, `d_bias`, as
 //!   one family).
 //! - [`Conv2d`]: `y = act(conv(x, w) + bias)` with stride, per-side padding and dilation (split
-//!   over input channels x taps when the output cannot fill the GPU), and its backward: input gradient (stride-1 fast path; strided ones one stride phase at a time, so
-//!   only the taps that land on output pixels are summed), filter gradient (implicit GEMM with
-//!   M = out channels, N = in channels x taps, K = images x output pixels), bias gradient.
+//!   over input channels x taps when the output cannot fill the GPU), and its backward: input
+//!   gradient (stride-1 fast path; strided ones one stride phase at a time, so only the taps
+//!   that land on output pixels are summed; computed directly for up to 4 input channels;
+//!   split when the input cannot fill the GPU), filter gradient (implicit GEMM with M = out
+//!   channels, N = in channels x taps, K = images x output pixels), bias gradient.
 //! - [`Activation`]: none, ReLU, GELU (tanh form), SiLU, sigmoid and tanh, each written once
 //!   with its derivative and fused into both ops' epilogues.
 //! - [`SoftmaxCrossEntropy`]: the classification loss and its gradient.
