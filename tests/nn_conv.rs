@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{assert_close, runtime, tuning_runtime, Lcg};
+use common::{assert_close, kernels_run, runtime, tuning_runtime, Lcg};
 use tessera::nn::{Activation, Conv2d, Conv2dGrads, Conv2dShape, Padding};
 use tessera::{Error, Runtime};
 
@@ -402,8 +402,7 @@ fn strided_input_gradients_run_one_stride_phase_at_a_time() {
         let mut batch = rt.batch();
         conv.grad_input(&mut batch, &shape, &w, &grad_pre, &mut grad_x)
             .unwrap();
-        let timing = batch.submit_timed().unwrap();
-        timing.dispatches[0].0.clone()
+        kernels_run(batch)[0].clone()
     };
     let shape = Conv2dShape::new(1, 5, [8, 8], 3, [3, 3]);
     let phased = ran(shape.stride([2, 2]));
@@ -444,7 +443,7 @@ fn few_input_channels_get_their_gradient_directly() {
         let mut batch = rt.batch();
         conv.grad_input(&mut batch, &shape, &w, &grad_pre, &mut grad_x)
             .unwrap();
-        let ran = batch.submit_timed().unwrap().dispatches[0].0.clone();
+        let ran = kernels_run(batch)[0].clone();
         assert_eq!(ran, "conv_grad_input_few", "{shape:?}");
     }
 }
@@ -520,13 +519,7 @@ fn small_outputs_are_computed_in_slices_of_their_sum() {
             &mut y,
         )
         .unwrap();
-        let ran: Vec<String> = batch
-            .submit_timed()
-            .unwrap()
-            .dispatches
-            .into_iter()
-            .map(|(label, _)| label)
-            .collect();
+        let ran = kernels_run(batch);
         assert_eq!(ran.len(), 2, "{shape:?} ran {ran:?}");
         assert!(ran[0].starts_with("conv_forward_partial"), "{ran:?}");
         assert!(ran[1].starts_with("conv_forward_reduce"), "{ran:?}");
@@ -556,13 +549,7 @@ fn small_inputs_get_their_gradient_in_slices_of_its_sum() {
         let mut batch = rt.batch();
         conv.grad_input(&mut batch, &shape, &w, &grad_pre, &mut grad_x)
             .unwrap();
-        let ran: Vec<String> = batch
-            .submit_timed()
-            .unwrap()
-            .dispatches
-            .into_iter()
-            .map(|(label, _)| label)
-            .collect();
+        let ran = kernels_run(batch);
         assert_eq!(ran.len(), 2, "{shape:?} ran {ran:?}");
         assert!(ran[0].starts_with("conv_grad_input_partial"), "{ran:?}");
         assert!(ran[1].starts_with("conv_grad_input_reduce"), "{ran:?}");

@@ -1049,6 +1049,29 @@ mod nn {
         }
     }
 
+    /// Stride phase `z` of a strided input gradient (its grid `z`): the remainders of the
+    /// padded rows and columns it covers, by the stride.
+    fn stride_phase(p: &ConvParams, z: u32) -> Vec2<u32> {
+        vec2(z / p.stride_w, z % p.stride_w)
+    }
+
+    /// The first input row and column of stride phase `phase`.
+    fn phase_origin(p: &ConvParams, phase: Vec2<u32>) -> Vec2<u32> {
+        vec2(
+            (phase.x + p.stride_h - p.pad_top % p.stride_h) % p.stride_h,
+            (phase.y + p.stride_w - p.pad_left % p.stride_w) % p.stride_w,
+        )
+    }
+
+    /// How many of `first, first + stride, ..` are below `size`.
+    fn strided_count(first: u32, size: u32, stride: u32) -> u32 {
+        if first < size {
+            ceil_div(size - first, stride)
+        } else {
+            0
+        }
+    }
+
     /// The input gradient of a convolution with at most `FEW` input channels (an image's
     /// first layer) and dilation 1, computed directly: the implicit GEMM's rows would be the
     /// input channels, and a block of 64 of them would hold three. An invocation computes
@@ -1073,31 +1096,16 @@ mod nn {
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
     ) {
-        let phase = workgroup_id().z;
-        let (phase_h, phase_w) = (phase / p.stride_w, phase % p.stride_w);
+        let phase = stride_phase(p, workgroup_id().z);
+        let (phase_h, phase_w) = (phase.x, phase.y);
         // The phase's first input row and column, and how many of each it has.
-        let row0 = (phase_h + p.stride_h - p.pad_top % p.stride_h) % p.stride_h;
-        let col0 = (phase_w + p.stride_w - p.pad_left % p.stride_w) % p.stride_w;
-        let rows = if row0 < p.in_h {
-            ceil_div(p.in_h - row0, p.stride_h)
-        } else {
-            0
-        };
-        let cols = if col0 < p.in_w {
-            ceil_div(p.in_w - col0, p.stride_w)
-        } else {
-            0
-        };
-        let taps_h = if phase_h < p.kernel_h {
-            ceil_div(p.kernel_h - phase_h, p.stride_h)
-        } else {
-            0
-        };
-        let taps_w = if phase_w < p.kernel_w {
-            ceil_div(p.kernel_w - phase_w, p.stride_w)
-        } else {
-            0
-        };
+        let start = phase_origin(p, phase);
+        let (row0, col0) = (start.x, start.y);
+        let rows = strided_count(row0, p.in_h, p.stride_h);
+        let cols = strided_count(col0, p.in_w, p.stride_w);
+        // Its taps: rows `phase_h, phase_h + stride_h, ..`, columns likewise.
+        let taps_h = strided_count(phase_h, p.kernel_h, p.stride_h);
+        let taps_w = strided_count(phase_w, p.kernel_w, p.stride_w);
         let runs = ceil_div(cols, RUN);
         let i = global_id().x;
         if i < p.batch * rows * runs {
@@ -1183,32 +1191,17 @@ mod nn {
         #[workgroup] tile_w: &mut [Vec4<f32>; DEPTH * ROW],
         #[workgroup] tile_g: &mut [Vec4<f32>; DEPTH * ROW],
     ) {
-        let (t, origin, phase) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
-        let (phase_h, phase_w) = (phase / p.stride_w, phase % p.stride_w);
+        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+        let phase = stride_phase(p, workgroup_id().z);
+        let (phase_h, phase_w) = (phase.x, phase.y);
         // The phase's first input row and column, and how many of each it has.
-        let row0 = (phase_h + p.stride_h - p.pad_top % p.stride_h) % p.stride_h;
-        let col0 = (phase_w + p.stride_w - p.pad_left % p.stride_w) % p.stride_w;
-        let rows = if row0 < p.in_h {
-            ceil_div(p.in_h - row0, p.stride_h)
-        } else {
-            0
-        };
-        let cols = if col0 < p.in_w {
-            ceil_div(p.in_w - col0, p.stride_w)
-        } else {
-            0
-        };
+        let start = phase_origin(p, phase);
+        let (row0, col0) = (start.x, start.y);
+        let rows = strided_count(row0, p.in_h, p.stride_h);
+        let cols = strided_count(col0, p.in_w, p.stride_w);
         // Its taps: rows `phase_h, phase_h + stride_h, ..`, columns likewise.
-        let taps_h = if phase_h < p.kernel_h {
-            ceil_div(p.kernel_h - phase_h, p.stride_h)
-        } else {
-            0
-        };
-        let taps_w = if phase_w < p.kernel_w {
-            ceil_div(p.kernel_w - phase_w, p.stride_w)
-        } else {
-            0
-        };
+        let taps_h = strided_count(phase_h, p.kernel_h, p.stride_h);
+        let taps_w = strided_count(phase_w, p.kernel_w, p.stride_w);
         let (pixels, taps) = (rows * cols, taps_h * taps_w);
         let (depth, columns) = (p.out_channels * taps, p.batch * pixels);
 

@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use tessera::{Autotune, Runtime};
+use tessera::{Autotune, Batch, Runtime};
 
 /// A runtime on whatever adapter this machine has (lavapipe in CI), with autotuning off, so
 /// every op runs its fixed, documented choice whatever the machine.
@@ -58,4 +58,15 @@ impl Lcg {
         let unit = (self.next() + 1.0) / 2.0;
         (lo + (unit * (hi - lo + 1) as f32) as u32).min(hi)
     }
+}
+
+/// Submits `batch`, waits for it and returns the entry points it dispatched, in order.
+pub fn kernels_run(batch: Batch<'_>) -> Vec<String> {
+    batch
+        .submit_timed()
+        .unwrap()
+        .dispatches
+        .into_iter()
+        .map(|(label, _)| label)
+        .collect()
 }
