@@ -347,20 +347,22 @@ mod nn {
         workgroup_barrier();
     }
 
-    /// One step of a convolution: stages the rows' operand across, the columns' along, and
-    /// multiplies the slices into `acc`. (Unlike `mainloop`, the convolutions do not overlap a
-    /// step's loads with the previous step's multiply: with their gathers' index math live too,
-    /// that ran slower on an H100; see notes/performance.md.)
+    /// One step of a convolution: stages the rows' operand across, the columns' across or
+    /// along (`b_across`), and multiplies the slices into `acc`. (Unlike `mainloop`, the
+    /// convolutions do not overlap a step's loads with the previous step's multiply: with
+    /// their gathers' index math live too, that ran slower on an H100; see
+    /// notes/performance.md.)
     fn step(
         slice_a: &mut [Vec4<f32>; DEPTH * ROW],
         from_a: &[f32; LOADS],
         slice_b: &mut [Vec4<f32>; DEPTH * ROW],
         from_b: &[f32; LOADS],
+        b_across: bool,
         acc: &mut [f32; REG * REG],
         t: u32,
     ) {
         stage(slice_a, from_a, true, t);
-        stage(slice_b, from_b, false, t);
+        stage(slice_b, from_b, b_across, t);
         multiply_accumulate(slice_a, slice_b, acc, t);
     }
 
@@ -727,7 +729,7 @@ mod nn {
                 }
                 at[r] = advance(at[r], by, p.kernel_h, p.kernel_w);
             }
-            step(tile_w, &from_w, tile_x, &from_x, &mut acc, t);
+            step(tile_w, &from_w, tile_x, &from_x, false, &mut acc, t);
         }
         acc
     }
@@ -965,7 +967,7 @@ mod nn {
                 }
             }
             wk = advance(wk, by, p.kernel_h, p.kernel_w);
-            step(tile_w, &from_w, tile_g, &from_g, &mut acc, t);
+            step(tile_w, &from_w, tile_g, &from_g, false, &mut acc, t);
         }
         acc
     }
@@ -1267,7 +1269,7 @@ mod nn {
                 at[r] = advance(at[r], by, taps_h, taps_w);
             }
             wk = advance(wk, by, taps_h, taps_w);
-            step(tile_w, &from_w, tile_g, &from_g, &mut acc, t);
+            step(tile_w, &from_w, tile_g, &from_g, false, &mut acc, t);
         }
         #[unroll]
         for e in 0..REG * REG {
@@ -1310,42 +1312,48 @@ mod nn {
         let summed = slice(split, p.split_depth, p.batch * pixels);
         let (begin, end) = (summed.x, summed.y);
 
-        // The (input channel, tap) this invocation stages from `x` is the same at every step.
-        let staged = origin.x + t % BLOCK;
-        let ci = staged / taps;
-        let dh = staged % taps / p.kernel_w * p.dilation_h;
-        let dw = staged % taps % p.kernel_w * p.dilation_w;
-
-        // Where the loads are along the summed dimension, as (image, output row, output
-        // column), advanced `DEPTH` a step: `grad_pre`'s at `g`, `x`'s at `at[r]`.
-        let by = digits(DEPTH, p.out_h, p.out_w);
-        let mut g = digits(begin + t % DEPTH, p.out_h, p.out_w);
-        let mut at = [vec3(0u32, 0, 0); LOADS];
+        // The (input channel, tap row, tap column) of each column this invocation stages from
+        // `x`, the same at every step; both operands are staged across, each invocation
+        // loading from both at the same position along the summed dimension, so that a
+        // subgroup's loads from `x` are runs of 8 adjacent pixels of 4 columns.
+        let mut columns_at = [vec3(0u32, 0, 0); LOADS];
         #[unroll]
         for r in 0..LOADS {
-            at[r] = digits(begin + along_depth(t, r), p.out_h, p.out_w);
+            let column = origin.x + across_row(t, r);
+            columns_at[r] = vec3(
+                column / taps,
+                column % taps / p.kernel_w * p.dilation_h,
+                column % taps % p.kernel_w * p.dilation_w,
+            );
         }
+
+        // Where the loads are along the summed dimension, as (image, output row, output
+        // column), advanced `DEPTH` a step.
+        let by = digits(DEPTH, p.out_h, p.out_w);
+        let mut at = digits(begin + t % DEPTH, p.out_h, p.out_w);
 
         let mut acc = [0.0f32; REG * REG];
         for k0 in (begin..end).step_by(DEPTH) {
             let (mut from_g, mut from_x) = ([0.0f32; LOADS], [0.0f32; LOADS]);
-            let g_pixel = g.y * p.out_w + g.z;
+            let inside = k0 + t % DEPTH < end;
+            let pixel = at.y * p.out_w + at.z;
+            let (top, left) = (at.y * p.stride_h, at.z * p.stride_w);
             #[unroll]
             for r in 0..LOADS {
-                let co = origin.y + across_row(t, r);
-                if co < p.out_channels && k0 + t % DEPTH < end {
-                    from_g[r] = grad_pre[(g.x * p.out_channels + co) * pixels + g_pixel];
+                let row = origin.y + across_row(t, r);
+                if row < p.out_channels && inside {
+                    from_g[r] = grad_pre[(at.x * p.out_channels + row) * pixels + pixel];
                 }
-                let k = k0 + along_depth(t, r);
-                let ih = (at[r].y * p.stride_h + dh).wrapping_sub(p.pad_top);
-                let iw = (at[r].z * p.stride_w + dw).wrapping_sub(p.pad_left);
-                if staged < columns && k < end && ih < p.in_h && iw < p.in_w {
-                    from_x[r] = x[((at[r].x * p.in_channels + ci) * p.in_h + ih) * p.in_w + iw];
+                let tap = columns_at[r];
+                let ih = (top + tap.y).wrapping_sub(p.pad_top);
+                let iw = (left + tap.z).wrapping_sub(p.pad_left);
+                let column = origin.x + across_row(t, r);
+                if column < columns && inside && ih < p.in_h && iw < p.in_w {
+                    from_x[r] = x[((at.x * p.in_channels + tap.x) * p.in_h + ih) * p.in_w + iw];
                 }
-                at[r] = advance(at[r], by, p.out_h, p.out_w);
             }
-            g = advance(g, by, p.out_h, p.out_w);
-            step(tile_g, &from_g, tile_x, &from_x, &mut acc, t);
+            at = advance(at, by, p.out_h, p.out_w);
+            step(tile_g, &from_g, tile_x, &from_x, true, &mut acc, t);
         }
         // The first slice goes straight to `grad_w`, the others to their filter of `partial`.
         let rows = p.out_channels;
