@@ -8,6 +8,7 @@
 //! cargo run --release --example bench -- --conv  # convolutions only (`--gemm`: GEMMs only)
 //! cargo run --release --example bench -- --launch # launch cost against raw wgpu only
 //! cargo run --release --example bench -- --out DIR # also DIR/tessera.csv and DIR/tessera.md
+//! cargo run --release --example bench -- --conv --by-kernel # and each pass per dispatch
 //! ```
 //!
 //! Each figure is the median of 3 submissions of 10 launches, timed by GPU timestamps where
@@ -91,6 +92,20 @@ fn time(rt: &Runtime, mut record: impl FnMut(&mut Batch<'_>) -> Result<()>) -> R
     }
     times.sort();
     Ok(times[1])
+}
+
+/// Where one launch of what `record` adds to a batch spends its GPU time: each dispatch's
+/// entry point and time, in order (empty without timestamps).
+fn breakdown(rt: &Runtime, mut record: impl FnMut(&mut Batch<'_>) -> Result<()>) -> Result<String> {
+    let mut batch = rt.batch();
+    record(&mut batch)?;
+    let timing = batch.submit_timed()?;
+    let parts: Vec<String> = timing
+        .dispatches
+        .iter()
+        .filter_map(|(label, time)| Some(format!("{label} {:.3}", ms((*time)?))))
+        .collect();
+    Ok(parts.join(", "))
 }
 
 fn random(rt: &Runtime, len: usize, seed: u64) -> Result<GpuBuffer<f32>> {
@@ -198,7 +213,13 @@ fn conv_label(shape: &Conv2dShape) -> String {
     )
 }
 
-fn bench_conv(rt: &Runtime, conv: &Conv2d, shape: Conv2dShape, report: &mut Report) -> Result<()> {
+fn bench_conv(
+    rt: &Runtime,
+    conv: &Conv2d,
+    shape: Conv2dShape,
+    report: &mut Report,
+    by_kernel: bool,
+) -> Result<()> {
     let out_len = shape.output_len()?;
     let [oh, ow] = shape.output()?;
     let (x, w, bias, grad_y) = (
@@ -242,6 +263,18 @@ fn bench_conv(rt: &Runtime, conv: &Conv2d, shape: Conv2dShape, report: &mut Repo
         ms(wgrad),
         tflops(flop, wgrad),
     );
+    if by_kernel {
+        let forward = breakdown(rt, |batch| {
+            conv.forward(batch, &shape, none, &x, &w, &bias, &mut pre, &mut y)
+        })?;
+        let dgrad = breakdown(rt, |batch| {
+            conv.grad_input(batch, &shape, &w, &grad_y, &mut grad_x)
+        })?;
+        let wgrad = breakdown(rt, |batch| {
+            conv.grad_weight(batch, &shape, &x, &grad_y, &mut grad_w)
+        })?;
+        println!("  forward (ms): {forward}\n  dgrad: {dgrad}\n  wgrad: {wgrad}");
+    }
     Ok(())
 }
 
@@ -500,6 +533,8 @@ fn warm_up(rt: &Runtime, gemm: &Gemm, conv: &Conv2d) -> Result<()> {
 fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let small = args.iter().any(|a| a == "--small");
+    // `--by-kernel`: each convolution pass's time per dispatch too.
+    let by_kernel = args.iter().any(|a| a == "--by-kernel");
     // `--gemm`, `--conv` and `--launch` pick parts; none picks all.
     let picked = |flag: &str| args.iter().any(|a| a == flag);
     let all = !["--gemm", "--conv", "--launch"].iter().any(|f| picked(f));
@@ -590,7 +625,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         ]
     };
     for shape in convs.into_iter().filter(|_| run_conv) {
-        bench_conv(&rt, &conv, shape, &mut report)?;
+        bench_conv(&rt, &conv, shape, &mut report, by_kernel)?;
     }
 
     for choice in rt.autotune_report().0 {

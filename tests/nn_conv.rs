@@ -389,6 +389,92 @@ fn conv2d_single_gradients_and_checked_backward() {
         batch.is_empty(),
         "nothing is recorded when a buffer is wrong"
     );
+
+    // The filter gradient runs after the rest of the family: its buffers are checked first
+    // too.
+    let mut grad_bias = rt.zeros::<f32>(4).unwrap();
+    let mut short_w = rt.zeros::<f32>(wv.len() - 1).unwrap();
+    let grads = Conv2dGrads {
+        grad_pre: &mut scratch,
+        grad_x: Some(&mut grad_x),
+        grad_w: &mut short_w,
+        grad_bias: &mut grad_bias,
+    };
+    let error = conv
+        .backward(
+            &mut batch,
+            &shape,
+            Activation::Relu,
+            &x,
+            &w,
+            &pre,
+            &grad_pre,
+            grads,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::BufferTooShort { binding, .. } if binding == "grad_w"),
+        "{error}"
+    );
+    assert!(batch.is_empty(), "nothing is recorded when grad_w is short");
+}
+
+/// 3x3 filters of stride 1 get their gradient by Winograd's F(3x3, 4x4) with autotuning off:
+/// odd output sizes (tiles past the last row and column), padding 0, 2 and uneven (outputs
+/// smaller and larger than the input), both blockings with channels past a block, and enough
+/// tiles that the point GEMMs are split. Other windows keep the implicit GEMM.
+#[test]
+fn three_by_three_filter_gradients_run_by_winograd() {
+    let rt = runtime();
+    let conv = Conv2d::new(&rt).unwrap();
+    let mut rng = Lcg(91);
+    let uneven = Padding {
+        top: 2,
+        bottom: 0,
+        left: 1,
+        right: 2,
+    };
+    let shapes = [
+        Conv2dShape::new(2, 3, [7, 9], 5, [3, 3]),
+        Conv2dShape::new(1, 4, [6, 5], 2, [3, 3]).padding(Padding::uniform(2)),
+        Conv2dShape::new(3, 2, [5, 8], 3, [3, 3]).padding(uneven),
+        // The large blocking, rows and columns past one block.
+        Conv2dShape::new(1, 130, [5, 3], 70, [3, 3]).padding(Padding::uniform(1)),
+        // 2 x 24 x 24 = 1152 tiles of 4 x 4: two slices of the tiles, the last one ragged.
+        Conv2dShape::new(2, 2, [96, 94], 3, [3, 3]).padding(Padding::uniform(1)),
+    ];
+    let ran = |shape: &Conv2dShape| {
+        let x = rt.zeros::<f32>(shape.input_len()).unwrap();
+        let grad_pre = rt.zeros::<f32>(shape.output_len().unwrap()).unwrap();
+        let mut grad_w = rt.zeros::<f32>(shape.weight_len()).unwrap();
+        let mut batch = rt.batch();
+        conv.grad_weight(&mut batch, shape, &x, &grad_pre, &mut grad_w)
+            .unwrap();
+        kernels_run(batch)
+    };
+    for shape in shapes {
+        check(&rt, &conv, shape, true, &mut rng);
+        let ran = ran(&shape);
+        let stages = [
+            "winograd_input_tiles",
+            "winograd_gradient_tiles",
+            "winograd_multiply",
+            "winograd_filter",
+        ];
+        assert_eq!(ran.len(), stages.len(), "{shape:?} ran {ran:?}");
+        for (kernel, stage) in ran.iter().zip(stages) {
+            assert!(kernel.starts_with(stage), "{shape:?} ran {ran:?}");
+        }
+    }
+    let strided = Conv2dShape::new(1, 2, [7, 7], 2, [3, 3]).stride([2, 2]);
+    let dilated = Conv2dShape::new(1, 2, [7, 7], 2, [3, 3]).dilation([2, 2]);
+    for shape in [strided, dilated, Conv2dShape::new(1, 2, [7, 7], 2, [5, 5])] {
+        let ran = ran(&shape);
+        assert!(
+            ran[0].starts_with("conv_grad_weight"),
+            "{shape:?} ran {ran:?}"
+        );
+    }
 }
 
 #[test]
@@ -472,9 +558,9 @@ fn autotuned_convolutions_time_each_way_of_each_pass_and_stay_correct() {
         ));
     }
     assert_eq!(keys, want);
-    // The filter gradient times both blockings; the forward and input gradient each whole
-    // and split too.
-    for (choice, ways) in choices.iter().zip([4, 4, 4, 4, 2, 2]) {
+    // The filter gradient times both blockings (the 3x3 of stride 1 each by Winograd too);
+    // the forward and input gradient each whole and split too.
+    for (choice, ways) in choices.iter().zip([4, 4, 4, 4, 2, 4]) {
         assert!(
             matches!(&choice.how, tessera::Tuned::Measured(times) if times.len() == ways),
             "{choice}"

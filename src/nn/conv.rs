@@ -3,7 +3,7 @@
 use std::sync::{Mutex, PoisonError};
 
 use super::kernels;
-use super::split::Split;
+use super::split::{Split, MIN_SLICE};
 use super::tune::{self, Way};
 use super::{invalid, Activation};
 use crate::{Batch, GpuBuffer, Result, Runtime};
@@ -239,7 +239,7 @@ fn by_few_channels(p: &kernels::ConvParams) -> bool {
 
 /// The scratch memory for partial sums: at least `needed` elements (and one: a binding cannot
 /// be empty), kept in `slot` and grown when a recording needs more.
-fn scratch<'a>(
+fn grown<'a>(
     slot: &'a mut Option<GpuBuffer<f32>>,
     rt: &Runtime,
     needed: usize,
@@ -284,6 +284,15 @@ pub struct Conv2dGrads<'a> {
 /// filter), the long sum is split into slices computed by separate workgroups and added up
 /// afterwards; the slices' partial sums live in scratch memory the op keeps and grows.
 ///
+/// The filter gradient of a 3 x 3 convolution of stride 1 and dilation 1 may also run by
+/// Winograd's minimal filtering F(3x3, 4x4): the output is cut into tiles of 4 x 4 pixels,
+/// each tile and the 6 x 6 input patch it sees are transformed into 36 points, one GEMM per
+/// point sums their products over the tiles, and the sums are transformed back into the
+/// filter; a quarter of the multiplications, at the price of scratch memory for the
+/// transformed tiles (36 values per 16 output pixels, per input and per output channel) and
+/// rounding errors a few times those of the direct sum. Autotuning times both; with it off,
+/// Winograd runs wherever its scratch fits one binding of the device.
+///
 /// ```no_run
 /// # use tessera::{nn::{Activation, Conv2d, Conv2dShape, Padding}, Runtime};
 /// # fn main() -> Result<(), tessera::Error> {
@@ -306,9 +315,12 @@ pub struct Conv2d {
     forward: kernels::Blocked<kernels::ConvForward>,
     /// The forward in slices of the summed dimension, for outputs too small to fill the GPU.
     forward_split: kernels::Blocked<kernels::ConvForwardSplit>,
-    /// The backward family with each blocking of the input gradient (outer, picked by input
-    /// channels) and of the filter gradient (inner, picked by output channels).
-    backward: kernels::Blocked<kernels::Blocked<kernels::ConvBackward>>,
+    /// The backward family but the filter gradient, with each blocking of the input gradient.
+    backward: kernels::Blocked<kernels::ConvBackward>,
+    /// The filter gradient as an implicit GEMM, its sum in slices.
+    grad_weight: kernels::Blocked<kernels::ConvGradWeightSplit>,
+    /// The filter gradient of 3 x 3 convolutions of stride 1 by Winograd's F(3x3, 4x4).
+    grad_weight_winograd: kernels::Blocked<kernels::ConvGradWeightWinograd>,
     /// The input gradient in slices of the summed dimension, for inputs too small to fill
     /// the GPU.
     grad_input_split: kernels::Blocked<kernels::ConvGradInputSplit>,
@@ -319,6 +331,8 @@ pub struct Conv2d {
     /// Partial sums: the split forward's slices, and the filter gradient's after the first;
     /// grown to the largest recorded so far.
     partials: Mutex<Option<GpuBuffer<f32>>>,
+    /// Winograd's transformed tiles and products, grown likewise.
+    winograd: Mutex<WinogradScratch>,
 }
 
 impl Clone for Conv2d {
@@ -328,10 +342,13 @@ impl Clone for Conv2d {
             forward: self.forward.clone(),
             forward_split: self.forward_split.clone(),
             backward: self.backward.clone(),
+            grad_weight: self.grad_weight.clone(),
+            grad_weight_winograd: self.grad_weight_winograd.clone(),
             grad_input_split: self.grad_input_split.clone(),
             grad_input_few: self.grad_input_few.clone(),
             grad_input_phased: self.grad_input_phased.clone(),
             partials: Mutex::new(None),
+            winograd: Mutex::default(),
         }
     }
 }
@@ -361,20 +378,33 @@ impl Conv2d {
                 forward_reduce.clone(),
             ))
         })?;
-        let backward = kernels::Blocked::new(|input| {
-            // SAFETY: every index is guarded (see "Bounds" in `kernels`).
-            let grad_input =
-                unsafe { kernels::ConvGradInput::with_constants_unchecked(rt, input) }?;
-            kernels::Blocked::new(|weight| {
-                Ok(kernels::ConvBackward::from_members(
-                    activation_grad.clone(),
-                    grad_input.clone(),
-                    // SAFETY: every index is guarded (see "Bounds" in `kernels`).
-                    unsafe { kernels::ConvGradWeight::with_constants_unchecked(rt, weight) }?,
-                    reduce.clone(),
-                    grad_bias.clone(),
-                ))
-            })
+        let backward = kernels::Blocked::new(|b| {
+            Ok(kernels::ConvBackward::from_members(
+                activation_grad.clone(),
+                // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+                unsafe { kernels::ConvGradInput::with_constants_unchecked(rt, b) }?,
+                grad_bias.clone(),
+            ))
+        })?;
+        let grad_weight = kernels::Blocked::new(|b| {
+            Ok(kernels::ConvGradWeightSplit::from_members(
+                // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+                unsafe { kernels::ConvGradWeight::with_constants_unchecked(rt, b) }?,
+                reduce.clone(),
+            ))
+        })?;
+        // SAFETY (each): every index is guarded (see "Bounds" in `kernels`).
+        let input_tiles = unsafe { kernels::WinogradInputTiles::new_unchecked(rt) }?;
+        let gradient_tiles = unsafe { kernels::WinogradGradientTiles::new_unchecked(rt) }?;
+        let filter = unsafe { kernels::WinogradFilter::new_unchecked(rt) }?;
+        let grad_weight_winograd = kernels::Blocked::new(|b| {
+            Ok(kernels::ConvGradWeightWinograd::from_members(
+                input_tiles.clone(),
+                gradient_tiles.clone(),
+                // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+                unsafe { kernels::WinogradMultiply::with_constants_unchecked(rt, b) }?,
+                filter.clone(),
+            ))
         })?;
         Ok(Conv2d {
             forward: kernels::Blocked::new(|b| {
@@ -383,6 +413,8 @@ impl Conv2d {
             })?,
             forward_split,
             backward,
+            grad_weight,
+            grad_weight_winograd,
             grad_input_split,
             // SAFETY: every index is guarded (see "Bounds" in `kernels`).
             grad_input_few: unsafe { kernels::ConvGradInputFew::new_unchecked(rt) }?,
@@ -391,6 +423,7 @@ impl Conv2d {
                 unsafe { kernels::ConvGradInputPhased::with_constants_unchecked(rt, b) }
             })?,
             partials: Mutex::new(None),
+            winograd: Mutex::default(),
         })
     }
 
@@ -419,7 +452,7 @@ impl Conv2d {
             shape,
             &p,
             &Way::ALL,
-            rows,
+            Way::fixed(rows),
             |tune, way, s| {
                 let (pre, y) = (&mut s.pre, &mut s.y);
                 self.record_forward(tune, way, p, &s.x, &s.w, &s.bias, pre, y)
@@ -463,7 +496,7 @@ impl Conv2d {
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
         // `Split::of` keeps `splits * out_channels * columns` within `u32`.
         let needed = cut.splits as usize * p.out_channels as usize * columns as usize;
-        let partial = scratch(&mut partials, batch.runtime(), needed)?;
+        let partial = grown(&mut partials, batch.runtime(), needed)?;
         let args = kernels::ConvForwardSplitArgs {
             p: &p,
             x,
@@ -494,24 +527,13 @@ impl Conv2d {
         grad_y: &GpuBuffer<f32>,
         grads: Conv2dGrads<'_>,
     ) -> Result<()> {
-        let mut p = shape.params(activation)?;
-        let input = p;
+        let p = shape.params(activation)?;
         let input_way = match grads.grad_x {
             Some(_) => self.input_way(batch.runtime(), shape, p)?,
             None => Way::fixed(p.in_channels),
         };
         let weight_way = self.weight_way(batch.runtime(), shape, p)?;
-        let family = self
-            .backward
-            .get(input_way.blocking)
-            .get(weight_way.blocking);
-        split_weight_grad(&mut p, family.conv_grad_weight().constants());
-        let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
-        let partial = scratch(
-            &mut partials,
-            batch.runtime(),
-            weight_partials(&p, grads.grad_w.len()),
-        )?;
+        let family = self.backward.get(input_way.blocking);
         let Conv2dGrads {
             grad_pre,
             grad_x,
@@ -521,9 +543,8 @@ impl Conv2d {
         // An input gradient the family's member does not compute (strided: one stride phase
         // at a time; few input channels: directly; split: in slices) runs after the family,
         // from the `grad_pre` it wrote.
-        let on_its_own = by_phases(&input)
-            || by_few_channels(&input)
-            || self.input_split(input_way, &input).splits > 1;
+        let on_its_own =
+            by_phases(&p) || by_few_channels(&p) || self.input_split(input_way, &p).splits > 1;
         let (grad_x, mut later_x) = match grad_x {
             Some(grad_x) if on_its_own => (None, Some(grad_x)),
             grad_x => (grad_x, None),
@@ -534,31 +555,30 @@ impl Conv2d {
         if let Some(grad_x) = later_x.as_deref_mut() {
             let phased = self.grad_input_phased.get(input_way.blocking);
             phased.check_lengths(&kernels::ConvGradInputPhasedArgs {
-                p: &input,
+                p: &p,
                 w,
                 grad_pre,
                 grad_x,
             })?;
         }
+        let weight = WeightPass::Check;
+        self.weight_pass(batch, weight, weight_way, p, x, grad_pre, grad_w)?;
         family.record(
             batch,
             kernels::ConvBackwardArgs {
                 p: &p,
-                x,
                 w,
                 pre,
                 grad_y,
                 grad_pre: &mut *grad_pre,
                 grad_x,
-                partial,
-                grad_w,
                 grad_bias,
             },
         )?;
-        // The input gradient's slices take the scratch memory after the filter gradient's.
-        drop(partials);
+        let weight = WeightPass::Record;
+        self.weight_pass(batch, weight, weight_way, p, x, grad_pre, grad_w)?;
         match later_x {
-            Some(grad_x) => self.record_grad_input(batch, input_way, input, w, grad_pre, grad_x),
+            Some(grad_x) => self.record_grad_input(batch, input_way, p, w, grad_pre, grad_x),
             None => Ok(()),
         }
     }
@@ -593,7 +613,7 @@ impl Conv2d {
             shape,
             &p,
             &Way::ALL,
-            p.in_channels,
+            Way::fixed(p.in_channels),
             |tune, way, s| self.record_grad_input(tune, way, p, &s.w, &s.pre, &mut s.grad_x),
         )
     }
@@ -650,8 +670,7 @@ impl Conv2d {
         }
         let cut = self.input_split(way, &p);
         if cut.splits == 1 {
-            // The filter-gradient blocking does not matter: only this member runs.
-            let family = &self.backward.get(way.blocking).large;
+            let family = self.backward.get(way.blocking);
             return family.conv_grad_input().record(
                 batch,
                 kernels::ConvGradInputArgs {
@@ -666,7 +685,7 @@ impl Conv2d {
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
         // `Split::of` keeps `splits * in_channels * columns` within `u32`.
         let needed = cut.splits as usize * (p.batch * p.in_channels * p.in_h * p.in_w) as usize;
-        let partial = scratch(&mut partials, batch.runtime(), needed)?;
+        let partial = grown(&mut partials, batch.runtime(), needed)?;
         self.grad_input_split.get(way.blocking).record(
             batch,
             kernels::ConvGradInputSplitArgs {
@@ -697,67 +716,170 @@ impl Conv2d {
         self.record_grad_weight(batch, way, p, x, grad_pre, grad_w)
     }
 
-    /// How the filter gradient runs for `shape` (always split as `split_weight_grad` says).
+    /// How the filter gradient runs for `shape`: as an implicit GEMM in either blocking
+    /// (always split as `split_weight_grad` says), or for the shapes Winograd's F(3x3, 4x4)
+    /// fits, by it in either blocking; with autotuning off, by Winograd where it fits.
     fn weight_way(&self, rt: &Runtime, shape: &Conv2dShape, p: kernels::ConvParams) -> Result<Way> {
         let operation = "nn::Conv2d::grad_weight";
-        tuned(
-            rt,
-            operation,
-            shape,
-            &p,
-            &Way::BLOCKINGS,
-            p.out_channels,
-            |tune, way, s| self.record_grad_weight(tune, way, p, &s.x, &s.pre, &mut s.grad_w),
-        )
+        let fixed = Way::fixed(p.out_channels);
+        let (ways, fixed) = if by_winograd(&p, rt) {
+            let fixed = Way::fixed(p.out_channels.min(p.in_channels)).by_winograd();
+            ([Way::BLOCKINGS, Way::WINOGRAD].concat(), fixed)
+        } else {
+            (Way::BLOCKINGS.to_vec(), fixed)
+        };
+        tuned(rt, operation, shape, &p, &ways, fixed, |tune, way, s| {
+            let pass = WeightPass::Record;
+            self.weight_pass(tune, pass, way, p, &s.x, &s.pre, &mut s.grad_w)
+        })
     }
 
     fn record_grad_weight(
         &self,
         batch: &mut Batch<'_>,
         way: Way,
+        p: kernels::ConvParams,
+        x: &GpuBuffer<f32>,
+        grad_pre: &GpuBuffer<f32>,
+        grad_w: &mut GpuBuffer<f32>,
+    ) -> Result<()> {
+        let pass = WeightPass::Record;
+        self.weight_pass(batch, pass, way, p, x, grad_pre, grad_w)
+    }
+
+    /// The filter gradient run `way`, recorded or (`WeightPass::Check`) only checked, with
+    /// its scratch memory grown to what it needs either way.
+    #[allow(clippy::too_many_arguments)]
+    fn weight_pass(
+        &self,
+        batch: &mut Batch<'_>,
+        pass: WeightPass,
+        way: Way,
         mut p: kernels::ConvParams,
         x: &GpuBuffer<f32>,
         grad_pre: &GpuBuffer<f32>,
         grad_w: &mut GpuBuffer<f32>,
     ) -> Result<()> {
-        let family = self.backward.large.get(way.blocking);
+        if way.winograd {
+            let family = self.grad_weight_winograd.get(way.blocking);
+            let blocking = family.winograd_multiply().constants();
+            let tiles = winograd_tiles(&p);
+            // `by_winograd` checked that the tiles (and so the tile count) fit `u32`.
+            let tile_count = tiles as u32;
+            let cut = Split::batched(
+                blocking,
+                kernels::POINTS,
+                p.out_channels,
+                p.in_channels,
+                tile_count,
+            );
+            (p.splits, p.split_depth) = (cut.splits, cut.depth);
+            let points = kernels::POINTS as usize;
+            let pairs = p.out_channels as usize * p.in_channels as usize;
+            let mut scratch = self.winograd.lock().unwrap_or_else(PoisonError::into_inner);
+            let rt = batch.runtime();
+            let WinogradScratch {
+                input_tiles,
+                gradient_tiles,
+                products,
+            } = &mut *scratch;
+            let mut args = kernels::ConvGradWeightWinogradArgs {
+                p: &p,
+                x,
+                grad_pre,
+                input_tiles: grown(input_tiles, rt, points * p.in_channels as usize * tiles)?,
+                gradient_tiles: grown(
+                    gradient_tiles,
+                    rt,
+                    points * p.out_channels as usize * tiles,
+                )?,
+                products: grown(products, rt, cut.splits as usize * points * pairs)?,
+                grad_w,
+            };
+            return match pass {
+                WeightPass::Check => family.check_lengths(&mut args),
+                WeightPass::Record => family.record(batch, args),
+            };
+        }
+        let family = self.grad_weight.get(way.blocking);
         split_weight_grad(&mut p, family.conv_grad_weight().constants());
         let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
-        let partial = scratch(
-            &mut partials,
-            batch.runtime(),
-            weight_partials(&p, grad_w.len()),
-        )?;
-        // Both passes' buffers are checked before either is recorded.
-        let weight = kernels::ConvGradWeightArgs {
+        let needed = weight_partials(&p, grad_w.len());
+        let mut args = kernels::ConvGradWeightSplitArgs {
             p: &p,
             x,
             grad_pre,
-            partial,
+            partial: grown(&mut partials, batch.runtime(), needed)?,
             grad_w,
         };
-        family.conv_grad_weight().check_lengths(&weight)?;
-        family.conv_grad_weight().record(batch, weight)?;
-        family.conv_grad_weight_reduce().record(
-            batch,
-            kernels::ConvGradWeightReduceArgs {
-                p: &p,
-                partial,
-                grad_w,
-            },
-        )
+        match pass {
+            WeightPass::Check => family.check_lengths(&mut args),
+            WeightPass::Record => family.record(batch, args),
+        }
     }
 }
 
+/// Whether [`Conv2d::weight_pass`] records the pass or only checks its buffers (for a caller
+/// that records other work first and checks every buffer before recording anything).
+#[derive(Clone, Copy, Debug)]
+enum WeightPass {
+    Check,
+    Record,
+}
+
+/// The filter gradient's scratch memory under Winograd (see `ConvGradWeightWinograd`).
+#[derive(Debug, Default)]
+struct WinogradScratch {
+    input_tiles: Option<GpuBuffer<f32>>,
+    gradient_tiles: Option<GpuBuffer<f32>>,
+    products: Option<GpuBuffer<f32>>,
+}
+
+/// The tiles of `TILE` x `TILE` output pixels Winograd's filter gradient cuts `p`'s output
+/// into.
+fn winograd_tiles(p: &kernels::ConvParams) -> usize {
+    let edge = kernels::TILE;
+    p.batch as usize * p.out_h.div_ceil(edge) as usize * p.out_w.div_ceil(edge) as usize
+}
+
+/// Whether the filter gradient of `p` may run by Winograd's F(3x3, 4x4): a 3 x 3 filter of
+/// stride 1 and dilation 1, whose transformed tiles and products fit `u32` indices and one
+/// binding of `rt`'s device.
+fn by_winograd(p: &kernels::ConvParams, rt: &Runtime) -> bool {
+    let window = [
+        p.kernel_h,
+        p.kernel_w,
+        p.stride_h,
+        p.stride_w,
+        p.dilation_h,
+        p.dilation_w,
+    ];
+    if window != [3, 3, 1, 1, 1, 1] {
+        return false;
+    }
+    let tiles = winograd_tiles(p) as u64;
+    let points = u64::from(kernels::POINTS);
+    let channels = u64::from(p.out_channels.max(p.in_channels));
+    let pairs = u64::from(p.out_channels) * u64::from(p.in_channels);
+    // `Split` cuts no slice shorter than `MIN_SLICE` tiles.
+    let most_slices = tiles.div_ceil(MIN_SLICE).max(1);
+    let largest = (points * channels * tiles).max(points * pairs * most_slices);
+    let limits = &rt.info().limits;
+    let binding = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
+    largest <= u64::from(u32::MAX) && largest * 4 <= binding
+}
+
 /// How `operation` runs for `shape`, among `ways` (see [`tune::way`]); with autotuning off,
-/// the fixed way for an output of `rows` rows.
+/// `fixed`.
 fn tuned(
     rt: &Runtime,
     operation: &str,
     shape: &Conv2dShape,
     p: &kernels::ConvParams,
     ways: &[Way],
-    rows: u32,
+    fixed: Way,
     record: impl FnMut(&mut Batch<'_>, Way, &mut Scratch) -> Result<()>,
 ) -> Result<Way> {
     let scratch = |rt: &Runtime| Scratch::new(rt, shape);
@@ -767,7 +889,7 @@ fn tuned(
         &sizes(p),
         &exact(p),
         ways,
-        rows,
+        fixed,
         scratch,
         record,
     )

@@ -117,7 +117,7 @@ impl Gemm {
             &[m, n, k],
             &[],
             &Way::ALL,
-            m.min(n),
+            Way::fixed(m.min(n)),
             |rt| Scratch::new(rt, shape),
             |tune, way, s| {
                 let (pre, y) = (&mut s.pre, &mut s.y);
@@ -203,7 +203,7 @@ impl Gemm {
             &[m, n, k],
             &[],
             &Way::BLOCKINGS,
-            m.min(k),
+            Way::fixed(m.min(k)),
             |rt| Scratch::new(rt, shape),
             |tune, way, s| {
                 let grads = GemmGrads {

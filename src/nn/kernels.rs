@@ -851,20 +851,13 @@ mod nn {
         }
     }
 
-    /// The backward pass of `conv_forward`: the gradient before the activation, then the
-    /// gradients of the input (when asked for), the filter and the bias from it.
-    #[family(
-        conv_activation_grad,
-        conv_grad_input,
-        conv_grad_weight,
-        conv_grad_weight_reduce,
-        conv_grad_bias
-    )]
+    /// The backward pass of `conv_forward` but the filter's gradient: the gradient before the
+    /// activation, then the gradients of the input (when asked for) and the bias from it. The
+    /// filter's gradient follows from `grad_pre` (`ConvGradWeightSplit` or
+    /// `ConvGradWeightWinograd`).
+    #[family(conv_activation_grad, conv_grad_input, conv_grad_bias)]
     pub struct ConvBackward {
-        /// The shape; `splits` and `split_depth` as `conv_grad_weight`'s blocking needs.
         p: &ConvParams,
-        #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
-        x: &[f32],
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
         w: &[f32],
         /// The forward's `pre`.
@@ -877,13 +870,25 @@ mod nn {
         grad_pre: &mut [f32],
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
         grad_x: Option<&mut [f32]>,
-        /// Scratch for the filter gradient's slices after the first.
+        #[len(p.out_channels)]
+        grad_bias: &mut [f32],
+    }
+
+    /// The filter's gradient as an implicit GEMM (`conv_grad_weight`), its summed dimension
+    /// in `p.splits` slices that `conv_grad_weight_reduce` adds up.
+    #[family(conv_grad_weight, conv_grad_weight_reduce)]
+    pub struct ConvGradWeightSplit {
+        /// The shape; `splits` and `split_depth` as `conv_grad_weight`'s blocking needs.
+        p: &ConvParams,
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
+        x: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        grad_pre: &[f32],
+        /// Scratch for the slices after the first.
         #[len((p.splits - 1) * p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
         partial: &mut [f32],
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
         grad_w: &mut [f32],
-        #[len(p.out_channels)]
-        grad_bias: &mut [f32],
     }
 
     /// `grad_pre = grad_y * act'(pre)` over the convolution's output.
@@ -1387,6 +1392,351 @@ mod nn {
         let len = p.out_channels * p.in_channels * p.kernel_h * p.kernel_w;
         if i < len {
             grad_w[i] = grad_w[i] + sum_slices(partial, p.splits - 1, len, i);
+        }
+    }
+
+    /// The output pixels along each edge of a tile of Winograd's F(3x3, 4x4).
+    pub const TILE: u32 = 4;
+
+    /// The input pixels along each edge of the patch a tile sees, and of a transformed tile.
+    pub const PATCH: u32 = TILE + 2;
+
+    /// The points of a transformed tile.
+    pub const POINTS: u32 = PATCH * PATCH;
+
+    /// The filter gradient of a 3 x 3 convolution of stride 1 and dilation 1 by Winograd's
+    /// minimal filtering F(3x3, 4x4), in 6 x 6 / (16 x 9) = a quarter of the multiplications
+    /// of the implicit GEMM. The output pixels are cut into tiles of 4 x 4; each tile of
+    /// `grad_pre` and the 6 x 6 patch of `x` it sees become 6 x 6 tiles in a transformed
+    /// space (`winograd_gradient_tiles`, `winograd_input_tiles`), where the correlation of
+    /// the two is a product point by point. Summed over every tile, that is one GEMM per
+    /// point (`winograd_multiply`: output channels x input channels, summed over tiles, in
+    /// `p.splits` slices), and `winograd_filter` adds the slices up and transforms the 6 x 6
+    /// sums back into the 3 x 3 filter.
+    ///
+    /// With `d` a patch of `x`, `g` a tile of `grad_pre` and `m` the summed products, the
+    /// transforms are `Bᵀ d B`, `A g Aᵀ` and `Gᵀ m G`, the matrices of F(4, 3) (interpolation
+    /// at 0, ±1, ±2 and infinity) with the roles of `A` and `G` exchanged:
+    ///
+    /// ```text
+    ///      | 4  0 -5  0  1  0 |       | 1  0  0  0 |
+    ///      | 0 -4 -4  1  1  0 |       | 1  1  1  1 |        | 1/4 -1/6 -1/6 1/24  1/24 0 |
+    /// Bᵀ = | 0  4 -4 -1  1  0 |   A = | 1 -1  1 -1 |   Gᵀ = |  0  -1/6  1/6 1/12 -1/12 0 |
+    ///      | 0 -2 -1  2  1  0 |       | 1  2  4  8 |        |  0  -1/6 -1/6  1/6  1/6  1 |
+    ///      | 0  2 -1 -2  1  0 |       | 1 -2  4 -8 |
+    ///      | 0  4  0 -5  0  1 |       | 0  0  0  1 |
+    /// ```
+    #[family(
+        winograd_input_tiles,
+        winograd_gradient_tiles,
+        winograd_multiply,
+        winograd_filter
+    )]
+    pub struct ConvGradWeightWinograd {
+        /// The shape (a 3 x 3 filter, stride 1, dilation 1); `splits` and `split_depth` cut
+        /// the tiles as `winograd_multiply`'s blocking needs.
+        p: &ConvParams,
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
+        x: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        grad_pre: &[f32],
+        /// Scratch: the transformed patches of `x`, `[POINTS][in_channels][tiles]`.
+        #[len(36 * p.in_channels * p.batch * ceil_div(p.out_h, 4) * ceil_div(p.out_w, 4))]
+        input_tiles: &mut [f32],
+        /// Scratch: the transformed tiles of `grad_pre`, `[POINTS][out_channels][tiles]`.
+        #[len(36 * p.out_channels * p.batch * ceil_div(p.out_h, 4) * ceil_div(p.out_w, 4))]
+        gradient_tiles: &mut [f32],
+        /// Scratch: each slice's sums, `[splits][POINTS][out_channels][in_channels]`.
+        #[len(p.splits * 36 * p.out_channels * p.in_channels)]
+        products: &mut [f32],
+        #[len(p.out_channels * p.in_channels * 9)]
+        grad_w: &mut [f32],
+    }
+
+    /// The tiles of `TILE` x `TILE` output pixels of a Winograd filter gradient, as (rows,
+    /// columns).
+    fn winograd_grid(p: &ConvParams) -> Vec2<u32> {
+        vec2(ceil_div(p.out_h, TILE), ceil_div(p.out_w, TILE))
+    }
+
+    /// `Bᵀ v` for a column `v` of a patch of `x` (and, applied to rows, `v B`).
+    fn winograd_input(v: &[f32; PATCH]) -> [f32; PATCH] {
+        [
+            4.0 * v[0] - 5.0 * v[2] + v[4],
+            -4.0 * (v[1] + v[2]) + v[3] + v[4],
+            4.0 * (v[1] - v[2]) - v[3] + v[4],
+            2.0 * (v[3] - v[1]) - v[2] + v[4],
+            2.0 * (v[1] - v[3]) - v[2] + v[4],
+            4.0 * v[1] - 5.0 * v[3] + v[5],
+        ]
+    }
+
+    /// `A v` for a column `v` of a tile of `grad_pre` (and, applied to rows, `v Aᵀ`).
+    fn winograd_gradient(v: &[f32; TILE]) -> [f32; PATCH] {
+        let (even, odd) = (v[0] + v[2], v[1] + v[3]);
+        let (even2, odd2) = (v[0] + 4.0 * v[2], 2.0 * v[1] + 8.0 * v[3]);
+        [
+            v[0],
+            even + odd,
+            even - odd,
+            even2 + odd2,
+            even2 - odd2,
+            v[3],
+        ]
+    }
+
+    /// `Gᵀ v` for a column `v` of summed products (and, applied to rows, `v G`).
+    fn winograd_filter_taps(v: &[f32; PATCH]) -> [f32; 3] {
+        let (sum12, sum34) = (v[1] + v[2], v[3] + v[4]);
+        [
+            0.25 * v[0] - sum12 / 6.0 + sum34 / 24.0,
+            (v[2] - v[1]) / 6.0 + (v[3] - v[4]) / 12.0,
+            (sum34 - sum12) / 6.0 + v[5],
+        ]
+    }
+
+    /// `Bᵀ d B` of the `PATCH` x `PATCH` patch `d` (row-major), by columns then rows.
+    fn winograd_input_tile(d: &[f32; POINTS]) -> [f32; POINTS] {
+        let mut columns = [0.0f32; POINTS];
+        #[unroll]
+        for c in 0..PATCH {
+            let mut column = [0.0f32; PATCH];
+            #[unroll]
+            for r in 0..PATCH {
+                column[r] = d[r * PATCH + c];
+            }
+            let column = winograd_input(&column);
+            #[unroll]
+            for r in 0..PATCH {
+                columns[r * PATCH + c] = column[r];
+            }
+        }
+        let mut tile = [0.0f32; POINTS];
+        #[unroll]
+        for r in 0..PATCH {
+            let mut row = [0.0f32; PATCH];
+            #[unroll]
+            for c in 0..PATCH {
+                row[c] = columns[r * PATCH + c];
+            }
+            let row = winograd_input(&row);
+            #[unroll]
+            for c in 0..PATCH {
+                tile[r * PATCH + c] = row[c];
+            }
+        }
+        tile
+    }
+
+    /// Writes the transformed tile `values` to its points of `tiles`
+    /// (`[POINTS][channels][count]`), at `channel` and tile `tile`.
+    fn put_tile(
+        tiles: &mut [f32],
+        values: &[f32; POINTS],
+        channels: u32,
+        count: u32,
+        channel: u32,
+        tile: u32,
+    ) {
+        #[unroll]
+        for point in 0..POINTS {
+            tiles[(point * channels + channel) * count + tile] = values[point];
+        }
+    }
+
+    /// `input_tiles[.., c, tile]` = `Bᵀ d B` for the `PATCH` x `PATCH` patch `d` of `x`'s
+    /// channel `c` (grid `y`) that tile `tile` of the output sees, zero outside the image.
+    #[kernel(
+        workgroup = [GROUP],
+        grid = [
+            ceil_div(p.batch * ceil_div(p.out_h, TILE) * ceil_div(p.out_w, TILE), GROUP),
+            p.in_channels
+        ]
+    )]
+    pub fn winograd_input_tiles(p: &ConvParams, x: &[f32], input_tiles: &mut [f32]) {
+        let grid = winograd_grid(p);
+        let count = p.batch * grid.x * grid.y;
+        let (tile, c) = (global_id().x, workgroup_id().y);
+        if tile < count {
+            // (image, tile row, tile column).
+            let at = digits(tile, grid.x, grid.y);
+            let plane = (at.x * p.in_channels + c) * p.in_h;
+            let mut d = [0.0f32; POINTS];
+            #[unroll]
+            for row in 0..PATCH {
+                // Padding wraps around and fails `< in_h`.
+                let ih = (at.y * TILE + row).wrapping_sub(p.pad_top);
+                #[unroll]
+                for column in 0..PATCH {
+                    let iw = (at.z * TILE + column).wrapping_sub(p.pad_left);
+                    if ih < p.in_h && iw < p.in_w {
+                        d[row * PATCH + column] = x[(plane + ih) * p.in_w + iw];
+                    }
+                }
+            }
+            let transformed = winograd_input_tile(&d);
+            put_tile(input_tiles, &transformed, p.in_channels, count, c, tile);
+        }
+    }
+
+    /// `gradient_tiles[.., k, tile]` = `A g Aᵀ` for the `TILE` x `TILE` tile `g` of
+    /// `grad_pre`'s channel `k` (grid `y`), zero past the output's last row or column.
+    #[kernel(
+        workgroup = [GROUP],
+        grid = [
+            ceil_div(p.batch * ceil_div(p.out_h, TILE) * ceil_div(p.out_w, TILE), GROUP),
+            p.out_channels
+        ]
+    )]
+    pub fn winograd_gradient_tiles(p: &ConvParams, grad_pre: &[f32], gradient_tiles: &mut [f32]) {
+        let grid = winograd_grid(p);
+        let count = p.batch * grid.x * grid.y;
+        let (tile, k) = (global_id().x, workgroup_id().y);
+        if tile < count {
+            let at = digits(tile, grid.x, grid.y);
+            let plane = (at.x * p.out_channels + k) * p.out_h;
+            let mut g = [0.0f32; TILE * TILE];
+            #[unroll]
+            for row in 0..TILE {
+                let oh = at.y * TILE + row;
+                #[unroll]
+                for column in 0..TILE {
+                    let ow = at.z * TILE + column;
+                    if oh < p.out_h && ow < p.out_w {
+                        g[row * TILE + column] = grad_pre[(plane + oh) * p.out_w + ow];
+                    }
+                }
+            }
+            // `A g` by columns, then each of its rows times `Aᵀ`.
+            let mut columns = [0.0f32; PATCH * TILE];
+            #[unroll]
+            for c in 0..TILE {
+                let mut column = [0.0f32; TILE];
+                #[unroll]
+                for r in 0..TILE {
+                    column[r] = g[r * TILE + c];
+                }
+                let column = winograd_gradient(&column);
+                #[unroll]
+                for r in 0..PATCH {
+                    columns[r * TILE + c] = column[r];
+                }
+            }
+            let mut transformed = [0.0f32; POINTS];
+            #[unroll]
+            for r in 0..PATCH {
+                let mut row = [0.0f32; TILE];
+                #[unroll]
+                for c in 0..TILE {
+                    row[c] = columns[r * TILE + c];
+                }
+                let row = winograd_gradient(&row);
+                #[unroll]
+                for c in 0..PATCH {
+                    transformed[r * PATCH + c] = row[c];
+                }
+            }
+            put_tile(gradient_tiles, &transformed, p.out_channels, count, k, tile);
+        }
+    }
+
+    /// Slice `z / POINTS` of the GEMM of point `z % POINTS`: `products[slice][point]` = the
+    /// sum over the slice's tiles of `gradient_tiles[point] · input_tiles[point]ᵀ`, both
+    /// staged across. The points' matrices are read as one tall matrix per operand, the block
+    /// shifted to the point's rows: a block past the point's last row reads the next point's,
+    /// whose products land outside the point's output and are not stored.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = Blocking,
+        grid = [
+            ceil_div(p.in_channels, BLOCK),
+            ceil_div(p.out_channels, BLOCK),
+            POINTS * p.splits
+        ]
+    )]
+    pub fn winograd_multiply(
+        p: &ConvParams,
+        gradient_tiles: &[f32],
+        input_tiles: &[f32],
+        products: &mut [f32],
+        #[workgroup] tile_g: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_x: &mut [Vec4<f32>; DEPTH * ROW],
+    ) {
+        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+        let (point, split) = (workgroup_id().z % POINTS, workgroup_id().z / POINTS);
+        let grid = winograd_grid(p);
+        let count = p.batch * grid.x * grid.y;
+        let (rows, columns) = (p.out_channels, p.in_channels);
+        let shapes = vec4(count, POINTS * rows, count, POINTS * columns);
+        let shifted = origin + vec2(point * columns, point * rows);
+        let summed = slice(split, p.split_depth, count);
+        let acc = mainloop(
+            tile_g,
+            tile_x,
+            gradient_tiles,
+            input_tiles,
+            shapes,
+            vec2(true, true),
+            shifted,
+            summed,
+            t,
+        );
+        let offset = (split * POINTS + point) * rows * columns;
+        store_tile(products, offset, &acc, rows, columns, columns, origin, t);
+    }
+
+    /// `grad_w[k, c]` = `Gᵀ m G`, `m` the `PATCH` x `PATCH` products of output channel `k`
+    /// and input channel `c` summed over the slices. A workgroup takes `GROUP / POINTS`
+    /// pairs (`k`, `c`): each invocation sums one point of one pair over the slices
+    /// (adjacent invocations read adjacent pairs), and one invocation per pair transforms
+    /// its sums.
+    #[kernel(
+        workgroup = [GROUP],
+        grid = [ceil_div(p.out_channels * p.in_channels, GROUP / POINTS)]
+    )]
+    pub fn winograd_filter(
+        p: &ConvParams,
+        products: &[f32],
+        grad_w: &mut [f32],
+        #[workgroup] sums: &mut [f32; GROUP],
+    ) {
+        let t = local_index();
+        let per_group = GROUP / POINTS;
+        let pairs = p.out_channels * p.in_channels;
+        let (point, pair) = (t / per_group, workgroup_id().x * per_group + t % per_group);
+        if point < POINTS && pair < pairs {
+            sums[t] = sum_slices(products, p.splits, POINTS * pairs, point * pairs + pair);
+        }
+        workgroup_barrier();
+        if t < per_group && pair < pairs {
+            // `Gᵀ m` by columns, then each of its three rows times `G`.
+            let mut columns = [0.0f32; 3 * PATCH];
+            #[unroll]
+            for c in 0..PATCH {
+                let mut column = [0.0f32; PATCH];
+                #[unroll]
+                for r in 0..PATCH {
+                    column[r] = sums[(r * PATCH + c) * per_group + t];
+                }
+                let taps = winograd_filter_taps(&column);
+                #[unroll]
+                for r in 0..3 {
+                    columns[r * PATCH + c] = taps[r];
+                }
+            }
+            #[unroll]
+            for r in 0..3 {
+                let mut row = [0.0f32; PATCH];
+                #[unroll]
+                for c in 0..PATCH {
+                    row[c] = columns[r * PATCH + c];
+                }
+                let taps = winograd_filter_taps(&row);
+                #[unroll]
+                for s in 0..3 {
+                    grad_w[pair * 9 + r * 3 + s] = taps[s];
+                }
+            }
         }
     }
 

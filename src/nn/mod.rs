@@ -10,7 +10,8 @@
 //!   gradient (stride-1 fast path; strided ones one stride phase at a time, so only the taps
 //!   that land on output pixels are summed; computed directly for up to 4 input channels;
 //!   split when the input cannot fill the GPU), filter gradient (implicit GEMM with M = out
-//!   channels, N = in channels x taps, K = images x output pixels), bias gradient.
+//!   channels, N = in channels x taps, K = images x output pixels; for 3x3 filters of stride
+//!   1, also by Winograd's F(3x3, 4x4), a quarter of the multiplications), bias gradient.
 //! - [`Activation`]: none, ReLU, GELU (tanh form), SiLU, sigmoid and tanh, each written once
 //!   with its derivative and fused into both ops' epilogues.
 //! - [`SoftmaxCrossEntropy`]: the classification loss and its gradient.
@@ -24,11 +25,13 @@
 //! shape bucket it times its ways on scratch buffers of the problem's sizes (before the
 //! caller's batch is submitted) and keeps the fastest. The ways are both blockings and, for the
 //! passes whose slices cost an extra pass (the GEMM forward, the convolution forward and input
-//! gradient), each whole or split. With autotuning off (`TESSERA_AUTOTUNE=off`, the default on
+//! gradient), each whole or split; the filter gradient of a 3x3 convolution of stride 1 is
+//! timed by Winograd too. With autotuning off (`TESSERA_AUTOTUNE=off`, the default on
 //! software adapters, and in the tests) each takes its fixed rule: the 64 x 64 blocks when the
 //! output has at most 64 rows (for [`Gemm`]'s forward, rows or columns; for convolutions,
 //! output channels, or input channels for the input gradient), the 128 x 128 blocks
-//! otherwise, and split whenever the output alone would leave the GPU idle.
+//! otherwise, and split whenever the output alone would leave the GPU idle; Winograd for every
+//! filter gradient it fits.
 
 mod activation;
 mod conv;

@@ -8,7 +8,7 @@ use super::kernels::Blocking;
 const WORKGROUPS: u64 = 512;
 
 /// The shortest slice of the summed dimension worth a workgroup of its own.
-const MIN_SLICE: u64 = 512;
+pub(crate) const MIN_SLICE: u64 = 512;
 
 /// How a summed dimension is cut: `splits` slices, each `depth` long but the last.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,10 +30,17 @@ impl Split {
     /// that every slice's partial product can be indexed with `u32`. One slice when the output
     /// fills the GPU by itself.
     pub fn of(blocking: Blocking, rows: u32, columns: u32, depth: u32) -> Split {
+        Split::batched(blocking, 1, rows, columns, depth)
+    }
+
+    /// [`Split::of`] for `batches` GEMMs of the same shape computed together (one output
+    /// each, every one cut the same way).
+    pub fn batched(blocking: Blocking, batches: u32, rows: u32, columns: u32, depth: u32) -> Split {
         let block = u64::from(blocking.block());
         let (rows, columns, depth) = (u64::from(rows), u64::from(columns), u64::from(depth));
-        let blocks = rows.div_ceil(block) * columns.div_ceil(block);
-        let output = (rows * columns).max(1);
+        let batches = u64::from(batches);
+        let blocks = batches * rows.div_ceil(block) * columns.div_ceil(block);
+        let output = (batches * rows * columns).max(1);
         let splits = (WORKGROUPS / blocks.max(1))
             .min(depth / MIN_SLICE)
             .min(u64::from(u32::MAX) / output)

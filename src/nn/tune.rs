@@ -1,5 +1,5 @@
-//! How each GEMM-shaped op runs: which blocking, and whether a sum too long for its output
-//! may be split into slices. Tuned per device and shape bucket by
+//! How each GEMM-shaped op runs: which blocking, whether a sum too long for its output may be
+//! split into slices, and for the filter gradient of a 3 x 3 convolution, which algorithm. Tuned per device and shape bucket by
 //! [`Runtime::autotune`](crate::Runtime::autotune), or, with autotuning off, [`Way::fixed`].
 
 use std::sync::OnceLock;
@@ -15,6 +15,9 @@ pub(crate) struct Way {
     /// Whether the op may cut its sum into slices when its output alone cannot fill the GPU
     /// (`Split::of` decides how many); otherwise it runs whole.
     pub split: bool,
+    /// Whether the op runs by Winograd's minimal filtering instead of as an implicit GEMM
+    /// (only the filter gradient of 3 x 3 convolutions of stride 1 has that way).
+    pub winograd: bool,
 }
 
 impl Way {
@@ -30,8 +33,26 @@ impl Way {
     /// filter gradient) or never do (the GEMM backward).
     pub const BLOCKINGS: [Way; 2] = [Way::new(0, true), Way::new(1, true)];
 
+    /// Both blockings of Winograd's filter gradient (which always may split its sum).
+    pub const WINOGRAD: [Way; 2] = [
+        Way::new(0, true).by_winograd(),
+        Way::new(1, true).by_winograd(),
+    ];
+
     const fn new(blocking: usize, split: bool) -> Self {
-        Way { blocking, split }
+        Way {
+            blocking,
+            split,
+            winograd: false,
+        }
+    }
+
+    /// The same blocking and split, by Winograd's minimal filtering.
+    pub const fn by_winograd(self) -> Self {
+        Way {
+            winograd: true,
+            ..self
+        }
     }
 
     /// The way with autotuning off, for an output whose narrower side has `rows`: the small
@@ -48,8 +69,8 @@ fn wgsl_hash() -> u64 {
 }
 
 /// The way `operation` runs, among `ways`, for a problem of `sizes` (rounded to powers of
-/// two for the bucket) and `exact` values (taken as they are); with autotuning off,
-/// [`Way::fixed`] for `rows`.
+/// two for the bucket) and `exact` values (taken as they are); with autotuning off, `fixed`
+/// (one of `ways`).
 ///
 /// Tuning records candidates into batches of their own with scratch buffers from `scratch`,
 /// made once when a tuning first needs them, never with the caller's.
@@ -60,7 +81,7 @@ pub(crate) fn way<S>(
     sizes: &[u32],
     exact: &[u32],
     ways: &[Way],
-    rows: u32,
+    fixed: Way,
     scratch: impl Fn(&Runtime) -> Result<S>,
     mut record: impl FnMut(&mut Batch<'_>, Way, &mut S) -> Result<()>,
 ) -> Result<Way> {
@@ -70,7 +91,6 @@ pub(crate) fn way<S>(
         .chain(exact.iter().copied())
         .collect();
     let key = TuneKey::new(operation, wgsl_hash(), &bucket);
-    let fixed = Way::fixed(rows);
     let fixed_index = ways.iter().position(|&w| w == fixed).unwrap_or(0);
     let mut made: Option<S> = None;
     let chosen = rt.autotune(&key, ways.len(), fixed_index, |batch, index| {

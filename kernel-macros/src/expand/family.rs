@@ -104,11 +104,20 @@ pub fn family(module: &Module, family: &Family) -> TokenStream {
                 batch.enqueue()
             }
 
+            /// Checks the buffers of every kernel it launches against what `args` imply,
+            /// recording nothing: for a caller that records other work before the family
+            /// and wants every buffer checked first. (`&mut` only lends the writable
+            /// buffers to each kernel's check.)
+            pub fn check_lengths(&self, args: &mut #args_ty<'_>) -> #rt::Result<()> {
+                let _ = &args;
+                #(#checks)*
+                Ok(())
+            }
+
             /// Checks the buffers of every kernel it launches, then records them into `batch`,
             /// in order. A kernel that uses an optional binding left as `None` is skipped.
             pub fn record(&self, batch: &mut #rt::Batch<'_>, mut args: #args_ty<'_>) -> #rt::Result<()> {
-                let _ = &mut args;
-                #(#checks)*
+                self.check_lengths(&mut args)?;
                 #(#records)*
                 Ok(())
             }
