@@ -846,15 +846,8 @@ fn winograd_tiles(p: &kernels::ConvParams) -> usize {
 /// stride 1 and dilation 1, whose transformed tiles and products fit `u32` indices and one
 /// binding of `rt`'s device.
 fn by_winograd(p: &kernels::ConvParams, rt: &Runtime) -> bool {
-    let window = [
-        p.kernel_h,
-        p.kernel_w,
-        p.stride_h,
-        p.stride_w,
-        p.dilation_h,
-        p.dilation_w,
-    ];
-    if window != [3, 3, 1, 1, 1, 1] {
+    // The window, stride and dilation.
+    if exact(p) != [3, 3, 1, 1, 1, 1] {
         return false;
     }
     let tiles = winograd_tiles(p) as u64;
