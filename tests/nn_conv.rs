@@ -361,62 +361,40 @@ fn conv2d_single_gradients_and_checked_backward() {
 
     let pre = rt.zeros::<f32>(out_len).unwrap();
     let mut scratch = rt.zeros::<f32>(out_len).unwrap();
-    let mut short_bias = rt.zeros::<f32>(3).unwrap();
-    let mut batch = rt.batch();
-    let grads = Conv2dGrads {
-        grad_pre: &mut scratch,
-        grad_x: Some(&mut grad_x),
-        grad_w: &mut grad_w,
-        grad_bias: &mut short_bias,
-    };
-    let error = conv
-        .backward(
-            &mut batch,
-            &shape,
-            Activation::Relu,
-            &x,
-            &w,
-            &pre,
-            &grad_pre,
-            grads,
-        )
-        .unwrap_err();
-    assert!(
-        matches!(&error, Error::BufferTooShort { binding, .. } if binding == "grad_bias"),
-        "{error}"
-    );
-    assert!(
-        batch.is_empty(),
-        "nothing is recorded when a buffer is wrong"
-    );
-
-    // The filter gradient runs after the rest of the family: its buffers are checked first
-    // too.
-    let mut grad_bias = rt.zeros::<f32>(4).unwrap();
-    let mut short_w = rt.zeros::<f32>(wv.len() - 1).unwrap();
-    let grads = Conv2dGrads {
-        grad_pre: &mut scratch,
-        grad_x: Some(&mut grad_x),
-        grad_w: &mut short_w,
-        grad_bias: &mut grad_bias,
-    };
-    let error = conv
-        .backward(
-            &mut batch,
-            &shape,
-            Activation::Relu,
-            &x,
-            &w,
-            &pre,
-            &grad_pre,
-            grads,
-        )
-        .unwrap_err();
-    assert!(
-        matches!(&error, Error::BufferTooShort { binding, .. } if binding == "grad_w"),
-        "{error}"
-    );
-    assert!(batch.is_empty(), "nothing is recorded when grad_w is short");
+    // A short bias gradient, then a short filter gradient (which runs after the rest of the
+    // family, so its buffers must be checked first too).
+    let cases = [(3, wv.len(), "grad_bias"), (4, wv.len() - 1, "grad_w")];
+    for (bias_len, w_len, short) in cases {
+        let mut grad_bias = rt.zeros::<f32>(bias_len).unwrap();
+        let mut grad_w = rt.zeros::<f32>(w_len).unwrap();
+        let mut batch = rt.batch();
+        let grads = Conv2dGrads {
+            grad_pre: &mut scratch,
+            grad_x: Some(&mut grad_x),
+            grad_w: &mut grad_w,
+            grad_bias: &mut grad_bias,
+        };
+        let error = conv
+            .backward(
+                &mut batch,
+                &shape,
+                Activation::Relu,
+                &x,
+                &w,
+                &pre,
+                &grad_pre,
+                grads,
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&error, Error::BufferTooShort { binding, .. } if binding == short),
+            "{error}"
+        );
+        assert!(
+            batch.is_empty(),
+            "nothing is recorded when {short} is short"
+        );
+    }
 }
 
 /// 3x3 filters of stride 1 get their gradient by Winograd's F(3x3, 4x4) with autotuning off:

@@ -713,7 +713,7 @@ impl Conv2d {
     ) -> Result<()> {
         let p = shape.params(Activation::None)?;
         let way = self.weight_way(batch.runtime(), shape, p)?;
-        self.record_grad_weight(batch, way, p, x, grad_pre, grad_w)
+        self.weight_pass(batch, WeightPass::Record, way, p, x, grad_pre, grad_w)
     }
 
     /// How the filter gradient runs for `shape`: as an implicit GEMM in either blocking
@@ -721,30 +721,16 @@ impl Conv2d {
     /// fits, by it in either blocking; with autotuning off, by Winograd where it fits.
     fn weight_way(&self, rt: &Runtime, shape: &Conv2dShape, p: kernels::ConvParams) -> Result<Way> {
         let operation = "nn::Conv2d::grad_weight";
-        let fixed = Way::fixed(p.out_channels);
         let (ways, fixed) = if by_winograd(&p, rt) {
-            let fixed = Way::fixed(p.out_channels.min(p.in_channels)).by_winograd();
-            ([Way::BLOCKINGS, Way::WINOGRAD].concat(), fixed)
+            let winograd = Way::fixed(p.out_channels.min(p.in_channels)).by_winograd();
+            ([Way::BLOCKINGS, Way::WINOGRAD].concat(), winograd)
         } else {
-            (Way::BLOCKINGS.to_vec(), fixed)
+            (Way::BLOCKINGS.to_vec(), Way::fixed(p.out_channels))
         };
         tuned(rt, operation, shape, &p, &ways, fixed, |tune, way, s| {
             let pass = WeightPass::Record;
             self.weight_pass(tune, pass, way, p, &s.x, &s.pre, &mut s.grad_w)
         })
-    }
-
-    fn record_grad_weight(
-        &self,
-        batch: &mut Batch<'_>,
-        way: Way,
-        p: kernels::ConvParams,
-        x: &GpuBuffer<f32>,
-        grad_pre: &GpuBuffer<f32>,
-        grad_w: &mut GpuBuffer<f32>,
-    ) -> Result<()> {
-        let pass = WeightPass::Record;
-        self.weight_pass(batch, pass, way, p, x, grad_pre, grad_w)
     }
 
     /// The filter gradient run `way`, recorded or (`WeightPass::Check`) only checked, with
