@@ -266,9 +266,10 @@
 //! Each launcher has `new(&Runtime)`, `launch(&self, &Runtime, args)` (check lengths, queue
 //! the dispatch on the runtime; queued dispatches are submitted together when something needs
 //! them, see [`Runtime::flush`]) and `record(&self, &mut Batch, args)` (add to a [`Batch`]
-//! submitted once), plus `grid(&args)` (logical workgroup counts), `variant(&args)`,
-//! `check_lengths(&args)`, `workgroup_size()`, `workgroup_memory()`, `entry_point()`,
-//! `VARIANTS` and `BINDINGS`.
+//! submitted once). Either way the dispatch is issued in program order: it sees every buffer
+//! write and dispatch issued before it, and none issued after it (see [`Batch`]). Launchers
+//! also have `grid(&args)` (logical workgroup counts), `variant(&args)`, `check_lengths(&args)`,
+//! `workgroup_size()`, `workgroup_memory()`, `entry_point()`, `VARIANTS` and `BINDINGS`.
 //!
 //! `unsafe fn new_unchecked(&Runtime)` (and `with_constants_unchecked`) builds the kernel
 //! without the bounds checks naga adds to every index, for a kernel whose every index is

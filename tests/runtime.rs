@@ -482,6 +482,147 @@ fn queued_dispatches_run_before_what_comes_after_them() {
     assert_eq!(y.read(&rt).unwrap(), vec![-1.0; n as usize]);
 }
 
+/// The arguments of the scale kernels: `y` from `x` (or `y` in place) with `p`.
+fn scale_args<'a>(x: &'a GpuBuffer<f32>, y: &'a mut GpuBuffer<f32>, p: &'a Params) -> [Arg<'a>; 3] {
+    [Arg::read(x), Arg::read_write(y), Arg::uniform(p)]
+}
+
+/// The issue that asked for it: `y = 2x` recorded with `x = 1`, then `x = 5` written before
+/// the batch was submitted, gave `y = 10`.
+#[test]
+fn operations_on_buffers_take_effect_in_program_order() {
+    let rt = runtime();
+    let scale = scale_pipeline(&rt, "scale_and_shift");
+    let square = scale_pipeline(&rt, "square_in_place");
+    let n = 4u32;
+    let double = Params {
+        scale: 2.0,
+        shift: 0.0,
+        n,
+        row: n,
+    };
+    let mut x = rt.upload(&[1.0f32; 4]).unwrap();
+    let mut y = rt.zeros::<f32>(n as usize).unwrap();
+
+    // A write issued after a recorded dispatch does not reach it.
+    let mut batch = rt.batch();
+    batch
+        .dispatch(&scale, &scale_args(&x, &mut y, &double), [1, 1, 1])
+        .unwrap();
+    x.write(&rt, &[5.0; 4]).unwrap();
+    batch.submit().unwrap();
+    assert_eq!(y.read(&rt).unwrap(), [2.0; 4]);
+
+    // A read issued after a recorded dispatch sees it, the batch still open.
+    let mut batch = rt.batch();
+    batch
+        .dispatch(&scale, &scale_args(&x, &mut y, &double), [1, 1, 1])
+        .unwrap();
+    assert_eq!(y.read(&rt).unwrap(), [10.0; 4]);
+    // The batch goes on after the read, and what it records next comes after it too.
+    batch
+        .dispatch(&square, &scale_args(&x, &mut y, &double), [1, 1, 1])
+        .unwrap();
+    assert_eq!(batch.len(), 2);
+    drop(batch);
+    assert_eq!(
+        y.read(&rt).unwrap(),
+        [100.0; 4],
+        "dropping a batch does not take it back"
+    );
+
+    // Launches and batch dispatches interleaved keep their order.
+    let mut batch = rt.batch();
+    batch
+        .dispatch(&scale, &scale_args(&x, &mut y, &double), [1, 1, 1])
+        .unwrap(); // y = 10
+    rt.dispatch(&square, &scale_args(&x, &mut y, &double), [1, 1, 1])
+        .unwrap(); // y = 100
+    x.write(&rt, &[3.0; 4]).unwrap();
+    batch
+        .dispatch(&scale, &scale_args(&x, &mut y, &double), [1, 1, 1])
+        .unwrap(); // y = 6
+    rt.dispatch(&square, &scale_args(&x, &mut y, &double), [1, 1, 1])
+        .unwrap(); // y = 36
+    batch.submit().unwrap();
+    assert_eq!(y.read(&rt).unwrap(), [36.0; 4]);
+
+    // Two batches open at once: their dispatches run in the order they were recorded.
+    let mut first = rt.batch();
+    let mut second = rt.batch();
+    second
+        .dispatch(&scale, &scale_args(&x, &mut y, &double), [1, 1, 1])
+        .unwrap(); // y = 6
+    first
+        .dispatch(&square, &scale_args(&x, &mut y, &double), [1, 1, 1])
+        .unwrap(); // y = 36
+    second.submit().unwrap();
+    first.submit().unwrap();
+    assert_eq!(y.read(&rt).unwrap(), [36.0; 4]);
+
+    // A batch split by a read is timed from the split on.
+    let mut batch = rt.batch();
+    batch
+        .dispatch(&scale, &scale_args(&x, &mut y, &double), [1, 1, 1])
+        .unwrap();
+    assert_eq!(y.read(&rt).unwrap(), [6.0; 4]);
+    batch
+        .dispatch(&square, &scale_args(&x, &mut y, &double), [1, 1, 1])
+        .unwrap();
+    let timing = batch.submit_timed().unwrap();
+    let labels: Vec<&str> = timing.dispatches.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(labels, ["square_in_place"]);
+    assert_eq!(y.read(&rt).unwrap(), [36.0; 4]);
+}
+
+/// Batches and launches from several threads at once: every dispatch runs, in its thread's
+/// order, on that thread's buffers.
+#[test]
+fn batches_and_launches_from_many_threads_all_run_in_order() {
+    let rt = runtime();
+    let scale = scale_pipeline(&rt, "scale_and_shift");
+    let add_one = Params {
+        scale: 1.0,
+        shift: 1.0,
+        n: 4,
+        row: 4,
+    };
+    let results: Vec<(Vec<f32>, Vec<f32>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let (rt, scale, add_one) = (&rt, &scale, &add_one);
+                scope.spawn(move || {
+                    let mut x = rt.upload(&[t as f32; 4]).unwrap();
+                    let mut y = rt.zeros::<f32>(4).unwrap();
+                    let mut batch = rt.batch();
+                    for _ in 0..300 {
+                        // y = x + 1, then x = y + 1: x grows by 2 a round.
+                        let args = [
+                            Arg::read(&x),
+                            Arg::read_write(&mut y),
+                            Arg::uniform(add_one),
+                        ];
+                        batch.dispatch(scale, &args, [1, 1, 1]).unwrap();
+                        let args = [
+                            Arg::read(&y),
+                            Arg::read_write(&mut x),
+                            Arg::uniform(add_one),
+                        ];
+                        rt.dispatch(scale, &args, [1, 1, 1]).unwrap();
+                    }
+                    batch.submit().unwrap();
+                    (x.read(rt).unwrap(), y.read(rt).unwrap())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (t, (x, y)) in results.iter().enumerate() {
+        assert_eq!(x, &[t as f32 + 600.0; 4], "thread {t}");
+        assert_eq!(y, &[t as f32 + 599.0; 4], "thread {t}");
+    }
+}
+
 #[test]
 fn dropping_a_runtime_submits_what_it_queued() {
     let rt = runtime();

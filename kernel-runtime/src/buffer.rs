@@ -129,8 +129,9 @@ impl<T: Pod> GpuBuffer<T> {
 
     /// Overwrites the whole buffer with `data`, which must have the buffer's length.
     ///
-    /// The write comes after every dispatch queued or submitted before it (queued dispatches
-    /// are submitted first) and before any submitted afterwards.
+    /// The write takes effect in program order: after every dispatch issued before it
+    /// (queued, or recorded in a [`Batch`](crate::Batch) not yet submitted: those are
+    /// submitted first) and before every dispatch issued after it.
     pub fn write(&mut self, rt: &Runtime, data: &[T]) -> Result<()> {
         if data.len() != self.len {
             return Err(Error::LengthMismatch {
@@ -150,7 +151,8 @@ impl<T: Pod> GpuBuffer<T> {
         })
     }
 
-    /// Copies the buffer back to the host, waiting for all work submitted before.
+    /// Copies the buffer back to the host, waiting for every dispatch issued before (queued or
+    /// recorded in a batch not yet submitted: those are submitted first).
     pub fn read(&self, rt: &Runtime) -> Result<Vec<T>> {
         let staging = self.copy_to_staging(rt)?;
         let slot = MapSlot::default();

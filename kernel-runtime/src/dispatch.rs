@@ -8,6 +8,7 @@
 //! A submission costs tens of microseconds of host time; a queued dispatch, about one.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::PoisonError;
 
 use bytemuck::Pod;
@@ -74,16 +75,38 @@ struct Recorded {
     /// Where each uniform binding's bytes start in the batch's uniform buffer, in binding order.
     offsets: Vec<u32>,
     grid: [u32; 3],
+    /// The batch that recorded it, for [`Batch::submit_timed`].
+    batch: u64,
 }
 
-/// Several dispatches recorded in order and submitted as one command buffer.
+/// Dispatches recorded together and started on the GPU together.
 ///
-/// Each dispatch sees the writes of the ones before it, and of everything queued on the
-/// runtime before the batch is submitted. Recording only checks the arguments and copies the
-/// uniform bytes; the GPU objects are made when the batch is submitted, once for the whole
-/// batch: one compute pass holds every dispatch, the uniform parameters of all dispatches
+/// Recording a dispatch issues it: like every operation of tessera, it takes effect in the
+/// order the program issues it. It sees the writes of every dispatch and every
+/// [`GpuBuffer::write`](crate::GpuBuffer::write) issued before it, and a write or read of a
+/// buffer issued after it sees its result, whether the batch has been submitted by then or
+/// not: an operation that must come after recorded dispatches submits them first. So
+///
+/// ```no_run
+/// # use kernel_runtime::{Arg, Runtime, Pipeline, GpuBuffer};
+/// # fn run(rt: &Runtime, double: &Pipeline, x: &mut GpuBuffer<f32>, y: &mut GpuBuffer<f32>) -> Result<(), kernel_runtime::Error> {
+/// x.write(rt, &[1.0])?;
+/// let mut batch = rt.batch();
+/// batch.dispatch(double, &[Arg::read(x), Arg::read_write(y)], [1, 1, 1])?; // y = 2 * x
+/// x.write(rt, &[5.0])?; // submits the dispatch first: y is 2, not 10
+/// batch.submit()?;
+/// # Ok(()) }
+/// ```
+///
+/// What a batch adds is the cost: recording only checks the arguments and copies the uniform
+/// bytes, and the GPU objects are made when the dispatches are submitted, once for all of
+/// them: one compute pass holds every dispatch, the uniform parameters of all dispatches
 /// share one buffer (each at its own dynamic offset), and dispatches that bind the same
-/// buffers to the same layout share one bind group.
+/// buffers to the same layout share one bind group. [`Batch::submit`] starts them now;
+/// otherwise they start with the next operation that needs them (see [`Runtime::flush`]).
+/// Dropping a batch does not take back what it recorded. While a batch is open, the runtime
+/// does not submit its queue on its own (see [`Runtime::flush`]), so that
+/// [`Batch::submit_timed`] times the whole batch.
 ///
 /// ```no_run
 /// # use kernel_runtime::{Arg, Runtime, Pipeline};
@@ -97,7 +120,10 @@ struct Recorded {
 /// ```
 pub struct Batch<'rt> {
     rt: &'rt Runtime,
-    recording: Recording,
+    /// Marks this batch's dispatches in the runtime's queue.
+    id: u64,
+    /// The dispatches recorded so far.
+    len: usize,
 }
 
 impl<'rt> Batch<'rt> {
@@ -106,16 +132,23 @@ impl<'rt> Batch<'rt> {
     /// # Errors
     ///
     /// [`Error::Bindings`] when the arguments do not match the pipeline's bindings and
-    /// [`Error::GridTooLarge`] when a grid dimension exceeds the device's limit. What only wgpu
-    /// can check is checked when the batch is submitted.
+    /// [`Error::GridTooLarge`] when a grid dimension exceeds the device's limit; nothing is
+    /// recorded then. What only wgpu can check is checked when the dispatch is submitted.
     pub fn dispatch(
         &mut self,
         pipeline: &Pipeline,
         args: &[Arg<'_>],
         grid: [u32; 3],
     ) -> Result<()> {
-        self.recording
-            .push(&self.rt.info().limits, pipeline, args, grid)
+        let limits = &self.rt.info().limits;
+        check(limits, pipeline, args, grid)?;
+        self.rt
+            .queued
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(limits, self.id, pipeline, args, grid)?;
+        self.len += 1;
+        Ok(())
     }
 
     /// The runtime the batch records for.
@@ -125,15 +158,15 @@ impl<'rt> Batch<'rt> {
 
     /// The number of dispatches recorded so far.
     pub fn len(&self) -> usize {
-        self.recording.recorded.len()
+        self.len
     }
 
     /// Whether nothing has been recorded.
     pub fn is_empty(&self) -> bool {
-        self.recording.recorded.is_empty()
+        self.len == 0
     }
 
-    /// Submits the dispatches queued on the runtime and then this batch's, as one command
+    /// Submits every dispatch issued on the runtime so far, this batch's last, as one command
     /// buffer. Returns without waiting for them.
     ///
     /// # Errors
@@ -141,49 +174,49 @@ impl<'rt> Batch<'rt> {
     /// [`Error::Validation`] (or another wgpu error) when wgpu rejects a binding or a dispatch;
     /// its message names the kernels. Nothing of the submission runs then.
     pub fn submit(self) -> Result<()> {
-        self.rt.submit_queued(Some(self.recording))
+        let rt = self.rt;
+        drop(self);
+        rt.flush()
     }
 
-    /// Adds the batch's dispatches to the runtime's queue instead of submitting them now: they
-    /// are submitted with the queued dispatches before and after them, at the next operation
-    /// that needs them (see [`Runtime::flush`]). Generated `launch` methods do this.
+    /// Closes the batch without submitting it: its dispatches are submitted with the ones
+    /// issued after them, at the next operation that needs them (see [`Runtime::flush`]).
+    /// Generated `launch` methods do this.
     ///
     /// # Errors
     ///
-    /// Only when adding them fills the queue, which is then submitted: what [`Batch::submit`]
-    /// returns.
+    /// Only when the runtime's queue is full and no batch is open any more, so that it is
+    /// submitted: what [`Batch::submit`] returns.
     pub fn enqueue(self) -> Result<()> {
-        self.rt.enqueue(self.recording)
+        let rt = self.rt;
+        drop(self);
+        rt.flush_if_full()
     }
 
-    /// Submits the recorded dispatches, waits for them and says how long they took on the GPU.
+    /// Submits the batch, waits for it and says how long its dispatches took on the GPU.
     ///
-    /// Dispatches queued on the runtime are submitted and waited for first, untimed. With
-    /// timestamp queries (see [`RuntimeInfo::has_timestamps`](crate::RuntimeInfo::has_timestamps))
-    /// each dispatch is timed on the GPU, in a compute pass of its own; otherwise the whole
-    /// batch is timed by the wall clock from submission to completion, and [`Timing::source`]
-    /// says so.
+    /// Dispatches issued before the batch's first are submitted and waited for first, untimed.
+    /// With timestamp queries (see
+    /// [`RuntimeInfo::has_timestamps`](crate::RuntimeInfo::has_timestamps)) each dispatch is
+    /// timed on the GPU, in a compute pass of its own; otherwise the whole batch is timed by
+    /// the wall clock from submission to completion, and [`Timing::source`] says so. A
+    /// dispatch already submitted by an operation that had to come after it (a read or write
+    /// of a buffer, [`Runtime::flush`]) is not in the timing.
     pub fn submit_timed(self) -> Result<Timing> {
-        let rt = self.rt;
-        rt.wait()?;
-        let labels = self.recording.labels();
-        if rt.info().has_timestamps() && !self.recording.recorded.is_empty() {
-            let recording = self.recording;
-            timing::submit_with_timestamps(rt, &labels, recording.describe(), |encoder, queries| {
-                let bind_groups = recording.bind_groups(rt);
-                encode(encoder, &recording.recorded, &bind_groups, Some(queries))
-            })
-        } else {
-            let start = std::time::Instant::now();
-            self.submit()?;
-            rt.wait()?;
-            Ok(Timing::wall_clock(start.elapsed(), labels))
-        }
+        let (rt, id) = (self.rt, self.id);
+        drop(self);
+        rt.submit_timed(id)
     }
 }
 
-/// Dispatches recorded but not yet submitted, and the uniform bytes they bind: a [`Batch`]'s,
-/// or those queued on a [`Runtime`].
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        self.rt.open_batches.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Dispatches issued but not yet submitted, in program order, and the uniform bytes they
+/// bind: the runtime's queue.
 #[derive(Default)]
 pub(crate) struct Recording {
     recorded: Vec<Recorded>,
@@ -192,77 +225,103 @@ pub(crate) struct Recording {
     uniforms: Vec<u8>,
 }
 
+/// Checks a dispatch before it is recorded: its arguments against the pipeline's bindings and
+/// its grid against the device's limit.
+fn check(
+    limits: &wgpu::Limits,
+    pipeline: &Pipeline,
+    args: &[Arg<'_>],
+    grid: [u32; 3],
+) -> Result<()> {
+    check_args(pipeline, args)?;
+    let limit = limits.max_compute_workgroups_per_dimension;
+    if grid.iter().any(|&n| n > limit) {
+        return Err(Error::GridTooLarge {
+            kernel: pipeline.label().to_owned(),
+            grid,
+            limit,
+        });
+    }
+    Ok(())
+}
+
 impl Recording {
+    /// Records a dispatch of `batch` that [`check`] accepted.
     fn push(
         &mut self,
         limits: &wgpu::Limits,
+        batch: u64,
         pipeline: &Pipeline,
         args: &[Arg<'_>],
         grid: [u32; 3],
     ) -> Result<()> {
-        check_args(pipeline, args)?;
-        let limit = limits.max_compute_workgroups_per_dimension;
-        if grid.iter().any(|&n| n > limit) {
-            return Err(Error::GridTooLarge {
-                kernel: pipeline.label().to_owned(),
-                grid,
-                limit,
-            });
-        }
         let alignment = uniform_alignment(limits);
+        let mut uniforms = std::mem::take(&mut self.uniforms);
+        let before = uniforms.len();
         let mut offsets = Vec::new();
         let bound = args
             .iter()
             .map(|arg| match arg {
                 Arg::Read(buffer) | Arg::ReadWrite(buffer) => Ok(Bound::Storage((*buffer).clone())),
                 Arg::Uniform(bytes) => {
-                    let start = self.uniforms.len().next_multiple_of(alignment);
+                    let start = uniforms.len().next_multiple_of(alignment);
                     let size = uniform_size(bytes);
                     let offset = uniform_offset(start, pipeline)?;
-                    self.uniforms.resize(start, 0);
-                    self.uniforms.extend_from_slice(bytes);
-                    self.uniforms.resize(start + size as usize, 0);
+                    uniforms.resize(start, 0);
+                    uniforms.extend_from_slice(bytes);
+                    uniforms.resize(start + size as usize, 0);
                     offsets.push(offset);
                     Ok(Bound::Uniform { size })
                 }
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>>>();
+        let bound = match bound {
+            Ok(bound) => bound,
+            Err(error) => {
+                // Nothing of a refused dispatch stays.
+                uniforms.truncate(before);
+                self.uniforms = uniforms;
+                return Err(error);
+            }
+        };
+        self.uniforms = uniforms;
         self.recorded.push(Recorded {
             pipeline: pipeline.clone(),
             bound,
             offsets,
             grid,
+            batch,
         });
         Ok(())
     }
 
-    /// Moves `other`'s dispatches after these, with their uniform bytes.
-    fn append(&mut self, other: Recording, limits: &wgpu::Limits) -> Result<()> {
-        let base = self
-            .uniforms
-            .len()
-            .next_multiple_of(uniform_alignment(limits));
-        for mut dispatch in other.recorded {
-            for offset in &mut dispatch.offsets {
-                *offset = uniform_offset(base + *offset as usize, &dispatch.pipeline)?;
-            }
-            self.recorded.push(dispatch);
+    /// Splits off the dispatches from the first of `batch` on (none when it has none here);
+    /// both parts keep the uniform bytes.
+    fn split_at_batch(&mut self, batch: u64) -> Recording {
+        let first = self
+            .recorded
+            .iter()
+            .position(|r| r.batch == batch)
+            .unwrap_or(self.recorded.len());
+        Recording {
+            recorded: self.recorded.split_off(first),
+            uniforms: self.uniforms.clone(),
         }
-        if !other.uniforms.is_empty() {
-            self.uniforms.resize(base, 0);
-            self.uniforms.extend_from_slice(&other.uniforms);
-        }
-        Ok(())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.recorded.is_empty()
     }
 
     pub(crate) fn len(&self) -> usize {
         self.recorded.len()
     }
 
-    fn labels(&self) -> Vec<String> {
+    /// Each dispatch's label, and whether `batch` recorded it.
+    fn labels(&self, batch: u64) -> Vec<(String, bool)> {
         self.recorded
             .iter()
-            .map(|r| r.pipeline.label().to_owned())
+            .map(|r| (r.pipeline.label().to_owned(), r.batch == batch))
             .collect()
     }
 
@@ -432,15 +491,17 @@ fn uniform_offset(start: usize, pipeline: &Pipeline) -> Result<u32> {
     })
 }
 
-/// Queued dispatches are submitted once this many wait.
+/// Queued dispatches are submitted once this many wait and no batch is open.
 const QUEUE_LIMIT: usize = 256;
 
 impl Runtime {
     /// Starts an empty [`Batch`].
     pub fn batch(&self) -> Batch<'_> {
+        self.open_batches.fetch_add(1, Ordering::AcqRel);
         Batch {
             rt: self,
-            recording: Recording::default(),
+            id: self.next_batch.fetch_add(1, Ordering::Relaxed),
+            len: 0,
         }
     }
 
@@ -461,37 +522,62 @@ impl Runtime {
 
     /// Submits the queued dispatches now. Returns without waiting for them.
     ///
-    /// Queued dispatches (from [`Runtime::dispatch`], [`Batch::enqueue`] and generated
-    /// `launch` methods) are submitted by everything that must come after them: submitting a
-    /// [`Batch`], reading or writing a [`GpuBuffer`](crate::GpuBuffer), [`Runtime::wait`],
-    /// [`Runtime::queue`], dropping the runtime, and queuing the 256th. Call `flush` to start
-    /// them sooner, for example before long work on the CPU that the GPU could overlap.
+    /// Dispatches recorded in a [`Batch`] or queued one at a time (by [`Runtime::dispatch`]
+    /// and generated `launch` methods) are submitted, in the order they were issued, by
+    /// everything that must come after them: submitting a batch, reading or writing a
+    /// [`GpuBuffer`](crate::GpuBuffer), [`Runtime::wait`], [`Runtime::queue`], dropping the
+    /// runtime, and, while no batch is open, queuing the 256th. Call `flush` to start them
+    /// sooner, for example before long work on the CPU that the GPU could overlap.
     ///
     /// # Errors
     ///
     /// [`Error::Validation`] (or another wgpu error) when wgpu rejects a queued dispatch; the
     /// message names the kernels. None of the queued dispatches runs then.
     pub fn flush(&self) -> Result<()> {
-        self.submit_queued(None)
+        let mut queue = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
+        // Submitted while the queue is locked, so that submissions keep the program's order.
+        std::mem::take(&mut *queue).submit(self)
     }
 
-    /// Submits the queue, followed by `then` when given, as one command buffer. The queue stays
-    /// locked while it is submitted, so submissions keep the order of their dispatches.
-    fn submit_queued(&self, then: Option<Recording>) -> Result<()> {
+    /// Submits the queue when it is full and no batch is open.
+    fn flush_if_full(&self) -> Result<()> {
         let mut queue = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut recording = std::mem::take(&mut *queue);
-        if let Some(then) = then {
-            recording.append(then, &self.info().limits)?;
-        }
-        recording.submit(self)
-    }
-
-    fn enqueue(&self, recording: Recording) -> Result<()> {
-        let mut queue = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
-        queue.append(recording, &self.info().limits)?;
-        if queue.len() < QUEUE_LIMIT {
+        if queue.len() < QUEUE_LIMIT || self.open_batches.load(Ordering::Acquire) > 0 {
             return Ok(());
         }
         std::mem::take(&mut *queue).submit(self)
+    }
+
+    /// [`Batch::submit_timed`] for the batch `batch`.
+    fn submit_timed(&self, batch: u64) -> Result<Timing> {
+        let mut queue = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut before = std::mem::take(&mut *queue);
+        let timed = before.split_at_batch(batch);
+        if !before.is_empty() {
+            before.submit(self)?;
+            self.device().poll(wgpu::PollType::wait_indefinitely())?;
+        }
+        let labels = timed.labels(batch);
+        if !self.info().has_timestamps() || timed.is_empty() {
+            let start = std::time::Instant::now();
+            timed.submit(self)?;
+            drop(queue);
+            self.wait()?;
+            let mine = labels.into_iter().filter(|(_, mine)| *mine);
+            let labels = mine.map(|(label, _)| label).collect();
+            return Ok(Timing::wall_clock(start.elapsed(), labels));
+        }
+        let readback = timing::submit_with_timestamps(
+            self,
+            labels.len(),
+            timed.describe(),
+            |encoder, queries| {
+                let bind_groups = timed.bind_groups(self);
+                encode(encoder, &timed.recorded, &bind_groups, Some(queries))
+            },
+        )?;
+        // The timestamps are read without the queue: reading waits, and waiting flushes.
+        drop(queue);
+        timing::read_timestamps(self, &readback, &labels)
     }
 }

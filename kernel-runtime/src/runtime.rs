@@ -2,6 +2,7 @@
 //! error-scope discipline every GPU operation of the crate goes through.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::adapter::{self, ADAPTER_ENV};
@@ -33,8 +34,14 @@ pub struct Runtime {
     queue: wgpu::Queue,
     info: RuntimeInfo,
     lost: Arc<Mutex<Option<(wgpu::DeviceLostReason, String)>>>,
-    /// Dispatches queued by `launch` and [`Runtime::dispatch`], not yet submitted.
+    /// Dispatches issued (recorded in a batch, queued by `launch` and [`Runtime::dispatch`])
+    /// and not yet submitted, in program order.
     pub(crate) queued: Mutex<Recording>,
+    /// Batches started and not yet submitted or dropped: while any is open, the queue is not
+    /// submitted for being full.
+    pub(crate) open_batches: AtomicUsize,
+    /// The mark of the next batch's dispatches.
+    pub(crate) next_batch: AtomicU64,
     /// An error of a submission no caller could be told of (see [`Runtime::queue`]), returned
     /// by the next operation.
     unreported: Mutex<Option<Error>>,
@@ -197,6 +204,8 @@ impl Runtime {
             info,
             lost,
             queued: Mutex::default(),
+            open_batches: AtomicUsize::new(0),
+            next_batch: AtomicU64::new(0),
             unreported: Mutex::default(),
             cache: PipelineCache::default(),
         }

@@ -74,17 +74,17 @@ impl Queries {
     }
 }
 
-/// Encodes the batch with `encode`, which must write the timestamps of dispatch `i` through
-/// `Queries::pass_writes(i)`, submits it, waits, and reads the timestamps back.
+/// Encodes `count` dispatches with `encode`, which must write the timestamps of dispatch `i`
+/// through `Queries::pass_writes(i)`, and submits them; returns the buffer the timestamps
+/// will be in (see [`read_timestamps`]).
 pub(crate) fn submit_with_timestamps(
     rt: &Runtime,
-    labels: &[String],
+    count: usize,
     operation: impl fmt::Display,
     encode: impl FnOnce(&mut wgpu::CommandEncoder, &Queries),
-) -> Result<Timing> {
+) -> Result<wgpu::Buffer> {
     let device = rt.device();
-    let count = labels.len();
-    let readback = rt.scoped(operation, || {
+    rt.scoped(operation, || {
         let sets: Vec<wgpu::QuerySet> = (0..count.div_ceil(PASSES_PER_SET))
             .map(|set| {
                 let passes = (count - set * PASSES_PER_SET).min(PASSES_PER_SET);
@@ -119,8 +119,17 @@ pub(crate) fn submit_with_timestamps(
         encoder.copy_buffer_to_buffer(&resolve, 0, &readback, 0, bytes);
         rt.raw_queue().submit([encoder.finish()]);
         readback
-    })?;
-    let ticks = read_ticks(rt, &readback)?;
+    })
+}
+
+/// Waits for the dispatches [`submit_with_timestamps`] submitted and says how long the ones
+/// marked in `labels` (each dispatch's label, and whether it is timed) took.
+pub(crate) fn read_timestamps(
+    rt: &Runtime,
+    readback: &wgpu::Buffer,
+    labels: &[(String, bool)],
+) -> Result<Timing> {
+    let ticks = read_ticks(rt, readback)?;
     Ok(timing_from_ticks(
         &ticks,
         labels,
@@ -148,18 +157,24 @@ fn read_ticks(rt: &Runtime, readback: &wgpu::Buffer) -> Result<Vec<u64>> {
     Ok(ticks)
 }
 
-/// Turns begin/end tick pairs into durations; `period` is nanoseconds per tick.
-fn timing_from_ticks(ticks: &[u64], labels: &[String], period: f32) -> Timing {
+/// Turns the begin/end tick pairs of the dispatches marked in `labels` into durations, and the
+/// total from the first one's begin to the last one's end; `period` is nanoseconds per tick.
+fn timing_from_ticks(ticks: &[u64], labels: &[(String, bool)], period: f32) -> Timing {
     let nanos = |from: u64, to: u64| {
         Duration::from_nanos((to.saturating_sub(from) as f64 * period as f64) as u64)
     };
-    let dispatches = labels
+    let timed: Vec<(&String, &[u64])> = labels
         .iter()
         .zip(ticks.chunks_exact(2))
-        .map(|(label, pair)| (label.clone(), Some(nanos(pair[0], pair[1]))))
+        .filter(|((_, timed), _)| *timed)
+        .map(|((label, _), pair)| (label, pair))
         .collect();
-    let total = match (ticks.first(), ticks.last()) {
-        (Some(&first), Some(&last)) => nanos(first, last),
+    let dispatches = timed
+        .iter()
+        .map(|(label, pair)| ((*label).clone(), Some(nanos(pair[0], pair[1]))))
+        .collect();
+    let total = match (timed.first(), timed.last()) {
+        (Some((_, first)), Some((_, last))) => nanos(first[0], last[1]),
         _ => Duration::ZERO,
     };
     Timing {
@@ -175,7 +190,7 @@ mod tests {
 
     #[test]
     fn ticks_become_durations_per_dispatch() {
-        let labels = vec!["a".to_owned(), "b".to_owned()];
+        let labels = [("a".to_owned(), true), ("b".to_owned(), true)];
         let timing = timing_from_ticks(&[100, 300, 400, 1000], &labels, 2.0);
         assert_eq!(timing.total, Duration::from_nanos(1800));
         assert_eq!(
@@ -186,5 +201,20 @@ mod tests {
             timing.dispatches[1],
             ("b".to_owned(), Some(Duration::from_nanos(1200)))
         );
+    }
+
+    #[test]
+    fn dispatches_of_other_batches_are_left_out() {
+        let labels = [
+            ("other".to_owned(), false),
+            ("a".to_owned(), true),
+            ("b".to_owned(), true),
+            ("later".to_owned(), false),
+        ];
+        let ticks = [0, 50, 100, 300, 400, 1000, 1000, 5000];
+        let timing = timing_from_ticks(&ticks, &labels, 1.0);
+        assert_eq!(timing.total, Duration::from_nanos(900));
+        let names: Vec<&str> = timing.dispatches.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
     }
 }
