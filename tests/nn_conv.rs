@@ -2,14 +2,19 @@
 //! stride-1 fast path and the general path), filter gradient and bias gradient, over fixed
 //! edge cases (stride 1 and 2, padding 0, 1 and asymmetric, dilation 2, kernels 1 to 9, sizes
 //! that are not multiples of the 128 x 128 blocks, batch 1, a grid folded past the device's
-//! 65535 workgroups) and a deterministic spread of small random shapes.
+//! 65535 workgroups) and a property test over random shapes of every path.
 //!
 //! Tolerance: 1e-4 relative to the larger magnitude or 1 (f32 accumulation of at most a few
 //! hundred products).
 
 mod common;
 
-use common::{assert_close, kernels_run, runtime, tuning_runtime, Lcg};
+use std::collections::BTreeSet;
+
+use common::{
+    assert_close, entry_points, kernels_run, property_cases, property_seed, runtime,
+    tuning_runtime, Lcg,
+};
 use tessera::nn::{Activation, Conv2d, Conv2dGrads, Conv2dShape, Padding};
 use tessera::{Error, Runtime};
 
@@ -101,8 +106,15 @@ fn reference(
     }
 }
 
-/// Runs forward and backward for `shape` on random data and compares all four results.
-fn check(rt: &Runtime, conv: &Conv2d, shape: Conv2dShape, relu: bool, rng: &mut Lcg) {
+/// Runs forward and backward for `shape` on random data, compares all four results and returns
+/// the entry points that ran.
+fn check(
+    rt: &Runtime,
+    conv: &Conv2d,
+    shape: Conv2dShape,
+    relu: bool,
+    rng: &mut Lcg,
+) -> Vec<String> {
     let out_len = shape.output_len().unwrap();
     let (xv, wv, bv, gv) = (
         rng.values(shape.input_len()),
@@ -145,7 +157,7 @@ fn check(rt: &Runtime, conv: &Conv2d, shape: Conv2dShape, relu: bool, rng: &mut 
     };
     conv.backward(&mut batch, &shape, activation, &x, &w, &pre, &grad_y, grads)
         .unwrap();
-    batch.submit().unwrap();
+    let ran = kernels_run(batch);
 
     let context = format!("{shape:?}, relu {relu}");
     let compare = |name: &str, got: &tessera::GpuBuffer<f32>, want: &[f32]| {
@@ -159,6 +171,7 @@ fn check(rt: &Runtime, conv: &Conv2d, shape: Conv2dShape, relu: bool, rng: &mut 
     compare("grad_x", &grad_x, &want.grad_x);
     compare("grad_w", &grad_w, &want.grad_w);
     compare("grad_bias", &grad_bias, &want.grad_bias);
+    ran
 }
 
 #[test]
@@ -226,33 +239,250 @@ fn conv2d_matches_reference_on_edge_cases() {
     }
 }
 
-#[test]
-fn conv2d_matches_reference_on_random_small_shapes() {
-    let rt = runtime();
-    let conv = Conv2d::new(&rt).unwrap();
-    let mut rng = Lcg(7);
-    for i in 0..24 {
-        let kernel = [rng.range(1, 5), rng.range(1, 5)];
-        let dilation = [rng.range(1, 2), rng.range(1, 2)];
+/// A family of random convolution shapes: each field an inclusive range the generator draws
+/// from (the window square when `square`).
+struct Class {
+    batch: (u32, u32),
+    in_channels: (u32, u32),
+    out_channels: (u32, u32),
+    size: (u32, u32),
+    kernel: (u32, u32),
+    square: bool,
+    stride: (u32, u32),
+    dilation: (u32, u32),
+    padding: (u32, u32),
+}
+
+/// The classes the property test cycles through, each aimed at paths the others miss (entry
+/// points in the comments): small channels take the 64 x 64 blocks (`reg4`), more than 64 on
+/// both sides of an output the 128 x 128 ones (`reg8`), a sum of 1024 or more over a small
+/// output is split (`partial`, `reduce`).
+const CLASSES: [Class; 18] = {
+    const ANY: Class = Class {
+        batch: (1, 2),
+        in_channels: (5, 8),
+        out_channels: (1, 8),
+        size: (3, 9),
+        kernel: (3, 3),
+        square: true,
+        stride: (1, 1),
+        dilation: (1, 1),
+        padding: (0, 2),
+    };
+    const WIDE: (u32, u32) = (65, 70);
+    const DEEP: (u32, u32) = (114, 120);
+    const DEEPER: (u32, u32) = (256, 260);
+    [
+        // 3x3 stride 1: `_kernel_h3_kernel_w3`, `_stride_h1_stride_w1_...`, Winograd.
+        ANY,
+        Class {
+            batch: (3, 3),
+            in_channels: WIDE,
+            out_channels: WIDE,
+            size: (5, 6),
+            ..ANY
+        },
+        // The same with sums of 1024 or more, split: the forward's, the input gradient's, both.
+        Class {
+            batch: (1, 1),
+            in_channels: DEEP,
+            out_channels: (20, 40),
+            size: (3, 5),
+            ..ANY
+        },
+        Class {
+            batch: (1, 1),
+            in_channels: (20, 40),
+            out_channels: DEEP,
+            size: (3, 5),
+            ..ANY
+        },
+        Class {
+            batch: (3, 3),
+            in_channels: DEEP,
+            out_channels: DEEP,
+            size: (5, 5),
+            padding: (1, 1),
+            ..ANY
+        },
+        // Strided without dilation: one stride phase at a time (`conv_grad_input_phased`).
+        Class {
+            kernel: (1, 4),
+            square: false,
+            stride: (2, 3),
+            size: (4, 11),
+            ..ANY
+        },
+        Class {
+            batch: (2, 2),
+            in_channels: WIDE,
+            out_channels: WIDE,
+            size: (12, 14),
+            kernel: (2, 4),
+            square: false,
+            stride: (2, 2),
+            padding: (1, 1),
+            ..ANY
+        },
+        // Few input channels (`conv_grad_input_few`) and the stem's 7x7 window.
+        Class {
+            in_channels: (1, 4),
+            out_channels: (3, 8),
+            size: (7, 14),
+            kernel: (7, 7),
+            stride: (1, 2),
+            padding: (3, 3),
+            ..ANY
+        },
+        Class {
+            batch: (2, 2),
+            in_channels: (1, 3),
+            out_channels: WIDE,
+            size: (16, 20),
+            kernel: (7, 7),
+            stride: (2, 2),
+            padding: (3, 3),
+            ..ANY
+        },
+        // Anything small: windows 1 to 5, strides and dilations 1 and 2.
+        Class {
+            kernel: (1, 5),
+            square: false,
+            stride: (1, 2),
+            dilation: (1, 2),
+            size: (5, 12),
+            ..ANY
+        },
+        // Strided and dilated: the general input gradient, whole and split.
+        Class {
+            batch: (2, 2),
+            in_channels: WIDE,
+            out_channels: (3, 5),
+            kernel: (2, 3),
+            stride: (2, 2),
+            dilation: (2, 2),
+            size: (12, 14),
+            ..ANY
+        },
+        Class {
+            batch: (1, 1),
+            out_channels: DEEP,
+            stride: (2, 2),
+            dilation: (2, 2),
+            size: (6, 8),
+            ..ANY
+        },
+        Class {
+            batch: (2, 2),
+            in_channels: WIDE,
+            out_channels: DEEP,
+            stride: (2, 2),
+            dilation: (2, 2),
+            size: (10, 11),
+            ..ANY
+        },
+        // Stride 1, other windows: the input gradient's stride-1 path without a fixed window.
+        Class {
+            kernel: (4, 5),
+            square: false,
+            dilation: (1, 2),
+            size: (5, 10),
+            ..ANY
+        },
+        Class {
+            batch: (2, 2),
+            in_channels: WIDE,
+            out_channels: (3, 8),
+            kernel: (1, 2),
+            square: false,
+            size: (7, 8),
+            ..ANY
+        },
+        // A 2x2 window over many channels: split sums without a fixed window.
+        Class {
+            batch: (1, 1),
+            in_channels: DEEPER,
+            out_channels: (20, 40),
+            size: (4, 5),
+            kernel: (2, 2),
+            ..ANY
+        },
+        Class {
+            batch: (1, 1),
+            in_channels: (20, 40),
+            out_channels: DEEPER,
+            size: (4, 5),
+            kernel: (2, 2),
+            ..ANY
+        },
+        Class {
+            batch: (2, 2),
+            in_channels: DEEPER,
+            out_channels: DEEPER,
+            size: (5, 6),
+            kernel: (2, 2),
+            ..ANY
+        },
+    ]
+};
+
+impl Class {
+    fn draw(&self, rng: &mut Lcg) -> Conv2dShape {
+        let mut range = |(lo, hi): (u32, u32)| rng.range(lo, hi);
+        let first = range(self.kernel);
+        let kernel = [
+            first,
+            if self.square {
+                first
+            } else {
+                range(self.kernel)
+            },
+        ];
+        let dilation = [range(self.dilation), range(self.dilation)];
+        let stride = [range(self.stride), range(self.stride)];
         let padding = Padding {
-            top: rng.range(0, 2),
-            bottom: rng.range(0, 2),
-            left: rng.range(0, 2),
-            right: rng.range(0, 2),
+            top: range(self.padding),
+            bottom: range(self.padding),
+            left: range(self.padding),
+            right: range(self.padding),
         };
         let reach = |a: usize| dilation[a] * (kernel[a] - 1) + 1;
-        let input = [reach(0) + rng.range(0, 9), reach(1) + rng.range(0, 9)];
-        let shape = Conv2dShape::new(
-            rng.range(1, 3),
-            rng.range(1, 6),
+        let input = [
+            range(self.size).max(reach(0)),
+            range(self.size).max(reach(1)),
+        ];
+        Conv2dShape::new(
+            range(self.batch),
+            range(self.in_channels),
             input,
-            rng.range(1, 6),
+            range(self.out_channels),
             kernel,
         )
-        .stride([rng.range(1, 3), rng.range(1, 3)])
+        .stride(stride)
         .padding(padding)
-        .dilation(dilation);
-        check(&rt, &conv, shape, i % 3 == 0, &mut rng);
+        .dilation(dilation)
+    }
+}
+
+/// Random shapes of every path against the f64 reference. The cases cycle through
+/// [`CLASSES`], so that every convolution entry point runs (asserted);
+/// `TESSERA_PROPERTY_CASES` and `TESSERA_PROPERTY_SEED` run more or others.
+#[test]
+fn conv2d_matches_reference_on_random_shapes_of_every_path() {
+    let rt = runtime();
+    let conv = Conv2d::new(&rt).unwrap();
+    let mut rng = Lcg(property_seed(7));
+    let cases = property_cases(CLASSES.len());
+    let mut ran = BTreeSet::new();
+    for case in 0..cases {
+        let shape = CLASSES[case % CLASSES.len()].draw(&mut rng);
+        let kernels = check(&rt, &conv, shape, case % 3 == 0, &mut rng);
+        ran.extend(kernels);
+    }
+    if cases >= CLASSES.len() {
+        let all = entry_points(tessera::nn::WGSL, &["conv_", "winograd_"]);
+        let missed: Vec<&String> = all.iter().filter(|e| !ran.contains(*e)).collect();
+        assert!(missed.is_empty(), "no case ran {missed:?}");
     }
 }
 

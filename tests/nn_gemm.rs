@@ -1,10 +1,16 @@
 //! `tessera::nn::Gemm` against an f64 CPU reference: every activation, forward and backward,
 //! shapes with M, N, K of 1, shapes that are not multiples of the 128 x 128 block, and a
-//! deterministic spread of small random shapes. Tolerance: 1e-4 relative (f32 accumulation).
+//! property test over random shapes of every path. Tolerance: 1e-4 relative (f32
+//! accumulation).
 
 mod common;
 
-use common::{assert_close, kernels_run, runtime, tuning_runtime, Lcg};
+use std::collections::BTreeSet;
+
+use common::{
+    assert_close, entry_points, kernels_run, property_cases, property_seed, runtime,
+    tuning_runtime, Lcg,
+};
 use tessera::nn::{Activation, Gemm, GemmGrads, GemmShape};
 use tessera::{Error, Runtime};
 
@@ -29,7 +35,15 @@ fn act_grad(x: f64, a: Activation) -> f64 {
     (act(x + h, a) - act(x - h, a)) / (2.0 * h)
 }
 
-fn check_shape(rt: &Runtime, gemm: &Gemm, shape: GemmShape, activation: Activation, rng: &mut Lcg) {
+/// Runs forward and backward for `shape` on random data, compares every result with the f64
+/// reference, and returns the entry points that ran.
+fn check_shape(
+    rt: &Runtime,
+    gemm: &Gemm,
+    shape: GemmShape,
+    activation: Activation,
+    rng: &mut Lcg,
+) -> Vec<String> {
     let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
     let (av, bv, biasv, gyv) = (
         rng.values(m * k),
@@ -58,7 +72,7 @@ fn check_shape(rt: &Runtime, gemm: &Gemm, shape: GemmShape, activation: Activati
         &mut batch, shape, activation, &a, &b, &bias, &mut pre, &mut y,
     )
     .unwrap();
-    batch.submit().unwrap();
+    let mut ran = kernels_run(batch);
     let mut batch = rt.batch();
     let grads = GemmGrads {
         grad_pre: &mut grad_pre,
@@ -68,7 +82,7 @@ fn check_shape(rt: &Runtime, gemm: &Gemm, shape: GemmShape, activation: Activati
     };
     gemm.backward(&mut batch, shape, activation, &a, &b, &pre, &grad_y, grads)
         .unwrap();
-    batch.submit().unwrap();
+    ran.extend(kernels_run(batch));
 
     let mut want_pre = vec![0.0f64; m * n];
     for i in 0..m {
@@ -111,6 +125,7 @@ fn check_shape(rt: &Runtime, gemm: &Gemm, shape: GemmShape, activation: Activati
         eprintln!("checking {name} of {label}");
         assert_close(&got, &want, 1e-4);
     }
+    ran
 }
 
 #[test]
@@ -197,19 +212,39 @@ fn gemm_splits_a_long_sum_over_a_small_output() {
     }
 }
 
+/// Random shapes of every path, against the f64 reference: small blocks (a side of at most
+/// 64), large blocks with ragged tiles, and a long sum over a small output in slices, for
+/// either blocking. The cases cycle through the four, so that every GEMM entry point runs
+/// (asserted); `TESSERA_PROPERTY_CASES` and `TESSERA_PROPERTY_SEED` run more or others.
 #[test]
-fn gemm_matches_reference_on_random_small_shapes() {
+fn gemm_matches_reference_on_random_shapes_of_every_path() {
     let rt = runtime();
     let gemm = Gemm::new(&rt).unwrap();
-    let mut rng = Lcg(2026);
-    for round in 0..6 {
-        let mut dim = || 1 + ((rng.next() + 1.0) * 24.0) as u32;
-        let shape = GemmShape {
-            m: dim(),
-            n: dim(),
-            k: dim(),
+    let mut rng = Lcg(property_seed(2026));
+    let cases = property_cases(8);
+    let mut ran = BTreeSet::new();
+    for case in 0..cases {
+        let (sides, depth) = match case % 4 {
+            0 => ((1, 64), (1, 64)),
+            1 => ((65, 150), (1, 40)),
+            2 => ((1, 12), (1024, 1500)),
+            _ => ((65, 90), (1024, 1300)),
         };
-        check_shape(&rt, &gemm, shape, Activation::ALL[round % 6], &mut rng);
+        let shape = GemmShape {
+            m: rng.range(sides.0, sides.1),
+            n: rng.range(sides.0, sides.1),
+            k: rng.range(depth.0, depth.1),
+        };
+        let activation = Activation::ALL[rng.range(0, 5) as usize];
+        ran.extend(check_shape(&rt, &gemm, shape, activation, &mut rng));
+    }
+    if cases >= 4 {
+        let all = entry_points(
+            tessera::nn::WGSL,
+            &["gemm_", "grad_pre", "d_operands", "d_bias"],
+        );
+        let missed: Vec<&String> = all.iter().filter(|e| !ran.contains(*e)).collect();
+        assert!(missed.is_empty(), "no case ran {missed:?}");
     }
 }
 
@@ -281,6 +316,77 @@ fn autotuned_gemm_times_each_way_once_and_stays_correct() {
         assert!(
             matches!(&choice.how, tessera::Tuned::Measured(times) if times.len() == ways),
             "{choice}"
+        );
+    }
+}
+
+/// One runtime shared by threads that record, submit and read at once computes what one thread
+/// computes alone, bit for bit.
+#[test]
+fn gemm_from_several_threads_at_once_matches_one_thread() {
+    let rt = runtime();
+    let gemm = Gemm::new(&rt).unwrap();
+    let shapes = [
+        GemmShape {
+            m: 70,
+            n: 90,
+            k: 33,
+        },
+        GemmShape {
+            m: 5,
+            n: 7,
+            k: 1100,
+        },
+        GemmShape { m: 20, n: 64, k: 9 },
+        GemmShape {
+            m: 130,
+            n: 66,
+            k: 17,
+        },
+    ];
+    let run = |shape: GemmShape, seed: u64| -> Vec<f32> {
+        let mut rng = Lcg(seed);
+        let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+        let a = rt.upload(&rng.values(m * k)).unwrap();
+        let b = rt.upload(&rng.values(k * n)).unwrap();
+        let bias = rt.upload(&rng.values(n)).unwrap();
+        let (mut pre, mut y) = (rt.zeros(m * n).unwrap(), rt.zeros(m * n).unwrap());
+        let mut outputs = Vec::new();
+        for _ in 0..3 {
+            let mut batch = rt.batch();
+            gemm.forward(
+                &mut batch,
+                shape,
+                Activation::Gelu,
+                &a,
+                &b,
+                &bias,
+                &mut pre,
+                &mut y,
+            )
+            .unwrap();
+            batch.submit().unwrap();
+            outputs = y.read(&rt).unwrap();
+        }
+        outputs
+    };
+    let alone: Vec<Vec<f32>> = (0..shapes.len())
+        .map(|i| run(shapes[i], i as u64))
+        .collect();
+    let together: Vec<Vec<f32>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..shapes.len())
+            .map(|i| {
+                let run = &run;
+                scope.spawn(move || run(shapes[i], i as u64))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, (alone, together)) in alone.iter().zip(&together).enumerate() {
+        assert!(
+            alone == together,
+            "{:?} differs between threads and one thread",
+            shapes[i]
         );
     }
 }

@@ -61,3 +61,41 @@ fn without_f16(module: &mut Module, span: Span, errors: &mut Errors) -> Option<W
     module.kernels = all;
     Some(wgsl)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+
+    /// How long the pipeline takes on `src/nn/kernels.rs`, the largest kernels module of the
+    /// project (the README's "Compile time" quotes it). Not a timed assertion: it checks the
+    /// module compiles without errors and prints the time. Run it in the profile the macro is
+    /// built with, e.g. `cargo test -p kernel-macros expansion_time -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "prints a measurement; run on demand"]
+    fn expansion_time_of_the_nn_module() {
+        let source = include_str!("../../src/nn/kernels.rs");
+        let file = syn::parse_file(source).expect("src/nn/kernels.rs parses");
+        let module = file
+            .items
+            .into_iter()
+            .find_map(|item| match item {
+                syn::Item::Mod(module) if module.ident == "nn" => Some(module),
+                _ => None,
+            })
+            .expect("src/nn/kernels.rs has the `nn` kernels module");
+        let runs = 5;
+        let start = Instant::now();
+        for _ in 0..runs {
+            let mut errors = Errors::default();
+            let compiled = compile(TokenStream::new(), module.clone(), &mut errors);
+            assert!(errors.is_empty(), "the nn module compiles without errors");
+            assert!(compiled.and_then(|c| c.wgsl).is_some());
+        }
+        println!(
+            "expanding src/nn/kernels.rs: {:.0} ms per run",
+            start.elapsed().as_secs_f64() * 1e3 / f64::from(runs)
+        );
+    }
+}

@@ -70,3 +70,44 @@ pub fn kernels_run(batch: Batch<'_>) -> Vec<String> {
         .map(|(label, _)| label)
         .collect()
 }
+
+/// How many random cases a property test runs: `TESSERA_PROPERTY_CASES` when set (for long
+/// runs, e.g. `TESSERA_PROPERTY_CASES=500 cargo test --release --test nn_gemm --test nn_conv`),
+/// otherwise `default`, the bounded number CI runs.
+pub fn property_cases(default: usize) -> usize {
+    std::env::var("TESSERA_PROPERTY_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The seed of a property test's generator: `TESSERA_PROPERTY_SEED` when set, else `default`.
+/// A failing case prints its shape; rerun with the same seed to reproduce it.
+pub fn property_seed(default: u64) -> u64 {
+    std::env::var("TESSERA_PROPERTY_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The entry points of a WGSL module whose names start with one of `prefixes`.
+pub fn entry_points(wgsl: &str, prefixes: &[&str]) -> std::collections::BTreeSet<String> {
+    let mut lines = wgsl.lines();
+    let mut found = std::collections::BTreeSet::new();
+    while let Some(line) = lines.next() {
+        if !line.starts_with("@compute") {
+            continue;
+        }
+        let Some(name) = lines
+            .next()
+            .and_then(|f| f.strip_prefix("fn "))
+            .and_then(|f| f.split('(').next())
+        else {
+            continue;
+        };
+        if prefixes.iter().any(|p| name.starts_with(p)) {
+            found.insert(name.to_owned());
+        }
+    }
+    found
+}
