@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_close, runtime, Lcg};
+use common::{assert_close, property_cases, property_seed, runtime, Lcg};
 use tessera::nn::{Adam, AdamConfig, AdamState, Sgd, SgdConfig, SoftmaxCrossEntropy};
 use tessera::Error;
 
@@ -11,9 +11,16 @@ use tessera::Error;
 fn softmax_cross_entropy_matches_reference() {
     let rt = runtime();
     let loss = SoftmaxCrossEntropy::new(&rt).unwrap();
+    // One class, one row, rows past one workgroup of 64, and large logits (stability); then
+    // random shapes (`TESSERA_PROPERTY_CASES` of them, 4 by default).
+    let fixed = [(1, 1, 1.0), (1, 5, 1.0), (70, 3, 4.0), (9, 10, 80.0)];
+    let mut shapes = Lcg(property_seed(3));
+    let random = (0..property_cases(4)).map(|_| {
+        let spread = [0.5, 4.0, 80.0][shapes.range(0, 2) as usize];
+        (shapes.range(1, 200), shapes.range(1, 70), spread)
+    });
     let mut rng = Lcg(3);
-    // One class, one row, rows past one workgroup of 64, and large logits (stability).
-    for (rows, classes, spread) in [(1, 1, 1.0), (1, 5, 1.0), (70, 3, 4.0), (9, 10, 80.0)] {
+    for (rows, classes, spread) in fixed.into_iter().chain(random.collect::<Vec<_>>()) {
         let logits: Vec<f32> = rng
             .values((rows * classes) as usize)
             .into_iter()
