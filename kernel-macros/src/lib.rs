@@ -21,6 +21,8 @@ mod expand;
 mod ir;
 mod lower;
 mod parse;
+#[cfg(test)]
+mod repro_tests;
 mod specialize;
 mod validate;
 
@@ -59,6 +61,7 @@ mod tests {
 
     fn compiled(tokens: TokenStream) -> Result<Compiled, Vec<String>> {
         let mut errors = Errors::default();
+        crate::parse::nesting::tokens(tokens.clone()).map_err(|e| vec![e.to_string()])?;
         let item = syn::parse2(tokens).map_err(|e| vec![e.to_string()])?;
         match compile(TokenStream::new(), item, &mut errors) {
             Some(compiled) if errors.is_empty() => Ok(compiled),

@@ -5,6 +5,7 @@
 pub mod layout;
 mod types;
 mod uniformity;
+mod unroll;
 
 use std::collections::{HashMap, HashSet};
 
@@ -66,6 +67,7 @@ fn variant(kernel: &mut Variant, prefix: &str, params: &[ParamsStruct], errors: 
     checker.block(&mut body);
     checker.finish_block(&mut body);
     kernel.locals = checker.locals;
+    unroll::check(&body, errors);
     kernel.body = body;
     if !recursive {
         uniformity::check(kernel, errors);
@@ -111,6 +113,7 @@ fn functions(helpers: &mut [Function], params: &[ParamsStruct], errors: &mut Err
         checker.block(&mut helper.body);
         checker.finish_block(&mut helper.body);
         helper.locals = checker.locals;
+        unroll::check(&helper.body, errors);
     }
 }
 
