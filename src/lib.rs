@@ -185,7 +185,12 @@
 //!   `while`, `loop`, `break`, `continue`, `return`.
 //! - `#[unroll]` on a `for` over literal bounds writes the body out once per iteration with the
 //!   loop variable as a constant, so register arrays (`let mut acc = [0.0f32; 8];`) indexed by
-//!   it stay in registers.
+//!   it stay in registers. A loop writes at most 1024 iterations, and a function at most 65536
+//!   statements and expressions once all its unrolled loops are written out.
+//! - Nesting is bounded by what WGSL compilers accept: 100 levels per function, where a binary
+//!   operator, index, cast or block adds 1; a prefix operator, call, method, `if`, `while` or
+//!   `loop` 2; a `for` or `match` 3 (a sum of 110 terms is too deep once printed as WGSL: split
+//!   it with `let`).
 //! - Vectors: `vec2(a, b)`, `vec3(..)`, `vec4(..)`, components and swizzles (`v.x`, `v.xy`),
 //!   `dot`, `cross`, `length`, `normalize`, `distance`; types `Vec2<f32>` etc. in annotations.
 //! - Math methods: `abs min max clamp exp exp2 ln log2 sqrt powf tanh sinh cosh sin cos tan

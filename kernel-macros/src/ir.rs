@@ -140,6 +140,19 @@ impl Ty {
         }
     }
 
+    /// Bytes of a value in WGSL's layout, computed without saturating: `None` past `u64`.
+    /// Array lengths are the user's, so their products can be anything.
+    pub fn byte_size(&self) -> Option<u64> {
+        match self {
+            Ty::Array(element, len) => {
+                let (_, align) = element.size_align();
+                let stride = element.byte_size()?.next_multiple_of(u64::from(align));
+                stride.checked_mul(u64::from(*len))
+            }
+            other => Some(u64::from(other.size_align().0)),
+        }
+    }
+
     /// The Rust spelling, used in messages.
     pub fn rust_name(&self) -> String {
         match self {

@@ -59,6 +59,7 @@ mod tests {
 
     fn compiled(tokens: TokenStream) -> Result<Compiled, Vec<String>> {
         let mut errors = Errors::default();
+        crate::parse::nesting::tokens(tokens.clone()).map_err(|e| vec![e.to_string()])?;
         let item = syn::parse2(tokens).map_err(|e| vec![e.to_string()])?;
         match compile(TokenStream::new(), item, &mut errors) {
             Some(compiled) if errors.is_empty() => Ok(compiled),
@@ -74,6 +75,31 @@ mod tests {
     /// The validated WGSL, or the error messages.
     pub fn wgsl(tokens: TokenStream) -> Result<String, Vec<String>> {
         compiled(tokens).map(|c| c.wgsl.map(|w| w.text).unwrap_or_default())
+    }
+
+    /// Runs `f` on a thread with rustc's 8 MiB stack, where the macro runs: a test of deeply
+    /// nested input then fails by overflowing the stack as the macro would.
+    pub fn on_rustc_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new()
+            .stack_size(8 << 20)
+            .spawn(f)
+            .and_then(|thread| {
+                thread
+                    .join()
+                    .map_err(|_| std::io::Error::other("the test thread panicked"))
+            })
+            .unwrap()
+    }
+
+    /// A module with one kernel `k(p: &P, y: &mut [f32])` (`P { n: u32 }`, 64 invocations)
+    /// around `body`, and `helpers` beside it; from text, since the generated sizes are far
+    /// beyond what `quote!` writes comfortably.
+    pub fn kernel_module(helpers: &str, body: &str) -> TokenStream {
+        let text = format!(
+            "mod m {{ #[repr(C)] #[derive(Params)] struct P {{ n: u32 }} {helpers} \
+             #[kernel(workgroup = [64], grid = [1])] fn k(p: &P, y: &mut [f32]) {{ {body} }} }}"
+        );
+        text.parse().unwrap()
     }
 
     fn messages(errors: Errors) -> Vec<String> {

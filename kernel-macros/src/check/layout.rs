@@ -32,8 +32,8 @@ pub fn offsets(params: &ParamsStruct) -> Vec<FieldOffsets> {
                 rust: rust.next_multiple_of(rust_align),
                 wgsl: wgsl.next_multiple_of(wgsl_align),
             };
-            rust = here.rust + rust_size;
-            wgsl = here.wgsl + wgsl_size;
+            rust = here.rust.saturating_add(rust_size);
+            wgsl = here.wgsl.saturating_add(wgsl_size);
             here
         })
         .collect()
@@ -52,7 +52,7 @@ pub fn check(params: &ParamsStruct, errors: &mut Errors) {
     }
     for (field, at) in params.fields.iter().zip(offsets(params)) {
         if at.rust != at.wgsl {
-            let pad = at.wgsl - at.rust;
+            let pad = at.wgsl.saturating_sub(at.rust);
             let words = pad / 4;
             let fill = (0..words)
                 .map(|i| format!("_pad_{}_{i}: u32", field.name))

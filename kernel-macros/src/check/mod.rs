@@ -5,6 +5,7 @@
 pub mod layout;
 mod types;
 mod uniformity;
+mod unroll;
 
 use std::collections::{HashMap, HashSet};
 
@@ -66,6 +67,7 @@ fn variant(kernel: &mut Variant, prefix: &str, params: &[ParamsStruct], errors: 
     checker.block(&mut body);
     checker.finish_block(&mut body);
     kernel.locals = checker.locals;
+    unroll::check(&body, errors);
     kernel.body = body;
     if !recursive {
         uniformity::check(kernel, errors);
@@ -111,6 +113,7 @@ fn functions(helpers: &mut [Function], params: &[ParamsStruct], errors: &mut Err
         checker.block(&mut helper.body);
         checker.finish_block(&mut helper.body);
         helper.locals = checker.locals;
+        unroll::check(&helper.body, errors);
     }
 }
 
@@ -220,14 +223,17 @@ fn calls(body: &crate::ir::Block) -> Vec<(Ident, crate::ir::Span)> {
 
 /// Workgroup size and workgroup memory against WebGPU's default limits.
 fn limits(kernel: &Variant, instance: &str, errors: &mut Errors) {
-    let [x, y, z] = kernel.workgroup_size;
+    let [x, y, z] = kernel.workgroup_size.map(u64::from);
+    // Three `u32`s multiply to at most 2^96: saturating at `u64::MAX` still compares right.
     let invocations = x.saturating_mul(y).saturating_mul(z);
     let (max_invocations, declared) = match kernel.requirements.invocations {
         Some((declared, _)) => (declared, true),
         None => (MAX_INVOCATIONS, false),
     };
-    if invocations > max_invocations {
-        let advice = if declared {
+    if invocations > u64::from(max_invocations) {
+        let advice = if invocations > u64::from(u32::MAX) {
+            "use a smaller workgroup".to_owned()
+        } else if declared {
             format!("raise `limits(invocations = {invocations})` or use a smaller workgroup")
         } else {
             format!(
@@ -265,11 +271,22 @@ fn limits(kernel: &Variant, instance: &str, errors: &mut Errors) {
         Some((declared, _)) => (declared, true),
         None => (MAX_WORKGROUP_MEMORY, false),
     };
-    let mut total = 0u32;
+    let mut total = Some(0u64);
     for shared in &kernel.shared {
-        total = total.saturating_add(shared.ty.size_align().0);
-        if total > max_memory {
-            let (limit, advice) = if declared {
+        total = total.and_then(|t| t.checked_add(shared.ty.byte_size()?));
+        if total.is_none_or(|t| t > u64::from(max_memory)) {
+            let fits = total.is_some_and(|t| t <= u64::from(u32::MAX));
+            let total = total.map_or_else(|| format!("more than {}", u64::MAX), |t| t.to_string());
+            let (limit, advice) = if !fits {
+                (
+                    if declared {
+                        "the declared limit"
+                    } else {
+                        "WebGPU's default limit"
+                    },
+                    "use smaller arrays (no device has 4 GiB of workgroup memory)".to_owned(),
+                )
+            } else if declared {
                 (
                     "the declared limit",
                     format!("raise `limits(workgroup_memory = {total})` or use smaller arrays"),

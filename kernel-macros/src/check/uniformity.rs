@@ -3,6 +3,17 @@
 //! memory, atomics, and everything computed from them) and reports a barrier inside control
 //! flow that depends on one (an `if`, a loop, a `match`, or code after an early `return`), at
 //! the barrier. naga 30 does not check this for barriers, so tessera does.
+//!
+//! Each function body is walked once, into a graph: a node per local, per condition and per
+//! control-flow context, with an edge wherever one may make the other vary (a local read in an
+//! assigned value or a condition, a condition around an assignment, a non-uniform `break`
+//! around later iterations of its loop). Which nodes vary is then one walk of the graph from
+//! the sources (ids, varying memory, atomics). Loop-carried chains of any length are closed
+//! that way without iterating over the body, and the time is linear in the body's size.
+//!
+//! Helpers that execute a barrier are checked once each, callers before callees: a value
+//! parameter varies when some call, in uniform control flow, passes it a varying value. A call
+//! in non-uniform control flow is reported at the call.
 
 use std::collections::{HashMap, HashSet};
 
@@ -12,16 +23,36 @@ use crate::ir::*;
 
 /// Checks every barrier of `kernel`, including barriers inside helpers it calls.
 pub fn check(kernel: &Variant, errors: &mut Errors) {
+    let calls = CallGraph::new(&kernel.helpers);
     let memory = kernel
         .bindings
         .iter()
         .map(|b| (b.name.to_string(), binding_varies(&b.kind)))
         .chain(kernel.shared.iter().map(|s| (s.name.to_string(), true)))
         .collect();
-    let mut analysis = Analysis::new(&kernel.helpers, memory, HashSet::new());
-    analysis.run(&kernel.body);
-    for (span, message) in analysis.found {
-        errors.at(span, message);
+    let mut builder = Builder::new(&calls, memory);
+    builder.block(&kernel.body, None);
+    let mut reached = builder.finish(errors);
+    for index in calls.callers_first() {
+        let helper = &kernel.helpers[index];
+        let Some(params) = reached.remove(&helper.name.to_string()) else {
+            continue;
+        };
+        let mut builder = Builder::new(&calls, lent_memory(helper));
+        for (param, varies) in helper.params.iter().zip(params) {
+            if varies {
+                let node = builder.local(param.local);
+                builder.graph.seed(node, None);
+            }
+        }
+        builder.block(&helper.body, None);
+        for (name, params) in builder.finish(errors) {
+            let merged = reached.entry(name).or_default();
+            merged.resize(merged.len().max(params.len()), false);
+            for (into, varies) in merged.iter_mut().zip(params) {
+                *into |= varies;
+            }
+        }
     }
 }
 
@@ -30,135 +61,340 @@ fn binding_varies(kind: &BindingKind) -> bool {
     matches!(kind, BindingKind::Storage { writable: true, .. })
 }
 
-/// Names of helpers that execute a barrier, directly or through other helpers.
-fn helpers_with_barriers(helpers: &[Function]) -> HashSet<String> {
-    let mut with = HashSet::new();
-    loop {
-        let before = with.len();
-        for helper in helpers {
-            let mut calls_barrier = false;
+/// What a helper is lent, by parameter name: whether its contents may differ between
+/// invocations. Lent arrays and read-write buffers may; parameters and read-only buffers do not.
+fn lent_memory(helper: &Function) -> HashMap<String, bool> {
+    helper
+        .reference_params()
+        .map(|p| {
+            let varies = match p.kind {
+                ParamKind::Storage => p.mutable,
+                ParamKind::Uniform(_) => false,
+                ParamKind::Array | ParamKind::Value => true,
+            };
+            (p.name.to_string(), varies)
+        })
+        .collect()
+}
+
+/// Which helpers call which, and which execute a barrier (directly or through a callee).
+struct CallGraph<'k> {
+    helpers: &'k [Function],
+    index: HashMap<String, usize>,
+    callees: Vec<Vec<usize>>,
+    with_barriers: HashSet<String>,
+}
+
+impl<'k> CallGraph<'k> {
+    fn new(helpers: &'k [Function]) -> Self {
+        let index: HashMap<String, usize> = helpers
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (h.name.to_string(), i))
+            .collect();
+        let mut callees = vec![Vec::new(); helpers.len()];
+        let mut callers = vec![Vec::new(); helpers.len()];
+        let mut pending = Vec::new();
+        for (caller, helper) in helpers.iter().enumerate() {
+            let mut barrier = false;
             visit_exprs(&helper.body, &mut |e| match &e.kind {
-                ExprKind::Call(name, _) => calls_barrier |= with.contains(&name.to_string()),
+                ExprKind::Call(name, _) => {
+                    if let Some(&callee) = index.get(&name.to_string()) {
+                        callees[caller].push(callee);
+                        callers[callee].push(caller);
+                    }
+                }
                 ExprKind::Builtin(builtin, _) => {
-                    calls_barrier |= builtin.uniformity == Uniformity::Barrier
+                    barrier |= builtin.uniformity == Uniformity::Barrier
                 }
                 _ => {}
             });
-            if calls_barrier {
-                with.insert(helper.name.to_string());
+            if barrier {
+                pending.push(caller);
             }
         }
-        if with.len() == before {
-            return with;
+        // A helper executes a barrier when one of its callees does.
+        let mut barriers = vec![false; helpers.len()];
+        while let Some(helper) = pending.pop() {
+            if !std::mem::replace(&mut barriers[helper], true) {
+                pending.extend(&callers[helper]);
+            }
+        }
+        let with_barriers = helpers
+            .iter()
+            .zip(&barriers)
+            .filter(|(_, b)| **b)
+            .map(|(h, _)| h.name.to_string())
+            .collect();
+        CallGraph {
+            helpers,
+            index,
+            callees,
+            with_barriers,
+        }
+    }
+
+    /// The helpers with every caller before its callees (`check/` rejected recursion).
+    fn callers_first(&self) -> Vec<usize> {
+        let mut seen = vec![false; self.helpers.len()];
+        let mut finished = Vec::new();
+        for root in 0..self.helpers.len() {
+            if std::mem::replace(&mut seen[root], true) {
+                continue;
+            }
+            let mut stack = vec![(root, 0)];
+            while let Some((helper, next)) = stack.last_mut() {
+                match self.callees[*helper].get(*next) {
+                    Some(&callee) => {
+                        *next += 1;
+                        if !std::mem::replace(&mut seen[callee], true) {
+                            stack.push((callee, 0));
+                        }
+                    }
+                    None => {
+                        finished.push(*helper);
+                        stack.pop();
+                    }
+                }
+            }
+        }
+        finished.reverse();
+        finished
+    }
+
+    fn helper(&self, name: &str) -> Option<&'k Function> {
+        self.index.get(name).map(|&i| &self.helpers[i])
+    }
+}
+
+type Node = usize;
+
+/// What may make nodes vary, and which do once [`Graph::solve`] has run.
+#[derive(Default)]
+struct Graph {
+    successors: Vec<Vec<Node>>,
+    /// A condition's own span: what a barrier under it is blamed on.
+    condition: Vec<Option<Span>>,
+    varying: Vec<bool>,
+    /// For a varying control-flow context, the condition that made it vary.
+    cause: Vec<Option<Span>>,
+    sources: Vec<Node>,
+}
+
+impl Graph {
+    fn node(&mut self, condition: Option<Span>) -> Node {
+        self.successors.push(Vec::new());
+        self.condition.push(condition);
+        self.varying.push(false);
+        self.cause.push(None);
+        self.successors.len() - 1
+    }
+
+    fn edge(&mut self, from: Node, to: Node) {
+        if from != to {
+            self.successors[from].push(to);
+        }
+    }
+
+    /// Marks `node` as varying by itself (its cause, when it is a condition, is its own span).
+    fn seed(&mut self, node: Node, cause: Option<Span>) {
+        if !self.varying[node] {
+            self.varying[node] = true;
+            self.cause[node] = cause.or(self.condition[node]);
+            self.sources.push(node);
+        }
+    }
+
+    /// Marks everything reachable from the sources as varying. A condition is blamed on
+    /// itself; a context inherits the blame of what made it vary.
+    fn solve(&mut self) {
+        let mut pending = std::mem::take(&mut self.sources);
+        while let Some(node) = pending.pop() {
+            for i in 0..self.successors[node].len() {
+                let next = self.successors[node][i];
+                if !self.varying[next] {
+                    self.varying[next] = true;
+                    self.cause[next] = self.condition[next].or(self.cause[node]);
+                    pending.push(next);
+                }
+            }
         }
     }
 }
 
-/// Why control flow is non-uniform: the span of the condition (or early exit) responsible.
-type Flow = Option<Span>;
+/// What a value depends on: nodes that make it vary, or a source of variation itself.
+#[derive(Default)]
+struct Value {
+    source: bool,
+    nodes: Vec<Node>,
+}
 
-struct Analysis<'k> {
-    helpers: &'k [Function],
-    barrier_helpers: HashSet<String>,
+impl Value {
+    fn is_uniform(&self) -> bool {
+        !self.source && self.nodes.is_empty()
+    }
+}
+
+/// The control flow a statement runs under: `None` is uniform for certain; a node is
+/// non-uniform when it varies.
+type Flow = Option<Node>;
+
+/// A barrier, or a call of a helper that executes one, and the flow it is reached under.
+struct BarrierSite {
+    flow: Flow,
+    span: Span,
+    name: String,
+    /// For a helper: the node of each value argument (`None` when it is uniform for certain).
+    args: Vec<Option<Node>>,
+    helper: bool,
+}
+
+/// Builds the graph of one function body.
+struct Builder<'c, 'k> {
+    calls: &'c CallGraph<'k>,
+    graph: Graph,
     /// Buffers, workgroup arrays and lent arrays by name: whether their contents may differ
     /// between invocations.
     memory: HashMap<String, bool>,
-    /// Locals that may hold different values in different invocations.
-    varying: HashSet<LocalId>,
-    /// The flow on entry of each enclosing loop, and the first non-uniform `break`/`continue`.
-    loops: Vec<(Flow, Option<Span>)>,
-    report: bool,
-    found: Vec<(Span, String)>,
+    /// Each local's node, by [`LocalId`].
+    locals: Vec<Node>,
+    /// For each enclosing loop, the context of its later iterations: non-uniform when some
+    /// invocations left an earlier one early.
+    loops: Vec<Node>,
+    /// Early `return`s inside value blocks, for the statement that holds them.
+    value_exits: Flow,
+    sites: Vec<BarrierSite>,
 }
 
-impl<'k> Analysis<'k> {
-    fn new(
-        helpers: &'k [Function],
-        memory: HashMap<String, bool>,
-        varying: HashSet<LocalId>,
-    ) -> Self {
-        Analysis {
-            helpers,
-            barrier_helpers: helpers_with_barriers(helpers),
+impl<'c, 'k> Builder<'c, 'k> {
+    fn new(calls: &'c CallGraph<'k>, memory: HashMap<String, bool>) -> Self {
+        Builder {
+            calls,
+            graph: Graph::default(),
             memory,
-            varying,
+            locals: Vec::new(),
             loops: Vec::new(),
-            report: false,
-            found: Vec::new(),
+            value_exits: None,
+            sites: Vec::new(),
         }
     }
 
-    /// Analyses a function body: silent passes until the varying locals stop growing, then
-    /// one that reports.
-    fn run(&mut self, body: &Block) {
-        loop {
-            let before = self.varying.len();
-            self.block(body, None);
-            if self.varying.len() == before {
-                break;
+    /// Solves the graph and reports the barriers reached in non-uniform flow; returns, for
+    /// each helper with barriers called in uniform flow, which value parameters vary.
+    fn finish(mut self, errors: &mut Errors) -> HashMap<String, Vec<bool>> {
+        self.graph.solve();
+        let mut reached: HashMap<String, Vec<bool>> = HashMap::new();
+        for site in &self.sites {
+            let cause = site
+                .flow
+                .filter(|&f| self.graph.varying[f])
+                .map(|f| self.graph.cause[f].unwrap_or(site.span));
+            match cause {
+                Some(cause) => errors.at(site.span, barrier_message(&site.name, cause)),
+                None if site.helper => {
+                    let params = reached.entry(site.name.clone()).or_default();
+                    params.resize(params.len().max(site.args.len()), false);
+                    for (into, arg) in params.iter_mut().zip(&site.args) {
+                        *into |= arg.is_some_and(|n| self.graph.varying[n]);
+                    }
+                }
+                None => {}
             }
         }
-        self.report = true;
-        self.block(body, None);
+        reached
     }
 
-    /// The barriers inside a helper called with `args`: its value parameters vary when their
-    /// arguments do; what it is lent is taken to vary.
-    fn helper_body(&mut self, helper: &Function, args: &[Expr], flow: Flow) {
-        let mut varying = HashSet::new();
-        for (param, arg) in helper.params.iter().zip(args) {
-            if param.kind == ParamKind::Value && self.expr(arg, flow) {
-                varying.insert(param.local);
-            }
+    fn local(&mut self, id: LocalId) -> Node {
+        let index = id.0 as usize;
+        while self.locals.len() <= index {
+            let node = self.graph.node(None);
+            self.locals.push(node);
         }
-        // Lent arrays and read-write buffers may differ between invocations; parameters and
-        // read-only buffers do not.
-        let memory = helper
-            .reference_params()
-            .map(|p| {
-                let varies = match p.kind {
-                    ParamKind::Storage => p.mutable,
-                    ParamKind::Uniform(_) => false,
-                    ParamKind::Array | ParamKind::Value => true,
-                };
-                (p.name.to_string(), varies)
-            })
-            .collect();
-        let mut inner = Analysis::new(self.helpers, memory, varying);
-        inner.run(&helper.body);
-        self.found.extend(inner.found);
+        self.locals[index]
     }
 
-    /// Analyses `block` under `flow`; returns the span of a `return` taken in non-uniform flow.
+    /// A node that varies when `value` does, or `None` when it is uniform for certain.
+    fn node_of(&mut self, value: &Value, condition: Option<Span>) -> Option<Node> {
+        if value.is_uniform() {
+            return None;
+        }
+        let node = self.graph.node(condition);
+        if value.source {
+            self.graph.seed(node, None);
+        }
+        for &from in &value.nodes {
+            self.graph.edge(from, node);
+        }
+        Some(node)
+    }
+
+    /// Makes `target` vary when `value` or `flow` does.
+    fn assign(&mut self, target: Node, value: &Value, flow: Flow) {
+        if value.source {
+            self.graph.seed(target, None);
+        }
+        for &from in value.nodes.iter().chain(&flow) {
+            self.graph.edge(from, target);
+        }
+    }
+
+    /// Flow that is non-uniform when `a` or `b` is.
+    fn either(&mut self, a: Flow, b: Flow) -> Flow {
+        match (a, b) {
+            (Some(a), Some(b)) if a != b => {
+                let node = self.graph.node(None);
+                self.graph.edge(a, node);
+                self.graph.edge(b, node);
+                Some(node)
+            }
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The flow inside a construct controlled by `cond`, under `flow`.
+    fn condition(&mut self, cond: &Expr, flow: Flow) -> Flow {
+        let value = self.value(cond, flow);
+        let inner = self.node_of(&value, Some(cond.span));
+        self.either(flow, inner)
+    }
+
+    /// Walks `block` under `flow`; returns the flow of the early `return`s inside it.
     fn block(&mut self, block: &Block, mut flow: Flow) -> Flow {
-        let mut returned = None;
+        let mut exits = None;
         for stmt in block {
-            if let Some(exit) = self.stmt(stmt, flow) {
-                returned = returned.or(Some(exit));
-                flow = flow.or(Some(exit));
+            let exit = self.stmt(stmt, flow);
+            let value_exit = self.value_exits.take();
+            let exit = self.either(exit, value_exit);
+            if exit.is_some() {
+                exits = self.either(exits, exit);
+                flow = self.either(flow, exit);
             }
         }
-        returned
+        exits
     }
 
     fn stmt(&mut self, stmt: &Stmt, flow: Flow) -> Flow {
         match &stmt.kind {
             StmtKind::Let { init, local, .. } => {
-                let varying = init.as_ref().is_some_and(|e| self.expr(e, flow));
-                if varying || flow.is_some() {
-                    self.varying.insert(*local);
-                }
+                let value = match init {
+                    Some(init) => self.value(init, flow),
+                    None => Value::default(),
+                };
+                let node = self.local(*local);
+                self.assign(node, &value, flow);
                 None
             }
             StmtKind::Assign { target, value, .. } => {
-                let varying = self.expr(value, flow) | self.expr(target, flow);
-                if let (true, Some(local)) = (varying || flow.is_some(), root_local(target)) {
-                    self.varying.insert(local);
+                let mut value = self.value(value, flow);
+                self.value_into(target, flow, &mut value);
+                if let Some(local) = root_local(target) {
+                    let node = self.local(local);
+                    self.assign(node, &value, flow);
                 }
                 None
             }
             StmtKind::Expr(e) => {
-                self.expr(e, flow);
+                self.value(e, flow);
                 None
             }
             StmtKind::If {
@@ -169,21 +405,27 @@ impl<'k> Analysis<'k> {
                 let inner = self.condition(cond, flow);
                 let a = self.block(then, inner);
                 let b = otherwise.as_ref().and_then(|o| self.block(o, inner));
-                a.or(b)
+                self.either(a, b)
             }
             StmtKind::Match { scrutinee, arms } => {
                 let inner = self.condition(scrutinee, flow);
-                arms.iter()
-                    .fold(None, |exit, arm| exit.or(self.block(&arm.body, inner)))
+                let mut exits = None;
+                for arm in arms {
+                    let exit = self.block(&arm.body, inner);
+                    exits = self.either(exits, exit);
+                }
+                exits
             }
             StmtKind::For(f) => {
-                let varying = self.expr(&f.start, flow)
-                    | self.expr(&f.end, flow)
-                    | f.step.as_ref().is_some_and(|s| self.expr(s, flow));
-                let inner = flow.or(varying.then_some(f.end.span));
-                if inner.is_some() {
-                    self.varying.insert(f.local);
+                let mut bounds = self.value(&f.start, flow);
+                self.value_into(&f.end, flow, &mut bounds);
+                if let Some(step) = &f.step {
+                    self.value_into(step, flow, &mut bounds);
                 }
+                let varying_bounds = self.node_of(&bounds, Some(f.end.span));
+                let inner = self.either(flow, varying_bounds);
+                let var = self.local(f.local);
+                self.assign(var, &Value::default(), inner);
                 self.loop_body(&f.body, inner)
             }
             StmtKind::While { cond, body } => {
@@ -193,127 +435,165 @@ impl<'k> Analysis<'k> {
             StmtKind::Loop(body) => self.loop_body(body, flow),
             StmtKind::Block(body) => self.block(body, flow),
             StmtKind::Break | StmtKind::Continue => {
-                if let Some((entry, first)) = self.loops.last_mut() {
-                    if entry.is_none() && flow.is_some() {
-                        *first = first.or(flow);
-                    }
+                if let (Some(flow), Some(&later)) = (flow, self.loops.last()) {
+                    self.graph.edge(flow, later);
                 }
                 None
             }
             StmtKind::Return(value) => {
                 if let Some(value) = value {
-                    self.expr(value, flow);
+                    self.value(value, flow);
+                }
+                // Invocations that returned miss the later iterations of every enclosing loop.
+                if let Some(flow) = flow {
+                    for i in 0..self.loops.len() {
+                        self.graph.edge(flow, self.loops[i]);
+                    }
                 }
                 flow
             }
         }
     }
 
-    /// The flow inside a construct controlled by `cond`.
-    fn condition(&mut self, cond: &Expr, flow: Flow) -> Flow {
-        let varying = self.expr(cond, flow);
-        flow.or(varying.then_some(cond.span))
-    }
-
-    /// A loop body: a non-uniform `break` or `continue` makes later iterations non-uniform.
+    /// A loop body, run under `flow` and, in later iterations, under the non-uniform `break`s,
+    /// `continue`s and `return`s of earlier ones.
     fn loop_body(&mut self, body: &Block, flow: Flow) -> Flow {
-        let report = std::mem::replace(&mut self.report, false);
-        self.loops.push((flow, None));
-        self.block(body, flow);
-        let (_, early_exit) = self.loops.pop().unwrap_or((flow, None));
-        self.report = report;
-        let inner = flow.or(early_exit);
-        self.loops.push((inner, None));
+        let later = self.graph.node(None);
+        let inner = self.either(flow, Some(later));
+        self.loops.push(later);
         let exit = self.block(body, inner);
         self.loops.pop();
         exit
     }
 
-    /// Whether `e` may differ between invocations; reports barriers reached in non-uniform flow.
-    fn expr(&mut self, e: &Expr, flow: Flow) -> bool {
+    /// What `e` depends on; records the barriers it reaches.
+    fn value(&mut self, e: &Expr, flow: Flow) -> Value {
+        let mut value = Value::default();
+        self.value_into(e, flow, &mut value);
+        value
+    }
+
+    fn value_into(&mut self, e: &Expr, flow: Flow, out: &mut Value) {
         match &e.kind {
-            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => false,
-            ExprKind::Path(_, Some(local)) => self.varying.contains(local),
-            ExprKind::Path(_, None) => false,
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => {}
+            ExprKind::Path(_, Some(local)) => {
+                let node = self.local(*local);
+                out.nodes.push(node);
+            }
+            ExprKind::Path(_, None) => {}
             ExprKind::Field(base, _)
             | ExprKind::Cast(base, _)
             | ExprKind::Bitcast(base, _)
             | ExprKind::Unary(_, base)
-            | ExprKind::Repeat(base, _) => self.expr(base, flow),
+            | ExprKind::Repeat(base, _) => self.value_into(base, flow, out),
             ExprKind::Index(base, index) => {
-                let index = self.expr(index, flow);
+                self.value_into(index, flow, out);
                 match &base.kind {
-                    ExprKind::Path(name, None) => index || self.is_varying_memory(name),
-                    _ => self.expr(base, flow) | index,
+                    ExprKind::Path(name, None) => out.source |= self.is_varying_memory(name),
+                    _ => self.value_into(base, flow, out),
                 }
             }
-            ExprKind::Binary(_, a, b) => self.expr(a, flow) | self.expr(b, flow),
-            ExprKind::Array(items) => items
-                .iter()
-                .fold(false, |v, item| self.expr(item, flow) | v),
-            ExprKind::Call(name, args) => self.call(e, name, args, flow),
-            ExprKind::Builtin(builtin, args) => self.builtin(e, builtin, args, flow),
+            ExprKind::Binary(_, a, b) => {
+                self.value_into(a, flow, out);
+                self.value_into(b, flow, out);
+            }
+            ExprKind::Array(items) => {
+                for item in items {
+                    self.value_into(item, flow, out);
+                }
+            }
+            ExprKind::Call(name, args) => self.call(e, name, args, flow, out),
+            ExprKind::Builtin(builtin, args) => self.builtin(e, builtin, args, flow, out),
             // `check/` resolved every method to a builtin.
-            ExprKind::Method(..) => false,
+            ExprKind::Method(..) => {}
             ExprKind::If(cond, a, b) => {
                 let inner = self.condition(cond, flow);
-                let varying = inner.is_some();
-                self.block_expr(a, inner) | self.block_expr(b, inner) | varying
+                out.nodes.extend(inner);
+                self.block_value(a, inner, out);
+                self.block_value(b, inner, out);
             }
             ExprKind::Match(scrutinee, arms) => {
                 let inner = self.condition(scrutinee, flow);
-                arms.iter().fold(inner.is_some(), |v, arm| {
-                    self.block_expr(&arm.body, inner) | v
-                })
+                out.nodes.extend(inner);
+                for arm in arms {
+                    self.block_value(&arm.body, inner, out);
+                }
             }
-            ExprKind::Block(block) => self.block_expr(block, flow),
+            ExprKind::Block(block) => self.block_value(block, flow, out),
             // What is lent to a helper may vary; the barriers inside it are checked with it.
-            ExprKind::Ref(..) => true,
+            ExprKind::Ref(..) => out.source = true,
         }
     }
 
-    fn block_expr(&mut self, block: &BlockExpr, flow: Flow) -> bool {
-        self.block(&block.stmts, flow);
-        self.expr(&block.tail, flow)
+    fn block_value(&mut self, block: &BlockExpr, flow: Flow, out: &mut Value) {
+        let exit = self.block(&block.stmts, flow);
+        let pending = self.value_exits.take();
+        self.value_exits = self.either(pending, exit);
+        self.value_into(&block.tail, flow, out);
     }
 
-    /// A helper call: its barriers are checked where it is called, and inside it with what
-    /// it is given.
-    fn call(&mut self, e: &Expr, name: &proc_macro2::Ident, args: &[Expr], flow: Flow) -> bool {
+    /// A helper call: its result may vary with what the helper reads (a varying value, or
+    /// memory lent to it that varies); a helper that executes a barrier is a barrier here.
+    fn call(
+        &mut self,
+        e: &Expr,
+        name: &proc_macro2::Ident,
+        args: &[Expr],
+        flow: Flow,
+        out: &mut Value,
+    ) {
         let key = name.to_string();
-        // The result may vary with what the helper reads: a varying value, or memory lent to
-        // it that varies (read-write storage, workgroup arrays, local arrays).
-        let varying_args = args.iter().fold(false, |v, arg| {
-            let lends_varying =
-                matches!(&arg.kind, ExprKind::Path(name, None) if self.is_varying_memory(name));
-            self.expr(arg, flow) | lends_varying | v
-        });
-        if self.barrier_helpers.contains(&key) {
-            if let (Some(cause), true) = (flow, self.report) {
-                self.found.push((e.span, barrier_message(&key, cause)));
+        let helper = self
+            .calls
+            .helper(&key)
+            .filter(|_| self.calls.with_barriers.contains(&key));
+        let mut arg_nodes = Vec::new();
+        for (i, arg) in args.iter().enumerate() {
+            if matches!(&arg.kind, ExprKind::Path(name, None) if self.is_varying_memory(name)) {
+                out.source = true;
             }
-            if self.report && flow.is_none() {
-                if let Some(helper) = self.helpers.iter().find(|h| h.name == *name) {
-                    self.helper_body(helper, args, flow);
-                }
-            }
+            let value = self.value(arg, flow);
+            let is_value_param = helper
+                .and_then(|h| h.params.get(i))
+                .is_some_and(|p| p.kind == ParamKind::Value);
+            arg_nodes.push(if is_value_param {
+                self.node_of(&value, None)
+            } else {
+                None
+            });
+            out.source |= value.source;
+            out.nodes.extend(value.nodes);
         }
-        varying_args
+        if helper.is_some() {
+            self.sites.push(BarrierSite {
+                flow,
+                span: e.span,
+                name: key,
+                args: arg_nodes,
+                helper: true,
+            });
+        }
     }
 
-    fn builtin(&mut self, e: &Expr, builtin: &Builtin, args: &[Expr], flow: Flow) -> bool {
-        let varying_args = args.iter().fold(false, |v, arg| self.expr(arg, flow) | v);
+    fn builtin(&mut self, e: &Expr, builtin: &Builtin, args: &[Expr], flow: Flow, out: &mut Value) {
+        let mut value = Value::default();
+        for arg in args {
+            self.value_into(arg, flow, &mut value);
+        }
         match builtin.uniformity {
-            Uniformity::Barrier => {
-                if let (Some(cause), true) = (flow, self.report) {
-                    self.found
-                        .push((e.span, barrier_message(builtin.name, cause)));
-                }
-                false
+            Uniformity::Barrier => self.sites.push(BarrierSite {
+                flow,
+                span: e.span,
+                name: builtin.name.to_owned(),
+                args: Vec::new(),
+                helper: false,
+            }),
+            Uniformity::Uniform => {}
+            Uniformity::Varying => out.source = true,
+            Uniformity::Pure => {
+                out.source |= value.source;
+                out.nodes.extend(value.nodes);
             }
-            Uniformity::Uniform => false,
-            Uniformity::Varying => true,
-            Uniformity::Pure => varying_args,
         }
     }
 

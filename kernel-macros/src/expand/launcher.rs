@@ -345,8 +345,15 @@ pub fn launcher(module: &Module, kernel: &Kernel, split_f16: bool, valid: bool) 
     }
 }
 
+/// Bytes of the kernel's workgroup arrays; `u32::MAX` past it (`check/` reported that).
 fn shared_bytes(kernel: &Variant) -> u32 {
-    kernel.shared.iter().map(|s| s.ty.size_align().0).sum()
+    let total = kernel
+        .shared
+        .iter()
+        .try_fold(0u64, |total, s| total.checked_add(s.ty.byte_size()?));
+    total
+        .and_then(|t| u32::try_from(t).ok())
+        .unwrap_or(u32::MAX)
 }
 
 fn length_checks<'a>(
@@ -399,7 +406,9 @@ fn device_checks(instances: &[Instance], rust_name: &str) -> TokenStream {
     let limits = [
         limit(
             "max_compute_invocations_per_workgroup",
-            quote!(x * y * z),
+            quote!(u64::from(x)
+                .saturating_mul(u64::from(y))
+                .saturating_mul(u64::from(z))),
             quote!(limits.max_compute_invocations_per_workgroup),
         ),
         limit(

@@ -20,6 +20,11 @@ pub use params::derive_params;
 
 /// `#[kernels] mod name { ... }`: the module through [`compile`], then its tokens.
 pub fn kernels(args: TokenStream, input: TokenStream) -> TokenStream {
+    // syn parses nested code by recursion: too deep a nest must not reach it.
+    let nesting = parse::nesting::tokens(args.clone()).and(parse::nesting::tokens(input.clone()));
+    if let Err(error) = nesting {
+        return error.to_compile_error();
+    }
     let item: syn::ItemMod = match syn::parse2(input) {
         Ok(item) => item,
         Err(error) => return error.to_compile_error(),

@@ -9,6 +9,9 @@ use crate::diag::Errors;
 use crate::parse::params;
 
 pub fn derive_params(input: TokenStream) -> TokenStream {
+    if let Err(error) = crate::parse::nesting::tokens(input.clone()) {
+        return error.to_compile_error();
+    }
     let item: syn::ItemStruct = match syn::parse2(input) {
         Ok(item) => item,
         Err(error) => {

@@ -2,7 +2,7 @@
 //! words, or that collide once scopes are flattened, get a suffix; generated names start with
 //! `tsr_`, which user names never keep.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// WGSL keywords, reserved words and the builtin functions lowering calls, none of which a user
 /// name may take.
@@ -256,6 +256,10 @@ pub const GENERATED: &str = "tsr_";
 #[derive(Clone, Default)]
 pub struct Names {
     taken: HashSet<String>,
+    /// For each kind of generated name, the number to try first: counting from 0 on every
+    /// call made lowering quadratic in the temporaries of a function (unrolled loops have
+    /// thousands).
+    next: HashMap<String, usize>,
 }
 
 impl Names {
@@ -287,13 +291,13 @@ impl Names {
 
     /// A fresh generated name (`tsr_<what>N`).
     pub fn generated(&mut self, what: &str) -> String {
-        let mut n = 0;
+        let next = self.next.entry(what.to_owned()).or_default();
         loop {
-            let candidate = format!("{GENERATED}{what}{n}");
+            let candidate = format!("{GENERATED}{what}{next}");
+            *next += 1;
             if self.taken.insert(candidate.clone()) {
                 return candidate;
             }
-            n += 1;
         }
     }
 }

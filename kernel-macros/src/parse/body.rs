@@ -4,6 +4,7 @@
 use crate::diag::Errors;
 use crate::ir::{self, BinOp, Expr, ExprKind, Span, Stmt, StmtKind, Ty, UnOp};
 use crate::parse::keywords::UNROLL;
+use crate::parse::nesting::Nesting;
 use crate::parse::ty;
 
 /// A block in statement position: a trailing expression is a statement too.
@@ -185,6 +186,7 @@ fn let_stmt(local: &syn::Local, errors: &mut Errors) -> Option<Stmt> {
 
 /// An expression in statement position: control flow, assignments, calls.
 fn expr_stmt(e: &syn::Expr, errors: &mut Errors) -> Option<Stmt> {
+    let _nesting = Nesting::stmt(e, errors)?;
     let span = Span::of(e);
     let kind = match e {
         syn::Expr::If(if_expr) => if_stmt(if_expr, errors)?,
@@ -267,6 +269,7 @@ fn if_stmt(if_expr: &syn::ExprIf, errors: &mut Errors) -> Option<StmtKind> {
         Some((_, else_expr)) => match &**else_expr {
             syn::Expr::Block(b) => Some(block(&b.block, errors)),
             syn::Expr::If(nested) => {
+                let _nesting = Nesting::else_if(nested, errors)?;
                 let span = Span::of(nested);
                 Some(vec![Stmt {
                     kind: if_stmt(nested, errors)?,
@@ -469,6 +472,7 @@ fn binary_op(op: &syn::BinOp) -> Option<BinOp> {
 
 /// An expression used as a value.
 pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Option<Expr> {
+    let _nesting = Nesting::expr(e, errors)?;
     let span = Span::of(e);
     let kind = match e {
         syn::Expr::Lit(lit) => return literal(&lit.lit, errors),

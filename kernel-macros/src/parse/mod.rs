@@ -9,6 +9,7 @@ mod family;
 mod host;
 mod kernel;
 pub mod keywords;
+pub mod nesting;
 pub mod params;
 mod ty;
 

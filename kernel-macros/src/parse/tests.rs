@@ -118,3 +118,112 @@ fn kernel_attribute_needs_workgroup_and_grid() {
         "{errors:?}"
     );
 }
+
+/// The errors of `body` in a kernel, compiled on rustc's stack.
+fn nesting_errors(body: String) -> Vec<String> {
+    crate::tests::on_rustc_stack(move || {
+        crate::tests::wgsl(crate::tests::kernel_module("", &body))
+            .err()
+            .unwrap_or_default()
+    })
+}
+
+#[test]
+fn sums_past_the_nesting_limit_are_one_error() {
+    let sum = |terms: usize| format!("let a = y[0]; y[1] = a{};", " + a".repeat(terms - 1));
+    assert_eq!(nesting_errors(sum(99)), Vec::<String>::new());
+    let errors = nesting_errors(sum(120));
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with("this nests deeper than WGSL allows: tessera accepts 100 levels"),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn fuzzed_nests_are_errors_not_stack_overflows() {
+    let bodies = [
+        format!("let a = y[0]; y[1] = a{};", " + a".repeat(767)),
+        format!(
+            "let a = y[0]; y[1] = {}a{};",
+            "(".repeat(640),
+            ")".repeat(640)
+        ),
+        format!(
+            "let a = y[0]; {} y[1] = a; {}",
+            "if a > 0.0 {".repeat(320),
+            "}".repeat(320)
+        ),
+        format!("let a = y[0]; y[1] = {}a;", "-".repeat(10_000)),
+        format!("let a = y[0]; y[1] = a{};", ".abs()".repeat(5_000)),
+        format!(
+            "let a = y[0]; if a > 0.0 {{ y[1] = a; }} {}",
+            "else if a > 1.0 { y[1] = a; }".repeat(70)
+        ),
+    ];
+    for body in bodies {
+        let errors = nesting_errors(body);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].contains("split it into `let` bindings")
+                || errors[0].contains("split the expression with `let` bindings")
+                || errors[0].contains("move inner parts into `let` bindings"),
+            "{errors:?}"
+        );
+    }
+}
+
+#[test]
+fn nesting_at_the_limit_lowers_within_wgsl_limits() {
+    // 33 `for` loops weigh 99; the innermost statement adds no nesting of its own.
+    let loops = format!(
+        "{} y[0] = 1.0; {}",
+        "for i in 0..p.n {".repeat(33),
+        "}".repeat(33)
+    );
+    let ifs = format!(
+        "let a = y[0]; {} y[1] = a; {}",
+        "if a > 0.0 {".repeat(49),
+        "}".repeat(49)
+    );
+    for body in [loops, ifs] {
+        let wgsl = crate::tests::on_rustc_stack(move || {
+            crate::tests::wgsl(crate::tests::kernel_module("", &body)).unwrap()
+        });
+        // Tint's parser allows about 126 braces and parentheses together; naga 127 braces.
+        let mut depth = 0i32;
+        let mut deepest = 0;
+        for c in wgsl.chars() {
+            depth += match c {
+                '{' | '(' | '[' => 1,
+                '}' | ')' | ']' => -1,
+                _ => 0,
+            };
+            deepest = deepest.max(depth);
+        }
+        assert!(deepest <= 120, "{deepest}");
+    }
+}
+
+#[test]
+fn token_nesting_is_checked_without_recursion() {
+    use crate::parse::nesting::{tokens, MAX_TOKEN_CHAIN, MAX_TOKEN_DEPTH};
+    let deep = format!("{}x{}", "(".repeat(100_000), ")".repeat(100_000));
+    let error = tokens(deep.parse().unwrap()).unwrap_err().to_string();
+    assert!(
+        error.contains(&format!("more than {MAX_TOKEN_DEPTH} brackets")),
+        "{error}"
+    );
+    let long = format!("x{}", " + x".repeat(MAX_TOKEN_CHAIN));
+    let error = tokens(long.parse().unwrap()).unwrap_err().to_string();
+    assert!(
+        error.contains(&format!("more than {MAX_TOKEN_CHAIN} tokens")),
+        "{error}"
+    );
+    // Statements, and blocks that end one, start a new chain.
+    let statements = "let a = b + c;".repeat(MAX_TOKEN_CHAIN);
+    let blocks = "if a { b(); }".repeat(MAX_TOKEN_CHAIN);
+    for ok in [statements, blocks] {
+        assert!(tokens(format!("fn f() {{ {ok} }}").parse().unwrap()).is_ok());
+    }
+}
