@@ -7,7 +7,7 @@
 
 use crate::diag::Errors;
 use crate::ir::eval::{Eval, Found, Problem, Value};
-use crate::ir::{visit_exprs, Block, ExprKind, Module, Scalar, Specialization, Ty, UnOp, Variant};
+use crate::ir::{visit_exprs, BinOp, Block, ExprKind, Module, Scalar, Specialization, Ty, UnOp, Variant};
 
 /// Checks every body of the module: each variant's, its helpers', and the helpers no kernel
 /// calls.
@@ -83,23 +83,29 @@ fn message(found: &Found, specialization: Option<&Specialization>) -> String {
 
 fn describe(problem: Problem) -> String {
     match problem {
-        Problem::DivisionByZero => "this divides by a constant zero, which Rust rejects and WGSL \
-                                   cannot compile; divide by a value that is not 0"
+        Problem::DivisionByZero => "this divides by a constant zero, which WGSL cannot compile \
+                                   (and Rust panics on); divide by a value that is not 0"
             .to_owned(),
         Problem::ShiftTooFar(amount) => format!(
-            "this shifts a 32-bit value by {amount}, but shift amounts are 0 to 31 (Rust rejects \
-             it as an overflow and WGSL cannot compile it); shift by less than 32"
+            "this shifts a 32-bit value by {amount}, but shift amounts are 0 to 31 (WGSL cannot \
+             compile it, and Rust panics on it as an overflow); shift by less than 32"
         ),
-        Problem::Overflow { wrapped } => format!(
-            "this constant arithmetic overflows `{}`, which Rust rejects; keep it in range, or \
-             write `wrapping_add`/`wrapping_sub`/`wrapping_mul` if the wrapped value ({}) is \
-             meant",
-            scalar_of(wrapped).rust_name(),
-            shown(wrapped)
-        ),
-        Problem::Infinite => "this constant is infinite (past `f32::MAX`, or a division of a \
-                              non-zero number by 0.0) and WGSL has no infinite constants; keep \
-                              it finite, e.g. use `f32::MAX` as a bound"
+        Problem::Overflow { wrapped, op } => {
+            let ty = scalar_of(wrapped).rust_name();
+            match op.and_then(wrapping_method) {
+                Some(method) => format!(
+                    "this constant arithmetic overflows `{ty}`, which Rust rejects; keep it in \
+                     range, or write `a.{method}(b)` if the wrapped value ({}) is meant",
+                    shown(wrapped)
+                ),
+                None => format!(
+                    "this constant arithmetic overflows `{ty}`, which Rust rejects; keep it in range"
+                ),
+            }
+        }
+        Problem::Infinite => "this constant is infinite, and WGSL has no infinite constants (a \
+                              GPU may even assume there are no infinities); keep it finite, e.g. \
+                              use `f32::MAX` as a bound"
             .to_owned(),
         Problem::NotANumber => "this constant is NaN (such as `0.0 / 0.0`) and WGSL has no NaN \
                                 constants; compute a number"
@@ -115,12 +121,22 @@ fn describe(problem: Problem) -> String {
             range(scalar)
         ),
         Problem::IndexOutOfBounds { index, len } => format!(
-            "index {index} is out of bounds: this has {len} elements, indexed 0 to {}",
+            "index {index} is out of bounds for a length of {len} (indices 0 to {})",
             len.saturating_sub(1)
         ),
         Problem::ClampBoundsReversed => "the lower bound of this `clamp` is above its upper \
                                          bound (Rust panics on that); swap them"
             .to_owned(),
+    }
+}
+
+/// The method that wraps where `op` overflows.
+fn wrapping_method(op: BinOp) -> Option<&'static str> {
+    match op {
+        BinOp::Add => Some("wrapping_add"),
+        BinOp::Sub => Some("wrapping_sub"),
+        BinOp::Mul => Some("wrapping_mul"),
+        _ => None,
     }
 }
 

@@ -39,8 +39,9 @@ pub enum Problem {
     DivisionByZero,
     /// `<<` or `>>` by a constant amount outside `0..32`.
     ShiftTooFar(i64),
-    /// Integer arithmetic out of the type's range; `wrapped` is what WGSL computes at run time.
-    Overflow { wrapped: Value },
+    /// Integer arithmetic out of the type's range; `wrapped` is what WGSL computes at run time,
+    /// `op` the operator, when it was one.
+    Overflow { wrapped: Value, op: Option<BinOp> },
     /// A float operation whose exact result is past the type's largest value.
     Infinite,
     /// A float operation with no numeric result (`0.0 / 0.0`).
@@ -246,8 +247,12 @@ impl Eval {
                 self.block_expr(block);
                 None
             }
+            ExprKind::Bitcast(value, target) => {
+                let v = self.expr(value)?;
+                let result = bitcast(v, target.scalar()?)?;
+                self.checked(span, result)
+            }
             ExprKind::Field(a, _)
-            | ExprKind::Bitcast(a, _)
             | ExprKind::Ref(_, a)
             | ExprKind::Repeat(a, _) => {
                 self.expr(a);
@@ -296,7 +301,13 @@ impl Eval {
             }
             _ => {}
         }
-        let result = binary(op, left?, right?)?;
+        let result = binary(op, left?, right?)?.map_err(|problem| match problem {
+            Problem::Overflow { wrapped, .. } => Problem::Overflow {
+                wrapped,
+                op: Some(op),
+            },
+            other => other,
+        });
         self.checked(span, result)
     }
 
@@ -369,7 +380,7 @@ pub fn int(value: i128, scalar: Scalar) -> Result<Value, Problem> {
     if (min..=max).contains(&value) {
         Ok(wrapped)
     } else {
-        Err(Problem::Overflow { wrapped })
+        Err(Problem::Overflow { wrapped, op: None })
     }
 }
 
@@ -406,7 +417,7 @@ pub fn unary(op: UnOp, v: Value) -> Option<Result<Value, Problem>> {
 /// Accepts an overflow as its wrapped value (bitwise operations and casts wrap in Rust too).
 fn wrapped(problem: Problem) -> Result<Value, Problem> {
     match problem {
-        Problem::Overflow { wrapped } => Ok(wrapped),
+        Problem::Overflow { wrapped, .. } => Ok(wrapped),
         other => Err(other),
     }
 }
@@ -478,6 +489,22 @@ pub fn cast(v: Value, target: Scalar) -> Option<Result<Value, Problem>> {
         (Value::Bool(b), t) if t.is_integer() => Ok(Value::Int(i64::from(b), t)),
         (Value::Bool(b), t) if t.is_float() => Ok(Value::Float(f64::from(u8::from(b)), t)),
         (Value::Bool(b), Scalar::Bool) => Ok(Value::Bool(b)),
+        _ => return None,
+    })
+}
+
+/// `bitcast::<target>(v)` of a 32-bit scalar; bits that make an infinite or NaN `f32` are a
+/// problem, as for any other float constant.
+pub fn bitcast(v: Value, target: Scalar) -> Option<Result<Value, Problem>> {
+    let bits = match v {
+        Value::Int(v, _) => v as u32,
+        Value::Float(x, Scalar::F32) => (x as f32).to_bits(),
+        _ => return None,
+    };
+    Some(match target {
+        Scalar::F32 => float(f64::from(f32::from_bits(bits)), Scalar::F32),
+        Scalar::U32 => Ok(Value::Int(i64::from(bits), Scalar::U32)),
+        Scalar::I32 => Ok(Value::Int(i64::from(bits as i32), Scalar::I32)),
         _ => return None,
     })
 }

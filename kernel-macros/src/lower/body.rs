@@ -735,6 +735,10 @@ impl<'g> FnLowerer<'g> {
             "zero" => Some(literal(0.0)),
             "half" => Some(literal(0.5)),
             "one" => Some(literal(1.0)),
+            "bits" => texts.first().map(|arg| float_bits(first_ty, arg)),
+            "sign_bit" => Some(shaped_u32(first_ty, "0x80000000u")),
+            "magnitude" => Some(shaped_u32(first_ty, "0x7fffffffu")),
+            "infinity" => Some(shaped_u32(first_ty, "0x7f800000u")),
             _ => None,
         })
     }
@@ -798,6 +802,33 @@ fn splat(ty: &Ty, value: &str) -> String {
         Ty::Vector(..) => format!("{}({value})", wgsl_ty(ty)),
         _ => value.to_owned(),
     }
+}
+
+/// `scalar` in the shape of `ty`: itself, or a vector of as many components.
+fn shaped(ty: &Ty, scalar: &str) -> String {
+    match ty {
+        Ty::Vector(n, _) => format!("vec{n}<{scalar}>"),
+        _ => scalar.to_owned(),
+    }
+}
+
+/// The `u32` literal `value` in the shape of `ty` (splatted for a vector).
+fn shaped_u32(ty: &Ty, value: &str) -> String {
+    match ty {
+        Ty::Vector(..) => format!("{}({value})", shaped(ty, "u32")),
+        _ => value.to_owned(),
+    }
+}
+
+/// The bits of the float `text` (of type `ty`) as `u32`s; an `f16` is widened to `f32` first,
+/// which keeps its sign and NaN-ness.
+fn float_bits(ty: &Ty, text: &str) -> String {
+    let text = strip_parens(text);
+    let wide = match ty.scalar() {
+        Some(Scalar::F16) => format!("{}({text})", shaped(ty, "f32")),
+        _ => text.to_owned(),
+    };
+    format!("bitcast<{}>({wide})", shaped(ty, "u32"))
 }
 
 /// WGSL shifts take a `u32` amount.

@@ -230,7 +230,7 @@ fn binary(op: BinOp, a: &Expr, b: &Expr, ty: &Ty, span: Span) -> Option<Expr> {
             // rejects (a zero divisor, a shift past the width) stays, for `check::consts`.
             let (x, y) = (eval::value(a, &[])?, eval::value(b, &[])?);
             match eval::binary(op, x, y)? {
-                Ok(value) | Err(Problem::Overflow { wrapped: value }) => value_expr(value, span),
+                Ok(value) | Err(Problem::Overflow { wrapped: value, .. }) => value_expr(value, span),
                 Err(_) => None,
             }
         }
@@ -284,5 +284,41 @@ mod tests {
             .expect("a specialized entry point")..];
         assert!(specialized.contains("if i < p.n {"), "{specialized}");
         assert!(specialized.contains("y[i] = x[i];"), "{specialized}");
+    }
+
+    #[test]
+    fn a_specialization_that_divides_by_zero_is_reported_at_the_division() {
+        let errors = wgsl(quote! {
+            mod m {
+                #[repr(C)] #[derive(Params)] struct P { d: u32, n: u32 }
+                #[kernel(workgroup = [64], grid = [1], specialize(p.d == 0))]
+                fn k(p: &P, x: &[u32], y: &mut [u32]) {
+                    let i = global_id().x;
+                    y[i] = x[i] / p.d + (x[i] - p.n);
+                }
+            }
+        })
+        .unwrap_err();
+        assert_eq!(
+            errors,
+            ["in the variant specialized for `d == 0`, this divides by a constant zero, which \
+              WGSL cannot compile (and Rust panics on); divide by a value that is not 0; or drop \
+              that specialization"]
+        );
+    }
+
+    #[test]
+    fn folding_wraps_as_the_general_body_does_at_run_time() {
+        let text = wgsl(quote! {
+            mod m {
+                #[repr(C)] #[derive(Params)] struct P { n: u32 }
+                #[kernel(workgroup = [64], grid = [1], specialize(p.n == 0))]
+                fn k(p: &P, y: &mut [u32]) {
+                    y[0] = p.n - 1;
+                }
+            }
+        })
+        .unwrap();
+        assert!(text.contains("y[0u] = 4294967295u;"), "{text}");
     }
 }
