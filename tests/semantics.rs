@@ -53,9 +53,7 @@ fn round_and_signum_match_rust_and_integer_edges_match_the_docs() {
         f32::NAN,
     ];
     let x = rt.upload(&xs).unwrap();
-    let a = rt
-        .upload(&[i32::MAX, 1, 7, 0, i32::MIN, -1])
-        .unwrap();
+    let a = rt.upload(&[i32::MAX, 1, 7, 0, i32::MIN, -1]).unwrap();
     let b = rt.upload(&[0u32, 1, 9, 33]).unwrap();
     let mut rounded = rt.zeros::<f32>(xs.len()).unwrap();
     let mut signs = rt.zeros::<f32>(xs.len()).unwrap();
@@ -83,8 +81,11 @@ fn round_and_signum_match_rust_and_integer_edges_match_the_docs() {
     let want_signs: Vec<f32> = xs[..n].iter().map(|v| v.signum()).collect();
     assert_eq!(bits(&rounded[..n]), bits(&want_rounded), "{rounded:?}");
     assert_eq!(bits(&signs[..n]), bits(&want_signs), "{signs:?}");
-    assert!(rounded[n].is_nan() && signs[n].is_nan(), "{rounded:?} {signs:?}");
-    // Overflow wraps; `x / 0` is `x` and `x % 0` is 0, as is `i32::MIN / -1` is `i32::MIN`.
+    assert!(
+        rounded[n].is_nan() && signs[n].is_nan(),
+        "{rounded:?} {signs:?}"
+    );
+    // Overflow wraps; `x / 0` is `x`, `x % 0` is 0 and `i32::MIN / -1` is `i32::MIN`.
     assert_eq!(ints.read(&rt).unwrap(), [i32::MIN, 7, 0, i32::MIN]);
     // `1 << 33` shifts by 33 % 32.
     assert_eq!(uints.read(&rt).unwrap(), [u32::MAX, 9, 0, 2]);

@@ -7,7 +7,9 @@
 
 use crate::diag::Errors;
 use crate::ir::eval::{Eval, Found, Problem, Value};
-use crate::ir::{visit_exprs, BinOp, Block, ExprKind, Module, Scalar, Specialization, Ty, UnOp, Variant};
+use crate::ir::{
+    visit_exprs, BinOp, Block, ExprKind, Module, Scalar, Specialization, Ty, UnOp, Variant,
+};
 
 /// Checks every body of the module: each variant's, its helpers', and the helpers no kernel
 /// calls.

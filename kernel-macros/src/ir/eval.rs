@@ -252,9 +252,7 @@ impl Eval {
                 let result = bitcast(v, target.scalar()?)?;
                 self.checked(span, result)
             }
-            ExprKind::Field(a, _)
-            | ExprKind::Ref(_, a)
-            | ExprKind::Repeat(a, _) => {
+            ExprKind::Field(a, _) | ExprKind::Ref(_, a) | ExprKind::Repeat(a, _) => {
                 self.expr(a);
                 None
             }
@@ -295,7 +293,9 @@ impl Eval {
                 self.report(span, Problem::DivisionByZero);
                 return None;
             }
-            (BinOp::Shl | BinOp::Shr, Some(Value::Int(amount, _))) if !(0..32).contains(&amount) => {
+            (BinOp::Shl | BinOp::Shr, Some(Value::Int(amount, _)))
+                if !(0..32).contains(&amount) =>
+            {
                 self.report(span, Problem::ShiftTooFar(amount));
                 return None;
             }
@@ -311,7 +311,12 @@ impl Eval {
         self.checked(span, result)
     }
 
-    fn builtin(&mut self, builtin: &'static Builtin, args: &[Option<Value>], span: Span) -> Option<Value> {
+    fn builtin(
+        &mut self,
+        builtin: &'static Builtin,
+        args: &[Option<Value>],
+        span: Span,
+    ) -> Option<Value> {
         if builtin.name == "clamp" {
             if let [_, Some(low), Some(high)] = args {
                 if greater(*low, *high) {
@@ -567,4 +572,66 @@ pub fn math(builtin: &'static Builtin, args: &[Value]) -> Option<Result<Value, P
         Err(Problem::Infinite) if x == 0.0 => Err(Problem::OutOfDomain(builtin.name)),
         other => other,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const U: Scalar = Scalar::U32;
+    const I: Scalar = Scalar::I32;
+
+    #[test]
+    fn integer_arithmetic_is_checked_in_its_type() {
+        let u = |v| Value::Int(v, U);
+        let i = |v| Value::Int(v, I);
+        assert_eq!(binary(BinOp::Add, u(1), u(2)), Some(Ok(u(3))));
+        assert_eq!(
+            binary(BinOp::Sub, u(0), u(1)),
+            Some(Err(Problem::Overflow {
+                wrapped: u(i64::from(u32::MAX)),
+                op: None
+            }))
+        );
+        assert_eq!(binary(BinOp::Div, i(-7), i(2)), Some(Ok(i(-3))));
+        assert_eq!(
+            binary(BinOp::Rem, u(7), u(0)),
+            Some(Err(Problem::DivisionByZero))
+        );
+        // Bits shifted out are not an overflow in Rust; the amount is.
+        assert_eq!(
+            binary(BinOp::Shl, i(3), u(31)),
+            Some(Ok(i(i64::from(i32::MIN))))
+        );
+        assert_eq!(
+            binary(BinOp::Shr, u(8), u(32)),
+            Some(Err(Problem::ShiftTooFar(32)))
+        );
+    }
+
+    #[test]
+    fn floats_must_stay_finite_and_casts_follow_rust() {
+        let f = |v| Value::Float(v, Scalar::F32);
+        assert_eq!(
+            binary(BinOp::Mul, f(f64::from(f32::MAX)), f(2.0)),
+            Some(Err(Problem::Infinite))
+        );
+        assert_eq!(
+            binary(BinOp::Div, f(0.0), f(0.0)),
+            Some(Err(Problem::NotANumber))
+        );
+        assert_eq!(
+            cast(f(5e9), U),
+            Some(Ok(Value::Int(i64::from(u32::MAX), U)))
+        );
+        assert_eq!(
+            cast(Value::Int(-1, I), U),
+            Some(Ok(Value::Int(i64::from(u32::MAX), U)))
+        );
+        assert_eq!(
+            float(70000.0, Scalar::F16),
+            Err(Problem::Infinite),
+            "past f16's largest value"
+        );
+    }
 }

@@ -516,7 +516,9 @@ impl<'g> FnLowerer<'g> {
             w.open_plain("");
             w.mapped_line(format!("// {var} = {literal}"), span);
             self.locals[f.local.0 as usize] = literal;
-            let known = f.ty.scalar().and_then(|s| eval::int(i128::from(*value), s).ok());
+            let known =
+                f.ty.scalar()
+                    .and_then(|s| eval::int(i128::from(*value), s).ok());
             self.known.extend(known.map(|v| (f.local, v)));
             self.block(w, &f.body);
             if known.is_some() {

@@ -169,11 +169,7 @@ fn i32_min_is_written_as_a_difference() {
         }
     })
     .unwrap();
-    assert_eq!(
-        text.matches("= -2147483647i - 1i;").count(),
-        3,
-        "{text}"
-    );
+    assert_eq!(text.matches("= -2147483647i - 1i;").count(), 3, "{text}");
 }
 
 #[test]

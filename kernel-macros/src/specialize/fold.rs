@@ -230,7 +230,9 @@ fn binary(op: BinOp, a: &Expr, b: &Expr, ty: &Ty, span: Span) -> Option<Expr> {
             // rejects (a zero divisor, a shift past the width) stays, for `check::consts`.
             let (x, y) = (eval::value(a, &[])?, eval::value(b, &[])?);
             match eval::binary(op, x, y)? {
-                Ok(value) | Err(Problem::Overflow { wrapped: value, .. }) => value_expr(value, span),
+                Ok(value) | Err(Problem::Overflow { wrapped: value, .. }) => {
+                    value_expr(value, span)
+                }
                 Err(_) => None,
             }
         }
@@ -301,9 +303,11 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             errors,
-            ["in the variant specialized for `d == 0`, this divides by a constant zero, which \
+            [
+                "in the variant specialized for `d == 0`, this divides by a constant zero, which \
               WGSL cannot compile (and Rust panics on); divide by a value that is not 0; or drop \
-              that specialization"]
+              that specialization"
+            ]
         );
     }
 
