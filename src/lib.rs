@@ -178,8 +178,9 @@
 //!
 //! - `let` and `let mut` (with shadowing), optional type annotations; integer and float
 //!   literals take the type their uses need, as in Rust (`i32`/`f32` by default).
-//! - Arithmetic, compound assignment, comparisons, `&&`/`||`, bit operations and shifts;
-//!   `as` between `f32`, `u32`, `i32` (`usize` means `u32`, so `x[i as usize]` reads as Rust).
+//! - Arithmetic, compound assignment, comparisons, `&&`/`||`, bit operations (also `^` on
+//!   `bool`) and shifts; `as` between `f32`, `u32`, `i32` (`usize` means `u32`, so
+//!   `x[i as usize]` reads as Rust). Indices are `u32`: index with `i as u32`, not an `i32`.
 //! - `if`/`else` (also as a value), `match` on integers (becomes a `switch`; needs a `_` arm),
 //!   blocks as values, `for` over `a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(s)`,
 //!   `while`, `loop`, `break`, `continue`, `return`.
@@ -196,7 +197,9 @@
 //! - Math methods: `abs min max clamp exp exp2 ln log2 sqrt powf tanh sinh cosh sin cos tan
 //!   asin acos atan atan2 floor ceil round trunc fract signum recip mul_add to_degrees
 //!   to_radians`, integer `wrapping_add/sub/mul count_ones leading_zeros trailing_zeros
-//!   reverse_bits`, with Rust's semantics (`round` halves away from zero, `fract` keeps the sign).
+//!   reverse_bits`, with Rust's semantics (`round` halves away from zero, exactly, and keeps
+//!   the sign of zero; `signum` is ±1 by the sign bit, so `-1.0` for `-0.0`, and NaN for NaN;
+//!   `fract` keeps the sign).
 //! - Builtins: `global_id()`, `local_id()`, `workgroup_id()`, `num_workgroups()` (`Vec3<u32>`),
 //!   `local_index()` (`u32`), `workgroup_barrier()`, `storage_barrier()`, `ceil_div(a, b)`,
 //!   `x.len()` for a storage parameter.
@@ -222,6 +225,17 @@
 //! }
 //! # fn main() {}
 //! ```
+//! - Constants follow Rust: an expression of literals and constants (an `#[unroll]`ed loop's
+//!   variable counts as one) is evaluated by the macro, and integer overflow, a division by
+//!   zero, a shift by 32 or more, an infinite or NaN float, a math method outside its domain
+//!   (`(-1.0f32).sqrt()`), a literal its type cannot hold and a constant index past a fixed
+//!   length are compile errors at the expression; so is a divisor or shift amount that becomes
+//!   such a constant in a `specialize(..)` variant. There are no infinite or NaN constants
+//!   (`f32::INFINITY`, `f32::NAN`; a GPU may assume it never sees them): bound with `f32::MAX`.
+//! - At run time, integer arithmetic is WGSL's, which defines what Rust panics on (in debug
+//!   builds): overflow wraps (`i32::MAX + 1` is `i32::MIN`), `x / 0` is `x` and `x % 0` is 0
+//!   (so are `i32::MIN / -1` and `i32::MIN % -1`), and a shift amount is taken modulo 32
+//!   (`x << 33` is `x << 1`).
 //! - Atomics: `a[i].load()`, `.store(v)`, `.swap(v)`, `.fetch_add(v)` and `fetch_sub/min/max/
 //!   and/or/xor`, with or without a trailing `Ordering::Relaxed`.
 //! - Helper functions beside the kernels, with parameters (also `mut`) and a return value.

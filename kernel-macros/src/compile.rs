@@ -31,7 +31,14 @@ pub fn compile(args: TokenStream, item: syn::ItemMod, errors: &mut Errors) -> Op
             without_f16: None,
         });
     }
-    specialize::specialize(&mut parsed.module);
+    specialize::specialize(&mut parsed.module, errors);
+    if !errors.is_empty() {
+        return Some(Compiled {
+            parsed,
+            wgsl: None,
+            without_f16: None,
+        });
+    }
     lower::name_entry_points(&mut parsed.module);
     let wgsl = lower::module(&parsed.module);
     validate::validate(&wgsl, &parsed.module.features(), span.into(), errors);

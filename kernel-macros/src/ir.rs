@@ -5,6 +5,7 @@
 //! `check/`.
 
 pub mod builtins;
+pub mod eval;
 
 use proc_macro2::Ident;
 use quote::ToTokens;

@@ -2,6 +2,7 @@
 //! grid and length expressions, and the types of every body (see [`types`]). Errors are
 //! accumulated; the IR comes out with every type resolved.
 
+pub mod consts;
 pub mod layout;
 mod types;
 mod uniformity;
@@ -42,6 +43,10 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
                 self::variant(variant, &prefix, &module.params, errors);
             }
         }
+    }
+    // Constants are evaluated in typed bodies only: a type error would make them meaningless.
+    if errors.is_empty() {
+        consts::check(module, errors);
     }
 }
 
@@ -339,8 +344,11 @@ fn specializations(
     let Some(uniform) = uniform else { return };
     for (field, value, span) in kernel.specializations.iter().flat_map(|s| &s.conditions) {
         match uniform.fields.iter().find(|f| f.name == *field) {
-            Some(f) if f.ty == Ty::U32 && *value < 0 => {
+            Some(f) if f.ty == Ty::U32 && u32::try_from(*value).is_err() => {
                 errors.at(*span, format!("`{field}` is a `u32`, never {value}"))
+            }
+            Some(f) if f.ty == Ty::I32 && i32::try_from(*value).is_err() => {
+                errors.at(*span, format!("`{field}` is an `i32`, never {value}"))
             }
             Some(f) if matches!(&f.ty, Ty::Scalar(s) if s.is_integer()) => {}
             Some(f) => errors.at(

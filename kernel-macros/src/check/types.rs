@@ -686,6 +686,15 @@ impl<'m, 'e> Checker<'m, 'e> {
             );
         } else if let Ty::IntVar(_) = self.shallow(&index_ty) {
             self.unify(&index_ty, &Ty::U32);
+        } else if self.shallow(&index_ty) == Ty::I32 {
+            // Rust indexes with `usize` only, and a negative WGSL index is out of bounds.
+            self.errors.at(
+                index.span,
+                format!(
+                    "an index must be a `u32` (or `usize`), not `i32`; convert it: `{} as u32`",
+                    index.rust_text()
+                ),
+            );
         }
         if let ExprKind::Path(name, _) = &base.kind {
             match self.resolve_name(name) {
@@ -698,6 +707,8 @@ impl<'m, 'e> Checker<'m, 'e> {
                 }
                 Resolved::Shared(shared) => {
                     if let Ty::Array(element, _) = &shared.ty {
+                        // Its length bounds constant indices (`check::consts`).
+                        base.ty = shared.ty.clone();
                         return (**element).clone();
                     }
                 }

@@ -136,8 +136,10 @@ pub enum Uniformity {
 }
 
 /// The WGSL text of a call. Templates name the receiver and arguments `{0}`, `{1}`, `{2}`, all
-/// arguments `{args}`, the result's WGSL type `{ty}`, and the literals `{zero}`, `{half}`,
-/// `{one}` in the type of the first argument.
+/// arguments `{args}`, the result's WGSL type `{ty}`, the literals `{zero}`, `{half}`,
+/// `{one}` in the type of the first argument, the first argument's bits as `u32`s `{bits}` (an
+/// `f16` through `f32`), and the `u32` masks of an `f32`'s `{sign_bit}`, `{magnitude}` and
+/// `{infinity}` in the first argument's shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Spelling {
     /// One template for every argument type.
@@ -436,15 +438,24 @@ pub static BUILTINS: &[Builtin] = &[
     math("atan2", Float, Binary, "atan2({0}, {1})"),
     math("floor", Float, Unary, "floor({0})"),
     math("ceil", Float, Unary, "ceil({0})"),
-    // Rust rounds halves away from zero; WGSL's round() rounds them to even.
-    math("round", Float, Unary, "trunc({0} + {half} * sign({0}))"),
+    // Rust rounds halves away from zero; WGSL's round() rounds them to even. `x - trunc(x)`
+    // is exact, so this is right for halves, for values too large to have a fraction, and
+    // keeps the sign of zero (`x + 0.5 * sign(x)` is not: it rounds 0.49999997 up).
+    math(
+        "round",
+        Float,
+        Unary,
+        "select(trunc({0}), trunc({0}) + sign({0}), abs({0} - trunc({0})) >= {half})",
+    ),
     math("trunc", Float, Unary, "trunc({0})"),
     // Rust's fract keeps the sign (x - trunc(x)); WGSL's is x - floor(x).
     math("fract", Float, Unary, "({0} - trunc({0}))"),
-    // Rust's f32::signum(0.0) is 1.0; WGSL's sign(0.0) is 0.0.
+    // Rust's signum is +-1 by the sign bit (so -1.0 for -0.0) and NaN for NaN; WGSL's
+    // sign(0.0) is 0.0. The bits are read through `{bits}`, as GPUs may assume no NaN in
+    // float comparisons.
     Builtin {
         wgsl: Spelling::ByScalar {
-            float: "select({one}, -{one}, {0} < {zero})",
+            float: "select(select({one}, -{one}, {bits} >= {sign_bit}), {0}, ({bits} & {magnitude}) > {infinity})",
             integer: "sign({0})",
         },
         ..math("signum", Signed, Unary, "")

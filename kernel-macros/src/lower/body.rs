@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use proc_macro2::Ident;
 
 use crate::ir::builtins::{Builtin, IdBuiltin, Signature};
+use crate::ir::eval::{self, Value};
 use crate::ir::*;
 use crate::lower::helpers::{self, Lent};
 use crate::lower::names::Names;
@@ -113,6 +114,8 @@ pub struct FnLowerer<'g> {
     names: Names,
     /// WGSL name of every local, by `LocalId`.
     locals: Vec<String>,
+    /// The values of the unrolled loop variables in the iteration being written.
+    known: Vec<(LocalId, Value)>,
 }
 
 impl<'g> FnLowerer<'g> {
@@ -150,6 +153,7 @@ impl<'g> FnLowerer<'g> {
             vars,
             names,
             locals,
+            known: Vec::new(),
         }
     }
 
@@ -287,8 +291,15 @@ impl<'g> FnLowerer<'g> {
                     _ => value_text,
                 };
                 let target_text = self.expr(w, target);
-                let op = op.map(|op| op.symbol()).unwrap_or("");
-                w.mapped_line(format!("{target_text} {op}= {value_text};"), span);
+                let line = match op {
+                    // WGSL has no `^=` on `bool`: `a ^= b` is `a = a != b`.
+                    Some(BinOp::BitXor) if target.ty == Ty::BOOL => {
+                        format!("{target_text} = {target_text} != ({value_text});")
+                    }
+                    Some(op) => format!("{target_text} {}= {value_text};", op.symbol()),
+                    None => format!("{target_text} = {value_text};"),
+                };
+                w.mapped_line(line, span);
             }
             StmtKind::Expr(e) => {
                 let text = self.expr(w, e);
@@ -505,7 +516,14 @@ impl<'g> FnLowerer<'g> {
             w.open_plain("");
             w.mapped_line(format!("// {var} = {literal}"), span);
             self.locals[f.local.0 as usize] = literal;
+            let known =
+                f.ty.scalar()
+                    .and_then(|s| eval::int(i128::from(*value), s).ok());
+            self.known.extend(known.map(|v| (f.local, v)));
             self.block(w, &f.body);
+            if known.is_some() {
+                self.known.pop();
+            }
             w.close("");
         }
         self.locals[f.local.0 as usize] = var;
@@ -582,6 +600,13 @@ impl<'g> FnLowerer<'g> {
                     UnOp::Not => format!("~({text})"),
                 }
             }
+            // WGSL's constant evaluation rejects `<<` results Rust accepts (`1i32 << 31`, bits
+            // shifted out): a constant shift is written as its value.
+            ExprKind::Binary(BinOp::Shl | BinOp::Shr, ..)
+                if eval::value(e, &self.known).is_some() =>
+            {
+                eval::value(e, &self.known).map_or_else(String::new, value_literal)
+            }
             ExprKind::Binary(op, left, right) => {
                 let l = self.expr(w, left);
                 let r = self.expr(w, right);
@@ -589,7 +614,12 @@ impl<'g> FnLowerer<'g> {
                     BinOp::Shl | BinOp::Shr => shift_amount(right, r),
                     _ => r,
                 };
-                format!("({l} {} {r})", op.symbol())
+                // WGSL has no `^` on `bool`; on booleans it is `!=`.
+                let symbol = match op {
+                    BinOp::BitXor if left.ty == Ty::BOOL => "!=",
+                    _ => op.symbol(),
+                };
+                format!("({l} {symbol} {r})")
             }
             ExprKind::Bitcast(value, target) => {
                 let text = self.top_expr(w, value);
@@ -707,6 +737,10 @@ impl<'g> FnLowerer<'g> {
             "zero" => Some(literal(0.0)),
             "half" => Some(literal(0.5)),
             "one" => Some(literal(1.0)),
+            "bits" => texts.first().map(|arg| float_bits(first_ty, arg)),
+            "sign_bit" => Some(shaped_u32(first_ty, "0x80000000u")),
+            "magnitude" => Some(shaped_u32(first_ty, "0x7fffffffu")),
+            "infinity" => Some(shaped_u32(first_ty, "0x7f800000u")),
             _ => None,
         })
     }
@@ -772,6 +806,33 @@ fn splat(ty: &Ty, value: &str) -> String {
     }
 }
 
+/// `scalar` in the shape of `ty`: itself, or a vector of as many components.
+fn shaped(ty: &Ty, scalar: &str) -> String {
+    match ty {
+        Ty::Vector(n, _) => format!("vec{n}<{scalar}>"),
+        _ => scalar.to_owned(),
+    }
+}
+
+/// The `u32` literal `value` in the shape of `ty` (splatted for a vector).
+fn shaped_u32(ty: &Ty, value: &str) -> String {
+    match ty {
+        Ty::Vector(..) => format!("{}({value})", shaped(ty, "u32")),
+        _ => value.to_owned(),
+    }
+}
+
+/// The bits of the float `text` (of type `ty`) as `u32`s; an `f16` is widened to `f32` first,
+/// which keeps its sign and NaN-ness.
+fn float_bits(ty: &Ty, text: &str) -> String {
+    let text = strip_parens(text);
+    let wide = match ty.scalar() {
+        Some(Scalar::F16) => format!("{}({text})", shaped(ty, "f32")),
+        _ => text.to_owned(),
+    };
+    format!("bitcast<{}>({wide})", shaped(ty, "u32"))
+}
+
 /// WGSL shifts take a `u32` amount.
 fn shift_amount(amount: &Expr, text: String) -> String {
     match amount.ty.scalar() {
@@ -801,6 +862,18 @@ pub fn int_literal(value: u64, ty: &Ty) -> String {
         Some(Scalar::F32) => format!("{value}.0f"),
         Some(Scalar::F16) => format!("{value}.0h"),
         _ => format!("{value}i"),
+    }
+}
+
+/// The WGSL literal of a constant integer or boolean (a negative one parenthesized; `i32::MIN`,
+/// which has no literal, as `-2147483647i - 1i`).
+fn value_literal(value: Value) -> String {
+    match value {
+        Value::Int(v, Scalar::I32) if v == i64::from(i32::MIN) => "(-2147483647i - 1i)".to_owned(),
+        Value::Int(v, scalar) if v < 0 => format!("({})", signed_literal(v, &Ty::Scalar(scalar))),
+        Value::Int(v, scalar) => signed_literal(v, &Ty::Scalar(scalar)),
+        Value::Float(v, scalar) => float_literal(v, &Ty::Scalar(scalar)),
+        Value::Bool(b) => b.to_string(),
     }
 }
 

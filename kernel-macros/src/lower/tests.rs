@@ -137,3 +137,89 @@ fn helpers_see_the_calling_instances_constants_and_lent_memory() {
     );
     assert!(text.contains("(*acc)["), "{text}");
 }
+
+#[test]
+fn bool_xor_is_written_as_not_equal() {
+    let text = wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(x: &[f32], y: &mut [u32]) {
+                let a = x[0] > 0.0;
+                let mut b = x[1] > 0.0;
+                b ^= x[2] > 0.0;
+                y[0] = (a ^ b) as u32;
+            }
+        }
+    })
+    .unwrap();
+    assert!(text.contains("b = b != (x[2u] > 0.0f);"), "{text}");
+    assert!(text.contains("u32(a != b)"), "{text}");
+}
+
+#[test]
+fn i32_min_is_written_as_a_difference() {
+    let text = wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(y: &mut [i32]) {
+                y[0] = -2147483648;
+                y[1] = i32::MIN;
+                y[2] = 1i32 << 31;
+            }
+        }
+    })
+    .unwrap();
+    assert_eq!(text.matches("= -2147483647i - 1i;").count(), 3, "{text}");
+}
+
+#[test]
+fn constant_shifts_are_written_as_their_value() {
+    // WGSL's constant evaluation rejects shifting set bits out; Rust does not.
+    let text = wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(y: &mut [u32], z: &mut [i32]) {
+                y[0] = 0xffffffffu32 << 4;
+                z[0] = -8i32 >> 1;
+            }
+        }
+    })
+    .unwrap();
+    assert!(text.contains("y[0u] = 4294967280u;"), "{text}");
+    assert!(text.contains("z[0u] = -4i;"), "{text}");
+}
+
+#[test]
+fn round_and_signum_follow_rust() {
+    let text = wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [1], grid = [1], features(f16))]
+            fn k(x: &[f32], y: &mut [f32], h: &mut [f16]) {
+                y[0] = x[0].round();
+                y[1] = x[1].signum();
+                let v = vec2(x[2], x[3]).signum();
+                y[2] = v.x;
+                h[0] = h[1].signum();
+            }
+        }
+    })
+    .unwrap();
+    assert!(
+        text.contains(
+            "select(trunc(x[0u]), trunc(x[0u]) + sign(x[0u]), abs(x[0u] - trunc(x[0u])) >= 0.5f)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "select(select(1.0f, -1.0f, bitcast<u32>(x[1u]) >= 0x80000000u), x[1u], \
+             (bitcast<u32>(x[1u]) & 0x7fffffffu) > 0x7f800000u)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("bitcast<vec2<u32>>(vec2<f32>(x[2u], x[3u])) >= vec2<u32>(0x80000000u)"),
+        "{text}"
+    );
+    assert!(text.contains("bitcast<u32>(f32(h[1u]))"), "{text}");
+}

@@ -798,7 +798,14 @@ fn literal(lit: &syn::Lit, errors: &mut Errors) -> Option<Expr> {
     let span = Span::of(lit);
     let (kind, ty) = match lit {
         syn::Lit::Int(int) => {
-            let value = int.base10_parse::<u64>().map_err(|e| errors.push(e)).ok()?;
+            let Ok(value) = int.base10_parse::<u64>() else {
+                errors.spanned(
+                    int,
+                    "this literal does not fit in any integer type of kernels (`u32` holds up \
+                     to 4294967295)",
+                );
+                return None;
+            };
             match int.suffix() {
                 "" => (ExprKind::Int(value), Ty::Unknown),
                 "f32" => (ExprKind::Float(value as f64), Ty::F32),

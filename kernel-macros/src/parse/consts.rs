@@ -287,7 +287,18 @@ pub fn module_const(item: &syn::ItemConst, consts: &Consts, errors: &mut Errors)
         "i32" => eval(&item.expr, consts)
             .and_then(|v| i32::try_from(v).ok())
             .map(Value::I32),
-        "f32" => float(&item.expr).map(Value::F32),
+        "f32" => match float(&item.expr) {
+            // A literal token cannot hold an infinity (and WGSL has no infinite constants).
+            Some(v) if !v.is_finite() => {
+                errors.spanned(
+                    &item.expr,
+                    "this constant does not fit in `f32`, whose values are finite and at most \
+                     3.4028235e38 (`f32::MAX`) in magnitude",
+                );
+                return None;
+            }
+            v => v.map(Value::F32),
+        },
         _ => {
             errors.spanned(
                 &item.ty,
@@ -309,6 +320,16 @@ pub fn module_const(item: &syn::ItemConst, consts: &Consts, errors: &mut Errors)
         }
     }
     value
+}
+
+/// A value of the declared type for a constant that could not be evaluated (already
+/// reported), so its uses add no type errors of their own.
+pub fn stand_in(ty: &syn::Type) -> Value {
+    match quote::ToTokens::to_token_stream(ty).to_string().as_str() {
+        "f32" => Value::F32(1.0),
+        "i32" => Value::I32(1),
+        _ => Value::U32(1),
+    }
 }
 
 /// The first name in `expr` that is not a constant in scope.

@@ -59,7 +59,7 @@ pub fn module(
             syn::Item::Const(ref constant) => {
                 // A constant that could not be evaluated (already reported) still gets a value,
                 // so its uses do not add errors of their own.
-                let value = consts::module_const(constant, &module_consts, errors).unwrap_or(consts::Value::U32(1));
+                let value = consts::module_const(constant, &module_consts, errors).unwrap_or_else(|| consts::stand_in(&constant.ty));
                 module_consts = module_consts.with(&constant.ident.to_string(), value);
                 // The kernels use it (in WGSL) even when no Rust code does.
                 let mut item = item;

@@ -2,6 +2,7 @@
 //! (`x * 1`, `x / 1`, `x % 1`, `x + 0`), boolean short-cuts, and branches whose condition is
 //! known. Types are already resolved, so folding never changes one.
 
+use crate::ir::eval::{self, Problem, Value};
 use crate::ir::*;
 
 /// Calls `f` on every expression of `block`, outer expressions first.
@@ -197,6 +198,19 @@ fn folded(e: &Expr) -> Option<Expr> {
     }
 }
 
+/// A literal holding an integer or boolean `value`.
+fn value_expr(value: Value, span: Span) -> Option<Expr> {
+    match value {
+        Value::Int(v, scalar) => int_expr(i128::from(v), &Ty::Scalar(scalar), span),
+        Value::Bool(b) => Some(Expr {
+            kind: ExprKind::Bool(b),
+            span,
+            ty: Ty::BOOL,
+        }),
+        Value::Float(..) => None,
+    }
+}
+
 fn is_float_one(e: &Expr) -> bool {
     matches!(e.kind, ExprKind::Float(v) if v == 1.0)
 }
@@ -211,32 +225,16 @@ fn binary(op: BinOp, a: &Expr, b: &Expr, ty: &Ty, span: Span) -> Option<Expr> {
         })
     };
     match (constant(a), constant(b)) {
-        (Some(Const::Int(x)), Some(Const::Int(y))) => {
-            let operand_ty = &a.ty;
-            let (x, y) = match operand_ty {
-                Ty::Scalar(Scalar::U32) => (i128::from(x as u32), i128::from(y as u32)),
-                _ => (i128::from(x as i32), i128::from(y as i32)),
-            };
-            let value = match op {
-                BinOp::Add => x + y,
-                BinOp::Sub => x - y,
-                BinOp::Mul => x * y,
-                BinOp::Div if y != 0 => x / y,
-                BinOp::Rem if y != 0 => x % y,
-                BinOp::BitAnd => x & y,
-                BinOp::BitOr => x | y,
-                BinOp::BitXor => x ^ y,
-                BinOp::Shl => x << (y & 31),
-                BinOp::Shr => x >> (y & 31),
-                BinOp::Eq => return boolean(x == y),
-                BinOp::Ne => return boolean(x != y),
-                BinOp::Lt => return boolean(x < y),
-                BinOp::Le => return boolean(x <= y),
-                BinOp::Gt => return boolean(x > y),
-                BinOp::Ge => return boolean(x >= y),
-                _ => return None,
-            };
-            int_expr(value, ty, span)
+        (Some(Const::Int(_)), Some(Const::Int(_))) => {
+            // Folded as the general body computes it at run time: an overflow wraps. What WGSL
+            // rejects (a zero divisor, a shift past the width) stays, for `check::consts`.
+            let (x, y) = (eval::value(a, &[])?, eval::value(b, &[])?);
+            match eval::binary(op, x, y)? {
+                Ok(value) | Err(Problem::Overflow { wrapped: value, .. }) => {
+                    value_expr(value, span)
+                }
+                Err(_) => None,
+            }
         }
         (Some(Const::Bool(x)), _) if matches!(op, BinOp::And | BinOp::Or) => match (op, x) {
             (BinOp::And, true) | (BinOp::Or, false) => Some(b.clone()),
@@ -288,5 +286,43 @@ mod tests {
             .expect("a specialized entry point")..];
         assert!(specialized.contains("if i < p.n {"), "{specialized}");
         assert!(specialized.contains("y[i] = x[i];"), "{specialized}");
+    }
+
+    #[test]
+    fn a_specialization_that_divides_by_zero_is_reported_at_the_division() {
+        let errors = wgsl(quote! {
+            mod m {
+                #[repr(C)] #[derive(Params)] struct P { d: u32, n: u32 }
+                #[kernel(workgroup = [64], grid = [1], specialize(p.d == 0))]
+                fn k(p: &P, x: &[u32], y: &mut [u32]) {
+                    let i = global_id().x;
+                    y[i] = x[i] / p.d + (x[i] - p.n);
+                }
+            }
+        })
+        .unwrap_err();
+        assert_eq!(
+            errors,
+            [
+                "in the variant specialized for `d == 0`, this divides by a constant zero, which \
+              WGSL cannot compile (and Rust panics on); divide by a value that is not 0; or drop \
+              that specialization"
+            ]
+        );
+    }
+
+    #[test]
+    fn folding_wraps_as_the_general_body_does_at_run_time() {
+        let text = wgsl(quote! {
+            mod m {
+                #[repr(C)] #[derive(Params)] struct P { n: u32 }
+                #[kernel(workgroup = [64], grid = [1], specialize(p.n == 0))]
+                fn k(p: &P, y: &mut [u32]) {
+                    y[0] = p.n - 1;
+                }
+            }
+        })
+        .unwrap();
+        assert!(text.contains("y[0u] = 4294967295u;"), "{text}");
     }
 }

@@ -6,12 +6,15 @@
 
 mod fold;
 
+use crate::check::consts;
+use crate::diag::Errors;
 use crate::ir::{
     BindingKind, Block, Expr, ExprKind, LocalId, Module, ParamKind, Specialization, Ty, Variant,
 };
 
-/// Adds each instance's specialized variants after its general one.
-pub fn specialize(module: &mut Module) {
+/// Adds each instance's specialized variants after its general one. A value that makes a
+/// constant WGSL rejects (a divisor of 0, a shift by 32) is reported at the expression.
+pub fn specialize(module: &mut Module, errors: &mut Errors) {
     for kernel in &mut module.kernels {
         for instance in &mut kernel.instances {
             let general = instance.general();
@@ -21,6 +24,9 @@ pub fn specialize(module: &mut Module) {
                 .enumerate()
                 .map(|(index, specialization)| variant(general, index, specialization))
                 .collect();
+            for (variant, specialization) in specialized.iter().zip(&kernel.specializations) {
+                consts::variant(variant, Some(specialization), errors);
+            }
             instance.variants.extend(specialized);
         }
     }

@@ -1,0 +1,178 @@
+//! Constants in bodies: what [`crate::ir::eval`] finds while it evaluates every constant
+//! expression (a division by a constant zero, a shift by 32 or more, integer overflow, a float
+//! constant that is infinite or NaN, a math method outside its domain, a literal its type
+//! cannot hold, a constant index past a fixed length), reported at the user's tokens with what
+//! to write instead. WGSL compilers reject all of these; the user should hear it from tessera,
+//! in Rust's words. Runs on typed bodies, after the type check found nothing wrong.
+
+use crate::diag::Errors;
+use crate::ir::eval::{Eval, Found, Problem, Value};
+use crate::ir::{
+    visit_exprs, BinOp, Block, ExprKind, Module, Scalar, Specialization, Ty, UnOp, Variant,
+};
+
+/// Checks every body of the module: each variant's, its helpers', and the helpers no kernel
+/// calls.
+pub fn check(module: &Module, errors: &mut Errors) {
+    for helper in &module.helpers {
+        body(&helper.body, None, errors);
+    }
+    for kernel in &module.kernels {
+        for variant in kernel.variants() {
+            self::variant(variant, None, errors);
+        }
+    }
+}
+
+/// Checks one variant's body and helpers; `specialization` is the one folded into it, named
+/// in the messages (its values are what made the expression constant).
+pub fn variant(variant: &Variant, specialization: Option<&Specialization>, errors: &mut Errors) {
+    body(&variant.body, specialization, errors);
+    for helper in &variant.helpers {
+        body(&helper.body, specialization, errors);
+    }
+}
+
+fn body(block: &Block, specialization: Option<&Specialization>, errors: &mut Errors) {
+    negated_unsigned(block, errors);
+    let mut eval = Eval::new(Vec::new());
+    eval.block(block);
+    for found in eval.problems {
+        // A specialization's values wrap at run time in the general body too: not an error.
+        if specialization.is_some() && matches!(found.problem, Problem::Overflow { .. }) {
+            continue;
+        }
+        errors.at(found.span, message(&found, specialization));
+    }
+}
+
+/// `-x` where `x` is a `u32` (an unsuffixed literal becomes one where its use needs a `u32`).
+fn negated_unsigned(block: &Block, errors: &mut Errors) {
+    visit_exprs(block, &mut |e| {
+        if let ExprKind::Unary(UnOp::Neg, operand) = &e.kind {
+            if operand.ty == Ty::U32 {
+                errors.at(
+                    e.span,
+                    "this negates a `u32` (the type its use needs), which has no negative values; \
+                     compute in `i32` (`x as i32`) or use `wrapping_sub`",
+                );
+            }
+        }
+    });
+}
+
+fn message(found: &Found, specialization: Option<&Specialization>) -> String {
+    let mut text = describe(found.problem);
+    let iterations: Vec<String> = found
+        .iterations
+        .iter()
+        .map(|(name, value)| format!("`{name}` is {value}"))
+        .collect();
+    if !iterations.is_empty() {
+        text = format!(
+            "in the unrolled iteration where {}, {text}",
+            iterations.join(" and ")
+        );
+    }
+    if let Some(specialization) = specialization {
+        text = format!(
+            "in the variant specialized for `{}`, {text}; or drop that specialization",
+            specialization.describe()
+        );
+    }
+    text
+}
+
+fn describe(problem: Problem) -> String {
+    match problem {
+        Problem::DivisionByZero => "this divides by a constant zero, which WGSL cannot compile \
+                                   (and Rust panics on); divide by a value that is not 0"
+            .to_owned(),
+        Problem::ShiftTooFar(amount) => format!(
+            "this shifts a 32-bit value by {amount}, but shift amounts are 0 to 31 (WGSL cannot \
+             compile it, and Rust panics on it as an overflow); shift by less than 32"
+        ),
+        Problem::Overflow { wrapped, op } => {
+            let ty = scalar_of(wrapped).rust_name();
+            match op.and_then(wrapping_method) {
+                Some(method) => format!(
+                    "this constant arithmetic overflows `{ty}`, which Rust rejects; keep it in \
+                     range, or write `a.{method}(b)` if the wrapped value ({}) is meant",
+                    shown(wrapped)
+                ),
+                None => format!(
+                    "this constant arithmetic overflows `{ty}`, which Rust rejects; keep it in range"
+                ),
+            }
+        }
+        Problem::Infinite => "this constant is infinite, and WGSL has no infinite constants (a \
+                              GPU may even assume there are no infinities); keep it finite, e.g. \
+                              use `f32::MAX` as a bound"
+            .to_owned(),
+        Problem::NotANumber => "this constant is NaN (such as `0.0 / 0.0`) and WGSL has no NaN \
+                                constants; compute a number"
+            .to_owned(),
+        Problem::OutOfDomain(name) => format!(
+            "`{name}` of this constant has no finite value ({}), and WGSL rejects constants that \
+             are infinite or NaN; pass an argument in its domain",
+            domain(name)
+        ),
+        Problem::LiteralOutOfRange(scalar) => format!(
+            "this literal does not fit in `{}`, whose values are {}",
+            scalar.rust_name(),
+            range(scalar)
+        ),
+        Problem::IndexOutOfBounds { index, len } => format!(
+            "index {index} is out of bounds for a length of {len} (indices 0 to {})",
+            len.saturating_sub(1)
+        ),
+        Problem::ClampBoundsReversed => "the lower bound of this `clamp` is above its upper \
+                                         bound (Rust panics on that); swap them"
+            .to_owned(),
+    }
+}
+
+/// The method that wraps where `op` overflows.
+fn wrapping_method(op: BinOp) -> Option<&'static str> {
+    match op {
+        BinOp::Add => Some("wrapping_add"),
+        BinOp::Sub => Some("wrapping_sub"),
+        BinOp::Mul => Some("wrapping_mul"),
+        _ => None,
+    }
+}
+
+fn domain(name: &str) -> &'static str {
+    match name {
+        "sqrt" => "it takes numbers from 0 up",
+        "ln" | "log2" => "it takes numbers above 0",
+        "asin" | "acos" => "it takes numbers from -1 to 1",
+        "powf" => "a negative base needs a whole exponent, and 0 a positive one",
+        "recip" => "0 has no reciprocal",
+        _ => "the result would be infinite or NaN",
+    }
+}
+
+fn range(scalar: Scalar) -> &'static str {
+    match scalar {
+        Scalar::U32 => "0 to 4294967295 (`u32::MAX`)",
+        Scalar::I32 => "-2147483648 to 2147483647 (`i32::MIN` to `i32::MAX`)",
+        Scalar::F16 => "finite and at most 65504 in magnitude",
+        _ => "finite and at most 3.4028235e38 (`f32::MAX`) in magnitude",
+    }
+}
+
+fn scalar_of(value: Value) -> Scalar {
+    match value {
+        Value::Int(_, s) | Value::Float(_, s) => s,
+        Value::Bool(_) => Scalar::Bool,
+    }
+}
+
+fn shown(value: Value) -> String {
+    match value {
+        Value::Int(v, _) => v.to_string(),
+        Value::Float(v, _) => format!("{v:?}"),
+        Value::Bool(b) => b.to_string(),
+    }
+}

@@ -1,0 +1,637 @@
+//! Constant evaluation: the one place where the macro computes the value of an expression made
+//! of literals (the instance's constants are literals by then, and an unrolled loop's variable
+//! is one, iteration by iteration). Arithmetic follows Rust: checked, in the expression's own
+//! type. Every result a WGSL compiler would refuse to evaluate (a division by zero, a shift
+//! past the width, an infinite or NaN float, an index past a fixed length) is a [`Problem`]
+//! instead of a value.
+//!
+//! `check/consts.rs` walks bodies with [`Eval`] and reports the problems at the user's tokens;
+//! `specialize/` folds with [`binary`] (wrapping, as the general body does at run time);
+//! `lower/` writes constant shifts as their value ([`value`]), because WGSL's constant
+//! evaluation of `<<` rejects results that Rust accepts.
+
+use super::builtins::{Builtin, Signature};
+use super::*;
+
+/// The value of a constant scalar expression. Integers are in their type's range; floats are
+/// finite and rounded to their type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    Int(i64, Scalar),
+    Float(f64, Scalar),
+    Bool(bool),
+}
+
+impl Value {
+    /// The integer value, if this is an integer.
+    pub fn int(self) -> Option<i64> {
+        match self {
+            Value::Int(v, _) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// Why an expression has no value WGSL accepts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Problem {
+    /// An integer `/` or `%` by a constant 0.
+    DivisionByZero,
+    /// `<<` or `>>` by a constant amount outside `0..32`.
+    ShiftTooFar(i64),
+    /// Integer arithmetic out of the type's range; `wrapped` is what WGSL computes at run time,
+    /// `op` the operator, when it was one.
+    Overflow { wrapped: Value, op: Option<BinOp> },
+    /// A float operation whose exact result is past the type's largest value.
+    Infinite,
+    /// A float operation with no numeric result (`0.0 / 0.0`).
+    NotANumber,
+    /// A math method outside its domain (`(-1.0f32).sqrt()`, `0.0f32.ln()`).
+    OutOfDomain(&'static str),
+    /// A literal its type cannot hold.
+    LiteralOutOfRange(Scalar),
+    /// A constant index past the end (or before the start) of an array or vector.
+    IndexOutOfBounds { index: i64, len: u32 },
+    /// `x.clamp(low, high)` with constant bounds and `low > high`.
+    ClampBoundsReversed,
+}
+
+/// Known values of locals: an unrolled loop's variable, one iteration at a time.
+pub type Known = [(LocalId, Value)];
+
+/// The value of `e` if it is a constant WGSL evaluates without a problem.
+pub fn value(e: &Expr, known: &Known) -> Option<Value> {
+    let mut eval = Eval::new(known.to_vec());
+    let value = eval.expr(e);
+    eval.problems.is_empty().then_some(value).flatten()
+}
+
+/// Evaluates expressions bottom-up, recording every problem with the span of the expression
+/// that has it. [`Eval::block`] walks statements too, unrolled loops once per iteration.
+pub struct Eval {
+    pub known: Vec<(LocalId, Value)>,
+    /// Problems found, each with its expression's span and the unrolled loop variables'
+    /// values at the time (for "when `i` is 4").
+    pub problems: Vec<Found>,
+    /// The unrolled loops being walked: variable name and current value.
+    iterations: Vec<(Ident, u64)>,
+}
+
+/// A problem at a span, in the iteration of the unrolled loops it was found in.
+pub struct Found {
+    pub span: Span,
+    pub problem: Problem,
+    pub iterations: Vec<(Ident, u64)>,
+}
+
+impl Eval {
+    pub fn new(known: Vec<(LocalId, Value)>) -> Self {
+        Eval {
+            known,
+            problems: Vec::new(),
+            iterations: Vec::new(),
+        }
+    }
+
+    fn report(&mut self, span: Span, problem: Problem) {
+        self.problems.push(Found {
+            span,
+            problem,
+            iterations: self.iterations.clone(),
+        });
+    }
+
+    /// `result` as a value, recording its problem at `span`.
+    fn checked(&mut self, span: Span, result: Result<Value, Problem>) -> Option<Value> {
+        result.map_err(|p| self.report(span, p)).ok()
+    }
+
+    /// Walks every statement of `block`.
+    pub fn block(&mut self, block: &Block) {
+        for stmt in block {
+            self.stmt(stmt);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) {
+        match &stmt.kind {
+            StmtKind::Let { init, .. } => {
+                init.iter().for_each(|e| {
+                    self.expr(e);
+                });
+            }
+            StmtKind::Assign { target, op, value } => {
+                self.expr(target);
+                let right = self.expr(value);
+                if let Some(op) = op {
+                    self.operands(*op, None, right, stmt.span);
+                }
+            }
+            StmtKind::Expr(e) | StmtKind::Return(Some(e)) => {
+                self.expr(e);
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.expr(cond);
+                self.block(then);
+                otherwise.iter().for_each(|b| self.block(b));
+            }
+            StmtKind::For(f) => self.for_loop(f),
+            StmtKind::While { cond, body } => {
+                self.expr(cond);
+                self.block(body);
+            }
+            StmtKind::Loop(body) | StmtKind::Block(body) => self.block(body),
+            StmtKind::Match { scrutinee, arms } => {
+                self.expr(scrutinee);
+                arms.iter().for_each(|arm| self.block(&arm.body));
+            }
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
+        }
+    }
+
+    /// An `#[unroll]`ed loop's body is walked once per iteration with its variable known, as
+    /// `lower/` writes it out; the walk stops at the first iteration with a problem.
+    fn for_loop(&mut self, f: &ForLoop) {
+        [&f.start, &f.end].into_iter().chain(&f.step).for_each(|e| {
+            self.expr(e);
+        });
+        let values = f.unroll.then(|| f.unroll_values()).flatten();
+        let (Some(values), Some(scalar)) = (values, f.ty.scalar()) else {
+            return self.block(&f.body);
+        };
+        if values.len() as u64 > MAX_UNROLL || !mentions(&f.body, f.local) {
+            return self.block(&f.body);
+        }
+        let before = self.problems.len();
+        for v in values {
+            let Ok(value) = int(i128::from(v), scalar) else {
+                break;
+            };
+            self.known.push((f.local, value));
+            self.iterations.push((f.var.clone(), v));
+            self.block(&f.body);
+            self.iterations.pop();
+            self.known.pop();
+            if self.problems.len() > before {
+                break;
+            }
+        }
+    }
+
+    /// The value of `e` if it is constant; problems of `e` and its parts are recorded.
+    pub fn expr(&mut self, e: &Expr) -> Option<Value> {
+        let span = e.span;
+        match &e.kind {
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => {
+                let result = literal(e)?;
+                self.checked(span, result)
+            }
+            ExprKind::Path(_, Some(local)) => self
+                .known
+                .iter()
+                .rev()
+                .find(|(l, _)| l == local)
+                .map(|(_, v)| *v),
+            ExprKind::Unary(UnOp::Neg, operand) if is_i32_min_magnitude(operand) => {
+                Some(Value::Int(i64::from(i32::MIN), Scalar::I32))
+            }
+            ExprKind::Unary(op, operand) => {
+                let v = self.expr(operand)?;
+                let result = unary(*op, v)?;
+                self.checked(span, result)
+            }
+            ExprKind::Binary(op, left, right) => {
+                let (l, r) = (self.expr(left), self.expr(right));
+                self.operands(*op, l, r, span)
+            }
+            ExprKind::Cast(value, target) => {
+                let v = self.expr(value)?;
+                let result = cast(v, target.scalar()?)?;
+                self.checked(span, result)
+            }
+            ExprKind::Index(base, index) => {
+                self.expr(base);
+                let i = self.expr(index).and_then(Value::int);
+                let len = match &base.ty {
+                    Ty::Array(_, len) => Some(*len),
+                    Ty::Vector(len, _) => Some(u32::from(*len)),
+                    _ => None,
+                };
+                if let (Some(index), Some(len)) = (i, len) {
+                    if index < 0 || index >= i64::from(len) {
+                        self.report(span, Problem::IndexOutOfBounds { index, len });
+                    }
+                }
+                None
+            }
+            ExprKind::Builtin(builtin, args) => {
+                let values: Vec<Option<Value>> = args.iter().map(|a| self.expr(a)).collect();
+                self.builtin(builtin, &values, span)
+            }
+            ExprKind::If(cond, then, otherwise) => {
+                self.expr(cond);
+                self.block_expr(then);
+                self.block_expr(otherwise);
+                None
+            }
+            ExprKind::Match(scrutinee, arms) => {
+                self.expr(scrutinee);
+                arms.iter().for_each(|arm| self.block_expr(&arm.body));
+                None
+            }
+            ExprKind::Block(block) => {
+                self.block_expr(block);
+                None
+            }
+            ExprKind::Bitcast(value, target) => {
+                let v = self.expr(value)?;
+                let result = bitcast(v, target.scalar()?)?;
+                self.checked(span, result)
+            }
+            ExprKind::Field(a, _) | ExprKind::Ref(_, a) | ExprKind::Repeat(a, _) => {
+                self.expr(a);
+                None
+            }
+            ExprKind::Call(_, args) | ExprKind::Array(args) => {
+                args.iter().for_each(|a| {
+                    self.expr(a);
+                });
+                None
+            }
+            ExprKind::Method(receiver, _, args) => {
+                self.expr(receiver);
+                args.iter().for_each(|a| {
+                    self.expr(a);
+                });
+                None
+            }
+            ExprKind::Path(_, None) => None,
+        }
+    }
+
+    fn block_expr(&mut self, block: &BlockExpr) {
+        self.block(&block.stmts);
+        self.expr(&block.tail);
+    }
+
+    /// `left op right` (or `place op= right`, with `left` unknown): the checks that hold
+    /// whatever the left operand is (a constant zero divisor, a constant shift amount past the
+    /// width), then the value when both are known.
+    fn operands(
+        &mut self,
+        op: BinOp,
+        left: Option<Value>,
+        right: Option<Value>,
+        span: Span,
+    ) -> Option<Value> {
+        match (op, right) {
+            (BinOp::Div | BinOp::Rem, Some(Value::Int(0, _))) => {
+                self.report(span, Problem::DivisionByZero);
+                return None;
+            }
+            (BinOp::Shl | BinOp::Shr, Some(Value::Int(amount, _)))
+                if !(0..32).contains(&amount) =>
+            {
+                self.report(span, Problem::ShiftTooFar(amount));
+                return None;
+            }
+            _ => {}
+        }
+        let result = binary(op, left?, right?)?.map_err(|problem| match problem {
+            Problem::Overflow { wrapped, .. } => Problem::Overflow {
+                wrapped,
+                op: Some(op),
+            },
+            other => other,
+        });
+        self.checked(span, result)
+    }
+
+    fn builtin(
+        &mut self,
+        builtin: &'static Builtin,
+        args: &[Option<Value>],
+        span: Span,
+    ) -> Option<Value> {
+        if builtin.name == "clamp" {
+            if let [_, Some(low), Some(high)] = args {
+                if greater(*low, *high) {
+                    self.report(span, Problem::ClampBoundsReversed);
+                    return None;
+                }
+            }
+        }
+        let args: Option<Vec<Value>> = args.iter().copied().collect();
+        let result = math(builtin, &args?)?;
+        self.checked(span, result)
+    }
+}
+
+/// Whether `e` is the literal `2147483648` of type `i32`: only valid under `-`, as `i32::MIN`.
+pub fn is_i32_min_magnitude(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Int(v) if v == 1 << 31) && e.ty == Ty::I32
+}
+
+/// Whether the body names the local `local`.
+fn mentions(body: &Block, local: LocalId) -> bool {
+    let mut found = false;
+    visit_exprs(body, &mut |e| {
+        found |= matches!(e.kind, ExprKind::Path(_, Some(l)) if l == local);
+    });
+    found
+}
+
+/// Whether `a > b`, for two numbers of one type.
+fn greater(a: Value, b: Value) -> bool {
+    match (a, b) {
+        (Value::Int(a, _), Value::Int(b, _)) => a > b,
+        (Value::Float(a, _), Value::Float(b, _)) => a > b,
+        _ => false,
+    }
+}
+
+/// `value` rounded to the float type `scalar`, or the problem if it is not finite there.
+pub fn float(value: f64, scalar: Scalar) -> Result<Value, Problem> {
+    if value.is_nan() {
+        return Err(Problem::NotANumber);
+    }
+    let rounded = match scalar {
+        // Values from 65520 up round to infinity in f16.
+        Scalar::F16 if value.abs() >= 65520.0 => f64::INFINITY,
+        Scalar::F16 => value,
+        _ => f64::from(value as f32),
+    };
+    if rounded.is_infinite() {
+        return Err(Problem::Infinite);
+    }
+    Ok(Value::Float(rounded, scalar))
+}
+
+/// `value` as an integer of type `scalar`, or an overflow carrying the wrapped value.
+pub fn int(value: i128, scalar: Scalar) -> Result<Value, Problem> {
+    let (min, max) = match scalar {
+        Scalar::U32 => (0, i128::from(u32::MAX)),
+        _ => (i128::from(i32::MIN), i128::from(i32::MAX)),
+    };
+    let wrapped = match scalar {
+        Scalar::U32 => i64::from(value as u32),
+        _ => i64::from(value as i32),
+    };
+    let wrapped = Value::Int(wrapped, scalar);
+    if (min..=max).contains(&value) {
+        Ok(wrapped)
+    } else {
+        Err(Problem::Overflow { wrapped, op: None })
+    }
+}
+
+/// The value of a literal of its (resolved) type; `None` for other expressions or a type not
+/// yet known.
+pub fn literal(e: &Expr) -> Option<Result<Value, Problem>> {
+    let scalar = e.ty.scalar()?;
+    Some(match e.kind {
+        ExprKind::Bool(b) => Ok(Value::Bool(b)),
+        ExprKind::Int(v) if scalar.is_integer() => {
+            int(i128::from(v), scalar).map_err(|_| Problem::LiteralOutOfRange(scalar))
+        }
+        ExprKind::Int(v) if scalar.is_float() => {
+            float(v as f64, scalar).map_err(|_| Problem::LiteralOutOfRange(scalar))
+        }
+        ExprKind::Float(v) if scalar.is_float() => {
+            float(v, scalar).map_err(|_| Problem::LiteralOutOfRange(scalar))
+        }
+        _ => return None,
+    })
+}
+
+/// `op v`; `None` where the operation does not apply (a type error reported elsewhere).
+pub fn unary(op: UnOp, v: Value) -> Option<Result<Value, Problem>> {
+    Some(match (op, v) {
+        (UnOp::Neg, Value::Int(v, Scalar::I32)) => int(-i128::from(v), Scalar::I32),
+        (UnOp::Neg, Value::Float(v, s)) => Ok(Value::Float(-v, s)),
+        (UnOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
+        (UnOp::Not, Value::Int(v, s)) => int(i128::from(!v), s).or_else(wrapped),
+        _ => return None,
+    })
+}
+
+/// Accepts an overflow as its wrapped value (bitwise operations and casts wrap in Rust too).
+fn wrapped(problem: Problem) -> Result<Value, Problem> {
+    match problem {
+        Problem::Overflow { wrapped, .. } => Ok(wrapped),
+        other => Err(other),
+    }
+}
+
+/// `a op b` with Rust's rules: integer overflow, division by zero and shifts past the width
+/// are problems; so are float results that are infinite or NaN. `None` where the operation
+/// does not apply to the values (a type error, reported by `check/`).
+pub fn binary(op: BinOp, a: Value, b: Value) -> Option<Result<Value, Problem>> {
+    use BinOp::*;
+    let boolean = |v: bool| Ok(Value::Bool(v));
+    Some(match (a, b) {
+        (Value::Int(x, s), Value::Int(y, _)) => {
+            let (x, y) = (i128::from(x), i128::from(y));
+            match op {
+                Add => int(x + y, s),
+                Sub => int(x - y, s),
+                Mul => int(x * y, s),
+                Div | Rem if y == 0 => Err(Problem::DivisionByZero),
+                Div => int(x / y, s),
+                Rem => int(x % y, s),
+                BitAnd => int(x & y, s).or_else(wrapped),
+                BitOr => int(x | y, s).or_else(wrapped),
+                BitXor => int(x ^ y, s).or_else(wrapped),
+                Shl | Shr if !(0..32).contains(&y) => Err(Problem::ShiftTooFar(y as i64)),
+                Shl => int(x << y, s).or_else(wrapped),
+                Shr => int(x >> y, s),
+                Eq => boolean(x == y),
+                Ne => boolean(x != y),
+                Lt => boolean(x < y),
+                Le => boolean(x <= y),
+                Gt => boolean(x > y),
+                Ge => boolean(x >= y),
+                And | Or => return None,
+            }
+        }
+        (Value::Float(x, s), Value::Float(y, _)) => match op {
+            Add => float(x + y, s),
+            Sub => float(x - y, s),
+            Mul => float(x * y, s),
+            Div => float(x / y, s),
+            Rem => float(x % y, s),
+            Eq => boolean(x == y),
+            Ne => boolean(x != y),
+            Lt => boolean(x < y),
+            Le => boolean(x <= y),
+            Gt => boolean(x > y),
+            Ge => boolean(x >= y),
+            _ => return None,
+        },
+        (Value::Bool(x), Value::Bool(y)) => match op {
+            And | BitAnd => boolean(x && y),
+            Or | BitOr => boolean(x || y),
+            BitXor | Ne => boolean(x != y),
+            Eq => boolean(x == y),
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+/// `v as target` with Rust's rules: integers wrap, floats saturate toward integers.
+pub fn cast(v: Value, target: Scalar) -> Option<Result<Value, Problem>> {
+    Some(match (v, target) {
+        (Value::Int(v, _), t) if t.is_integer() => int(i128::from(v), t).or_else(wrapped),
+        (Value::Int(v, _), t) if t.is_float() => float(v as f64, t),
+        (Value::Float(v, _), t) if t.is_float() => float(v, t),
+        (Value::Float(v, _), Scalar::U32) => Ok(Value::Int(i64::from(v as u32), Scalar::U32)),
+        (Value::Float(v, _), Scalar::I32) => Ok(Value::Int(i64::from(v as i32), Scalar::I32)),
+        (Value::Bool(b), t) if t.is_integer() => Ok(Value::Int(i64::from(b), t)),
+        (Value::Bool(b), t) if t.is_float() => Ok(Value::Float(f64::from(u8::from(b)), t)),
+        (Value::Bool(b), Scalar::Bool) => Ok(Value::Bool(b)),
+        _ => return None,
+    })
+}
+
+/// `bitcast::<target>(v)` of a 32-bit scalar; bits that make an infinite or NaN `f32` are a
+/// problem, as for any other float constant.
+pub fn bitcast(v: Value, target: Scalar) -> Option<Result<Value, Problem>> {
+    let bits = match v {
+        Value::Int(v, _) => v as u32,
+        Value::Float(x, Scalar::F32) => (x as f32).to_bits(),
+        _ => return None,
+    };
+    Some(match target {
+        Scalar::F32 => float(f64::from(f32::from_bits(bits)), Scalar::F32),
+        Scalar::U32 => Ok(Value::Int(i64::from(bits), Scalar::U32)),
+        Scalar::I32 => Ok(Value::Int(i64::from(bits as i32), Scalar::I32)),
+        _ => return None,
+    })
+}
+
+/// A float math method on constant arguments, computed to find results that are infinite or
+/// NaN (which WGSL rejects); `None` for the methods the macro does not evaluate.
+pub fn math(builtin: &'static Builtin, args: &[Value]) -> Option<Result<Value, Problem>> {
+    let Signature::Math(..) = builtin.signature else {
+        return None;
+    };
+    let floats: Option<Vec<f64>> = args
+        .iter()
+        .map(|v| match v {
+            Value::Float(x, _) => Some(*x),
+            _ => None,
+        })
+        .collect();
+    let (floats, Some(Value::Float(_, scalar))) = (floats?, args.first()) else {
+        return None;
+    };
+    let x = floats[0];
+    let y = || floats.get(1).copied().unwrap_or(0.0);
+    let exact = match builtin.name {
+        "abs" => x.abs(),
+        "min" => x.min(y()),
+        "max" => x.max(y()),
+        "clamp" => x.max(y()).min(floats.get(2).copied().unwrap_or(x)),
+        "exp" => x.exp(),
+        "exp2" => x.exp2(),
+        "ln" => x.ln(),
+        "log2" => x.log2(),
+        "sqrt" => x.sqrt(),
+        "powf" => x.powf(y()),
+        "tanh" => x.tanh(),
+        "sinh" => x.sinh(),
+        "cosh" => x.cosh(),
+        "sin" => x.sin(),
+        "cos" => x.cos(),
+        "tan" => x.tan(),
+        "asin" => x.asin(),
+        "acos" => x.acos(),
+        "atan" => x.atan(),
+        "atan2" => x.atan2(y()),
+        "floor" => x.floor(),
+        "ceil" => x.ceil(),
+        "round" => x.round(),
+        "trunc" => x.trunc(),
+        "fract" => x.fract(),
+        "signum" => x.signum(),
+        "recip" => 1.0 / x,
+        "mul_add" => x.mul_add(y(), floats.get(2).copied().unwrap_or(0.0)),
+        "to_degrees" => x.to_degrees(),
+        "to_radians" => x.to_radians(),
+        _ => return None,
+    };
+    // NaN, or an infinity from 0 (`0.0f32.ln()`, `0.0f32.recip()`), is outside the domain;
+    // an infinity from a large argument (`100.0f32.exp()`) is an overflow.
+    Some(match float(exact, *scalar) {
+        Err(Problem::NotANumber) => Err(Problem::OutOfDomain(builtin.name)),
+        Err(Problem::Infinite) if x == 0.0 => Err(Problem::OutOfDomain(builtin.name)),
+        other => other,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const U: Scalar = Scalar::U32;
+    const I: Scalar = Scalar::I32;
+
+    #[test]
+    fn integer_arithmetic_is_checked_in_its_type() {
+        let u = |v| Value::Int(v, U);
+        let i = |v| Value::Int(v, I);
+        assert_eq!(binary(BinOp::Add, u(1), u(2)), Some(Ok(u(3))));
+        assert_eq!(
+            binary(BinOp::Sub, u(0), u(1)),
+            Some(Err(Problem::Overflow {
+                wrapped: u(i64::from(u32::MAX)),
+                op: None
+            }))
+        );
+        assert_eq!(binary(BinOp::Div, i(-7), i(2)), Some(Ok(i(-3))));
+        assert_eq!(
+            binary(BinOp::Rem, u(7), u(0)),
+            Some(Err(Problem::DivisionByZero))
+        );
+        // Bits shifted out are not an overflow in Rust; the amount is.
+        assert_eq!(
+            binary(BinOp::Shl, i(3), u(31)),
+            Some(Ok(i(i64::from(i32::MIN))))
+        );
+        assert_eq!(
+            binary(BinOp::Shr, u(8), u(32)),
+            Some(Err(Problem::ShiftTooFar(32)))
+        );
+    }
+
+    #[test]
+    fn floats_must_stay_finite_and_casts_follow_rust() {
+        let f = |v| Value::Float(v, Scalar::F32);
+        assert_eq!(
+            binary(BinOp::Mul, f(f64::from(f32::MAX)), f(2.0)),
+            Some(Err(Problem::Infinite))
+        );
+        assert_eq!(
+            binary(BinOp::Div, f(0.0), f(0.0)),
+            Some(Err(Problem::NotANumber))
+        );
+        assert_eq!(
+            cast(f(5e9), U),
+            Some(Ok(Value::Int(i64::from(u32::MAX), U)))
+        );
+        assert_eq!(
+            cast(Value::Int(-1, I), U),
+            Some(Ok(Value::Int(i64::from(u32::MAX), U)))
+        );
+        assert_eq!(
+            float(70000.0, Scalar::F16),
+            Err(Problem::Infinite),
+            "past f16's largest value"
+        );
+    }
+}
