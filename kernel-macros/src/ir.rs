@@ -365,6 +365,8 @@ pub enum ParamKind {
 #[derive(Clone)]
 pub struct Kernel {
     pub name: Ident,
+    /// The launcher type's name: the kernel's name in CamelCase (see [`launcher_name`]).
+    pub launcher: Ident,
     /// The kernel's own `///` documentation, carried to its launcher.
     pub docs: Vec<String>,
     /// The set its instances come from (index into `Module::constant_sets`).
@@ -909,7 +911,7 @@ impl Expr {
 impl Kernel {
     /// The launcher type's name: `grad_pre` -> `GradPre`.
     pub fn launcher_name(&self) -> Ident {
-        launcher_name(&self.name)
+        self.launcher.clone()
     }
 
     /// The launcher's argument struct's name: `GradPreArgs`.
@@ -1066,10 +1068,12 @@ pub fn children_mut(e: &mut Expr, visit: &mut impl FnMut(Child<'_>)) {
     }
 }
 
-/// The launcher type's name for the kernel `name`: `grad_pre` -> `GradPre`.
-pub fn launcher_name(name: &Ident) -> Ident {
+/// The launcher type's name for the kernel `name`: `grad_pre` -> `GradPre`, `r#match` ->
+/// `Match`. `None` when the CamelCase spelling is not a Rust type name (`_3x3` gives `3x3`,
+/// `__` gives nothing, `self_` gives `Self`); the text it gives is then in the error.
+pub fn launcher_name(name: &Ident) -> Result<Ident, String> {
+    let name = syn::ext::IdentExt::unraw(name).to_string();
     let camel: String = name
-        .to_string()
         .split('_')
         .filter(|part| !part.is_empty())
         .map(|part| {
@@ -1080,5 +1084,5 @@ pub fn launcher_name(name: &Ident) -> Ident {
                 .unwrap_or_default()
         })
         .collect();
-    Ident::new(&camel, name.span())
+    syn::parse_str::<Ident>(&camel).map_err(|_| camel)
 }

@@ -117,7 +117,7 @@ pub fn launcher(module: &Module, kernel: &Kernel, split_f16: bool, valid: bool) 
     let rt = rt();
     let launcher = kernel.launcher_name();
     let args_ty = kernel.args_name();
-    let rust_name = kernel.name.to_string();
+    let rust_name = syn::ext::IdentExt::unraw(&kernel.name).to_string();
     let uniform = general.bindings.iter().find_map(|b| match b.kind {
         BindingKind::Uniform { params } => Some((&b.name, &module.params[params])),
         _ => None,

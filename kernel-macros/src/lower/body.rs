@@ -559,8 +559,14 @@ impl<'g> FnLowerer<'g> {
             ExprKind::Bool(b) => b.to_string(),
             ExprKind::Path(_, Some(local)) => self.local(*local).to_owned(),
             ExprKind::Path(name, None) => self.global(name),
+            ExprKind::Field(base, field) if matches!(base.ty, Ty::Vector(..)) => {
+                let base = self.expr(w, base);
+                format!("{base}.{field}")
+            }
             ExprKind::Field(base, field) => {
                 let base = self.expr(w, base);
+                let field = field.to_string();
+                let field = self.globals.fields.get(&field).unwrap_or(&field);
                 format!("{base}.{field}")
             }
             ExprKind::Index(base, index) => {

@@ -41,6 +41,9 @@ fn scalar(s: Scalar) -> &'static str {
 /// Module-scope WGSL names: structs, helpers, and each kernel's bindings and workgroup arrays.
 pub struct Globals {
     pub structs: Vec<String>,
+    /// The WGSL name of each field name of the `Params` structs (one spelling per Rust name in
+    /// every struct, so a field access needs no struct).
+    pub fields: HashMap<String, String>,
     /// The WGSL functions made from helpers.
     pub helpers: Copies,
     /// Per kernel (by index): the WGSL name of each binding, then of each workgroup array.
@@ -60,6 +63,15 @@ impl Globals {
             .iter()
             .map(|p| names.claim(&p.name.to_string()))
             .collect();
+        let mut field_names = Names::default();
+        let mut fields = HashMap::new();
+        for field in module.params.iter().flat_map(|p| &p.fields) {
+            let name = field.name.to_string();
+            if !fields.contains_key(&name) {
+                let wgsl = field_names.claim(&name);
+                fields.insert(name, wgsl);
+            }
+        }
         for entry in entries {
             names.reserve(&entry.variant.entry_point);
         }
@@ -111,6 +123,7 @@ impl Globals {
         }
         Globals {
             structs,
+            fields,
             helpers,
             kernel_vars,
             kernel_decls,
@@ -214,8 +227,9 @@ pub fn module(module: &Module) -> Wgsl {
         w.blank();
         w.open_plain(format!("struct {name}"));
         for field in &params.fields {
+            let name = &globals.fields[&field.name.to_string()];
             w.mapped_line(
-                format!("{}: {},", field.name, wgsl_ty(&field.ty)),
+                format!("{name}: {},", wgsl_ty(&field.ty)),
                 field.span,
             );
         }

@@ -60,7 +60,9 @@ pub fn kernel(
         consts,
         helpers,
     } = *scope;
+    let launcher = launcher(&function.sig.ident, errors);
     let args = attr::kernel_attr(attr, errors)?;
+    let launcher = launcher?;
     let requirements = requirements(&args, consts, errors);
     let family = families
         .iter()
@@ -93,7 +95,6 @@ pub fn kernel(
             found
         }
         Constants::Listed(decls) => {
-            let launcher = ir::launcher_name(&function.sig.ident);
             let name = syn::Ident::new(&format!("{launcher}Constants"), function.sig.ident.span());
             let docs = vec![format!(
                 " The compile-time constants that identify an instance of `{}`.",
@@ -182,12 +183,45 @@ pub fn kernel(
     }
     Some(ir::Kernel {
         name: function.sig.ident.clone(),
+        launcher,
         docs: doc_lines(&function.attrs),
         constant_set,
         type_param,
         specializations,
         instances: kernel_instances,
     })
+}
+
+/// The launcher type's name for the kernel `name`, or an error at the name when its CamelCase
+/// spelling is no Rust type name.
+fn launcher(name: &syn::Ident, errors: &mut Errors) -> Option<syn::Ident> {
+    let camel = match ir::launcher_name(name) {
+        Ok(mut launcher) => {
+            launcher.set_span(name.span());
+            return Some(launcher);
+        }
+        Err(camel) => camel,
+    };
+    let gives = if camel.is_empty() {
+        "no name at all".to_owned()
+    } else if camel == "Self" {
+        "`Self`, which Rust reserves".to_owned()
+    } else {
+        format!("`{camel}`, which is not a Rust identifier")
+    };
+    let stem = syn::ext::IdentExt::unraw(name).to_string();
+    let suggestion = match stem.trim_matches('_') {
+        "" => "kernel".to_owned(),
+        stem => format!("kernel_{stem}"),
+    };
+    errors.spanned(
+        name,
+        format!(
+            "tessera names a kernel's launcher after the kernel in CamelCase (`grad_pre` -> \
+             `GradPre`), and `{name}` gives {gives}; rename the kernel, e.g. `{suggestion}`"
+        ),
+    );
+    None
 }
 
 /// The scalar types a type parameter may stand for.
