@@ -289,11 +289,19 @@ impl Requirements {
 pub struct ParamsStruct {
     pub name: Ident,
     pub fields: Vec<ParamsField>,
+    /// Fields left out because their type was refused (already reported): their uses are
+    /// not reported again.
+    pub refused: Vec<Ident>,
     /// Whether the struct carries `#[repr(C)]`.
     pub repr_c: bool,
 }
 
 impl ParamsStruct {
+    /// Whether `field` was declared with a type that was refused.
+    pub fn refused(&self, field: &Ident) -> bool {
+        self.refused.contains(field)
+    }
+
     /// The field names for messages: "`a`, `b`, `n`".
     pub fn field_list(&self) -> String {
         self.fields

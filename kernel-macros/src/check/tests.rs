@@ -137,6 +137,7 @@ fn barrier_under_uniform_conditions_is_accepted() {
 fn params(fields: &[(&str, Ty)]) -> ParamsStruct {
     let span = proc_macro2::Span::call_site();
     ParamsStruct {
+        refused: Vec::new(),
         name: syn::Ident::new("P", span),
         fields: fields
             .iter()

@@ -638,6 +638,7 @@ impl<'m, 'e> Checker<'m, 'e> {
                 let params = &self.env.params[*params];
                 return match params.fields.iter().find(|f| f.name == *field) {
                     Some(f) => f.ty.clone(),
+                    None if params.refused(field) => Ty::Unknown,
                     None => {
                         let names = params.field_list();
                         self.errors.at(

@@ -8,7 +8,7 @@ use crate::parse::consts::{self, Consts};
 use crate::parse::keywords::{
     ATOMIC_I32, ATOMIC_U32, KERNEL, LEN, LIMIT_INVOCATIONS, WORKGROUP_MEMORY,
 };
-use crate::parse::{body, host, ty};
+use crate::parse::{body, host, names, ty};
 
 /// The `#[kernel(...)]` attribute of `function`, if it has one.
 pub fn kernel_attr(function: &syn::ItemFn) -> Option<&syn::Attribute> {
@@ -60,7 +60,7 @@ pub fn kernel(
         consts,
         helpers,
     } = *scope;
-    let launcher = launcher(&function.sig.ident, errors);
+    let launcher = names::launcher(&function.sig.ident, errors);
     let args = attr::kernel_attr(attr, errors)?;
     let launcher = launcher?;
     let requirements = requirements(&args, consts, errors);
@@ -190,38 +190,6 @@ pub fn kernel(
         specializations,
         instances: kernel_instances,
     })
-}
-
-/// The launcher type's name for the kernel `name`, or an error at the name when its CamelCase
-/// spelling is no Rust type name.
-fn launcher(name: &syn::Ident, errors: &mut Errors) -> Option<syn::Ident> {
-    let camel = match ir::launcher_name(name) {
-        Ok(mut launcher) => {
-            launcher.set_span(name.span());
-            return Some(launcher);
-        }
-        Err(camel) => camel,
-    };
-    let gives = if camel.is_empty() {
-        "no name at all".to_owned()
-    } else if camel == "Self" {
-        "`Self`, which Rust reserves".to_owned()
-    } else {
-        format!("`{camel}`, which is not a Rust identifier")
-    };
-    let stem = syn::ext::IdentExt::unraw(name).to_string();
-    let suggestion = match stem.trim_matches('_') {
-        "" => "kernel".to_owned(),
-        stem => format!("kernel_{stem}"),
-    };
-    errors.spanned(
-        name,
-        format!(
-            "tessera names a kernel's launcher after the kernel in CamelCase (`grad_pre` -> \
-             `GradPre`), and `{name}` gives {gives}; rename the kernel, e.g. `{suggestion}`"
-        ),
-    );
-    None
 }
 
 /// The scalar types a type parameter may stand for.
@@ -367,9 +335,15 @@ fn instance(
     let mut shared = Vec::new();
     let mut lens = Vec::new();
     let mut rejected_params = Vec::new();
+    let mut names = names::Declared::default();
     for input in &function.sig.inputs {
         match input {
             syn::FnArg::Typed(arg) => {
+                if let syn::Pat::Ident(pat) = &*arg.pat {
+                    if !names.declare(&pat.ident, "parameter", errors) {
+                        continue;
+                    }
+                }
                 let declared = bindings.len() + shared.len();
                 let len = kernel_param(arg, params, &mut bindings, &mut shared, errors);
                 if let Some(len) = len {
@@ -893,6 +867,7 @@ pub fn helper(
 ) -> Option<ir::Function> {
     check_plain_signature(&function.sig, errors);
     let mut parsed = Vec::new();
+    let mut names = names::Declared::default();
     for input in &function.sig.inputs {
         let syn::FnArg::Typed(arg) = input else {
             errors.spanned(input, "a helper cannot take `self`");
@@ -902,6 +877,8 @@ pub fn helper(
             errors.spanned(&arg.pat, "a helper parameter must be a plain name");
             continue;
         };
+        // A repeated name is reported and kept, so the helper's calls keep their arity.
+        names.declare(&pat.ident, "parameter", errors);
         match helper_param_ty(&arg.ty, params) {
             Ok((ty, kind, by_mut_ref)) => parsed.push(ir::FnParam {
                 name: pat.ident.clone(),
