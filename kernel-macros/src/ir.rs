@@ -679,6 +679,24 @@ impl Expr {
             ty: Ty::Unknown,
         }
     }
+
+    /// Whether the expression is a literal zero (or `false`), the value of WGSL's zero
+    /// constructor `T()`.
+    pub fn is_zero(&self) -> bool {
+        match self.kind {
+            ExprKind::Int(v) => v == 0,
+            ExprKind::Float(v) => v == 0.0,
+            ExprKind::Bool(b) => !b,
+            _ => false,
+        }
+    }
+}
+
+/// Whether `[value; n]` is written as a temporary array filled by a loop (rather than WGSL's
+/// zero constructor or a constructor listing the value `n` times), which is one more local
+/// array in the function.
+pub fn repeats_through_a_loop(value: &Expr, n: u32) -> bool {
+    !value.is_zero() && n > 16
 }
 
 #[derive(Clone)]

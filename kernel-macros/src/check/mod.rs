@@ -4,6 +4,7 @@
 
 pub mod layout;
 pub mod names;
+mod resources;
 mod types;
 mod uniformity;
 
@@ -29,6 +30,9 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
     // Helpers no kernel calls are checked with the module's constants alone.
     if !recursion(&module.helpers, errors) {
         functions(&mut module.helpers, &module.params, errors);
+    }
+    for helper in &module.helpers {
+        resources::helper(helper, "", errors);
     }
     families(module, errors);
     for kernel in &mut module.kernels {
@@ -67,6 +71,7 @@ fn variant(kernel: &mut Variant, prefix: &str, params: &[ParamsStruct], errors: 
     checker.finish_block(&mut body);
     kernel.locals = checker.locals;
     kernel.body = body;
+    resources::check(kernel, prefix, errors);
     if !recursive {
         uniformity::check(kernel, errors);
     }

@@ -169,3 +169,32 @@ fn uniform_layout_matches_wgsl_rules() {
     let offsets = layout::offsets(&unpadded);
     assert_eq!((offsets[1].rust, offsets[1].wgsl), (4, 8));
 }
+
+/// Mixed operands get a conversion of the literal (or, for a float literal, of the integer),
+/// never a suggestion naming an undecided literal type (`{integer}`).
+#[test]
+fn mismatch_suggestions_convert_the_literal() {
+    let messages = |body: proc_macro2::TokenStream| {
+        crate::tests::checked(quote::quote! {
+            mod m {
+                #[kernel(workgroup = [1], grid = [1])]
+                fn k(x: &[f32], n: &[u32], y: &mut [f32]) { #body }
+            }
+        })
+        .err()
+        .unwrap_or_default()
+    };
+    let float_and_int = messages(quote::quote!(y[0] = x[0] + 2;));
+    assert_eq!(
+        float_and_int,
+        ["`f32` and an integer literal cannot be added; write `x[0] + 2.0`"]
+    );
+    let int_and_float = messages(quote::quote!(y[0] = n[0] * 1.5;));
+    assert_eq!(
+        int_and_float,
+        ["`u32` and a float literal cannot be multiplied; write `n[0] as f32 * 1.5`"]
+    );
+    assert!(messages(quote::quote!(y[0] = 1.0 + 1;))
+        .iter()
+        .all(|m| !m.contains('{')));
+}

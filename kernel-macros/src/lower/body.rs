@@ -663,13 +663,11 @@ impl<'g> FnLowerer<'g> {
     }
 
     fn repeat(&mut self, w: &mut Writer, value: &Expr, n: u32, ty: &Ty, span: Span) -> String {
-        let is_zero = matches!(value.kind, ExprKind::Int(0))
-            || matches!(value.kind, ExprKind::Float(v) if v == 0.0);
-        if is_zero || matches!(value.kind, ExprKind::Bool(false)) {
+        if value.is_zero() {
             return format!("{}()", wgsl_ty(ty));
         }
         let text = self.expr(w, value);
-        if n <= 16 {
+        if !repeats_through_a_loop(value, n) {
             return format!("{}({})", wgsl_ty(ty), vec![text; n as usize].join(", "));
         }
         let temp = self.temp(w, ty, span);

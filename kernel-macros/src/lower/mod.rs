@@ -4,7 +4,7 @@
 
 mod body;
 mod helpers;
-mod names;
+pub mod names;
 mod writer;
 
 use std::collections::{HashMap, HashSet};
@@ -243,7 +243,20 @@ pub fn module(module: &Module) -> Wgsl {
         w.blank();
         kernel_fn(&mut w, index, *entry, &globals);
     }
-    w.finish()
+    let mut wgsl = w.finish();
+    let helpers = globals.helpers.copies.iter().map(|copy| {
+        let helper = &entries[copy.kernel].variant.helpers[copy.helper];
+        (copy.name.clone(), format!("the helper `{}`", helper.name))
+    });
+    let kernels = entries.iter().map(|e| {
+        let kernel = match variant_note(*e) {
+            note if note.is_empty() => format!("the kernel `{}`", e.kernel.name),
+            note => format!("the kernel `{}` ({})", e.kernel.name, &note[2..]),
+        };
+        (e.variant.entry_point.clone(), kernel)
+    });
+    wgsl.functions = helpers.chain(kernels).collect();
+    wgsl
 }
 
 fn helper_fn(w: &mut Writer, kernel: &Variant, copy: &helpers::Copy, globals: &Globals) {
