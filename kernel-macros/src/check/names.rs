@@ -1,14 +1,14 @@
 //! The Rust types the macro adds to a kernels module, against each other and against the
 //! user's own: each kernel's launcher (`GradPre`), its arguments (`GradPreArgs`), its element
 //! trait (`GradPreElement`) and its constants type (`GradPreConstants`), and each family's
-//! arguments (`BackwardArgs`). Two kernels whose names differ only in underscores
+//! arguments (`BackwardArgs`) and its method per member (`backward.d_x()`). Two kernels whose names differ only in underscores
 //! (`conv2d`, `conv_2d`) would make the same launcher: the second is refused at its name, and
 //! left out so its launcher does not collide again in rustc's errors.
 
 use proc_macro2::Ident;
 
 use crate::diag::Errors;
-use crate::ir::{Kernel, Module, Span};
+use crate::ir::{Family, Kernel, Module, Span};
 
 /// Who holds a type name of the module.
 enum Holder<'a> {
@@ -36,6 +36,7 @@ pub fn check(module: &mut Module, user_types: &[Ident], errors: &mut Errors) {
         taken.push((name.to_string(), Holder::User(name)));
     }
     for family in &module.families {
+        member_methods(family, errors);
         let args = format!("{}Args", family.name);
         if let Some((_, holder)) = taken.iter().find(|(t, _)| *t == args) {
             let by = describe(holder);
@@ -91,6 +92,27 @@ pub fn check(module: &mut Module, user_types: &[Ident], errors: &mut Errors) {
     }
     for index in refused.into_iter().rev() {
         module.kernels.remove(index);
+    }
+}
+
+/// The methods a family's type has besides one per member (which returns that member's
+/// launcher and is named like it).
+const FAMILY_METHODS: [&str; 5] = ["new", "from_members", "launch", "check_lengths", "record"];
+
+/// A family member named like one of the family's own methods would give the family type two
+/// methods of one name.
+fn member_methods(family: &Family, errors: &mut Errors) {
+    for member in &family.members {
+        if FAMILY_METHODS.iter().any(|m| member == m) {
+            errors.at(
+                member.span(),
+                format!(
+                    "the family `{}` has a method `{member}` of its own, and one per member named \
+                     like the member; rename the kernel `{member}`",
+                    family.name
+                ),
+            );
+        }
     }
 }
 
