@@ -61,7 +61,13 @@ fn reserved_and_generated_looking_names_compile_with_the_users_spelling() {
         storage: 2.0,
         r#let: 3.0,
     };
-    for spelled in ["struct target_", "filter_: u32", "fn match_", "fn select_", "fn sampler_("] {
+    for spelled in [
+        "struct target_",
+        "filter_: u32",
+        "fn match_",
+        "fn select_",
+        "fn sampler_(",
+    ] {
         assert!(reserved::WGSL.contains(spelled), "{spelled}");
     }
 }

@@ -98,6 +98,13 @@ fn for_the_user(text: &str, wgsl: &Wgsl) -> String {
         rest = &rest[start..];
         if let Some(after) = handle_end(rest) {
             rest = &rest[after..];
+            // naga's `Expression([7])`: a value the span points at.
+            if let (Some(open), Some(close)) = (out.strip_suffix('('), rest.strip_prefix(')')) {
+                let wrapper = open.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_');
+                out.truncate(wrapper.len());
+                out.push_str("a value");
+                rest = close;
+            }
             continue;
         }
         let end = rest
@@ -152,7 +159,10 @@ mod tests {
             text: text.to_owned(),
             map: Vec::new(),
             functions: vec![
-                ("scale_tile8".to_owned(), "the kernel `scale` (instance TILE = 8)".to_owned()),
+                (
+                    "scale_tile8".to_owned(),
+                    "the kernel `scale` (instance TILE = 8)".to_owned(),
+                ),
                 ("twice_".to_owned(), "the helper `twice`".to_owned()),
             ],
         }
@@ -170,6 +180,10 @@ mod tests {
             "The pointer doesn't relate to a value tessera generated in the helper `twice`"
         );
         assert_eq!(for_the_user("a[i] and [x]", &w), "a[i] and [x]");
+        assert_eq!(
+            for_the_user("not fulfilled because of Expression([7]).", &w),
+            "not fulfilled because of a value."
+        );
     }
 
     #[test]

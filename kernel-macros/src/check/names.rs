@@ -30,7 +30,13 @@ pub fn check(module: &mut Module, user_types: &[Ident], errors: &mut Errors) {
         .iter()
         .map(|p| &p.name)
         .chain(user_types)
-        .chain(module.constant_sets.iter().filter(|s| s.shared).map(|s| &s.name))
+        .chain(
+            module
+                .constant_sets
+                .iter()
+                .filter(|s| s.shared)
+                .map(|s| &s.name),
+        )
         .chain(module.families.iter().map(|f| &f.name));
     for name in user {
         taken.push((name.to_string(), Holder::User(name)));

@@ -6,8 +6,8 @@
 
 use crate::diag::Errors;
 use crate::ir::{
-    repeats_through_a_loop, visit_expr, Binding, BindingKind, Block, ExprKind, Function, ParamKind, Span, StmtKind, Ty,
-    Variant,
+    repeats_through_a_loop, visit_expr, Binding, BindingKind, Block, ExprKind, Function, ParamKind,
+    Span, StmtKind, Ty, Variant,
 };
 
 /// WebGPU's default `maxStorageBuffersPerShaderStage`.
@@ -19,9 +19,15 @@ pub const MAX_FUNCTION_MEMORY: u64 = 8192;
 
 /// Checks one instance's kernel (after its types are known) and the helpers it calls.
 pub fn check(kernel: &Variant, instance: &str, errors: &mut Errors) {
-    buffers(kernel, instance, errors);
+    buffers(kernel, errors);
     for shared in &kernel.shared {
-        array_elements(&shared.ty, &shared.name.to_string(), shared.span, instance, errors);
+        array_elements(
+            &shared.ty,
+            &shared.name.to_string(),
+            shared.span,
+            instance,
+            errors,
+        );
     }
     let name = format!("the kernel `{}`", kernel.name);
     function(&kernel.body, 0, &name, instance, errors);
@@ -46,7 +52,7 @@ pub fn helper(helper: &Function, instance: &str, errors: &mut Errors) {
 /// Storage buffers against WebGPU's default limit per shader stage. (Uniform buffers, 12 by
 /// default, need no check: a kernel takes at most one `Params` struct, and the launcher of a
 /// kernel that uses invocation ids passes its grid in one more.)
-fn buffers(kernel: &Variant, instance: &str, errors: &mut Errors) {
+fn buffers(kernel: &Variant, errors: &mut Errors) {
     let storage: Vec<&Binding> = kernel
         .bindings
         .iter()
@@ -56,7 +62,7 @@ fn buffers(kernel: &Variant, instance: &str, errors: &mut Errors) {
         errors.at(
             first_over.span,
             format!(
-                "{instance}`{}` is storage buffer number {} of the kernel `{}`, and WebGPU's \
+                "`{}` is storage buffer number {} of the kernel `{}`, and WebGPU's \
                  default limit is {MAX_STORAGE_BUFFERS} per kernel \
                  (maxStorageBuffersPerShaderStage); pass fewer buffers, e.g. by keeping several \
                  arrays in one",

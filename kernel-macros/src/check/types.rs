@@ -175,7 +175,11 @@ impl<'m, 'e> Checker<'m, 'e> {
                 };
                 self.errors.at(
                     span,
-                    format!("{what}: expected {}, found {}{hint}", shown(&expected), shown(&found)),
+                    format!(
+                        "{what}: expected {}, found {}{hint}",
+                        shown(&expected),
+                        shown(&found)
+                    ),
                 );
                 Ty::Unknown
             }

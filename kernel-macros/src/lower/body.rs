@@ -169,7 +169,8 @@ impl<'g> FnLowerer<'g> {
     /// parameter arrives under a generated name and is copied by [`FnLowerer::mutable_params`].
     pub fn param_name(&mut self, param: &FnParam) -> String {
         if param.mutable {
-            self.names.generated(&format!("arg_{}_", param.name))
+            let local = self.local(param.local).to_owned();
+            self.names.generated(&format!("arg_{local}_"))
         } else {
             self.local(param.local).to_owned()
         }

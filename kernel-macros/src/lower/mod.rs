@@ -42,7 +42,8 @@ fn scalar(s: Scalar) -> &'static str {
 pub struct Globals {
     pub structs: Vec<String>,
     /// The WGSL name of each field name of the `Params` structs (one spelling per Rust name in
-    /// every struct, so a field access needs no struct).
+    /// every struct, so a field access needs no struct). Fields are respelled like any other
+    /// name: the uniform layout check goes by their order and types, never their names.
     pub fields: HashMap<String, String>,
     /// The WGSL functions made from helpers.
     pub helpers: Copies,
@@ -67,9 +68,9 @@ impl Globals {
         let mut fields = HashMap::new();
         for field in module.params.iter().flat_map(|p| &p.fields) {
             let name = field.name.to_string();
-            if !fields.contains_key(&name) {
-                let wgsl = field_names.claim(&name);
-                fields.insert(name, wgsl);
+            if let std::collections::hash_map::Entry::Vacant(slot) = fields.entry(name) {
+                let wgsl = field_names.claim(slot.key());
+                slot.insert(wgsl);
             }
         }
         for entry in entries {
@@ -228,10 +229,7 @@ pub fn module(module: &Module) -> Wgsl {
         w.open_plain(format!("struct {name}"));
         for field in &params.fields {
             let name = &globals.fields[&field.name.to_string()];
-            w.mapped_line(
-                format!("{name}: {},", wgsl_ty(&field.ty)),
-                field.span,
-            );
+            w.mapped_line(format!("{name}: {},", wgsl_ty(&field.ty)), field.span);
         }
         w.close("");
     }

@@ -154,7 +154,8 @@ fn reserved_names_module() -> proc_macro2::TokenStream {
                 pub tsr_grid: u32,
             }
 
-            fn sampler(texture: f32, read_write: &mut [f32; 2], uniform: &target) -> f32 {
+            fn sampler(mut texture: f32, read_write: &mut [f32; 2], uniform: &target) -> f32 {
+                texture += 1.0;
                 let var = texture + uniform.storage + uniform.r#let;
                 let max = var.max(1.0);
                 read_write[0] = max;
@@ -162,8 +163,9 @@ fn reserved_names_module() -> proc_macro2::TokenStream {
                 __ + f32::from_bits(uniform.__x)
             }
 
-            fn workgroupBarrier(x: f32) -> f32 {
-                x * 2.0
+            fn workgroupBarrier(mut r#in: f32) -> f32 {
+                r#in *= 2.0;
+                r#in
             }
 
             #[kernel(workgroup = [64], grid = [1])]

@@ -67,11 +67,12 @@ impl Declared {
         let Some((_, first, written, span)) = self.names.iter().find(|(taken, ..)| taken == key)
         else {
             let span = Span::from(name.span());
-            self.names.push((key.to_owned(), what, name.to_string(), span));
+            self.names
+                .push((key.to_owned(), what, name.to_string(), span));
             return true;
         };
         let line = span.line();
-        let message = if *written == name.to_string() {
+        let message = if *name == written.as_str() {
             let article = if first.starts_with(['a', 'e', 'i', 'o', 'u']) {
                 "an"
             } else {
