@@ -41,6 +41,13 @@
 //! the kernels call) and `use` items. It becomes one WGSL module, the constant `WGSL` of the
 //! module, plus for each kernel `foo_bar` a launcher `FooBar` and its arguments `FooBarArgs`.
 //!
+//! Names: a kernel's name must give a Rust type name in CamelCase (`_3x3` and `self_` do not;
+//! `r#match` gives `Match`), and two kernels must not give the same one (`conv2d` and
+//! `conv_2d`); kernels, helpers, the parameters of each, and constants are each declared once.
+//! Any Rust name may be a WGSL keyword, reserved word or builtin (`filter`, `target`,
+//! `storage`, `select`): the WGSL spells it with a `_` suffix (`filter_`), and messages show
+//! the Rust name.
+//!
 //! ## Parameters are bindings
 //!
 //! | parameter | WGSL | launcher argument |
@@ -278,7 +285,12 @@
 //!
 //! Anything else is a compile error at the offending tokens saying what to write instead, and
 //! so is a type error, a write to a read-only binding, a workgroup over WebGPU's limits, or a
-//! barrier that not every invocation of the workgroup reaches together.
+//! barrier that not every invocation of the workgroup reaches together. The compile-time
+//! limits beyond the workgroup's: at most 8 storage buffers per kernel (WebGPU's default
+//! `maxStorageBuffersPerShaderStage`), at most 8192 bytes of local variables per function
+//! (WGSL's limit; each kernel and helper counted on its own, an `#[unroll]`ed loop's locals once
+//! per iteration, so large arrays belong in workgroup memory), and at most 65535 elements in
+//! one array (WebGPU's WGSL compilers refuse more), each checked for every instance.
 //!
 //! # Running kernels
 //!

@@ -518,12 +518,18 @@ pub mod demanding {
         out[local_index()] = local_index() * 2;
     }
 
-    /// More workgroup memory than most devices have.
+    /// More workgroup memory than most devices have: 1 MiB, in two arrays (WGSL compilers
+    /// take at most 65535 elements in one).
     #[kernel(workgroup = [64], grid = [1], limits(workgroup_memory = 1048576))]
-    pub fn hungry(out: &mut [f32], #[workgroup] big: &mut [f32; 262144]) {
-        big[local_index()] = 1.0;
+    pub fn hungry(
+        out: &mut [f32],
+        #[workgroup] big: &mut [Vec4<f32>; 32768],
+        #[workgroup] more: &mut [Vec4<f32>; 32768],
+    ) {
+        big[local_index()] = vec4(1.0, 1.0, 1.0, 1.0);
+        more[local_index()] = big[local_index()];
         workgroup_barrier();
-        out[local_index()] = big[63 - local_index()];
+        out[local_index()] = more[63 - local_index()].x;
     }
 
     /// Sums 1.0 over each subgroup: every invocation gets the subgroup size.

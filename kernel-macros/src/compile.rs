@@ -24,6 +24,8 @@ pub fn compile(args: TokenStream, item: syn::ItemMod, errors: &mut Errors) -> Op
     let span = item.ident.span();
     let mut parsed = parse::module(args, item, errors)?;
     check::check(&mut parsed.module, errors);
+    let other_types = parsed.other_types();
+    check::names::check(&mut parsed.module, &other_types, errors);
     if !errors.is_empty() {
         return Some(Compiled {
             parsed,

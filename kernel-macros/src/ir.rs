@@ -303,11 +303,19 @@ impl Requirements {
 pub struct ParamsStruct {
     pub name: Ident,
     pub fields: Vec<ParamsField>,
+    /// Fields left out because their type was refused (already reported): their uses are
+    /// not reported again.
+    pub refused: Vec<Ident>,
     /// Whether the struct carries `#[repr(C)]`.
     pub repr_c: bool,
 }
 
 impl ParamsStruct {
+    /// Whether `field` was declared with a type that was refused.
+    pub fn refused(&self, field: &Ident) -> bool {
+        self.refused.contains(field)
+    }
+
     /// The field names for messages: "`a`, `b`, `n`".
     pub fn field_list(&self) -> String {
         self.fields
@@ -379,6 +387,8 @@ pub enum ParamKind {
 #[derive(Clone)]
 pub struct Kernel {
     pub name: Ident,
+    /// The launcher type's name: the kernel's name in CamelCase (see [`launcher_name`]).
+    pub launcher: Ident,
     /// The kernel's own `///` documentation, carried to its launcher.
     pub docs: Vec<String>,
     /// The set its instances come from (index into `Module::constant_sets`).
@@ -683,6 +693,24 @@ impl Expr {
             ty: Ty::Unknown,
         }
     }
+
+    /// Whether the expression is a literal zero (or `false`), the value of WGSL's zero
+    /// constructor `T()`.
+    pub fn is_zero(&self) -> bool {
+        match self.kind {
+            ExprKind::Int(v) => v == 0,
+            ExprKind::Float(v) => v == 0.0,
+            ExprKind::Bool(b) => !b,
+            _ => false,
+        }
+    }
+}
+
+/// Whether `[value; n]` is written as a temporary array filled by a loop (rather than WGSL's
+/// zero constructor or a constructor listing the value `n` times), which is one more local
+/// array in the function.
+pub fn repeats_through_a_loop(value: &Expr, n: u32) -> bool {
+    !value.is_zero() && n > 16
 }
 
 #[derive(Clone)]
@@ -923,7 +951,7 @@ impl Expr {
 impl Kernel {
     /// The launcher type's name: `grad_pre` -> `GradPre`.
     pub fn launcher_name(&self) -> Ident {
-        launcher_name(&self.name)
+        self.launcher.clone()
     }
 
     /// The launcher's argument struct's name: `GradPreArgs`.
@@ -1080,10 +1108,12 @@ pub fn children_mut(e: &mut Expr, visit: &mut impl FnMut(Child<'_>)) {
     }
 }
 
-/// The launcher type's name for the kernel `name`: `grad_pre` -> `GradPre`.
-pub fn launcher_name(name: &Ident) -> Ident {
+/// The launcher type's name for the kernel `name`: `grad_pre` -> `GradPre`, `r#match` ->
+/// `Match`. `None` when the CamelCase spelling is not a Rust type name (`_3x3` gives `3x3`,
+/// `__` gives nothing, `self_` gives `Self`); the text it gives is then in the error.
+pub fn launcher_name(name: &Ident) -> Result<Ident, String> {
+    let name = syn::ext::IdentExt::unraw(name).to_string();
     let camel: String = name
-        .to_string()
         .split('_')
         .filter(|part| !part.is_empty())
         .map(|part| {
@@ -1094,5 +1124,5 @@ pub fn launcher_name(name: &Ident) -> Ident {
                 .unwrap_or_default()
         })
         .collect();
-    Ident::new(&camel, name.span())
+    syn::parse_str::<Ident>(&camel).map_err(|_| camel)
 }

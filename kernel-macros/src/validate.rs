@@ -1,11 +1,15 @@
 //! naga parses and validates the generated WGSL while the macro expands. Its errors are
 //! mapped back through the source map to the Rust tokens that produced the offending WGSL,
-//! and phrased for the user's code where the cause is known.
+//! and phrased for the user's code: the WGSL functions are named as the kernels and helpers
+//! they come from, and names the user did not write (naga's handles `[12]`, generated
+//! `tsr_..` values) are left out.
+
+use std::error::Error;
 
 use crate::ir::{Feature, Span};
 
 use crate::diag::Errors;
-use crate::lower::Wgsl;
+use crate::lower::{names::GENERATED, Wgsl};
 
 /// Validates `wgsl`; reports problems at the mapped Rust spans (or `fallback`).
 pub fn validate(wgsl: &Wgsl, features: &[Feature], fallback: Span, errors: &mut Errors) {
@@ -17,13 +21,12 @@ pub fn validate(wgsl: &Wgsl, features: &[Feature], fallback: Span, errors: &mut 
                 .find_map(|(span, _)| span.to_range())
                 .map(|r| r.start);
             let span = offset.and_then(|o| wgsl.span_at(o)).unwrap_or(fallback);
-            let line = offset.map(|o| line_at(&wgsl.text, o)).unwrap_or_default();
             errors.at(
                 span,
                 format!(
-                    "tessera generated WGSL that does not parse ({}) at `{line}`; this is a bug in \
-                     tessera, please report it",
-                    error.message()
+                    "tessera generated WGSL for this code that does not parse ({}); this is a bug \
+                     in tessera, please report it",
+                    for_the_user(error.message(), wgsl)
                 ),
             );
             return;
@@ -37,17 +40,8 @@ pub fn validate(wgsl: &Wgsl, features: &[Feature], fallback: Span, errors: &mut 
             .filter_map(|(span, _)| map_span(wgsl, *span))
             .last()
             .unwrap_or(fallback);
-        errors.at(span, describe(&error, &wgsl.text));
+        errors.at(span, describe(&error, wgsl));
     }
-}
-
-/// The WGSL line holding byte `offset`, trimmed.
-fn line_at(text: &str, offset: usize) -> &str {
-    let start = text[..offset.min(text.len())]
-        .rfind('\n')
-        .map_or(0, |i| i + 1);
-    let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
-    text[start..end].trim()
 }
 
 fn map_span(wgsl: &Wgsl, span: naga::Span) -> Option<Span> {
@@ -55,27 +49,89 @@ fn map_span(wgsl: &Wgsl, span: naga::Span) -> Option<Span> {
     wgsl.span_at(range.start)
 }
 
-/// The user-facing message for a naga validation error: its first line and naga's notes
-/// (`= Shader requires capability ..`), which say what is wrong.
-fn describe(error: &naga::WithSpan<naga::valid::ValidationError>, source: &str) -> String {
-    let rendered = error.emit_to_string(source);
-    let first = rendered
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("invalid WGSL");
-    let notes: Vec<&str> = rendered
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("= "))
-        .collect();
+/// The user-facing message for a naga validation error: the function it is in, its innermost
+/// cause (what is wrong), and naga's notes (`Shader requires capability ..`).
+fn describe(error: &naga::WithSpan<naga::valid::ValidationError>, wgsl: &Wgsl) -> String {
+    let mut causes = vec![error.as_inner().to_string()];
+    let mut source = error.as_inner().source();
+    while let Some(cause) = source {
+        causes.push(cause.to_string());
+        source = cause.source();
+    }
+    let place = wgsl
+        .functions
+        .iter()
+        .find(|(name, _)| causes.iter().any(|c| mentions(c, name)))
+        .map(|(_, user)| format!(" in {user}"))
+        .unwrap_or_default();
+    let cause = causes.last().map(String::as_str).unwrap_or("invalid WGSL");
     let mut message = format!(
-        "naga rejected the WGSL generated for this code: {}",
-        first.trim_start_matches("error: ")
+        "naga rejected the WGSL generated for this code{place}: {}",
+        for_the_user(cause, wgsl)
     );
-    for note in notes {
-        message.push_str(": ");
-        message.push_str(note);
+    let rendered = error.emit_to_string(&wgsl.text);
+    for note in rendered.lines().filter_map(|l| l.trim().strip_prefix("= ")) {
+        message.push_str("; ");
+        message.push_str(&for_the_user(note, wgsl));
     }
     message
+}
+
+/// Whether `text` names `name` as a whole word.
+fn mentions(text: &str, name: &str) -> bool {
+    words(text).any(|word| word == name)
+}
+
+/// The identifier-like words of `text`.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+}
+
+/// `text` with the WGSL functions named as the user's kernels and helpers, and without naga's
+/// handles (`[12]`) and generated names (`tsr_..`), which the user never wrote.
+fn for_the_user(text: &str, wgsl: &Wgsl) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c.is_alphanumeric() || c == '_' || c == '[') {
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        if let Some(after) = handle_end(rest) {
+            rest = &rest[after..];
+            // naga's `Expression([7])`: a value the span points at.
+            if let (Some(open), Some(close)) = (out.strip_suffix('('), rest.strip_prefix(')')) {
+                let wrapper = open.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_');
+                out.truncate(wrapper.len());
+                out.push_str("a value");
+                rest = close;
+            }
+            continue;
+        }
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len())
+            .max(1);
+        let word = &rest[..end];
+        match wgsl.functions.iter().find(|(name, _)| name == word) {
+            Some((_, user)) => out.push_str(user),
+            None if word.starts_with(GENERATED) => out.push_str("a value tessera generated"),
+            None => out.push_str(word),
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    // Removing a handle leaves a double space ("The pointer  doesn't").
+    out.split(' ')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The length of a naga handle (`[12]`) at the start of `text`.
+fn handle_end(text: &str) -> Option<usize> {
+    let digits = text.strip_prefix('[')?;
+    let len = digits.find(|c: char| !c.is_ascii_digit())?;
+    (len > 0 && digits[len..].starts_with(']')).then_some(len + 2)
 }
 
 /// naga capabilities for the features the module's kernels declare.
@@ -92,4 +148,65 @@ fn capabilities(features: &[Feature]) -> naga::valid::Capabilities {
                 }
             },
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wgsl(text: &str) -> Wgsl {
+        Wgsl {
+            text: text.to_owned(),
+            map: Vec::new(),
+            functions: vec![
+                (
+                    "scale_tile8".to_owned(),
+                    "the kernel `scale` (instance TILE = 8)".to_owned(),
+                ),
+                ("twice_".to_owned(), "the helper `twice`".to_owned()),
+            ],
+        }
+    }
+
+    #[test]
+    fn messages_name_the_users_functions_and_leave_out_generated_names() {
+        let w = wgsl("");
+        assert_eq!(
+            for_the_user("Entry point scale_tile8 at Compute is invalid", &w),
+            "Entry point the kernel `scale` (instance TILE = 8) at Compute is invalid"
+        );
+        assert_eq!(
+            for_the_user("The pointer [49] doesn't relate to tsr_t0 in twice_", &w),
+            "The pointer doesn't relate to a value tessera generated in the helper `twice`"
+        );
+        assert_eq!(for_the_user("a[i] and [x]", &w), "a[i] and [x]");
+        assert_eq!(
+            for_the_user("not fulfilled because of Expression([7]).", &w),
+            "not fulfilled because of a value."
+        );
+    }
+
+    #[test]
+    fn a_validation_error_names_the_kernel_and_its_innermost_cause() {
+        let text = "@group(0) @binding(0) var<storage, read> y: array<f32>;\n\
+                    @compute @workgroup_size(1) fn scale_tile8() { y[0] = 1.0; }\n";
+        let w = wgsl(text);
+        let module = naga::front::wgsl::parse_str(text).unwrap();
+        let error = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::empty(),
+        )
+        .validate(&module)
+        .unwrap_err();
+        let message = describe(&error, &w);
+        assert!(
+            message.starts_with(
+                "naga rejected the WGSL generated for this code in the kernel `scale` \
+                 (instance TILE = 8): "
+            ),
+            "{message}"
+        );
+        assert!(!message.contains("scale_tile8"), "{message}");
+        assert!(!message.contains('['), "{message}");
+    }
 }

@@ -50,6 +50,10 @@ pub fn check(params: &ParamsStruct, errors: &mut Errors) {
             ),
         );
     }
+    if !params.refused.is_empty() {
+        // The offsets after a refused field are unknown.
+        return;
+    }
     for (field, at) in params.fields.iter().zip(offsets(params)) {
         if at.rust != at.wgsl {
             let pad = at.wgsl.saturating_sub(at.rust);

@@ -4,6 +4,8 @@
 
 pub mod consts;
 pub mod layout;
+pub mod names;
+mod resources;
 mod types;
 mod uniformity;
 mod unroll;
@@ -31,7 +33,9 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
     if !recursion(&module.helpers, errors) {
         functions(&mut module.helpers, &module.params, errors);
     }
-    unique_functions(module, errors);
+    for helper in &module.helpers {
+        resources::helper(helper, "", errors);
+    }
     families(module, errors);
     for kernel in &mut module.kernels {
         if let Some(instance) = kernel.instances.first() {
@@ -74,6 +78,7 @@ fn variant(kernel: &mut Variant, prefix: &str, params: &[ParamsStruct], errors: 
     kernel.locals = checker.locals;
     unroll::check(&body, errors);
     kernel.body = body;
+    resources::check(kernel, prefix, errors);
     if !recursive {
         uniformity::check(kernel, errors);
     }
@@ -358,6 +363,7 @@ fn specializations(
                     f.ty.rust_name()
                 ),
             ),
+            None if uniform.refused(field) => {}
             None => {
                 let names = uniform.field_list();
                 errors.at(
@@ -422,6 +428,7 @@ fn host_names(kernel: &Variant, params: &[crate::ir::ParamsStruct], errors: &mut
                             f.ty.rust_name()
                         ),
                     ),
+                    None if uniform.refused(field) => {}
                     None => {
                         let names = uniform.field_list();
                         errors.at(
@@ -462,35 +469,3 @@ fn visit_host(expr: &HostExpr, f: &mut impl FnMut(&HostExpr)) {
 
 #[cfg(test)]
 mod tests;
-
-/// Kernels and helpers share one namespace (one WGSL module).
-fn unique_functions(module: &Module, errors: &mut Errors) {
-    let mut seen = std::collections::HashSet::new();
-    let names = module
-        .helpers
-        .iter()
-        .map(|h| &h.name)
-        .chain(module.kernels.iter().map(|k| &k.name));
-    for name in names {
-        if !seen.insert(name.to_string()) {
-            errors.at(
-                name.span(),
-                format!("`{name}` is defined more than once in this module; rename one"),
-            );
-        }
-    }
-    for kernel in &module.kernels {
-        for generated in [kernel.launcher_name(), kernel.args_name()] {
-            if let Some(params) = module.params.iter().find(|p| p.name == generated) {
-                errors.at(
-                    params.name.span(),
-                    format!(
-                        "`{generated}` is the name of the launcher tessera generates for the kernel `{}`; \
-                         rename this struct, e.g. `{generated}Params`",
-                        kernel.name
-                    ),
-                );
-            }
-        }
-    }
-}

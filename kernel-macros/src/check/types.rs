@@ -176,9 +176,9 @@ impl<'m, 'e> Checker<'m, 'e> {
                 self.errors.at(
                     span,
                     format!(
-                        "{what}: expected `{}`, found `{}`{hint}",
-                        expected.rust_name(),
-                        found.rust_name()
+                        "{what}: expected {}, found {}{hint}",
+                        shown(&expected),
+                        shown(&found)
                     ),
                 );
                 Ty::Unknown
@@ -638,6 +638,7 @@ impl<'m, 'e> Checker<'m, 'e> {
                 let params = &self.env.params[*params];
                 return match params.fields.iter().find(|f| f.name == *field) {
                     Some(f) => f.ty.clone(),
+                    None if params.refused(field) => Ty::Unknown,
                     None => {
                         let names = params.field_list();
                         self.errors.at(
@@ -827,16 +828,31 @@ impl<'m, 'e> Checker<'m, 'e> {
         }
     }
 
+    /// Reports operands of two types, suggesting a conversion of the one that can take the
+    /// other's type (only the literal, when one operand is a literal).
     fn mismatch(&mut self, op: BinOp, l: &Ty, r: &Ty, span: Span, left: &Expr, right: &Expr) {
         let (a, b) = (left.rust_text(), right.rust_text());
-        let (ln, rn) = (l.rust_name(), r.rust_name());
         let sym = op.symbol();
-        let message = match (l.scalar().or(default_scalar(l)), r.scalar().or(default_scalar(r))) {
-            (Some(_), Some(_)) if !matches!(l, Ty::Vector(..)) && !matches!(r, Ty::Vector(..)) => format!(
-                "`{ln}` and `{rn}` cannot be {}; write `{a} as {rn} {sym} {b}` or `{a} {sym} {b} as {ln}`",
-                op.verb()
+        let what = format!("{} and {} cannot be {}", shown(l), shown(r), op.verb());
+        let scalars = matches!(l, Ty::Scalar(_) | Ty::IntVar(_) | Ty::FloatVar(_))
+            && matches!(r, Ty::Scalar(_) | Ty::IntVar(_) | Ty::FloatVar(_));
+        // A float literal is not made an integer: the integer operand is converted instead.
+        let float = |t: &Ty| matches!(t, Ty::FloatVar(_));
+        let message = match (scalars, is_literal(l), is_literal(r)) {
+            (false, ..) => what,
+            (true, false, true) if !float(r) => {
+                format!("{what}; write `{a} {sym} {}`", converted(right, l))
+            }
+            (true, true, false) if !float(l) => {
+                format!("{what}; write `{} {sym} {b}`", converted(left, r))
+            }
+            (true, false, true) => format!("{what}; write `{} {sym} {b}`", converted(left, r)),
+            (true, true, false) => format!("{what}; write `{a} {sym} {}`", converted(right, l)),
+            (true, ..) => format!(
+                "{what}; write `{} {sym} {b}` or `{a} {sym} {}`",
+                converted(left, r),
+                converted(right, l)
             ),
-            _ => format!("`{ln}` and `{rn}` cannot be {}", op.verb()),
         };
         self.errors.at(span, message);
     }
@@ -1430,6 +1446,31 @@ fn own_break_or_continue(block: &Block) -> Option<Span> {
 }
 
 /// The scalar an unresolved literal variable would default to, for messages.
+/// A type for messages: `` `f32` ``, or "an integer literal" for a literal whose type is not
+/// decided (rustc's `{integer}`, which the user never wrote).
+fn shown(ty: &Ty) -> String {
+    match ty {
+        Ty::IntVar(_) => "an integer literal".to_owned(),
+        Ty::FloatVar(_) => "a float literal".to_owned(),
+        other => format!("`{}`", other.rust_name()),
+    }
+}
+
+fn is_literal(ty: &Ty) -> bool {
+    matches!(ty, Ty::IntVar(_) | Ty::FloatVar(_))
+}
+
+/// `e` converted to the scalar of `ty`, as Rust: `x as f32`, or `2.0` for the literal `2`.
+fn converted(e: &Expr, ty: &Ty) -> String {
+    let Some(target) = ty.scalar().or(default_scalar(ty)) else {
+        return e.rust_text();
+    };
+    match e.kind {
+        ExprKind::Int(v) if target.is_float() => format!("{v}.0"),
+        _ => format!("{} as {}", e.rust_text(), target.rust_name()),
+    }
+}
+
 fn default_scalar(ty: &Ty) -> Option<Scalar> {
     match ty {
         Ty::IntVar(_) => Some(Scalar::I32),

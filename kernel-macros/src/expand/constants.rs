@@ -7,9 +7,20 @@ use quote::quote;
 
 use crate::ir::{ConstantSet, HostExpr, HostOp};
 
-/// The Rust field or method name of the constant `name`: `BLOCK` -> `block`.
+/// The Rust field or method name of the constant `name`: `BLOCK` -> `block`, `TYPE` ->
+/// `r#type` (`parse` refuses the names that give `self`, `super` or `crate`).
 pub fn member(name: &Ident) -> Ident {
-    Ident::new(&name.to_string().to_lowercase(), name.span())
+    let member = crate::parse::names::constant_member(name);
+    match syn::parse_str::<Ident>(&member) {
+        Ok(mut ident) => {
+            ident.set_span(name.span());
+            ident
+        }
+        Err(_) if !matches!(member.as_str(), "self" | "super" | "crate" | "Self" | "_") => {
+            Ident::new_raw(&member, name.span())
+        }
+        Err(_) => quote::format_ident!("{member}_", span = name.span()),
+    }
 }
 
 pub fn set(set: &ConstantSet) -> TokenStream {

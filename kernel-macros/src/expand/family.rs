@@ -137,9 +137,11 @@ fn for_member(family: &Family, member: &Kernel, call: TokenStream) -> TokenStrea
         let field = &binding.name;
         let value = reborrow(binding, declared, quote!(args.#field), declared.optional);
         if declared.optional {
-            optional_names.push(field.clone());
+            // A local of its own name could hide `batch` or `member_args` below.
+            let local = quote::format_ident!("__tessera_{}", syn::ext::IdentExt::unraw(field));
+            optional_names.push(local.clone());
             optional_values.push(value);
-            Some(quote!(#field))
+            Some(quote!(#field: #local))
         } else {
             Some(quote!(#field: #value))
         }

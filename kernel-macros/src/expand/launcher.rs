@@ -69,17 +69,19 @@ fn binding_kind_tokens(binding: &Binding) -> TokenStream {
     }
 }
 
+/// The binding's argument, read from the field of `args` (a binding may be named like any
+/// local of the generated code, so the fields are not bound to locals).
 fn arg_tokens(binding: &Binding) -> TokenStream {
     let name = &binding.name;
     match binding.kind {
         BindingKind::Storage {
             writable: false, ..
-        } => quote!(::tessera::__private::kernel_runtime::Arg::read(#name)),
+        } => quote!(::tessera::__private::kernel_runtime::Arg::read(args.#name)),
         BindingKind::Storage { writable: true, .. } => {
-            quote!(::tessera::__private::kernel_runtime::Arg::read_write(#name))
+            quote!(::tessera::__private::kernel_runtime::Arg::read_write(args.#name))
         }
         BindingKind::Uniform { .. } => {
-            quote!(::tessera::__private::kernel_runtime::Arg::uniform(#name))
+            quote!(::tessera::__private::kernel_runtime::Arg::uniform(args.#name))
         }
     }
 }
@@ -117,7 +119,7 @@ pub fn launcher(module: &Module, kernel: &Kernel, split_f16: bool, valid: bool) 
     let rt = rt();
     let launcher = kernel.launcher_name();
     let args_ty = kernel.args_name();
-    let rust_name = kernel.name.to_string();
+    let rust_name = syn::ext::IdentExt::unraw(&kernel.name).to_string();
     let uniform = general.bindings.iter().find_map(|b| match b.kind {
         BindingKind::Uniform { params } => Some((&b.name, &module.params[params])),
         _ => None,
@@ -159,7 +161,6 @@ pub fn launcher(module: &Module, kernel: &Kernel, split_f16: bool, valid: bool) 
             pub _lifetime: ::core::marker::PhantomData<&'a ()>,
         }
     });
-    let rest = names.is_empty().then(|| quote!(..));
 
     let entry_points = instances.iter().map(|instance| {
         let entries = instance.variants.iter().map(|v| &v.entry_point);
@@ -203,13 +204,11 @@ pub fn launcher(module: &Module, kernel: &Kernel, split_f16: bool, valid: bool) 
         quote! {
             let limit = batch.runtime().info().limits.max_compute_workgroups_per_dimension;
             let folded = #rt::fold_grid(#rust_name, logical, limit)?;
-            let #args_ty { #(#names,)* #rest } = args;
             batch.dispatch(&self.pipelines[variant], &[#(#dispatch_args),*], folded.dispatch)
         }
     } else {
         quote! {
             let grid = logical.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
-            let #args_ty { #(#names,)* #rest } = args;
             batch.dispatch(&self.pipelines[variant], &[#(#dispatch_args),*], grid)
         }
     };

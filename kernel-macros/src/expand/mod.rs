@@ -61,18 +61,9 @@ fn module_tokens(parsed: &parse::Parsed, sources: Sources<'_>, valid: bool) -> T
         vis,
     } = parsed;
     let name = &module.name;
-    // A launcher whose name a params struct already takes was reported by `check`; leaving it
-    // out keeps rustc from piling its own errors on top.
-    let clashes = |kernel: &crate::ir::Kernel| {
-        module
-            .params
-            .iter()
-            .any(|p| p.name == kernel.launcher_name() || p.name == kernel.args_name())
-    };
     let launchers = module
         .kernels
         .iter()
-        .filter(|kernel| !clashes(kernel))
         .map(|kernel| launcher::launcher(module, kernel, sources.without_f16.is_some(), valid));
     let families = module
         .families

@@ -25,16 +25,21 @@ pub fn derive_params(input: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let parsed = params::params_struct(&item, &mut errors);
     layout::check(&parsed, &mut errors);
-    if let Err(error) = errors.finish() {
-        return error.to_compile_error();
-    }
     let name = &item.ident;
+    if let Err(error) = errors.finish() {
+        let error = error.to_compile_error();
+        // The crate does not compile with the error; the impls keep each use of the struct
+        // as a kernel's parameters from adding an error of its own.
+        let impls = item.generics.params.is_empty().then(|| pod_impls(name));
+        return quote!(#error #impls);
+    }
     let offsets = layout::offsets(&parsed);
     let assertions = parsed.fields.iter().zip(&offsets).map(|(field, at)| {
         let field = &field.name;
         let offset = at.wgsl as usize;
         quote! { assert!(::core::mem::offset_of!(#name, #field) == #offset); }
     });
+    let pods = pod_impls(name);
     quote! {
         const _: () = {
             #(#assertions)*
@@ -42,6 +47,12 @@ pub fn derive_params(input: TokenStream) -> TokenStream {
         // SAFETY: the struct is `repr(C)`, its fields are 4-byte `Pod` scalars or arrays of
         // them laid out without padding (checked above and by the macro), so every bit
         // pattern is valid and there are no uninitialised bytes.
+        #pods
+    }
+}
+
+fn pod_impls(name: &syn::Ident) -> TokenStream {
+    quote! {
         unsafe impl ::tessera::__private::bytemuck::Zeroable for #name {}
         unsafe impl ::tessera::__private::bytemuck::Pod for #name {}
     }

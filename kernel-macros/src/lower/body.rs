@@ -173,7 +173,8 @@ impl<'g> FnLowerer<'g> {
     /// parameter arrives under a generated name and is copied by [`FnLowerer::mutable_params`].
     pub fn param_name(&mut self, param: &FnParam) -> String {
         if param.mutable {
-            self.names.generated(&format!("arg_{}_", param.name))
+            let local = self.local(param.local).to_owned();
+            self.names.generated(&format!("arg_{local}_"))
         } else {
             self.local(param.local).to_owned()
         }
@@ -577,8 +578,14 @@ impl<'g> FnLowerer<'g> {
             ExprKind::Bool(b) => b.to_string(),
             ExprKind::Path(_, Some(local)) => self.local(*local).to_owned(),
             ExprKind::Path(name, None) => self.global(name),
+            ExprKind::Field(base, field) if matches!(base.ty, Ty::Vector(..)) => {
+                let base = self.expr(w, base);
+                format!("{base}.{field}")
+            }
             ExprKind::Field(base, field) => {
                 let base = self.expr(w, base);
+                let field = field.to_string();
+                let field = self.globals.fields.get(&field).unwrap_or(&field);
                 format!("{base}.{field}")
             }
             ExprKind::Index(base, index) => {
@@ -687,13 +694,11 @@ impl<'g> FnLowerer<'g> {
     }
 
     fn repeat(&mut self, w: &mut Writer, value: &Expr, n: u32, ty: &Ty, span: Span) -> String {
-        let is_zero = matches!(value.kind, ExprKind::Int(0))
-            || matches!(value.kind, ExprKind::Float(v) if v == 0.0);
-        if is_zero || matches!(value.kind, ExprKind::Bool(false)) {
+        if value.is_zero() {
             return format!("{}()", wgsl_ty(ty));
         }
         let text = self.expr(w, value);
-        if n <= 16 {
+        if !repeats_through_a_loop(value, n) {
             return format!("{}({})", wgsl_ty(ty), vec![text; n as usize].join(", "));
         }
         let temp = self.temp(w, ty, span);

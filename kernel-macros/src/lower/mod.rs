@@ -4,7 +4,7 @@
 
 mod body;
 mod helpers;
-mod names;
+pub mod names;
 mod writer;
 
 use std::collections::{HashMap, HashSet};
@@ -41,6 +41,10 @@ fn scalar(s: Scalar) -> &'static str {
 /// Module-scope WGSL names: structs, helpers, and each kernel's bindings and workgroup arrays.
 pub struct Globals {
     pub structs: Vec<String>,
+    /// The WGSL name of each field name of the `Params` structs (one spelling per Rust name in
+    /// every struct, so a field access needs no struct). Fields are respelled like any other
+    /// name: the uniform layout check goes by their order and types, never their names.
+    pub fields: HashMap<String, String>,
     /// The WGSL functions made from helpers.
     pub helpers: Copies,
     /// Per kernel (by index): the WGSL name of each binding, then of each workgroup array.
@@ -60,6 +64,15 @@ impl Globals {
             .iter()
             .map(|p| names.claim(&p.name.to_string()))
             .collect();
+        let mut field_names = Names::default();
+        let mut fields = HashMap::new();
+        for field in module.params.iter().flat_map(|p| &p.fields) {
+            let name = field.name.to_string();
+            if let std::collections::hash_map::Entry::Vacant(slot) = fields.entry(name) {
+                let wgsl = field_names.claim(slot.key());
+                slot.insert(wgsl);
+            }
+        }
         for entry in entries {
             names.reserve(&entry.variant.entry_point);
         }
@@ -111,6 +124,7 @@ impl Globals {
         }
         Globals {
             structs,
+            fields,
             helpers,
             kernel_vars,
             kernel_decls,
@@ -214,10 +228,8 @@ pub fn module(module: &Module) -> Wgsl {
         w.blank();
         w.open_plain(format!("struct {name}"));
         for field in &params.fields {
-            w.mapped_line(
-                format!("{}: {},", field.name, wgsl_ty(&field.ty)),
-                field.span,
-            );
+            let name = &globals.fields[&field.name.to_string()];
+            w.mapped_line(format!("{name}: {},", wgsl_ty(&field.ty)), field.span);
         }
         w.close("");
     }
@@ -229,7 +241,20 @@ pub fn module(module: &Module) -> Wgsl {
         w.blank();
         kernel_fn(&mut w, index, *entry, &globals);
     }
-    w.finish()
+    let mut wgsl = w.finish();
+    let helpers = globals.helpers.copies.iter().map(|copy| {
+        let helper = &entries[copy.kernel].variant.helpers[copy.helper];
+        (copy.name.clone(), format!("the helper `{}`", helper.name))
+    });
+    let kernels = entries.iter().map(|e| {
+        let kernel = match variant_note(*e) {
+            note if note.is_empty() => format!("the kernel `{}`", e.kernel.name),
+            note => format!("the kernel `{}` ({})", e.kernel.name, &note[2..]),
+        };
+        (e.variant.entry_point.clone(), kernel)
+    });
+    wgsl.functions = helpers.chain(kernels).collect();
+    wgsl
 }
 
 fn helper_fn(w: &mut Writer, kernel: &Variant, copy: &helpers::Copy, globals: &Globals) {

@@ -223,3 +223,77 @@ fn round_and_signum_follow_rust() {
     );
     assert!(text.contains("bitcast<u32>(f32(h[1u]))"), "{text}");
 }
+
+/// A module whose every user name is a WGSL keyword, reserved word or predeclared name, or
+/// spelled so WGSL would refuse it: each position's name is mapped to one WGSL accepts.
+fn reserved_names_module() -> proc_macro2::TokenStream {
+    quote! {
+        mod m {
+            #[repr(C)]
+            #[derive(Clone, Copy, Params)]
+            pub struct target {
+                pub filter: u32,
+                pub filter_: u32,
+                pub storage: f32,
+                pub r#let: f32,
+                pub __x: u32,
+                pub tsr_grid: u32,
+            }
+
+            fn sampler(mut texture: f32, read_write: &mut [f32; 2], uniform: &target) -> f32 {
+                texture += 1.0;
+                let var = texture + uniform.storage + uniform.r#let;
+                let max = var.max(1.0);
+                read_write[0] = max;
+                let __ = read_write[1];
+                __ + f32::from_bits(uniform.__x)
+            }
+
+            fn workgroupBarrier(mut r#in: f32) -> f32 {
+                r#in *= 2.0;
+                r#in
+            }
+
+            #[kernel(workgroup = [64], grid = [1])]
+            pub fn r#match(filter: &target, storage: &mut [f32], #[workgroup] private: &mut [f32; 64], read: &[u32]) {
+                let r#type = global_id().x;
+                let mut function = [0.0f32, 1.0];
+                private[local_index()] = sampler(filter.storage, &mut function, filter);
+                workgroup_barrier();
+                let vec4f = private[0] + function[1] + (filter.filter + filter.filter_ + read[0] + filter.tsr_grid) as f32;
+                storage[r#type] = workgroupBarrier(vec4f);
+            }
+
+            #[kernel(workgroup = [64], grid = [1])]
+            pub fn select(storage: &mut [f32]) {
+                let arrayLength = storage.len();
+                storage[global_id().x] = arrayLength as f32;
+            }
+        }
+    }
+}
+
+#[test]
+fn reserved_user_names_are_mapped_to_names_wgsl_accepts() {
+    let text = wgsl(reserved_names_module()).unwrap();
+    for mapped in [
+        "struct target_",
+        "filter_: u32",
+        "filter__1: u32",
+        "storage_: f32",
+        "let_: f32",
+        "x_: u32",
+        "fn sampler_(",
+        "fn workgroupBarrier_(",
+        "fn match_(",
+        "fn select_(",
+        "var<workgroup> private_",
+        ".storage_",
+    ] {
+        assert!(text.contains(mapped), "`{mapped}` missing from:\n{text}");
+    }
+    // For checking the same text with Tint (Dawn's WGSL compiler) by hand.
+    if let Some(path) = std::env::var_os("TESSERA_WGSL_OUT") {
+        std::fs::write(path, &text).unwrap();
+    }
+}

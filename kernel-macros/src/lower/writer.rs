@@ -12,6 +12,9 @@ pub struct Wgsl {
     /// Byte ranges of statements and declarations with the Rust span that produced them,
     /// outer ranges before the ranges nested in them.
     pub map: Vec<(Range<usize>, Span)>,
+    /// Each WGSL function's name with what the user calls it (``the kernel `conv` ``, ``the
+    /// helper `tile` ``), for messages about the WGSL.
+    pub functions: Vec<(String, String)>,
 }
 
 impl Wgsl {
@@ -98,6 +101,7 @@ impl Writer {
         Wgsl {
             text: self.text,
             map: self.map,
+            functions: Vec::new(),
         }
     }
 }

@@ -125,9 +125,10 @@ pub fn set(
     module: &Consts,
     errors: &mut Errors,
 ) -> (ir::ConstantSet, Vec<Consts>) {
+    let decls = super::names::distinct_constants(decls, errors);
     let mut envs = vec![(module.clone(), Vec::new())];
     let mut derived = Vec::new();
-    for decl in decls {
+    for decl in &decls {
         match decl {
             ConstDecl::Listed(name, values) => {
                 let mut next = Vec::new();
@@ -144,7 +145,7 @@ pub fn set(
                 envs = next;
             }
             ConstDecl::Derived(name, expr) => {
-                let names: Vec<&syn::Ident> = decls.iter().map(ConstDecl::name).collect();
+                let names: Vec<&syn::Ident> = decls.iter().map(|d| d.name()).collect();
                 if let Some(host) = derived_expr(expr, &names, module, errors) {
                     derived.push((name.clone(), host));
                 }

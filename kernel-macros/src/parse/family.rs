@@ -5,7 +5,7 @@
 use crate::diag::Errors;
 use crate::ir::{self, Span};
 use crate::parse::keywords::{FAMILY, LEN, WORKGROUP_MEMORY};
-use crate::parse::{host, kernel};
+use crate::parse::{host, kernel, names};
 
 /// The `#[family(..)]` attribute of `item`, if it has one.
 pub fn family_attr(item: &syn::ItemStruct) -> Option<&syn::Attribute> {
@@ -42,10 +42,14 @@ pub fn family(
     };
     let mut declared = Vec::new();
     let mut lens = Vec::new();
+    let mut names = names::Declared::default();
     for field in &fields.named {
         let Some(name) = field.ident.clone() else {
             continue;
         };
+        if !names.declare(&name, "binding", errors) {
+            continue;
+        }
         if let Some((binding, len)) = family_binding(field, name, params, errors) {
             if let Some(len) = len {
                 lens.push((declared.len(), len));

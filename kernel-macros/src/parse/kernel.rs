@@ -8,7 +8,7 @@ use crate::parse::consts::{self, Consts};
 use crate::parse::keywords::{
     ATOMIC_I32, ATOMIC_U32, KERNEL, LEN, LIMIT_INVOCATIONS, WORKGROUP_MEMORY,
 };
-use crate::parse::{body, host, ty};
+use crate::parse::{body, host, names, ty};
 
 /// The `#[kernel(...)]` attribute of `function`, if it has one.
 pub fn kernel_attr(function: &syn::ItemFn) -> Option<&syn::Attribute> {
@@ -60,7 +60,9 @@ pub fn kernel(
         consts,
         helpers,
     } = *scope;
+    let launcher = names::launcher(&function.sig.ident, errors);
     let args = attr::kernel_attr(attr, errors)?;
+    let launcher = launcher?;
     let requirements = requirements(&args, consts, errors);
     let family = families
         .iter()
@@ -93,7 +95,6 @@ pub fn kernel(
             found
         }
         Constants::Listed(decls) => {
-            let launcher = ir::launcher_name(&function.sig.ident);
             let name = syn::Ident::new(&format!("{launcher}Constants"), function.sig.ident.span());
             let docs = vec![format!(
                 " The compile-time constants that identify an instance of `{}`.",
@@ -182,6 +183,7 @@ pub fn kernel(
     }
     Some(ir::Kernel {
         name: function.sig.ident.clone(),
+        launcher,
         docs: doc_lines(&function.attrs),
         constant_set,
         type_param,
@@ -333,9 +335,15 @@ fn instance(
     let mut shared = Vec::new();
     let mut lens = Vec::new();
     let mut rejected_params = Vec::new();
+    let mut names = names::Declared::default();
     for input in &function.sig.inputs {
         match input {
             syn::FnArg::Typed(arg) => {
+                if let syn::Pat::Ident(pat) = &*arg.pat {
+                    if !names.declare(&pat.ident, "parameter", errors) {
+                        continue;
+                    }
+                }
                 let declared = bindings.len() + shared.len();
                 let len = kernel_param(arg, params, &mut bindings, &mut shared, errors);
                 if let Some(len) = len {
@@ -859,6 +867,7 @@ pub fn helper(
 ) -> Option<ir::Function> {
     check_plain_signature(&function.sig, errors);
     let mut parsed = Vec::new();
+    let mut names = names::Declared::default();
     for input in &function.sig.inputs {
         let syn::FnArg::Typed(arg) = input else {
             errors.spanned(input, "a helper cannot take `self`");
@@ -868,6 +877,8 @@ pub fn helper(
             errors.spanned(&arg.pat, "a helper parameter must be a plain name");
             continue;
         };
+        // A repeated name is reported and kept, so the helper's calls keep their arity.
+        names.declare(&pat.ident, "parameter", errors);
         match helper_param_ty(&arg.ty, params) {
             Ok((ty, kind, by_mut_ref)) => parsed.push(ir::FnParam {
                 name: pat.ident.clone(),

@@ -9,6 +9,7 @@ mod family;
 mod host;
 mod kernel;
 pub mod keywords;
+pub mod names;
 pub mod nesting;
 pub mod params;
 mod ty;
@@ -24,6 +25,20 @@ pub struct Parsed {
     /// The module's attributes and visibility.
     pub attrs: Vec<syn::Attribute>,
     pub vis: syn::Visibility,
+}
+
+impl Parsed {
+    /// The names of the module's structs other than `Params` structs, sets of constants and
+    /// families (those pass through unchanged).
+    pub fn other_types(&self) -> Vec<proc_macro2::Ident> {
+        self.passthrough
+            .iter()
+            .filter_map(|item| match item {
+                syn::Item::Struct(s) if !params::is_params(s) => Some(s.ident.clone()),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// Parses the module. Kernels whose signature cannot be read are left out of the IR (their
@@ -56,6 +71,16 @@ pub fn module(
                 passthrough.push(item);
             }
             syn::Item::Struct(_) | syn::Item::Use(_) => passthrough.push(item),
+            syn::Item::Const(ref constant) if names::is_generated_const(&constant.ident) => {
+                errors.spanned(
+                    &constant.ident,
+                    format!(
+                        "a kernels module declares `{}` itself (the WGSL of its kernels); \
+                         rename this constant",
+                        constant.ident
+                    ),
+                );
+            }
             syn::Item::Const(ref constant) => {
                 // A constant that could not be evaluated (already reported) still gets a value,
                 // so its uses do not add errors of their own.
@@ -92,6 +117,8 @@ pub fn module(
         kernels: Vec::new(),
         families,
     };
+    let functions =
+        names::distinct_functions(functions, |f| kernel::kernel_attr(f).is_some(), errors);
     let (kernels, helpers): (Vec<syn::ItemFn>, Vec<syn::ItemFn>) = functions
         .into_iter()
         .partition(|f| kernel::kernel_attr(f).is_some());

@@ -41,30 +41,32 @@ pub fn params_struct(item: &syn::ItemStruct, errors: &mut Errors) -> ir::ParamsS
         return ir::ParamsStruct {
             name: item.ident.clone(),
             fields: Vec::new(),
+            refused: Vec::new(),
             repr_c,
         };
     };
-    let fields = named
-        .named
-        .iter()
-        .filter_map(|field| {
-            let name = field.ident.clone()?;
-            match field_ty(&field.ty) {
-                Ok(ty) => Some(ir::ParamsField {
-                    name,
-                    ty,
-                    span: ir::Span::of(&field.ty),
-                }),
-                Err(error) => {
-                    errors.push(error);
-                    None
-                }
+    let mut fields = Vec::new();
+    let mut refused = Vec::new();
+    for field in &named.named {
+        let Some(name) = field.ident.clone() else {
+            continue;
+        };
+        match field_ty(&field.ty) {
+            Ok(ty) => fields.push(ir::ParamsField {
+                name,
+                ty,
+                span: ir::Span::of(&field.ty),
+            }),
+            Err(error) => {
+                errors.push(error);
+                refused.push(name);
             }
-        })
-        .collect();
+        }
+    }
     ir::ParamsStruct {
         name: item.ident.clone(),
         fields,
+        refused,
         repr_c,
     }
 }
@@ -72,10 +74,13 @@ pub fn params_struct(item: &syn::ItemStruct, errors: &mut Errors) -> ir::ParamsS
 /// A field type: `f32`, `u32`, `i32`, or `[T; 2..=4]` of those, which WGSL sees as `vecN<T>`.
 fn field_ty(ty: &syn::Type) -> syn::Result<Ty> {
     let unsupported = || {
+        let written = quote::ToTokens::to_token_stream(ty).to_string();
         syn::Error::new_spanned(
             ty,
-            "a `Params` field must be `f32`, `u32`, `i32`, or an array `[T; 2]`, `[T; 3]` or `[T; 4]` \
-             of those (a WGSL vector)",
+            format!(
+                "a `Params` field cannot be `{written}`: WGSL's uniforms hold `f32`, `u32`, \
+                 `i32`, and arrays `[T; 2]`, `[T; 3]` or `[T; 4]` of those (WGSL vectors)"
+            ),
         )
     };
     let text = quote::ToTokens::to_token_stream(ty).to_string();
