@@ -724,13 +724,29 @@ impl<'g> FnLowerer<'g> {
         if let Signature::Id(id) = builtin.signature {
             return id_variable(id).to_owned();
         }
-        let texts: Vec<String> = args.iter().map(|a| self.expr(w, a)).collect();
+        let template = builtin.wgsl.template(args.first().map_or(ty, |a| &a.ty));
+        let texts: Vec<String> = args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let text = self.expr(w, a);
+                // A template that spells an argument more than once (Rust's `round`,
+                // `signum`, `fract`) must not run a helper call or an atomic in it twice.
+                if uses(template, i) > 1 && may_have_effects(a) {
+                    let name = self.names.generated("t");
+                    w.mapped_line(format!("let {name} = {};", strip_parens(&text)), a.span);
+                    name
+                } else {
+                    text
+                }
+            })
+            .collect();
         let first_ty = args.first().map_or(ty, |a| &a.ty);
         let literal = |v: f64| match first_ty.scalar() {
             Some(s) if s.is_float() => splat(first_ty, &float_literal(v, first_ty)),
             _ => splat(first_ty, &int_literal(v as u64, first_ty)),
         };
-        fill(builtin.wgsl.template(first_ty), &texts, |name| match name {
+        fill(template, &texts, |name| match name {
             "ty" => Some(wgsl_ty(ty)),
             "args" => Some(
                 texts
@@ -749,6 +765,26 @@ impl<'g> FnLowerer<'g> {
             _ => None,
         })
     }
+}
+
+/// How many times `template` spells argument `index` (`{bits}` spells the first).
+fn uses(template: &str, index: usize) -> usize {
+    let bits = if index == 0 {
+        template.matches("{bits}").count()
+    } else {
+        0
+    };
+    template.matches(&format!("{{{index}}}")).count() + bits
+}
+
+/// Whether evaluating `e` may do more than compute a value: call a helper (which may write
+/// through its references) or an atomic method.
+fn may_have_effects(e: &Expr) -> bool {
+    let mut effects = false;
+    visit_expr(e, &mut |e| {
+        effects |= matches!(e.kind, ExprKind::Call(..) | ExprKind::Method(..))
+    });
+    effects
 }
 
 /// `template` with `{0}`, `{1}`, .. replaced by `args` and other `{name}`s by `named`. An

@@ -297,3 +297,32 @@ fn reserved_user_names_are_mapped_to_names_wgsl_accepts() {
         std::fs::write(path, &text).unwrap();
     }
 }
+
+/// A template that spells its argument several times (`round`, `signum`, `fract`) gets a
+/// helper call in that argument through a `let`, so the helper runs once.
+#[test]
+fn repeated_builtin_arguments_run_a_helper_once() {
+    let text = wgsl(quote! {
+        mod m {
+            fn bump(count: &mut [u32; 1]) -> f32 {
+                count[0] += 1;
+                count[0] as f32 * 0.5
+            }
+
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(x: &[f32], y: &mut [f32]) {
+                let mut count = [0u32; 1];
+                y[0] = bump(&mut count).round();
+                y[1] = count[0] as f32 + x[0].round();
+            }
+        }
+    })
+    .unwrap();
+    assert_eq!(
+        text.matches("bump(").count(),
+        2,
+        "declared and called once: {text}"
+    );
+    // A plain argument is still spelled in place.
+    assert!(text.contains("trunc(x[0u])"), "{text}");
+}
