@@ -94,7 +94,18 @@ impl Batch {
 
     /// Adds a module as `NAME.wgsl` (`NAME` of letters, digits, `-`, `_` and `.`, so that the
     /// errors name it); false when a module with the same text is already in the batch.
+    ///
+    /// A module calling subgroup builtins gets `enable subgroups;` in front of its first line
+    /// (line numbers stay): the WGSL specification and Tint require the directive, naga 30
+    /// refuses it, and tessera writes its WGSL for naga.
     pub fn add(&mut self, name: &str, wgsl: &str) -> std::io::Result<bool> {
+        let enabled;
+        let wgsl = if wgsl.contains("subgroup") && !wgsl.contains("enable subgroups;") {
+            enabled = format!("enable subgroups; {wgsl}");
+            &enabled
+        } else {
+            wgsl
+        };
         let mut hasher = DefaultHasher::new();
         wgsl.hash(&mut hasher);
         if !self.seen.insert(hasher.finish()) {
@@ -121,8 +132,9 @@ impl Batch {
     }
 
     /// Validates every module of the batch in one Node process. `Err` holds Tint's report
-    /// (`FILE:LINE:COLUMN: error: MESSAGE` per error), or why Tint could not run when it is
-    /// required.
+    /// (`FILE:LINE:COLUMN: error: MESSAGE` per error), or why Tint failed to run: a missing
+    /// Node, npm or package is a skip unless [`REQUIRE_ENV`] is set, a validator that started
+    /// and failed is always an error.
     pub fn validate(&self) -> Result<Verdict, String> {
         if let Err(reason) = install() {
             return skip_or_fail(reason);
@@ -136,11 +148,16 @@ impl Batch {
             Ok(output) => output,
             Err(error) => return skip_or_fail(format!("could not start node: {error}")),
         };
-        let text = combined(&output);
+        // stdout holds the errors and the summary; stderr Dawn's warnings, unless it failed.
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         match output.status.code() {
-            Some(0) => Ok(Verdict::Valid(text.lines().last().unwrap_or("").to_owned())),
-            Some(1) => Err(text),
-            _ => skip_or_fail(format!("node validate.mjs failed ({}):\n{text}", output.status)),
+            Some(0) => Ok(Verdict::Valid(stdout.lines().last().unwrap_or("").to_owned())),
+            Some(1) => Err(stdout),
+            _ => Err(format!(
+                "node validate.mjs could not validate ({}):\n{}",
+                output.status,
+                combined(&output)
+            )),
         }
     }
 }
