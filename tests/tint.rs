@@ -36,7 +36,10 @@ fn generated_wgsl_passes_tint() {
         let text = std::fs::read_to_string(&path).expect("a readable snapshot");
         let body = snapshot_body(&text)
             .unwrap_or_else(|| panic!("{} has no insta header", path.display()));
-        let name = path.file_stem().and_then(|s| s.to_str()).expect("a UTF-8 name");
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("a UTF-8 name");
         batch.add(name, body).unwrap();
     }
     assert!(batch.len() > 10, "the snapshots were not found");

@@ -11,7 +11,10 @@ const SOURCES: &[(&str, &str)] = &[
     ("variants", include_str!("../../../tests/variants.rs")),
     ("helpers", include_str!("../../../tests/helpers.rs")),
     ("vectors", include_str!("../../../tests/vectors.rs")),
-    ("quickstart", include_str!("../../../examples/quickstart.rs")),
+    (
+        "quickstart",
+        include_str!("../../../examples/quickstart.rs"),
+    ),
     ("bench", include_str!("../../../examples/bench.rs")),
 ];
 

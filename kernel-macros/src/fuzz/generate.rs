@@ -89,7 +89,9 @@ impl Gen<'_> {
     fn module(&mut self) -> String {
         let mut out = String::from("mod fuzzed {\n");
         for c in 0..self.rng.below(3) {
-            let value = self.rng.pick(&["1", "4", "16", "3 * 5", "64 / 4", "0", "255"]);
+            let value = self
+                .rng
+                .pick(&["1", "4", "16", "3 * 5", "64 / 4", "0", "255"]);
             out += &format!("    const C{c}: u32 = {value};\n");
             self.constants.push(format!("C{c}"));
         }
@@ -109,21 +111,40 @@ impl Gen<'_> {
     }
 
     fn helper(&mut self, index: usize) -> String {
-        let params: Vec<Ty> = (0..self.rng.between(1, 3)).map(|_| self.rng.pick(SCALARS)).collect();
+        let params: Vec<Ty> = (0..self.rng.between(1, 3))
+            .map(|_| self.rng.pick(SCALARS))
+            .collect();
         let result = self.rng.pick(&[Ty::F32, Ty::U32, Ty::I32]);
         self.vars.clear();
         let mut list = Vec::new();
         for (i, ty) in params.iter().enumerate() {
             let mutable = self.rng.percent(20);
             let name = format!("a{i}");
-            list.push(format!("{}{name}: {}", if mutable { "mut " } else { "" }, ty.rust()));
-            self.vars.push(Var { name, ty: *ty, mutable, array: None });
+            list.push(format!(
+                "{}{name}: {}",
+                if mutable { "mut " } else { "" },
+                ty.rust()
+            ));
+            self.vars.push(Var {
+                name,
+                ty: *ty,
+                mutable,
+                array: None,
+            });
         }
         let body = self.statements(2, false, 3);
         let value = self.expr(result, 3);
         let name = format!("helper{index}");
-        self.helpers.push(Helper { name: name.clone(), params, result });
-        format!("    fn {name}({}) -> {} {{\n{body}        {value}\n    }}\n", list.join(", "), result.rust())
+        self.helpers.push(Helper {
+            name: name.clone(),
+            params,
+            result,
+        });
+        format!(
+            "    fn {name}({}) -> {} {{\n{body}        {value}\n    }}\n",
+            list.join(", "),
+            result.rust()
+        )
     }
 
     fn kernel(&mut self, index: usize) -> String {
@@ -138,7 +159,10 @@ impl Gen<'_> {
             self.constants.push("K".into());
         }
         if self.rng.percent(20) {
-            attr += &self.rng.pick(&[", specialize(p.n == 1)", ", specialize(p.n == 64, p.b == 0)"]);
+            attr += self.rng.pick(&[
+                ", specialize(p.n == 1)",
+                ", specialize(p.n == 64, p.b == 0)",
+            ]);
         }
         let mut features = Vec::new();
         self.f16.then(|| features.push("f16"));
@@ -164,7 +188,12 @@ impl Gen<'_> {
     }
 
     fn declare(&mut self, name: &str, ty: Ty) {
-        self.vars.push(Var { name: name.into(), ty, mutable: false, array: None });
+        self.vars.push(Var {
+            name: name.into(),
+            ty,
+            mutable: false,
+            array: None,
+        });
     }
 
     /// Up to `count` statements, at nesting `depth` left; `uniform` when every invocation of the
@@ -185,7 +214,11 @@ impl Gen<'_> {
     }
 
     fn statement(&mut self, depth: usize, uniform: bool) -> String {
-        let choice = if depth == 0 { self.rng.below(4) } else { self.rng.below(16) };
+        let choice = if depth == 0 {
+            self.rng.below(4)
+        } else {
+            self.rng.below(16)
+        };
         let line = match choice {
             0 | 1 => self.let_statement(),
             2 => self.assignment(),
@@ -221,8 +254,16 @@ impl Gen<'_> {
             true => format!(": {}", ty.rust()),
             false => String::new(),
         };
-        self.vars.push(Var { name: name.clone(), ty, mutable, array: None });
-        format!("let {}{name}{annotation} = {value};", if mutable { "mut " } else { "" })
+        self.vars.push(Var {
+            name: name.clone(),
+            ty,
+            mutable,
+            array: None,
+        });
+        format!(
+            "let {}{name}{annotation} = {value};",
+            if mutable { "mut " } else { "" }
+        )
     }
 
     fn value_type(&mut self) -> Ty {
@@ -285,7 +326,12 @@ impl Gen<'_> {
     fn unrolled(&mut self, depth: usize, uniform: bool) -> String {
         let var = self.name("e");
         let end = self.rng.between(0, 8);
-        self.loop_body(&var, depth, &format!("#[unroll]\n        for {var} in 0..{end} "), uniform)
+        self.loop_body(
+            &var,
+            depth,
+            &format!("#[unroll]\n        for {var} in 0..{end} "),
+            uniform,
+        )
     }
 
     fn loop_body(&mut self, var: &str, depth: usize, head: &str, uniform: bool) -> String {
@@ -323,13 +369,20 @@ impl Gen<'_> {
     }
 
     fn barrier(&mut self) -> String {
-        self.rng.pick(&["workgroup_barrier();", "storage_barrier();"]).to_string()
+        self.rng
+            .pick(&["workgroup_barrier();", "storage_barrier();"])
+            .to_string()
     }
 
     fn local_array(&mut self) -> String {
         let name = self.name("acc");
         let len = self.rng.between(1, 8);
-        self.vars.push(Var { name: name.clone(), ty: Ty::F32, mutable: true, array: Some(len) });
+        self.vars.push(Var {
+            name: name.clone(),
+            ty: Ty::F32,
+            mutable: true,
+            array: Some(len),
+        });
         format!("let mut {name} = [0.0f32; {len}];")
     }
 
@@ -381,14 +434,35 @@ impl Gen<'_> {
         match ty {
             Ty::F32 => self.float_atom(),
             Ty::U32 => self.u32_atom(),
-            Ty::I32 if self.in_kernel => self.rng.pick(&["0", "-1", "7", "p.b", "-2147483648", "2147483647"]).to_string(),
-            Ty::I32 => self.rng.pick(&["0", "-1", "7", "-2147483648", "2147483647"]).to_string(),
-            Ty::Bool if self.in_kernel => self.rng.pick(&["true", "false", "i < p.n", "p.b > 0"]).to_string(),
+            Ty::I32 if self.in_kernel => self
+                .rng
+                .pick(&["0", "-1", "7", "p.b", "-2147483648", "2147483647"])
+                .to_string(),
+            Ty::I32 => self
+                .rng
+                .pick(&["0", "-1", "7", "-2147483648", "2147483647"])
+                .to_string(),
+            Ty::Bool if self.in_kernel => self
+                .rng
+                .pick(&["true", "false", "i < p.n", "p.b > 0"])
+                .to_string(),
             Ty::Bool => self.rng.pick(&["true", "false"]).to_string(),
-            Ty::F16 => self.rng.pick(&["1.5f16", "0.0f16", "(0.25 as f16)", "65504.0f16"]).to_string(),
-            Ty::Vec(2) if self.in_kernel => self.rng.pick(&["vec2(1.0, 2.0)", "p.v.xy", "p.v.zw"]).to_string(),
-            Ty::Vec(3) if self.in_kernel => self.rng.pick(&["vec3(0.5, 1.0, p.a)", "p.v.xyz"]).to_string(),
-            Ty::Vec(4) if self.in_kernel => self.rng.pick(&["p.v", "vec4(1.0, 0.0, 0.0, p.a)"]).to_string(),
+            Ty::F16 => self
+                .rng
+                .pick(&["1.5f16", "0.0f16", "(0.25 as f16)", "65504.0f16"])
+                .to_string(),
+            Ty::Vec(2) if self.in_kernel => self
+                .rng
+                .pick(&["vec2(1.0, 2.0)", "p.v.xy", "p.v.zw"])
+                .to_string(),
+            Ty::Vec(3) if self.in_kernel => self
+                .rng
+                .pick(&["vec3(0.5, 1.0, p.a)", "p.v.xyz"])
+                .to_string(),
+            Ty::Vec(4) if self.in_kernel => self
+                .rng
+                .pick(&["p.v", "vec4(1.0, 0.0, 0.0, p.a)"])
+                .to_string(),
             Ty::Vec(2) => "vec2(1.0, 2.0)".into(),
             Ty::Vec(3) => "vec3(0.5, 1.0, 2.0)".into(),
             Ty::Vec(_) => "vec4(1.0, 0.0, 0.0, 0.5)".into(),
@@ -396,7 +470,15 @@ impl Gen<'_> {
     }
 
     fn float_atom(&mut self) -> String {
-        let mut options = vec!["1.0", "0.5", "-3.25", "0.0", "1e-3", "100.0", "3.4028235e38"];
+        let mut options = vec![
+            "1.0",
+            "0.5",
+            "-3.25",
+            "0.0",
+            "1e-3",
+            "100.0",
+            "3.4028235e38",
+        ];
         if self.in_kernel {
             options.extend(["p.a", "p.v.x", "x[i]", "x[lid]", "x[i + 1]"]);
             if self.tile.is_some() {
@@ -407,10 +489,25 @@ impl Gen<'_> {
     }
 
     fn u32_atom(&mut self) -> String {
-        let mut options: Vec<String> = ["0", "1", "3", "31", "4294967295"].map(String::from).to_vec();
+        let mut options: Vec<String> = ["0", "1", "3", "31", "4294967295"]
+            .map(String::from)
+            .to_vec();
         options.extend(self.constants.iter().cloned());
         if self.in_kernel {
-            options.extend(["p.n", "i", "lid", "global_id().y", "workgroup_id().x", "num_workgroups().x", "local_id().x", "x.len()", "u[i]"].map(String::from));
+            options.extend(
+                [
+                    "p.n",
+                    "i",
+                    "lid",
+                    "global_id().y",
+                    "workgroup_id().x",
+                    "num_workgroups().x",
+                    "local_id().x",
+                    "x.len()",
+                    "u[i]",
+                ]
+                .map(String::from),
+            );
             if self.subgroups {
                 options.extend(["subgroup_size()", "subgroup_invocation_id()"].map(String::from));
             }
@@ -421,29 +518,76 @@ impl Gen<'_> {
     fn float_expr(&mut self, d: usize) -> String {
         let a = self.expr(Ty::F32, d);
         match self.rng.below(14) {
-            0 | 1 => format!("({a} {} {})", self.rng.pick(&["+", "-", "*", "/"]), self.expr(Ty::F32, d)),
+            0 | 1 => format!(
+                "({a} {} {})",
+                self.rng.pick(&["+", "-", "*", "/"]),
+                self.expr(Ty::F32, d)
+            ),
             2 => format!("(-{a})"),
             3 => {
-                let method = self.rng.pick(&["abs", "sqrt", "floor", "ceil", "round", "trunc", "fract", "exp", "exp2", "ln", "log2", "sin", "cos", "tanh", "signum", "recip", "to_degrees"]);
+                let method = self.rng.pick(&[
+                    "abs",
+                    "sqrt",
+                    "floor",
+                    "ceil",
+                    "round",
+                    "trunc",
+                    "fract",
+                    "exp",
+                    "exp2",
+                    "ln",
+                    "log2",
+                    "sin",
+                    "cos",
+                    "tanh",
+                    "signum",
+                    "recip",
+                    "to_degrees",
+                ]);
                 format!("{a}.{method}()")
             }
-            4 => format!("{a}.{}({})", self.rng.pick(&["min", "max", "powf", "atan2"]), self.expr(Ty::F32, d)),
-            5 => format!("{a}.{}({}, {})", self.rng.pick(&["clamp", "mul_add"]), self.expr(Ty::F32, d), self.expr(Ty::F32, d)),
+            4 => format!(
+                "{a}.{}({})",
+                self.rng.pick(&["min", "max", "powf", "atan2"]),
+                self.expr(Ty::F32, d)
+            ),
+            5 => format!(
+                "{a}.{}({}, {})",
+                self.rng.pick(&["clamp", "mul_add"]),
+                self.expr(Ty::F32, d),
+                self.expr(Ty::F32, d)
+            ),
             6 => self.cast(&[Ty::U32, Ty::I32], "f32", d),
-            7 => format!("(if {} {{ {a} }} else {{ {} }})", self.expr(Ty::Bool, d), self.expr(Ty::F32, d)),
+            7 => format!(
+                "(if {} {{ {a} }} else {{ {} }})",
+                self.expr(Ty::Bool, d),
+                self.expr(Ty::F32, d)
+            ),
             8 => format!("{{ let t = {a}; t * t }}"),
             9 => {
                 let n = self.rng.pick(&[2, 3, 4]);
                 match self.rng.below(3) {
-                    0 => format!("{}.dot({})", self.expr(Ty::Vec(n), d), self.expr(Ty::Vec(n), d)),
+                    0 => format!(
+                        "{}.dot({})",
+                        self.expr(Ty::Vec(n), d),
+                        self.expr(Ty::Vec(n), d)
+                    ),
                     1 => format!("{}.length()", self.expr(Ty::Vec(n), d)),
-                    _ => format!("{}.{}", self.expr(Ty::Vec(n), d), self.rng.pick(&["x", "y"])),
+                    _ => format!(
+                        "{}.{}",
+                        self.expr(Ty::Vec(n), d),
+                        self.rng.pick(&["x", "y"])
+                    ),
                 }
             }
             10 => self.call(Ty::F32, d).unwrap_or(a),
             11 => format!("f32::from_bits({})", self.expr(Ty::U32, d)),
             12 if self.f16 => format!("({} as f32)", self.expr(Ty::F16, d)),
-            13 if self.subgroups => format!("{}({a})", self.rng.pick(&["subgroup_add", "subgroup_max", "subgroup_broadcast_first"])),
+            13 if self.subgroups => format!(
+                "{}({a})",
+                self.rng
+                    .pick(&["subgroup_add", "subgroup_max", "subgroup_broadcast_first"])
+            ),
             _ => a,
         }
     }
@@ -451,14 +595,39 @@ impl Gen<'_> {
     fn u32_expr(&mut self, d: usize) -> String {
         let a = self.expr(Ty::U32, d);
         match self.rng.below(12) {
-            0..=2 => format!("({a} {} {})", self.rng.pick(&["+", "-", "*", "/", "%", "&", "|", "^"]), self.expr(Ty::U32, d)),
-            3 => format!("({a} {} {})", self.rng.pick(&["<<", ">>"]), self.rng.below(32)),
-            4 => format!("{a}.{}({})", self.rng.pick(&["min", "max", "wrapping_add", "wrapping_mul"]), self.expr(Ty::U32, d)),
-            5 => format!("{a}.{}()", self.rng.pick(&["count_ones", "leading_zeros", "trailing_zeros", "reverse_bits"])),
+            0..=2 => format!(
+                "({a} {} {})",
+                self.rng.pick(&["+", "-", "*", "/", "%", "&", "|", "^"]),
+                self.expr(Ty::U32, d)
+            ),
+            3 => format!(
+                "({a} {} {})",
+                self.rng.pick(&["<<", ">>"]),
+                self.rng.below(32)
+            ),
+            4 => format!(
+                "{a}.{}({})",
+                self.rng
+                    .pick(&["min", "max", "wrapping_add", "wrapping_mul"]),
+                self.expr(Ty::U32, d)
+            ),
+            5 => format!(
+                "{a}.{}()",
+                self.rng.pick(&[
+                    "count_ones",
+                    "leading_zeros",
+                    "trailing_zeros",
+                    "reverse_bits"
+                ])
+            ),
             6 => format!("ceil_div({a}, {})", self.expr(Ty::U32, d)),
             7 => self.cast(&[Ty::F32, Ty::I32], "u32", d),
             8 => format!("{}.to_bits()", self.expr(Ty::F32, d)),
-            9 => format!("(if {} {{ {a} }} else {{ {} }})", self.expr(Ty::Bool, d), self.expr(Ty::U32, d)),
+            9 => format!(
+                "(if {} {{ {a} }} else {{ {} }})",
+                self.expr(Ty::Bool, d),
+                self.expr(Ty::U32, d)
+            ),
             10 => self.call(Ty::U32, d).unwrap_or(a),
             _ => format!("bitcast::<u32>({})", self.expr(Ty::I32, d)),
         }
@@ -467,11 +636,19 @@ impl Gen<'_> {
     fn i32_expr(&mut self, d: usize) -> String {
         let a = self.expr(Ty::I32, d);
         match self.rng.below(7) {
-            0 | 1 => format!("({a} {} {})", self.rng.pick(&["+", "-", "*", "/", "%", "&"]), self.expr(Ty::I32, d)),
+            0 | 1 => format!(
+                "({a} {} {})",
+                self.rng.pick(&["+", "-", "*", "/", "%", "&"]),
+                self.expr(Ty::I32, d)
+            ),
             2 => format!("(-{a})"),
             3 => format!("{a}.{}()", self.rng.pick(&["abs", "signum"])),
             4 => self.cast(&[Ty::F32, Ty::U32], "i32", d),
-            5 => format!("{a}.{}({})", self.rng.pick(&["min", "max"]), self.expr(Ty::I32, d)),
+            5 => format!(
+                "{a}.{}({})",
+                self.rng.pick(&["min", "max"]),
+                self.expr(Ty::I32, d)
+            ),
             _ => self.call(Ty::I32, d).unwrap_or(a),
         }
     }
@@ -491,7 +668,11 @@ impl Gen<'_> {
 
     fn vec_expr(&mut self, n: u8, d: usize) -> String {
         match self.rng.below(5) {
-            0 => format!("({} + {})", self.expr(Ty::Vec(n), d), self.expr(Ty::Vec(n), d)),
+            0 => format!(
+                "({} + {})",
+                self.expr(Ty::Vec(n), d),
+                self.expr(Ty::Vec(n), d)
+            ),
             1 => format!("({} * {})", self.expr(Ty::Vec(n), d), self.expr(Ty::F32, d)),
             2 => format!("{}.normalize()", self.expr(Ty::Vec(n), d)),
             3 if n == 4 => format!("unpack_4x8_unorm({})", self.expr(Ty::U32, d)),

@@ -37,7 +37,10 @@ use proc_macro2::TokenStream;
 use rng::Rng;
 use run::Verdict;
 
-/// Whether cases nest and chain far past what a person writes (hundreds to thousands deep).
+/// Whether cases nest and chain far past what a person writes (sums of thousands of terms,
+/// parentheses and `if`s hundreds deep). Today such a case overflows the macro's stack, which
+/// aborts the whole test process (its message names the case's thread, `fuzz case 0x..`) and
+/// hides every other finding; set to `true` once the macro bounds its recursion.
 const STRESS: bool = false;
 
 /// Cases per run unless `TESSERA_FUZZ_CASES` says otherwise.
@@ -95,7 +98,12 @@ struct Finding {
 }
 
 /// The macro's share of a run: the corpus, then `cases` random cases, over several threads.
-fn run_cases(seed: u64, cases: u64, corpus: &Arc<corpus::Corpus>, tint: &Mutex<tessera_tint::Batch>) -> Summary {
+fn run_cases(
+    seed: u64,
+    cases: u64,
+    corpus: &Arc<corpus::Corpus>,
+    tint: &Mutex<tessera_tint::Batch>,
+) -> Summary {
     let mut all: Vec<Case> = (0..corpus.whole.len()).map(Case::Corpus).collect();
     all.extend((0..cases).map(|i| Case::Random(rng::case_seed(seed, i))));
     let all = Arc::new(all);
@@ -153,7 +161,9 @@ fn tokens(case: Case, corpus: &corpus::Corpus) -> (TokenStream, TokenStream) {
     match pick(&mut rng, corpus) {
         None => {
             let text = generate::module(&mut rng);
-            let input = text.parse().unwrap_or_else(|e| panic!("generated a module that does not lex ({e}):\n{text}"));
+            let input = text
+                .parse()
+                .unwrap_or_else(|e| panic!("generated a module that does not lex ({e}):\n{text}"));
             (TokenStream::new(), input)
         }
         Some(module) => {
@@ -173,11 +183,22 @@ fn run_one(case: Case, corpus: &Arc<corpus::Corpus>) -> Option<run::Ran> {
     run::on_thread(name, HUNG, move || tokens(case, &corpus))
 }
 
-fn record(summary: &mut Summary, label: &str, ran: Option<run::Ran>, tint: &Mutex<tessera_tint::Batch>) {
+fn record(
+    summary: &mut Summary,
+    label: &str,
+    ran: Option<run::Ran>,
+    tint: &Mutex<tessera_tint::Batch>,
+) {
     summary.cases += 1;
-    let finding = |class, detail: String| Finding { class, case: label.to_owned(), detail };
+    let finding = |class, detail: String| Finding {
+        class,
+        case: label.to_owned(),
+        detail,
+    };
     let Some(ran) = ran else {
-        summary.failures.push(finding("hung", format!("not finished after {HUNG:?}")));
+        summary
+            .failures
+            .push(finding("hung", format!("not finished after {HUNG:?}")));
         return;
     };
     if ran.elapsed > summary.slowest {
@@ -185,7 +206,9 @@ fn record(summary: &mut Summary, label: &str, ran: Option<run::Ran>, tint: &Mute
         summary.slowest_case = label.to_owned();
     }
     if ran.elapsed > SLOW {
-        summary.failures.push(finding("slow", format!("took {:?}", ran.elapsed)));
+        summary
+            .failures
+            .push(finding("slow", format!("took {:?}", ran.elapsed)));
     }
     let input = ran.input.unwrap_or_default();
     match ran.verdict {
@@ -193,7 +216,9 @@ fn record(summary: &mut Summary, label: &str, ran: Option<run::Ran>, tint: &Mute
             summary.accepted += 1;
             let mut batch = tint.lock().unwrap_or_else(|p| p.into_inner());
             for (which, text) in wgsl {
-                batch.add(&format!("{label}-{which}"), &text).expect("the Tint batch is writable");
+                batch
+                    .add(&format!("{label}-{which}"), &text)
+                    .expect("the Tint batch is writable");
             }
         }
         Verdict::Rejected(messages) => {
@@ -201,14 +226,21 @@ fn record(summary: &mut Summary, label: &str, ran: Option<run::Ran>, tint: &Mute
             *summary.causes.entry(cause(&messages[0])).or_default() += 1;
             for message in &messages {
                 if message.contains("bug in tessera") {
-                    summary.blames.push(finding("blames tessera", message.clone()));
+                    summary
+                        .blames
+                        .push(finding("blames tessera", message.clone()));
                 } else if let Some(name) = internal_name(message, &input) {
-                    summary.failures.push(finding("internal name in message", format!("`{name}` in: {message}")));
+                    summary.failures.push(finding(
+                        "internal name in message",
+                        format!("`{name}` in: {message}"),
+                    ));
                 }
             }
         }
         Verdict::Panicked(message) => summary.failures.push(finding("panic", message)),
-        Verdict::NotRust(error) => summary.failures.push(finding("expansion is not Rust", error)),
+        Verdict::NotRust(error) => summary
+            .failures
+            .push(finding("expansion is not Rust", error)),
     }
 }
 
@@ -270,22 +302,35 @@ fn report(summary: &Summary, seed: u64, elapsed: Duration) -> String {
         let _ = writeln!(out, "fuzz:   rejected {count:>6} x {cause}");
     }
     for f in &summary.failures {
-        let _ = writeln!(out, "fuzz: {}: {}: {}", f.class.to_uppercase(), f.case, f.detail);
+        let _ = writeln!(
+            out,
+            "fuzz: {}: {}: {}",
+            f.class.to_uppercase(),
+            f.case,
+            f.detail
+        );
     }
     for (cause, (count, example)) in grouped(&summary.blames, naga_cause) {
-        let _ = writeln!(out, "fuzz: BLAMES TESSERA {count:>5} x ({cause}), e.g. {}: {}", example.case, example.detail);
+        let _ = writeln!(
+            out,
+            "fuzz: BLAMES TESSERA {count:>5} x ({cause}), e.g. {}: {}",
+            example.case, example.detail
+        );
     }
     out
 }
 
 /// Findings counted by `cause`, each with its first example, most frequent first.
-fn grouped<'f>(findings: &'f [Finding], cause: impl Fn(&str) -> String) -> Vec<(String, (usize, &'f Finding))> {
+fn grouped(
+    findings: &[Finding],
+    cause: impl Fn(&str) -> String,
+) -> Vec<(String, (usize, &Finding))> {
     let mut groups: BTreeMap<String, (usize, &Finding)> = BTreeMap::new();
     for f in findings {
         groups.entry(cause(&f.detail)).or_insert((0, f)).0 += 1;
     }
     let mut groups: Vec<_> = groups.into_iter().collect();
-    groups.sort_by(|a, b| b.1 .0.cmp(&a.1 .0));
+    groups.sort_by_key(|(_, (count, _))| std::cmp::Reverse(*count));
     groups
 }
 
@@ -305,11 +350,19 @@ fn tint_summary(report: &str) -> String {
     let errors: Vec<Finding> = report
         .lines()
         .filter_map(|line| line.split_once(": error: "))
-        .map(|(file, message)| Finding { class: "tint", case: file.to_owned(), detail: message.to_owned() })
+        .map(|(file, message)| Finding {
+            class: "tint",
+            case: file.to_owned(),
+            detail: message.to_owned(),
+        })
         .collect();
     let mut out = String::new();
     for (cause, (count, example)) in grouped(&errors, |m| cause(&m.replace('\'', "`"))) {
-        let _ = writeln!(out, "fuzz: TINT REJECTS {count:>5} x ({cause}), e.g. {}: {}", example.case, example.detail);
+        let _ = writeln!(
+            out,
+            "fuzz: TINT REJECTS {count:>5} x ({cause}), e.g. {}: {}",
+            example.case, example.detail
+        );
     }
     out
 }
@@ -324,7 +377,8 @@ fn fuzz_the_macro() {
     let seed = env_u64("TESSERA_FUZZ_SEED").unwrap_or(DEFAULT_SEED);
     let cases = env_u64("TESSERA_FUZZ_CASES").unwrap_or(DEFAULT_CASES);
     let corpus = Arc::new(corpus::corpus());
-    let tint = Mutex::new(tessera_tint::Batch::in_target("fuzz").expect("a directory for the Tint batch"));
+    let tint =
+        Mutex::new(tessera_tint::Batch::in_target("fuzz").expect("a directory for the Tint batch"));
     let start = Instant::now();
     let summary = run_cases(seed, cases, &corpus, &tint);
     tessera_tint::note(&report(&summary, seed, start.elapsed()));
@@ -332,7 +386,11 @@ fn fuzz_the_macro() {
     let tint_start = Instant::now();
     let verdict = tint.validate();
     match &verdict {
-        Ok(v) => tessera_tint::note(&format!("fuzz: {v} ({} distinct modules, {:.1?})", tint.len(), tint_start.elapsed())),
+        Ok(v) => tessera_tint::note(&format!(
+            "fuzz: {v} ({} distinct modules, {:.1?})",
+            tint.len(),
+            tint_start.elapsed()
+        )),
         Err(errors) => tessera_tint::note(&format!(
             "fuzz: Tint rejected modules the macro accepted (the file names hold the case):\n{}",
             tint_summary(errors)
@@ -360,11 +418,25 @@ fn reproduce(seed: u64) {
     let corpus = Arc::new(corpus::corpus());
     let case = Case::Random(seed);
     let (_, input) = tokens(case, &corpus);
-    tessera_tint::note(&format!("fuzz: case {seed:#018x} ({}):\n{input}", origin(seed, &corpus)));
+    tessera_tint::note(&format!(
+        "fuzz: case {seed:#018x} ({}):\n{input}",
+        origin(seed, &corpus)
+    ));
     let mut summary = Summary::default();
-    let tint = Mutex::new(tessera_tint::Batch::in_target("fuzz-case").expect("a directory for the Tint batch"));
-    record(&mut summary, &label(case, &corpus), run_one(case, &corpus), &tint);
+    let tint = Mutex::new(
+        tessera_tint::Batch::in_target("fuzz-case").expect("a directory for the Tint batch"),
+    );
+    record(
+        &mut summary,
+        &label(case, &corpus),
+        run_one(case, &corpus),
+        &tint,
+    );
     tessera_tint::note(&report(&summary, seed, Duration::ZERO));
     let tint = tint.into_inner().unwrap_or_else(|p| p.into_inner());
-    tessera_tint::note(&format!("{:?} (WGSL in {})", tint.validate(), tint.dir().display()));
+    tessera_tint::note(&format!(
+        "{:?} (WGSL in {})",
+        tint.validate(),
+        tint.dir().display()
+    ));
 }

@@ -9,30 +9,133 @@ use super::rng::Rng;
 
 /// Literals that sit on an edge: zero, one past a type's range, a float past `f32`, ...
 const EDGE_LITERALS: &[&str] = &[
-    "0", "1", "2", "3", "32", "64", "255", "256", "1024", "65535", "65536", "262144",
-    "2147483647", "2147483648", "4294967295", "4294967296", "18446744073709551616",
-    "99999999999999999999999999999999999999999", "0u32", "1i32", "7u8", "3u64", "5usize",
-    "0.0", "-0.0", "0.5", "1e39", "1e-50", "3.4028235e38", "65504.0", "65520.0", "1.0f16",
-    "2.5f64", "1e10", "0x7fff_ffff", "0xffff_ffff", "0b1", "0o17", "1_000", "'a'", "\"text\"",
-    "b'x'", "true", "false",
+    "0",
+    "1",
+    "2",
+    "3",
+    "32",
+    "64",
+    "255",
+    "256",
+    "1024",
+    "65535",
+    "65536",
+    "262144",
+    "2147483647",
+    "2147483648",
+    "4294967295",
+    "4294967296",
+    "18446744073709551616",
+    "99999999999999999999999999999999999999999",
+    "0u32",
+    "1i32",
+    "7u8",
+    "3u64",
+    "5usize",
+    "0.0",
+    "-0.0",
+    "0.5",
+    "1e39",
+    "1e-50",
+    "3.4028235e38",
+    "65504.0",
+    "65520.0",
+    "1.0f16",
+    "2.5f64",
+    "1e10",
+    "0x7fff_ffff",
+    "0xffff_ffff",
+    "0b1",
+    "0o17",
+    "1_000",
+    "'a'",
+    "\"text\"",
+    "b'x'",
+    "true",
+    "false",
 ];
 
 /// Identifiers that are reserved somewhere (Rust, WGSL, tessera) or odd.
 const ODD_IDENTS: &[&str] = &[
-    "match", "r#match", "r#type", "r#loop", "self_", "_3x3", "__", "_", "_x", "x_", "Self",
-    "self", "super", "crate", "fn", "let", "mut", "loop", "while", "async", "dyn", "f16", "f32",
-    "u32", "i32", "bool", "u64", "usize", "vec2", "vec4", "array", "ptr", "var", "override",
-    "const_assert", "workgroup", "storage", "uniform", "bitcast", "main", "tsr_x", "WGSL",
-    "global_id", "local_index", "workgroup_barrier", "ceil_div", "min", "abs", "T", "Vec4",
-    "Vec3", "AtomicU32", "Option", "None", "Some", "été", "x1234567890123456789012345678901234567890",
+    "match",
+    "r#match",
+    "r#type",
+    "r#loop",
+    "self_",
+    "_3x3",
+    "__",
+    "_",
+    "_x",
+    "x_",
+    "Self",
+    "self",
+    "super",
+    "crate",
+    "fn",
+    "let",
+    "mut",
+    "loop",
+    "while",
+    "async",
+    "dyn",
+    "f16",
+    "f32",
+    "u32",
+    "i32",
+    "bool",
+    "u64",
+    "usize",
+    "vec2",
+    "vec4",
+    "array",
+    "ptr",
+    "var",
+    "override",
+    "const_assert",
+    "workgroup",
+    "storage",
+    "uniform",
+    "bitcast",
+    "main",
+    "tsr_x",
+    "WGSL",
+    "global_id",
+    "local_index",
+    "workgroup_barrier",
+    "ceil_div",
+    "min",
+    "abs",
+    "T",
+    "Vec4",
+    "Vec3",
+    "AtomicU32",
+    "Option",
+    "None",
+    "Some",
+    "été",
+    "x1234567890123456789012345678901234567890",
 ];
 
 const TYPES: &[&str] = &[
-    "f32", "u32", "i32", "f16", "bool", "u64", "f64", "usize", "Vec2", "Vec3", "Vec4",
-    "AtomicU32", "AtomicI32",
+    "f32",
+    "u32",
+    "i32",
+    "f16",
+    "bool",
+    "u64",
+    "f64",
+    "usize",
+    "Vec2",
+    "Vec3",
+    "Vec4",
+    "AtomicU32",
+    "AtomicI32",
 ];
 
-const PUNCTS: &[char] = &['+', '-', '*', '/', '%', '&', '|', '^', '<', '>', '=', '!', '.', ',', ';', ':', '#', '?', '@', '~'];
+const PUNCTS: &[char] = &[
+    '+', '-', '*', '/', '%', '&', '|', '^', '<', '>', '=', '!', '.', ',', ';', ':', '#', '?', '@',
+    '~',
+];
 
 /// A token tree that can be edited in place.
 #[derive(Clone)]
@@ -138,7 +241,12 @@ fn apply(nodes: &mut Vec<Node>, i: usize, rng: &mut Rng, words: &[String]) {
         7 => nodes[i] = Node::Leaf(ident(rng.pick(ODD_IDENTS))),
         8 => nodes[i] = Node::Leaf(ident(rng.pick(TYPES))),
         9 if !words.is_empty() => nodes[i] = Node::Leaf(ident(&rng.pick(words))),
-        10 => nodes[i] = Node::Leaf(TokenTree::Punct(Punct::new(rng.pick(PUNCTS), Spacing::Alone))),
+        10 => {
+            nodes[i] = Node::Leaf(TokenTree::Punct(Punct::new(
+                rng.pick(PUNCTS),
+                Spacing::Alone,
+            )))
+        }
         _ => nodes[i] = nested(nodes[i].clone(), rng),
     }
 }
@@ -150,7 +258,9 @@ fn nested(node: Node, rng: &mut Rng) -> Node {
         _ => rng.between(1, 40),
     };
     match rng.below(3) {
-        0 => (0..depth).fold(node, |inner, _| Node::Group(Delimiter::Parenthesis, Span::call_site(), vec![inner])),
+        0 => (0..depth).fold(node, |inner, _| {
+            Node::Group(Delimiter::Parenthesis, Span::call_site(), vec![inner])
+        }),
         1 => {
             let mut nodes: Vec<Node> = (0..depth)
                 .map(|_| Node::Leaf(TokenTree::Punct(Punct::new('-', Spacing::Alone))))
@@ -161,7 +271,10 @@ fn nested(node: Node, rng: &mut Rng) -> Node {
         _ => {
             let mut nodes = vec![node.clone()];
             for _ in 0..depth {
-                nodes.push(Node::Leaf(TokenTree::Punct(Punct::new('+', Spacing::Alone))));
+                nodes.push(Node::Leaf(TokenTree::Punct(Punct::new(
+                    '+',
+                    Spacing::Alone,
+                ))));
                 nodes.push(node.clone());
             }
             Node::Group(Delimiter::Parenthesis, Span::call_site(), nodes)
@@ -180,7 +293,11 @@ fn parsed(text: &str) -> Node {
 }
 
 fn ident(text: &str) -> TokenTree {
-    match text.parse::<TokenStream>().ok().and_then(|s| s.into_iter().next()) {
+    match text
+        .parse::<TokenStream>()
+        .ok()
+        .and_then(|s| s.into_iter().next())
+    {
         Some(tree @ TokenTree::Ident(_)) => tree,
         _ => TokenTree::Ident(Ident::new("x", Span::call_site())),
     }

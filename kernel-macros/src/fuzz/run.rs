@@ -78,7 +78,11 @@ pub fn expand(args: TokenStream, input: TokenStream) -> Ran {
         Verdict::Accepted(_) => None,
         _ => Some(text),
     };
-    Ran { verdict, elapsed, input }
+    Ran {
+        verdict,
+        elapsed,
+        input,
+    }
 }
 
 /// Installs, once, a panic hook that records the panics of case threads instead of printing
@@ -117,7 +121,13 @@ fn read_output(tokens: TokenStream) -> Verdict {
     let mut wgsl = Vec::new();
     for item in &file.items {
         match item {
-            syn::Item::Macro(m) if m.mac.path.segments.last().is_some_and(|s| s.ident == "compile_error") => {
+            syn::Item::Macro(m)
+                if m.mac
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "compile_error") =>
+            {
                 let message = syn::parse2::<syn::LitStr>(m.mac.tokens.clone())
                     .map(|l| l.value())
                     .unwrap_or_else(|_| m.mac.tokens.to_string());
@@ -134,7 +144,11 @@ fn read_output(tokens: TokenStream) -> Verdict {
 }
 
 fn wgsl_constants(module: &syn::ItemMod) -> Vec<(&'static str, String)> {
-    let items = module.content.as_ref().map(|(_, items)| items.as_slice()).unwrap_or_default();
+    let items = module
+        .content
+        .as_ref()
+        .map(|(_, items)| items.as_slice())
+        .unwrap_or_default();
     items
         .iter()
         .filter_map(|item| match item {
@@ -145,7 +159,10 @@ fn wgsl_constants(module: &syn::ItemMod) -> Vec<(&'static str, String)> {
                     _ => return None,
                 };
                 match &*c.expr {
-                    syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some((name, s.value())),
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s),
+                        ..
+                    }) => Some((name, s.value())),
                     _ => None,
                 }
             }

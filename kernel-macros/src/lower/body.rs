@@ -846,8 +846,14 @@ mod tests {
         assert_eq!(float_literal(1e-5, &Ty::F32), "1e-5f");
         assert_eq!(float_literal(0.5, &Ty::F32), "0.5f");
         // Not `3.4028235e38f`, which Tint rejects as past `f32::MAX`.
-        assert_eq!(float_literal(f64::from(f32::MAX), &Ty::F32), "3.4028234663852886e38f");
-        assert_eq!(float_literal(-f64::from(f32::MAX), &Ty::F32), "-3.4028234663852886e38f");
+        assert_eq!(
+            float_literal(f64::from(f32::MAX), &Ty::F32),
+            "3.4028234663852886e38f"
+        );
+        assert_eq!(
+            float_literal(-f64::from(f32::MAX), &Ty::F32),
+            "-3.4028234663852886e38f"
+        );
         assert_eq!(signed_literal(-2, &Ty::I32), "-2i");
     }
 }

@@ -151,7 +151,9 @@ impl Batch {
         // stdout holds the errors and the summary; stderr Dawn's warnings, unless it failed.
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         match output.status.code() {
-            Some(0) => Ok(Verdict::Valid(stdout.lines().last().unwrap_or("").to_owned())),
+            Some(0) => Ok(Verdict::Valid(
+                stdout.lines().last().unwrap_or("").to_owned(),
+            )),
             Some(1) => Err(stdout),
             _ => Err(format!(
                 "node validate.mjs could not validate ({}):\n{}",
@@ -176,7 +178,9 @@ fn required() -> bool {
 
 fn skip_or_fail(reason: String) -> Result<Verdict, String> {
     if required() {
-        Err(format!("Tint is required ({REQUIRE_ENV}=1) but could not run: {reason}"))
+        Err(format!(
+            "Tint is required ({REQUIRE_ENV}=1) but could not run: {reason}"
+        ))
     } else {
         Ok(Verdict::Skipped(reason))
     }
@@ -184,7 +188,9 @@ fn skip_or_fail(reason: String) -> Result<Verdict, String> {
 
 /// Makes sure Node runs and the `webgpu` package is installed (`npm ci` when it is not).
 fn install() -> Result<(), String> {
-    let _guard = INSTALL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _guard = INSTALL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let node = Command::new("node").arg("--version").output();
     if !node.as_ref().is_ok_and(|o| o.status.success()) {
         return Err("`node` was not found".into());
