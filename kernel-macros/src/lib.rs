@@ -18,6 +18,8 @@ mod check;
 mod compile;
 mod diag;
 mod expand;
+#[cfg(test)]
+mod fuzz;
 mod ir;
 mod lower;
 mod parse;

@@ -933,6 +933,13 @@ fn float_literal(value: f64, ty: &Ty) -> String {
         'f'
     };
     let text = format!("{:?}", value as f32);
+    // The shortest text of `f32::MAX`, `3.4028235e38`, is past it as a decimal; Tint reads a
+    // literal exactly and rejects it ("value cannot be represented as 'f32'"). The shortest
+    // text of the same value as an `f64` is exact.
+    let text = match text.parse::<f64>() {
+        Ok(read) if read.abs() > f64::from(f32::MAX) => format!("{:?}", f64::from(value as f32)),
+        _ => text,
+    };
     if text.contains(['.', 'e', 'E']) {
         format!("{text}{suffix}")
     } else {
@@ -952,6 +959,15 @@ mod tests {
         assert_eq!(float_literal(1.5, &Ty::Scalar(Scalar::F16)), "1.5h");
         assert_eq!(float_literal(1e-5, &Ty::F32), "1e-5f");
         assert_eq!(float_literal(0.5, &Ty::F32), "0.5f");
+        // Not `3.4028235e38f`, which Tint rejects as past `f32::MAX`.
+        assert_eq!(
+            float_literal(f64::from(f32::MAX), &Ty::F32),
+            "3.4028234663852886e38f"
+        );
+        assert_eq!(
+            float_literal(-f64::from(f32::MAX), &Ty::F32),
+            "-3.4028234663852886e38f"
+        );
         assert_eq!(signed_literal(-2, &Ty::I32), "-2i");
     }
 }
