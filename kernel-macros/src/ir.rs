@@ -154,7 +154,9 @@ impl Ty {
         }
     }
 
-    /// The Rust spelling, used in messages.
+    /// The Rust spelling, used in messages. A literal whose type is not decided is shown as
+    /// the type it defaults to (`i32`, `f32`), never as rustc's `{integer}`, which the user
+    /// never wrote.
     pub fn rust_name(&self) -> String {
         match self {
             Ty::Scalar(s) => s.rust_name().to_owned(),
@@ -162,8 +164,8 @@ impl Ty {
             Ty::Array(element, len) => format!("[{}; {len}]", element.rust_name()),
             Ty::Atomic(Scalar::I32) => "AtomicI32".to_owned(),
             Ty::Atomic(_) => "AtomicU32".to_owned(),
-            Ty::IntVar(_) => "{integer}".to_owned(),
-            Ty::FloatVar(_) => "{float}".to_owned(),
+            Ty::IntVar(_) => "i32".to_owned(),
+            Ty::FloatVar(_) => "f32".to_owned(),
             Ty::Unit => "()".to_owned(),
             Ty::Unknown => "_".to_owned(),
         }

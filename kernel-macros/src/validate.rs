@@ -11,6 +11,22 @@ use crate::ir::{Feature, Span};
 use crate::diag::Errors;
 use crate::lower::{names::GENERATED, Wgsl};
 
+/// Whether a naga parse error comes from evaluating a constant expression (the user's
+/// constants, through operations tessera's own evaluator does not fold, such as vectors and
+/// math builtins): a problem with the user's constants, not with the generated WGSL.
+fn is_constant_evaluation(message: &str) -> bool {
+    [
+        "by zero",
+        "overflowed",
+        "out of valid range",
+        "is infinite",
+        "Cannot apply math function",
+        "cannot be represented",
+    ]
+    .iter()
+    .any(|words| message.contains(words))
+}
+
 /// Validates `wgsl`; reports problems at the mapped Rust spans (or `fallback`).
 pub fn validate(wgsl: &Wgsl, features: &[Feature], fallback: Span, errors: &mut Errors) {
     let module = match naga::front::wgsl::parse_str(&wgsl.text) {
@@ -21,14 +37,20 @@ pub fn validate(wgsl: &Wgsl, features: &[Feature], fallback: Span, errors: &mut 
                 .find_map(|(span, _)| span.to_range())
                 .map(|r| r.start);
             let span = offset.and_then(|o| wgsl.span_at(o)).unwrap_or(fallback);
-            errors.at(
-                span,
+            let message = for_the_user(error.message(), wgsl);
+            let message = if is_constant_evaluation(error.message()) {
                 format!(
-                    "tessera generated WGSL for this code that does not parse ({}); this is a bug \
-                     in tessera, please report it",
-                    for_the_user(error.message(), wgsl)
-                ),
-            );
+                    "WGSL evaluates this expression when the shader is compiled, because its \
+                     operands are constants, and the value cannot be computed: {message}; \
+                     change the constants, or compute it from a run-time value"
+                )
+            } else {
+                format!(
+                    "tessera generated WGSL for this code that does not parse ({message}); this \
+                     is a bug in tessera, please report it"
+                )
+            };
+            errors.at(span, message);
             return;
         }
     };

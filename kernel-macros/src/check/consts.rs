@@ -8,7 +8,8 @@
 use crate::diag::Errors;
 use crate::ir::eval::{Eval, Found, Problem, Value};
 use crate::ir::{
-    visit_exprs, BinOp, Block, ExprKind, Module, Scalar, Specialization, Ty, UnOp, Variant,
+    visit_exprs, BinOp, Block, Expr, ExprKind, Module, Scalar, Specialization, StmtKind, Ty, UnOp,
+    Variant,
 };
 
 /// Checks every body of the module: each variant's, its helpers', and the helpers no kernel
@@ -35,6 +36,7 @@ pub fn variant(variant: &Variant, specialization: Option<&Specialization>, error
 
 fn body(block: &Block, specialization: Option<&Specialization>, errors: &mut Errors) {
     negated_unsigned(block, errors);
+    loops_that_cannot_end(block, errors);
     let mut eval = Eval::new(Vec::new());
     eval.block(block);
     for found in eval.problems {
@@ -44,6 +46,75 @@ fn body(block: &Block, specialization: Option<&Specialization>, errors: &mut Err
         }
         errors.at(found.span, message(&found, specialization));
     }
+}
+
+/// Every loop of `block` that cannot end: one without a `break` or `return` that can run,
+/// with constant conditions taken as they fold (Tint refuses such a loop, naga does not).
+fn loops_that_cannot_end(block: &Block, errors: &mut Errors) {
+    for stmt in block {
+        match &stmt.kind {
+            StmtKind::Loop(body) => {
+                if !can_leave(body, true) {
+                    errors.at(stmt.span, CANNOT_END);
+                }
+                loops_that_cannot_end(body, errors);
+            }
+            StmtKind::While { cond, body } => {
+                if is_constant(cond, true) && !can_leave(body, true) {
+                    errors.at(stmt.span, CANNOT_END);
+                }
+                loops_that_cannot_end(body, errors);
+            }
+            StmtKind::For(f) => loops_that_cannot_end(&f.body, errors),
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                loops_that_cannot_end(then, errors);
+                otherwise
+                    .iter()
+                    .for_each(|o| loops_that_cannot_end(o, errors));
+            }
+            StmtKind::Block(body) => loops_that_cannot_end(body, errors),
+            StmtKind::Match { arms, .. } => arms
+                .iter()
+                .for_each(|arm| loops_that_cannot_end(&arm.body, errors)),
+            _ => {}
+        }
+    }
+}
+
+/// The error at a loop that cannot end: WGSL (Tint) refuses it, after folding constant
+/// conditions.
+const CANNOT_END: &str = "this loop has no `break` or `return` that can run (a `break` under a \
+                          condition that is always false does not count), and WGSL refuses a \
+                          loop that cannot end; add a `break` under the condition that ends it";
+
+/// Whether `cond` is the constant `value`.
+fn is_constant(cond: &Expr, value: bool) -> bool {
+    matches!(crate::ir::eval::value(cond, &[]), Some(crate::ir::eval::Value::Bool(b)) if b == value)
+}
+
+/// Whether `block` holds a `return`, or, when `own` (the body of the loop in question, or
+/// code of it outside nested loops), a `break` of that loop.
+fn can_leave(block: &Block, own: bool) -> bool {
+    block.iter().any(|stmt| match &stmt.kind {
+        StmtKind::Break => own,
+        StmtKind::Return(_) => true,
+        StmtKind::If {
+            cond,
+            then,
+            otherwise,
+        } => {
+            (!is_constant(cond, false) && can_leave(then, own))
+                || (!is_constant(cond, true)
+                    && otherwise.as_ref().is_some_and(|o| can_leave(o, own)))
+        }
+        StmtKind::Block(body) => can_leave(body, own),
+        StmtKind::Match { arms, .. } => arms.iter().any(|arm| can_leave(&arm.body, own)),
+        StmtKind::Loop(body) | StmtKind::While { body, .. } => can_leave(body, false),
+        StmtKind::For(f) => can_leave(&f.body, false),
+        _ => false,
+    })
 }
 
 /// `-x` where `x` is a `u32` (an unsuffixed literal becomes one where its use needs a `u32`).

@@ -345,3 +345,35 @@ fn mismatch_suggestions_convert_the_literal() {
         .iter()
         .all(|m| !m.contains('{')));
 }
+
+/// A loop WGSL refuses because it cannot end: no `break`, or only one under a condition that
+/// is always false; a loop with a reachable `break` or `return` is fine.
+#[test]
+fn loops_that_cannot_end_are_refused() {
+    let errors = |body: &str| {
+        let module = format!(
+            "mod m {{ #[kernel(workgroup = [1], grid = [1])] fn k(y: &mut [f32]) {{ {body} }} }}"
+        );
+        checked(module.parse().unwrap()).err().unwrap_or_default()
+    };
+    for body in [
+        "loop { y[0] += 1.0; }",
+        "loop { if (0 > 0) { break; } { } }",
+        "while true { if false { break; } }",
+        "loop { for i in 0..4u32 { if y[i] > 0.0 { break; } } }",
+    ] {
+        let found = errors(body);
+        assert_eq!(found.len(), 1, "{body}: {found:?}");
+        assert!(
+            found[0].starts_with("this loop has no `break` or `return`"),
+            "{found:?}"
+        );
+    }
+    for body in [
+        "loop { if y[0] > 1.0 { break; } y[0] += 1.0; }",
+        "loop { if y[0] > 1.0 { return; } y[0] += 1.0; }",
+        "while y[0] < 1.0 { y[0] += 1.0; }",
+    ] {
+        assert!(errors(body).is_empty(), "{body}: {:?}", errors(body));
+    }
+}

@@ -1445,7 +1445,6 @@ fn own_break_or_continue(block: &Block) -> Option<Span> {
     })
 }
 
-/// The scalar an unresolved literal variable would default to, for messages.
 /// A type for messages: `` `f32` ``, or "an integer literal" for a literal whose type is not
 /// decided (rustc's `{integer}`, which the user never wrote).
 fn shown(ty: &Ty) -> String {

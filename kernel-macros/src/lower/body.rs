@@ -229,7 +229,8 @@ impl<'g> FnLowerer<'g> {
         let mut texts = Vec::new();
         for (param, arg) in helper.params.iter().zip(args) {
             if param.kind == ParamKind::Value {
-                texts.push(self.top_expr(w, arg));
+                let text = self.expr(w, arg);
+                texts.push(argument(&text).to_owned());
                 continue;
             }
             let place = match &arg.kind {
@@ -751,7 +752,7 @@ impl<'g> FnLowerer<'g> {
             "args" => Some(
                 texts
                     .iter()
-                    .map(|t| strip_parens(t))
+                    .map(|t| argument(t))
                     .collect::<Vec<_>>()
                     .join(", "),
             ),
@@ -805,7 +806,7 @@ fn fill(template: &str, args: &[String], named: impl Fn(&str) -> Option<String>)
         match name.parse::<usize>() {
             Ok(index) => {
                 let text = args.get(index).map_or("", String::as_str);
-                out.push_str(if alone { strip_parens(text) } else { text });
+                out.push_str(if alone { argument(text) } else { text });
             }
             Err(_) => out.push_str(&named(name).unwrap_or_default()),
         }
@@ -816,6 +817,19 @@ fn fill(template: &str, args: &[String], named: impl Fn(&str) -> Option<String>)
 }
 
 /// `text` without parentheses around all of it.
+/// A call's argument: [`strip_parens`], but a comparison keeps its parentheses, since WGSL
+/// would read `h(i < 4u, j > 2u)` as the template list `h<..>`.
+fn argument(text: &str) -> &str {
+    let inner = strip_parens(text);
+    match [" < ", " > ", " <= ", " >= "]
+        .iter()
+        .any(|c| inner.contains(c))
+    {
+        true => text,
+        false => inner,
+    }
+}
+
 fn strip_parens(text: &str) -> &str {
     match text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
         Some(inner) if balanced(inner) => inner,

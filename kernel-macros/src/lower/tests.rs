@@ -326,3 +326,24 @@ fn repeated_builtin_arguments_run_a_helper_once() {
     // A plain argument is still spelled in place.
     assert!(text.contains("trunc(x[0u])"), "{text}");
 }
+
+/// Comparisons as a call's arguments keep their parentheses: WGSL would read
+/// `h(i < 4u, j > 2u)` as a template list.
+#[test]
+fn comparisons_as_arguments_keep_their_parentheses() {
+    let text = wgsl(quote! {
+        mod m {
+            fn h(a: bool, b: bool) -> f32 {
+                if a && b { 1.0 } else { 0.0 }
+            }
+
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(y: &mut [f32]) {
+                let (i, j) = (global_id().x, global_id().y);
+                y[0] = h(i < 4, j > 2) + h(i <= 1, j >= 3).max(0.0);
+            }
+        }
+    })
+    .unwrap();
+    assert!(text.contains("(i < 4u), (j > 2u)"), "{text}");
+}
