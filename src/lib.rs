@@ -172,7 +172,8 @@
 //!   invocations, 16 KiB of workgroup memory) declares `limits(invocations = 1024,
 //!   workgroup_memory = 49152)`; `features(subgroups)` unlocks `subgroup_add/min/max`,
 //!   `subgroup_broadcast_first`, `subgroup_shuffle`, `subgroup_size()` and
-//!   `subgroup_invocation_id()`; `features(f16)` unlocks the `f16` type (annotations, `as f16`,
+//!   `subgroup_invocation_id()` (the operations among a subgroup, like barriers, must be
+//!   reached in uniform control flow: WGSL requires it); `features(f16)` unlocks the `f16` type (annotations, `as f16`,
 //!   `1.0f16` literals, `&[f16]`/`&mut [f16]` storage, which the host reads and writes as
 //!   `GpuBuffer<half::f16>`, re-exported as [`half`]). Using either without declaring it is a compile error. The
 //!   launcher's `new` returns [`Error::LimitExceeded`] or [`Error::MissingFeature`] on a device
@@ -233,10 +234,12 @@
 //! # fn main() {}
 //! ```
 //! - Constants follow Rust: an expression of literals and constants (an `#[unroll]`ed loop's
-//!   variable counts as one) is evaluated by the macro, and integer overflow, a division by
+//!   variable counts as one; vectors, swizzles, unpacking and math of constants too) is
+//!   evaluated by the macro, and integer overflow, a division by
 //!   zero, a shift by 32 or more, an infinite or NaN float, a math method outside its domain
 //!   (`(-1.0f32).sqrt()`), a literal its type cannot hold and a constant index past a fixed
-//!   length are compile errors at the expression; so is a divisor or shift amount that becomes
+//!   length, `normalize` of a zero vector and `ceil_div(a, b)` whose `a + b - 1` overflows
+//!   (it is computed so) are compile errors at the expression; so is a divisor or shift amount that becomes
 //!   such a constant in a `specialize(..)` variant. There are no infinite or NaN constants
 //!   (`f32::INFINITY`, `f32::NAN`; a GPU may assume it never sees them): bound with `f32::MAX`.
 //! - At run time, integer arithmetic is WGSL's, which defines what Rust panics on (in debug
@@ -285,7 +288,7 @@
 //!
 //! Anything else is a compile error at the offending tokens saying what to write instead, and
 //! so is a type error, a write to a read-only binding, a workgroup over WebGPU's limits, or a
-//! barrier that not every invocation of the workgroup reaches together. The compile-time
+//! barrier or subgroup operation that not every invocation of the workgroup reaches together. The compile-time
 //! limits beyond the workgroup's: at most 8 storage buffers per kernel (WebGPU's default
 //! `maxStorageBuffersPerShaderStage`), at most 8192 bytes of local variables per function
 //! (WGSL's limit; each kernel and helper counted on its own, an `#[unroll]`ed loop's locals once

@@ -117,6 +117,10 @@ impl Ty {
     pub const BOOL: Ty = Ty::Scalar(Scalar::Bool);
 
     /// The scalar of a scalar, vector or atomic type.
+    pub fn is_vector(&self) -> bool {
+        matches!(self, Ty::Vector(..))
+    }
+
     pub fn scalar(&self) -> Option<Scalar> {
         match self {
             Ty::Scalar(s) | Ty::Vector(_, s) | Ty::Atomic(s) => Some(*s),

@@ -200,6 +200,15 @@ fn describe(problem: Problem) -> String {
         Problem::ClampBoundsReversed => "the lower bound of this `clamp` is above its upper \
                                          bound (Rust panics on that); swap them"
             .to_owned(),
+        Problem::CeilDivOverflow(scalar) => format!(
+            "`ceil_div(a, b)` computes `(a + b - 1) / b`, and with these constants `a + b - 1` \
+             overflows `{ty}`; keep `a + b` within `{ty}`",
+            ty = scalar.rust_name()
+        ),
+        Problem::ZeroVectorNormalized => "this normalizes a constant zero vector, which has no \
+                                          direction (WGSL cannot compile it); normalize a vector \
+                                          that is not zero"
+            .to_owned(),
     }
 }
 

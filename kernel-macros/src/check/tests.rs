@@ -134,6 +134,54 @@ fn barrier_under_uniform_conditions_is_accepted() {
     .unwrap();
 }
 
+#[test]
+fn subgroup_operations_need_uniform_control_flow() {
+    let rejected = |body: proc_macro2::TokenStream| {
+        first_error(quote! {
+            mod m {
+                #[kernel(workgroup = [64], grid = [1], features(subgroups))]
+                fn k(x: &[f32], y: &mut [f32]) { let i = local_index(); #body }
+            }
+        })
+    };
+    let error = rejected(quote! { if i < 32 { y[i] = subgroup_add(x[i]); } });
+    assert!(
+        error.starts_with(
+            "`subgroup_add()` must be reached by every invocation of the workgroup together \
+             (WGSL requires subgroup operations in uniform control flow)"
+        ),
+        "{error}"
+    );
+    // In a loop that invocations leave at different times, and under a condition computed from
+    // a subgroup result.
+    let error = rejected(quote! { while x[i] > 0.0 { y[i] = subgroup_min(x[i]); } });
+    assert!(
+        error.starts_with("`subgroup_min()` must be reached"),
+        "{error}"
+    );
+    let error = rejected(quote! {
+        if subgroup_max(x[i]) > 0.0 { workgroup_barrier(); }
+        y[i] = 0.0;
+    });
+    assert!(
+        error.starts_with("`workgroup_barrier()` must be reached"),
+        "{error}"
+    );
+    // Varying arguments are fine; so is control flow that every invocation takes together.
+    checked(quote! {
+        mod m {
+            #[repr(C)] #[derive(Params)] struct P { n: u32 }
+            #[kernel(workgroup = [64], grid = [1], features(subgroups))]
+            fn k(p: &P, x: &[f32], y: &mut [f32]) {
+                let i = local_index();
+                for c in 0..p.n {
+                    y[i] = subgroup_add(x[i + c]) + subgroup_shuffle(x[i], i ^ 1);
+                }
+            }
+        }
+    })
+    .unwrap();
+}
 fn params(fields: &[(&str, Ty)]) -> ParamsStruct {
     let span = proc_macro2::Span::call_site();
     ParamsStruct {
@@ -376,4 +424,51 @@ fn loops_that_cannot_end_are_refused() {
     ] {
         assert!(errors(body).is_empty(), "{body}: {:?}", errors(body));
     }
+}
+
+#[test]
+fn constant_vectors_and_builtins_that_wgsl_accepts_are_accepted() {
+    let wgsl = crate::tests::wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1])]
+            fn k(x: &[u32], y: &mut [u32], z: &mut [f32]) {
+                let i = local_index();
+                y[i] = x[i] / ceil_div(7u32, 2) + (100.0f32.to_bits() << 3) + 5u32.min(9).count_ones();
+                z[i] = vec2(3.0f32, 4.0).normalize().y + unpack_4x8_snorm(0x80ff0100).x
+                    + vec3(1.0f32, 2.0, 2.0).length() + (vec2(1.0f32, 2.0) * 0.5).yx.x;
+                y[i] += (vec2(6u32, 9) / vec2(3u32, 1)).y;
+            }
+        }
+    })
+    .unwrap();
+    // WGSL's constant evaluation refuses a `<<` that shifts out set bits, which Rust allows:
+    // a constant shift is written as its value.
+    let shifted = 100.0f32.to_bits() << 3;
+    assert!(wgsl.contains(&format!("{shifted}u")), "{wgsl}");
+}
+
+#[test]
+fn uses_of_a_literal_are_checked_again_once_its_type_is_decided() {
+    // `v` is only known to be an integer at `signum()` and at the `-1` arm; `bitcast::<u32>`
+    // decides it later.
+    let errors = checked(quote! {
+        mod m {
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(y: &mut [u32]) {
+                let v = 0;
+                let s = v.signum();
+                match v { -1 => { y[0] = s; } _ => {} }
+                y[1] = bitcast::<u32>(v);
+            }
+        }
+    })
+    .err()
+    .unwrap_or_default();
+    assert_eq!(
+        errors,
+        [
+            "`signum` does not apply to `u32` (the type this value gets from its other uses)",
+            "a `u32` is never negative (the scrutinee is a `u32` from its other uses)",
+        ]
+    );
 }

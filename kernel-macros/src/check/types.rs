@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use proc_macro2::Ident;
 
 use crate::diag::Errors;
-use crate::ir::builtins::{self, Builtin, Form, Shape, Signature};
+use crate::ir::builtins::{self, Builtin, Form, Receivers, Shape, Signature};
 use crate::ir::*;
 
 /// What a body can see besides its locals.
@@ -52,6 +52,22 @@ pub struct Checker<'m, 'e> {
     loop_depth: u32,
     /// The function's return type; `None` in kernels and unit helpers.
     ret: Option<Ty>,
+    /// Checks of literals whose type was not decided where they were used, made again once it
+    /// is ([`Checker::finish_block`]).
+    deferred: Vec<Deferred>,
+}
+
+/// A check that waits for a literal's type: a use that is valid for some integer or float
+/// types only.
+enum Deferred {
+    /// A method that applies to `receivers` only, on a receiver of type `ty`.
+    Receiver {
+        ty: Ty,
+        receivers: Receivers,
+        method: Ident,
+    },
+    /// A negative `match` value, valid only if the scrutinee's type `ty` is signed.
+    NegativeValue { ty: Ty, span: Span },
 }
 
 impl<'m, 'e> Checker<'m, 'e> {
@@ -64,6 +80,7 @@ impl<'m, 'e> Checker<'m, 'e> {
             vars: Vec::new(),
             loop_depth: 0,
             ret,
+            deferred: Vec::new(),
         }
     }
 
@@ -388,8 +405,15 @@ impl<'m, 'e> Checker<'m, 'e> {
         }
         let mut seen = Vec::new();
         for (value, value_span) in arms.iter().flat_map(|arm| arm.values.iter()) {
-            if *value < 0 && self.shallow(&ty) == Ty::U32 {
-                self.errors.at(*value_span, "a `u32` is never negative");
+            if *value < 0 {
+                match self.shallow(&ty) {
+                    Ty::U32 => self.errors.at(*value_span, NEVER_NEGATIVE),
+                    ty @ Ty::IntVar(_) => self.deferred.push(Deferred::NegativeValue {
+                        ty,
+                        span: *value_span,
+                    }),
+                    _ => {}
+                }
             }
             if seen.contains(value) {
                 self.errors.at(
@@ -1326,6 +1350,13 @@ impl<'m, 'e> Checker<'m, 'e> {
             );
             return (Ty::Unknown, None);
         }
+        if is_literal(&receiver_ty) {
+            self.deferred.push(Deferred::Receiver {
+                ty: receiver_ty.clone(),
+                receivers,
+                method: method.clone(),
+            });
+        }
         if !self.arity(method, args, shape.arguments(), span) {
             return (Ty::Unknown, None);
         }
@@ -1403,8 +1434,40 @@ impl<'m, 'e> Checker<'m, 'e> {
     // ---- finishing -----------------------------------------------------------------------
 
     /// Replaces every inference variable in the body with its type; unconstrained integer
-    /// literals become `i32` and float literals `f32`, as in Rust.
-    pub fn finish_block(&self, block: &mut Block) {
+    /// literals become `i32` and float literals `f32`, as in Rust. The checks that waited for
+    /// those types are made here.
+    pub fn finish_block(&mut self, block: &mut Block) {
+        for deferred in std::mem::take(&mut self.deferred) {
+            match deferred {
+                Deferred::Receiver {
+                    ty,
+                    receivers,
+                    method,
+                } => {
+                    let ty = self.finish_ty(&ty);
+                    if !receivers.accepts(&ty) {
+                        self.errors.at(
+                            method.span(),
+                            format!(
+                                "`{method}` does not apply to `{}` (the type this value gets from \
+                                 its other uses)",
+                                ty.rust_name()
+                            ),
+                        );
+                    }
+                }
+                Deferred::NegativeValue { ty, span } => {
+                    if self.finish_ty(&ty) == Ty::U32 {
+                        self.errors.at(
+                            span,
+                            format!(
+                                "{NEVER_NEGATIVE} (the scrutinee is a `u32` from its other uses)"
+                            ),
+                        );
+                    }
+                }
+            }
+        }
         visit_block_mut(block, &mut |node| match node {
             NodeMut::Expr(e) => e.ty = self.finish_ty(&e.ty),
             NodeMut::Stmt(Stmt {
@@ -1428,6 +1491,8 @@ impl<'m, 'e> Checker<'m, 'e> {
         }
     }
 }
+
+const NEVER_NEGATIVE: &str = "a `u32` is never negative";
 
 /// The span of a `break` or `continue` that would leave or restart this loop (not a nested one).
 fn own_break_or_continue(block: &Block) -> Option<Span> {

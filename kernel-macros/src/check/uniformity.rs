@@ -1,8 +1,9 @@
-//! Barriers must be reached by every invocation of a workgroup together. This pass follows
-//! which values may differ between invocations (invocation ids, read-write storage, workgroup
-//! memory, atomics, and everything computed from them) and reports a barrier inside control
-//! flow that depends on one (an `if`, a loop, a `match`, or code after an early `return`), at
-//! the barrier. naga 30 does not check this for barriers, so tessera does.
+//! Barriers must be reached by every invocation of a workgroup together, and WGSL asks the same
+//! of subgroup operations (`subgroup_add`, ...). This pass follows which values may differ
+//! between invocations (invocation ids, read-write storage, workgroup memory, atomics, subgroup
+//! results, and everything computed from them) and reports a barrier or subgroup operation
+//! inside control flow that depends on one (an `if`, a loop, a `match`, or code after an early
+//! `return`), at the operation. naga 30 checks neither (Tint checks both), so tessera does.
 //!
 //! Each function body is walked once, into a graph: a node per local, per condition and per
 //! control-flow context, with an edge wherever one may make the other vary (a local read in an
@@ -77,7 +78,16 @@ fn lent_memory(helper: &Function) -> HashMap<String, bool> {
         .collect()
 }
 
-/// Which helpers call which, and which execute a barrier (directly or through a callee).
+/// Whether WGSL requires `builtin` in uniform control flow.
+fn needs_uniform_flow(builtin: &Builtin) -> bool {
+    matches!(
+        builtin.uniformity,
+        Uniformity::Barrier | Uniformity::Collective
+    )
+}
+
+/// Which helpers call which, and which execute a barrier or subgroup operation (directly or
+/// through a callee): "barrier" below stands for both.
 struct CallGraph<'k> {
     helpers: &'k [Function],
     index: HashMap<String, usize>,
@@ -104,9 +114,7 @@ impl<'k> CallGraph<'k> {
                         callers[callee].push(caller);
                     }
                 }
-                ExprKind::Builtin(builtin, _) => {
-                    barrier |= builtin.uniformity == Uniformity::Barrier
-                }
+                ExprKind::Builtin(builtin, _) => barrier |= needs_uniform_flow(builtin),
                 _ => {}
             });
             if barrier {
@@ -239,14 +247,22 @@ impl Value {
 /// non-uniform when it varies.
 type Flow = Option<Node>;
 
-/// A barrier, or a call of a helper that executes one, and the flow it is reached under.
+/// A barrier, a subgroup operation, or a call of a helper that executes one, and the flow it
+/// is reached under.
 struct BarrierSite {
     flow: Flow,
     span: Span,
     name: String,
     /// For a helper: the node of each value argument (`None` when it is uniform for certain).
     args: Vec<Option<Node>>,
-    helper: bool,
+    kind: SiteKind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SiteKind {
+    Barrier,
+    Subgroup,
+    Helper,
 }
 
 /// Builds the graph of one function body.
@@ -290,8 +306,8 @@ impl<'c, 'k> Builder<'c, 'k> {
                 .filter(|&f| self.graph.varying[f])
                 .map(|f| self.graph.cause[f].unwrap_or(site.span));
             match cause {
-                Some(cause) => errors.at(site.span, barrier_message(&site.name, cause)),
-                None if site.helper => {
+                Some(cause) => errors.at(site.span, barrier_message(site, cause)),
+                None if site.kind == SiteKind::Helper => {
                     let params = reached.entry(site.name.clone()).or_default();
                     params.resize(params.len().max(site.args.len()), false);
                     for (into, arg) in params.iter_mut().zip(&site.args) {
@@ -570,7 +586,7 @@ impl<'c, 'k> Builder<'c, 'k> {
                 span: e.span,
                 name: key,
                 args: arg_nodes,
-                helper: true,
+                kind: SiteKind::Helper,
             });
         }
     }
@@ -580,15 +596,22 @@ impl<'c, 'k> Builder<'c, 'k> {
         for arg in args {
             self.value_into(arg, flow, &mut value);
         }
-        match builtin.uniformity {
-            Uniformity::Barrier => self.sites.push(BarrierSite {
+        let kind = match builtin.uniformity {
+            Uniformity::Barrier => SiteKind::Barrier,
+            _ => SiteKind::Subgroup,
+        };
+        if needs_uniform_flow(builtin) {
+            self.sites.push(BarrierSite {
                 flow,
                 span: e.span,
                 name: builtin.name.to_owned(),
                 args: Vec::new(),
-                helper: false,
-            }),
-            Uniformity::Uniform => {}
+                kind,
+            });
+        }
+        match builtin.uniformity {
+            Uniformity::Barrier | Uniformity::Uniform => {}
+            Uniformity::Collective => out.source = true,
             Uniformity::Varying => out.source = true,
             Uniformity::Pure => {
                 out.source |= value.source;
@@ -603,11 +626,20 @@ impl<'c, 'k> Builder<'c, 'k> {
     }
 }
 
-fn barrier_message(name: &str, cause: Span) -> String {
+fn barrier_message(site: &BarrierSite, cause: Span) -> String {
+    let name = &site.name;
+    let (what, rule) = match site.kind {
+        SiteKind::Barrier => ("the barrier", ""),
+        SiteKind::Subgroup => (
+            "the call",
+            " (WGSL requires subgroup operations in uniform control flow)",
+        ),
+        SiteKind::Helper => ("the call", ""),
+    };
     format!(
-        "`{name}()` must be reached by every invocation of the workgroup together, but here it depends \
-         on a value that differs between invocations (line {}); move the barrier out of that `if`, loop \
-         or early `return`, or make the condition depend only on parameters and workgroup ids",
+        "`{name}()` must be reached by every invocation of the workgroup together{rule}, but here it \
+         depends on a value that differs between invocations (line {}); move {what} out of that \
+         `if`, loop or early `return`, or make the condition depend only on parameters and workgroup ids",
         cause.line()
     )
 }

@@ -129,10 +129,13 @@ pub enum Uniformity {
     Pure,
     /// The same in every invocation of a workgroup (`workgroup_id`).
     Uniform,
-    /// May differ between invocations (local ids, subgroup operations, atomics).
+    /// May differ between invocations (local ids, atomics).
     Varying,
     /// A barrier: every invocation of the workgroup must reach it together.
     Barrier,
+    /// An operation among the invocations of a subgroup (`subgroup_add`): WGSL requires it in
+    /// uniform control flow, as a barrier, and its result may differ between invocations.
+    Collective,
 }
 
 /// The WGSL text of a call. Templates name the receiver and arguments `{0}`, `{1}`, `{2}`, all
@@ -243,7 +246,13 @@ const fn id(name: &'static str, id: IdBuiltin, uniformity: Uniformity) -> Builti
 const fn subgroup(name: &'static str, signature: Signature, wgsl: &'static str) -> Builtin {
     Builtin {
         feature: Some(Feature::Subgroups),
-        ..row(name, Form::Function, signature, wgsl, Uniformity::Varying)
+        ..row(
+            name,
+            Form::Function,
+            signature,
+            wgsl,
+            Uniformity::Collective,
+        )
     }
 }
 

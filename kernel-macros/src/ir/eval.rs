@@ -1,6 +1,7 @@
 //! Constant evaluation: the one place where the macro computes the value of an expression made
 //! of literals (the instance's constants are literals by then, and an unrolled loop's variable
-//! is one, iteration by iteration). Arithmetic follows Rust: checked, in the expression's own
+//! is one, iteration by iteration): scalars, vectors lane by lane, and the builtins WGSL
+//! evaluates on constants. Arithmetic follows Rust: checked, in the expression's own
 //! type. Every result a WGSL compiler would refuse to evaluate (a division by zero, a shift
 //! past the width, an infinite or NaN float, an index past a fixed length) is a [`Problem`]
 //! instead of a value.
@@ -54,6 +55,10 @@ pub enum Problem {
     IndexOutOfBounds { index: i64, len: u32 },
     /// `x.clamp(low, high)` with constant bounds and `low > high`.
     ClampBoundsReversed,
+    /// `ceil_div(a, b)` of constants where `a + b - 1`, as WGSL computes it, overflows.
+    CeilDivOverflow(Scalar),
+    /// `v.normalize()` of a constant zero vector.
+    ZeroVectorNormalized,
 }
 
 /// Known values of locals: an unrolled loop's variable, one iteration at a time.
@@ -182,8 +187,17 @@ impl Eval {
         }
     }
 
-    /// The value of `e` if it is constant; problems of `e` and its parts are recorded.
+    /// The value of `e` if it is a constant scalar; problems of `e` and its parts (vectors
+    /// included) are recorded.
     pub fn expr(&mut self, e: &Expr) -> Option<Value> {
+        if let Ty::Vector(..) = e.ty {
+            self.vector(e);
+            return None;
+        }
+        self.scalar(e)
+    }
+
+    fn scalar(&mut self, e: &Expr) -> Option<Value> {
         let span = e.span;
         match &e.kind {
             ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => {
@@ -228,9 +242,22 @@ impl Eval {
                 }
                 None
             }
+            ExprKind::Builtin(builtin, args) if args.iter().any(|a| a.ty.is_vector()) => {
+                let lanes: Vec<Option<Vec<Value>>> = args.iter().map(|a| self.lanes(a)).collect();
+                let lanes: Vec<Vec<Value>> = lanes.into_iter().collect::<Option<_>>()?;
+                let result = vector_to_scalar(builtin.name, &lanes)?;
+                self.checked(span, result)
+            }
             ExprKind::Builtin(builtin, args) => {
                 let values: Vec<Option<Value>> = args.iter().map(|a| self.expr(a)).collect();
                 self.builtin(builtin, &values, span)
+            }
+            ExprKind::Field(base, name) if base.ty.is_vector() => {
+                let lanes = self.lanes(base)?;
+                match swizzle(&lanes, name)?.as_slice() {
+                    [one] => Some(*one),
+                    _ => None,
+                }
             }
             ExprKind::If(cond, then, otherwise) => {
                 self.expr(cond);
@@ -271,6 +298,113 @@ impl Eval {
             }
             ExprKind::Path(_, None) => None,
         }
+    }
+
+    /// The lanes of `e`: a vector's components, or a scalar as one lane (broadcast where it
+    /// meets a vector); `None` unless every lane is constant.
+    fn lanes(&mut self, e: &Expr) -> Option<Vec<Value>> {
+        if e.ty.is_vector() {
+            self.vector(e)
+        } else {
+            self.expr(e).map(|v| vec![v])
+        }
+    }
+
+    /// A vector expression, lane by lane: constructors, unpacking, swizzles, operators and
+    /// math of constant lanes. The first problem of a lane is recorded once, at `e`.
+    fn vector(&mut self, e: &Expr) -> Option<Vec<Value>> {
+        let Ty::Vector(len, _) = e.ty else {
+            return self.lanes(e);
+        };
+        let len = usize::from(len);
+        let span = e.span;
+        let lanes = match &e.kind {
+            ExprKind::Builtin(builtin, args) => {
+                let parts: Vec<Option<Vec<Value>>> = args.iter().map(|a| self.lanes(a)).collect();
+                match builtin.signature {
+                    Signature::Vector(_) => {
+                        let lanes = parts.into_iter().collect::<Option<Vec<_>>>()?.concat();
+                        match lanes.as_slice() {
+                            [one] => vec![*one; len],
+                            _ => lanes,
+                        }
+                    }
+                    Signature::Fixed(..) => match parts.as_slice() {
+                        [Some(word)] => unpack(builtin.name, *word.first()?)?,
+                        _ => return None,
+                    },
+                    Signature::Math(..) if builtin.name == "normalize" => {
+                        let [Some(v)] = parts.as_slice() else {
+                            return None;
+                        };
+                        if v.iter()
+                            .all(|lane| matches!(lane, Value::Float(x, _) if *x == 0.0))
+                        {
+                            self.report(span, Problem::ZeroVectorNormalized);
+                            return None;
+                        }
+                        let length = vector_to_scalar("length", std::slice::from_ref(v))?;
+                        let length = self.checked(span, length)?;
+                        self.each_lane(len, span, |i| binary(BinOp::Div, v[i], length))?
+                    }
+                    Signature::Math(..) => {
+                        let before = self.problems.len();
+                        let mut lanes = Vec::with_capacity(len);
+                        for i in 0..len {
+                            let args: Vec<Option<Value>> =
+                                parts.iter().map(|p| lane(p.as_deref(), i)).collect();
+                            lanes.push(self.builtin(builtin, &args, span));
+                            if self.problems.len() > before {
+                                return None;
+                            }
+                        }
+                        lanes.into_iter().collect::<Option<_>>()?
+                    }
+                    _ => return None,
+                }
+            }
+            ExprKind::Binary(op, left, right) => {
+                let (l, r) = (self.lanes(left), self.lanes(right));
+                let before = self.problems.len();
+                let mut lanes = Vec::with_capacity(len);
+                for i in 0..len {
+                    let (a, b) = (lane(l.as_deref(), i), lane(r.as_deref(), i));
+                    lanes.push(self.operands(*op, a, b, span));
+                    if self.problems.len() > before {
+                        return None;
+                    }
+                }
+                lanes.into_iter().collect::<Option<_>>()?
+            }
+            ExprKind::Unary(op, operand) => {
+                let v = self.vector(operand)?;
+                self.each_lane(len, span, |i| unary(*op, v[i]))?
+            }
+            ExprKind::Field(base, name) => {
+                let lanes = self.lanes(base)?;
+                swizzle(&lanes, name)?
+            }
+            _ => {
+                self.scalar(e);
+                return None;
+            }
+        };
+        (lanes.len() == len).then_some(lanes)
+    }
+
+    /// `len` lanes from `lane`, stopping at the first problem (recorded at `span`).
+    fn each_lane(
+        &mut self,
+        len: usize,
+        span: Span,
+        lane: impl Fn(usize) -> Option<Result<Value, Problem>>,
+    ) -> Option<Vec<Value>> {
+        (0..len)
+            .map(|i| {
+                let result = lane(i)?;
+                self.checked(span, result)
+            })
+            .collect()
     }
 
     fn block_expr(&mut self, block: &BlockExpr) {
@@ -317,6 +451,19 @@ impl Eval {
         args: &[Option<Value>],
         span: Span,
     ) -> Option<Value> {
+        if builtin.signature == Signature::CeilDiv {
+            return match args {
+                [_, Some(Value::Int(0, _))] => {
+                    self.report(span, Problem::DivisionByZero);
+                    None
+                }
+                [Some(a), Some(b)] => {
+                    let result = ceil_div(*a, *b)?;
+                    self.checked(span, result)
+                }
+                _ => None,
+            };
+        }
         if builtin.name == "clamp" {
             if let [_, Some(low), Some(high)] = args {
                 if greater(*low, *high) {
@@ -343,6 +490,122 @@ fn mentions(body: &Block, local: LocalId) -> bool {
         found |= matches!(e.kind, ExprKind::Path(_, Some(l)) if l == local);
     });
     found
+}
+
+/// Lane `i` of `lanes` (a single lane is a scalar, the same in every lane).
+fn lane(lanes: Option<&[Value]>, i: usize) -> Option<Value> {
+    match lanes? {
+        [one] => Some(*one),
+        many => many.get(i).copied(),
+    }
+}
+
+/// The components a swizzle (`v.x`, `v.zy`, `v.rgb`) picks from constant lanes.
+fn swizzle(lanes: &[Value], name: &Ident) -> Option<Vec<Value>> {
+    name.to_string()
+        .chars()
+        .map(|c| {
+            let i = "xyzw".find(c).or_else(|| "rgba".find(c))?;
+            lanes.get(i).copied()
+        })
+        .collect()
+}
+
+/// `length`, `dot` and `distance` of constant vectors, each step rounded to the lanes' type
+/// as WGSL evaluates them (so a square past `f32::MAX` is an overflow, as in Tint).
+fn vector_to_scalar(name: &str, args: &[Vec<Value>]) -> Option<Result<Value, Problem>> {
+    let scalar = match args.first()?.first()? {
+        Value::Float(_, s) => *s,
+        _ => return None,
+    };
+    let floats = |v: &Vec<Value>| -> Option<Vec<f64>> {
+        v.iter()
+            .map(|lane| match lane {
+                Value::Float(x, _) => Some(*x),
+                _ => None,
+            })
+            .collect()
+    };
+    let step = |x: f64| {
+        float(x, scalar).map(|v| match v {
+            Value::Float(x, _) => x,
+            _ => x,
+        })
+    };
+    let dot = |a: &[f64], b: &[f64]| -> Result<f64, Problem> {
+        a.iter()
+            .zip(b)
+            .try_fold(0.0, |sum, (x, y)| step(sum + step(x * y)?))
+    };
+    let a = floats(&args[0])?;
+    let result = match (name, args.get(1)) {
+        ("length", None) => dot(&a, &a).and_then(|d| step(d.sqrt())),
+        ("dot", Some(b)) => dot(&a, &floats(b)?),
+        ("distance", Some(b)) => {
+            let b = floats(b)?;
+            let difference: Result<Vec<f64>, Problem> =
+                a.iter().zip(&b).map(|(x, y)| step(x - y)).collect();
+            difference
+                .and_then(|d| dot(&d, &d))
+                .and_then(|d| step(d.sqrt()))
+        }
+        _ => return None,
+    };
+    Some(result.map(|x| Value::Float(x, scalar)))
+}
+
+/// The lanes of an unpacking builtin of a constant word.
+fn unpack(name: &str, word: Value) -> Option<Vec<Value>> {
+    let Value::Int(word, _) = word else {
+        return None;
+    };
+    let word = word as u32;
+    let bytes = word.to_le_bytes();
+    let halves = [word as u16, (word >> 16) as u16];
+    let f32s = |values: Vec<f64>| {
+        values
+            .into_iter()
+            .map(|x| Value::Float(f64::from(x as f32), Scalar::F32))
+            .collect()
+    };
+    Some(match name {
+        "unpack_4x8_unorm" => f32s(bytes.iter().map(|&b| f64::from(b) / 255.0).collect()),
+        "unpack_4x8_snorm" => f32s(
+            bytes
+                .iter()
+                .map(|&b| (f64::from(b as i8) / 127.0).max(-1.0))
+                .collect(),
+        ),
+        "unpack_4xu8" => bytes
+            .iter()
+            .map(|&b| Value::Int(i64::from(b), Scalar::U32))
+            .collect(),
+        "unpack_4xi8" => bytes
+            .iter()
+            .map(|&b| Value::Int(i64::from(b as i8), Scalar::I32))
+            .collect(),
+        "unpack_2x16_unorm" => f32s(halves.iter().map(|&h| f64::from(h) / 65535.0).collect()),
+        "unpack_2x16_snorm" => f32s(
+            halves
+                .iter()
+                .map(|&h| (f64::from(h as i16) / 32767.0).max(-1.0))
+                .collect(),
+        ),
+        _ => return None,
+    })
+}
+
+/// `ceil_div(a, b)` as WGSL computes it, `(a + b - 1) / b` (the zero divisor is checked
+/// before).
+fn ceil_div(a: Value, b: Value) -> Option<Result<Value, Problem>> {
+    let (Value::Int(a, scalar), Value::Int(b, _)) = (a, b) else {
+        return None;
+    };
+    let sum = i128::from(a) + i128::from(b) - 1;
+    Some(match int(sum, scalar) {
+        Ok(_) => int(sum / i128::from(b), scalar),
+        Err(_) => Err(Problem::CeilDivOverflow(scalar)),
+    })
 }
 
 /// Whether `a > b`, for two numbers of one type.
@@ -520,6 +783,16 @@ pub fn math(builtin: &'static Builtin, args: &[Value]) -> Option<Result<Value, P
     let Signature::Math(..) = builtin.signature else {
         return None;
     };
+    match args.first()? {
+        Value::Int(_, scalar) => return integer_math(builtin.name, args, *scalar),
+        Value::Float(x, Scalar::F32) if builtin.name == "to_bits" => {
+            return Some(Ok(Value::Int(
+                i64::from((*x as f32).to_bits()),
+                Scalar::U32,
+            )));
+        }
+        _ => {}
+    }
     let floats: Option<Vec<f64>> = args
         .iter()
         .map(|v| match v {
@@ -571,6 +844,34 @@ pub fn math(builtin: &'static Builtin, args: &[Value]) -> Option<Result<Value, P
         Err(Problem::NotANumber) => Err(Problem::OutOfDomain(builtin.name)),
         Err(Problem::Infinite) if x == 0.0 => Err(Problem::OutOfDomain(builtin.name)),
         other => other,
+    })
+}
+
+/// An integer method on constant arguments, with Rust's overflow rules (`i32::MIN.abs()`
+/// overflows; the `wrapping_` methods wrap).
+fn integer_math(name: &str, args: &[Value], scalar: Scalar) -> Option<Result<Value, Problem>> {
+    let ints: Vec<i128> = args
+        .iter()
+        .map(|v| v.int().map(i128::from))
+        .collect::<Option<_>>()?;
+    let x = ints[0];
+    let y = || ints.get(1).copied();
+    // The 32 bits of `x`, for the bit counts.
+    let bits = x as u32;
+    let count = |n: u32| Ok(Value::Int(i64::from(n), Scalar::U32));
+    Some(match name {
+        "abs" => int(x.abs(), scalar),
+        "min" => int(x.min(y()?), scalar),
+        "max" => int(x.max(y()?), scalar),
+        "clamp" => int(x.max(y()?).min(*ints.get(2)?), scalar),
+        "wrapping_add" => int(x + y()?, scalar).or_else(wrapped),
+        "wrapping_sub" => int(x - y()?, scalar).or_else(wrapped),
+        "wrapping_mul" => int(x * y()?, scalar).or_else(wrapped),
+        "count_ones" => count(bits.count_ones()),
+        "leading_zeros" => count(bits.leading_zeros()),
+        "trailing_zeros" => count(bits.trailing_zeros()),
+        "reverse_bits" => int(i128::from(bits.reverse_bits()), scalar).or_else(wrapped),
+        _ => return None,
     })
 }
 
