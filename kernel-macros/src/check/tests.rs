@@ -472,3 +472,32 @@ fn uses_of_a_literal_are_checked_again_once_its_type_is_decided() {
         ]
     );
 }
+
+#[test]
+fn constant_lets_are_followed_as_rustc_follows_them() {
+    let error = first_error(quote! {
+        mod m {
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(y: &mut [f32]) { let t = [1.0f32; 4]; let i = 5u32; y[0] = t[i - 2] + t[i]; }
+        }
+    });
+    assert_eq!(
+        error,
+        "index 5 is out of bounds for a length of 4 (indices 0 to 3)"
+    );
+    // A float `let` is computed at run time (an infinity is no error there); a `let mut`
+    // may change.
+    checked(quote! {
+        mod m {
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(y: &mut [f32]) {
+                let big = 3.0e38f32;
+                let mut i = 5u32;
+                i -= 2;
+                let t = [big * big; 4];
+                y[0] = t[i];
+            }
+        }
+    })
+    .unwrap();
+}

@@ -11,6 +11,8 @@
 //! `lower/` writes constant shifts as their value ([`value`]), because WGSL's constant
 //! evaluation of `<<` rejects results that Rust accepts.
 
+use std::collections::HashMap;
+
 use super::builtins::{Builtin, Signature};
 use super::*;
 
@@ -75,6 +77,11 @@ pub fn value(e: &Expr, known: &Known) -> Option<Value> {
 /// that has it. [`Eval::block`] walks statements too, unrolled loops once per iteration.
 pub struct Eval {
     pub known: Vec<(LocalId, Value)>,
+    /// The values of immutable integer `let`s whose value is constant where they were last
+    /// bound (in an unrolled loop, the iteration being walked): `lower/` writes expressions of
+    /// them as values, so WGSL sees what they compute as constants too (and Rust, as rustc's
+    /// lints do, refuses the same overflows, divisions by zero and indices out of bounds).
+    lets: HashMap<LocalId, Value>,
     /// Problems found, each with its expression's span and the unrolled loop variables'
     /// values at the time (for "when `i` is 4").
     pub problems: Vec<Found>,
@@ -93,6 +100,7 @@ impl Eval {
     pub fn new(known: Vec<(LocalId, Value)>) -> Self {
         Eval {
             known,
+            lets: HashMap::new(),
             problems: Vec::new(),
             iterations: Vec::new(),
         }
@@ -120,10 +128,19 @@ impl Eval {
 
     fn stmt(&mut self, stmt: &Stmt) {
         match &stmt.kind {
-            StmtKind::Let { init, .. } => {
-                init.iter().for_each(|e| {
-                    self.expr(e);
-                });
+            StmtKind::Let {
+                init,
+                local,
+                mutable,
+                ..
+            } => {
+                let value = init.as_ref().and_then(|e| self.expr(e));
+                // Integers only: floats of `let`s are computed at run time, where an infinity is
+                // no error.
+                match value.filter(|v| !mutable && matches!(v, Value::Int(..))) {
+                    Some(value) => self.lets.insert(*local, value),
+                    None => self.lets.remove(local),
+                };
             }
             StmtKind::Assign { target, op, value } => {
                 self.expr(target);
@@ -209,7 +226,8 @@ impl Eval {
                 .iter()
                 .rev()
                 .find(|(l, _)| l == local)
-                .map(|(_, v)| *v),
+                .map(|(_, v)| *v)
+                .or_else(|| self.lets.get(local).copied()),
             ExprKind::Unary(UnOp::Neg, operand) if is_i32_min_magnitude(operand) => {
                 Some(Value::Int(i64::from(i32::MIN), Scalar::I32))
             }

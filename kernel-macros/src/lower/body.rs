@@ -116,6 +116,9 @@ pub struct FnLowerer<'g> {
     locals: Vec<String>,
     /// The values of the unrolled loop variables in the iteration being written.
     known: Vec<(LocalId, Value)>,
+    /// The values of immutable integer `let`s whose value is constant where they were last
+    /// written (in an unrolled loop, the iteration being written).
+    constants: HashMap<LocalId, Value>,
 }
 
 impl<'g> FnLowerer<'g> {
@@ -154,6 +157,7 @@ impl<'g> FnLowerer<'g> {
             names,
             locals,
             known: Vec::new(),
+            constants: HashMap::new(),
         }
     }
 
@@ -274,6 +278,14 @@ impl<'g> FnLowerer<'g> {
                     "var"
                 } else {
                     "let"
+                };
+                let constant = init
+                    .as_ref()
+                    .filter(|_| !mutable)
+                    .and_then(|e| self.constant(e));
+                match constant {
+                    Some(value) => self.constants.insert(*local, value),
+                    None => self.constants.remove(local),
                 };
                 match init {
                     Some(init) => {
@@ -571,8 +583,39 @@ impl<'g> FnLowerer<'g> {
         strip_parens(&text).to_owned()
     }
 
+    /// The value of an integer expression of literals, unrolled loop variables and constant
+    /// `let`s, computed with Rust's (checked) arithmetic; `None` for anything else, overflow
+    /// included. Unrolled loops make many such expressions (`kk * ROW + run * SPAN`): written
+    /// as their values, they keep the module small for naga, whose checking time grows faster
+    /// than linearly with a function's expressions.
+    fn constant(&self, e: &Expr) -> Option<Value> {
+        if e.ty.is_vector() || !e.ty.scalar().is_some_and(Scalar::is_integer) {
+            return None;
+        }
+        match &e.kind {
+            ExprKind::Int(_) => eval::literal(e)?.ok(),
+            ExprKind::Path(_, Some(local)) => self
+                .known
+                .iter()
+                .rev()
+                .find(|(l, _)| l == local)
+                .map(|(_, v)| *v)
+                .or_else(|| self.constants.get(local).copied()),
+            ExprKind::Unary(op, operand) => eval::unary(*op, self.constant(operand)?)?.ok(),
+            ExprKind::Binary(op, left, right) => {
+                eval::binary(*op, self.constant(left)?, self.constant(right)?)?.ok()
+            }
+            _ => None,
+        }
+    }
+
     /// The WGSL text of `e`; statements it needs first are written to `w`.
     pub fn expr(&mut self, w: &mut Writer, e: &Expr) -> String {
+        if matches!(e.kind, ExprKind::Unary(..) | ExprKind::Binary(..)) {
+            if let Some(value) = self.constant(e) {
+                return value_literal(value);
+            }
+        }
         match &e.kind {
             ExprKind::Int(v) => int_literal(*v, &e.ty),
             ExprKind::Float(v) => float_literal(*v, &e.ty),
