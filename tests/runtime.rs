@@ -112,6 +112,115 @@ fn write_overwrites_and_checks_length() {
     );
 }
 
+/// Ranges of every alignment against a host copy: reads, writes, copies, fills and clears of
+/// elements of 1, 2, 4 and 12 bytes, at the start, the middle, the end and empty.
+fn ranges_match_a_host_model<T>(rt: &Runtime, make: impl Fn(usize) -> T)
+where
+    T: bytemuck::Pod + PartialEq + std::fmt::Debug,
+{
+    let len = 11;
+    let mut model: Vec<T> = (0..len).map(&make).collect();
+    let mut buffer = rt.upload_labeled("model", &model).unwrap();
+    let mut other = rt.zeros_labeled::<T>("other", len + 2).unwrap();
+    let mut other_model: Vec<T> = vec![T::zeroed(); len + 2];
+    let ty = std::any::type_name::<T>();
+    for (start, end) in [
+        (0, 0),
+        (0, 1),
+        (1, 2),
+        (1, 4),
+        (3, 11),
+        (10, 11),
+        (0, 11),
+        (5, 5),
+    ] {
+        assert_eq!(
+            buffer.read_range(rt, start..end).unwrap(),
+            model[start..end],
+            "read {start}..{end} of {ty}"
+        );
+        let values: Vec<T> = (start..end).map(|i| make(100 + i)).collect();
+        buffer.write_range(rt, start, &values).unwrap();
+        model[start..end].copy_from_slice(&values);
+        assert_eq!(
+            buffer.read(rt).unwrap(),
+            model,
+            "write {start}..{end} of {ty}"
+        );
+        for to in [0, 1, 2] {
+            other.copy_range_from(rt, &buffer, start..end, to).unwrap();
+            other_model[to..to + end - start].copy_from_slice(&model[start..end]);
+            assert_eq!(
+                other.read(rt).unwrap(),
+                other_model,
+                "copy {start}..{end} to {to} of {ty}"
+            );
+        }
+    }
+    assert_eq!(buffer.read_range(rt, 4..=6).unwrap(), model[4..=6]);
+    assert_eq!(buffer.read_range(rt, 7..).unwrap(), model[7..]);
+    buffer.fill(rt, make(7)).unwrap();
+    assert_eq!(buffer.read(rt).unwrap(), vec![make(7); len], "fill of {ty}");
+    buffer.clear(rt).unwrap();
+    assert_eq!(
+        buffer.read(rt).unwrap(),
+        vec![T::zeroed(); len],
+        "clear of {ty}"
+    );
+    let mut copy = rt.zeros::<T>(len).unwrap();
+    copy.copy_from(rt, &buffer).unwrap();
+    assert_eq!(copy.read(rt).unwrap(), vec![T::zeroed(); len]);
+    assert_eq!((buffer.label(), copy.label()), ("model", "tessera buffer"));
+}
+
+#[test]
+fn buffers_read_write_copy_fill_and_clear_any_range() {
+    let rt = runtime();
+    ranges_match_a_host_model(&rt, |i| i as u8 ^ 0x5a);
+    ranges_match_a_host_model(&rt, |i| half::f16::from_f32(i as f32 - 4.5));
+    ranges_match_a_host_model(&rt, |i| i as f32 * 0.25 - 1.0);
+    ranges_match_a_host_model(&rt, |i| [i as u32, 7, !(i as u32)]);
+}
+
+#[test]
+fn ranges_past_the_end_are_errors_that_change_nothing() {
+    let rt = runtime();
+    let mut x = rt.upload_labeled("x", &[1u32, 2, 3]).unwrap();
+    let y = rt.upload(&[9u32; 5]).unwrap();
+    let out_of_bounds = |error: Error| {
+        assert!(
+            matches!(
+                error,
+                Error::RangeOutOfBounds { len: 3, .. } | Error::RangeOutOfBounds { len: 5, .. }
+            ),
+            "{error}"
+        );
+        error.to_string()
+    };
+    assert_eq!(
+        out_of_bounds(x.read_range(&rt, 2..4).unwrap_err()),
+        "elements 2..4 are not within the buffer `x` of 3 elements; ranges end at most at the \
+         buffer's length"
+    );
+    out_of_bounds(x.write_range(&rt, 2, &[5, 6]).unwrap_err());
+    out_of_bounds(x.copy_range_from(&rt, &y, 0..2, 2).unwrap_err());
+    out_of_bounds(x.copy_range_from(&rt, &y, 4..6, 0).unwrap_err());
+    #[allow(clippy::reversed_empty_ranges)]
+    out_of_bounds(x.read_range(&rt, 2..1).unwrap_err());
+    assert!(matches!(
+        x.copy_from(&rt, &y).unwrap_err(),
+        Error::LengthMismatch {
+            expected: 3,
+            given: 5
+        }
+    ));
+    assert_eq!(
+        x.read(&rt).unwrap(),
+        [1, 2, 3],
+        "a refused operation changes nothing"
+    );
+}
+
 #[test]
 fn read_async_returns_the_data() {
     let rt = runtime();
@@ -559,6 +668,24 @@ fn operations_on_buffers_take_effect_in_program_order() {
     second.submit().unwrap();
     first.submit().unwrap();
     assert_eq!(y.read(&rt).unwrap(), [36.0; 4]);
+
+    // Copies, fills, clears and partial writes issued after a recorded dispatch see its
+    // result, and dispatches recorded after them see theirs.
+    let mut copy = rt.zeros::<f32>(4).unwrap();
+    let mut batch = rt.batch();
+    batch
+        .dispatch(&scale, &scale_args(&x, &mut y, &double), [1, 1, 1])
+        .unwrap(); // y = 6
+    copy.copy_from(&rt, &y).unwrap();
+    y.clear(&rt).unwrap();
+    y.fill(&rt, 1.0).unwrap();
+    y.write_range(&rt, 2, &[4.0]).unwrap();
+    batch
+        .dispatch(&square, &scale_args(&x, &mut y, &double), [1, 1, 1])
+        .unwrap();
+    batch.submit().unwrap();
+    assert_eq!(copy.read(&rt).unwrap(), [6.0; 4]);
+    assert_eq!(y.read(&rt).unwrap(), [1.0, 1.0, 16.0, 1.0]);
 
     // A batch split by a read is timed from the split on.
     let mut batch = rt.batch();

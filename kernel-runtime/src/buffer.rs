@@ -1,8 +1,9 @@
-//! [`GpuBuffer`]: a typed storage buffer on the device, and the upload, zeroing, overwrite and
-//! read-back paths between it and host memory.
+//! [`GpuBuffer`]: a typed storage buffer on the device, and the paths between it and host
+//! memory (upload, read and write, whole or in part) and between buffers (copy, fill, clear).
 
 use std::future::Future;
 use std::marker::PhantomData;
+use std::ops::{Bound, Range, RangeBounds};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
@@ -19,21 +20,35 @@ use crate::runtime::Runtime;
 /// `&mut GpuBuffer<T>`, so one buffer cannot be bound as both, and a buffer of the wrong element
 /// type does not compile.
 ///
+/// Every operation on a buffer (writes, copies, fills, reads, and the dispatches that bind it)
+/// takes effect in the order the program issues it.
+///
 /// ```no_run
 /// # fn main() -> Result<(), kernel_runtime::Error> {
 /// # let rt = kernel_runtime::Runtime::new()?;
 /// let mut x = rt.upload(&[1u32, 2, 3])?;
 /// x.write(&rt, &[4, 5, 6])?;
 /// assert_eq!(x.read(&rt)?, vec![4, 5, 6]);
-/// let zeros = rt.zeros::<f32>(1024)?;
-/// assert_eq!(zeros.len(), 1024);
+/// x.write_range(&rt, 1, &[7])?;
+/// assert_eq!(x.read_range(&rt, 1..)?, vec![7, 6]);
+///
+/// let mut y = rt.zeros_labeled::<u32>("copy of x", 3)?;
+/// y.copy_from(&rt, &x)?;
+/// y.fill(&rt, 9)?;
+/// y.copy_range_from(&rt, &x, ..2, 1)?;
+/// assert_eq!(y.read(&rt)?, vec![9, 4, 7]);
+/// assert_eq!(y.label(), "copy of x");
 /// # Ok(()) }
 /// ```
 pub struct GpuBuffer<T: Pod> {
     buffer: wgpu::Buffer,
     len: usize,
+    label: String,
     element: PhantomData<T>,
 }
+
+/// The label of buffers made without one.
+const DEFAULT_LABEL: &str = "tessera buffer";
 
 /// wgpu copies and writes in multiples of 4 bytes; buffers are never empty so they can be bound.
 fn padded_size(bytes: u64) -> u64 {
@@ -47,14 +62,20 @@ const USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
 impl<T: Pod> GpuBuffer<T> {
     /// Uploads `data` into a new buffer (same as [`Runtime::upload`]).
     pub fn from_slice(rt: &Runtime, data: &[T]) -> Result<Self> {
+        Self::labeled_from_slice(rt, DEFAULT_LABEL, data)
+    }
+
+    /// Uploads `data` into a new buffer named `label` in GPU debuggers and error messages
+    /// (same as [`Runtime::upload_labeled`]).
+    pub fn labeled_from_slice(rt: &Runtime, label: &str, data: &[T]) -> Result<Self> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
         let size = Self::checked_size(rt, data.len())?;
         let mut contents = bytes.to_vec();
         contents.resize(size as usize, 0);
-        let buffer = rt.scoped("creating a buffer", || {
+        let buffer = rt.scoped(format!("creating the buffer `{label}`"), || {
             rt.device()
                 .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("tessera buffer"),
+                    label: Some(label),
                     contents: &contents,
                     usage: USAGE,
                 })
@@ -62,16 +83,23 @@ impl<T: Pod> GpuBuffer<T> {
         Ok(GpuBuffer {
             buffer,
             len: data.len(),
+            label: label.to_owned(),
             element: PhantomData,
         })
     }
 
     /// A new buffer of `len` zeroed elements (same as [`Runtime::zeros`]).
     pub fn zeroed(rt: &Runtime, len: usize) -> Result<Self> {
+        Self::labeled_zeroed(rt, DEFAULT_LABEL, len)
+    }
+
+    /// A new buffer of `len` zeroed elements named `label` (same as
+    /// [`Runtime::zeros_labeled`]).
+    pub fn labeled_zeroed(rt: &Runtime, label: &str, len: usize) -> Result<Self> {
         let size = Self::checked_size(rt, len)?;
-        let buffer = rt.scoped("creating a buffer", || {
+        let buffer = rt.scoped(format!("creating the buffer `{label}`"), || {
             rt.device().create_buffer(&wgpu::BufferDescriptor {
-                label: Some("tessera buffer"),
+                label: Some(label),
                 size,
                 usage: USAGE,
                 mapped_at_creation: false,
@@ -80,8 +108,14 @@ impl<T: Pod> GpuBuffer<T> {
         Ok(GpuBuffer {
             buffer,
             len,
+            label: label.to_owned(),
             element: PhantomData,
         })
+    }
+
+    /// The buffer's label: what GPU debuggers and this crate's error messages call it.
+    pub fn label(&self) -> &str {
+        &self.label
     }
 
     /// The allocation size for `len` elements, checked against the device's limits.
@@ -139,35 +173,132 @@ impl<T: Pod> GpuBuffer<T> {
                 given: data.len(),
             });
         }
-        if data.is_empty() {
+        self.write_range(rt, 0, data)
+    }
+
+    /// Overwrites the elements from `start` on with `data`, in program order like
+    /// [`GpuBuffer::write`].
+    ///
+    /// wgpu writes whole 4-byte words; for elements of 1 or 2 bytes, a range that starts or
+    /// ends inside a word is written by reading the words at its ends back first (a wait for
+    /// the GPU).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RangeOutOfBounds`] when `start + data.len()` is past the buffer's end.
+    pub fn write_range(&mut self, rt: &Runtime, start: usize, data: &[T]) -> Result<()> {
+        let range = self.checked_range(start..start.saturating_add(data.len()))?;
+        if range.is_empty() {
             return Ok(());
         }
-        let mut bytes = bytemuck::cast_slice::<T, u8>(data).to_vec();
-        bytes.resize(padded_size(bytes.len() as u64) as usize, 0);
+        let bytes = bytemuck::cast_slice::<T, u8>(data);
+        let span = Words::of(range, size_of::<T>(), self.len);
+        let words = if span.is_exact() {
+            let mut words = bytes.to_vec();
+            words.resize(span.len as usize, 0);
+            words
+        } else {
+            let mut words = self.read_words(rt, &span)?;
+            words[span.skip..span.skip + bytes.len()].copy_from_slice(bytes);
+            words
+        };
         // The write must not overtake queued dispatches that read the buffer.
         rt.flush()?;
-        rt.scoped("writing a buffer", || {
-            rt.raw_queue().write_buffer(&self.buffer, 0, &bytes)
+        rt.scoped(format!("writing the buffer `{}`", self.label), || {
+            rt.raw_queue()
+                .write_buffer(&self.buffer, span.start, &words)
         })
     }
 
-    /// Copies the buffer back to the host, waiting for every dispatch issued before (queued or
-    /// recorded in a batch not yet submitted: those are submitted first).
-    pub fn read(&self, rt: &Runtime) -> Result<Vec<T>> {
-        let staging = self.copy_to_staging(rt)?;
-        let slot = MapSlot::default();
-        staging.map_async(wgpu::MapMode::Read, .., slot.callback());
-        rt.wait()?;
-        match slot.take() {
-            Some(result) => result?,
-            None => {
-                return Err(Error::Internal {
-                    operation: "reading a buffer back".into(),
-                    message: "the buffer was not mapped after the GPU finished".into(),
-                })
-            }
+    /// Sets every element to `value`, in program order.
+    pub fn fill(&mut self, rt: &Runtime, value: T) -> Result<()> {
+        if bytemuck::bytes_of(&value).iter().all(|&b| b == 0) {
+            return self.clear(rt);
         }
-        self.collect_mapped(&staging)
+        self.write_range(rt, 0, &vec![value; self.len])
+    }
+
+    /// Sets every byte to zero on the GPU (nothing is uploaded), in program order.
+    pub fn clear(&mut self, rt: &Runtime) -> Result<()> {
+        self.encode(
+            rt,
+            format!("clearing the buffer `{}`", self.label),
+            |encoder| encoder.clear_buffer(&self.buffer, 0, None),
+        )
+    }
+
+    /// Copies `source`, which must have this buffer's length, into this buffer on the GPU, in
+    /// program order: after every dispatch issued before it.
+    pub fn copy_from(&mut self, rt: &Runtime, source: &GpuBuffer<T>) -> Result<()> {
+        if source.len != self.len {
+            return Err(Error::LengthMismatch {
+                expected: self.len,
+                given: source.len,
+            });
+        }
+        self.copy_range_from(rt, source, .., 0)
+    }
+
+    /// Copies the elements `range` of `source` into this buffer from element `start` on, on
+    /// the GPU and in program order. For elements of 1 or 2 bytes, ranges that do not start
+    /// and end on 4-byte words go through the host (a read, then a write).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RangeOutOfBounds`] when `range` is past the end of `source` or the copy would
+    /// end past the end of this buffer.
+    pub fn copy_range_from(
+        &mut self,
+        rt: &Runtime,
+        source: &GpuBuffer<T>,
+        range: impl RangeBounds<usize>,
+        start: usize,
+    ) -> Result<()> {
+        let from = source.checked_range(bounds(range, source.len))?;
+        let to = self.checked_range(start..start.saturating_add(from.len()))?;
+        if from.is_empty() {
+            return Ok(());
+        }
+        let (from_words, to_words) = (
+            Words::of(from.clone(), size_of::<T>(), source.len),
+            Words::of(to, size_of::<T>(), self.len),
+        );
+        if !(from_words.is_exact() && to_words.is_exact() && from_words.len == to_words.len) {
+            let values = source.read_range(rt, from)?;
+            return self.write_range(rt, start, &values);
+        }
+        let operation = format!("copying `{}` into `{}`", source.label, self.label);
+        self.encode(rt, operation, |encoder| {
+            encoder.copy_buffer_to_buffer(
+                &source.buffer,
+                from_words.start,
+                &self.buffer,
+                to_words.start,
+                from_words.len,
+            )
+        })
+    }
+
+    /// Copies the buffer back to the host, after every dispatch issued before (queued or
+    /// recorded in a batch not yet submitted: those are submitted first). It waits for the GPU
+    /// only until that copy is done, not for work issued later from other threads.
+    pub fn read(&self, rt: &Runtime) -> Result<Vec<T>> {
+        self.read_range(rt, ..)
+    }
+
+    /// Copies the elements `range` back to the host, as [`GpuBuffer::read`] does.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RangeOutOfBounds`] when `range` is past the buffer's end.
+    pub fn read_range(&self, rt: &Runtime, range: impl RangeBounds<usize>) -> Result<Vec<T>> {
+        let range = self.checked_range(bounds(range, self.len))?;
+        let span = Words::of(range.clone(), size_of::<T>(), self.len);
+        let words = self.read_words(rt, &span)?;
+        let bytes = range.len() * size_of::<T>();
+        Ok(bytemuck::pod_collect_to_vec(
+            &words[span.skip..span.skip + bytes],
+        ))
     }
 
     /// Copies the buffer back to the host without blocking the calling thread.
@@ -175,7 +306,8 @@ impl<T: Pod> GpuBuffer<T> {
     /// On native backends the returned future drives the device itself: it checks for
     /// completion each time it is polled and asks to be polled again until the copy is done.
     pub fn read_async<'a>(&'a self, rt: &'a Runtime) -> impl Future<Output = Result<Vec<T>>> + 'a {
-        let started = self.copy_to_staging(rt).map(|staging| {
+        let span = Words::of(0..self.len, size_of::<T>(), self.len);
+        let started = self.copy_to_staging(rt, &span).map(|(staging, _)| {
             let slot = MapSlot::default();
             staging.map_async(wgpu::MapMode::Read, .., slot.callback());
             (staging, slot)
@@ -183,14 +315,54 @@ impl<T: Pod> GpuBuffer<T> {
         async move {
             let (staging, slot) = started?;
             MapFuture { rt, slot }.await?;
-            self.collect_mapped(&staging)
+            let words = mapped(&staging)?;
+            Ok(bytemuck::pod_collect_to_vec(
+                &words[..self.len * size_of::<T>()],
+            ))
         }
     }
 
-    fn copy_to_staging(&self, rt: &Runtime) -> Result<wgpu::Buffer> {
+    /// `range` if it lies within the buffer.
+    fn checked_range(&self, range: Range<usize>) -> Result<Range<usize>> {
+        if range.start > range.end || range.end > self.len {
+            return Err(Error::RangeOutOfBounds {
+                buffer: self.label.clone(),
+                start: range.start,
+                end: range.end,
+                len: self.len,
+            });
+        }
+        Ok(range)
+    }
+
+    /// The bytes of the words `span` covers, read back from the GPU.
+    fn read_words(&self, rt: &Runtime, span: &Words) -> Result<Vec<u8>> {
+        let (staging, submission) = self.copy_to_staging(rt, span)?;
+        let slot = MapSlot::default();
+        staging.map_async(wgpu::MapMode::Read, .., slot.callback());
+        rt.wait_for(submission)?;
+        match slot.take() {
+            Some(result) => result?,
+            None => {
+                return Err(Error::Internal {
+                    operation: format!("reading the buffer `{}` back", self.label),
+                    message: "the buffer was not mapped after the GPU finished".into(),
+                })
+            }
+        }
+        mapped(&staging)
+    }
+
+    /// Copies the words `span` covers into a new mappable buffer, after everything queued.
+    fn copy_to_staging(
+        &self,
+        rt: &Runtime,
+        span: &Words,
+    ) -> Result<(wgpu::Buffer, wgpu::SubmissionIndex)> {
         rt.flush()?;
-        rt.scoped("reading a buffer back", || {
-            let size = self.buffer.size();
+        rt.scoped(format!("reading the buffer `{}` back", self.label), || {
+            // A mapping is never empty.
+            let size = span.len.max(wgpu::COPY_BUFFER_ALIGNMENT);
             let staging = rt.device().create_buffer(&wgpu::BufferDescriptor {
                 label: Some("tessera read-back"),
                 size,
@@ -198,23 +370,88 @@ impl<T: Pod> GpuBuffer<T> {
                 mapped_at_creation: false,
             });
             let mut encoder = rt.device().create_command_encoder(&Default::default());
-            encoder.copy_buffer_to_buffer(&self.buffer, 0, &staging, 0, size);
-            rt.raw_queue().submit([encoder.finish()]);
-            staging
+            if span.len > 0 {
+                encoder.copy_buffer_to_buffer(&self.buffer, span.start, &staging, 0, span.len);
+            }
+            let submission = rt.raw_queue().submit([encoder.finish()]);
+            (staging, submission)
         })
     }
 
-    fn collect_mapped(&self, staging: &wgpu::Buffer) -> Result<Vec<T>> {
-        let bytes = self.size_in_bytes() as usize;
-        let values = bytemuck::pod_collect_to_vec(&staging.get_mapped_range(..)?[..bytes]);
-        staging.unmap();
-        Ok(values)
+    /// Records one command with `record` and submits it after everything queued.
+    fn encode(
+        &self,
+        rt: &Runtime,
+        operation: String,
+        record: impl FnOnce(&mut wgpu::CommandEncoder),
+    ) -> Result<()> {
+        rt.flush()?;
+        rt.scoped(operation, || {
+            let mut encoder = rt.device().create_command_encoder(&Default::default());
+            record(&mut encoder);
+            rt.raw_queue().submit([encoder.finish()]);
+        })
     }
+}
+
+/// The 4-byte words that hold a range of elements: wgpu copies, writes and clears whole words.
+struct Words {
+    /// The first word's byte offset.
+    start: u64,
+    /// Bytes, a whole number of words.
+    len: u64,
+    /// Bytes from `start` to the range's first byte.
+    skip: usize,
+    /// Whether the range fills its words (but for the padding after a buffer's last element).
+    exact: bool,
+}
+
+impl Words {
+    /// The words of the elements `range` of a buffer of `len` elements of `element` bytes.
+    fn of(range: Range<usize>, element: usize, len: usize) -> Words {
+        let (first, last) = ((range.start * element) as u64, (range.end * element) as u64);
+        let start = first - first % wgpu::COPY_BUFFER_ALIGNMENT;
+        let end = last.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
+        Words {
+            start,
+            len: end - start,
+            skip: (first - start) as usize,
+            // Past the last element, the last word holds only padding, which nothing reads.
+            exact: start == first && (end == last || range.end == len),
+        }
+    }
+
+    fn is_exact(&self) -> bool {
+        self.exact
+    }
+}
+
+/// `range` as a `Range` within `0..len` (an unbounded end is `len`).
+fn bounds(range: impl RangeBounds<usize>, len: usize) -> Range<usize> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.saturating_add(1),
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    start..end
+}
+
+/// The bytes of a mapped staging buffer, which is unmapped after.
+fn mapped(staging: &wgpu::Buffer) -> Result<Vec<u8>> {
+    let bytes = staging.get_mapped_range(..)?.to_vec();
+    staging.unmap();
+    Ok(bytes)
 }
 
 impl<T: Pod> std::fmt::Debug for GpuBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GpuBuffer")
+            .field("label", &self.label)
             .field("element", &std::any::type_name::<T>())
             .field("len", &self.len)
             .finish()
@@ -290,5 +527,16 @@ impl Runtime {
     /// A new [`GpuBuffer`] of `len` zeroed elements.
     pub fn zeros<T: Pod>(&self, len: usize) -> Result<GpuBuffer<T>> {
         GpuBuffer::zeroed(self, len)
+    }
+
+    /// Uploads `data` into a new [`GpuBuffer`] named `label` in GPU debuggers and in this
+    /// crate's error messages.
+    pub fn upload_labeled<T: Pod>(&self, label: &str, data: &[T]) -> Result<GpuBuffer<T>> {
+        GpuBuffer::labeled_from_slice(self, label, data)
+    }
+
+    /// A new [`GpuBuffer`] of `len` zeroed elements named `label`.
+    pub fn zeros_labeled<T: Pod>(&self, label: &str, len: usize) -> Result<GpuBuffer<T>> {
+        GpuBuffer::labeled_zeroed(self, label, len)
     }
 }

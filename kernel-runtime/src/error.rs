@@ -115,6 +115,22 @@ pub enum Error {
         given: usize,
     },
 
+    /// A range of elements is not within a buffer.
+    #[error(
+        "elements {start}..{end} are not within the buffer `{buffer}` of {len} elements; ranges \
+         end at most at the buffer's length"
+    )]
+    RangeOutOfBounds {
+        /// The buffer's label.
+        buffer: String,
+        /// The first element of the range.
+        start: usize,
+        /// The element after the last of the range.
+        end: usize,
+        /// The buffer's length in elements.
+        len: usize,
+    },
+
     /// The arguments of a dispatch do not match the pipeline's bindings.
     #[error("`{kernel}`: {problem}")]
     Bindings {

@@ -295,6 +295,24 @@ impl Runtime {
         self.device.poll(wgpu::PollType::wait_indefinitely())?;
         self.check_device()
     }
+
+    /// Blocks until the submission `index` (and what was submitted before it) has finished,
+    /// not for later submissions.
+    pub(crate) fn wait_for(&self, index: wgpu::SubmissionIndex) -> Result<()> {
+        let polled = self.device.poll(wgpu::PollType::Wait {
+            submission_index: Some(index),
+            timeout: None,
+        });
+        if let Err(error) = polled {
+            // On a lost device the submission failed, and waiting for it is an error of its
+            // own: the loss (reported once the device has been polled to the end) is what
+            // to report.
+            let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
+            self.check_device()?;
+            return Err(error.into());
+        }
+        self.check_device()
+    }
 }
 
 impl Drop for Runtime {
