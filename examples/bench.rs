@@ -1,5 +1,5 @@
-//! Throughput of the `tessera::nn` kernels on the shapes of `shared/bench/torch_reference.py`
-//! (the seed kernels' workloads): GEMM + bias + GELU forward and backward, and convolution
+//! Throughput of the `tessera::nn` kernels on the shapes `bench/torch_bench.py` runs in PyTorch
+//! (the workloads of the GPU training crates tessera replaces): GEMM + bias + GELU forward and backward, and convolution
 //! forward, input gradient and filter gradient on ResNet layers.
 //!
 //! ```text
@@ -530,8 +530,47 @@ fn warm_up(rt: &Runtime, gemm: &Gemm, conv: &Conv2d) -> Result<()> {
     Ok(())
 }
 
-fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
+const USAGE: &str = "\
+usage: bench [--small] [--gemm] [--conv] [--launch] [--by-kernel] [--out DIR]
+
+  --small      small shapes (for a CPU adapter)
+  --gemm, --conv, --launch
+               run only these parts (none given: all)
+  --by-kernel  each convolution pass's time per dispatch too
+  --out DIR    write the results as CSV files into DIR";
+
+/// Runs the benchmark; an error is printed as the sentence its type writes.
+fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return std::process::ExitCode::SUCCESS;
+    }
+    let known = [
+        "--small",
+        "--gemm",
+        "--conv",
+        "--launch",
+        "--by-kernel",
+        "--out",
+    ];
+    let after_out = |i: usize| i > 0 && args[i - 1] == "--out";
+    if let Some(unknown) =
+        (0..args.len()).find(|&i| !known.contains(&args[i].as_str()) && !after_out(i))
+    {
+        eprintln!("error: unknown argument `{}`\n{USAGE}", args[unknown]);
+        return std::process::ExitCode::FAILURE;
+    }
+    match bench(&args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench(args: &[String]) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let small = args.iter().any(|a| a == "--small");
     // `--by-kernel`: each convolution pass's time per dispatch too.
     let by_kernel = args.iter().any(|a| a == "--by-kernel");

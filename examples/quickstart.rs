@@ -3,6 +3,8 @@
 //!
 //! Run it with `cargo xtask example`.
 
+use std::process::ExitCode;
+
 use tessera::Runtime;
 
 #[tessera::kernels]
@@ -25,7 +27,19 @@ mod kernels {
     }
 }
 
-pub fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Runs the example; an error is printed as the sentence its type writes.
+pub fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Launches saxpy over a million elements and checks every result on the CPU.
+pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     let rt = Runtime::new()?;
     println!("adapter: {}", rt.info());
 

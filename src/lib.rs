@@ -318,8 +318,17 @@ pub use kernel_macros::{kernel, kernels, Params};
 
 pub mod nn;
 /// The `half` crate, whose [`half::f16`] is the host type of `f16` buffers.
+#[doc(no_inline)]
 pub use half;
-pub use kernel_runtime::*;
+// Named one by one: a glob would also inline all of wgpu's documentation into tessera's.
+/// The wgpu tessera runs on, for interoperation (its documentation is wgpu's own, at docs.rs).
+#[doc(no_inline)]
+pub use kernel_runtime::wgpu;
+pub use kernel_runtime::{
+    fold_grid, size_bucket, source_hash, Arg, Autotune, Batch, BindingKind, Error, FoldedGrid,
+    GpuBuffer, Pipeline, PipelineDesc, Result, Runtime, RuntimeInfo, Timing, TimingSource,
+    TuneChoice, TuneKey, Tuned, VariantInfo, ADAPTER_ENV, AUTOTUNE_CACHE_ENV, AUTOTUNE_ENV,
+};
 
 /// What generated code refers to; not part of the public API.
 #[doc(hidden)]

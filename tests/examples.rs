@@ -6,5 +6,5 @@ mod quickstart;
 
 #[test]
 fn quickstart_runs_and_checks_its_result() {
-    quickstart::main().expect("the quickstart example must succeed");
+    quickstart::run().expect("the quickstart example must succeed");
 }

@@ -59,5 +59,7 @@ pub use runtime::{Runtime, RuntimeInfo};
 pub use timing::{Timing, TimingSource};
 pub use variant::VariantInfo;
 
-/// The wgpu this runtime is built on, for interoperation.
+/// The wgpu this runtime is built on, for interoperation (its documentation is wgpu's own, at
+/// docs.rs, not a copy here).
+#[doc(no_inline)]
 pub use wgpu;

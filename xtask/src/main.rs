@@ -14,6 +14,15 @@ use std::process::{Command, ExitCode};
 
 mod report;
 
+const USAGE: &str = "\
+usage: cargo xtask <TASK> [ARGS...]
+
+  example [ARGS]     run the main example (release build), installing a Vulkan driver if none
+  test [ARGS]        run every test of the workspace, installing a Vulkan driver if none
+  setup              install a Vulkan driver (Mesa's lavapipe) if the machine has none
+  bench-report DIR --commit C --date D
+                     write BENCHMARKS.md and its plot from one device run's CSV files";
+
 /// The example the README's first command runs.
 const MAIN_EXAMPLE: &str = "train";
 
@@ -28,6 +37,10 @@ const ICD_DIRS: [&str; 4] = [
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
+        Some("help" | "--help" | "-h") => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         Some("example") => ensure_vulkan().and_then(|()| {
             cargo(
                 &["run", "--release", "--example", MAIN_EXAMPLE, "--"],
@@ -37,7 +50,8 @@ fn main() -> ExitCode {
         Some("test") => ensure_vulkan().and_then(|()| cargo(&["test", "--workspace"], &args[1..])),
         Some("setup") => ensure_vulkan(),
         Some("bench-report") => report::run(&args[1..]),
-        _ => Err("usage: cargo xtask <example|test|setup|bench-report> [ARGS...]".to_owned()),
+        Some(other) => Err(format!("unknown task `{other}`\n{USAGE}")),
+        None => Err(USAGE.to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
