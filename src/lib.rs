@@ -314,9 +314,186 @@
 // Lets this crate's own modules use the macros, whose output names `::tessera`.
 extern crate self as tessera;
 
-pub use kernel_macros::{kernel, kernels, Params};
+/// Compiles a module of kernels.
+///
+/// The module becomes one WGSL module, checked by the macro (types, uniformity of barriers,
+/// constants, WebGPU's limits) and validated by naga while it expands, and each `#[kernel]`
+/// function `foo_bar` becomes:
+///
+/// - a launcher `FooBar`: `FooBar::new(&rt)` builds its pipeline once (an error value on a
+///   device without a declared feature or limit); `launch(&rt, args)` checks the buffers'
+///   lengths and dispatches; `record(&mut batch, args)` adds the dispatch to a [`Batch`];
+///   `grid(&args)`, `variant(&args)`, `check_lengths(&args)`, `workgroup_size()`,
+///   `entry_point()`, `INSTANCES`, `VARIANTS` and `BINDINGS` describe it; kernels with
+///   `constants(..)` also have `with_constants(&rt, FooBarConstants { .. })`;
+/// - `FooBarArgs`, one field per parameter: `&GpuBuffer<T>` for `&[T]`, `&mut GpuBuffer<T>`
+///   for `&mut [T]`, `&P` for a `#[derive(Params)]` struct;
+/// - and the module gets `WGSL`, the generated shader text.
+///
+/// [`example`] shows every generated item of a small module with its documentation; the crate
+/// documentation describes the kernel language.
+///
+/// ```no_run
+/// #[tessera::kernels]
+/// mod kernels {
+///     #[repr(C)]
+///     #[derive(Clone, Copy, tessera::Params)]
+///     pub struct ScaleParams {
+///         pub by: f32,
+///         pub n: u32,
+///     }
+///
+///     #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
+///     pub fn scale(p: &ScaleParams, #[len(p.n)] x: &mut [f32]) {
+///         let i = global_id().x;
+///         if i < p.n {
+///             x[i] *= p.by;
+///         }
+///     }
+/// }
+///
+/// # fn main() -> Result<(), tessera::Error> {
+/// let rt = tessera::Runtime::new()?;
+/// let mut x = rt.upload(&[1.0f32, 2.0])?;
+/// let scale = kernels::Scale::new(&rt)?;
+/// let p = kernels::ScaleParams { by: 3.0, n: 2 };
+/// scale.launch(&rt, kernels::ScaleArgs { p: &p, x: &mut x })?;
+/// assert_eq!(x.read(&rt)?, [3.0, 6.0]);
+/// # Ok(()) }
+/// ```
+#[doc(inline)]
+pub use kernel_macros::kernels;
+
+/// Marks a kernel in a [`kernels`] module, and declares how it runs.
+///
+/// `#[kernel(workgroup = [x, y, z], grid = [gx, gy, gz], ...)]`: the workgroup size
+/// (literals or module constants) and the number of workgroups as expressions of the
+/// parameters (`ceil_div(p.n, 64)`, `x.len()`). Optional, in any order: `constants(TILE = [8,
+/// 16])` (one instance per value) or `constants = Set` (a named set), `specialize(p.stride ==
+/// 1)` (a copy of the body with those values folded in, chosen at launch), `types(T = [f32,
+/// f16])`, `limits(invocations = 1024, workgroup_memory = 49152)` and `features(subgroups,
+/// f16)`. Parameters: `&[T]` and `&mut [T]` storage buffers (`#[len(expr)]` states the length
+/// the launcher checks), one `&P` of a [`Params`] struct, and `#[workgroup] t: &mut [T; N]`
+/// arrays shared by the workgroup.
+///
+/// ```no_run
+/// #[tessera::kernels]
+/// mod kernels {
+///     #[repr(C)]
+///     #[derive(Clone, Copy, tessera::Params)]
+///     pub struct Sum {
+///         pub n: u32,
+///     }
+///
+///     /// Each workgroup adds up `TILE` elements of `x` into `out[workgroup]`.
+///     #[kernel(workgroup = [TILE], grid = [ceil_div(p.n, TILE)], constants(TILE = [64, 256]))]
+///     pub fn partial_sums(
+///         p: &Sum,
+///         #[len(p.n)] x: &[f32],
+///         #[len(ceil_div(p.n, TILE))] out: &mut [f32],
+///         #[workgroup] t: &mut [f32; TILE],
+///     ) {
+///         let (i, l) = (global_id().x, local_index());
+///         t[l] = if i < p.n { x[i] } else { 0.0 };
+///         let mut half = TILE / 2;
+///         while half > 0 {
+///             workgroup_barrier();
+///             if l < half {
+///                 t[l] += t[l + half];
+///             }
+///             half /= 2;
+///         }
+///         if l == 0 {
+///             out[workgroup_id().x] = t[0];
+///         }
+///     }
+/// }
+///
+/// # fn main() -> Result<(), tessera::Error> {
+/// let rt = tessera::Runtime::new()?;
+/// let sums = kernels::PartialSums::with_constants(&rt, kernels::PartialSumsConstants { tile: 256 })?;
+/// # Ok(()) }
+/// ```
+#[doc(inline)]
+pub use kernel_macros::kernel;
+
+/// Makes a `#[repr(C)]` struct a kernel's uniform parameters.
+///
+/// Fields are `f32`, `u32`, `i32` and arrays of 2 to 4 of them (WGSL vectors). The derive
+/// checks at compile time that the struct's Rust layout is WGSL's uniform layout, naming the
+/// field that needs padding before it where it is not, and implements `bytemuck::Pod`
+/// (derive `Clone` and `Copy` beside it).
+///
+/// ```
+/// #[repr(C)]
+/// #[derive(Clone, Copy, tessera::Params)]
+/// pub struct Shape {
+///     pub rows: u32,
+///     pub cols: u32,
+///     pub _pad: [u32; 2], // WGSL aligns the vector below to 16 bytes
+///     pub scale: [f32; 4],
+/// }
+/// assert_eq!(std::mem::size_of::<Shape>(), 32);
+/// ```
+#[doc(inline)]
+pub use kernel_macros::Params;
 
 pub mod nn;
+
+/// What a `#[kernels]` module generates, to click through: this module holds one, `kernels`,
+/// compiled from the source below, and every item in it (the launchers, their arguments and
+/// constants, `WGSL`) is what the macro wrote, with the documentation it writes.
+///
+/// ```ignore
+/// #[tessera::kernels]
+/// pub mod kernels {
+///     /// The parameters of `saxpy`.
+///     #[repr(C)]
+///     #[derive(Clone, Copy, tessera::Params)]
+///     pub struct SaxpyParams {
+///         pub a: f32,
+///         pub n: u32,
+///     }
+///
+///     /// `y = a * x + y`, `PER` elements per invocation.
+///     #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64 * PER)], constants(PER = [1, 4]))]
+///     pub fn saxpy(p: &SaxpyParams, #[len(p.n)] x: &[f32], #[len(p.n)] y: &mut [f32]) {
+///         for k in 0..PER {
+///             let i = global_id().x * PER + k;
+///             if i < p.n {
+///                 y[i] = p.a.mul_add(x[i], y[i]);
+///             }
+///         }
+///     }
+/// }
+/// ```
+#[cfg(any(doc, test))]
+pub mod example {
+    /// The module of the source above, expanded.
+    #[crate::kernels]
+    pub mod kernels {
+        /// The parameters of `saxpy`.
+        #[repr(C)]
+        #[derive(Clone, Copy, tessera::Params)]
+        pub struct SaxpyParams {
+            /// The factor.
+            pub a: f32,
+            /// The number of elements.
+            pub n: u32,
+        }
+
+        /// `y = a * x + y`, `PER` elements per invocation.
+        #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64 * PER)], constants(PER = [1, 4]))]
+        pub fn saxpy(p: &SaxpyParams, #[len(p.n)] x: &[f32], #[len(p.n)] y: &mut [f32]) {
+            for k in 0..PER {
+                let i = global_id().x * PER + k;
+                if i < p.n {
+                    y[i] = p.a.mul_add(x[i], y[i]);
+                }
+            }
+        }
+    }
+}
 /// The `half` crate, whose [`half::f16`] is the host type of `f16` buffers.
 #[doc(no_inline)]
 pub use half;
