@@ -74,3 +74,25 @@ pub fn write_png(losses: &[f32], path: &Path) -> Result<(), String> {
         .map_err(|e| failed(&e))?;
     root.present().map_err(|e| failed(&e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_csv_has_a_line_per_step_and_the_png_is_drawn_or_refused_in_a_sentence() {
+        let dir = std::env::temp_dir().join(format!("tessera-curve-{}", std::process::id()));
+        let csv = dir.join("loss.csv");
+        write_csv(&[2.5, 1.25, 0.5], &csv).unwrap();
+        let text = std::fs::read_to_string(&csv).unwrap();
+        assert_eq!(text, "step,loss\n0,2.5\n1,1.25\n2,0.5\n");
+
+        let png = dir.join("loss.png");
+        let has_font = FONT_PATHS.iter().any(|p| Path::new(p).exists());
+        match write_png(&[2.5, 1.25, 0.5], &png) {
+            Ok(()) => assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG")),
+            Err(e) => assert!(!has_font && e.starts_with("no TrueType font"), "{e}"),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

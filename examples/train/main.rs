@@ -189,14 +189,6 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
     let mut losses = Vec::with_capacity(options.steps as usize);
     let report_every = (options.steps / 10).max(1);
     let progress = progress_bar(options.steps)?;
-    // A hidden bar (stderr is not a terminal) prints nothing, its lines included.
-    let say = |line: String| {
-        if progress.is_hidden() {
-            println!("{line}");
-        } else {
-            progress.println(line);
-        }
-    };
     for step in 0..options.steps {
         let (images, labels) = train.batch(step * config.batch, config.batch);
         let (loss, timing) = net.train_step(&rt, &images, &labels)?;
@@ -216,7 +208,8 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
             }
         }
         if step % report_every == 0 || step + 1 == options.steps {
-            say(format!("step {step:>4}: loss {loss:.4}"));
+            // To stdout, with the bar (on stderr) cleared meanwhile: neither garbles the other.
+            progress.suspend(|| println!("step {step:>4}: loss {loss:.4}"));
         }
         progress.set_message(format!("loss {loss:.4}"));
         progress.inc(1);
