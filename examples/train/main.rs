@@ -6,21 +6,47 @@
 //! cargo xtask example                                  # the default size, under a minute on a CPU
 //! cargo run --release --example train -- --large       # a size worth a GPU
 //! cargo run --release --example train -- --steps 300   # any size, more steps
+//! cargo run --release --example train -- --save model.safetensors
+//! cargo run --release --example train -- --load model.safetensors --steps 0   # evaluate only
+//! cargo run --release --example train -- --help
 //! ```
 //!
-//! It prints the adapter, the loss as it falls, the accuracy on held-out images and the GPU
-//! time of each kernel.
+//! It prints the adapter, the loss as it falls (with a progress bar when stderr is a terminal),
+//! the accuracy on held-out images and the GPU time of each kernel. Every step's loss goes to
+//! `target/train/loss.csv` and is drawn in `target/train/loss.png` (with `--save PATH`, beside
+//! `PATH` instead). `--save` writes the trained parameters as a safetensors file, `--load`
+//! starts from one (of the same size: `--large` or not).
+//!
+//! The checkpoint code's tests run with `cargo test --release --example train`.
 
+mod checkpoint;
+mod curve;
 mod data;
 mod net;
 
 use std::collections::BTreeMap;
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use data::{Dataset, CLASSES};
+use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use net::{Net, NetConfig, Tensors};
 use tessera::nn::SgdConfig;
 use tessera::{Runtime, TimingSource};
+
+const USAGE: &str = "\
+Trains a small convolutional network on synthetic stripe images, every step in tessera kernels.
+
+usage: cargo run --release --example train -- [OPTIONS]
+
+options:
+  --large        a larger network and batch (256 images of 32x32), 200 steps: a size worth a GPU
+  --steps N      train N steps (default 80, or 200 with --large); 0 only evaluates
+  --save PATH    write the trained parameters to PATH (safetensors); the loss curve goes beside it
+  --load PATH    start from the parameters in PATH (saved at the same size)
+  -h, --help     print this text";
 
 /// What the command line chose.
 struct Options {
@@ -28,54 +54,101 @@ struct Options {
     steps: u32,
     train_images: u32,
     test_images: u32,
+    save: Option<PathBuf>,
+    load: Option<PathBuf>,
 }
 
 impl Options {
-    fn parse() -> Result<Self, String> {
-        let mut options = Options {
-            config: NetConfig {
-                batch: 32,
-                image: 12,
-                channels: [8, 16],
-                classes: CLASSES,
-            },
-            steps: 80,
-            train_images: 1024,
-            test_images: 256,
-        };
-        let mut args = std::env::args().skip(1);
-        while let Some(arg) = args.next() {
-            match arg.as_str() {
-                "--large" => {
-                    options.config = NetConfig {
-                        batch: 256,
-                        image: 32,
-                        channels: [32, 64],
-                        classes: CLASSES,
-                    };
-                    options.steps = 200;
-                    options.train_images = 8192;
-                    options.test_images = 1024;
-                }
-                "--steps" => {
-                    let value = args.next().ok_or("--steps needs a number")?;
-                    options.steps = value
-                        .parse()
-                        .map_err(|_| format!("--steps needs a number, got `{value}`"))?;
-                }
-                other => {
-                    return Err(format!(
-                        "unknown argument `{other}`; use --large and/or --steps N"
-                    ))
-                }
+    /// The options, or `None` when the user asked for help.
+    fn parse() -> Result<Option<Self>, lexopt::Error> {
+        use lexopt::prelude::*;
+        let mut large = false;
+        let mut steps = None;
+        let (mut save, mut load) = (None, None);
+        let mut parser = lexopt::Parser::from_env();
+        while let Some(arg) = parser.next()? {
+            match arg {
+                Long("large") => large = true,
+                Long("steps") => steps = Some(parser.value()?.parse()?),
+                Long("save") => save = Some(PathBuf::from(parser.value()?)),
+                Long("load") => load = Some(PathBuf::from(parser.value()?)),
+                Short('h') | Long("help") => return Ok(None),
+                _ => return Err(arg.unexpected()),
             }
         }
-        Ok(options)
+        let mut options = if large {
+            Options {
+                config: NetConfig {
+                    batch: 256,
+                    image: 32,
+                    channels: [32, 64],
+                    classes: CLASSES,
+                },
+                steps: 200,
+                train_images: 8192,
+                test_images: 1024,
+                save,
+                load,
+            }
+        } else {
+            Options {
+                config: NetConfig {
+                    batch: 32,
+                    image: 12,
+                    channels: [8, 16],
+                    classes: CLASSES,
+                },
+                steps: 80,
+                train_images: 1024,
+                test_images: 256,
+                save,
+                load,
+            }
+        };
+        if let Some(steps) = steps {
+            options.steps = steps;
+        }
+        Ok(Some(options))
+    }
+
+    /// Where the loss curve goes: beside `--save`'s file, or in `target/train/`.
+    fn curve_paths(&self) -> (PathBuf, PathBuf) {
+        match &self.save {
+            Some(save) => (
+                save.with_extension("loss.csv"),
+                save.with_extension("loss.png"),
+            ),
+            None => {
+                let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/train");
+                (dir.join("loss.csv"), dir.join("loss.png"))
+            }
+        }
     }
 }
 
-pub fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let options = Options::parse()?;
+pub fn main() -> ExitCode {
+    let options = match Options::parse() {
+        Ok(Some(options)) => options,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("error: {e}; see --help");
+            return ExitCode::from(1);
+        }
+    };
+    match run(&options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Trains (or only evaluates) as the options say, printing as it goes.
+fn run(options: &Options) -> Result<(), Box<dyn Error>> {
     let config = options.config;
     let rt = Runtime::new()?;
     println!("adapter: {}", rt.info());
@@ -104,22 +177,30 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|(name, tensor)| format!("{name} {}", tensor.len()))
         .collect();
     println!("parameters: {}", sizes.join(", "));
+    if let Some(path) = &options.load {
+        checkpoint::load(&rt, &mut net, path)?;
+        println!("loaded the parameters from {}", path.display());
+    }
 
     let started = Instant::now();
     let mut kernel_times: BTreeMap<String, (Duration, u32)> = BTreeMap::new();
     let mut gpu_total = Duration::ZERO;
-    let mut timed_by = TimingSource::WallClock;
+    let mut timed_by = None;
+    let mut losses = Vec::with_capacity(options.steps as usize);
     let report_every = (options.steps / 10).max(1);
+    let progress = progress_bar(options.steps)?;
     for step in 0..options.steps {
         let (images, labels) = train.batch(step * config.batch, config.batch);
         let (loss, timing) = net.train_step(&rt, &images, &labels)?;
         if !loss.is_finite() {
+            progress.abandon();
             return Err(format!("the loss diverged at step {step}: {loss}").into());
         }
+        losses.push(loss);
         // The first step includes the pipelines' first use; keep it out of the averages.
         if step > 0 {
             gpu_total += timing.total;
-            timed_by = timing.source;
+            timed_by = Some(timing.source);
             for (label, time) in timing.dispatches {
                 let entry = kernel_times.entry(label).or_default();
                 entry.0 += time.unwrap_or_default();
@@ -127,9 +208,13 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         if step % report_every == 0 || step + 1 == options.steps {
-            println!("step {step:>4}: loss {loss:.4}");
+            // To stdout, with the bar (on stderr) cleared meanwhile: neither garbles the other.
+            progress.suspend(|| println!("step {step:>4}: loss {loss:.4}"));
         }
+        progress.set_message(format!("loss {loss:.4}"));
+        progress.inc(1);
     }
+    progress.finish_and_clear();
     let elapsed = started.elapsed();
 
     let (mut correct, mut loss_sum) = (0, 0.0);
@@ -146,30 +231,180 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
         loss_sum / batches as f32,
         100.0 * correct as f32 / seen as f32
     );
-    println!("training took {:.2} s of wall time", elapsed.as_secs_f64());
+    if options.steps > 0 {
+        println!("training took {:.2} s of wall time", elapsed.as_secs_f64());
+    }
+    if let Some(path) = &options.save {
+        checkpoint::save(&rt, &net, path)?;
+        println!("saved the parameters to {}", path.display());
+    }
+    write_curve(options, &losses);
 
-    let timed_steps = options.steps.saturating_sub(1).max(1);
+    let timed_steps = options.steps.saturating_sub(1);
     match timed_by {
-        TimingSource::GpuTimestamps => {
+        None => println!(
+            "no timed steps (the first step, which builds the pipelines, is never timed): \
+             no per-kernel times"
+        ),
+        Some(TimingSource::GpuTimestamps) => {
             println!(
                 "GPU time per step: {:.3} ms; per kernel (mean over steps after the first):",
                 gpu_total.as_secs_f64() * 1e3 / f64::from(timed_steps)
             );
-            let mut rows: Vec<_> = kernel_times.into_iter().collect();
-            rows.sort_by_key(|(_, (time, _))| std::cmp::Reverse(*time));
-            for (label, (time, calls)) in rows {
+            let mut rows = kernel_rows(kernel_times);
+            rows.sort_by_key(|row| std::cmp::Reverse(row.1));
+            let width = rows.iter().map(|row| row.0.len()).max().unwrap_or(0);
+            for (name, time, calls) in rows {
+                let calls = calls / timed_steps;
                 println!(
-                    "  {label:<56} {:>8.3} ms per step, {:>2} calls per step",
+                    "  {name:<width$} {:>8.3} ms per step, {calls:>2} call{} per step",
                     time.as_secs_f64() * 1e3 / f64::from(timed_steps),
-                    calls / timed_steps
+                    if calls == 1 { "" } else { "s" },
                 );
             }
         }
-        TimingSource::WallClock => println!(
+        Some(TimingSource::WallClock) => println!(
             "this adapter has no timestamp queries: {:.3} ms per step by the wall clock, no \
              per-kernel times",
             gpu_total.as_secs_f64() * 1e3 / f64::from(timed_steps)
         ),
     }
     Ok(())
+}
+
+/// A bar on stderr with the steps per second and the time left; hidden (drawing nothing) when
+/// stderr is not a terminal or there is nothing to train.
+fn progress_bar(steps: u32) -> Result<ProgressBar, Box<dyn Error>> {
+    if steps == 0 {
+        return Ok(ProgressBar::hidden());
+    }
+    let style = ProgressStyle::with_template(
+        "{bar:32.cyan/blue} {pos}/{len} steps, {rate}, {eta} left, {msg}",
+    )?
+    .with_key(
+        "rate",
+        |state: &ProgressState, out: &mut dyn std::fmt::Write| {
+            // The default `{per_sec}` prints four decimals and no unit.
+            let _ = write!(out, "{:.2} steps/s", state.per_sec());
+        },
+    )
+    .progress_chars("=> ");
+    Ok(ProgressBar::new(u64::from(steps)).with_style(style))
+}
+
+/// Writes the loss curve's CSV and PNG and says where; a PNG that cannot be drawn (no font) is a
+/// line of output, not a failure.
+fn write_curve(options: &Options, losses: &[f32]) {
+    if losses.is_empty() {
+        return;
+    }
+    let (csv, png) = options.curve_paths();
+    match curve::write_csv(losses, &csv) {
+        Ok(()) => println!("loss of every step: {}", csv.display()),
+        Err(e) => println!("no loss CSV: {e}"),
+    }
+    match curve::write_png(losses, &png) {
+        Ok(()) => println!("loss curve: {}", png.display()),
+        Err(e) => println!("no loss plot: {e}"),
+    }
+}
+
+/// The timing table's rows: a short name per kernel instance, its total time and calls. Rows
+/// of one kernel with different instances keep their instance's parameters, so they stay apart.
+fn kernel_rows(times: BTreeMap<String, (Duration, u32)>) -> Vec<(String, Duration, u32)> {
+    let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
+    for label in times.keys() {
+        *by_name.entry(short_name(label).0).or_default() += 1;
+    }
+    times
+        .into_iter()
+        .map(|(label, (time, calls))| {
+            let (name, instance) = short_name(&label);
+            let name = if by_name.get(&name).copied().unwrap_or(0) > 1 && !instance.is_empty() {
+                format!("{name} ({instance})")
+            } else {
+                name
+            };
+            (name, time, calls)
+        })
+        .collect()
+}
+
+/// A kernel's entry point split into a readable name and its instance's parameters:
+/// `conv_grad_input_reg4_block64` is `("conv dgrad", "reg4 block64")`. The parameters are the
+/// trailing words that end in digits.
+fn short_name(label: &str) -> (String, String) {
+    let words: Vec<&str> = label.split('_').collect();
+    let base = words
+        .iter()
+        .position(|w| w.ends_with(|c: char| c.is_ascii_digit()))
+        .unwrap_or(words.len());
+    let (kernel, instance) = words.split_at(base);
+    let readable = match kernel.join("_").as_str() {
+        "conv_forward" => "conv fwd".to_owned(),
+        "conv_grad_bias" => "conv bias grad".to_owned(),
+        "conv_activation_grad" => "conv relu grad".to_owned(),
+        "gemm_forward" => "linear fwd".to_owned(),
+        "grad_pre" => "linear act grad".to_owned(),
+        "d_operands" => "linear dgrad + wgrad".to_owned(),
+        "d_bias" => "linear bias grad".to_owned(),
+        "softmax_cross_entropy" => "softmax + loss".to_owned(),
+        "softmax_cross_entropy_grad" => "softmax + loss grad".to_owned(),
+        "sgd_step" => "sgd".to_owned(),
+        _ => {
+            // Word by word: conv_grad_input_tile is "conv dgrad tile".
+            let mut out: Vec<&str> = Vec::new();
+            let mut rest = kernel;
+            while let Some((&word, tail)) = rest.split_first() {
+                match (word, tail.first().copied()) {
+                    ("grad", Some("input")) => {
+                        out.push("dgrad");
+                        rest = &tail[1..];
+                    }
+                    ("grad", Some("weight")) => {
+                        out.push("wgrad");
+                        rest = &tail[1..];
+                    }
+                    ("forward", _) => {
+                        out.push("fwd");
+                        rest = tail;
+                    }
+                    _ => {
+                        out.push(word);
+                        rest = tail;
+                    }
+                }
+            }
+            out.join(" ")
+        }
+    };
+    (readable, instance.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_names_are_short_and_distinct_rows_stay_distinct() {
+        assert_eq!(
+            short_name("conv_grad_input_reg4_block64_padded65_depth16_loads4"),
+            (
+                "conv dgrad".to_owned(),
+                "reg4 block64 padded65 depth16 loads4".to_owned()
+            )
+        );
+        assert_eq!(short_name("sgd_step").0, "sgd");
+        assert_eq!(short_name("conv_forward_reduce").0, "conv fwd reduce");
+        assert_eq!(short_name("conv_grad_weight_reduce").0, "conv wgrad reduce");
+        assert_eq!(short_name("winograd_input_tiles").0, "winograd input tiles");
+        let ms = Duration::from_millis(1);
+        let times = BTreeMap::from([
+            ("conv_forward_reg4".to_owned(), (ms, 1)),
+            ("conv_forward_reg8".to_owned(), (ms, 1)),
+            ("sgd_step_block64".to_owned(), (ms, 6)),
+        ]);
+        let names: Vec<String> = kernel_rows(times).into_iter().map(|r| r.0).collect();
+        assert_eq!(names, ["conv fwd (reg4)", "conv fwd (reg8)", "sgd"]);
+    }
 }

@@ -107,6 +107,10 @@ struct Activations {
 pub struct Net {
     pub config: NetConfig,
     pub params: Tensors,
+    /// The shape of each parameter tensor, in [`Tensors::NAMES`] order (row-major).
+    // Read by checkpoint.rs; tests/train.rs includes this file without it.
+    #[allow(dead_code)]
+    pub shapes: [Vec<usize>; 6],
     pub grads: Tensors,
     velocity: Tensors,
     ops: Ops,
@@ -150,6 +154,16 @@ impl Net {
             classes as usize,
         ];
         let fan_in = [9, 1, 9 * c1, 1, features, 1];
+        // Filters are `[out, in, 3, 3]`; the linear layer's weight is the `[k, n]` operand of
+        // `logits = features · weight`.
+        let shapes = [
+            vec![c1 as usize, 1, 3, 3],
+            vec![c1 as usize],
+            vec![c2 as usize, c1 as usize, 3, 3],
+            vec![c2 as usize],
+            vec![features as usize, classes as usize],
+            vec![classes as usize],
+        ];
         let mut rng = Rng(seed);
         let params = Tensors::from_fn(|i| {
             if i % 2 == 1 {
@@ -185,6 +199,7 @@ impl Net {
         Ok(Net {
             config,
             params,
+            shapes,
             grads,
             velocity,
             ops: Ops {
