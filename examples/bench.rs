@@ -539,29 +539,57 @@ usage: bench [--small] [--gemm] [--conv] [--launch] [--by-kernel] [--out DIR]
   --by-kernel  each convolution pass's time per dispatch too
   --out DIR    write the results as CSV files into DIR";
 
+/// What the command line chose.
+#[derive(Default)]
+struct Options {
+    small: bool,
+    by_kernel: bool,
+    gemm: bool,
+    conv: bool,
+    launch: bool,
+    out: Option<String>,
+}
+
+impl Options {
+    /// The options, or `None` when the user asked for help.
+    fn parse() -> std::result::Result<Option<Options>, lexopt::Error> {
+        use lexopt::prelude::*;
+        let mut options = Options::default();
+        let mut parser = lexopt::Parser::from_env();
+        while let Some(arg) = parser.next()? {
+            match arg {
+                Long("small") => options.small = true,
+                Long("by-kernel") => options.by_kernel = true,
+                Long("gemm") => options.gemm = true,
+                Long("conv") => options.conv = true,
+                Long("launch") => options.launch = true,
+                Long("out") => options.out = Some(parser.value()?.string()?),
+                Short('h') | Long("help") => return Ok(None),
+                _ => return Err(arg.unexpected()),
+            }
+        }
+        // No part named: every part.
+        if !(options.gemm || options.conv || options.launch) {
+            (options.gemm, options.conv, options.launch) = (true, true, true);
+        }
+        Ok(Some(options))
+    }
+}
+
 /// Runs the benchmark; an error is printed as the sentence its type writes.
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
-        return std::process::ExitCode::SUCCESS;
-    }
-    let known = [
-        "--small",
-        "--gemm",
-        "--conv",
-        "--launch",
-        "--by-kernel",
-        "--out",
-    ];
-    let after_out = |i: usize| i > 0 && args[i - 1] == "--out";
-    if let Some(unknown) =
-        (0..args.len()).find(|&i| !known.contains(&args[i].as_str()) && !after_out(i))
-    {
-        eprintln!("error: unknown argument `{}`\n{USAGE}", args[unknown]);
-        return std::process::ExitCode::FAILURE;
-    }
-    match bench(&args) {
+    let options = match Options::parse() {
+        Ok(Some(options)) => options,
+        Ok(None) => {
+            println!("{USAGE}");
+            return std::process::ExitCode::SUCCESS;
+        }
+        Err(error) => {
+            eprintln!("error: {error}; see --help");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match bench(&options) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error}");
@@ -570,22 +598,15 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn bench(args: &[String]) -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let small = args.iter().any(|a| a == "--small");
-    // `--by-kernel`: each convolution pass's time per dispatch too.
-    let by_kernel = args.iter().any(|a| a == "--by-kernel");
-    // `--gemm`, `--conv` and `--launch` pick parts; none picks all.
-    let picked = |flag: &str| args.iter().any(|a| a == flag);
-    let all = !["--gemm", "--conv", "--launch"].iter().any(|f| picked(f));
-    let (run_gemm, run_conv, run_launch) = (
-        all || picked("--gemm"),
-        all || picked("--conv"),
-        all || picked("--launch"),
-    );
-    let out = match args.iter().position(|a| a == "--out") {
-        Some(i) => Some(args.get(i + 1).ok_or("--out needs a folder")?.clone()),
-        None => None,
-    };
+fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let Options {
+        small,
+        by_kernel,
+        gemm: run_gemm,
+        conv: run_conv,
+        launch: run_launch,
+        ref out,
+    } = *options;
     let rt = Runtime::new()?;
     let timed_by = if rt.info().has_timestamps() {
         "GPU timestamps"

@@ -17,7 +17,8 @@
 //! `PATH` instead). `--save` writes the trained parameters as a safetensors file, `--load`
 //! starts from one (of the same size: `--large` or not).
 //!
-//! The checkpoint code's tests run with `cargo test --release --example train`.
+//! Its tests (the checkpoint round trip, the loss curve, the kernel names) run with the
+//! workspace's (`cargo xtask test`), or alone with `cargo test --release --example train`.
 
 mod checkpoint;
 mod curve;

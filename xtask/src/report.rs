@@ -279,18 +279,22 @@ fn plot(compared: &[Compared<'_>], path: &Path) -> Result<(), String> {
 
 /// The command: reads the run in `dir`, writes `BENCHMARKS.md` and `docs/benchmarks.png`.
 pub fn run(args: &[String]) -> Result<(), String> {
+    use lexopt::prelude::*;
     let usage = "usage: cargo xtask bench-report DIR --commit COMMIT --date YYYY-MM-DD";
-    let mut dir = None;
-    let (mut commit, mut date) = (None, None);
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        match arg.as_str() {
-            "--commit" => commit = rest.next().cloned(),
-            "--date" => date = rest.next().cloned(),
-            other if dir.is_none() && !other.starts_with('-') => dir = Some(other.to_owned()),
-            other => return Err(format!("unexpected `{other}`; {usage}")),
+    let (mut dir, mut commit, mut date) = (None, None, None);
+    let mut parser = lexopt::Parser::from_args(args);
+    let parsed: Result<(), lexopt::Error> = (|| {
+        while let Some(arg) = parser.next()? {
+            match arg {
+                Long("commit") => commit = Some(parser.value()?.string()?),
+                Long("date") => date = Some(parser.value()?.string()?),
+                Value(value) if dir.is_none() => dir = Some(value.string()?),
+                _ => return Err(arg.unexpected()),
+            }
         }
-    }
+        Ok(())
+    })();
+    parsed.map_err(|e| format!("{e}; {usage}"))?;
     let (Some(dir), Some(commit), Some(date)) = (dir, commit, date) else {
         return Err(usage.to_owned());
     };
