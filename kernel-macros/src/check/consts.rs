@@ -6,7 +6,7 @@
 //! in Rust's words. Runs on typed bodies, after the type check found nothing wrong.
 
 use crate::diag::Errors;
-use crate::ir::eval::{Eval, Found, Problem, Value};
+use crate::ir::eval::{Eval, Found, Locals, Problem, Value};
 use crate::ir::{
     visit_exprs, BinOp, Block, Expr, ExprKind, Module, Scalar, Specialization, StmtKind, Ty, UnOp,
     Variant,
@@ -37,7 +37,7 @@ pub fn variant(variant: &Variant, specialization: Option<&Specialization>, error
 fn body(block: &Block, specialization: Option<&Specialization>, errors: &mut Errors) {
     negated_unsigned(block, errors);
     loops_that_cannot_end(block, errors);
-    let mut eval = Eval::new(Vec::new());
+    let mut eval = Eval::new(Locals::default());
     eval.block(block);
     for found in eval.problems {
         // A specialization's values wrap at run time in the general body too: not an error.
@@ -91,7 +91,7 @@ const CANNOT_END: &str = "this loop has no `break` or `return` that can run (a `
 
 /// Whether `cond` is the constant `value`.
 fn is_constant(cond: &Expr, value: bool) -> bool {
-    matches!(crate::ir::eval::value(cond, &[]), Some(crate::ir::eval::Value::Bool(b)) if b == value)
+    matches!(crate::ir::eval::value(cond, &Locals::default()), Some(Value::Bool(b)) if b == value)
 }
 
 /// Whether `block` holds a `return`, or, when `own` (the body of the loop in question, or

@@ -63,12 +63,51 @@ pub enum Problem {
     ZeroVectorNormalized,
 }
 
-/// Known values of locals: an unrolled loop's variable, one iteration at a time.
-pub type Known = [(LocalId, Value)];
+/// What a walk of a body knows of its locals where it is: each enclosing unrolled loop's
+/// variable in the iteration being walked, and the immutable integer `let`s whose value is
+/// constant where they were last bound. [`Eval`] and `lower/` keep one each, so that what the
+/// lowering writes as a constant is what the evaluator has checked.
+#[derive(Clone, Default)]
+pub struct Locals {
+    loops: Vec<(LocalId, Value)>,
+    lets: HashMap<LocalId, Value>,
+}
+
+impl Locals {
+    /// The value of `local`, if known here.
+    pub fn value(&self, local: LocalId) -> Option<Value> {
+        self.loops
+            .iter()
+            .rev()
+            .find(|(l, _)| *l == local)
+            .map(|(_, v)| *v)
+            .or_else(|| self.lets.get(&local).copied())
+    }
+
+    /// Enters an iteration of an unrolled loop whose variable `local` is `value`.
+    pub fn enter_iteration(&mut self, local: LocalId, value: Value) {
+        self.loops.push((local, value));
+    }
+
+    /// Leaves the innermost iteration.
+    pub fn leave_iteration(&mut self) {
+        self.loops.pop();
+    }
+
+    /// Records the `let` of `local`: known from here on when it is immutable and `value` is a
+    /// constant integer. Floats stay run-time values (an infinity is no error there), and a
+    /// `let` walked again (the next unrolled iteration) forgets a value it no longer has.
+    pub fn bind(&mut self, local: LocalId, mutable: bool, value: Option<Value>) {
+        match value.filter(|v| !mutable && matches!(v, Value::Int(..))) {
+            Some(value) => self.lets.insert(local, value),
+            None => self.lets.remove(&local),
+        };
+    }
+}
 
 /// The value of `e` if it is a constant WGSL evaluates without a problem.
-pub fn value(e: &Expr, known: &Known) -> Option<Value> {
-    let mut eval = Eval::new(known.to_vec());
+pub fn value(e: &Expr, locals: &Locals) -> Option<Value> {
+    let mut eval = Eval::new(locals.clone());
     let value = eval.expr(e);
     eval.problems.is_empty().then_some(value).flatten()
 }
@@ -76,12 +115,10 @@ pub fn value(e: &Expr, known: &Known) -> Option<Value> {
 /// Evaluates expressions bottom-up, recording every problem with the span of the expression
 /// that has it. [`Eval::block`] walks statements too, unrolled loops once per iteration.
 pub struct Eval {
-    pub known: Vec<(LocalId, Value)>,
-    /// The values of immutable integer `let`s whose value is constant where they were last
-    /// bound (in an unrolled loop, the iteration being walked): `lower/` writes expressions of
-    /// them as values, so WGSL sees what they compute as constants too (and Rust, as rustc's
-    /// lints do, refuses the same overflows, divisions by zero and indices out of bounds).
-    lets: HashMap<LocalId, Value>,
+    /// What is known of the locals. Constant `let`s count: `lower/` writes expressions of them
+    /// as values, so WGSL sees what they compute as constants too (and Rust, as rustc's lints
+    /// do, refuses the same overflows, divisions by zero and indices out of bounds).
+    locals: Locals,
     /// Problems found, each with its expression's span and the unrolled loop variables'
     /// values at the time (for "when `i` is 4").
     pub problems: Vec<Found>,
@@ -97,10 +134,9 @@ pub struct Found {
 }
 
 impl Eval {
-    pub fn new(known: Vec<(LocalId, Value)>) -> Self {
+    pub fn new(locals: Locals) -> Self {
         Eval {
-            known,
-            lets: HashMap::new(),
+            locals,
             problems: Vec::new(),
             iterations: Vec::new(),
         }
@@ -135,12 +171,7 @@ impl Eval {
                 ..
             } => {
                 let value = init.as_ref().and_then(|e| self.expr(e));
-                // Integers only: floats of `let`s are computed at run time, where an infinity is
-                // no error.
-                match value.filter(|v| !mutable && matches!(v, Value::Int(..))) {
-                    Some(value) => self.lets.insert(*local, value),
-                    None => self.lets.remove(local),
-                };
+                self.locals.bind(*local, *mutable, value);
             }
             StmtKind::Assign { target, op, value } => {
                 self.expr(target);
@@ -193,11 +224,11 @@ impl Eval {
             let Ok(value) = int(i128::from(v), scalar) else {
                 break;
             };
-            self.known.push((f.local, value));
+            self.locals.enter_iteration(f.local, value);
             self.iterations.push((f.var.clone(), v));
             self.block(&f.body);
             self.iterations.pop();
-            self.known.pop();
+            self.locals.leave_iteration();
             if self.problems.len() > before {
                 break;
             }
@@ -221,13 +252,7 @@ impl Eval {
                 let result = literal(e)?;
                 self.checked(span, result)
             }
-            ExprKind::Path(_, Some(local)) => self
-                .known
-                .iter()
-                .rev()
-                .find(|(l, _)| l == local)
-                .map(|(_, v)| *v)
-                .or_else(|| self.lets.get(local).copied()),
+            ExprKind::Path(_, Some(local)) => self.locals.value(*local),
             ExprKind::Unary(UnOp::Neg, operand) if is_i32_min_magnitude(operand) => {
                 Some(Value::Int(i64::from(i32::MIN), Scalar::I32))
             }

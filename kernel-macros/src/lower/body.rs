@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use proc_macro2::Ident;
 
 use crate::ir::builtins::{Builtin, IdBuiltin, Signature};
-use crate::ir::eval::{self, Value};
+use crate::ir::eval::{self, Locals, Value};
 use crate::ir::*;
 use crate::lower::helpers::{self, Lent};
 use crate::lower::names::Names;
@@ -114,11 +114,9 @@ pub struct FnLowerer<'g> {
     names: Names,
     /// WGSL name of every local, by `LocalId`.
     locals: Vec<String>,
-    /// The values of the unrolled loop variables in the iteration being written.
-    known: Vec<(LocalId, Value)>,
-    /// The values of immutable integer `let`s whose value is constant where they were last
-    /// written (in an unrolled loop, the iteration being written).
-    constants: HashMap<LocalId, Value>,
+    /// What is known of the locals where the writing is: the unrolled loop variables in the
+    /// iteration being written, and the constant integer `let`s.
+    locals_known: Locals,
 }
 
 impl<'g> FnLowerer<'g> {
@@ -156,8 +154,7 @@ impl<'g> FnLowerer<'g> {
             vars,
             names,
             locals,
-            known: Vec::new(),
-            constants: HashMap::new(),
+            locals_known: Locals::default(),
         }
     }
 
@@ -279,14 +276,8 @@ impl<'g> FnLowerer<'g> {
                 } else {
                     "let"
                 };
-                let constant = init
-                    .as_ref()
-                    .filter(|_| !mutable)
-                    .and_then(|e| self.constant(e));
-                match constant {
-                    Some(value) => self.constants.insert(*local, value),
-                    None => self.constants.remove(local),
-                };
+                let constant = init.as_ref().and_then(|e| self.constant(e));
+                self.locals_known.bind(*local, *mutable, constant);
                 match init {
                     Some(init) => {
                         let value = self.top_expr(w, init);
@@ -533,10 +524,12 @@ impl<'g> FnLowerer<'g> {
             let known =
                 f.ty.scalar()
                     .and_then(|s| eval::int(i128::from(*value), s).ok());
-            self.known.extend(known.map(|v| (f.local, v)));
+            if let Some(value) = known {
+                self.locals_known.enter_iteration(f.local, value);
+            }
             self.block(w, &f.body);
             if known.is_some() {
-                self.known.pop();
+                self.locals_known.leave_iteration();
             }
             w.close("");
         }
@@ -594,13 +587,7 @@ impl<'g> FnLowerer<'g> {
         }
         match &e.kind {
             ExprKind::Int(_) => eval::literal(e)?.ok(),
-            ExprKind::Path(_, Some(local)) => self
-                .known
-                .iter()
-                .rev()
-                .find(|(l, _)| l == local)
-                .map(|(_, v)| *v)
-                .or_else(|| self.constants.get(local).copied()),
+            ExprKind::Path(_, Some(local)) => self.locals_known.value(*local),
             ExprKind::Unary(op, operand) => eval::unary(*op, self.constant(operand)?)?.ok(),
             ExprKind::Binary(op, left, right) => {
                 eval::binary(*op, self.constant(left)?, self.constant(right)?)?.ok()
@@ -654,9 +641,9 @@ impl<'g> FnLowerer<'g> {
             // WGSL's constant evaluation rejects `<<` results Rust accepts (`1i32 << 31`, bits
             // shifted out): a constant shift is written as its value.
             ExprKind::Binary(BinOp::Shl | BinOp::Shr, ..)
-                if eval::value(e, &self.known).is_some() =>
+                if eval::value(e, &self.locals_known).is_some() =>
             {
-                eval::value(e, &self.known).map_or_else(String::new, value_literal)
+                eval::value(e, &self.locals_known).map_or_else(String::new, value_literal)
             }
             ExprKind::Binary(op, left, right) => {
                 let l = self.expr(w, left);

@@ -228,7 +228,8 @@ fn binary(op: BinOp, a: &Expr, b: &Expr, ty: &Ty, span: Span) -> Option<Expr> {
         (Some(Const::Int(_)), Some(Const::Int(_))) => {
             // Folded as the general body computes it at run time: an overflow wraps. What WGSL
             // rejects (a zero divisor, a shift past the width) stays, for `check::consts`.
-            let (x, y) = (eval::value(a, &[])?, eval::value(b, &[])?);
+            let none = eval::Locals::default();
+            let (x, y) = (eval::value(a, &none)?, eval::value(b, &none)?);
             match eval::binary(op, x, y)? {
                 Ok(value) | Err(Problem::Overflow { wrapped: value, .. }) => {
                     value_expr(value, span)
