@@ -193,7 +193,7 @@ impl<T: Pod> GpuBuffer<T> {
         }
         let bytes = bytemuck::cast_slice::<T, u8>(data);
         let span = Words::of(range, size_of::<T>(), self.len);
-        let words = if span.is_exact() {
+        let words = if span.exact {
             let mut words = bytes.to_vec();
             words.resize(span.len as usize, 0);
             words
@@ -263,7 +263,7 @@ impl<T: Pod> GpuBuffer<T> {
             Words::of(from.clone(), size_of::<T>(), source.len),
             Words::of(to, size_of::<T>(), self.len),
         );
-        if !(from_words.is_exact() && to_words.is_exact() && from_words.len == to_words.len) {
+        if !(from_words.exact && to_words.exact && from_words.len == to_words.len) {
             let values = source.read_range(rt, from)?;
             return self.write_range(rt, start, &values);
         }
@@ -419,10 +419,6 @@ impl Words {
             // Past the last element, the last word holds only padding, which nothing reads.
             exact: start == first && (end == last || range.end == len),
         }
-    }
-
-    fn is_exact(&self) -> bool {
-        self.exact
     }
 }
 

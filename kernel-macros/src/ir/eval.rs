@@ -390,34 +390,20 @@ impl Eval {
                         let length = self.checked(span, length)?;
                         self.each_lane(len, span, |i| binary(BinOp::Div, v[i], length))?
                     }
-                    Signature::Math(..) => {
-                        let before = self.problems.len();
-                        let mut lanes = Vec::with_capacity(len);
-                        for i in 0..len {
-                            let args: Vec<Option<Value>> =
-                                parts.iter().map(|p| lane(p.as_deref(), i)).collect();
-                            lanes.push(self.builtin(builtin, &args, span));
-                            if self.problems.len() > before {
-                                return None;
-                            }
-                        }
-                        lanes.into_iter().collect::<Option<_>>()?
-                    }
+                    Signature::Math(..) => self.lanewise(len, |eval, i| {
+                        let args: Vec<Option<Value>> =
+                            parts.iter().map(|p| lane(p.as_deref(), i)).collect();
+                        eval.builtin(builtin, &args, span)
+                    })?,
                     _ => return None,
                 }
             }
             ExprKind::Binary(op, left, right) => {
                 let (l, r) = (self.lanes(left), self.lanes(right));
-                let before = self.problems.len();
-                let mut lanes = Vec::with_capacity(len);
-                for i in 0..len {
+                self.lanewise(len, |eval, i| {
                     let (a, b) = (lane(l.as_deref(), i), lane(r.as_deref(), i));
-                    lanes.push(self.operands(*op, a, b, span));
-                    if self.problems.len() > before {
-                        return None;
-                    }
-                }
-                lanes.into_iter().collect::<Option<_>>()?
+                    eval.operands(*op, a, b, span)
+                })?
             }
             ExprKind::Unary(op, operand) => {
                 let v = self.vector(operand)?;
@@ -435,19 +421,36 @@ impl Eval {
         (lanes.len() == len).then_some(lanes)
     }
 
-    /// `len` lanes from `lane`, stopping at the first problem (recorded at `span`).
+    /// `len` lanes, lane `i` from `lane(self, i)`; every lane is evaluated (an unknown lane
+    /// does not hide a later lane's problem) until the first problem, which is the only one
+    /// recorded.
+    fn lanewise(
+        &mut self,
+        len: usize,
+        mut lane: impl FnMut(&mut Self, usize) -> Option<Value>,
+    ) -> Option<Vec<Value>> {
+        let before = self.problems.len();
+        let mut lanes = Vec::with_capacity(len);
+        for i in 0..len {
+            lanes.push(lane(self, i));
+            if self.problems.len() > before {
+                return None;
+            }
+        }
+        lanes.into_iter().collect()
+    }
+
+    /// `len` lanes from `lane`, a problem recorded at `span`.
     fn each_lane(
         &mut self,
         len: usize,
         span: Span,
         lane: impl Fn(usize) -> Option<Result<Value, Problem>>,
     ) -> Option<Vec<Value>> {
-        (0..len)
-            .map(|i| {
-                let result = lane(i)?;
-                self.checked(span, result)
-            })
-            .collect()
+        self.lanewise(len, |eval, i| {
+            let result = lane(i)?;
+            eval.checked(span, result)
+        })
     }
 
     fn block_expr(&mut self, block: &BlockExpr) {
@@ -569,11 +572,11 @@ fn vector_to_scalar(name: &str, args: &[Vec<Value>]) -> Option<Result<Value, Pro
             })
             .collect()
     };
-    let step = |x: f64| {
-        float(x, scalar).map(|v| match v {
-            Value::Float(x, _) => x,
-            _ => x,
-        })
+    // Each operation's result rounded to the lanes' type (`float` gives a float), or its
+    // problem.
+    let step = |x: f64| match float(x, scalar)? {
+        Value::Float(rounded, _) => Ok(rounded),
+        _ => Ok(x),
     };
     let dot = |a: &[f64], b: &[f64]| -> Result<f64, Problem> {
         a.iter()
