@@ -20,7 +20,10 @@ use std::time::Duration;
 
 use std::fmt::Write as _;
 
-use tessera::nn::{Activation, Conv2d, Conv2dShape, Gemm, GemmGrads, GemmShape, Padding};
+use tessera::nn::{
+    Activation, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape, Convolution, Gemm,
+    GemmBackward, GemmForward, GemmShape, Padding,
+};
 use tessera::{wgpu, Batch, GpuBuffer, Result, Runtime};
 
 #[tessera::kernels]
@@ -138,22 +141,36 @@ fn bench_gemm(rt: &Runtime, gemm: &Gemm, shape: GemmShape, report: &mut Report) 
         random(rt, n_, 3)?,
         random(rt, m_ * n_, 4)?,
     );
-    let (mut pre, mut y, mut grad_pre) =
-        (rt.zeros(m_ * n_)?, rt.zeros(m_ * n_)?, rt.zeros(m_ * n_)?);
+    let (mut pre, mut y) = (rt.zeros(m_ * n_)?, rt.zeros(m_ * n_)?);
     let (mut grad_a, mut grad_b, mut grad_bias) =
         (rt.zeros(m_ * k_)?, rt.zeros(k_ * n_)?, rt.zeros(n_)?);
     let gelu = Activation::Gelu;
+    // As in training: `pre` kept for the backward pass, every gradient written.
     let forward = time(rt, |batch| {
-        gemm.forward(batch, shape, gelu, &a, &b, &bias, &mut pre, &mut y)
+        let args = GemmForward {
+            shape,
+            activation: gelu,
+            a: &a,
+            b: &b,
+            bias: &bias,
+            pre: Some(&mut pre),
+            y: &mut y,
+        };
+        gemm.forward(batch, args)
     })?;
     let backward = time(rt, |batch| {
-        let grads = GemmGrads {
-            grad_pre: &mut grad_pre,
-            grad_a: &mut grad_a,
+        let args = GemmBackward {
+            shape,
+            activation: gelu,
+            a: &a,
+            b: &b,
+            pre: Some(&pre),
+            grad_y: &grad_y,
+            grad_a: Some(&mut grad_a),
             grad_b: &mut grad_b,
             grad_bias: &mut grad_bias,
         };
-        gemm.backward(batch, shape, gelu, &a, &b, &pre, &grad_y, grads)
+        gemm.backward(batch, args)
     })?;
     let flop = 2.0 * f64::from(m) * f64::from(n) * f64::from(k);
     let work = format!("gemm M={m} N={n} K={k}");
@@ -215,7 +232,7 @@ fn conv_label(shape: &Conv2dShape) -> String {
 
 fn bench_conv(
     rt: &Runtime,
-    conv: &Conv2d,
+    conv: &Convolution,
     shape: Conv2dShape,
     report: &mut Report,
     by_kernel: bool,
@@ -231,16 +248,42 @@ fn bench_conv(
     let (mut pre, mut y) = (rt.zeros(out_len)?, rt.zeros(out_len)?);
     let mut grad_x = rt.zeros(shape.input_len())?;
     let mut grad_w = rt.zeros(shape.weight_len())?;
-    let none = Activation::None;
-    let forward = time(rt, |batch| {
-        conv.forward(batch, &shape, none, &x, &w, &bias, &mut pre, &mut y)
-    })?;
-    let dgrad = time(rt, |batch| {
-        conv.grad_input(batch, &shape, &w, &grad_y, &mut grad_x)
-    })?;
-    let wgrad = time(rt, |batch| {
-        conv.grad_weight(batch, &shape, &x, &grad_y, &mut grad_w)
-    })?;
+    // The three passes as closures, each run once timed as a whole and once per kernel.
+    let mut forward = |batch: &mut Batch<'_>| {
+        let args = Conv2dForward {
+            shape,
+            activation: Activation::None,
+            x: &x,
+            w: &w,
+            bias: &bias,
+            pre: Some(&mut pre),
+            y: &mut y,
+        };
+        conv.forward(batch, args)
+    };
+    let mut dgrad = |batch: &mut Batch<'_>| {
+        let args = Conv2dGradInput {
+            shape,
+            w: &w,
+            grad_pre: &grad_y,
+            grad_x: &mut grad_x,
+        };
+        conv.grad_input(batch, args)
+    };
+    let mut wgrad = |batch: &mut Batch<'_>| {
+        let args = Conv2dGradWeight {
+            shape,
+            x: &x,
+            grad_pre: &grad_y,
+            grad_w: &mut grad_w,
+        };
+        conv.grad_weight(batch, args)
+    };
+    let (forward_time, dgrad_time, wgrad_time) = (
+        time(rt, &mut forward)?,
+        time(rt, &mut dgrad)?,
+        time(rt, &mut wgrad)?,
+    );
     let flop = 2.0
         * f64::from(shape.batch)
         * f64::from(shape.out_channels)
@@ -250,29 +293,28 @@ fn bench_conv(
         * f64::from(shape.kernel[0])
         * f64::from(shape.kernel[1]);
     let work = conv_label(&shape);
-    report.add(&work, "forward", forward, Some(tflops(flop, forward)));
-    report.add(&work, "dgrad", dgrad, Some(tflops(flop, dgrad)));
-    report.add(&work, "wgrad", wgrad, Some(tflops(flop, wgrad)));
+    report.add(
+        &work,
+        "forward",
+        forward_time,
+        Some(tflops(flop, forward_time)),
+    );
+    report.add(&work, "dgrad", dgrad_time, Some(tflops(flop, dgrad_time)));
+    report.add(&work, "wgrad", wgrad_time, Some(tflops(flop, wgrad_time)));
     println!(
         "{work}: forward {:.3} ms {:.2} TFLOP/s | dgrad {:.3} ms {:.2} TFLOP/s | wgrad {:.3} ms \
          {:.2} TFLOP/s",
-        ms(forward),
-        tflops(flop, forward),
-        ms(dgrad),
-        tflops(flop, dgrad),
-        ms(wgrad),
-        tflops(flop, wgrad),
+        ms(forward_time),
+        tflops(flop, forward_time),
+        ms(dgrad_time),
+        tflops(flop, dgrad_time),
+        ms(wgrad_time),
+        tflops(flop, wgrad_time),
     );
     if by_kernel {
-        let forward = breakdown(rt, |batch| {
-            conv.forward(batch, &shape, none, &x, &w, &bias, &mut pre, &mut y)
-        })?;
-        let dgrad = breakdown(rt, |batch| {
-            conv.grad_input(batch, &shape, &w, &grad_y, &mut grad_x)
-        })?;
-        let wgrad = breakdown(rt, |batch| {
-            conv.grad_weight(batch, &shape, &x, &grad_y, &mut grad_w)
-        })?;
+        let forward = breakdown(rt, &mut forward)?;
+        let dgrad = breakdown(rt, &mut dgrad)?;
+        let wgrad = breakdown(rt, &mut wgrad)?;
         println!("  forward (ms): {forward}\n  dgrad: {dgrad}\n  wgrad: {wgrad}");
     }
     Ok(())
@@ -492,7 +534,7 @@ fn bench_launch(rt: &Runtime, out: &mut Report) -> Result<()> {
 /// (memory traffic), so that neither tuning nor the first figures are taken at idle clocks:
 /// on the H100 the first memory-heavy shape of a process ran 5x slower for about two seconds
 /// after a GEMM-only warm-up. Untuned: tuning is what must not run cold.
-fn warm_up(rt: &Runtime, gemm: &Gemm, conv: &Conv2d) -> Result<()> {
+fn warm_up(rt: &Runtime, gemm: &Gemm, conv: &Convolution) -> Result<()> {
     let mode = rt.autotune_mode();
     rt.set_autotune(tessera::Autotune::Off);
     let shape = GemmShape {
@@ -518,10 +560,26 @@ fn warm_up(rt: &Runtime, gemm: &Gemm, conv: &Conv2d) -> Result<()> {
     while start.elapsed() < Duration::from_secs(3) {
         let mut batch = rt.batch();
         for _ in 0..10 {
-            gemm.forward(&mut batch, shape, gelu, &a, &b, &bias, &mut pre, &mut y)?;
-            let (x, w, image_bias) = (&x, &w, &image_bias);
-            let (pre, y) = (&mut image_pre, &mut image_y);
-            conv.forward(&mut batch, &image, gelu, x, w, image_bias, pre, y)?;
+            let args = GemmForward {
+                shape,
+                activation: gelu,
+                a: &a,
+                b: &b,
+                bias: &bias,
+                pre: Some(&mut pre),
+                y: &mut y,
+            };
+            gemm.forward(&mut batch, args)?;
+            let args = Conv2dForward {
+                shape: image,
+                activation: gelu,
+                x: &x,
+                w: &w,
+                bias: &image_bias,
+                pre: Some(&mut image_pre),
+                y: &mut image_y,
+            };
+            conv.forward(&mut batch, args)?;
         }
         batch.submit()?;
         rt.wait()?;
@@ -620,7 +678,7 @@ fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error
     );
     let mut report = Report::default();
     let gemm = Gemm::new(&rt)?;
-    let conv = Conv2d::new(&rt)?;
+    let conv = Convolution::new(&rt)?;
     if !small {
         warm_up(&rt, &gemm, &conv)?;
     }

@@ -1,4 +1,4 @@
-//! `tessera::nn::Conv2d` against an f64 CPU reference: forward, input gradient (both the
+//! `tessera::nn::Convolution` (and the `Conv2d` layer) against an f64 CPU reference: forward, input gradient (both the
 //! stride-1 fast path and the general path), filter gradient and bias gradient, over fixed
 //! edge cases (stride 1 and 2, padding 0, 1 and asymmetric, dilation 2, kernels 1 to 9, sizes
 //! that are not multiples of the 128 x 128 blocks, batch 1, a grid folded past the device's
@@ -15,7 +15,10 @@ use common::{
     assert_close, entry_points, kernels_run, property_cases, property_seed, runtime,
     tuning_runtime, Lcg,
 };
-use tessera::nn::{Activation, Conv2d, Conv2dGrads, Conv2dShape, Padding};
+use tessera::nn::{
+    Activation, Conv2dBackward, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape,
+    Convolution, Padding,
+};
 use tessera::{Error, Runtime};
 
 const TOLERANCE: f32 = 1e-4;
@@ -110,7 +113,7 @@ fn reference(
 /// the entry points that ran.
 fn check(
     rt: &Runtime,
-    conv: &Conv2d,
+    conv: &Convolution,
     shape: Conv2dShape,
     relu: bool,
     rng: &mut Lcg,
@@ -135,8 +138,7 @@ fn check(
         rt.upload(&bv).unwrap(),
         rt.upload(&gv).unwrap(),
     );
-    let (mut pre, mut y, mut grad_pre) = (
-        rt.zeros::<f32>(out_len).unwrap(),
+    let (mut pre, mut y) = (
         rt.zeros::<f32>(out_len).unwrap(),
         rt.zeros::<f32>(out_len).unwrap(),
     );
@@ -144,19 +146,30 @@ fn check(
     let mut grad_w = rt.zeros::<f32>(wv.len()).unwrap();
     let mut grad_bias = rt.zeros::<f32>(bv.len()).unwrap();
 
+    // Without activation the output is `pre` itself: neither pass needs it kept.
     let mut batch = rt.batch();
-    conv.forward(
-        &mut batch, &shape, activation, &x, &w, &bias, &mut pre, &mut y,
-    )
-    .unwrap();
-    let grads = Conv2dGrads {
-        grad_pre: &mut grad_pre,
+    let args = Conv2dForward {
+        shape,
+        activation,
+        x: &x,
+        w: &w,
+        bias: &bias,
+        pre: relu.then_some(&mut pre),
+        y: &mut y,
+    };
+    conv.forward(&mut batch, args).unwrap();
+    let args = Conv2dBackward {
+        shape,
+        activation,
+        x: &x,
+        w: &w,
+        pre: relu.then_some(&pre),
+        grad_y: &grad_y,
         grad_x: Some(&mut grad_x),
         grad_w: &mut grad_w,
         grad_bias: &mut grad_bias,
     };
-    conv.backward(&mut batch, &shape, activation, &x, &w, &pre, &grad_y, grads)
-        .unwrap();
+    conv.backward(&mut batch, args).unwrap();
     let ran = kernels_run(batch);
 
     let context = format!("{shape:?}, relu {relu}");
@@ -177,7 +190,7 @@ fn check(
 #[test]
 fn conv2d_matches_reference_on_edge_cases() {
     let rt = runtime();
-    let conv = Conv2d::new(&rt).unwrap();
+    let conv = Convolution::new(&rt).unwrap();
     let mut rng = Lcg(1);
     let base = |k: u32| Conv2dShape::new(2, 3, [9, 11], 4, [k, k]);
     let cases = [
@@ -470,7 +483,7 @@ impl Class {
 #[test]
 fn conv2d_matches_reference_on_random_shapes_of_every_path() {
     let rt = runtime();
-    let conv = Conv2d::new(&rt).unwrap();
+    let conv = Convolution::new(&rt).unwrap();
     let mut rng = Lcg(property_seed(7));
     let cases = property_cases(CLASSES.len());
     let mut ran = BTreeSet::new();
@@ -491,7 +504,7 @@ fn conv2d_matches_reference_on_random_shapes_of_every_path() {
 #[test]
 fn conv2d_forward_folds_a_grid_past_the_device_limit() {
     let rt = runtime();
-    let conv = Conv2d::new(&rt).unwrap();
+    let conv = Convolution::new(&rt).unwrap();
     let images = 64 * 65_536;
     let shape = Conv2dShape::new(images, 1, [1, 1], 1, [1, 1]);
     let xv: Vec<f32> = (0..images).map(|i| (i % 1000) as f32).collect();
@@ -503,13 +516,15 @@ fn conv2d_forward_folds_a_grid_past_the_device_limit() {
     let mut batch = rt.batch();
     conv.forward(
         &mut batch,
-        &shape,
-        Activation::None,
-        &x,
-        &w,
-        &bias,
-        &mut pre,
-        &mut y,
+        Conv2dForward {
+            shape,
+            activation: Activation::None,
+            x: &x,
+            w: &w,
+            bias: &bias,
+            pre: Some(&mut pre),
+            y: &mut y,
+        },
     )
     .unwrap();
     batch.submit().unwrap();
@@ -521,7 +536,7 @@ fn conv2d_forward_folds_a_grid_past_the_device_limit() {
 #[test]
 fn conv2d_rejects_bad_shapes_with_the_reason() {
     let rt = runtime();
-    let conv = Conv2d::new(&rt).unwrap();
+    let conv = Convolution::new(&rt).unwrap();
     let too_small = Conv2dShape::new(1, 1, [2, 2], 1, [3, 3]);
     let message = too_small.output().unwrap_err().to_string();
     assert!(message.contains("the filter spans 3 rows"), "{message}");
@@ -542,13 +557,15 @@ fn conv2d_rejects_bad_shapes_with_the_reason() {
     let error = conv
         .forward(
             &mut batch,
-            &shape,
-            Activation::None,
-            &x,
-            &w,
-            &bias,
-            &mut pre,
-            &mut y,
+            Conv2dForward {
+                shape,
+                activation: Activation::None,
+                x: &x,
+                w: &w,
+                bias: &bias,
+                pre: Some(&mut pre),
+                y: &mut y,
+            },
         )
         .unwrap_err();
     assert!(
@@ -563,7 +580,7 @@ fn conv2d_rejects_bad_shapes_with_the_reason() {
 #[test]
 fn conv2d_single_gradients_and_checked_backward() {
     let rt = runtime();
-    let conv = Conv2d::new(&rt).unwrap();
+    let conv = Convolution::new(&rt).unwrap();
     let mut rng = Lcg(21);
     let shape = Conv2dShape::new(2, 3, [7, 6], 4, [3, 3]).stride([1, 2]);
     let out_len = shape.output_len().unwrap();
@@ -581,16 +598,25 @@ fn conv2d_single_gradients_and_checked_backward() {
     let mut grad_x = rt.zeros::<f32>(xv.len()).unwrap();
     let mut grad_w = rt.zeros::<f32>(wv.len()).unwrap();
     let mut batch = rt.batch();
-    conv.grad_input(&mut batch, &shape, &w, &grad_pre, &mut grad_x)
-        .unwrap();
-    conv.grad_weight(&mut batch, &shape, &x, &grad_pre, &mut grad_w)
-        .unwrap();
+    let args = Conv2dGradInput {
+        shape,
+        w: &w,
+        grad_pre: &grad_pre,
+        grad_x: &mut grad_x,
+    };
+    conv.grad_input(&mut batch, args).unwrap();
+    let args = Conv2dGradWeight {
+        shape,
+        x: &x,
+        grad_pre: &grad_pre,
+        grad_w: &mut grad_w,
+    };
+    conv.grad_weight(&mut batch, args).unwrap();
     batch.submit().unwrap();
     assert_close(&grad_x.read(&rt).unwrap(), &want.grad_x, TOLERANCE);
     assert_close(&grad_w.read(&rt).unwrap(), &want.grad_w, TOLERANCE);
 
     let pre = rt.zeros::<f32>(out_len).unwrap();
-    let mut scratch = rt.zeros::<f32>(out_len).unwrap();
     // A short bias gradient, then a short filter gradient (which runs after the rest of the
     // family, so its buffers must be checked first too).
     let cases = [(3, wv.len(), "grad_bias"), (4, wv.len() - 1, "grad_w")];
@@ -598,24 +624,18 @@ fn conv2d_single_gradients_and_checked_backward() {
         let mut grad_bias = rt.zeros::<f32>(bias_len).unwrap();
         let mut grad_w = rt.zeros::<f32>(w_len).unwrap();
         let mut batch = rt.batch();
-        let grads = Conv2dGrads {
-            grad_pre: &mut scratch,
+        let args = Conv2dBackward {
+            shape,
+            activation: Activation::Relu,
+            x: &x,
+            w: &w,
+            pre: Some(&pre),
+            grad_y: &grad_pre,
             grad_x: Some(&mut grad_x),
             grad_w: &mut grad_w,
             grad_bias: &mut grad_bias,
         };
-        let error = conv
-            .backward(
-                &mut batch,
-                &shape,
-                Activation::Relu,
-                &x,
-                &w,
-                &pre,
-                &grad_pre,
-                grads,
-            )
-            .unwrap_err();
+        let error = conv.backward(&mut batch, args).unwrap_err();
         assert!(
             matches!(&error, Error::BufferTooShort { binding, .. } if binding == short),
             "{error}"
@@ -634,7 +654,7 @@ fn conv2d_single_gradients_and_checked_backward() {
 #[test]
 fn three_by_three_filter_gradients_run_by_winograd() {
     let rt = runtime();
-    let conv = Conv2d::new(&rt).unwrap();
+    let conv = Convolution::new(&rt).unwrap();
     let mut rng = Lcg(91);
     let uneven = Padding {
         top: 2,
@@ -656,8 +676,13 @@ fn three_by_three_filter_gradients_run_by_winograd() {
         let grad_pre = rt.zeros::<f32>(shape.output_len().unwrap()).unwrap();
         let mut grad_w = rt.zeros::<f32>(shape.weight_len()).unwrap();
         let mut batch = rt.batch();
-        conv.grad_weight(&mut batch, shape, &x, &grad_pre, &mut grad_w)
-            .unwrap();
+        let args = Conv2dGradWeight {
+            shape: *shape,
+            x: &x,
+            grad_pre: &grad_pre,
+            grad_w: &mut grad_w,
+        };
+        conv.grad_weight(&mut batch, args).unwrap();
         kernels_run(batch)
     };
     for shape in shapes {
@@ -688,14 +713,19 @@ fn three_by_three_filter_gradients_run_by_winograd() {
 #[test]
 fn strided_input_gradients_run_one_stride_phase_at_a_time() {
     let rt = runtime();
-    let conv = Conv2d::new(&rt).unwrap();
+    let conv = Convolution::new(&rt).unwrap();
     let ran = |shape: Conv2dShape| {
         let w = rt.zeros::<f32>(shape.weight_len()).unwrap();
         let grad_pre = rt.zeros::<f32>(shape.output_len().unwrap()).unwrap();
         let mut grad_x = rt.zeros::<f32>(shape.input_len()).unwrap();
         let mut batch = rt.batch();
-        conv.grad_input(&mut batch, &shape, &w, &grad_pre, &mut grad_x)
-            .unwrap();
+        let args = Conv2dGradInput {
+            shape,
+            w: &w,
+            grad_pre: &grad_pre,
+            grad_x: &mut grad_x,
+        };
+        conv.grad_input(&mut batch, args).unwrap();
         kernels_run(batch)[0].clone()
     };
     let shape = Conv2dShape::new(1, 5, [8, 8], 3, [3, 3]);
@@ -709,7 +739,7 @@ fn strided_input_gradients_run_one_stride_phase_at_a_time() {
 #[test]
 fn few_input_channels_get_their_gradient_directly() {
     let rt = runtime();
-    let conv = Conv2d::new(&rt).unwrap();
+    let conv = Convolution::new(&rt).unwrap();
     let mut rng = Lcg(73);
     let uneven = Padding {
         top: 0,
@@ -735,8 +765,13 @@ fn few_input_channels_get_their_gradient_directly() {
         let grad_pre = rt.zeros::<f32>(shape.output_len().unwrap()).unwrap();
         let mut grad_x = rt.zeros::<f32>(shape.input_len()).unwrap();
         let mut batch = rt.batch();
-        conv.grad_input(&mut batch, &shape, &w, &grad_pre, &mut grad_x)
-            .unwrap();
+        let args = Conv2dGradInput {
+            shape,
+            w: &w,
+            grad_pre: &grad_pre,
+            grad_x: &mut grad_x,
+        };
+        conv.grad_input(&mut batch, args).unwrap();
         let ran = kernels_run(batch)[0].clone();
         assert_eq!(ran, "conv_grad_input_few", "{shape:?}");
     }
@@ -745,7 +780,7 @@ fn few_input_channels_get_their_gradient_directly() {
 #[test]
 fn autotuned_convolutions_time_each_way_of_each_pass_and_stay_correct() {
     let rt = tuning_runtime();
-    let conv = Conv2d::new(&rt).unwrap();
+    let conv = Convolution::new(&rt).unwrap();
     let mut rng = Lcg(41);
     let unit = Conv2dShape::new(2, 5, [6, 7], 70, [3, 3]).padding(Padding::uniform(1));
     let strided = Conv2dShape::new(1, 66, [9, 8], 3, [3, 3]).stride([2, 2]);
@@ -759,10 +794,10 @@ fn autotuned_convolutions_time_each_way_of_each_pass_and_stay_correct() {
     let mut want = Vec::new();
     for pass in ["forward", "grad_input", "grad_weight"] {
         want.push(format!(
-            "nn::Conv2d::{pass} [1, 128, 16, 8, 4, 3, 3, 2, 2, 1, 1]"
+            "nn::Convolution::{pass} [1, 128, 16, 8, 4, 3, 3, 2, 2, 1, 1]"
         ));
         want.push(format!(
-            "nn::Conv2d::{pass} [2, 8, 8, 8, 128, 3, 3, 1, 1, 1, 1]"
+            "nn::Convolution::{pass} [2, 8, 8, 8, 128, 3, 3, 1, 1, 1, 1]"
         ));
     }
     assert_eq!(keys, want);
@@ -779,7 +814,7 @@ fn autotuned_convolutions_time_each_way_of_each_pass_and_stay_correct() {
 #[test]
 fn small_outputs_are_computed_in_slices_of_their_sum() {
     let rt = runtime();
-    let conv = Conv2d::new(&rt).unwrap();
+    let conv = Convolution::new(&rt).unwrap();
     let mut rng = Lcg(57);
     // A batch of one over many input channels (small blocks, three slices, the last one
     // ragged), 70 output channels (large blocks, two slices), and a 1x1 filter.
@@ -804,13 +839,15 @@ fn small_outputs_are_computed_in_slices_of_their_sum() {
         let mut batch = rt.batch();
         conv.forward(
             &mut batch,
-            &shape,
-            Activation::None,
-            &x,
-            &w,
-            &bias,
-            &mut pre,
-            &mut y,
+            Conv2dForward {
+                shape,
+                activation: Activation::None,
+                x: &x,
+                w: &w,
+                bias: &bias,
+                pre: Some(&mut pre),
+                y: &mut y,
+            },
         )
         .unwrap();
         let ran = kernels_run(batch);
@@ -823,7 +860,7 @@ fn small_outputs_are_computed_in_slices_of_their_sum() {
 #[test]
 fn small_inputs_get_their_gradient_in_slices_of_its_sum() {
     let rt = runtime();
-    let conv = Conv2d::new(&rt).unwrap();
+    let conv = Convolution::new(&rt).unwrap();
     let mut rng = Lcg(61);
     // Few input pixels and many output channels: small blocks in three slices (the last
     // ragged), large blocks in two, and a 1x1 filter.
@@ -841,8 +878,13 @@ fn small_inputs_get_their_gradient_in_slices_of_its_sum() {
         );
         let mut grad_x = rt.zeros::<f32>(shape.input_len()).unwrap();
         let mut batch = rt.batch();
-        conv.grad_input(&mut batch, &shape, &w, &grad_pre, &mut grad_x)
-            .unwrap();
+        let args = Conv2dGradInput {
+            shape,
+            w: &w,
+            grad_pre: &grad_pre,
+            grad_x: &mut grad_x,
+        };
+        conv.grad_input(&mut batch, args).unwrap();
         let ran = kernels_run(batch);
         assert_eq!(ran.len(), 2, "{shape:?} ran {ran:?}");
         assert!(ran[0].starts_with("conv_grad_input_partial"), "{ran:?}");
@@ -854,28 +896,21 @@ fn small_inputs_get_their_gradient_in_slices_of_its_sum() {
             rt.zeros::<f32>(shape.output_len().unwrap()).unwrap(),
         );
         let mut short_x = rt.zeros::<f32>(shape.input_len() - 1).unwrap();
-        let mut scratch = rt.zeros::<f32>(shape.output_len().unwrap()).unwrap();
         let mut grad_w = rt.zeros::<f32>(shape.weight_len()).unwrap();
         let mut grad_bias = rt.zeros::<f32>(shape.out_channels as usize).unwrap();
-        let grads = Conv2dGrads {
-            grad_pre: &mut scratch,
+        let args = Conv2dBackward {
+            shape,
+            activation: Activation::Relu,
+            x: &x,
+            w: &w,
+            pre: Some(&pre),
+            grad_y: &grad_pre,
             grad_x: Some(&mut short_x),
             grad_w: &mut grad_w,
             grad_bias: &mut grad_bias,
         };
         let mut batch = rt.batch();
-        let error = conv
-            .backward(
-                &mut batch,
-                &shape,
-                Activation::Relu,
-                &x,
-                &w,
-                &pre,
-                &grad_pre,
-                grads,
-            )
-            .unwrap_err();
+        let error = conv.backward(&mut batch, args).unwrap_err();
         assert!(
             matches!(&error, Error::BufferTooShort { binding, .. } if binding == "grad_x"),
             "{error}"

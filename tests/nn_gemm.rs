@@ -11,8 +11,8 @@ use common::{
     assert_close, entry_points, kernels_run, property_cases, property_seed, runtime,
     tuning_runtime, Lcg,
 };
-use tessera::nn::{Activation, Gemm, GemmGrads, GemmShape};
-use tessera::{Error, Runtime};
+use tessera::nn::{Activation, Gemm, GemmBackward, GemmForward, GemmShape};
+use tessera::{Error, GpuBuffer, Runtime};
 
 fn act(x: f64, a: Activation) -> f64 {
     let sigmoid = |x: f64| 1.0 / (1.0 + (-x).exp());
@@ -61,27 +61,38 @@ fn check_shape(
         rt.zeros::<f32>(m * n).unwrap(),
         rt.zeros::<f32>(m * n).unwrap(),
     );
-    let mut grad_pre = rt.zeros::<f32>(m * n).unwrap();
     let (mut grad_a, mut grad_b, mut grad_bias) = (
         rt.zeros::<f32>(m * k).unwrap(),
         rt.zeros::<f32>(k * n).unwrap(),
         rt.zeros::<f32>(n).unwrap(),
     );
+    // Without activation the output is `pre` itself: neither pass needs it kept.
+    let keep_pre = activation != Activation::None;
     let mut batch = rt.batch();
-    gemm.forward(
-        &mut batch, shape, activation, &a, &b, &bias, &mut pre, &mut y,
-    )
-    .unwrap();
+    let args = GemmForward {
+        shape,
+        activation,
+        a: &a,
+        b: &b,
+        bias: &bias,
+        pre: keep_pre.then_some(&mut pre),
+        y: &mut y,
+    };
+    gemm.forward(&mut batch, args).unwrap();
     let mut ran = kernels_run(batch);
     let mut batch = rt.batch();
-    let grads = GemmGrads {
-        grad_pre: &mut grad_pre,
-        grad_a: &mut grad_a,
+    let args = GemmBackward {
+        shape,
+        activation,
+        a: &a,
+        b: &b,
+        pre: keep_pre.then_some(&pre),
+        grad_y: &grad_y,
+        grad_a: Some(&mut grad_a),
         grad_b: &mut grad_b,
         grad_bias: &mut grad_bias,
     };
-    gemm.backward(&mut batch, shape, activation, &a, &b, &pre, &grad_y, grads)
-        .unwrap();
+    gemm.backward(&mut batch, args).unwrap();
     ran.extend(kernels_run(batch));
 
     let mut want_pre = vec![0.0f64; m * n];
@@ -114,13 +125,15 @@ fn check_shape(
     }
     let f = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
     let label = format!("{shape:?} {activation:?}");
-    for (name, got, want) in [
-        ("y", y.read(rt).unwrap(), f(&want_y)),
-        ("grad_pre", grad_pre.read(rt).unwrap(), f(&want_gp)),
+    let mut outputs = vec![("y", y.read(rt).unwrap(), f(&want_y))];
+    if keep_pre {
+        outputs.push(("pre", pre.read(rt).unwrap(), f(&want_pre)));
+    }
+    for (name, got, want) in outputs.into_iter().chain([
         ("grad_a", grad_a.read(rt).unwrap(), f(&want_ga)),
         ("grad_b", grad_b.read(rt).unwrap(), f(&want_gb)),
         ("grad_bias", grad_bias.read(rt).unwrap(), f(&want_gbias)),
-    ] {
+    ]) {
         assert_eq!(got.len(), want.len(), "{name} of {label}");
         eprintln!("checking {name} of {label}");
         assert_close(&got, &want, 1e-4);
@@ -191,20 +204,18 @@ fn gemm_splits_a_long_sum_over_a_small_output() {
             rt.zeros::<f32>((k * n) as usize).unwrap(),
             rt.zeros::<f32>(n as usize).unwrap(),
         );
-        let mut pre = rt.zeros::<f32>((m * n) as usize).unwrap();
         let mut y = rt.zeros::<f32>((m * n) as usize).unwrap();
         let mut batch = rt.batch();
-        gemm.forward(
-            &mut batch,
+        let args = GemmForward {
             shape,
-            Activation::None,
-            &a,
-            &b,
-            &bias,
-            &mut pre,
-            &mut y,
-        )
-        .unwrap();
+            activation: Activation::None,
+            a: &a,
+            b: &b,
+            bias: &bias,
+            pre: None,
+            y: &mut y,
+        };
+        gemm.forward(&mut batch, args).unwrap();
         let ran = kernels_run(batch);
         assert_eq!(ran.len(), 2, "{shape:?} ran {ran:?}");
         assert!(ran[0].starts_with("gemm_forward_partial"), "{ran:?}");
@@ -259,32 +270,51 @@ fn gemm_rejects_empty_shapes_and_short_buffers() {
     );
     let (mut pre, mut y) = (rt.zeros::<f32>(4).unwrap(), rt.zeros::<f32>(3).unwrap());
     let mut batch = rt.batch();
-    let empty = gemm.forward(
-        &mut batch,
-        GemmShape { m: 0, n: 2, k: 2 },
-        Activation::None,
-        &a,
-        &b,
-        &bias,
-        &mut pre,
-        &mut y,
-    );
+    let mut forward = |shape, pre: Option<&mut GpuBuffer<f32>>| {
+        let args = GemmForward {
+            shape,
+            activation: Activation::None,
+            a: &a,
+            b: &b,
+            bias: &bias,
+            pre,
+            y: &mut y,
+        };
+        gemm.forward(&mut batch, args)
+    };
+    let empty = forward(GemmShape { m: 0, n: 2, k: 2 }, Some(&mut pre));
     assert!(matches!(empty, Err(Error::InvalidArgument { .. })));
-    let short = gemm.forward(
-        &mut batch,
-        GemmShape { m: 2, n: 2, k: 2 },
-        Activation::None,
-        &a,
-        &b,
-        &bias,
-        &mut pre,
-        &mut y,
-    );
+    let short = forward(GemmShape { m: 2, n: 2, k: 2 }, Some(&mut pre));
     assert!(
         matches!(short, Err(Error::BufferTooShort { ref binding, .. }) if binding == "y"),
         "{short:?}"
     );
     assert!(batch.is_empty(), "nothing is recorded after a failed check");
+
+    // An activation's backward pass needs the forward's `pre`.
+    let (mut grad_a, mut grad_b, mut grad_bias) = (
+        rt.zeros::<f32>(4).unwrap(),
+        rt.zeros::<f32>(4).unwrap(),
+        rt.zeros::<f32>(2).unwrap(),
+    );
+    let args = GemmBackward {
+        shape: GemmShape { m: 2, n: 2, k: 2 },
+        activation: Activation::Relu,
+        a: &a,
+        b: &b,
+        pre: None,
+        grad_y: &pre,
+        grad_a: Some(&mut grad_a),
+        grad_b: &mut grad_b,
+        grad_bias: &mut grad_bias,
+    };
+    let error = gemm.backward(&mut batch, args).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "gemm backward: the backward pass of Relu needs the forward's `pre`; pass the buffer \
+         the forward wrote it to"
+    );
+    assert!(batch.is_empty());
 }
 
 #[test]
@@ -354,17 +384,16 @@ fn gemm_from_several_threads_at_once_matches_one_thread() {
         let mut outputs = Vec::new();
         for _ in 0..3 {
             let mut batch = rt.batch();
-            gemm.forward(
-                &mut batch,
+            let args = GemmForward {
                 shape,
-                Activation::Gelu,
-                &a,
-                &b,
-                &bias,
-                &mut pre,
-                &mut y,
-            )
-            .unwrap();
+                activation: Activation::Gelu,
+                a: &a,
+                b: &b,
+                bias: &bias,
+                pre: Some(&mut pre),
+                y: &mut y,
+            };
+            gemm.forward(&mut batch, args).unwrap();
             batch.submit().unwrap();
             outputs = y.read(&rt).unwrap();
         }

@@ -4,8 +4,11 @@
 mod common;
 
 use common::{assert_close, property_cases, property_seed, runtime, Lcg};
-use tessera::nn::{Adam, AdamConfig, AdamState, Sgd, SgdConfig, SoftmaxCrossEntropy};
-use tessera::Error;
+use tessera::nn::{
+    Adam, AdamConfig, AdamState, LossBackward, LossForward, LossShape, Sgd, SgdConfig,
+    SoftmaxCrossEntropy,
+};
+use tessera::{Batch, Error, GpuBuffer};
 
 #[test]
 fn softmax_cross_entropy_matches_reference() {
@@ -48,11 +51,23 @@ fn softmax_cross_entropy_matches_reference() {
         let mut probs = rt.zeros::<f32>(logits.len()).unwrap();
         let mut losses = rt.zeros::<f32>(rows as usize).unwrap();
         let mut grad = rt.zeros::<f32>(logits.len()).unwrap();
+        let shape = LossShape { rows, classes };
         let mut batch = rt.batch();
-        loss.forward(&mut batch, rows, classes, &x, &y, &mut probs, &mut losses)
-            .unwrap();
-        loss.backward(&mut batch, rows, classes, &probs, &y, &mut grad)
-            .unwrap();
+        let args = LossForward {
+            shape,
+            logits: &x,
+            labels: &y,
+            probs: &mut probs,
+            losses: &mut losses,
+        };
+        loss.forward(&mut batch, args).unwrap();
+        let args = LossBackward {
+            shape,
+            probs: &probs,
+            labels: &y,
+            grad_logits: &mut grad,
+        };
+        loss.backward(&mut batch, args).unwrap();
         batch.submit().unwrap();
         assert_close(&probs.read(&rt).unwrap(), &want_probs, 1e-5);
         let got_losses = losses.read(&rt).unwrap();
@@ -71,17 +86,25 @@ fn softmax_cross_entropy_reports_labels_out_of_range() {
     let logits = rt.upload(&[0.0f32; 6]).unwrap();
     let labels = rt.upload(&[1u32, 3]).unwrap();
     let (mut probs, mut losses) = (rt.zeros::<f32>(6).unwrap(), rt.zeros::<f32>(2).unwrap());
+    let forward =
+        |batch: &mut Batch<'_>, rows, probs: &mut GpuBuffer<f32>, losses: &mut GpuBuffer<f32>| {
+            let args = LossForward {
+                shape: LossShape { rows, classes: 3 },
+                logits: &logits,
+                labels: &labels,
+                probs,
+                losses,
+            };
+            loss.forward(batch, args)
+        };
     let mut batch = rt.batch();
-    loss.forward(&mut batch, 2, 3, &logits, &labels, &mut probs, &mut losses)
-        .unwrap();
+    forward(&mut batch, 2, &mut probs, &mut losses).unwrap();
     batch.submit().unwrap();
     let error = SoftmaxCrossEntropy::mean(&losses.read(&rt).unwrap()).unwrap_err();
     assert!(error.to_string().contains("the label of row 1"), "{error}");
 
     let mut batch = rt.batch();
-    let error = loss
-        .forward(&mut batch, 0, 3, &logits, &labels, &mut probs, &mut losses)
-        .unwrap_err();
+    let error = forward(&mut batch, 0, &mut probs, &mut losses).unwrap_err();
     assert!(matches!(error, Error::InvalidArgument { .. }), "{error}");
 }
 

@@ -1,5 +1,5 @@
 //! Saving and loading the network's parameters as a `safetensors` file: one little-endian f32
-//! tensor per parameter, named as in [`Tensors::NAMES`], with its row-major shape.
+//! tensor per parameter, named as [`Net::parameters`] names them, with its row-major shape.
 
 use std::error::Error;
 use std::path::Path;
@@ -7,27 +7,23 @@ use std::path::Path;
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use tessera::Runtime;
 
-use crate::net::{Net, Tensors};
+use crate::net::Net;
 
 type BoxError = Box<dyn Error>;
 
 /// Writes every parameter of `net` to `path`, replacing the file if there is one.
-pub fn save(rt: &Runtime, net: &Net, path: &Path) -> Result<(), BoxError> {
-    let mut bytes = Vec::with_capacity(Tensors::NAMES.len());
-    for tensor in net.params.all() {
-        let values = tensor.read(rt)?;
-        bytes.push(
-            values
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect::<Vec<u8>>(),
-        );
+pub fn save(rt: &Runtime, net: &mut Net, path: &Path) -> Result<(), BoxError> {
+    let mut tensors = Vec::new();
+    for (name, param) in net.parameters() {
+        let values = param.value.read(rt)?;
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        tensors.push((name, param.shape, bytes));
     }
-    let mut views = Vec::with_capacity(Tensors::NAMES.len());
-    for ((name, shape), data) in Tensors::NAMES.iter().zip(&net.shapes).zip(&bytes) {
+    let mut views = Vec::with_capacity(tensors.len());
+    for (name, shape, data) in &tensors {
         let view = TensorView::new(Dtype::F32, shape.clone(), data)
             .map_err(|e| format!("`{name}` does not fit its shape {shape:?}: {e}"))?;
-        views.push((*name, view));
+        views.push((name.as_str(), view));
     }
     let file = safetensors::serialize(views, None)
         .map_err(|e| format!("encoding the parameters for {}: {e}", path.display()))?;
@@ -45,10 +41,11 @@ pub fn load(rt: &Runtime, net: &mut Net, path: &Path) -> Result<(), BoxError> {
     let file = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     let tensors = SafeTensors::deserialize(&file)
         .map_err(|e| format!("{} is not a safetensors file: {e}", path.display()))?;
+    let mut params = net.parameters();
     let extra: Vec<&str> = tensors
         .names()
         .into_iter()
-        .filter(|name| !Tensors::NAMES.contains(name))
+        .filter(|name| !params.iter().any(|(ours, _)| ours == name))
         .collect();
     if !extra.is_empty() {
         return Err(format!(
@@ -59,8 +56,9 @@ pub fn load(rt: &Runtime, net: &mut Net, path: &Path) -> Result<(), BoxError> {
         .into());
     }
     // Check every tensor before writing any, so that a bad file changes nothing.
-    let mut values = Vec::with_capacity(Tensors::NAMES.len());
-    for (name, shape) in Tensors::NAMES.iter().zip(&net.shapes) {
+    let mut values = Vec::with_capacity(params.len());
+    for (name, param) in &params {
+        let shape = &param.shape;
         let tensor = tensors
             .tensor(name)
             .map_err(|_| format!("{} has no tensor `{name}`", path.display()))?;
@@ -88,8 +86,8 @@ pub fn load(rt: &Runtime, net: &mut Net, path: &Path) -> Result<(), BoxError> {
             .collect();
         values.push(floats);
     }
-    for (tensor, floats) in net.params.all_mut().into_iter().zip(&values) {
-        tensor.write(rt, floats)?;
+    for ((_, param), floats) in params.iter_mut().zip(&values) {
+        param.value.write(rt, floats)?;
     }
     Ok(())
 }
@@ -131,11 +129,17 @@ mod tests {
         }
     }
 
-    fn params(rt: &Runtime, net: &Net) -> Vec<Vec<u32>> {
-        net.params
-            .all()
+    fn params(rt: &Runtime, net: &mut Net) -> Vec<Vec<u32>> {
+        net.parameters()
             .iter()
-            .map(|t| t.read(rt).unwrap().iter().map(|v| v.to_bits()).collect())
+            .map(|(_, p)| {
+                p.value
+                    .read(rt)
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect()
+            })
             .collect()
     }
 
@@ -149,12 +153,12 @@ mod tests {
             trained.train_step(&rt, &images, &labels).unwrap();
         }
         let file = TempFile::new("round-trip");
-        save(&rt, &trained, &file.0).unwrap();
+        save(&rt, &mut trained, &file.0).unwrap();
 
         let mut loaded = Net::new(&rt, TINY, SGD, 99).unwrap();
-        assert_ne!(params(&rt, &loaded), params(&rt, &trained));
+        assert_ne!(params(&rt, &mut loaded), params(&rt, &mut trained));
         load(&rt, &mut loaded, &file.0).unwrap();
-        assert_eq!(params(&rt, &loaded), params(&rt, &trained));
+        assert_eq!(params(&rt, &mut loaded), params(&rt, &mut trained));
 
         let (images, labels) = data.batch(4, TINY.batch);
         let (loss_trained, right_trained) = trained.evaluate(&rt, &images, &labels).unwrap();
@@ -166,22 +170,22 @@ mod tests {
     #[test]
     fn a_shape_mismatch_or_a_missing_tensor_is_an_error_that_changes_nothing() {
         let rt = Runtime::new().unwrap();
-        let small = Net::new(&rt, TINY, SGD, 3).unwrap();
+        let mut small = Net::new(&rt, TINY, SGD, 3).unwrap();
         let file = TempFile::new("mismatch");
-        save(&rt, &small, &file.0).unwrap();
+        save(&rt, &mut small, &file.0).unwrap();
 
         let wider = NetConfig {
             channels: [2, 5],
             ..TINY
         };
         let mut other = Net::new(&rt, wider, SGD, 4).unwrap();
-        let before = params(&rt, &other);
+        let before = params(&rt, &mut other);
         let error = load(&rt, &mut other, &file.0).unwrap_err().to_string();
         assert!(
             error.contains("`conv2.weight`") && error.contains("[3, 2, 3, 3]"),
             "{error}"
         );
-        assert_eq!(params(&rt, &other), before);
+        assert_eq!(params(&rt, &mut other), before);
 
         // A file with all but the last tensor.
         let partial = TempFile::new("partial");

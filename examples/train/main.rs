@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use data::{Dataset, CLASSES};
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
-use net::{Net, NetConfig, Tensors};
+use net::{Net, NetConfig};
 use tessera::nn::SgdConfig;
 use tessera::{Runtime, TimingSource};
 
@@ -172,10 +172,10 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
         weight_decay: 0.0,
     };
     let mut net = Net::new(&rt, config, sgd, 3)?;
-    let sizes: Vec<String> = Tensors::NAMES
+    let sizes: Vec<String> = net
+        .parameters()
         .iter()
-        .zip(net.params.all())
-        .map(|(name, tensor)| format!("{name} {}", tensor.len()))
+        .map(|(name, param)| format!("{name} {}", param.value.len()))
         .collect();
     println!("parameters: {}", sizes.join(", "));
     if let Some(path) = &options.load {
@@ -236,7 +236,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
         println!("training took {:.2} s of wall time", elapsed.as_secs_f64());
     }
     if let Some(path) = &options.save {
-        checkpoint::save(&rt, &net, path)?;
+        checkpoint::save(&rt, &mut net, path)?;
         println!("saved the parameters to {}", path.display());
     }
     write_curve(options, &losses);

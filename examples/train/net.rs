@@ -3,12 +3,10 @@
 //! SGD-with-momentum update of all six parameter tensors.
 
 use tessera::nn::{
-    Activation, Conv2d, Conv2dGrads, Conv2dShape, Gemm, GemmGrads, GemmShape, Padding, Sgd,
-    SgdConfig, SoftmaxCrossEntropy,
+    Activation, Conv2d, Conv2dConfig, Init, Linear, LinearConfig, LossBackward, LossForward,
+    LossShape, Padding, Parameter, Sgd, SgdConfig, SoftmaxCrossEntropy,
 };
 use tessera::{Batch, GpuBuffer, Result, Runtime, Timing};
-
-use crate::data::Rng;
 
 /// The network's sizes.
 #[derive(Clone, Copy, Debug)]
@@ -23,107 +21,26 @@ pub struct NetConfig {
     pub classes: u32,
 }
 
-/// One tensor per parameter of the network, in [`Tensors::NAMES`] order.
-pub struct Tensors {
-    pub conv1_w: GpuBuffer<f32>,
-    pub conv1_b: GpuBuffer<f32>,
-    pub conv2_w: GpuBuffer<f32>,
-    pub conv2_b: GpuBuffer<f32>,
-    pub linear_w: GpuBuffer<f32>,
-    pub linear_b: GpuBuffer<f32>,
-}
-
-impl Tensors {
-    pub const NAMES: [&'static str; 6] = [
-        "conv1.weight",
-        "conv1.bias",
-        "conv2.weight",
-        "conv2.bias",
-        "linear.weight",
-        "linear.bias",
-    ];
-
-    fn from_fn(mut make: impl FnMut(usize) -> Result<GpuBuffer<f32>>) -> Result<Self> {
-        Ok(Tensors {
-            conv1_w: make(0)?,
-            conv1_b: make(1)?,
-            conv2_w: make(2)?,
-            conv2_b: make(3)?,
-            linear_w: make(4)?,
-            linear_b: make(5)?,
-        })
-    }
-
-    pub fn all(&self) -> [&GpuBuffer<f32>; 6] {
-        [
-            &self.conv1_w,
-            &self.conv1_b,
-            &self.conv2_w,
-            &self.conv2_b,
-            &self.linear_w,
-            &self.linear_b,
-        ]
-    }
-
-    pub fn all_mut(&mut self) -> [&mut GpuBuffer<f32>; 6] {
-        [
-            &mut self.conv1_w,
-            &mut self.conv1_b,
-            &mut self.conv2_w,
-            &mut self.conv2_b,
-            &mut self.linear_w,
-            &mut self.linear_b,
-        ]
-    }
-}
-
-/// The ops, built once.
-struct Ops {
-    conv: Conv2d,
-    linear: Gemm,
-    loss: SoftmaxCrossEntropy,
-    sgd: Sgd,
-}
-
-/// What a forward pass keeps for the backward pass, and the backward pass's scratch.
-struct Activations {
-    pre1: GpuBuffer<f32>,
-    y1: GpuBuffer<f32>,
-    pre2: GpuBuffer<f32>,
-    y2: GpuBuffer<f32>,
-    pre3: GpuBuffer<f32>,
-    logits: GpuBuffer<f32>,
-    probs: GpuBuffer<f32>,
-    losses: GpuBuffer<f32>,
-    grad_logits: GpuBuffer<f32>,
-    grad_pre3: GpuBuffer<f32>,
-    grad_y2: GpuBuffer<f32>,
-    grad_pre2: GpuBuffer<f32>,
-    grad_y1: GpuBuffer<f32>,
-    grad_pre1: GpuBuffer<f32>,
-}
-
 /// The network with its parameters, gradients, optimizer state and buffers on the GPU.
 pub struct Net {
     pub config: NetConfig,
-    pub params: Tensors,
-    /// The shape of each parameter tensor, in [`Tensors::NAMES`] order (row-major).
-    // Read by checkpoint.rs; tests/train.rs includes this file without it.
-    #[allow(dead_code)]
-    pub shapes: [Vec<usize>; 6],
-    pub grads: Tensors,
-    velocity: Tensors,
-    ops: Ops,
-    conv1: Conv2dShape,
-    conv2: Conv2dShape,
-    linear: GemmShape,
+    conv1: Conv2d,
+    conv2: Conv2d,
+    linear: Linear,
+    loss: SoftmaxCrossEntropy,
+    sgd: Sgd,
+    /// SGD's velocity of each parameter, in [`Net::parameters`] order.
+    velocity: Vec<GpuBuffer<f32>>,
     x: GpuBuffer<f32>,
     labels: GpuBuffer<u32>,
-    act: Activations,
+    probs: GpuBuffer<f32>,
+    losses: GpuBuffer<f32>,
+    grad_logits: GpuBuffer<f32>,
 }
 
 impl Net {
-    /// A network with He-uniform weights drawn from `seed` and zero biases.
+    /// A network with He-uniform weights drawn from `seed` (one stream per layer) and zero
+    /// biases.
     pub fn new(rt: &Runtime, config: NetConfig, sgd: SgdConfig, seed: u64) -> Result<Self> {
         let NetConfig {
             batch,
@@ -131,90 +48,70 @@ impl Net {
             channels: [c1, c2],
             classes,
         } = config;
-        let conv1 =
-            Conv2dShape::new(batch, 1, [image, image], c1, [3, 3]).padding(Padding::uniform(1));
-        let [h1, w1] = conv1.output()?;
-        let conv2 = Conv2dShape::new(batch, c1, [h1, w1], c2, [3, 3])
-            .stride([2, 2])
-            .padding(Padding::uniform(1));
-        let [h2, w2] = conv2.output()?;
-        let features = c2 * h2 * w2;
-        let linear = GemmShape {
-            m: batch,
-            n: classes,
-            k: features,
+        let init = |layer: u64| Init::HeUniform {
+            seed: seed.wrapping_mul(3).wrapping_add(layer),
         };
-
-        let sizes = [
-            conv1.weight_len(),
-            c1 as usize,
-            conv2.weight_len(),
-            c2 as usize,
-            (features * classes) as usize,
-            classes as usize,
-        ];
-        let fan_in = [9, 1, 9 * c1, 1, features, 1];
-        // Filters are `[out, in, 3, 3]`; the linear layer's weight is the `[k, n]` operand of
-        // `logits = features · weight`.
-        let shapes = [
-            vec![c1 as usize, 1, 3, 3],
-            vec![c1 as usize],
-            vec![c2 as usize, c1 as usize, 3, 3],
-            vec![c2 as usize],
-            vec![features as usize, classes as usize],
-            vec![classes as usize],
-        ];
-        let mut rng = Rng(seed);
-        let params = Tensors::from_fn(|i| {
-            if i % 2 == 1 {
-                return rt.zeros(sizes[i]);
-            }
-            let bound = (6.0 / fan_in[i] as f32).sqrt();
-            let values: Vec<f32> = (0..sizes[i])
-                .map(|_| (2.0 * rng.unit() - 1.0) * bound)
-                .collect();
-            rt.upload(&values)
-        })?;
-        let grads = Tensors::from_fn(|i| rt.zeros(sizes[i]))?;
-        let velocity = Tensors::from_fn(|i| rt.zeros(sizes[i]))?;
-
-        let (out1, out2) = (conv1.output_len()?, conv2.output_len()?);
+        let same = Padding::uniform(1);
+        let conv1 = Conv2d::new(
+            rt,
+            Conv2dConfig::new(1, [image, image], c1, [3, 3])
+                .padding(same)
+                .activation(Activation::Relu)
+                .init(init(0)),
+        )?;
+        let conv2 = Conv2d::new(
+            rt,
+            Conv2dConfig::new(c1, conv1.output_size(), c2, [3, 3])
+                .stride([2, 2])
+                .padding(same)
+                .activation(Activation::Relu)
+                .init(init(1)),
+        )?;
+        // NCHW activations are already the rows of the flattened [batch, features] matrix.
+        let linear = Linear::new(
+            rt,
+            LinearConfig::new(conv2.output_features(), classes).init(init(2)),
+        )?;
         let logits = (batch * classes) as usize;
-        let act = Activations {
-            pre1: rt.zeros(out1)?,
-            y1: rt.zeros(out1)?,
-            pre2: rt.zeros(out2)?,
-            y2: rt.zeros(out2)?,
-            pre3: rt.zeros(logits)?,
-            logits: rt.zeros(logits)?,
-            probs: rt.zeros(logits)?,
-            losses: rt.zeros(batch as usize)?,
-            grad_logits: rt.zeros(logits)?,
-            grad_pre3: rt.zeros(logits)?,
-            grad_y2: rt.zeros(out2)?,
-            grad_pre2: rt.zeros(out2)?,
-            grad_y1: rt.zeros(out1)?,
-            grad_pre1: rt.zeros(out1)?,
-        };
-        Ok(Net {
+        let mut net = Net {
             config,
-            params,
-            shapes,
-            grads,
-            velocity,
-            ops: Ops {
-                conv: Conv2d::new(rt)?,
-                linear: Gemm::new(rt)?,
-                loss: SoftmaxCrossEntropy::new(rt)?,
-                sgd: Sgd::new(rt, sgd)?,
-            },
             conv1,
             conv2,
             linear,
-            x: rt.zeros(conv1.input_len())?,
+            loss: SoftmaxCrossEntropy::new(rt)?,
+            sgd: Sgd::new(rt, sgd)?,
+            velocity: Vec::new(),
+            x: rt.zeros((batch * image * image) as usize)?,
             labels: rt.zeros(batch as usize)?,
-            act,
-        })
+            probs: rt.zeros(logits)?,
+            losses: rt.zeros(batch as usize)?,
+            grad_logits: rt.zeros(logits)?,
+        };
+        let lens: Vec<usize> = net
+            .parameters()
+            .iter()
+            .map(|(_, p)| p.value.len())
+            .collect();
+        net.velocity = lens
+            .into_iter()
+            .map(|len| rt.zeros(len))
+            .collect::<Result<_>>()?;
+        Ok(net)
+    }
+
+    /// Every parameter with its gradient, named as PyTorch would name them
+    /// (`conv1.weight`, ...): the filters are `[out, in, 3, 3]`, the linear layer's weight
+    /// the `[features, classes]` operand of `logits = features · weight`.
+    pub fn parameters(&mut self) -> Vec<(String, Parameter<'_>)> {
+        let layers = [
+            ("conv1", self.conv1.parameters()),
+            ("conv2", self.conv2.parameters()),
+            ("linear", self.linear.parameters()),
+        ];
+        layers
+            .into_iter()
+            .flat_map(|(layer, params)| params.map(|p| (format!("{layer}.{}", p.name), p)))
+            .collect()
     }
 
     /// Copies a batch of images and labels to the GPU.
@@ -223,128 +120,56 @@ impl Net {
         self.labels.write(rt, labels)
     }
 
+    fn loss_shape(&self) -> LossShape {
+        LossShape {
+            rows: self.config.batch,
+            classes: self.config.classes,
+        }
+    }
+
     /// Records the forward pass and the loss of the loaded batch.
     pub fn record_forward(&mut self, batch: &mut Batch<'_>) -> Result<()> {
-        let (ops, p, a) = (&self.ops, &self.params, &mut self.act);
-        let relu = Activation::Relu;
-        ops.conv.forward(
-            batch,
-            &self.conv1,
-            relu,
-            &self.x,
-            &p.conv1_w,
-            &p.conv1_b,
-            &mut a.pre1,
-            &mut a.y1,
-        )?;
-        ops.conv.forward(
-            batch,
-            &self.conv2,
-            relu,
-            &a.y1,
-            &p.conv2_w,
-            &p.conv2_b,
-            &mut a.pre2,
-            &mut a.y2,
-        )?;
-        // NCHW activations are already the rows of the flattened [batch, features] matrix.
-        ops.linear.forward(
-            batch,
-            self.linear,
-            Activation::None,
-            &a.y2,
-            &p.linear_w,
-            &p.linear_b,
-            &mut a.pre3,
-            &mut a.logits,
-        )?;
-        let (rows, classes) = (self.config.batch, self.config.classes);
-        ops.loss.forward(
-            batch,
-            rows,
-            classes,
-            &a.logits,
-            &self.labels,
-            &mut a.probs,
-            &mut a.losses,
-        )
+        let shape = self.loss_shape();
+        let y1 = self.conv1.forward(batch, &self.x)?;
+        let y2 = self.conv2.forward(batch, y1)?;
+        let logits = self.linear.forward(batch, y2)?;
+        let args = LossForward {
+            shape,
+            logits,
+            labels: &self.labels,
+            probs: &mut self.probs,
+            losses: &mut self.losses,
+        };
+        self.loss.forward(batch, args)
     }
 
-    /// Records the backward pass into `grads`; call after [`record_forward`](Self::record_forward).
+    /// Records the backward pass into the layers' gradients; call after
+    /// [`record_forward`](Self::record_forward).
     pub fn record_backward(&mut self, batch: &mut Batch<'_>) -> Result<()> {
-        let (ops, p, g, a) = (&self.ops, &self.params, &mut self.grads, &mut self.act);
-        let relu = Activation::Relu;
-        let (rows, classes) = (self.config.batch, self.config.classes);
-        ops.loss.backward(
-            batch,
-            rows,
-            classes,
-            &a.probs,
-            &self.labels,
-            &mut a.grad_logits,
-        )?;
-        let linear_grads = GemmGrads {
-            grad_pre: &mut a.grad_pre3,
-            grad_a: &mut a.grad_y2,
-            grad_b: &mut g.linear_w,
-            grad_bias: &mut g.linear_b,
+        let args = LossBackward {
+            shape: self.loss_shape(),
+            probs: &self.probs,
+            labels: &self.labels,
+            grad_logits: &mut self.grad_logits,
         };
-        ops.linear.backward(
-            batch,
-            self.linear,
-            Activation::None,
-            &a.y2,
-            &p.linear_w,
-            &a.pre3,
-            &a.grad_logits,
-            linear_grads,
-        )?;
-        let conv2_grads = Conv2dGrads {
-            grad_pre: &mut a.grad_pre2,
-            grad_x: Some(&mut a.grad_y1),
-            grad_w: &mut g.conv2_w,
-            grad_bias: &mut g.conv2_b,
-        };
-        ops.conv.backward(
-            batch,
-            &self.conv2,
-            relu,
-            &a.y1,
-            &p.conv2_w,
-            &a.pre2,
-            &a.grad_y2,
-            conv2_grads,
-        )?;
-        let conv1_grads = Conv2dGrads {
-            grad_pre: &mut a.grad_pre1,
-            grad_x: None,
-            grad_w: &mut g.conv1_w,
-            grad_bias: &mut g.conv1_b,
-        };
-        ops.conv.backward(
-            batch,
-            &self.conv1,
-            relu,
-            &self.x,
-            &p.conv1_w,
-            &a.pre1,
-            &a.grad_y1,
-            conv1_grads,
-        )
+        self.loss.backward(batch, args)?;
+        let (y1, y2) = (self.conv1.output()?, self.conv2.output()?);
+        let grad_y2 = self.linear.backward(batch, y2, &self.grad_logits)?;
+        let grad_y1 = self.conv2.backward(batch, y1, grad_y2)?;
+        self.conv1.backward_params(batch, &self.x, grad_y1)
     }
 
-    /// Records an SGD step of every parameter from `grads`.
+    /// Records an SGD step of every parameter from its gradient.
     pub fn record_update(&mut self, batch: &mut Batch<'_>) -> Result<()> {
-        let tensors = self
-            .params
-            .all_mut()
+        let mut velocity = std::mem::take(&mut self.velocity);
+        let sgd = self.sgd.clone();
+        let stepped = self
+            .parameters()
             .into_iter()
-            .zip(self.grads.all())
-            .zip(self.velocity.all_mut());
-        for ((param, grad), velocity) in tensors {
-            self.ops.sgd.step(batch, param, grad, velocity)?;
-        }
-        Ok(())
+            .zip(&mut velocity)
+            .try_for_each(|((_, p), v)| sgd.step(batch, p.value, p.grad, v));
+        self.velocity = velocity;
+        stepped
     }
 
     /// One training step on a batch as one submission: forward, backward, update. Returns the
@@ -370,7 +195,7 @@ impl Net {
         let mut batch = rt.batch();
         self.record_forward(&mut batch)?;
         batch.submit()?;
-        let probs = self.act.probs.read(rt)?;
+        let probs = self.probs.read(rt)?;
         let classes = self.config.classes as usize;
         let correct = probs
             .chunks(classes)
@@ -382,7 +207,7 @@ impl Net {
 
     /// The mean loss the last forward pass computed.
     pub fn mean_loss(&self, rt: &Runtime) -> Result<f32> {
-        SoftmaxCrossEntropy::mean(&self.act.losses.read(rt)?)
+        SoftmaxCrossEntropy::mean(&self.losses.read(rt)?)
     }
 }
 

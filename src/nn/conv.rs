@@ -1,8 +1,7 @@
 //! 2-D convolution over NCHW images, forward and both gradients.
 
-use std::sync::{Mutex, PoisonError};
-
 use super::kernels;
+use super::spare::Spare;
 use super::split::{Split, MIN_SLICE};
 use super::tune::{self, Way};
 use super::{invalid, Activation};
@@ -237,21 +236,6 @@ fn by_few_channels(p: &kernels::ConvParams) -> bool {
     p.in_channels <= kernels::FEW && p.dilation_h == 1 && p.dilation_w == 1
 }
 
-/// The scratch memory for partial sums: at least `needed` elements (and one: a binding cannot
-/// be empty), kept in `slot` and grown when a recording needs more.
-fn grown<'a>(
-    slot: &'a mut Option<GpuBuffer<f32>>,
-    rt: &Runtime,
-    needed: usize,
-) -> Result<&'a mut GpuBuffer<f32>> {
-    let needed = needed.max(1);
-    let buffer = match slot.take() {
-        Some(buffer) if buffer.len() >= needed => buffer,
-        _ => rt.zeros(needed)?,
-    };
-    Ok(slot.insert(buffer))
-}
-
 /// The partial sums the filter gradient's slices after the first need.
 fn weight_partials(p: &kernels::ConvParams, filter: usize) -> usize {
     (p.splits as usize).saturating_sub(1).saturating_mul(filter)
@@ -261,16 +245,79 @@ fn product(dims: &[u32]) -> usize {
     dims.iter().map(|&d| d as usize).product()
 }
 
-/// The gradients [`Conv2d::backward`] writes.
-pub struct Conv2dGrads<'a> {
-    /// Output-shaped scratch: the gradient before the activation.
-    pub grad_pre: &'a mut GpuBuffer<f32>,
-    /// The input's gradient; `None` skips it (a network's first layer needs none).
+/// One [`Convolution::forward`]: `y = act(conv(x, w) + bias)`.
+#[derive(Debug)]
+pub struct Conv2dForward<'a> {
+    /// The sizes of `x`, `w` and `y`.
+    pub shape: Conv2dShape,
+    /// The activation applied to `conv(x, w) + bias`.
+    pub activation: Activation,
+    /// The input images, `[batch, in_channels, h, w]`.
+    pub x: &'a GpuBuffer<f32>,
+    /// The filter, `[out_channels, in_channels, kernel_h, kernel_w]`.
+    pub w: &'a GpuBuffer<f32>,
+    /// `[out_channels]`.
+    pub bias: &'a GpuBuffer<f32>,
+    /// Output-shaped: `conv(x, w) + bias` before the activation, which the backward pass
+    /// reads. `None` when no backward pass follows, or with [`Activation::None`] (then `y`
+    /// holds it).
+    pub pre: Option<&'a mut GpuBuffer<f32>>,
+    /// The output images, `[batch, out_channels, out_h, out_w]`.
+    pub y: &'a mut GpuBuffer<f32>,
+}
+
+/// One [`Convolution::backward`]: from the output's gradient, the gradients of the input
+/// (when asked), the filter and the bias. Each gradient is overwritten (see [`crate::nn`]'s
+/// "Gradients").
+#[derive(Debug)]
+pub struct Conv2dBackward<'a> {
+    /// The forward's shape.
+    pub shape: Conv2dShape,
+    /// The forward's activation.
+    pub activation: Activation,
+    /// The forward's input.
+    pub x: &'a GpuBuffer<f32>,
+    /// The forward's filter.
+    pub w: &'a GpuBuffer<f32>,
+    /// The forward's `pre`; may be `None` only with [`Activation::None`].
+    pub pre: Option<&'a GpuBuffer<f32>>,
+    /// Output-shaped: the gradient of the output `y`.
+    pub grad_y: &'a GpuBuffer<f32>,
+    /// Input-shaped: the input's gradient; `None` skips it (a network's first layer needs
+    /// none).
     pub grad_x: Option<&'a mut GpuBuffer<f32>>,
-    /// The filter's gradient.
+    /// Filter-shaped: the filter's gradient.
     pub grad_w: &'a mut GpuBuffer<f32>,
-    /// The bias's gradient, `[out_channels]`.
+    /// `[out_channels]`: the bias's gradient.
     pub grad_bias: &'a mut GpuBuffer<f32>,
+}
+
+/// One [`Convolution::grad_input`]: the input's gradient alone.
+#[derive(Debug)]
+pub struct Conv2dGradInput<'a> {
+    /// The forward's shape.
+    pub shape: Conv2dShape,
+    /// The forward's filter.
+    pub w: &'a GpuBuffer<f32>,
+    /// Output-shaped: the gradient before the activation (for a convolution without
+    /// activation, the output's gradient).
+    pub grad_pre: &'a GpuBuffer<f32>,
+    /// Input-shaped: the input's gradient (overwritten).
+    pub grad_x: &'a mut GpuBuffer<f32>,
+}
+
+/// One [`Convolution::grad_weight`]: the filter's gradient alone.
+#[derive(Debug)]
+pub struct Conv2dGradWeight<'a> {
+    /// The forward's shape.
+    pub shape: Conv2dShape,
+    /// The forward's input.
+    pub x: &'a GpuBuffer<f32>,
+    /// Output-shaped: the gradient before the activation (for a convolution without
+    /// activation, the output's gradient).
+    pub grad_pre: &'a GpuBuffer<f32>,
+    /// Filter-shaped: the filter's gradient (overwritten).
+    pub grad_w: &'a mut GpuBuffer<f32>,
 }
 
 /// 2-D convolution + bias + activation over NCHW images, forward and backward, built once
@@ -294,24 +341,28 @@ pub struct Conv2dGrads<'a> {
 /// Winograd runs wherever its scratch fits one binding of the device.
 ///
 /// ```no_run
-/// # use tessera::{nn::{Activation, Conv2d, Conv2dShape, Padding}, Runtime};
+/// # use tessera::{nn::{Activation, Convolution, Conv2dForward, Conv2dShape, Padding}, Runtime};
 /// # fn main() -> Result<(), tessera::Error> {
 /// let rt = Runtime::new()?;
-/// let conv = Conv2d::new(&rt)?;
+/// let conv = Convolution::new(&rt)?;
 /// let shape = Conv2dShape::new(1, 1, [4, 4], 2, [3, 3]).padding(Padding::uniform(1));
 /// let x = rt.upload(&[1.0f32; 16])?;
 /// let w = rt.upload(&[1.0f32; 18])?;
 /// let bias = rt.zeros::<f32>(2)?;
-/// let mut pre = rt.zeros::<f32>(shape.output_len()?)?;
 /// let mut y = rt.zeros::<f32>(shape.output_len()?)?;
 /// let mut batch = rt.batch();
-/// conv.forward(&mut batch, &shape, Activation::Relu, &x, &w, &bias, &mut pre, &mut y)?;
+/// let (activation, pre) = (Activation::Relu, None); // no backward pass follows
+/// conv.forward(&mut batch, Conv2dForward { shape, activation, x: &x, w: &w, bias: &bias, pre, y: &mut y })?;
 /// batch.submit()?;
 /// assert_eq!(y.read(&rt)?[5], 9.0); // an interior pixel sees all nine taps
 /// # Ok(()) }
 /// ```
-#[derive(Debug)]
-pub struct Conv2d {
+///
+/// This is the op under the layer [`Conv2d`](crate::nn::Conv2d), which owns its parameters
+/// and buffers; use it directly to manage them yourself. A clone shares the pipelines and
+/// grows its own scratch memory.
+#[derive(Clone, Debug)]
+pub struct Convolution {
     forward: kernels::Blocked<kernels::ConvForward>,
     /// The forward in slices of the summed dimension, for outputs too small to fill the GPU.
     forward_split: kernels::Blocked<kernels::ConvForwardSplit>,
@@ -328,32 +379,18 @@ pub struct Conv2d {
     grad_input_few: kernels::ConvGradInputFew,
     /// The input gradient of strided convolutions, one sub-problem per stride phase.
     grad_input_phased: kernels::Blocked<kernels::ConvGradInputPhased>,
-    /// Partial sums: the split forward's slices, and the filter gradient's after the first;
-    /// grown to the largest recorded so far.
-    partials: Mutex<Option<GpuBuffer<f32>>>,
-    /// Winograd's transformed tiles and products, grown likewise.
-    winograd: Mutex<WinogradScratch>,
+    /// Partial sums: the split forward's slices, the input gradient's, and the filter
+    /// gradient's after the first.
+    partials: Spare,
+    /// `pre` when the caller keeps none.
+    pre: Spare,
+    /// The backward's gradient before the activation.
+    grad_pre: Spare,
+    /// Winograd's transformed input tiles, gradient tiles and products.
+    winograd: [Spare; 3],
 }
 
-impl Clone for Conv2d {
-    /// Shares the pipelines; the clone grows its own scratch memory.
-    fn clone(&self) -> Self {
-        Conv2d {
-            forward: self.forward.clone(),
-            forward_split: self.forward_split.clone(),
-            backward: self.backward.clone(),
-            grad_weight: self.grad_weight.clone(),
-            grad_weight_winograd: self.grad_weight_winograd.clone(),
-            grad_input_split: self.grad_input_split.clone(),
-            grad_input_few: self.grad_input_few.clone(),
-            grad_input_phased: self.grad_input_phased.clone(),
-            partials: Mutex::new(None),
-            winograd: Mutex::default(),
-        }
-    }
-}
-
-impl Conv2d {
+impl Convolution {
     /// Builds the forward and backward pipelines.
     pub fn new(rt: &Runtime) -> Result<Self> {
         let activation_grad = kernels::ConvActivationGrad::new(rt)?;
@@ -406,7 +443,7 @@ impl Conv2d {
                 filter.clone(),
             ))
         })?;
-        Ok(Conv2d {
+        Ok(Convolution {
             forward: kernels::Blocked::new(|b| {
                 // SAFETY: every index is guarded (see "Bounds" in `kernels`).
                 unsafe { kernels::ConvForward::with_constants_unchecked(rt, b) }
@@ -422,30 +459,32 @@ impl Conv2d {
                 // SAFETY: every index is guarded (see "Bounds" in `kernels`).
                 unsafe { kernels::ConvGradInputPhased::with_constants_unchecked(rt, b) }
             })?,
-            partials: Mutex::new(None),
-            winograd: Mutex::default(),
+            partials: Spare::default(),
+            pre: Spare::default(),
+            grad_pre: Spare::default(),
+            winograd: Default::default(),
         })
     }
 
-    /// Records `pre = conv(x, w) + bias` and `y = act(pre)`; keep `pre` for the backward pass.
+    /// Records `y = act(conv(x, w) + bias)`, keeping `conv(x, w) + bias` in `pre` when
+    /// given.
     ///
     /// The blocking is autotuned (see [`Runtime::autotune`]); with autotuning off it is the
     /// small one for at most 64 output channels.
-    #[allow(clippy::too_many_arguments)]
-    pub fn forward(
-        &self,
-        batch: &mut Batch<'_>,
-        shape: &Conv2dShape,
-        activation: Activation,
-        x: &GpuBuffer<f32>,
-        w: &GpuBuffer<f32>,
-        bias: &GpuBuffer<f32>,
-        pre: &mut GpuBuffer<f32>,
-        y: &mut GpuBuffer<f32>,
-    ) -> Result<()> {
+    pub fn forward(&self, batch: &mut Batch<'_>, args: Conv2dForward<'_>) -> Result<()> {
+        let Conv2dForward {
+            shape,
+            activation,
+            x,
+            w,
+            bias,
+            pre,
+            y,
+        } = args;
+        let shape = &shape;
         let p = shape.params(activation)?;
         let rows = p.out_channels;
-        let operation = "nn::Conv2d::forward";
+        let operation = "nn::Convolution::forward";
         let way = tuned(
             batch.runtime(),
             operation,
@@ -458,6 +497,11 @@ impl Conv2d {
                 self.record_forward(tune, way, p, &s.x, &s.w, &s.bias, pre, y)
             },
         )?;
+        let mut spare = self.pre.lock();
+        let pre = match pre {
+            Some(pre) => pre,
+            None => spare.at_least(batch.runtime(), shape.output_len()?)?,
+        };
         self.record_forward(batch, way, p, x, w, bias, pre, y)
     }
 
@@ -493,10 +537,10 @@ impl Conv2d {
             return self.forward.get(way.blocking).record(batch, args);
         }
         (p.splits, p.split_depth) = (cut.splits, cut.depth);
-        let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
         // `Split::of` keeps `splits * out_channels * columns` within `u32`.
         let needed = cut.splits as usize * p.out_channels as usize * columns as usize;
-        let partial = grown(&mut partials, batch.runtime(), needed)?;
+        let mut partials = self.partials.lock();
+        let partial = partials.at_least(batch.runtime(), needed)?;
         let args = kernels::ConvForwardSplitArgs {
             p: &p,
             x,
@@ -511,35 +555,46 @@ impl Conv2d {
 
     /// Records the backward pass from `grad_y` and the forward's `x`, `w` and `pre`: the
     /// gradient through the activation, then the input's (when asked), the filter's and the
-    /// bias's gradients. Gradients are overwritten, not accumulated.
+    /// bias's gradients, each overwritten.
     ///
-    /// The input and filter gradients run the blockings [`Conv2d::grad_input`] and
-    /// [`Conv2d::grad_weight`] would.
-    #[allow(clippy::too_many_arguments)]
-    pub fn backward(
-        &self,
-        batch: &mut Batch<'_>,
-        shape: &Conv2dShape,
-        activation: Activation,
-        x: &GpuBuffer<f32>,
-        w: &GpuBuffer<f32>,
-        pre: &GpuBuffer<f32>,
-        grad_y: &GpuBuffer<f32>,
-        grads: Conv2dGrads<'_>,
-    ) -> Result<()> {
+    /// The input and filter gradients run the blockings [`Convolution::grad_input`] and
+    /// [`Convolution::grad_weight`] would.
+    pub fn backward(&self, batch: &mut Batch<'_>, args: Conv2dBackward<'_>) -> Result<()> {
+        let Conv2dBackward {
+            shape,
+            activation,
+            x,
+            w,
+            pre,
+            grad_y,
+            grad_x,
+            grad_w,
+            grad_bias,
+        } = args;
+        let shape = &shape;
         let p = shape.params(activation)?;
-        let input_way = match grads.grad_x {
+        let pre = match pre {
+            Some(pre) => pre,
+            // Read only through the activation's derivative, which is 1 everywhere.
+            None if activation == Activation::None => grad_y,
+            None => {
+                return Err(invalid(
+                    "conv2d backward",
+                    format!(
+                        "the backward pass of {activation:?} needs the forward's `pre`; pass \
+                         the buffer the forward wrote it to"
+                    ),
+                ))
+            }
+        };
+        let input_way = match grad_x {
             Some(_) => self.input_way(batch.runtime(), shape, p)?,
             None => Way::fixed(p.in_channels),
         };
         let weight_way = self.weight_way(batch.runtime(), shape, p)?;
         let family = self.backward.get(input_way.blocking);
-        let Conv2dGrads {
-            grad_pre,
-            grad_x,
-            grad_w,
-            grad_bias,
-        } = grads;
+        let mut spare = self.grad_pre.lock();
+        let grad_pre = spare.at_least(batch.runtime(), shape.output_len()?)?;
         // An input gradient the family's member does not compute (strided: one stride phase
         // at a time; few input channels: directly; split: in slices) runs after the family,
         // from the `grad_pre` it wrote.
@@ -588,16 +643,15 @@ impl Conv2d {
     ///
     /// The blocking is autotuned; with autotuning off it is the small one for at most 64
     /// input channels.
-    pub fn grad_input(
-        &self,
-        batch: &mut Batch<'_>,
-        shape: &Conv2dShape,
-        w: &GpuBuffer<f32>,
-        grad_pre: &GpuBuffer<f32>,
-        grad_x: &mut GpuBuffer<f32>,
-    ) -> Result<()> {
+    pub fn grad_input(&self, batch: &mut Batch<'_>, args: Conv2dGradInput<'_>) -> Result<()> {
+        let Conv2dGradInput {
+            shape,
+            w,
+            grad_pre,
+            grad_x,
+        } = args;
         let p = shape.params(Activation::None)?;
-        let way = self.input_way(batch.runtime(), shape, p)?;
+        let way = self.input_way(batch.runtime(), &shape, p)?;
         self.record_grad_input(batch, way, p, w, grad_pre, grad_x)
     }
 
@@ -606,7 +660,7 @@ impl Conv2d {
         if by_few_channels(&p) {
             return Ok(Way::fixed(p.in_channels));
         }
-        let operation = "nn::Conv2d::grad_input";
+        let operation = "nn::Convolution::grad_input";
         tuned(
             rt,
             operation,
@@ -682,10 +736,10 @@ impl Conv2d {
             );
         }
         (p.splits, p.split_depth) = (cut.splits, cut.depth);
-        let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
         // `Split::of` keeps `splits * in_channels * columns` within `u32`.
         let needed = cut.splits as usize * (p.batch * p.in_channels * p.in_h * p.in_w) as usize;
-        let partial = grown(&mut partials, batch.runtime(), needed)?;
+        let mut partials = self.partials.lock();
+        let partial = partials.at_least(batch.runtime(), needed)?;
         self.grad_input_split.get(way.blocking).record(
             batch,
             kernels::ConvGradInputSplitArgs {
@@ -703,16 +757,15 @@ impl Conv2d {
     ///
     /// The blocking is autotuned; with autotuning off it is the small one for at most 64
     /// output channels.
-    pub fn grad_weight(
-        &self,
-        batch: &mut Batch<'_>,
-        shape: &Conv2dShape,
-        x: &GpuBuffer<f32>,
-        grad_pre: &GpuBuffer<f32>,
-        grad_w: &mut GpuBuffer<f32>,
-    ) -> Result<()> {
+    pub fn grad_weight(&self, batch: &mut Batch<'_>, args: Conv2dGradWeight<'_>) -> Result<()> {
+        let Conv2dGradWeight {
+            shape,
+            x,
+            grad_pre,
+            grad_w,
+        } = args;
         let p = shape.params(Activation::None)?;
-        let way = self.weight_way(batch.runtime(), shape, p)?;
+        let way = self.weight_way(batch.runtime(), &shape, p)?;
         self.weight_pass(batch, WeightPass::Record, way, p, x, grad_pre, grad_w)
     }
 
@@ -720,7 +773,7 @@ impl Conv2d {
     /// (always split as `split_weight_grad` says), or for the shapes Winograd's F(3x3, 4x4)
     /// fits, by it in either blocking; with autotuning off, by Winograd where it fits.
     fn weight_way(&self, rt: &Runtime, shape: &Conv2dShape, p: kernels::ConvParams) -> Result<Way> {
-        let operation = "nn::Conv2d::grad_weight";
+        let operation = "nn::Convolution::grad_weight";
         let (ways, fixed) = if by_winograd(&p, rt) {
             let winograd = Way::fixed(p.out_channels.min(p.in_channels)).by_winograd();
             ([Way::BLOCKINGS, Way::WINOGRAD].concat(), winograd)
@@ -762,24 +815,18 @@ impl Conv2d {
             (p.splits, p.split_depth) = (cut.splits, cut.depth);
             let points = kernels::POINTS as usize;
             let pairs = p.out_channels as usize * p.in_channels as usize;
-            let mut scratch = self.winograd.lock().unwrap_or_else(PoisonError::into_inner);
             let rt = batch.runtime();
-            let WinogradScratch {
-                input_tiles,
-                gradient_tiles,
-                products,
-            } = &mut *scratch;
+            let [input_tiles, gradient_tiles, products] = &self.winograd;
+            let (mut input_tiles, mut gradient_tiles) = (input_tiles.lock(), gradient_tiles.lock());
+            let mut products = products.lock();
             let mut args = kernels::ConvGradWeightWinogradArgs {
                 p: &p,
                 x,
                 grad_pre,
-                input_tiles: grown(input_tiles, rt, points * p.in_channels as usize * tiles)?,
-                gradient_tiles: grown(
-                    gradient_tiles,
-                    rt,
-                    points * p.out_channels as usize * tiles,
-                )?,
-                products: grown(products, rt, cut.splits as usize * points * pairs)?,
+                input_tiles: input_tiles.at_least(rt, points * p.in_channels as usize * tiles)?,
+                gradient_tiles: gradient_tiles
+                    .at_least(rt, points * p.out_channels as usize * tiles)?,
+                products: products.at_least(rt, cut.splits as usize * points * pairs)?,
                 grad_w,
             };
             return match pass {
@@ -789,13 +836,13 @@ impl Conv2d {
         }
         let family = self.grad_weight.get(way.blocking);
         split_weight_grad(&mut p, family.conv_grad_weight().constants());
-        let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut partials = self.partials.lock();
         let needed = weight_partials(&p, grad_w.len());
         let mut args = kernels::ConvGradWeightSplitArgs {
             p: &p,
             x,
             grad_pre,
-            partial: grown(&mut partials, batch.runtime(), needed)?,
+            partial: partials.at_least(batch.runtime(), needed)?,
             grad_w,
         };
         match pass {
@@ -805,20 +852,12 @@ impl Conv2d {
     }
 }
 
-/// Whether [`Conv2d::weight_pass`] records the pass or only checks its buffers (for a caller
+/// Whether [`Convolution::weight_pass`] records the pass or only checks its buffers (for a caller
 /// that records other work first and checks every buffer before recording anything).
 #[derive(Clone, Copy, Debug)]
 enum WeightPass {
     Check,
     Record,
-}
-
-/// The filter gradient's scratch memory under Winograd (see `ConvGradWeightWinograd`).
-#[derive(Debug, Default)]
-struct WinogradScratch {
-    input_tiles: Option<GpuBuffer<f32>>,
-    gradient_tiles: Option<GpuBuffer<f32>>,
-    products: Option<GpuBuffer<f32>>,
 }
 
 /// The tiles of `TILE` x `TILE` output pixels Winograd's filter gradient cuts `p`'s output

@@ -1,8 +1,7 @@
 //! GEMM + bias + activation, forward and backward.
 
-use std::sync::{Mutex, PoisonError};
-
 use super::kernels;
+use super::spare::Spare;
 use super::split::Split;
 use super::tune::{self, Way};
 use super::{invalid, Activation};
@@ -19,30 +18,73 @@ pub struct GemmShape {
     pub k: u32,
 }
 
-/// The gradients [`Gemm::backward`] writes.
-pub struct GemmGrads<'a> {
-    /// `[m, n]`: the gradient before the activation (scratch the caller may reuse).
-    pub grad_pre: &'a mut GpuBuffer<f32>,
+/// One [`Gemm::forward`]: `y = act(a · b + bias)`.
+#[derive(Debug)]
+pub struct GemmForward<'a> {
+    /// The sizes of `a`, `b` and `y`.
+    pub shape: GemmShape,
+    /// The activation applied to `a · b + bias`.
+    pub activation: Activation,
     /// `[m, k]`.
-    pub grad_a: &'a mut GpuBuffer<f32>,
+    pub a: &'a GpuBuffer<f32>,
     /// `[k, n]`.
-    pub grad_b: &'a mut GpuBuffer<f32>,
+    pub b: &'a GpuBuffer<f32>,
     /// `[n]`.
+    pub bias: &'a GpuBuffer<f32>,
+    /// `[m, n]`: `a · b + bias` before the activation, which the backward pass reads. `None`
+    /// when no backward pass follows, or with [`Activation::None`] (then `y` holds it).
+    pub pre: Option<&'a mut GpuBuffer<f32>>,
+    /// `[m, n]`: the output.
+    pub y: &'a mut GpuBuffer<f32>,
+}
+
+/// One [`Gemm::backward`]: from the output's gradient, the gradients of both operands and
+/// the bias. Each gradient is overwritten (see [`crate::nn`]'s "Gradients").
+#[derive(Debug)]
+pub struct GemmBackward<'a> {
+    /// The forward's shape.
+    pub shape: GemmShape,
+    /// The forward's activation.
+    pub activation: Activation,
+    /// The forward's `a`, `[m, k]`.
+    pub a: &'a GpuBuffer<f32>,
+    /// The forward's `b`, `[k, n]`.
+    pub b: &'a GpuBuffer<f32>,
+    /// The forward's `pre`, `[m, n]`; may be `None` only with [`Activation::None`].
+    pub pre: Option<&'a GpuBuffer<f32>>,
+    /// `[m, n]`: the gradient of the output `y`.
+    pub grad_y: &'a GpuBuffer<f32>,
+    /// `[m, k]`: the gradient of `a`; `None` when nothing needs it (`a` is the network's
+    /// input), though it is computed anyway (in the same pass as `b`'s).
+    pub grad_a: Option<&'a mut GpuBuffer<f32>>,
+    /// `[k, n]`: the gradient of `b`.
+    pub grad_b: &'a mut GpuBuffer<f32>,
+    /// `[n]`: the gradient of `bias`.
     pub grad_bias: &'a mut GpuBuffer<f32>,
 }
 
 /// GEMM + bias + activation, forward and backward, built once per runtime.
 ///
 /// ```no_run
-/// # use tessera::{nn::{Activation, Gemm, GemmShape}, Runtime};
+/// # use tessera::{nn::{Activation, Gemm, GemmForward, GemmShape}, Runtime};
 /// # fn main() -> Result<(), tessera::Error> {
 /// let rt = Runtime::new()?;
 /// let gemm = Gemm::new(&rt)?;
-/// let shape = GemmShape { m: 2, n: 3, k: 4 };
 /// let (a, b, bias) = (rt.upload(&[1.0f32; 8])?, rt.upload(&[0.5f32; 12])?, rt.zeros::<f32>(3)?);
-/// let (mut pre, mut y) = (rt.zeros::<f32>(6)?, rt.zeros::<f32>(6)?);
+/// let mut y = rt.zeros::<f32>(6)?;
 /// let mut batch = rt.batch();
-/// gemm.forward(&mut batch, shape, Activation::Relu, &a, &b, &bias, &mut pre, &mut y)?;
+/// gemm.forward(
+///     &mut batch,
+///     GemmForward {
+///         shape: GemmShape { m: 2, n: 3, k: 4 },
+///         activation: Activation::Relu,
+///         a: &a,
+///         b: &b,
+///         bias: &bias,
+///         pre: None, // no backward pass follows
+///         y: &mut y,
+///     },
+/// )?;
 /// batch.submit()?;
 /// assert_eq!(y.read(&rt)?, vec![2.0; 6]);
 /// # Ok(()) }
@@ -51,25 +93,21 @@ pub struct GemmGrads<'a> {
 /// An output too small to fill the GPU (few rows or columns over a long `k`, such as a
 /// classifier's last layer) is computed split: slices of `k` by separate workgroups into
 /// scratch memory the `Gemm` keeps, then added up with the bias and the activation.
-#[derive(Debug)]
+///
+/// A clone shares the pipelines and grows its own scratch memory.
+#[derive(Clone, Debug)]
 pub struct Gemm {
     forward: kernels::Blocked<kernels::GemmForward>,
     split: kernels::Blocked<kernels::GemmForwardSplit>,
     backward: kernels::Blocked<kernels::GemmBackward>,
-    /// The split forward's partial products, grown to the largest recorded so far.
-    partials: Mutex<Option<GpuBuffer<f32>>>,
-}
-
-impl Clone for Gemm {
-    /// Shares the pipelines; the clone grows its own scratch memory.
-    fn clone(&self) -> Self {
-        Gemm {
-            forward: self.forward.clone(),
-            split: self.split.clone(),
-            backward: self.backward.clone(),
-            partials: Mutex::new(None),
-        }
-    }
+    /// The split forward's partial products.
+    partials: Spare,
+    /// `pre` when the caller keeps none.
+    pre: Spare,
+    /// The backward's gradient before the activation.
+    grad_pre: Spare,
+    /// `grad_a` when the caller needs none.
+    grad_a: Spare,
 }
 
 impl Gemm {
@@ -89,26 +127,27 @@ impl Gemm {
                 ))
             })?,
             backward: backward_family(rt)?,
-            partials: Mutex::new(None),
+            partials: Spare::default(),
+            pre: Spare::default(),
+            grad_pre: Spare::default(),
+            grad_a: Spare::default(),
         })
     }
 
-    /// Records `pre = a · b + bias` and `y = act(pre)`; `pre` is kept for the backward pass.
+    /// Records `y = act(a · b + bias)`, keeping `a · b + bias` in `pre` when given.
     ///
     /// The blocking is autotuned (see [`Runtime::autotune`]); with autotuning off it is the
     /// small one when either side of the output is at most 64, the large one otherwise.
-    #[allow(clippy::too_many_arguments)]
-    pub fn forward(
-        &self,
-        batch: &mut Batch<'_>,
-        shape: GemmShape,
-        activation: Activation,
-        a: &GpuBuffer<f32>,
-        b: &GpuBuffer<f32>,
-        bias: &GpuBuffer<f32>,
-        pre: &mut GpuBuffer<f32>,
-        y: &mut GpuBuffer<f32>,
-    ) -> Result<()> {
+    pub fn forward(&self, batch: &mut Batch<'_>, args: GemmForward<'_>) -> Result<()> {
+        let GemmForward {
+            shape,
+            activation,
+            a,
+            b,
+            bias,
+            pre,
+            y,
+        } = args;
         let p = params(shape, activation)?;
         let GemmShape { m, n, k } = shape;
         let way = tune::way(
@@ -124,6 +163,11 @@ impl Gemm {
                 self.record_forward(tune, way, p, &s.a, &s.b, &s.bias, pre, y)
             },
         )?;
+        let mut spare = self.pre.lock();
+        let pre = match pre {
+            Some(pre) => pre,
+            None => spare.at_least(batch.runtime(), m as usize * n as usize)?,
+        };
         self.record_forward(batch, way, p, a, b, bias, pre, y)
     }
 
@@ -157,13 +201,9 @@ impl Gemm {
             );
         }
         (p.splits, p.split_depth) = (cut.splits, cut.depth);
-        let mut partials = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
         // `Split::of` keeps `splits * m * n` within `u32`.
         let needed = cut.splits as usize * p.m as usize * p.n as usize;
-        let partial = match partials.take() {
-            Some(buffer) if buffer.len() >= needed => buffer,
-            _ => batch.runtime().zeros(needed)?,
-        };
+        let mut partials = self.partials.lock();
         split.record(
             batch,
             kernels::GemmForwardSplitArgs {
@@ -171,7 +211,7 @@ impl Gemm {
                 a,
                 b,
                 bias,
-                partial: partials.insert(partial),
+                partial: partials.at_least(batch.runtime(), needed)?,
                 pre,
                 y,
             },
@@ -179,23 +219,37 @@ impl Gemm {
     }
 
     /// Records the backward pass: from `grad_y` and the forward's `pre`, the gradients of `a`,
-    /// `b` and `bias`, as four ordered passes.
+    /// `b` and `bias` (overwritten), as four ordered passes.
     ///
     /// The operand gradients' blocking is autotuned; with autotuning off it is the small one
     /// when `m` or `k` (their output rows) is at most 64.
-    #[allow(clippy::too_many_arguments)]
-    pub fn backward(
-        &self,
-        batch: &mut Batch<'_>,
-        shape: GemmShape,
-        activation: Activation,
-        a: &GpuBuffer<f32>,
-        b: &GpuBuffer<f32>,
-        pre: &GpuBuffer<f32>,
-        grad_y: &GpuBuffer<f32>,
-        grads: GemmGrads<'_>,
-    ) -> Result<()> {
+    pub fn backward(&self, batch: &mut Batch<'_>, args: GemmBackward<'_>) -> Result<()> {
+        let GemmBackward {
+            shape,
+            activation,
+            a,
+            b,
+            pre,
+            grad_y,
+            grad_a,
+            grad_b,
+            grad_bias,
+        } = args;
         let p = params(shape, activation)?;
+        let pre = match pre {
+            Some(pre) => pre,
+            // Read only through the activation's derivative, which is 1 everywhere.
+            None if activation == Activation::None => grad_y,
+            None => {
+                return Err(invalid(
+                    "gemm backward",
+                    format!(
+                        "the backward pass of {activation:?} needs the forward's `pre`; pass \
+                         the buffer the forward wrote it to"
+                    ),
+                ))
+            }
+        };
         let GemmShape { m, n, k } = shape;
         let way = tune::way(
             batch.runtime(),
@@ -206,7 +260,7 @@ impl Gemm {
             Way::fixed(m.min(k)),
             |rt| Scratch::new(rt, shape),
             |tune, way, s| {
-                let grads = GemmGrads {
+                let grads = Grads {
                     grad_pre: &mut s.grad_pre,
                     grad_a: &mut s.grad_a,
                     grad_b: &mut s.grad_b,
@@ -215,6 +269,17 @@ impl Gemm {
                 self.record_backward(tune, way, p, &s.a, &s.b, &s.pre, &s.y, grads)
             },
         )?;
+        let rt = batch.runtime();
+        let (mut spare_pre, mut spare_a) = (self.grad_pre.lock(), self.grad_a.lock());
+        let grads = Grads {
+            grad_pre: spare_pre.at_least(rt, m as usize * n as usize)?,
+            grad_a: match grad_a {
+                Some(grad_a) => grad_a,
+                None => spare_a.at_least(rt, m as usize * k as usize)?,
+            },
+            grad_b,
+            grad_bias,
+        };
         self.record_backward(batch, way, p, a, b, pre, grad_y, grads)
     }
 
@@ -228,9 +293,9 @@ impl Gemm {
         b: &GpuBuffer<f32>,
         pre: &GpuBuffer<f32>,
         grad_y: &GpuBuffer<f32>,
-        grads: GemmGrads<'_>,
+        grads: Grads<'_>,
     ) -> Result<()> {
-        let GemmGrads {
+        let Grads {
             grad_pre,
             grad_a,
             grad_b,
@@ -251,6 +316,14 @@ impl Gemm {
             },
         )
     }
+}
+
+/// What the backward family writes.
+struct Grads<'a> {
+    grad_pre: &'a mut GpuBuffer<f32>,
+    grad_a: &'a mut GpuBuffer<f32>,
+    grad_b: &'a mut GpuBuffer<f32>,
+    grad_bias: &'a mut GpuBuffer<f32>,
 }
 
 /// Buffers of a problem's sizes for timing candidates, the inputs filled with noise (`y`

@@ -3,21 +3,62 @@
 use super::{invalid, kernels};
 use crate::{Batch, GpuBuffer, Result, Runtime};
 
+/// `rows` rows of `classes` scores each: the shape of a classifier's output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LossShape {
+    /// Rows (examples), each with one label.
+    pub rows: u32,
+    /// Scores per row.
+    pub classes: u32,
+}
+
+/// One [`SoftmaxCrossEntropy::forward`].
+#[derive(Debug)]
+pub struct LossForward<'a> {
+    /// The sizes of `logits` and `labels`.
+    pub shape: LossShape,
+    /// `[rows, classes]`: the scores.
+    pub logits: &'a GpuBuffer<f32>,
+    /// `[rows]`: each row's class.
+    pub labels: &'a GpuBuffer<u32>,
+    /// `[rows, classes]`: the softmax of each row, which the backward pass reads.
+    pub probs: &'a mut GpuBuffer<f32>,
+    /// `[rows]`: each row's loss.
+    pub losses: &'a mut GpuBuffer<f32>,
+}
+
+/// One [`SoftmaxCrossEntropy::backward`].
+#[derive(Debug)]
+pub struct LossBackward<'a> {
+    /// The forward's shape.
+    pub shape: LossShape,
+    /// The forward's `probs`.
+    pub probs: &'a GpuBuffer<f32>,
+    /// The forward's `labels`.
+    pub labels: &'a GpuBuffer<u32>,
+    /// `[rows, classes]`: the gradient of the mean loss with respect to the logits
+    /// (overwritten).
+    pub grad_logits: &'a mut GpuBuffer<f32>,
+}
+
 /// Softmax cross-entropy over rows of logits with one integer label per row: the forward
 /// writes each row's probabilities and loss, the backward the gradient of the mean loss.
 ///
 /// ```no_run
-/// # use tessera::{nn::SoftmaxCrossEntropy, Runtime};
+/// # use tessera::{nn::{LossBackward, LossForward, LossShape, SoftmaxCrossEntropy}, Runtime};
 /// # fn main() -> Result<(), tessera::Error> {
 /// let rt = Runtime::new()?;
 /// let loss = SoftmaxCrossEntropy::new(&rt)?;
-/// let logits = rt.upload(&[2.0f32, 0.0, 0.0, 0.0, 3.0, 0.0])?; // 2 rows of 3 classes
+/// let shape = LossShape { rows: 2, classes: 3 };
+/// let logits = rt.upload(&[2.0f32, 0.0, 0.0, 0.0, 3.0, 0.0])?;
 /// let labels = rt.upload(&[0u32, 1])?;
 /// let (mut probs, mut losses) = (rt.zeros::<f32>(6)?, rt.zeros::<f32>(2)?);
-/// let mut grad = rt.zeros::<f32>(6)?;
+/// let mut grad_logits = rt.zeros::<f32>(6)?;
 /// let mut batch = rt.batch();
-/// loss.forward(&mut batch, 2, 3, &logits, &labels, &mut probs, &mut losses)?;
-/// loss.backward(&mut batch, 2, 3, &probs, &labels, &mut grad)?;
+/// let (logits, labels) = (&logits, &labels);
+/// loss.forward(&mut batch, LossForward { shape, logits, labels, probs: &mut probs, losses: &mut losses })?;
+/// let probs = &probs;
+/// loss.backward(&mut batch, LossBackward { shape, probs, labels, grad_logits: &mut grad_logits })?;
 /// batch.submit()?;
 /// let mean = SoftmaxCrossEntropy::mean(&losses.read(&rt)?)?;
 /// assert!(mean > 0.0 && mean < 0.2);
@@ -38,21 +79,18 @@ impl SoftmaxCrossEntropy {
         })
     }
 
-    /// Records, for `rows` rows of `classes` logits, `probs = softmax(logits)` and each row's
-    /// loss `-ln probs[label]`. A label outside `0..classes` makes that row's loss -1, which
-    /// [`mean`](Self::mean) reports as an error.
-    #[allow(clippy::too_many_arguments)]
-    pub fn forward(
-        &self,
-        batch: &mut Batch<'_>,
-        rows: u32,
-        classes: u32,
-        logits: &GpuBuffer<f32>,
-        labels: &GpuBuffer<u32>,
-        probs: &mut GpuBuffer<f32>,
-        losses: &mut GpuBuffer<f32>,
-    ) -> Result<()> {
-        let p = params(rows, classes)?;
+    /// Records `probs = softmax(logits)` and each row's loss `-ln probs[label]`. A label
+    /// outside `0..classes` makes that row's loss -1, which [`mean`](Self::mean) reports as
+    /// an error.
+    pub fn forward(&self, batch: &mut Batch<'_>, args: LossForward<'_>) -> Result<()> {
+        let LossForward {
+            shape,
+            logits,
+            labels,
+            probs,
+            losses,
+        } = args;
+        let p = params(shape)?;
         self.forward.record(
             batch,
             kernels::SoftmaxCrossEntropyArgs {
@@ -67,16 +105,14 @@ impl SoftmaxCrossEntropy {
 
     /// Records the gradient of the mean loss over the rows with respect to the logits,
     /// `(probs - one_hot(label)) / rows`, from the forward's `probs`.
-    pub fn backward(
-        &self,
-        batch: &mut Batch<'_>,
-        rows: u32,
-        classes: u32,
-        probs: &GpuBuffer<f32>,
-        labels: &GpuBuffer<u32>,
-        grad_logits: &mut GpuBuffer<f32>,
-    ) -> Result<()> {
-        let p = params(rows, classes)?;
+    pub fn backward(&self, batch: &mut Batch<'_>, args: LossBackward<'_>) -> Result<()> {
+        let LossBackward {
+            shape,
+            probs,
+            labels,
+            grad_logits,
+        } = args;
+        let p = params(shape)?;
         self.backward.record(
             batch,
             kernels::SoftmaxCrossEntropyGradArgs {
@@ -108,7 +144,8 @@ impl SoftmaxCrossEntropy {
     }
 }
 
-fn params(rows: u32, classes: u32) -> Result<kernels::LossParams> {
+fn params(shape: LossShape) -> Result<kernels::LossParams> {
+    let LossShape { rows, classes } = shape;
     if rows == 0 || classes == 0 {
         return Err(invalid(
             "softmax cross-entropy",

@@ -1,21 +1,63 @@
-//! Neural-network operations written in tessera: each op is a small typed host API (a struct
-//! holding its launchers, shapes checked, errors returned) over kernels declared with the
-//! macro. f32; row-major matrices; NCHW images.
+//! Neural-network layers and operations written in tessera: f32; row-major matrices; NCHW
+//! images.
+//!
+//! **Layers** own their parameters (initialized as [`Init`] says), the gradients and the
+//! buffers their passes write; the batch size is read off each call's input:
+//!
+//! - [`Linear`]: `y = act(x · weight + bias)`, over [`Gemm`].
+//! - [`Conv2d`]: `y = act(conv(x, w) + bias)`, over [`Convolution`].
+//!
+//! ```no_run
+//! use tessera::nn::{Activation, Conv2d, Conv2dConfig, Init, Linear, LinearConfig, Padding};
+//! # fn main() -> Result<(), tessera::Error> {
+//! let rt = tessera::Runtime::new()?;
+//! let conv = Conv2dConfig::new(1, [28, 28], 8, [3, 3])
+//!     .padding(Padding::uniform(1))
+//!     .activation(Activation::Relu)
+//!     .init(Init::HeUniform { seed: 1 });
+//! let mut conv = Conv2d::new(&rt, conv)?;
+//! let mut linear = Linear::new(&rt, LinearConfig::new(conv.output_features(), 10))?;
+//! let (x, grad_logits) = (rt.zeros::<f32>(32 * 28 * 28)?, rt.zeros::<f32>(32 * 10)?);
+//! let mut batch = rt.batch();
+//! let features = conv.forward(&mut batch, &x)?; // [32, 8, 28, 28], read as [32, 6272]
+//! let _logits = linear.forward(&mut batch, features)?;
+//! let features = conv.output()?;
+//! let grad_features = linear.backward(&mut batch, features, &grad_logits)?;
+//! conv.backward_params(&mut batch, &x, grad_features)?; // the first layer: no input gradient
+//! batch.submit()?;
+//! # Ok(()) }
+//! ```
+//!
+//! **Operations** hold only their pipelines (and scratch memory); each call names its
+//! buffers in an arguments struct ([`GemmForward`], [`Conv2dBackward`], ...), the problem's
+//! sizes in its `shape` (a [`GemmShape`], [`Conv2dShape`] or [`LossShape`]):
 //!
 //! - [`Gemm`]: `y = act(a · b + bias)` (split along `k` when the output alone cannot fill the
 //!   GPU) and its backward (`grad_pre`, both operand gradients in one dispatch, `d_bias`, as
 //!   one family).
-//! - [`Conv2d`]: `y = act(conv(x, w) + bias)` with stride, per-side padding and dilation (split
-//!   over input channels x taps when the output cannot fill the GPU), and its backward: input
-//!   gradient (stride-1 fast path; strided ones one stride phase at a time, so only the taps
-//!   that land on output pixels are summed; computed directly for up to 4 input channels;
-//!   split when the input cannot fill the GPU), filter gradient (implicit GEMM with M = out
-//!   channels, N = in channels x taps, K = images x output pixels; for 3x3 filters of stride
-//!   1, also by Winograd's F(3x3, 4x4), a quarter of the multiplications), bias gradient.
+//! - [`Convolution`]: `y = act(conv(x, w) + bias)` with stride, per-side padding and
+//!   dilation (split over input channels x taps when the output cannot fill the GPU), and its
+//!   backward: input gradient (stride-1 fast path; strided ones one stride phase at a time,
+//!   so only the taps that land on output pixels are summed; computed directly for up to 4
+//!   input channels; split when the input cannot fill the GPU), filter gradient (implicit
+//!   GEMM with M = out channels, N = in channels x taps, K = images x output pixels; for 3x3
+//!   filters of stride 1, also by Winograd's F(3x3, 4x4), a quarter of the
+//!   multiplications), bias gradient.
 //! - [`Activation`]: none, ReLU, GELU (tanh form), SiLU, sigmoid and tanh, each written once
 //!   with its derivative and fused into both ops' epilogues.
 //! - [`SoftmaxCrossEntropy`]: the classification loss and its gradient.
 //! - [`Sgd`] (with momentum) and [`Adam`]: parameter updates.
+//!
+//! # Gradients
+//!
+//! Every backward pass **overwrites** the gradients it writes; none adds to what a buffer
+//! held. To accumulate over several batches, sum the gradients yourself (or average the
+//! losses over one larger batch). Two layers or ops never share a gradient buffer unless the
+//! caller passes the same one.
+//!
+//! The pre-activation output `pre` is what a backward pass reads to differentiate the
+//! activation: an op's forward writes it when given a buffer, and may skip it (`pre: None`)
+//! for inference or with [`Activation::None`], where the backward pass needs none either.
 //!
 //! Every op records into a [`Batch`](crate::Batch), so a whole training step is one
 //! submission; `Batch::submit_timed` then times each kernel.
@@ -37,15 +79,21 @@ mod activation;
 mod conv;
 mod gemm;
 mod kernels;
+mod layers;
 mod loss;
 mod optim;
+mod spare;
 mod split;
 mod tune;
 
 pub use activation::Activation;
-pub use conv::{Conv2d, Conv2dGrads, Conv2dShape, Padding};
-pub use gemm::{Gemm, GemmGrads, GemmShape};
-pub use loss::SoftmaxCrossEntropy;
+pub use conv::{
+    Conv2dBackward, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape, Convolution,
+    Padding,
+};
+pub use gemm::{Gemm, GemmBackward, GemmForward, GemmShape};
+pub use layers::{Conv2d, Conv2dConfig, Init, Linear, LinearConfig, Parameter};
+pub use loss::{LossBackward, LossForward, LossShape, SoftmaxCrossEntropy};
 pub use optim::{Adam, AdamConfig, AdamState, Sgd, SgdConfig};
 
 use crate::Error;
