@@ -20,6 +20,8 @@ use std::time::Duration;
 
 use std::fmt::Write as _;
 
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use tessera::nn::{Activation, Conv2d, Conv2dShape, Gemm, GemmGrads, GemmShape, Padding};
 use tessera::{wgpu, Batch, GpuBuffer, Result, Runtime};
 
@@ -108,16 +110,10 @@ fn breakdown(rt: &Runtime, mut record: impl FnMut(&mut Batch<'_>) -> Result<()>)
     Ok(parts.join(", "))
 }
 
+/// `len` values uniform in [-0.5, 0.5) from the library's seeded generator.
 fn random(rt: &Runtime, len: usize, seed: u64) -> Result<GpuBuffer<f32>> {
-    let mut state = seed;
-    let values: Vec<f32> = (0..len)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-        })
-        .collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let values: Vec<f32> = (0..len).map(|_| rng.random_range(-0.5..0.5)).collect();
     rt.upload(&values)
 }
 

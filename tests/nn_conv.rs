@@ -12,8 +12,8 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{
-    assert_close, entry_points, kernels_run, property_cases, property_seed, runtime,
-    tuning_runtime, Lcg,
+    assert_close, entry_points, kernels_run, property_cases, property_seed, rng, runtime,
+    tuning_runtime, values, ChaCha8Rng, RngExt,
 };
 use tessera::nn::{Activation, Conv2d, Conv2dGrads, Conv2dShape, Padding};
 use tessera::{Error, Runtime};
@@ -113,14 +113,14 @@ fn check(
     conv: &Conv2d,
     shape: Conv2dShape,
     relu: bool,
-    rng: &mut Lcg,
+    rng: &mut ChaCha8Rng,
 ) -> Vec<String> {
     let out_len = shape.output_len().unwrap();
     let (xv, wv, bv, gv) = (
-        rng.values(shape.input_len()),
-        rng.values(shape.weight_len()),
-        rng.values(shape.out_channels as usize),
-        rng.values(out_len),
+        values(rng, shape.input_len()),
+        values(rng, shape.weight_len()),
+        values(rng, shape.out_channels as usize),
+        values(rng, out_len),
     );
     let want = reference(&shape, relu, &xv, &wv, &bv, &gv);
     let activation = if relu {
@@ -178,7 +178,7 @@ fn check(
 fn conv2d_matches_reference_on_edge_cases() {
     let rt = runtime();
     let conv = Conv2d::new(&rt).unwrap();
-    let mut rng = Lcg(1);
+    let mut rng = rng(1);
     let base = |k: u32| Conv2dShape::new(2, 3, [9, 11], 4, [k, k]);
     let cases = [
         // Stride 1 (the input gradient's fast path) and 2, padding 0 and 1.
@@ -257,7 +257,7 @@ struct Class {
 /// points in the comments): small channels take the 64 x 64 blocks (`reg4`), more than 64 on
 /// both sides of an output the 128 x 128 ones (`reg8`), a sum of 1024 or more over a small
 /// output is split (`partial`, `reduce`).
-const CLASSES: [Class; 18] = {
+const CLASSES: [Class; 19] = {
     const ANY: Class = Class {
         batch: (1, 2),
         in_channels: (5, 8),
@@ -353,7 +353,8 @@ const CLASSES: [Class; 18] = {
             size: (5, 12),
             ..ANY
         },
-        // Strided and dilated: the general input gradient, whole and split.
+        // Strided and dilated: the general input gradient, whole and split, in both blockings
+        // (few input channels take the small one).
         Class {
             batch: (2, 2),
             in_channels: WIDE,
@@ -362,6 +363,14 @@ const CLASSES: [Class; 18] = {
             stride: (2, 2),
             dilation: (2, 2),
             size: (12, 14),
+            ..ANY
+        },
+        Class {
+            out_channels: (3, 5),
+            kernel: (2, 3),
+            stride: (2, 2),
+            dilation: (2, 2),
+            size: (8, 10),
             ..ANY
         },
         Class {
@@ -427,8 +436,8 @@ const CLASSES: [Class; 18] = {
 };
 
 impl Class {
-    fn draw(&self, rng: &mut Lcg) -> Conv2dShape {
-        let mut range = |(lo, hi): (u32, u32)| rng.range(lo, hi);
+    fn draw(&self, rng: &mut ChaCha8Rng) -> Conv2dShape {
+        let mut range = |(lo, hi): (u32, u32)| rng.random_range(lo..=hi);
         let first = range(self.kernel);
         let kernel = [
             first,
@@ -471,7 +480,7 @@ impl Class {
 fn conv2d_matches_reference_on_random_shapes_of_every_path() {
     let rt = runtime();
     let conv = Conv2d::new(&rt).unwrap();
-    let mut rng = Lcg(property_seed(7));
+    let mut rng = rng(property_seed(7));
     let cases = property_cases(CLASSES.len());
     let mut ran = BTreeSet::new();
     for case in 0..cases {
@@ -564,13 +573,13 @@ fn conv2d_rejects_bad_shapes_with_the_reason() {
 fn conv2d_single_gradients_and_checked_backward() {
     let rt = runtime();
     let conv = Conv2d::new(&rt).unwrap();
-    let mut rng = Lcg(21);
+    let mut rng = rng(21);
     let shape = Conv2dShape::new(2, 3, [7, 6], 4, [3, 3]).stride([1, 2]);
     let out_len = shape.output_len().unwrap();
     let (xv, wv, gv) = (
-        rng.values(shape.input_len()),
-        rng.values(shape.weight_len()),
-        rng.values(out_len),
+        values(&mut rng, shape.input_len()),
+        values(&mut rng, shape.weight_len()),
+        values(&mut rng, out_len),
     );
     let want = reference(&shape, false, &xv, &wv, &[0.0; 4], &gv);
     let (x, w, grad_pre) = (
@@ -635,7 +644,7 @@ fn conv2d_single_gradients_and_checked_backward() {
 fn three_by_three_filter_gradients_run_by_winograd() {
     let rt = runtime();
     let conv = Conv2d::new(&rt).unwrap();
-    let mut rng = Lcg(91);
+    let mut rng = rng(91);
     let uneven = Padding {
         top: 2,
         bottom: 0,
@@ -710,7 +719,7 @@ fn strided_input_gradients_run_one_stride_phase_at_a_time() {
 fn few_input_channels_get_their_gradient_directly() {
     let rt = runtime();
     let conv = Conv2d::new(&rt).unwrap();
-    let mut rng = Lcg(73);
+    let mut rng = rng(73);
     let uneven = Padding {
         top: 0,
         bottom: 2,
@@ -746,7 +755,7 @@ fn few_input_channels_get_their_gradient_directly() {
 fn autotuned_convolutions_time_each_way_of_each_pass_and_stay_correct() {
     let rt = tuning_runtime();
     let conv = Conv2d::new(&rt).unwrap();
-    let mut rng = Lcg(41);
+    let mut rng = rng(41);
     let unit = Conv2dShape::new(2, 5, [6, 7], 70, [3, 3]).padding(Padding::uniform(1));
     let strided = Conv2dShape::new(1, 66, [9, 8], 3, [3, 3]).stride([2, 2]);
     // Each shape twice: the second run takes the remembered choices.
@@ -780,7 +789,7 @@ fn autotuned_convolutions_time_each_way_of_each_pass_and_stay_correct() {
 fn small_outputs_are_computed_in_slices_of_their_sum() {
     let rt = runtime();
     let conv = Conv2d::new(&rt).unwrap();
-    let mut rng = Lcg(57);
+    let mut rng = rng(57);
     // A batch of one over many input channels (small blocks, three slices, the last one
     // ragged), 70 output channels (large blocks, two slices), and a 1x1 filter.
     let shapes = [
@@ -824,7 +833,7 @@ fn small_outputs_are_computed_in_slices_of_their_sum() {
 fn small_inputs_get_their_gradient_in_slices_of_its_sum() {
     let rt = runtime();
     let conv = Conv2d::new(&rt).unwrap();
-    let mut rng = Lcg(61);
+    let mut rng = rng(61);
     // Few input pixels and many output channels: small blocks in three slices (the last
     // ragged), large blocks in two, and a 1x1 filter.
     let shapes = [

@@ -2,13 +2,14 @@
 //! conv 3x3 + ReLU, conv 3x3 stride 2 + ReLU, flatten, linear, softmax cross-entropy, and an
 //! SGD-with-momentum update of all six parameter tensors.
 
+use rand::RngExt;
 use tessera::nn::{
     Activation, Conv2d, Conv2dGrads, Conv2dShape, Gemm, GemmGrads, GemmShape, Padding, Sgd,
     SgdConfig, SoftmaxCrossEntropy,
 };
 use tessera::{Batch, GpuBuffer, Result, Runtime, Timing};
 
-use crate::data::Rng;
+use crate::data::rng;
 
 /// The network's sizes.
 #[derive(Clone, Copy, Debug)]
@@ -164,14 +165,14 @@ impl Net {
             vec![features as usize, classes as usize],
             vec![classes as usize],
         ];
-        let mut rng = Rng(seed);
+        let mut rng = rng(seed);
         let params = Tensors::from_fn(|i| {
             if i % 2 == 1 {
                 return rt.zeros(sizes[i]);
             }
             let bound = (6.0 / fan_in[i] as f32).sqrt();
             let values: Vec<f32> = (0..sizes[i])
-                .map(|_| (2.0 * rng.unit() - 1.0) * bound)
+                .map(|_| rng.random_range(-1.0..1.0) * bound)
                 .collect();
             rt.upload(&values)
         })?;
