@@ -20,6 +20,8 @@ use std::time::Duration;
 
 use std::fmt::Write as _;
 
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use tessera::nn::{
     Activation, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape, Convolution, Gemm,
     GemmBackward, GemmForward, GemmShape, Padding,
@@ -111,16 +113,10 @@ fn breakdown(rt: &Runtime, mut record: impl FnMut(&mut Batch<'_>) -> Result<()>)
     Ok(parts.join(", "))
 }
 
+/// `len` values uniform in [-0.5, 0.5) from the library's seeded generator.
 fn random(rt: &Runtime, len: usize, seed: u64) -> Result<GpuBuffer<f32>> {
-    let mut state = seed;
-    let values: Vec<f32> = (0..len)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-        })
-        .collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let values: Vec<f32> = (0..len).map(|_| rng.random_range(-0.5..0.5)).collect();
     rt.upload(&values)
 }
 

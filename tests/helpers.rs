@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_close, runtime, Lcg};
+use common::{assert_close, rng, runtime, values};
 
 #[tessera::kernels]
 pub mod composed {
@@ -88,7 +88,7 @@ fn helper_over_workgroup_memory_follows_each_instances_constants() {
         assert_eq!(span, (constants.tile * constants.width) as usize);
         // A whole number of blocks, then a ragged tail.
         for n in [span * 3, span * 3 + 3] {
-            let xs = Lcg(n as u64).values(n);
+            let xs = values(&mut rng(n as u64), n);
             let x = rt.upload(&xs).unwrap();
             let mut out = rt.zeros::<f32>(n.div_ceil(span)).unwrap();
             let p = Len { n: n as u32 };

@@ -1,4 +1,4 @@
-//! `tessera::nn::Convolution` (and the `Conv2d` layer) against an f64 CPU reference: forward, input gradient (both the
+//! `tessera::nn::Convolution` against an f64 CPU reference: forward, input gradient (both the
 //! stride-1 fast path and the general path), filter gradient and bias gradient, over fixed
 //! edge cases (stride 1 and 2, padding 0, 1 and asymmetric, dilation 2, kernels 1 to 9, sizes
 //! that are not multiples of the 128 x 128 blocks, batch 1, a grid folded past the device's
@@ -12,8 +12,8 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{
-    assert_close, entry_points, kernels_run, property_cases, property_seed, runtime,
-    tuning_runtime, Lcg,
+    assert_close, entry_points, kernels_run, property_cases, property_seed, rng, runtime,
+    tuning_runtime, values, ChaCha8Rng, RngExt,
 };
 use tessera::nn::{
     Activation, Conv2dBackward, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape,
@@ -116,14 +116,14 @@ fn check(
     conv: &Convolution,
     shape: Conv2dShape,
     relu: bool,
-    rng: &mut Lcg,
+    rng: &mut ChaCha8Rng,
 ) -> Vec<String> {
     let out_len = shape.output_len().unwrap();
     let (xv, wv, bv, gv) = (
-        rng.values(shape.input_len()),
-        rng.values(shape.weight_len()),
-        rng.values(shape.out_channels as usize),
-        rng.values(out_len),
+        values(rng, shape.input_len()),
+        values(rng, shape.weight_len()),
+        values(rng, shape.out_channels as usize),
+        values(rng, out_len),
     );
     let want = reference(&shape, relu, &xv, &wv, &bv, &gv);
     let activation = if relu {
@@ -191,7 +191,7 @@ fn check(
 fn conv2d_matches_reference_on_edge_cases() {
     let rt = runtime();
     let conv = Convolution::new(&rt).unwrap();
-    let mut rng = Lcg(1);
+    let mut rng = rng(1);
     let base = |k: u32| Conv2dShape::new(2, 3, [9, 11], 4, [k, k]);
     let cases = [
         // Stride 1 (the input gradient's fast path) and 2, padding 0 and 1.
@@ -270,7 +270,7 @@ struct Class {
 /// points in the comments): small channels take the 64 x 64 blocks (`reg4`), more than 64 on
 /// both sides of an output the 128 x 128 ones (`reg8`), a sum of 1024 or more over a small
 /// output is split (`partial`, `reduce`).
-const CLASSES: [Class; 18] = {
+const CLASSES: [Class; 19] = {
     const ANY: Class = Class {
         batch: (1, 2),
         in_channels: (5, 8),
@@ -366,7 +366,8 @@ const CLASSES: [Class; 18] = {
             size: (5, 12),
             ..ANY
         },
-        // Strided and dilated: the general input gradient, whole and split.
+        // Strided and dilated: the general input gradient, whole and split, in both blockings
+        // (few input channels take the small one).
         Class {
             batch: (2, 2),
             in_channels: WIDE,
@@ -375,6 +376,14 @@ const CLASSES: [Class; 18] = {
             stride: (2, 2),
             dilation: (2, 2),
             size: (12, 14),
+            ..ANY
+        },
+        Class {
+            out_channels: (3, 5),
+            kernel: (2, 3),
+            stride: (2, 2),
+            dilation: (2, 2),
+            size: (8, 10),
             ..ANY
         },
         Class {
@@ -440,8 +449,8 @@ const CLASSES: [Class; 18] = {
 };
 
 impl Class {
-    fn draw(&self, rng: &mut Lcg) -> Conv2dShape {
-        let mut range = |(lo, hi): (u32, u32)| rng.range(lo, hi);
+    fn draw(&self, rng: &mut ChaCha8Rng) -> Conv2dShape {
+        let mut range = |(lo, hi): (u32, u32)| rng.random_range(lo..=hi);
         let first = range(self.kernel);
         let kernel = [
             first,
@@ -484,7 +493,7 @@ impl Class {
 fn conv2d_matches_reference_on_random_shapes_of_every_path() {
     let rt = runtime();
     let conv = Convolution::new(&rt).unwrap();
-    let mut rng = Lcg(property_seed(7));
+    let mut rng = rng(property_seed(7));
     let cases = property_cases(CLASSES.len());
     let mut ran = BTreeSet::new();
     for case in 0..cases {
@@ -581,13 +590,13 @@ fn conv2d_rejects_bad_shapes_with_the_reason() {
 fn conv2d_single_gradients_and_checked_backward() {
     let rt = runtime();
     let conv = Convolution::new(&rt).unwrap();
-    let mut rng = Lcg(21);
+    let mut rng = rng(21);
     let shape = Conv2dShape::new(2, 3, [7, 6], 4, [3, 3]).stride([1, 2]);
     let out_len = shape.output_len().unwrap();
     let (xv, wv, gv) = (
-        rng.values(shape.input_len()),
-        rng.values(shape.weight_len()),
-        rng.values(out_len),
+        values(&mut rng, shape.input_len()),
+        values(&mut rng, shape.weight_len()),
+        values(&mut rng, out_len),
     );
     let want = reference(&shape, false, &xv, &wv, &[0.0; 4], &gv);
     let (x, w, grad_pre) = (
@@ -655,7 +664,7 @@ fn conv2d_single_gradients_and_checked_backward() {
 fn three_by_three_filter_gradients_run_by_winograd() {
     let rt = runtime();
     let conv = Convolution::new(&rt).unwrap();
-    let mut rng = Lcg(91);
+    let mut rng = rng(91);
     let uneven = Padding {
         top: 2,
         bottom: 0,
@@ -740,7 +749,7 @@ fn strided_input_gradients_run_one_stride_phase_at_a_time() {
 fn few_input_channels_get_their_gradient_directly() {
     let rt = runtime();
     let conv = Convolution::new(&rt).unwrap();
-    let mut rng = Lcg(73);
+    let mut rng = rng(73);
     let uneven = Padding {
         top: 0,
         bottom: 2,
@@ -781,7 +790,7 @@ fn few_input_channels_get_their_gradient_directly() {
 fn autotuned_convolutions_time_each_way_of_each_pass_and_stay_correct() {
     let rt = tuning_runtime();
     let conv = Convolution::new(&rt).unwrap();
-    let mut rng = Lcg(41);
+    let mut rng = rng(41);
     let unit = Conv2dShape::new(2, 5, [6, 7], 70, [3, 3]).padding(Padding::uniform(1));
     let strided = Conv2dShape::new(1, 66, [9, 8], 3, [3, 3]).stride([2, 2]);
     // Each shape twice: the second run takes the remembered choices.
@@ -815,7 +824,7 @@ fn autotuned_convolutions_time_each_way_of_each_pass_and_stay_correct() {
 fn small_outputs_are_computed_in_slices_of_their_sum() {
     let rt = runtime();
     let conv = Convolution::new(&rt).unwrap();
-    let mut rng = Lcg(57);
+    let mut rng = rng(57);
     // A batch of one over many input channels (small blocks, three slices, the last one
     // ragged), 70 output channels (large blocks, two slices), and a 1x1 filter.
     let shapes = [
@@ -861,7 +870,7 @@ fn small_outputs_are_computed_in_slices_of_their_sum() {
 fn small_inputs_get_their_gradient_in_slices_of_its_sum() {
     let rt = runtime();
     let conv = Convolution::new(&rt).unwrap();
-    let mut rng = Lcg(61);
+    let mut rng = rng(61);
     // Few input pixels and many output channels: small blocks in three slices (the last
     // ragged), large blocks in two, and a 1x1 filter.
     let shapes = [

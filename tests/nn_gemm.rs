@@ -8,8 +8,8 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{
-    assert_close, entry_points, kernels_run, property_cases, property_seed, runtime,
-    tuning_runtime, Lcg,
+    assert_close, entry_points, kernels_run, property_cases, property_seed, rng, runtime,
+    tuning_runtime, values, ChaCha8Rng, RngExt,
 };
 use tessera::nn::{Activation, Gemm, GemmBackward, GemmForward, GemmShape};
 use tessera::{Error, GpuBuffer, Runtime};
@@ -42,14 +42,14 @@ fn check_shape(
     gemm: &Gemm,
     shape: GemmShape,
     activation: Activation,
-    rng: &mut Lcg,
+    rng: &mut ChaCha8Rng,
 ) -> Vec<String> {
     let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
     let (av, bv, biasv, gyv) = (
-        rng.values(m * k),
-        rng.values(k * n),
-        rng.values(n),
-        rng.values(m * n),
+        values(rng, m * k),
+        values(rng, k * n),
+        values(rng, n),
+        values(rng, m * n),
     );
     let (a, b, bias, grad_y) = (
         rt.upload(&av).unwrap(),
@@ -145,7 +145,7 @@ fn check_shape(
 fn gemm_forward_and_backward_match_reference_for_every_activation() {
     let rt = runtime();
     let gemm = Gemm::new(&rt).unwrap();
-    let mut rng = Lcg(7);
+    let mut rng = rng(7);
     for activation in Activation::ALL {
         check_shape(
             &rt,
@@ -165,7 +165,7 @@ fn gemm_forward_and_backward_match_reference_for_every_activation() {
 fn gemm_handles_dimensions_of_one_and_ragged_tiles() {
     let rt = runtime();
     let gemm = Gemm::new(&rt).unwrap();
-    let mut rng = Lcg(11);
+    let mut rng = rng(11);
     let shapes = [
         (1, 1, 1),
         (1, 17, 1),
@@ -191,7 +191,7 @@ fn gemm_handles_dimensions_of_one_and_ragged_tiles() {
 fn gemm_splits_a_long_sum_over_a_small_output() {
     let rt = runtime();
     let gemm = Gemm::new(&rt).unwrap();
-    let mut rng = Lcg(5);
+    let mut rng = rng(5);
     // Small and large blocks, two and four slices, the last slice ragged; each shape needs more
     // scratch than the one before.
     let shapes = [(5, 3, 1500), (70, 33, 2100), (130, 129, 1100)];
@@ -231,7 +231,7 @@ fn gemm_splits_a_long_sum_over_a_small_output() {
 fn gemm_matches_reference_on_random_shapes_of_every_path() {
     let rt = runtime();
     let gemm = Gemm::new(&rt).unwrap();
-    let mut rng = Lcg(property_seed(2026));
+    let mut rng = rng(property_seed(2026));
     let cases = property_cases(8);
     let mut ran = BTreeSet::new();
     for case in 0..cases {
@@ -242,11 +242,11 @@ fn gemm_matches_reference_on_random_shapes_of_every_path() {
             _ => ((65, 90), (1024, 1300)),
         };
         let shape = GemmShape {
-            m: rng.range(sides.0, sides.1),
-            n: rng.range(sides.0, sides.1),
-            k: rng.range(depth.0, depth.1),
+            m: rng.random_range(sides.0..=sides.1),
+            n: rng.random_range(sides.0..=sides.1),
+            k: rng.random_range(depth.0..=depth.1),
         };
-        let activation = Activation::ALL[rng.range(0, 5) as usize];
+        let activation = Activation::ALL[rng.random_range(0..Activation::ALL.len())];
         ran.extend(check_shape(&rt, &gemm, shape, activation, &mut rng));
     }
     if cases >= 4 {
@@ -321,7 +321,7 @@ fn gemm_rejects_empty_shapes_and_short_buffers() {
 fn autotuned_gemm_times_each_way_once_and_stays_correct() {
     let rt = tuning_runtime();
     let gemm = Gemm::new(&rt).unwrap();
-    let mut rng = Lcg(23);
+    let mut rng = rng(23);
     // Twice: the second run takes the remembered choices.
     for _ in 0..2 {
         let shape = GemmShape {
@@ -375,11 +375,11 @@ fn gemm_from_several_threads_at_once_matches_one_thread() {
         },
     ];
     let run = |shape: GemmShape, seed: u64| -> Vec<f32> {
-        let mut rng = Lcg(seed);
+        let mut rng = rng(seed);
         let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
-        let a = rt.upload(&rng.values(m * k)).unwrap();
-        let b = rt.upload(&rng.values(k * n)).unwrap();
-        let bias = rt.upload(&rng.values(n)).unwrap();
+        let a = rt.upload(&values(&mut rng, m * k)).unwrap();
+        let b = rt.upload(&values(&mut rng, k * n)).unwrap();
+        let bias = rt.upload(&values(&mut rng, n)).unwrap();
         let (mut pre, mut y) = (rt.zeros(m * n).unwrap(), rt.zeros(m * n).unwrap());
         let mut outputs = Vec::new();
         for _ in 0..3 {

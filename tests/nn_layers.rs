@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_close, runtime, Lcg};
+use common::{assert_close, rng, runtime, values};
 use tessera::nn::{
     Activation, Conv2d, Conv2dBackward, Conv2dConfig, Conv2dForward, Convolution, Init, Linear,
     LinearConfig, Padding,
@@ -25,7 +25,7 @@ fn bits(values: &[f32]) -> Vec<u32> {
 #[test]
 fn linear_matches_reference_at_every_row_count() {
     let rt = runtime();
-    let mut rng = Lcg(41);
+    let mut rng = rng(41);
     for activation in [Activation::Relu, Activation::None] {
         let (inputs, outputs) = (5usize, 3usize);
         let config = LinearConfig::new(inputs as u32, outputs as u32)
@@ -35,7 +35,10 @@ fn linear_matches_reference_at_every_row_count() {
         let w = read(&rt, layer.weight());
         let b = read(&rt, layer.bias());
         for rows in [4usize, 2] {
-            let (xv, gv) = (rng.values(rows * inputs), rng.values(rows * outputs));
+            let (xv, gv) = (
+                values(&mut rng, rows * inputs),
+                values(&mut rng, rows * outputs),
+            );
             let (x, grad_y) = (rt.upload(&xv).unwrap(), rt.upload(&gv).unwrap());
             let mut batch = rt.batch();
             layer.forward(&mut batch, &x).unwrap();
@@ -88,7 +91,7 @@ fn linear_matches_reference_at_every_row_count() {
 #[test]
 fn conv2d_layer_runs_its_op() {
     let rt = runtime();
-    let mut rng = Lcg(43);
+    let mut rng = rng(43);
     let config = Conv2dConfig::new(2, [5, 4], 3, [3, 3])
         .stride([2, 1])
         .padding(Padding::uniform(1))
@@ -100,8 +103,8 @@ fn conv2d_layer_runs_its_op() {
     let op = Convolution::new(&rt).unwrap();
     for images in [3u32, 1] {
         let shape = config.shape(images);
-        let xv = rng.values(shape.input_len());
-        let gv = rng.values(shape.output_len().unwrap());
+        let xv = values(&mut rng, shape.input_len());
+        let gv = values(&mut rng, shape.output_len().unwrap());
         let (x, grad_y) = (rt.upload(&xv).unwrap(), rt.upload(&gv).unwrap());
         let mut batch = rt.batch();
         layer.forward(&mut batch, &x).unwrap();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_close, property_cases, property_seed, runtime, Lcg};
+use common::{assert_close, property_cases, property_seed, rng, runtime, values, RngExt};
 use tessera::nn::{
     Adam, AdamConfig, AdamState, LossBackward, LossForward, LossShape, Sgd, SgdConfig,
     SoftmaxCrossEntropy,
@@ -17,15 +17,18 @@ fn softmax_cross_entropy_matches_reference() {
     // One class, one row, rows past one workgroup of 64, and large logits (stability); then
     // random shapes (`TESSERA_PROPERTY_CASES` of them, 4 by default).
     let fixed = [(1, 1, 1.0), (1, 5, 1.0), (70, 3, 4.0), (9, 10, 80.0)];
-    let mut shapes = Lcg(property_seed(3));
+    let mut shapes = rng(property_seed(3));
     let random = (0..property_cases(4)).map(|_| {
-        let spread = [0.5, 4.0, 80.0][shapes.range(0, 2) as usize];
-        (shapes.range(1, 200), shapes.range(1, 70), spread)
+        let spread = [0.5, 4.0, 80.0][shapes.random_range(0..=2) as usize];
+        (
+            shapes.random_range(1..=200),
+            shapes.random_range(1..=70),
+            spread,
+        )
     });
-    let mut rng = Lcg(3);
+    let mut rng = rng(3);
     for (rows, classes, spread) in fixed.into_iter().chain(random.collect::<Vec<_>>()) {
-        let logits: Vec<f32> = rng
-            .values((rows * classes) as usize)
+        let logits: Vec<f32> = values(&mut rng, (rows * classes) as usize)
             .into_iter()
             .map(|v| v * spread)
             .collect();
@@ -117,16 +120,16 @@ fn sgd_with_momentum_matches_reference_over_steps() {
         weight_decay: 0.01,
     };
     let sgd = Sgd::new(&rt, config).unwrap();
-    let mut rng = Lcg(5);
+    let mut rng = rng(5);
     let len = 300; // past one workgroup of 256
-    let mut want_w: Vec<f64> = rng.values(len).into_iter().map(f64::from).collect();
+    let mut want_w: Vec<f64> = values(&mut rng, len).into_iter().map(f64::from).collect();
     let mut want_v = vec![0.0f64; len];
     let mut w = rt
         .upload(&want_w.iter().map(|&v| v as f32).collect::<Vec<_>>())
         .unwrap();
     let mut velocity = rt.zeros::<f32>(len).unwrap();
     for _ in 0..3 {
-        let g = rng.values(len);
+        let g = values(&mut rng, len);
         for i in 0..len {
             let g = f64::from(g[i]) + 0.01 * want_w[i];
             want_v[i] = 0.9 * want_v[i] + g;
@@ -157,9 +160,9 @@ fn adam_matches_reference_over_steps() {
         ..AdamConfig::default()
     };
     let adam = Adam::new(&rt, config).unwrap();
-    let mut rng = Lcg(9);
+    let mut rng = rng(9);
     let len = 257;
-    let mut want_w: Vec<f64> = rng.values(len).into_iter().map(f64::from).collect();
+    let mut want_w: Vec<f64> = values(&mut rng, len).into_iter().map(f64::from).collect();
     let (mut m, mut v) = (vec![0.0f64; len], vec![0.0f64; len]);
     let mut w = rt
         .upload(&want_w.iter().map(|&v| v as f32).collect::<Vec<_>>())
@@ -167,7 +170,7 @@ fn adam_matches_reference_over_steps() {
     let mut state = AdamState::new(&rt, len).unwrap();
     let (b1, b2, eps) = (0.9f64, 0.999f64, 1e-8f64);
     for t in 1..=4 {
-        let g = rng.values(len);
+        let g = values(&mut rng, len);
         for i in 0..len {
             let g = f64::from(g[i]) + 0.1 * want_w[i];
             m[i] = b1 * m[i] + (1.0 - b1) * g;

@@ -225,14 +225,16 @@ fn bit_casts_keep_the_bits() {
         -1e-30,
         7.0,
     ];
+    // Each word is read as an `f32` and as two `f16` halves (high, low), so some of these are
+    // bit patterns on purpose; their halves are named in the comments.
     let word_values: Vec<u32> = vec![
-        0x3f80_0000,
-        0xc000_0000,
+        1.0f32.to_bits(),    // halves 1.875 and 0
+        (-2.0f32).to_bits(), // halves -2 and 0
         0,
-        1,
-        0x7f7f_ffff,
-        0x1234_5678,
-        0x8000_0001,
+        1, // the smallest positive f32 subnormal; halves 0 and f16::MIN_POSITIVE_SUBNORMAL
+        f32::MAX.to_bits(), // halves NaN and NaN
+        0x1234_5678, // halves about 7.57e-4 and 103.5
+        0x8000_0001, // halves -0 and f16::MIN_POSITIVE_SUBNORMAL
         42,
     ];
     let n = xs.len();
@@ -270,7 +272,10 @@ fn bit_casts_keep_the_bits() {
     let want_sign: Vec<i32> = xs.iter().map(|x| (x.to_bits() as i32) >> 31).collect();
     assert_eq!(sign.read(&rt).unwrap(), want_sign);
     // Halves that are NaN or subnormal may change on the way; the others must not.
-    let plain = |h: u16| f16::from_bits(h).is_normal() || h & 0x7fff == 0;
+    let plain = |h: u16| {
+        let h = f16::from_bits(h);
+        h.is_normal() || h == f16::ZERO // -0 compares equal too
+    };
     for (got, word) in halves.read(&rt).unwrap().iter().zip(&word_values) {
         if plain(*word as u16) && plain((word >> 16) as u16) {
             assert_eq!(*got, word.rotate_left(16), "{word:#x}");

@@ -1,5 +1,8 @@
 //! A synthetic image-classification data set: stripes in one of four orientations.
 
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+
 /// Stripe orientations, one class each.
 pub const CLASSES: u32 = 4;
 
@@ -14,13 +17,13 @@ impl Dataset {
     /// `len` images of `size x size` pixels: horizontal, vertical, diagonal or anti-diagonal
     /// stripes of random period (3 to 5 pixels) and phase, plus uniform noise; class `i % 4`.
     pub fn stripes(len: u32, size: u32, seed: u64) -> Self {
-        let mut rng = Rng(seed);
+        let mut rng = rng(seed);
         let mut images = Vec::with_capacity((len * size * size) as usize);
         let mut labels = Vec::with_capacity(len as usize);
         for i in 0..len {
             let class = i % CLASSES;
-            let period = 3.0 + 2.0 * rng.unit();
-            let phase = rng.unit() * std::f32::consts::TAU;
+            let period = 3.0 + 2.0 * rng.random::<f32>();
+            let phase = rng.random::<f32>() * std::f32::consts::TAU;
             for row in 0..size {
                 for col in 0..size {
                     let (r, c) = (row as f32, col as f32);
@@ -31,7 +34,7 @@ impl Dataset {
                         _ => (r - c) / std::f32::consts::SQRT_2,
                     };
                     let stripe = (along * std::f32::consts::TAU / period + phase).sin();
-                    images.push(stripe + 0.5 * (rng.unit() - 0.5));
+                    images.push(stripe + 0.5 * (rng.random::<f32>() - 0.5));
                 }
             }
             labels.push(class);
@@ -62,16 +65,8 @@ impl Dataset {
     }
 }
 
-/// A small deterministic generator, so that runs repeat exactly.
-pub struct Rng(pub u64);
-
-impl Rng {
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 40) as f32 / (1u64 << 24) as f32
-    }
+/// The example's generator: the library's seeded `ChaCha8Rng`, so that runs repeat exactly,
+/// on any platform.
+pub fn rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
 }

@@ -24,6 +24,9 @@ pub fn tuning_runtime() -> Runtime {
 }
 
 /// Asserts that two float slices agree to `tolerance`, relative to the larger magnitude (or 1).
+/// Kept by hand: `approx`'s `assert_relative_eq!` (with `epsilon` and `max_relative` both
+/// `tolerance`) applies the same test to slices but reports only the two whole slices, not the
+/// first element that differs; `float-cmp` has no relative margin (ulps and an absolute one).
 pub fn assert_close(got: &[f32], want: &[f32], tolerance: f32) {
     assert_eq!(got.len(), want.len(), "lengths differ");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
@@ -35,29 +38,20 @@ pub fn assert_close(got: &[f32], want: &[f32], tolerance: f32) {
     }
 }
 
-/// A small deterministic generator (no dependencies): values in [-1, 1).
-pub struct Lcg(pub u64);
+pub use rand::rngs::ChaCha8Rng;
+pub use rand::RngExt;
+use rand::SeedableRng;
 
-impl Lcg {
-    pub fn next(&mut self) -> f32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
-
-    pub fn values(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.next()).collect()
-    }
+/// The tests' generator: the library's `ChaCha8Rng`, whose stream for a seed is the same on
+/// every platform, so a seed printed by a failing property test reproduces it anywhere.
+/// Integers come from `rng.random_range(lo..=hi)` ([`RngExt`]).
+pub fn rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
 }
 
-impl Lcg {
-    /// An integer in `lo..=hi`.
-    pub fn range(&mut self, lo: u32, hi: u32) -> u32 {
-        let unit = (self.next() + 1.0) / 2.0;
-        (lo + (unit * (hi - lo + 1) as f32) as u32).min(hi)
-    }
+/// `n` values uniform in [-1, 1).
+pub fn values(rng: &mut ChaCha8Rng, n: usize) -> Vec<f32> {
+    (0..n).map(|_| rng.random_range(-1.0..1.0)).collect()
 }
 
 /// Submits `batch`, waits for it and returns the entry points it dispatched, in order.
