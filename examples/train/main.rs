@@ -23,6 +23,7 @@
 mod checkpoint;
 mod curve;
 mod data;
+mod digits;
 mod net;
 
 use std::collections::BTreeMap;
