@@ -20,9 +20,6 @@
 //! writers, as in scikit-learn's usual examples: the held-out accuracy measures new images of
 //! known hands.
 
-// Until `main.rs` offers the data set, only the tests use it.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use crate::data::Dataset;
 
 /// The digits 0 to 9.

@@ -31,6 +31,9 @@ pub struct Net {
     sgd: Sgd,
     /// SGD's velocity of each parameter, in [`Net::parameters`] order.
     velocity: Vec<GpuBuffer<f32>>,
+    /// Images in the loaded batch (at most `config.batch` in training; any number to
+    /// evaluate).
+    rows: u32,
     x: GpuBuffer<f32>,
     labels: GpuBuffer<u32>,
     probs: GpuBuffer<f32>,
@@ -81,6 +84,7 @@ impl Net {
             loss: SoftmaxCrossEntropy::new(rt)?,
             sgd: Sgd::new(rt, sgd)?,
             velocity: Vec::new(),
+            rows: batch,
             x: rt.zeros((batch * image * image) as usize)?,
             labels: rt.zeros(batch as usize)?,
             probs: rt.zeros(logits)?,
@@ -114,15 +118,38 @@ impl Net {
             .collect()
     }
 
-    /// Copies a batch of images and labels to the GPU.
+    /// Copies a batch of images and labels to the GPU; the buffers follow its size.
     pub fn load(&mut self, rt: &Runtime, images: &[f32], labels: &[u32]) -> Result<()> {
-        self.x.write(rt, images)?;
-        self.labels.write(rt, labels)
+        let pixels = (self.config.image * self.config.image) as usize;
+        if labels.is_empty() || images.len() != labels.len() * pixels {
+            return Err(tessera::Error::InvalidArgument {
+                operation: "net".into(),
+                problem: format!(
+                    "{} labels need {} pixels of images, got {}",
+                    labels.len(),
+                    labels.len() * pixels,
+                    images.len()
+                ),
+            });
+        }
+        self.rows = labels.len() as u32;
+        let logits = labels.len() * self.config.classes as usize;
+        for (buffer, len) in [
+            (&mut self.probs, logits),
+            (&mut self.grad_logits, logits),
+            (&mut self.losses, labels.len()),
+        ] {
+            if buffer.len() != len {
+                *buffer = rt.zeros(len)?;
+            }
+        }
+        upload(&mut self.x, rt, images)?;
+        upload(&mut self.labels, rt, labels)
     }
 
     fn loss_shape(&self) -> LossShape {
         LossShape {
-            rows: self.config.batch,
+            rows: self.rows,
             classes: self.config.classes,
         }
     }
@@ -208,6 +235,16 @@ impl Net {
     /// The mean loss the last forward pass computed.
     pub fn mean_loss(&self, rt: &Runtime) -> Result<f32> {
         SoftmaxCrossEntropy::mean(&self.losses.read(rt)?)
+    }
+}
+
+/// Writes `data` into `buffer`, replaced by a new one when the length differs.
+fn upload<T: bytemuck::Pod>(buffer: &mut GpuBuffer<T>, rt: &Runtime, data: &[T]) -> Result<()> {
+    if buffer.len() == data.len() {
+        buffer.write(rt, data)
+    } else {
+        *buffer = rt.upload(data)?;
+        Ok(())
     }
 }
 
