@@ -23,16 +23,15 @@ pub fn tuning_runtime() -> Runtime {
     rt
 }
 
-/// Asserts that two float slices agree to `tolerance`, relative to the larger magnitude (or 1).
-/// Kept by hand: `approx`'s `assert_relative_eq!` (with `epsilon` and `max_relative` both
-/// `tolerance`) applies the same test to slices but reports only the two whole slices, not the
-/// first element that differs; `float-cmp` has no relative margin (ulps and an absolute one).
+/// Asserts that two float slices agree to `tolerance`, relative to the larger magnitude (or 1):
+/// `approx`'s `relative_eq!` with `epsilon` and `max_relative` both `tolerance`, element by
+/// element, so that a failure names the first element that differs (its `assert_relative_eq!`
+/// on whole slices prints only the two slices).
 pub fn assert_close(got: &[f32], want: &[f32], tolerance: f32) {
     assert_eq!(got.len(), want.len(), "lengths differ");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let scale = g.abs().max(w.abs()).max(1.0);
         assert!(
-            (g - w).abs() <= tolerance * scale,
+            approx::relative_eq!(g, w, epsilon = tolerance, max_relative = tolerance),
             "element {i}: got {g}, want {w}"
         );
     }
