@@ -137,11 +137,7 @@ impl LinearConfig {
 pub struct Linear {
     op: Gemm,
     config: LinearConfig,
-    weight: GpuBuffer<f32>,
-    bias: GpuBuffer<f32>,
-    grad_weight: GpuBuffer<f32>,
-    grad_bias: GpuBuffer<f32>,
-    keep: Kept,
+    state: State,
 }
 
 impl Linear {
@@ -161,18 +157,11 @@ impl Linear {
                 ),
             ));
         }
-        let len = in_features as usize * out_features as usize;
-        let (weight, bias) = config
-            .init
-            .draw(len, out_features as usize, in_features as usize);
+        let (inputs, outputs) = (in_features as usize, out_features as usize);
         Ok(Linear {
             op: Gemm::new(rt)?,
             config,
-            weight: rt.upload_labeled("linear.weight", &weight)?,
-            bias: rt.upload_labeled("linear.bias", &bias)?,
-            grad_weight: rt.zeros_labeled("linear.weight gradient", len)?,
-            grad_bias: rt.zeros_labeled("linear.bias gradient", out_features as usize)?,
-            keep: Kept::default(),
+            state: State::new(rt, "linear", config.init, inputs * outputs, outputs, inputs)?,
         })
     }
 
@@ -203,15 +192,18 @@ impl Linear {
         let shape = self.shape(x)?;
         let activation = self.config.activation;
         let out = shape.m as usize * shape.n as usize;
-        let (pre, y) = self.keep.outputs(batch.runtime(), out, activation)?;
+        let State {
+            weight, bias, keep, ..
+        } = &mut self.state;
+        let (pre, y) = keep.outputs(batch.runtime(), out, activation)?;
         self.op.forward(
             batch,
             GemmForward {
                 shape,
                 activation,
                 a: x,
-                b: &self.weight,
-                bias: &self.bias,
+                b: weight,
+                bias,
                 pre,
                 y: &mut *y,
             },
@@ -227,10 +219,14 @@ impl Linear {
         x: &GpuBuffer<f32>,
         grad_y: &GpuBuffer<f32>,
     ) -> Result<&GpuBuffer<f32>> {
-        let mut grad_x = self.keep.take_grad_input(batch.runtime(), x.len())?;
-        let recorded = self.record_backward(batch, x, grad_y, Some(&mut grad_x));
-        let grad_x = self.keep.grad_x.insert(grad_x);
-        recorded.map(|()| &*grad_x)
+        let shape = self.shape(x)?;
+        let (op, activation) = (&self.op, self.config.activation);
+        let rt = batch.runtime();
+        self.state
+            .backward_with_input(rt, x.len(), |state, grad_a| {
+                let args = state.gemm_backward(shape, activation, x, grad_y, Some(grad_a))?;
+                op.backward(batch, args)
+            })
     }
 
     /// The backward pass without the input's gradient, for a network's first layer.
@@ -240,58 +236,36 @@ impl Linear {
         x: &GpuBuffer<f32>,
         grad_y: &GpuBuffer<f32>,
     ) -> Result<()> {
-        self.record_backward(batch, x, grad_y, None)
-    }
-
-    fn record_backward(
-        &mut self,
-        batch: &mut Batch<'_>,
-        x: &GpuBuffer<f32>,
-        grad_y: &GpuBuffer<f32>,
-        grad_a: Option<&mut GpuBuffer<f32>>,
-    ) -> Result<()> {
         let shape = self.shape(x)?;
-        self.op.backward(
-            batch,
-            GemmBackward {
-                shape,
-                activation: self.config.activation,
-                a: x,
-                b: &self.weight,
-                pre: self
-                    .keep
-                    .pre(shape.m as usize * shape.n as usize, "linear")?,
-                grad_y,
-                grad_a,
-                grad_b: &mut self.grad_weight,
-                grad_bias: &mut self.grad_bias,
-            },
-        )
+        let args = self
+            .state
+            .gemm_backward(shape, self.config.activation, x, grad_y, None)?;
+        self.op.backward(batch, args)
     }
 
     /// The output of the last forward pass.
     pub fn output(&self) -> Result<&GpuBuffer<f32>> {
-        self.keep.output("linear")
+        self.state.keep.output("linear")
     }
 
     /// `[in_features, out_features]`.
     pub fn weight(&self) -> &GpuBuffer<f32> {
-        &self.weight
+        &self.state.weight
     }
 
     /// `[out_features]`.
     pub fn bias(&self) -> &GpuBuffer<f32> {
-        &self.bias
+        &self.state.bias
     }
 
     /// The weight's gradient from the last backward pass.
     pub fn grad_weight(&self) -> &GpuBuffer<f32> {
-        &self.grad_weight
+        &self.state.grad_weight
     }
 
     /// The bias's gradient from the last backward pass.
     pub fn grad_bias(&self) -> &GpuBuffer<f32> {
-        &self.grad_bias
+        &self.state.grad_bias
     }
 
     /// The weight and the bias with their gradients, for an optimizer or a checkpoint.
@@ -301,20 +275,8 @@ impl Linear {
             out_features,
             ..
         } = self.config;
-        [
-            Parameter {
-                name: "weight",
-                shape: vec![in_features as usize, out_features as usize],
-                value: &mut self.weight,
-                grad: &self.grad_weight,
-            },
-            Parameter {
-                name: "bias",
-                shape: vec![out_features as usize],
-                value: &mut self.bias,
-                grad: &self.grad_bias,
-            },
-        ]
+        self.state
+            .parameters(vec![in_features as usize, out_features as usize])
     }
 }
 
@@ -425,11 +387,7 @@ impl Conv2dConfig {
 pub struct Conv2d {
     op: Convolution,
     config: Conv2dConfig,
-    weight: GpuBuffer<f32>,
-    bias: GpuBuffer<f32>,
-    grad_weight: GpuBuffer<f32>,
-    grad_bias: GpuBuffer<f32>,
-    keep: Kept,
+    state: State,
 }
 
 impl Conv2d {
@@ -440,18 +398,11 @@ impl Conv2d {
         shape.output()?;
         let [kh, kw] = shape.kernel;
         let fan_in = shape.in_channels as usize * kh as usize * kw as usize;
-        let (weight, bias) =
-            config
-                .init
-                .draw(shape.weight_len(), shape.out_channels as usize, fan_in);
+        let (weights, biases) = (shape.weight_len(), shape.out_channels as usize);
         Ok(Conv2d {
             op: Convolution::new(rt)?,
             config,
-            weight: rt.upload_labeled("conv2d.weight", &weight)?,
-            bias: rt.upload_labeled("conv2d.bias", &bias)?,
-            grad_weight: rt.zeros_labeled("conv2d.weight gradient", weight.len())?,
-            grad_bias: rt.zeros_labeled("conv2d.bias gradient", bias.len())?,
-            keep: Kept::default(),
+            state: State::new(rt, "conv2d", config.init, weights, biases, fan_in)?,
         })
     }
 
@@ -490,17 +441,18 @@ impl Conv2d {
     ) -> Result<&GpuBuffer<f32>> {
         let shape = self.shape(x)?;
         let activation = self.config.activation;
-        let (pre, y) = self
-            .keep
-            .outputs(batch.runtime(), shape.output_len()?, activation)?;
+        let State {
+            weight, bias, keep, ..
+        } = &mut self.state;
+        let (pre, y) = keep.outputs(batch.runtime(), shape.output_len()?, activation)?;
         self.op.forward(
             batch,
             Conv2dForward {
                 shape,
                 activation,
                 x,
-                w: &self.weight,
-                bias: &self.bias,
+                w: weight,
+                bias,
                 pre,
                 y: &mut *y,
             },
@@ -516,10 +468,14 @@ impl Conv2d {
         x: &GpuBuffer<f32>,
         grad_y: &GpuBuffer<f32>,
     ) -> Result<&GpuBuffer<f32>> {
-        let mut grad_x = self.keep.take_grad_input(batch.runtime(), x.len())?;
-        let recorded = self.record_backward(batch, x, grad_y, Some(&mut grad_x));
-        let grad_x = self.keep.grad_x.insert(grad_x);
-        recorded.map(|()| &*grad_x)
+        let shape = self.shape(x)?;
+        let (op, activation) = (&self.op, self.config.activation);
+        let rt = batch.runtime();
+        self.state
+            .backward_with_input(rt, x.len(), |state, grad_x| {
+                let args = state.conv_backward(shape, activation, x, grad_y, Some(grad_x))?;
+                op.backward(batch, args)
+            })
     }
 
     /// The backward pass without the input's gradient (not computed at all), for a
@@ -530,56 +486,36 @@ impl Conv2d {
         x: &GpuBuffer<f32>,
         grad_y: &GpuBuffer<f32>,
     ) -> Result<()> {
-        self.record_backward(batch, x, grad_y, None)
-    }
-
-    fn record_backward(
-        &mut self,
-        batch: &mut Batch<'_>,
-        x: &GpuBuffer<f32>,
-        grad_y: &GpuBuffer<f32>,
-        grad_x: Option<&mut GpuBuffer<f32>>,
-    ) -> Result<()> {
         let shape = self.shape(x)?;
-        self.op.backward(
-            batch,
-            Conv2dBackward {
-                shape,
-                activation: self.config.activation,
-                x,
-                w: &self.weight,
-                pre: self.keep.pre(shape.output_len()?, "conv2d")?,
-                grad_y,
-                grad_x,
-                grad_w: &mut self.grad_weight,
-                grad_bias: &mut self.grad_bias,
-            },
-        )
+        let args = self
+            .state
+            .conv_backward(shape, self.config.activation, x, grad_y, None)?;
+        self.op.backward(batch, args)
     }
 
     /// The output of the last forward pass.
     pub fn output(&self) -> Result<&GpuBuffer<f32>> {
-        self.keep.output("conv2d")
+        self.state.keep.output("conv2d")
     }
 
     /// `[out_channels, in_channels, kernel_h, kernel_w]`.
     pub fn weight(&self) -> &GpuBuffer<f32> {
-        &self.weight
+        &self.state.weight
     }
 
     /// `[out_channels]`.
     pub fn bias(&self) -> &GpuBuffer<f32> {
-        &self.bias
+        &self.state.bias
     }
 
     /// The filter's gradient from the last backward pass.
     pub fn grad_weight(&self) -> &GpuBuffer<f32> {
-        &self.grad_weight
+        &self.state.grad_weight
     }
 
     /// The bias's gradient from the last backward pass.
     pub fn grad_bias(&self) -> &GpuBuffer<f32> {
-        &self.grad_bias
+        &self.state.grad_bias
     }
 
     /// The filter and the bias with their gradients, for an optimizer or a checkpoint.
@@ -587,16 +523,115 @@ impl Conv2d {
         let shape = self.config.shape;
         let [kh, kw] = shape.kernel;
         let (out, inp) = (shape.out_channels as usize, shape.in_channels as usize);
+        self.state
+            .parameters(vec![out, inp, kh as usize, kw as usize])
+    }
+}
+
+/// What a layer owns besides its op: its parameters, their gradients, and what it keeps
+/// between its passes.
+#[derive(Debug)]
+struct State {
+    weight: GpuBuffer<f32>,
+    bias: GpuBuffer<f32>,
+    grad_weight: GpuBuffer<f32>,
+    grad_bias: GpuBuffer<f32>,
+    keep: Kept,
+}
+
+impl State {
+    /// Parameters drawn as `init` says for a layer (named `layer` in buffer labels) whose
+    /// every output sums `fan_in` products, and zero gradients.
+    fn new(
+        rt: &Runtime,
+        layer: &str,
+        init: Init,
+        weights: usize,
+        biases: usize,
+        fan_in: usize,
+    ) -> Result<Self> {
+        let (weight, bias) = init.draw(weights, biases, fan_in);
+        Ok(State {
+            weight: rt.upload_labeled(&format!("{layer}.weight"), &weight)?,
+            bias: rt.upload_labeled(&format!("{layer}.bias"), &bias)?,
+            grad_weight: rt.zeros_labeled(&format!("{layer}.weight gradient"), weights)?,
+            grad_bias: rt.zeros_labeled(&format!("{layer}.bias gradient"), biases)?,
+            keep: Kept::default(),
+        })
+    }
+
+    /// A backward pass that writes the input's gradient: `record` gets the buffer kept for it
+    /// (`len` values), which is returned once recorded.
+    fn backward_with_input(
+        &mut self,
+        rt: &Runtime,
+        len: usize,
+        record: impl FnOnce(&mut State, &mut GpuBuffer<f32>) -> Result<()>,
+    ) -> Result<&GpuBuffer<f32>> {
+        let mut grad_x = self.keep.take_grad_input(rt, len)?;
+        let recorded = record(self, &mut grad_x);
+        let grad_x = self.keep.grad_x.insert(grad_x);
+        recorded.map(|()| &*grad_x)
+    }
+
+    /// The arguments of a [`Gemm`]'s backward pass over these parameters.
+    fn gemm_backward<'a>(
+        &'a mut self,
+        shape: GemmShape,
+        activation: Activation,
+        x: &'a GpuBuffer<f32>,
+        grad_y: &'a GpuBuffer<f32>,
+        grad_a: Option<&'a mut GpuBuffer<f32>>,
+    ) -> Result<GemmBackward<'a>> {
+        Ok(GemmBackward {
+            shape,
+            activation,
+            a: x,
+            b: &self.weight,
+            pre: self
+                .keep
+                .pre(shape.m as usize * shape.n as usize, "linear")?,
+            grad_y,
+            grad_a,
+            grad_b: &mut self.grad_weight,
+            grad_bias: &mut self.grad_bias,
+        })
+    }
+
+    /// The arguments of a [`Convolution`]'s backward pass over these parameters.
+    fn conv_backward<'a>(
+        &'a mut self,
+        shape: Conv2dShape,
+        activation: Activation,
+        x: &'a GpuBuffer<f32>,
+        grad_y: &'a GpuBuffer<f32>,
+        grad_x: Option<&'a mut GpuBuffer<f32>>,
+    ) -> Result<Conv2dBackward<'a>> {
+        Ok(Conv2dBackward {
+            shape,
+            activation,
+            x,
+            w: &self.weight,
+            pre: self.keep.pre(shape.output_len()?, "conv2d")?,
+            grad_y,
+            grad_x,
+            grad_w: &mut self.grad_weight,
+            grad_bias: &mut self.grad_bias,
+        })
+    }
+
+    /// The weight (of `weight_shape`) and the bias with their gradients.
+    fn parameters(&mut self, weight_shape: Vec<usize>) -> [Parameter<'_>; 2] {
         [
             Parameter {
                 name: "weight",
-                shape: vec![out, inp, kh as usize, kw as usize],
+                shape: weight_shape,
                 value: &mut self.weight,
                 grad: &self.grad_weight,
             },
             Parameter {
                 name: "bias",
-                shape: vec![out],
+                shape: vec![self.bias.len()],
                 value: &mut self.bias,
                 grad: &self.grad_bias,
             },
