@@ -177,7 +177,9 @@
 //!   `1.0f16` literals, `&[f16]`/`&mut [f16]` storage, which the host reads and writes as
 //!   `GpuBuffer<half::f16>`, re-exported as [`half`]). Using either without declaring it is a compile error. The
 //!   launcher's `new` returns [`Error::LimitExceeded`] or [`Error::MissingFeature`] on a device
-//!   without what the kernel declares.
+//!   without what the kernel declares. The other kernels of the module still build there:
+//!   each kernel builds from a WGSL text holding only the kernels that need no more features
+//!   than it declares.
 //! - **Variant report.** `Kernel::VARIANTS` lists every generated variant ([`VariantInfo`]:
 //!   entry point, constants, specialization, workgroup size and memory, bindings); the
 //!   launcher's rustdoc shows the same table.

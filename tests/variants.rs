@@ -603,6 +603,70 @@ fn subgroup_kernel_runs_where_declared_and_is_refused_without_the_feature() {
     );
 }
 
+#[tessera::kernels]
+pub mod mixed {
+    /// Needs nothing beyond WebGPU's defaults.
+    #[kernel(workgroup = [64], grid = [ceil_div(x.len(), 64)])]
+    pub fn doubled(x: &[f32], y: &mut [f32]) {
+        let i = global_id().x;
+        if i < x.len() {
+            y[i] = 2.0 * x[i];
+        }
+    }
+
+    /// Needs subgroups.
+    #[kernel(workgroup = [64], grid = [1], features(subgroups))]
+    pub fn subgroup_total(x: &[f32], y: &mut [f32]) {
+        let i = local_index();
+        let total = subgroup_add(x[i]);
+        y[i] = total;
+    }
+
+    /// Needs half precision.
+    #[kernel(workgroup = [64], grid = [ceil_div(x.len(), 64)], features(f16))]
+    pub fn halved(x: &[f32], y: &mut [f32]) {
+        let i = global_id().x;
+        if i < x.len() {
+            let h = x[i] as f16;
+            y[i] = (h * 0.5) as f32;
+        }
+    }
+}
+
+/// In a module whose other kernels need optional features, a kernel that needs none runs on a
+/// device without them (its pipeline is built from WGSL without the others), and each of the
+/// others is refused there with the feature it lacks.
+#[test]
+fn kernels_that_need_no_feature_run_where_their_neighbours_cannot() {
+    let rt = runtime();
+    let plain = device_without_optional_features(&rt);
+    let x = plain.upload(&[1.0f32, -2.5, 4.0]).unwrap();
+    let mut y = plain.zeros::<f32>(3).unwrap();
+    let doubled = mixed::Doubled::new(&plain).unwrap();
+    doubled
+        .launch(&plain, mixed::DoubledArgs { x: &x, y: &mut y })
+        .unwrap();
+    assert_eq!(y.read(&plain).unwrap(), vec![2.0, -5.0, 8.0]);
+    let error = mixed::SubgroupTotal::new(&plain).unwrap_err();
+    assert!(
+        matches!(&error, Error::MissingFeature { feature, .. } if feature == "SUBGROUP"),
+        "{error}"
+    );
+    let error = mixed::Halved::new(&plain).unwrap_err();
+    assert!(
+        matches!(&error, Error::MissingFeature { feature, .. } if feature == "SHADER_F16"),
+        "{error}"
+    );
+    // On the full device each builds.
+    mixed::Doubled::new(&rt).unwrap();
+    if rt.info().features.contains(wgpu::Features::SUBGROUP) {
+        mixed::SubgroupTotal::new(&rt).unwrap();
+    }
+    if rt.info().features.contains(wgpu::Features::SHADER_F16) {
+        mixed::Halved::new(&rt).unwrap();
+    }
+}
+
 /// A runtime over a device created with no optional features, on the same adapter.
 fn device_without_optional_features(rt: &Runtime) -> Runtime {
     let instance =

@@ -14,8 +14,18 @@ pub struct Compiled {
     pub parsed: parse::Parsed,
     /// The WGSL of every kernel; `None` when an earlier stage reported errors.
     pub wgsl: Option<Wgsl>,
-    /// The WGSL of the kernels that need no `f16`, when the module has kernels of both kinds.
-    pub without_f16: Option<Wgsl>,
+    /// Narrower texts for the instances that need fewer optional features than the whole
+    /// module uses (see [`narrower`]).
+    pub narrower: Vec<Narrower>,
+}
+
+/// The WGSL of the instances whose features are among `features`: the text those instances
+/// build from, so that they run on a device with only those features. (A module that uses
+/// `enable f16;` or a subgroup operation anywhere fails to build, as a whole, on a device
+/// without the feature.)
+pub struct Narrower {
+    pub features: Vec<Feature>,
+    pub wgsl: Wgsl,
 }
 
 /// Runs the stages on `#[kernels(args)] mod item { .. }`. Errors of every stage land in
@@ -30,7 +40,7 @@ pub fn compile(args: TokenStream, item: syn::ItemMod, errors: &mut Errors) -> Op
         return Some(Compiled {
             parsed,
             wgsl: None,
-            without_f16: None,
+            narrower: Vec::new(),
         });
     }
     specialize::specialize(&mut parsed.module, errors);
@@ -38,37 +48,57 @@ pub fn compile(args: TokenStream, item: syn::ItemMod, errors: &mut Errors) -> Op
         return Some(Compiled {
             parsed,
             wgsl: None,
-            without_f16: None,
+            narrower: Vec::new(),
         });
     }
     lower::name_entry_points(&mut parsed.module);
     let wgsl = lower::module(&parsed.module);
     validate::validate(&wgsl, &parsed.module.features(), span.into(), errors);
-    let without_f16 = without_f16(&mut parsed.module, span, errors);
+    let narrower = narrower(&mut parsed.module, span, errors);
     Some(Compiled {
         parsed,
         wgsl: Some(wgsl),
-        without_f16,
+        narrower,
     })
 }
 
-/// The WGSL of the module's kernels that need no `f16`, when others do: `enable f16;` fails
-/// on a device without the feature, and the other kernels must still run there.
-fn without_f16(module: &mut Module, span: Span, errors: &mut Errors) -> Option<Wgsl> {
-    let needs = |i: &Instance| i.general().requirements.has(Feature::F16);
-    let mut instances = module.kernels.iter().flat_map(|k| &k.instances);
-    if !instances.clone().any(needs) || instances.all(needs) {
-        return None;
-    }
+/// For each set of optional features some instance declares, the WGSL of the instances whose
+/// features are among that set, when the whole module needs more: every instance then builds
+/// from a text that needs nothing its own `new` has not checked the device for.
+fn narrower(module: &mut Module, span: Span, errors: &mut Errors) -> Vec<Narrower> {
+    let features = |i: &Instance| i.general().requirements.feature_set();
+    let within = |i: &Instance, set: &[Feature]| features(i).iter().all(|f| set.contains(f));
+    let mut sets: Vec<Vec<Feature>> = module
+        .kernels
+        .iter()
+        .flat_map(|k| &k.instances)
+        .map(features)
+        .collect();
+    sets.sort();
+    sets.dedup();
     let all = module.kernels.clone();
-    for kernel in &mut module.kernels {
-        kernel.instances.retain(|i| !needs(i));
+    let mut texts = Vec::new();
+    for set in sets {
+        if all
+            .iter()
+            .flat_map(|k| &k.instances)
+            .all(|i| within(i, &set))
+        {
+            continue;
+        }
+        for kernel in &mut module.kernels {
+            kernel.instances.retain(|i| within(i, &set));
+        }
+        module.kernels.retain(|k| !k.instances.is_empty());
+        let wgsl = lower::module(module);
+        validate::validate(&wgsl, &module.features(), span.into(), errors);
+        texts.push(Narrower {
+            features: set,
+            wgsl,
+        });
+        module.kernels = all.clone();
     }
-    module.kernels.retain(|k| !k.instances.is_empty());
-    let wgsl = lower::module(module);
-    validate::validate(&wgsl, &module.features(), span.into(), errors);
-    module.kernels = all;
-    Some(wgsl)
+    texts
 }
 
 #[cfg(test)]

@@ -265,10 +265,20 @@ pub struct FamilyBinding {
 }
 
 /// A device capability a kernel may declare and use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Feature {
     F16,
     Subgroups,
+}
+
+impl Feature {
+    /// The name `features(...)` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Feature::F16 => "f16",
+            Feature::Subgroups => "subgroups",
+        }
+    }
 }
 
 /// `specialize(p.stride == 1 && p.kernel == 3)`: a body generated with those values folded in.
@@ -302,6 +312,14 @@ pub struct Requirements {
 impl Requirements {
     pub fn has(&self, feature: Feature) -> bool {
         self.features.iter().any(|(f, _)| *f == feature)
+    }
+
+    /// The features declared, each once, in order.
+    pub fn feature_set(&self) -> Vec<Feature> {
+        let mut set: Vec<Feature> = self.features.iter().map(|(f, _)| *f).collect();
+        set.sort();
+        set.dedup();
+        set
     }
 }
 

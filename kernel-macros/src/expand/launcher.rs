@@ -5,6 +5,7 @@
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, quote_spanned};
 
+use crate::compile::Narrower;
 use crate::expand::host;
 use crate::ir::{Binding, BindingKind, Feature, Instance, Kernel, Module, Scalar, Ty, Variant};
 
@@ -110,7 +111,12 @@ fn rt() -> TokenStream {
 
 /// The launcher and argument types of one kernel, from its instances and their variants (per
 /// instance, the general body then each specialization) and their WGSL entry points.
-pub fn launcher(module: &Module, kernel: &Kernel, split_f16: bool, valid: bool) -> TokenStream {
+pub fn launcher(
+    module: &Module,
+    kernel: &Kernel,
+    narrower: &[Narrower],
+    valid: bool,
+) -> TokenStream {
     let Some(first) = kernel.instances.first() else {
         return TokenStream::new();
     };
@@ -171,12 +177,16 @@ pub fn launcher(module: &Module, kernel: &Kernel, split_f16: bool, valid: bool) 
         quote!([#x, #y, #z])
     });
     let memories = instances.iter().map(|i| shared_bytes(i.general()));
-    // With `split_f16`, the instances that need no `f16` build from the WGSL without it.
+    // An instance that needs fewer optional features than the module builds from the text
+    // of the instances that need no more than it does.
     let sources = instances.iter().map(|instance| {
-        if split_f16 && !instance.general().requirements.has(Feature::F16) {
-            quote!(WGSL_WITHOUT_F16)
-        } else {
-            quote!(WGSL)
+        let features = instance.general().requirements.feature_set();
+        match narrower.iter().find(|n| n.features == features) {
+            Some(n) => {
+                let name = super::narrower_name(&n.features);
+                quote!(#name)
+            }
+            None => quote!(WGSL),
         }
     });
     let grid_arms = instances.iter().enumerate().map(|(i, instance)| {

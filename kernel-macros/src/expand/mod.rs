@@ -12,8 +12,9 @@ mod params;
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use crate::compile::compile;
+use crate::compile::{compile, Narrower};
 use crate::diag::Errors;
+use crate::ir::Feature;
 use crate::{lower, parse};
 
 pub use params::derive_params;
@@ -35,7 +36,7 @@ pub fn kernels(args: TokenStream, input: TokenStream) -> TokenStream {
     };
     let sources = Sources {
         all: compiled.wgsl.as_ref(),
-        without_f16: compiled.without_f16.as_ref(),
+        narrower: &compiled.narrower,
     };
     let module = module_tokens(&compiled.parsed, sources, errors.is_empty());
     let errors = compile_errors(errors);
@@ -46,8 +47,21 @@ pub fn kernels(args: TokenStream, input: TokenStream) -> TokenStream {
 #[derive(Clone, Copy)]
 struct Sources<'a> {
     all: Option<&'a lower::Wgsl>,
-    /// The kernels without `f16`, when the module has kernels of both kinds.
-    without_f16: Option<&'a lower::Wgsl>,
+    /// The texts of instances that need fewer optional features than the module.
+    narrower: &'a [Narrower],
+}
+
+/// The name of the constant holding the narrower text for `features`: `WGSL_PLAIN` for none,
+/// `WGSL_WITH_F16_SUBGROUPS` for both.
+pub(crate) fn narrower_name(features: &[Feature]) -> syn::Ident {
+    let name = match features {
+        [] => "WGSL_PLAIN".to_owned(),
+        _ => {
+            let names: Vec<String> = features.iter().map(|f| f.name().to_uppercase()).collect();
+            format!("WGSL_WITH_{}", names.join("_"))
+        }
+    };
+    syn::Ident::new(&name, proc_macro2::Span::call_site())
 }
 
 /// The module; with `valid` false (errors were reported), launchers are emitted without the
@@ -64,19 +78,20 @@ fn module_tokens(parsed: &parse::Parsed, sources: Sources<'_>, valid: bool) -> T
     let launchers = module
         .kernels
         .iter()
-        .map(|kernel| launcher::launcher(module, kernel, sources.without_f16.is_some(), valid));
+        .map(|kernel| launcher::launcher(module, kernel, sources.narrower, valid));
     let families = module
         .families
         .iter()
         .map(|family| family::family(module, family));
     let sets = module.constant_sets.iter().map(constants::set);
     let wgsl = wgsl.map(|w| w.text.as_str()).unwrap_or_default();
-    let without_f16 = sources.without_f16.map(|w| {
-        let text = w.text.as_str();
+    let narrower = sources.narrower.iter().map(|n| {
+        let (name, text) = (narrower_name(&n.features), n.wgsl.text.as_str());
         quote! {
-            /// The WGSL of the kernels that need no `f16`, for devices without it.
+            /// The WGSL of the kernels that need only these optional features, for devices
+            /// with no more.
             #[doc(hidden)]
-            pub const WGSL_WITHOUT_F16: &str = #text;
+            pub const #name: &str = #text;
         }
     });
     let doc = format!(
@@ -90,7 +105,7 @@ fn module_tokens(parsed: &parse::Parsed, sources: Sources<'_>, valid: bool) -> T
             #[doc = #doc]
             pub const WGSL: &str = #wgsl;
 
-            #without_f16
+            #(#narrower)*
 
             #(#sets)*
             #(#launchers)*

@@ -19,8 +19,9 @@ pub const THREAD_PREFIX: &str = "fuzz case ";
 
 /// What the macro made of a case.
 pub enum Verdict {
-    /// No errors: the WGSL constants of the expanded module (`WGSL`, `WGSL_WITHOUT_F16`).
-    Accepted(Vec<(&'static str, String)>),
+    /// No errors: the WGSL constants of the expanded module (`WGSL` as `all`, the narrower
+    /// texts by their names in lower case, `wgsl_plain`).
+    Accepted(Vec<(String, String)>),
     /// The `compile_error!` messages.
     Rejected(Vec<String>),
     Panicked(String),
@@ -143,7 +144,7 @@ fn read_output(tokens: TokenStream) -> Verdict {
     }
 }
 
-fn wgsl_constants(module: &syn::ItemMod) -> Vec<(&'static str, String)> {
+fn wgsl_constants(module: &syn::ItemMod) -> Vec<(String, String)> {
     let items = module
         .content
         .as_ref()
@@ -153,9 +154,9 @@ fn wgsl_constants(module: &syn::ItemMod) -> Vec<(&'static str, String)> {
         .iter()
         .filter_map(|item| match item {
             syn::Item::Const(c) => {
-                let name = match c.ident.to_string().as_str() {
-                    "WGSL" => "all",
-                    "WGSL_WITHOUT_F16" => "without-f16",
+                let name = match c.ident.to_string() {
+                    name if name == "WGSL" => "all".to_owned(),
+                    name if name.starts_with("WGSL_") => name.to_lowercase(),
                     _ => return None,
                 };
                 match &*c.expr {

@@ -139,5 +139,6 @@ pub fn constant_member(name: &syn::Ident) -> String {
 
 /// Whether `name` is a constant the macro adds to every kernels module.
 pub fn is_generated_const(name: &syn::Ident) -> bool {
-    name == "WGSL" || name == "WGSL_WITHOUT_F16"
+    let name = name.to_string();
+    name == "WGSL" || name == "WGSL_PLAIN" || name.starts_with("WGSL_WITH_")
 }
