@@ -542,6 +542,48 @@ fn conv2d_forward_folds_a_grid_past_the_device_limit() {
     assert_eq!(wrong, None, "first wrong output");
 }
 
+/// Without `pre` (inference) the forward writes the same output as with it, whole and split.
+#[test]
+fn conv2d_forward_without_pre_writes_the_same_output() {
+    let rt = runtime();
+    let conv = Convolution::new(&rt).unwrap();
+    let mut rng = rng(33);
+    let shapes = [
+        Conv2dShape::new(2, 3, [7, 6], 4, [3, 3]).padding(Padding::uniform(1)),
+        // A batch of one over many input channels: split.
+        Conv2dShape::new(1, 128, [4, 4], 8, [3, 3]),
+    ];
+    for shape in shapes {
+        let x = rt.upload(&values(&mut rng, shape.input_len())).unwrap();
+        let w = rt.upload(&values(&mut rng, shape.weight_len())).unwrap();
+        let bias = rt
+            .upload(&values(&mut rng, shape.out_channels as usize))
+            .unwrap();
+        let out = shape.output_len().unwrap();
+        let output = |keep_pre: bool| -> (Vec<u32>, Vec<String>) {
+            let (mut pre, mut y) = (rt.zeros(out).unwrap(), rt.zeros(out).unwrap());
+            let mut batch = rt.batch();
+            let args = Conv2dForward {
+                shape,
+                activation: Activation::Relu,
+                x: &x,
+                w: &w,
+                bias: &bias,
+                pre: keep_pre.then_some(&mut pre),
+                y: &mut y,
+            };
+            conv.forward(&mut batch, args).unwrap();
+            let ran = kernels_run(batch);
+            let bits = y.read(&rt).unwrap().into_iter().map(f32::to_bits).collect();
+            (bits, ran)
+        };
+        let (without, ran) = output(false);
+        assert_eq!(without, output(true).0, "{shape:?}");
+        let split = ran[0].starts_with("conv_forward_partial");
+        assert_eq!(split, shape.batch == 1, "{shape:?} ran {ran:?}");
+    }
+}
+
 #[test]
 fn conv2d_rejects_bad_shapes_with_the_reason() {
     let rt = runtime();

@@ -688,10 +688,10 @@ impl Kept {
     /// The input's gradient, `len` values, taken out (to be put back) while the layer
     /// records into it.
     fn take_grad_input(&mut self, rt: &Runtime, len: usize) -> Result<GpuBuffer<f32>> {
-        sized(&mut self.grad_x, rt, len, "layer input gradient")?;
-        self.grad_x
-            .take()
-            .ok_or_else(|| invalid("layer", "the input gradient was not allocated".into()))
+        match self.grad_x.take() {
+            Some(buffer) if buffer.len() == len => Ok(buffer),
+            _ => rt.zeros_labeled("layer input gradient", len),
+        }
     }
 
     /// The forward's `pre` for a backward pass whose output has `len` values: `None` without
