@@ -70,12 +70,61 @@ pub fn size_bucket(size: u32) -> u32 {
     size.checked_next_power_of_two().unwrap_or(1 << 31).max(1)
 }
 
-/// A stable 64-bit hash of a kernel's WGSL (FNV-1a), the same in every process and build, for
-/// [`TuneKey`]s.
+/// A stable 64-bit hash of a kernel's WGSL (FNV-1a over the text without its comments), the
+/// same in every process and build, for [`TuneKey`]s.
+///
+/// Comments do not change what runs, and tessera writes one after every line naming the
+/// kernel's source line: without them in the hash, editing a file above a kernel keeps the
+/// kernel's tuned choices. Any other change, whitespace included, is another kernel.
+///
+/// ```
+/// use kernel_runtime::source_hash;
+/// let a = "let x = 1u; // line 10\n/* a /* nested */ note */ let y = x;";
+/// let b = "let x = 1u; // line 12\n let y = x;";
+/// assert_eq!(source_hash(a), source_hash(b));
+/// assert_ne!(source_hash(a), source_hash("let x = 2u;\n let y = x;"));
+/// ```
 pub fn source_hash(source: &str) -> u64 {
-    source.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
+    without_comments(source)
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
+/// `source` without its WGSL comments: `//` to the end of the line (the line break stays),
+/// and `/* */` blocks, which nest.
+fn without_comments(source: &str) -> String {
+    let mut code = String::with_capacity(source.len());
+    let mut rest = source;
+    while let Some(start) = rest.find('/') {
+        code.push_str(&rest[..start]);
+        let after = &rest[start..];
+        if after.starts_with("//") {
+            rest = after.find('\n').map_or("", |end| &after[end..]);
+        } else if after.starts_with("/*") {
+            let mut depth = 0usize;
+            let mut at = 0;
+            while at < after.len() {
+                if after[at..].starts_with("/*") {
+                    (depth, at) = (depth + 1, at + 2);
+                } else if after[at..].starts_with("*/") {
+                    (depth, at) = (depth - 1, at + 2);
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    at += after[at..].chars().next().map_or(1, char::len_utf8);
+                }
+            }
+            rest = &after[at.min(after.len())..];
+        } else {
+            code.push('/');
+            rest = &after[1..];
+        }
+    }
+    code.push_str(rest);
+    code
 }
 
 /// What a tuned choice is remembered under: the operation, the hash of the WGSL its candidates
@@ -532,6 +581,12 @@ mod tests {
         assert_eq!(source_hash(""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(source_hash("a"), 0xaf63_dc4c_8601_ec8c);
         assert_ne!(source_hash("fn f() {}"), source_hash("fn g() {}"));
+        // Comments do not count; division, and an unclosed block, are handled.
+        assert_eq!(without_comments("a / b // c\nd"), "a / b \nd");
+        assert_eq!(without_comments("x /* 1 /* 2 */ 3 */ y"), "x  y");
+        assert_eq!(without_comments("x /* open"), "x ");
+        assert_eq!(without_comments("é // ü"), "é ");
+        assert_eq!(source_hash("a // line 1"), source_hash("a // line 2"));
         assert_eq!(
             [0, 1, 3, 64, 65, u32::MAX].map(size_bucket),
             [1, 1, 4, 64, 128, 1 << 31]
