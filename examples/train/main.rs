@@ -67,6 +67,14 @@ enum Data {
     Stripes { train_images: u32, test_images: u32 },
 }
 
+impl Data {
+    /// `--data stripes`: the default size's synthetic set.
+    const STRIPES: Data = Data::Stripes {
+        train_images: 1024,
+        test_images: 256,
+    };
+}
+
 /// What the command line chose.
 #[derive(Debug)]
 struct Options {
@@ -92,8 +100,8 @@ impl Options {
             match arg {
                 Long("data") => {
                     data = Some(match parser.value()?.string()?.as_str() {
-                        "digits" => "digits",
-                        "stripes" => "stripes",
+                        "digits" => Data::Digits,
+                        "stripes" => Data::STRIPES,
                         other => {
                             return Err(format!(
                                 "--data takes `digits` or `stripes`, not `{other}`"
@@ -111,7 +119,7 @@ impl Options {
             }
         }
         let (config, data, default_steps) = match (large, data) {
-            (true, Some("digits")) => {
+            (true, Some(Data::Digits)) => {
                 return Err("--large trains on stripes of 32x32; the digits are 8x8".into())
             }
             (true, _) => (
@@ -127,17 +135,14 @@ impl Options {
                 },
                 200,
             ),
-            (false, Some("stripes")) => (
+            (false, Some(stripes @ Data::Stripes { .. })) => (
                 NetConfig {
                     batch: 32,
                     image: 12,
                     channels: [8, 16],
                     classes: data::CLASSES,
                 },
-                Data::Stripes {
-                    train_images: 1024,
-                    test_images: 256,
-                },
+                stripes,
                 80,
             ),
             (false, _) => (

@@ -688,10 +688,7 @@ impl Kept {
     /// The input's gradient, `len` values, taken out (to be put back) while the layer
     /// records into it.
     fn take_grad_input(&mut self, rt: &Runtime, len: usize) -> Result<GpuBuffer<f32>> {
-        match self.grad_x.take() {
-            Some(buffer) if buffer.len() == len => Ok(buffer),
-            _ => rt.zeros_labeled("layer input gradient", len),
-        }
+        fitted(self.grad_x.take(), rt, len, "layer input gradient")
     }
 
     /// The forward's `pre` for a backward pass whose output has `len` values: `None` without
@@ -720,9 +717,19 @@ fn sized<'a>(
     len: usize,
     label: &str,
 ) -> Result<&'a mut GpuBuffer<f32>> {
-    let buffer = match slot.take() {
-        Some(buffer) if buffer.len() == len => buffer,
-        _ => rt.zeros_labeled(label, len)?,
-    };
+    let buffer = fitted(slot.take(), rt, len, label)?;
     Ok(slot.insert(buffer))
+}
+
+/// `buffer` when it has exactly `len` values, otherwise a new zeroed one labeled `label`.
+fn fitted(
+    buffer: Option<GpuBuffer<f32>>,
+    rt: &Runtime,
+    len: usize,
+    label: &str,
+) -> Result<GpuBuffer<f32>> {
+    match buffer {
+        Some(buffer) if buffer.len() == len => Ok(buffer),
+        _ => rt.zeros_labeled(label, len),
+    }
 }
