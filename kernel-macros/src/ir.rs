@@ -108,6 +108,53 @@ pub enum Ty {
     FloatVar(u32),
     /// The result of a call that returns nothing.
     Unit,
+    /// A matrix fragment held by a subgroup (`FragA16<f16>`): the operands and accumulator of
+    /// the tensor cores, in kernels that declare `features(cooperative_matrix)`.
+    Fragment(Fragment),
+}
+
+/// A square matrix fragment: `size` x `size` elements of `scalar`, spread over the invocations
+/// of a subgroup, in one of the three roles of a multiply-add `A * B + C`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Fragment {
+    pub role: Role,
+    /// Rows and columns: 8 or 16 (the only shapes WGSL can spell).
+    pub size: u8,
+    pub scalar: Scalar,
+}
+
+impl Fragment {
+    /// The Rust spelling: `FragA16<f16>`.
+    pub fn rust_name(self) -> String {
+        format!(
+            "Frag{}{}<{}>",
+            self.role.letter(),
+            self.size,
+            self.scalar.rust_name()
+        )
+    }
+}
+
+/// The role of a fragment in `A * B + C`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// The left operand, `size` rows by `size` columns of the reduction.
+    A,
+    /// The right operand.
+    B,
+    /// The accumulator and result.
+    C,
+}
+
+impl Role {
+    /// The letter of the role, as in `FragA16` and WGSL's `coop_mat16x16<f16, A>`.
+    pub fn letter(self) -> char {
+        match self {
+            Role::A => 'A',
+            Role::B => 'B',
+            Role::C => 'C',
+        }
+    }
 }
 
 impl Ty {
@@ -116,11 +163,20 @@ impl Ty {
     pub const I32: Ty = Ty::Scalar(Scalar::I32);
     pub const BOOL: Ty = Ty::Scalar(Scalar::Bool);
 
-    /// The scalar of a scalar, vector or atomic type.
+    /// Whether the type is a fragment or holds fragments (an array of them).
+    pub fn holds_fragment(&self) -> bool {
+        match self {
+            Ty::Fragment(_) => true,
+            Ty::Array(element, _) => element.holds_fragment(),
+            _ => false,
+        }
+    }
+
     pub fn is_vector(&self) -> bool {
         matches!(self, Ty::Vector(..))
     }
 
+    /// The scalar of a scalar, vector or atomic type.
     pub fn scalar(&self) -> Option<Scalar> {
         match self {
             Ty::Scalar(s) | Ty::Vector(_, s) | Ty::Atomic(s) => Some(*s),
@@ -172,6 +228,7 @@ impl Ty {
             Ty::FloatVar(_) => "f32".to_owned(),
             Ty::Unit => "()".to_owned(),
             Ty::Unknown => "_".to_owned(),
+            Ty::Fragment(fragment) => fragment.rust_name(),
         }
     }
 }
@@ -269,6 +326,8 @@ pub struct FamilyBinding {
 pub enum Feature {
     F16,
     Subgroups,
+    /// Matrix fragments and their multiply-add on the tensor cores.
+    CooperativeMatrix,
 }
 
 impl Feature {
@@ -277,6 +336,7 @@ impl Feature {
         match self {
             Feature::F16 => "f16",
             Feature::Subgroups => "subgroups",
+            Feature::CooperativeMatrix => "cooperative_matrix",
         }
     }
 }
@@ -1000,10 +1060,13 @@ impl Kernel {
 impl Variant {
     /// The span of the first `f16` value the kernel declares or computes, if any.
     pub fn first_f16(&self) -> Option<Span> {
-        let is_f16 = |ty: &Ty| match ty {
-            Ty::Array(element, _) => element.scalar() == Some(Scalar::F16),
-            other => other.scalar() == Some(Scalar::F16),
-        };
+        fn is_f16(ty: &Ty) -> bool {
+            match ty {
+                Ty::Array(element, _) => is_f16(element),
+                Ty::Fragment(fragment) => fragment.scalar == Scalar::F16,
+                other => other.scalar() == Some(Scalar::F16),
+            }
+        }
         let declared = self.bindings.iter().find_map(|b| match &b.kind {
             BindingKind::Storage { element, .. } if is_f16(element) => Some(b.span),
             _ => None,

@@ -167,6 +167,7 @@ fn capabilities(features: &[Feature]) -> naga::valid::Capabilities {
                 caps | match feature {
                     Feature::F16 => naga::valid::Capabilities::SHADER_FLOAT16,
                     Feature::Subgroups => naga::valid::Capabilities::SUBGROUP,
+                    Feature::CooperativeMatrix => naga::valid::Capabilities::COOPERATIVE_MATRIX,
                 }
             },
         )

@@ -31,7 +31,7 @@ pub const MAX_WORKGROUP_MEMORY: u32 = 16 * 1024;
 pub fn check(module: &mut Module, errors: &mut Errors) {
     // Helpers no kernel calls are checked with the module's constants alone.
     if !recursion(&module.helpers, errors) {
-        functions(&mut module.helpers, &module.params, errors);
+        functions(&mut module.helpers, &module.params, None, errors);
     }
     for helper in &module.helpers {
         resources::helper(helper, "", errors);
@@ -59,7 +59,8 @@ fn variant(kernel: &mut Variant, prefix: &str, params: &[ParamsStruct], errors: 
     limits(kernel, prefix, errors);
     host_names(kernel, params, errors);
     let recursive = recursion(&kernel.helpers, errors);
-    functions(&mut kernel.helpers, params, errors);
+    let features = kernel.requirements.feature_set();
+    functions(&mut kernel.helpers, params, Some(features), errors);
     let mut body = std::mem::take(&mut kernel.body);
     let env = Env {
         params,
@@ -67,7 +68,7 @@ fn variant(kernel: &mut Variant, prefix: &str, params: &[ParamsStruct], errors: 
         bindings: &kernel.bindings,
         shared: &kernel.shared,
         in_kernel: true,
-        subgroups: kernel.requirements.has(Feature::Subgroups),
+        features: Some(kernel.requirements.feature_set()),
     };
     let mut checker = Checker::new(&env, errors, None);
     for name in &kernel.rejected_params {
@@ -100,7 +101,14 @@ fn signatures(helpers: &[Function]) -> HashMap<String, (Vec<FnParam>, Option<Ty>
 }
 
 /// Types the bodies of `helpers` (the helpers of one instance, which may call each other).
-fn functions(helpers: &mut [Function], params: &[ParamsStruct], errors: &mut Errors) {
+/// `features` are those of the kernel the helpers are copied into; `None` for the module's own
+/// copy.
+fn functions(
+    helpers: &mut [Function],
+    params: &[ParamsStruct],
+    features: Option<Vec<Feature>>,
+    errors: &mut Errors,
+) {
     let signatures = signatures(helpers);
     for helper in helpers {
         let (bindings, shared) = lent(helper);
@@ -110,7 +118,7 @@ fn functions(helpers: &mut [Function], params: &[ParamsStruct], errors: &mut Err
             bindings: &bindings,
             shared: &shared,
             in_kernel: false,
-            subgroups: false,
+            features: features.clone(),
         };
         let mut checker = Checker::new(&env, errors, helper.ret.clone());
         for param in helper

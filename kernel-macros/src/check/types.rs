@@ -12,6 +12,8 @@ use crate::diag::Errors;
 use crate::ir::builtins::{self, Builtin, Form, Receivers, Shape, Signature};
 use crate::ir::*;
 
+mod fragments;
+
 /// What a body can see besides its locals.
 pub struct Env<'m> {
     pub params: &'m [ParamsStruct],
@@ -22,8 +24,10 @@ pub struct Env<'m> {
     pub shared: &'m [SharedVar],
     /// Whether the body is a kernel's (invocation ids are only available there).
     pub in_kernel: bool,
-    /// Whether the kernel declares `features(subgroups)`.
-    pub subgroups: bool,
+    /// The features the kernel declares (for a helper: the kernel it is copied into). `None`
+    /// for the module's own copy of its helpers, which no kernel's features bound (each
+    /// kernel's copy is checked against that kernel's).
+    pub features: Option<Vec<Feature>>,
 }
 
 #[derive(Clone)]
@@ -238,6 +242,9 @@ impl<'m, 'e> Checker<'m, 'e> {
                 local,
                 ty,
             } => {
+                if let (Some(declared), Some(init)) = (declared.as_ref(), init.as_mut()) {
+                    self.expected(init, declared);
+                }
                 let init_ty = init.as_mut().map(|e| self.expr(e));
                 *ty = match (declared.as_ref(), init_ty) {
                     (Some(d), Some(i)) => self.expect(
@@ -312,6 +319,7 @@ impl<'m, 'e> Checker<'m, 'e> {
                 );
             }
             (Some(ret), Some(value)) => {
+                self.expected(value, &ret);
                 let found = self.expr(value);
                 self.expect(&ret, &found, value.span, "wrong return type");
             }
@@ -434,6 +442,9 @@ impl<'m, 'e> Checker<'m, 'e> {
 
     fn assign(&mut self, target: &mut Expr, op: Option<BinOp>, value: &mut Expr, span: Span) {
         let target_ty = self.place(target);
+        if op.is_none() {
+            self.expected(value, &target_ty);
+        }
         let value_ty = self.expr(value);
         match op {
             Some(op) => {
@@ -956,8 +967,9 @@ impl<'m, 'e> Checker<'m, 'e> {
     /// read the builtin from the table instead of matching its name.
     fn call_or_method(&mut self, e: &mut Expr) -> Ty {
         let span = e.span;
+        let expected = e.ty.clone();
         let (ty, builtin) = match &mut e.kind {
-            ExprKind::Call(name, args) => self.call(name, args, span),
+            ExprKind::Call(name, args) => self.call(name, args, &expected, span),
             ExprKind::Method(receiver, method, args) => self.method(receiver, method, args, span),
             _ => return Ty::Unknown,
         };
@@ -981,12 +993,20 @@ impl<'m, 'e> Checker<'m, 'e> {
         &mut self,
         name: &Ident,
         args: &mut [Expr],
+        expected: &Ty,
         span: Span,
     ) -> (Ty, Option<&'static Builtin>) {
         let key = name.to_string();
         if let Some((params, ret)) = self.env.helpers.get(&key) {
             self.helper_call(name, params, args, span);
             return (ret.clone().unwrap_or(Ty::Unit), None);
+        }
+        if let Some(builtin) = builtins::find(Form::Function, &key).filter(|b| b.is_cooperative()) {
+            if !matches!(self.resolve_name(name), Resolved::Local(_)) {
+                self.feature_allowed(builtin, name, span);
+                let ty = self.cooperative(builtin, name, args, expected, span);
+                return (ty, Some(builtin));
+            }
         }
         let arg_tys: Vec<Ty> = args.iter_mut().map(|a| self.expr(a)).collect();
         if let Resolved::Local(local) = self.resolve_name(name) {
@@ -1011,7 +1031,7 @@ impl<'m, 'e> Checker<'m, 'e> {
             return (Ty::Unknown, None);
         };
         if builtin.feature.is_some() {
-            self.subgroup_allowed(name, span);
+            self.feature_allowed(builtin, name, span);
         } else if builtin.id().is_some() && !self.env.in_kernel {
             self.errors.at(
                 span,
@@ -1062,7 +1082,14 @@ impl<'m, 'e> Checker<'m, 'e> {
                 }
                 ret.clone()
             }
-            Signature::Math(..) | Signature::Len | Signature::Atomic { .. } => Ty::Unknown,
+            // Fragment operations were typed above; methods are not called as functions.
+            Signature::Math(..)
+            | Signature::Len
+            | Signature::Atomic { .. }
+            | Signature::FragmentZero
+            | Signature::FragmentLoad(_)
+            | Signature::FragmentStore(_)
+            | Signature::MultiplyAdd => Ty::Unknown,
         };
         (ty, Some(builtin))
     }
@@ -1084,6 +1111,7 @@ impl<'m, 'e> Checker<'m, 'e> {
         }
         for (param, arg) in params.iter().zip(args.iter_mut()) {
             if param.kind == ParamKind::Value {
+                self.expected(arg, &param.ty);
                 let arg_ty = self.expr(arg);
                 self.expect(
                     &param.ty,
@@ -1198,21 +1226,44 @@ impl<'m, 'e> Checker<'m, 'e> {
         }
     }
 
-    /// Subgroup builtins are called in kernels that declare `features(subgroups)`.
-    fn subgroup_allowed(&mut self, name: &Ident, span: Span) {
-        if !self.env.in_kernel {
-            self.errors.at(
+    /// A builtin that needs a feature is called where the kernel declares it: subgroup
+    /// builtins in kernels, cooperative-matrix builtins in kernels and in the helpers they call.
+    fn feature_allowed(&mut self, builtin: &Builtin, name: &Ident, span: Span) {
+        let Some(feature) = builtin.feature else {
+            return;
+        };
+        let declared = self
+            .env
+            .features
+            .as_ref()
+            .is_none_or(|features| features.contains(&feature));
+        match feature {
+            Feature::Subgroups if !self.env.in_kernel => self.errors.at(
                 span,
                 format!("`{name}` is only available in kernels; call it there and pass the result"),
-            );
-        } else if !self.env.subgroups {
-            self.errors.at(
+            ),
+            _ if declared => {}
+            Feature::CooperativeMatrix => {
+                let whose = if self.env.in_kernel {
+                    "the kernel's `#[kernel(...)]`"
+                } else {
+                    "the `#[kernel(...)]` of every kernel that calls this helper"
+                };
+                self.errors.at(
+                    span,
+                    format!(
+                        "`{name}` runs on the tensor cores: declare `features(cooperative_matrix)` \
+                         in {whose}, and its launcher will check that the device has them"
+                    ),
+                );
+            }
+            _ => self.errors.at(
                 span,
                 format!(
                     "`{name}` is a subgroup operation: declare `features(subgroups)` in the kernel's \
                      `#[kernel(...)]`, and its launcher will check that the device has subgroups"
                 ),
-            );
+            ),
         }
     }
 

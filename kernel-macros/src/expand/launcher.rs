@@ -448,6 +448,10 @@ fn device_checks(instances: &[Instance], rust_name: &str) -> TokenStream {
             let (flag, name) = match feature {
                 Feature::F16 => (quote!(SHADER_F16), "SHADER_F16"),
                 Feature::Subgroups => (quote!(SUBGROUP), "SUBGROUP"),
+                Feature::CooperativeMatrix => (
+                    quote!(EXPERIMENTAL_COOPERATIVE_MATRIX),
+                    "EXPERIMENTAL_COOPERATIVE_MATRIX",
+                ),
             };
             quote! {
                 if !rt.info().features.contains(#rt::wgpu::Features::#flag) {

@@ -52,6 +52,23 @@ pub enum Signature {
     Len,
     /// An atomic method; whether it takes a value, and whether it returns one.
     Atomic { takes_value: bool, returns: bool },
+    /// `coop_zero()`: a fragment of zeros, of the type the context asks for.
+    FragmentZero,
+    /// `coop_load_row_major(&place, stride)`: a fragment of the type the context asks for,
+    /// read from memory.
+    FragmentLoad(Layout),
+    /// `coop_store_row_major(fragment, &mut place, stride)`.
+    FragmentStore(Layout),
+    /// `coop_multiply_add(a, b, c)`: `a * b + c` on fragments, of `c`'s type.
+    MultiplyAdd,
+}
+
+/// How a fragment lies in memory: element (row, column) at `row * stride + column`
+/// (row-major) or at `column * stride + row` (column-major).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    RowMajor,
+    ColumnMajor,
 }
 
 /// How a math method's arguments and result relate to its receiver.
@@ -256,6 +273,17 @@ const fn subgroup(name: &'static str, signature: Signature, wgsl: &'static str) 
     }
 }
 
+const fn cooperative(name: &'static str, signature: Signature, wgsl: &'static str) -> Builtin {
+    let uniformity = match signature {
+        Signature::FragmentZero => Uniformity::Pure,
+        _ => Uniformity::Collective,
+    };
+    Builtin {
+        feature: Some(Feature::CooperativeMatrix),
+        ..row(name, Form::Function, signature, wgsl, uniformity)
+    }
+}
+
 const fn fixed(
     name: &'static str,
     arg: &'static [Ty],
@@ -424,6 +452,34 @@ pub static BUILTINS: &[Builtin] = &[
         Signature::SubgroupShuffle,
         "subgroupShuffle({0}, {1})",
     ),
+    // Cooperative matrices. naga spells the row-major layout with a `T`. The place argument
+    // arrives as the place itself (`&` is the template's).
+    cooperative("coop_zero", Signature::FragmentZero, "{ty}()"),
+    cooperative(
+        "coop_load_row_major",
+        Signature::FragmentLoad(Layout::RowMajor),
+        "coopLoadT<{ty}>(&{0}, {1})",
+    ),
+    cooperative(
+        "coop_load_column_major",
+        Signature::FragmentLoad(Layout::ColumnMajor),
+        "coopLoad<{ty}>(&{0}, {1})",
+    ),
+    cooperative(
+        "coop_store_row_major",
+        Signature::FragmentStore(Layout::RowMajor),
+        "coopStoreT({0}, &{1}, {2})",
+    ),
+    cooperative(
+        "coop_store_column_major",
+        Signature::FragmentStore(Layout::ColumnMajor),
+        "coopStore({0}, &{1}, {2})",
+    ),
+    cooperative(
+        "coop_multiply_add",
+        Signature::MultiplyAdd,
+        "coopMultiplyAdd({0}, {1}, {2})",
+    ),
     // Math methods.
     math("abs", Signed, Unary, "abs({0})"),
     math("min", Numeric, Binary, "min({0}, {1})"),
@@ -557,6 +613,11 @@ impl Builtin {
         })
     }
 
+    /// Whether this is an operation on matrix fragments (`features(cooperative_matrix)`).
+    pub fn is_cooperative(&self) -> bool {
+        self.feature == Some(Feature::CooperativeMatrix)
+    }
+
     /// The invocation id this builtin reads, if it is one.
     pub fn id(&self) -> Option<IdBuiltin> {
         match self.signature {
@@ -588,7 +649,12 @@ mod tests {
                 Signature::CeilDiv | Signature::SubgroupShuffle => 2,
                 Signature::SubgroupReduce | Signature::Len => 1,
                 Signature::Atomic { takes_value, .. } => 1 + usize::from(takes_value),
-                Signature::Id(_) | Signature::Barrier | Signature::Vector(_) => 0,
+                Signature::Id(_)
+                | Signature::Barrier
+                | Signature::Vector(_)
+                | Signature::FragmentZero => 0,
+                Signature::FragmentLoad(_) => 2,
+                Signature::FragmentStore(_) | Signature::MultiplyAdd => 3,
             };
             let templates = match b.wgsl {
                 Spelling::Same(t) => vec![t],

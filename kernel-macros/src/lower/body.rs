@@ -755,6 +755,9 @@ impl<'g> FnLowerer<'g> {
         if let Signature::Id(id) = builtin.signature {
             return id_variable(id).to_owned();
         }
+        if let Signature::FragmentStore(_) = builtin.signature {
+            return self.fragment_store(w, builtin, args);
+        }
         let template = builtin.wgsl.template(args.first().map_or(ty, |a| &a.ty));
         let texts: Vec<String> = args
             .iter()
@@ -795,6 +798,53 @@ impl<'g> FnLowerer<'g> {
             "infinity" => Some(shaped_u32(first_ty, "0x7f800000u")),
             _ => None,
         })
+    }
+}
+
+impl FnLowerer<'_> {
+    /// `coopStore(fragment, &place, stride)` with every operand that is not a name or a
+    /// literal bound to a `let` on the lines before. naga 30's SPIR-V writer panics on a store
+    /// whose index or stride is computed in the call ("Expression is not cached"): the store
+    /// statement is recorded before the expressions evaluated after the place's variable.
+    fn fragment_store(&mut self, w: &mut Writer, builtin: &Builtin, args: &[Expr]) -> String {
+        let [fragment, place, stride] = args else {
+            return String::new();
+        };
+        let fragment = self.bound(w, fragment);
+        let place = match &place.kind {
+            ExprKind::Ref(_, inner) => self.bound_place(w, inner),
+            _ => self.bound_place(w, place),
+        };
+        let stride = self.bound(w, stride);
+        fill(
+            builtin.wgsl.template(&Ty::Unit),
+            &[fragment, place, stride],
+            |_| None,
+        )
+    }
+
+    /// `e` as a name or literal, through a fresh `let` when it is anything else.
+    fn bound(&mut self, w: &mut Writer, e: &Expr) -> String {
+        let text = self.top_expr(w, e);
+        let simple = |t: &str| t.chars().all(|c| c.is_alphanumeric() || c == '_');
+        if simple(&text) {
+            return text;
+        }
+        let name = self.names.generated("t");
+        w.mapped_line(format!("let {name} = {text};"), e.span);
+        name
+    }
+
+    /// A place (`a[i]`, `tile[r][c]`) whose indices are names or literals.
+    fn bound_place(&mut self, w: &mut Writer, place: &Expr) -> String {
+        match &place.kind {
+            ExprKind::Index(base, index) => {
+                let base = self.bound_place(w, base);
+                let index = self.bound(w, index);
+                format!("{base}[{index}]")
+            }
+            _ => self.expr(w, place),
+        }
     }
 }
 

@@ -28,7 +28,7 @@ pub struct KernelAttr {
 const USAGE: &str = "write `#[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]`, optionally with \
                      `constants(TILE = [8, 16])`, `specialize(p.stride == 1)`, \
                      `types(T = [f32, f16])`, `limits(invocations = 1024, workgroup_memory = 32768)` \
-                     and `features(f16, subgroups)`";
+                     and `features(f16, subgroups, cooperative_matrix)`";
 
 pub fn kernel_attr(attr: &syn::Attribute, errors: &mut Errors) -> Option<KernelAttr> {
     let mut out = KernelAttr::default();
@@ -90,7 +90,10 @@ pub fn kernel_attr(attr: &syn::Attribute, errors: &mut Errors) -> Option<KernelA
                 let found = match () {
                     _ if feature.path.is_ident(FEATURE_F16) => Feature::F16,
                     _ if feature.path.is_ident(FEATURE_SUBGROUPS) => Feature::Subgroups,
-                    _ => return Err(feature.error("unknown feature; kernels can declare `f16` and `subgroups`")),
+                    _ if feature.path.is_ident(FEATURE_COOPERATIVE_MATRIX) => Feature::CooperativeMatrix,
+                    _ => return Err(feature.error(
+                        "unknown feature; kernels can declare `f16`, `subgroups` and `cooperative_matrix`",
+                    )),
                 };
                 out.features.push((found, Span::of(&feature.path)));
                 Ok(())

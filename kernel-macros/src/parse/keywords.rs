@@ -36,5 +36,6 @@ pub const LIMIT_WORKGROUP_MEMORY: &str = "workgroup_memory";
 pub const FEATURES: &str = "features";
 pub const FEATURE_F16: &str = "f16";
 pub const FEATURE_SUBGROUPS: &str = "subgroups";
+pub const FEATURE_COOPERATIVE_MATRIX: &str = "cooperative_matrix";
 /// `#[family(first, second)]` on a struct declaring the bindings of kernels launched together.
 pub const FAMILY: &str = "family";

@@ -1,12 +1,14 @@
-//! Rust types of the kernel language: scalars, `VecN<T>`, `[T; N]` and atomics.
+//! Rust types of the kernel language: scalars, `VecN<T>`, `[T; N]`, atomics and matrix
+//! fragments (`FragA16<f16>`).
 
-use crate::ir::{Scalar, Ty};
+use crate::ir::{Fragment, Role, Scalar, Ty};
 use crate::parse::consts::{self, Consts};
 use crate::parse::keywords::{ATOMIC_I32, ATOMIC_U32};
 
 const SUPPORTED: &str = "supported types are `f32`, `u32`, `i32`, `bool`, `f16` (in kernels that \
                          declare `features(f16)`), `usize` (as `u32`), `Vec2<T>`, `Vec3<T>`, \
-                         `Vec4<T>` and arrays `[T; N]`";
+                         `Vec4<T>`, arrays `[T; N]`, and the fragments `FragA16<T>`, `FragB16<T>`, `FragC16<T>` \
+                         (and `..8`) in kernels that declare `features(cooperative_matrix)`";
 
 /// A scalar named by `ident`; `usize` stands for `u32` so indexing code reads like Rust.
 pub fn scalar(ident: &str) -> Option<Scalar> {
@@ -52,6 +54,9 @@ fn path_ty(path: &syn::Path) -> syn::Result<Ty> {
         ATOMIC_I32 => return Ok(Ty::Atomic(Scalar::I32)),
         _ => {}
     }
+    if let Some((role, size)) = fragment_name(&name) {
+        return fragment_ty(path, segment, &name, role, size);
+    }
     let width = match name.as_str() {
         "Vec2" => 2,
         "Vec3" => 3,
@@ -75,6 +80,48 @@ fn path_ty(path: &syn::Path) -> syn::Result<Ty> {
         _ => Err(syn::Error::new_spanned(
             args,
             format!("write one element type: `{name}<f32>`"),
+        )),
+    }
+}
+
+/// The role and size a fragment type's name gives: `FragA16` is an A operand of 16 x 16.
+fn fragment_name(name: &str) -> Option<(Role, u8)> {
+    let rest = name.strip_prefix("Frag")?;
+    let mut chars = rest.chars();
+    let role = match chars.next()? {
+        'A' => Role::A,
+        'B' => Role::B,
+        'C' => Role::C,
+        _ => return None,
+    };
+    match chars.as_str() {
+        "8" => Some((role, 8)),
+        "16" => Some((role, 16)),
+        _ => None,
+    }
+}
+
+fn fragment_ty(
+    path: &syn::Path,
+    segment: &syn::PathSegment,
+    name: &str,
+    role: Role,
+    size: u8,
+) -> syn::Result<Ty> {
+    let advice = format!("write the element type, `f16` or `f32`: `{name}<f16>`");
+    let syn::PathArguments::AngleBracketed(args) = &segment.arguments else {
+        return Err(syn::Error::new_spanned(path, advice));
+    };
+    let [syn::GenericArgument::Type(element)] = args.args.iter().collect::<Vec<_>>()[..] else {
+        return Err(syn::Error::new_spanned(args, advice));
+    };
+    match value_ty(element)? {
+        Ty::Scalar(scalar) if scalar.is_float() => {
+            Ok(Ty::Fragment(Fragment { role, size, scalar }))
+        }
+        _ => Err(syn::Error::new_spanned(
+            element,
+            "fragment elements are `f16` or `f32`, the types tensor cores multiply",
         )),
     }
 }
