@@ -507,6 +507,7 @@ pub use kernel_runtime::{
     fold_grid, size_bucket, source_hash, Arg, Autotune, Batch, BindingKind, Error, FoldedGrid,
     GpuBuffer, Pipeline, PipelineDesc, Result, Runtime, RuntimeInfo, Timing, TimingSource,
     TuneChoice, TuneKey, Tuned, VariantInfo, ADAPTER_ENV, AUTOTUNE_CACHE_ENV, AUTOTUNE_ENV,
+    COOPERATIVE_MATRIX_ENV,
 };
 
 /// What generated code refers to; not part of the public API.

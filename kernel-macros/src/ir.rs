@@ -1081,6 +1081,32 @@ impl Variant {
         declared.or(shared).or(computed)
     }
 
+    /// The multiply-adds of fragments the variant and its helpers compute, each once: their
+    /// size and the element types of their operands and accumulator. A device lists the
+    /// combinations its tensor cores run.
+    pub fn multiply_adds(&self) -> Vec<(u8, Scalar, Scalar)> {
+        let mut found = Vec::new();
+        let bodies = std::iter::once(&self.body).chain(self.helpers.iter().map(|h| &h.body));
+        for body in bodies {
+            visit_exprs(body, &mut |e| {
+                let ExprKind::Builtin(builtin, args) = &e.kind else {
+                    return;
+                };
+                let (Some(Ty::Fragment(a)), Some(Ty::Fragment(c))) =
+                    (args.first().map(|a| &a.ty), args.get(2).map(|c| &c.ty))
+                else {
+                    return;
+                };
+                let shape = (a.size, a.scalar, c.scalar);
+                if builtin.signature == builtins::Signature::MultiplyAdd && !found.contains(&shape)
+                {
+                    found.push(shape);
+                }
+            });
+        }
+        found
+    }
+
     /// Whether the body asks for ids that depend on the grid (`global_id`, `workgroup_id`,
     /// `num_workgroups`); such kernels can have their grid folded past the device's limit.
     pub fn uses_invocation_ids(&self) -> bool {

@@ -15,7 +15,14 @@ use crate::pipeline::PipelineCache;
 const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
     .union(wgpu::Features::SHADER_F16)
-    .union(wgpu::Features::SUBGROUP);
+    .union(wgpu::Features::SUBGROUP)
+    .union(COOPERATIVE_MATRIX);
+
+/// The tensor cores, as wgpu 30 exposes them (an experimental feature).
+const COOPERATIVE_MATRIX: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+
+/// `TESSERA_COOPERATIVE_MATRIX=off` keeps [`Runtime::new`] from requesting the tensor cores.
+pub const COOPERATIVE_MATRIX_ENV: &str = "TESSERA_COOPERATIVE_MATRIX";
 
 /// A GPU device ready to run kernels: adapter, device, queue and pipeline cache.
 ///
@@ -64,10 +71,20 @@ pub struct RuntimeInfo {
     pub features: wgpu::Features,
     /// The limits the device was created with.
     pub limits: wgpu::Limits,
+    /// The multiply-adds the device's tensor cores run (sizes and element types), when the
+    /// device has [`wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX`]; empty when it has not.
+    /// `None` when not known: a device adopted with [`Runtime::from_wgpu`] comes without its
+    /// adapter, which lists them.
+    pub cooperative_matrices: Option<Vec<wgpu::CooperativeMatrixProperties>>,
 }
 
 impl RuntimeInfo {
-    fn new(info: wgpu::AdapterInfo, features: wgpu::Features, limits: wgpu::Limits) -> Self {
+    fn new(
+        info: wgpu::AdapterInfo,
+        features: wgpu::Features,
+        limits: wgpu::Limits,
+        cooperative_matrices: Option<Vec<wgpu::CooperativeMatrixProperties>>,
+    ) -> Self {
         let driver = [info.driver.as_str(), info.driver_info.as_str()]
             .iter()
             .filter(|s| !s.is_empty())
@@ -81,7 +98,41 @@ impl RuntimeInfo {
             driver,
             features,
             limits,
+            cooperative_matrices,
         }
+    }
+
+    /// Whether the device's tensor cores multiply `size` x `size` fragments of `inputs`,
+    /// accumulating in `accumulator`, as the launcher of a kernel with
+    /// `features(cooperative_matrix)` asks before building it. `true` for any combination on
+    /// a device with the feature whose list is not known (see
+    /// [`RuntimeInfo::cooperative_matrices`]).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// use kernel_runtime::wgpu::CooperativeScalarType::{F16, F32};
+    /// let rt = kernel_runtime::Runtime::new()?;
+    /// if rt.info().has_cooperative_matrix(16, F16, F32) {
+    ///     println!("16x16x16 f16 multiply-adds accumulate in f32 on the tensor cores");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn has_cooperative_matrix(
+        &self,
+        size: u32,
+        inputs: wgpu::CooperativeScalarType,
+        accumulator: wgpu::CooperativeScalarType,
+    ) -> bool {
+        if !self.features.contains(COOPERATIVE_MATRIX) {
+            return false;
+        }
+        self.cooperative_matrices.as_ref().is_none_or(|list| {
+            list.iter().any(|p| {
+                [p.m_size, p.n_size, p.k_size] == [size; 3]
+                    && p.ab_type == inputs
+                    && p.cr_type == accumulator
+            })
+        })
     }
 
     /// Whether GPU timestamps can time batches (see [`Batch::submit_timed`](crate::Batch::submit_timed)).
@@ -110,6 +161,18 @@ impl fmt::Display for RuntimeInfo {
             .filter(|(feature, _)| self.features.contains(*feature))
             .map(|(_, name)| *name)
             .collect();
+        let mut have = have;
+        let cooperative;
+        if self.features.contains(COOPERATIVE_MATRIX) {
+            cooperative = match &self.cooperative_matrices {
+                Some(list) => {
+                    let shapes: Vec<String> = list.iter().map(describe_multiply_add).collect();
+                    format!("cooperative matrices ({})", shapes.join(", "))
+                }
+                None => "cooperative matrices".to_owned(),
+            };
+            have.push(&cooperative);
+        }
         let l = &self.limits;
         write!(
             f,
@@ -124,13 +187,42 @@ impl fmt::Display for RuntimeInfo {
     }
 }
 
+/// `16x8x16 f16->f32`.
+fn describe_multiply_add(p: &wgpu::CooperativeMatrixProperties) -> String {
+    let scalar = |t: wgpu::CooperativeScalarType| match t {
+        wgpu::CooperativeScalarType::F32 => "f32",
+        wgpu::CooperativeScalarType::F16 => "f16",
+        wgpu::CooperativeScalarType::I32 => "i32",
+        wgpu::CooperativeScalarType::U32 => "u32",
+    };
+    format!(
+        "{}x{}x{} {}->{}",
+        p.m_size,
+        p.n_size,
+        p.k_size,
+        scalar(p.ab_type),
+        scalar(p.cr_type)
+    )
+}
+
 impl Runtime {
     /// Opens the best adapter on this machine and creates a device on it.
     ///
     /// A hardware GPU is preferred over a virtual one and a software adapter (such as Mesa's
     /// lavapipe) is used last. Setting `TESSERA_ADAPTER` to part of an adapter's name picks that
     /// adapter instead. The device gets the adapter's own limits and, where present, timestamp
-    /// queries, `SHADER_F16` and `SUBGROUP`.
+    /// queries, `SHADER_F16`, `SUBGROUP` and the tensor cores
+    /// (`EXPERIMENTAL_COOPERATIVE_MATRIX`).
+    ///
+    /// # Tensor cores
+    ///
+    /// wgpu 30 offers cooperative matrices as an *experimental* feature, which a device gets
+    /// only with an `unsafe` opt-in whose contract is that wgpu's implementation of it may
+    /// have bugs, undefined behaviour included. The runtime takes that opt-in when the adapter
+    /// has the feature, so that kernels declaring `features(cooperative_matrix)` can run; the
+    /// feature's API is used only by those kernels' pipelines. Set
+    /// `TESSERA_COOPERATIVE_MATRIX=off` to leave it out: such kernels then get
+    /// [`Error::MissingFeature`] and nothing else changes.
     ///
     /// # Errors
     ///
@@ -150,10 +242,26 @@ impl Runtime {
         let wanted = std::env::var(ADAPTER_ENV).ok().filter(|v| !v.is_empty());
         let chosen = adapter::choose(&candidates, wanted.as_deref())?;
         let adapter = &adapters[chosen];
+        let mut required_features = adapter.features() & OPTIONAL_FEATURES;
+        let refused = std::env::var(COOPERATIVE_MATRIX_ENV).is_ok_and(|v| v == "off");
+        if refused {
+            required_features.remove(COOPERATIVE_MATRIX);
+        }
+        let experimental_features = if required_features.contains(COOPERATIVE_MATRIX) {
+            // SAFETY: the contract is that wgpu's experimental features may have bugs, UB
+            // included, reachable from safe calls. The runtime takes the opt-in only for the
+            // cooperative-matrix feature, which only the pipelines of kernels that declare
+            // `features(cooperative_matrix)` use; the docs of `Runtime::new` state the risk
+            // and how to refuse it.
+            unsafe { wgpu::ExperimentalFeatures::enabled() }
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        };
         let descriptor = wgpu::DeviceDescriptor {
             label: Some("tessera"),
-            required_features: adapter.features() & OPTIONAL_FEATURES,
+            required_features,
             required_limits: adapter.limits(),
+            experimental_features,
             ..Default::default()
         };
         let (device, queue) = adapter
@@ -168,7 +276,12 @@ impl Runtime {
         device.on_uncaptured_error(Arc::new(|_error: wgpu::Error| {}));
         let info = adapter.get_info();
         let autotune = Autotune::from_env(info.device_type)?;
-        let rt = Self::adopt(device, queue, info);
+        let cooperative = if device.features().contains(COOPERATIVE_MATRIX) {
+            adapter.cooperative_matrix_properties()
+        } else {
+            Vec::new()
+        };
+        let rt = Self::adopt(device, queue, info, Some(cooperative));
         rt.set_autotune(autotune);
         Ok(rt)
     }
@@ -179,12 +292,22 @@ impl Runtime {
     /// device's uncaptured-error handler: every operation of the runtime captures its own errors.
     /// Autotuning is as `TESSERA_AUTOTUNE` says; a value other than `on` or `off` turns it off
     /// here (where [`Runtime::new`] returns an error), and [`Runtime::autotune_report`] says so.
+    ///
+    /// Without the adapter, the runtime does not know which multiply-adds a device with
+    /// tensor cores runs ([`RuntimeInfo::cooperative_matrices`] is `None`): launchers of
+    /// cooperative-matrix kernels then check only the feature.
     pub fn from_wgpu(device: wgpu::Device, queue: wgpu::Queue) -> Self {
         let info = device.adapter_info();
-        Self::adopt(device, queue, info)
+        let cooperative = (!device.features().contains(COOPERATIVE_MATRIX)).then(Vec::new);
+        Self::adopt(device, queue, info, cooperative)
     }
 
-    fn adopt(device: wgpu::Device, queue: wgpu::Queue, adapter: wgpu::AdapterInfo) -> Self {
+    fn adopt(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        adapter: wgpu::AdapterInfo,
+        cooperative: Option<Vec<wgpu::CooperativeMatrixProperties>>,
+    ) -> Self {
         let lost = Arc::new(Mutex::new(None));
         let slot = Arc::clone(&lost);
         device.set_device_lost_callback(move |reason, message| {
@@ -196,7 +319,7 @@ impl Runtime {
             Ok(mode) => (mode, None),
             Err(error) => (Autotune::Off, Some(error.to_string())),
         };
-        let info = RuntimeInfo::new(adapter, device.features(), device.limits());
+        let info = RuntimeInfo::new(adapter, device.features(), device.limits(), cooperative);
         Runtime {
             tuner: Tuner::new(autotune, problem),
             device,

@@ -10,6 +10,9 @@ mod types;
 mod uniformity;
 mod unroll;
 
+#[cfg(test)]
+mod fragment_tests;
+
 use std::collections::{HashMap, HashSet};
 
 use proc_macro2::Ident;

@@ -779,6 +779,10 @@ impl<'m, 'e> Checker<'m, 'e> {
             }
             UnOp::Not => self.is_integer(&shallow) || shallow.scalar() == Some(Scalar::Bool),
         };
+        if shallow.holds_fragment() {
+            self.errors.at(span, fragments::no_operators(&shallow));
+            return Ty::Unknown;
+        }
         if !ok {
             let message = match op {
                 UnOp::Neg => format!(
@@ -807,6 +811,10 @@ impl<'m, 'e> Checker<'m, 'e> {
         right: &Expr,
     ) -> Ty {
         let (ls, rs) = (self.shallow(l), self.shallow(r));
+        if let Some(fragment) = [&ls, &rs].into_iter().find(|t| t.holds_fragment()) {
+            self.errors.at(span, fragments::no_operators(fragment));
+            return Ty::Unknown;
+        }
         match op {
             BinOp::And | BinOp::Or => {
                 self.expect(&Ty::BOOL, &ls, left.span, "`&&` and `||` take `bool`s");

@@ -262,6 +262,8 @@ struct BarrierSite {
 enum SiteKind {
     Barrier,
     Subgroup,
+    /// A load, store or multiply-add of matrix fragments.
+    Fragment,
     Helper,
 }
 
@@ -598,6 +600,7 @@ impl<'c, 'k> Builder<'c, 'k> {
         }
         let kind = match builtin.uniformity {
             Uniformity::Barrier => SiteKind::Barrier,
+            _ if builtin.is_cooperative() => SiteKind::Fragment,
             _ => SiteKind::Subgroup,
         };
         if needs_uniform_flow(builtin) {
@@ -633,6 +636,11 @@ fn barrier_message(site: &BarrierSite, cause: Span) -> String {
         SiteKind::Subgroup => (
             "the call",
             " (WGSL requires subgroup operations in uniform control flow)",
+        ),
+        SiteKind::Fragment => (
+            "the call",
+            " (a fragment belongs to a whole subgroup, and WGSL requires its operations in \
+             uniform control flow)",
         ),
         SiteKind::Helper => ("the call", ""),
     };

@@ -459,7 +459,25 @@ fn device_checks(instances: &[Instance], rust_name: &str) -> TokenStream {
                 }
             }
         });
-        quote!(#index => { #(#checks)* })
+        // The tensor cores of a device run some sizes and element types only.
+        let shapes = instance.general().multiply_adds().into_iter().map(|(size, ab, c)| {
+            let scalar = |s: Scalar| match s {
+                Scalar::F16 => quote!(#rt::wgpu::CooperativeScalarType::F16),
+                _ => quote!(#rt::wgpu::CooperativeScalarType::F32),
+            };
+            let (size, inputs, accumulator) = (u32::from(size), scalar(ab), scalar(c));
+            let name = format!(
+                "cooperative matrices of {size}x{size}x{size} {} -> {}",
+                ab.rust_name(),
+                c.rust_name()
+            );
+            quote! {
+                if !rt.info().has_cooperative_matrix(#size, #inputs, #accumulator) {
+                    return Err(#rt::Error::MissingFeature { kernel: #rust_name.into(), feature: #name.into() });
+                }
+            }
+        });
+        quote!(#index => { #(#checks)* #(#shapes)* })
     });
     quote! {
         let limits = &rt.info().limits;

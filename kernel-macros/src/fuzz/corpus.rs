@@ -11,6 +11,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("variants", include_str!("../../../tests/variants.rs")),
     ("helpers", include_str!("../../../tests/helpers.rs")),
     ("vectors", include_str!("../../../tests/vectors.rs")),
+    ("cooperative", include_str!("../../../tests/cooperative.rs")),
     (
         "quickstart",
         include_str!("../../../examples/quickstart.rs"),

@@ -228,7 +228,9 @@ fn record(
         Verdict::Accepted(wgsl) => {
             summary.accepted += 1;
             let mut batch = tint.lock().unwrap_or_else(|p| p.into_inner());
-            for (which, text) in wgsl {
+            // Tint does not know wgpu's cooperative-matrix extension.
+            let tint_knows = |text: &String| !text.contains("enable wgpu_cooperative_matrix;");
+            for (which, text) in wgsl.into_iter().filter(|(_, text)| tint_knows(text)) {
                 batch
                     .add(&format!("{label}-{which}"), &text)
                     .expect("the Tint batch is writable");

@@ -819,6 +819,12 @@ fn shared_ty(ty: &syn::Type) -> syn::Result<Ty> {
         return Err(syn::Error::new_spanned(ty, usage));
     }
     match ty::value_ty(&reference.elem)? {
+        array if array.holds_fragment() => Err(syn::Error::new_spanned(
+            &reference.elem,
+            "fragments have no layout in memory, so workgroup memory cannot hold them; store \
+             a fragment's elements to a workgroup array with `coop_store_row_major` and load \
+             them back with `coop_load_row_major`",
+        )),
         array @ Ty::Array(..) => Ok(array),
         _ => Err(syn::Error::new_spanned(ty, usage)),
     }

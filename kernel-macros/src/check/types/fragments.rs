@@ -13,6 +13,15 @@ use super::{place_root, Checker, Resolved};
 use crate::ir::builtins::{self, Builtin, Form, Signature};
 use crate::ir::*;
 
+/// The message for an operator applied to a fragment.
+pub(super) fn no_operators(ty: &Ty) -> String {
+    format!(
+        "a `{}` has no operators: its elements are spread over a subgroup; combine fragments \
+         with `coop_multiply_add`, or store them and compute on the elements",
+        ty.rust_name()
+    )
+}
+
 impl Checker<'_, '_> {
     /// Records `ty` as the type `e` must have when `e` is a fragment-making call (or an array
     /// of them), so the call knows what to make.
