@@ -172,12 +172,15 @@ fn tensor_cores(rt: &Runtime) -> bool {
 #[test]
 fn f16_products_on_the_tensor_cores_are_exact_or_the_device_says_it_has_none() {
     let rt = runtime();
+    eprintln!("{}", rt.info());
     if !tensor_cores(&rt) {
+        eprintln!("no tensor cores: checking that the launchers refuse");
         let feature = missing(&rt, "cooperative matrices of 16x16x16 f16 -> f32");
         assert_missing(tensor_cores::Matmul::new(&rt), feature);
         assert_missing(tensor_cores::MatmulColumnMajor::new(&rt), feature);
         return;
     }
+    eprintln!("running on the tensor cores");
     let matmul = tensor_cores::Matmul::new(&rt).unwrap();
     let column_major = tensor_cores::MatmulColumnMajor::new(&rt).unwrap();
     for (m, n, k) in [(16, 32, 16), (32, 64, 48), (64, 32, 160)] {
