@@ -24,7 +24,7 @@ use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use tessera::nn::{
     Activation, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape, Convolution, Gemm,
-    GemmBackward, GemmForward, GemmShape, Padding,
+    GemmBackward, GemmForward, GemmShape, Padding, Precision,
 };
 use tessera::{wgpu, Batch, GpuBuffer, Result, Runtime};
 
@@ -129,6 +129,10 @@ fn ms(t: Duration) -> f64 {
 }
 
 fn bench_gemm(rt: &Runtime, gemm: &Gemm, shape: GemmShape, report: &mut Report) -> Result<()> {
+    let precision = match gemm.precision() {
+        Precision::F32 => "",
+        Precision::TensorCoreF16 => " tensor-core-f16",
+    };
     let GemmShape { m, n, k } = shape;
     let (m_, n_, k_) = (m as usize, n as usize, k as usize);
     let (a, b, bias, grad_y) = (
@@ -169,7 +173,7 @@ fn bench_gemm(rt: &Runtime, gemm: &Gemm, shape: GemmShape, report: &mut Report) 
         gemm.backward(batch, args)
     })?;
     let flop = 2.0 * f64::from(m) * f64::from(n) * f64::from(k);
-    let work = format!("gemm M={m} N={n} K={k}");
+    let work = format!("gemm M={m} N={n} K={k}{precision}");
     report.add(&work, "forward", forward, Some(tflops(flop, forward)));
     report.add(
         &work,
@@ -185,7 +189,7 @@ fn bench_gemm(rt: &Runtime, gemm: &Gemm, shape: GemmShape, report: &mut Report) 
         Some(tflops(3.0 * flop, both)),
     );
     println!(
-        "gemm M={m} K={k} N={n}: forward {:.3} ms {:.2} TFLOP/s | backward {:.3} ms {:.2} TFLOP/s | \
+        "gemm M={m} K={k} N={n}{precision}: forward {:.3} ms {:.2} TFLOP/s | backward {:.3} ms {:.2} TFLOP/s | \
          forward+backward {:.2} TFLOP/s (6MNK)",
         ms(forward),
         tflops(flop, forward),
@@ -585,11 +589,14 @@ fn warm_up(rt: &Runtime, gemm: &Gemm, conv: &Convolution) -> Result<()> {
 }
 
 const USAGE: &str = "\
-usage: bench [--small] [--gemm] [--conv] [--launch] [--by-kernel] [--out DIR]
+usage: bench [--small] [--gemm] [--conv] [--launch] [--tensor-cores] [--by-kernel] [--out DIR]
 
   --small      small shapes (for a CPU adapter)
   --gemm, --conv, --launch
                run only these parts (none given: all)
+  --tensor-cores
+               the GEMMs in Precision::TensorCoreF16 (f16 products on the tensor cores,
+               f32 sums) instead of strict f32
   --by-kernel  each convolution pass's time per dispatch too
   --out DIR    write the results as CSV files into DIR";
 
@@ -601,6 +608,7 @@ struct Options {
     gemm: bool,
     conv: bool,
     launch: bool,
+    tensor_cores: bool,
     out: Option<String>,
 }
 
@@ -617,6 +625,7 @@ impl Options {
                 Long("gemm") => options.gemm = true,
                 Long("conv") => options.conv = true,
                 Long("launch") => options.launch = true,
+                Long("tensor-cores") => options.tensor_cores = true,
                 Long("out") => options.out = Some(parser.value()?.string()?),
                 Short('h') | Long("help") => return Ok(None),
                 _ => return Err(arg.unexpected()),
@@ -659,6 +668,7 @@ fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error
         gemm: run_gemm,
         conv: run_conv,
         launch: run_launch,
+        tensor_cores,
         ref out,
     } = *options;
     let rt = Runtime::new()?;
@@ -673,7 +683,11 @@ fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error
         rt.autotune_mode()
     );
     let mut report = Report::default();
-    let gemm = Gemm::new(&rt)?;
+    let precision = match tensor_cores {
+        true => Precision::TensorCoreF16,
+        false => Precision::F32,
+    };
+    let gemm = Gemm::with_precision(&rt, precision)?;
     let conv = Convolution::new(&rt)?;
     if !small {
         warm_up(&rt, &gemm, &conv)?;

@@ -4,7 +4,7 @@ use super::kernels;
 use super::spare::Spare;
 use super::split::Split;
 use super::tune::{self, Way};
-use super::{invalid, Activation};
+use super::{invalid, Activation, Precision};
 use crate::{Batch, GpuBuffer, Result, Runtime};
 
 /// `y[m, n] = act(a[m, k] · b[k, n] + bias[n])`, row-major.
@@ -94,9 +94,15 @@ pub struct GemmBackward<'a> {
 /// classifier's last layer) is computed split: slices of `k` by separate workgroups into
 /// scratch memory the `Gemm` keeps, then added up with the bias and the activation.
 ///
+/// With [`Precision::TensorCoreF16`] ([`Gemm::with_precision`]), the products of the
+/// forward and both operand gradients run on the tensor cores; the bias, the activation and
+/// its derivative stay in f32. Those products are never split.
+///
 /// A clone shares the pipelines and grows its own scratch memory.
 #[derive(Clone, Debug)]
 pub struct Gemm {
+    /// The tensor-core kernels, built only for [`Precision::TensorCoreF16`].
+    fragments: Option<Fragments>,
     forward: kernels::Blocked<kernels::GemmForward>,
     split: kernels::Blocked<kernels::GemmForwardSplit>,
     backward: kernels::Blocked<kernels::GemmBackward>,
@@ -110,11 +116,64 @@ pub struct Gemm {
     grad_a: Spare,
 }
 
+/// The kernels of [`Precision::TensorCoreF16`], in both blockings of
+/// [`kernels::TensorBlocking`].
+#[derive(Clone, Debug)]
+struct Fragments {
+    forward: kernels::Blocked<kernels::GemmForwardFragments>,
+    operands: kernels::Blocked<kernels::DOperandsFragments>,
+    grad_pre: kernels::GradPre,
+    d_bias: kernels::DBias,
+}
+
+impl Fragments {
+    fn new(rt: &Runtime) -> Result<Self> {
+        let (large, small) = (
+            kernels::TensorBlocking::ALL[0],
+            kernels::TensorBlocking::ALL[1],
+        );
+        Ok(Fragments {
+            // SAFETY (all four): every index is guarded (see "Bounds" in `kernels`).
+            forward: kernels::Blocked {
+                large: unsafe {
+                    kernels::GemmForwardFragments::with_constants_unchecked(rt, large)
+                }?,
+                small: unsafe {
+                    kernels::GemmForwardFragments::with_constants_unchecked(rt, small)
+                }?,
+            },
+            operands: kernels::Blocked {
+                large: unsafe { kernels::DOperandsFragments::with_constants_unchecked(rt, large) }?,
+                small: unsafe { kernels::DOperandsFragments::with_constants_unchecked(rt, small) }?,
+            },
+            grad_pre: kernels::GradPre::new(rt)?,
+            d_bias: kernels::DBias::new(rt)?,
+        })
+    }
+}
+
 impl Gemm {
-    /// Builds the forward kernels (whole and split) and the backward family.
+    /// Builds the forward kernels (whole and split) and the backward family, in strict f32
+    /// ([`Precision::F32`]).
     pub fn new(rt: &Runtime) -> Result<Self> {
+        Self::with_precision(rt, Precision::F32)
+    }
+
+    /// Builds the op multiplying in `precision`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MissingFeature`](crate::Error::MissingFeature) for
+    /// [`Precision::TensorCoreF16`] on a device without tensor cores for 16 x 16 x 16 `f16`
+    /// fragments accumulated in `f32`.
+    pub fn with_precision(rt: &Runtime, precision: Precision) -> Result<Self> {
+        let fragments = match precision {
+            Precision::F32 => None,
+            Precision::TensorCoreF16 => Some(Fragments::new(rt)?),
+        };
         let reduce = kernels::GemmForwardReduce::new(rt)?;
         Ok(Gemm {
+            fragments,
             forward: kernels::Blocked::new(|b| {
                 // SAFETY: every index is guarded (see "Bounds" in `kernels`).
                 unsafe { kernels::GemmForward::with_constants_unchecked(rt, b) }
@@ -134,6 +193,22 @@ impl Gemm {
         })
     }
 
+    /// How the op multiplies.
+    pub fn precision(&self) -> Precision {
+        match self.fragments {
+            Some(_) => Precision::TensorCoreF16,
+            None => Precision::F32,
+        }
+    }
+
+    /// The ways the forward may run, and the one with autotuning off.
+    fn forward_ways(&self, rows: u32) -> (&'static [Way], Way) {
+        match self.fragments {
+            Some(_) => (&Way::FRAGMENTS, Way::fixed_fragments(rows)),
+            None => (&Way::ALL, Way::fixed(rows)),
+        }
+    }
+
     /// Records `y = act(a · b + bias)`, keeping `a · b + bias` in `pre` when given.
     ///
     /// The blocking is autotuned (see [`Runtime::autotune`]); with autotuning off it is the
@@ -150,13 +225,14 @@ impl Gemm {
         } = args;
         let p = params(shape, activation)?;
         let GemmShape { m, n, k } = shape;
+        let (ways, fixed) = self.forward_ways(m.min(n));
         let way = tune::way(
             batch.runtime(),
             "nn::Gemm::forward",
             &[m, n, k],
             &[],
-            &Way::ALL,
-            Way::fixed(m.min(n)),
+            ways,
+            fixed,
             |rt| Scratch::new(rt, shape),
             |tune, way, s| {
                 let (pre, y) = (&mut s.pre, &mut s.y);
@@ -185,6 +261,19 @@ impl Gemm {
         pre: &mut GpuBuffer<f32>,
         y: &mut GpuBuffer<f32>,
     ) -> Result<()> {
+        if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
+            return fragments.forward.get(way.blocking).record(
+                batch,
+                kernels::GemmForwardFragmentsArgs {
+                    p: &p,
+                    a,
+                    b,
+                    bias,
+                    pre,
+                    y,
+                },
+            );
+        }
         let split = self.split.get(way.blocking);
         let cut = Split::of(split.gemm_forward_partial().constants(), p.m, p.n, p.k);
         if !way.split || cut.splits == 1 {
@@ -251,13 +340,17 @@ impl Gemm {
             }
         };
         let GemmShape { m, n, k } = shape;
+        let (ways, fixed) = match self.fragments {
+            Some(_) => (&Way::FRAGMENTS[..], Way::fixed_fragments(m.min(k))),
+            None => (&Way::BLOCKINGS[..], Way::fixed(m.min(k))),
+        };
         let way = tune::way(
             batch.runtime(),
             "nn::Gemm::backward",
             &[m, n, k],
             &[],
-            &Way::BLOCKINGS,
-            Way::fixed(m.min(k)),
+            ways,
+            fixed,
             |rt| Scratch::new(rt, shape),
             |tune, way, s| {
                 let grads = Grads {
@@ -301,6 +394,37 @@ impl Gemm {
             grad_b,
             grad_bias,
         } = grads;
+        if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
+            let operands = fragments.operands.get(way.blocking);
+            fragments.grad_pre.record(
+                batch,
+                kernels::GradPreArgs {
+                    p: &p,
+                    pre,
+                    grad_y,
+                    grad_pre,
+                },
+            )?;
+            operands.record(
+                batch,
+                kernels::DOperandsFragmentsArgs {
+                    p: &p,
+                    a,
+                    grad_a,
+                    b,
+                    grad_b,
+                    grad_pre,
+                },
+            )?;
+            return fragments.d_bias.record(
+                batch,
+                kernels::DBiasArgs {
+                    p: &p,
+                    grad_pre,
+                    grad_bias,
+                },
+            );
+        }
         self.backward.get(way.blocking).record(
             batch,
             kernels::GemmBackwardArgs {

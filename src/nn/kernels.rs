@@ -442,6 +442,201 @@ mod nn {
         }
     }
 
+    /// The blocking of the tensor-core kernels (`Precision::TensorCoreF16`): a workgroup of
+    /// `GROUP` invocations, eight subgroups of 32 in two rows of four, owns a `BLOCK` x
+    /// `BLOCK` block of the output, each subgroup `FRAG_ROWS` x `FRAG_COLS` fragments of 16 x
+    /// 16 (`WARP_ROWS` x `WARP_COLS` elements). Each step stages `DEPTH`-deep slices of both
+    /// operands in half precision, rows of `STRIDE` (8 more than `BLOCK`: 16 bytes, which
+    /// keeps every fragment's rows aligned and spreads them over the memory banks); the
+    /// same `fetch` as the f32 kernels reads them (`LOADS` elements per invocation and
+    /// operand). `BLOCK = 64` serves outputs with at most 64 rows or columns.
+    #[constants(
+        BLOCK = [128, 64],
+        DEPTH = 32,
+        STRIDE = BLOCK + 8,
+        LOADS = DEPTH * BLOCK / GROUP,
+        WARP_ROWS = BLOCK / 2,
+        WARP_COLS = BLOCK / 4,
+        FRAG_ROWS = WARP_ROWS / 16,
+        FRAG_COLS = WARP_COLS / 16,
+        FRAGS = FRAG_ROWS * FRAG_COLS
+    )]
+    pub struct TensorBlocking;
+
+    // The mainloop of the tensor-core kernels, written once over fragments: the same `fetch`
+    // as the f32 mainloop, `stage_half` rounds what it fetched to f16 into the slices, and
+    // `multiply_fragments` adds the slices' product into the subgroup's accumulator
+    // fragments. A slice holds element (summed index `d`, output row or column `i`) at
+    // `d * STRIDE + i`: the rows' operand is then a column-major A, the columns' a row-major
+    // B. Fragments leave through `spill`, a 16 x 16 tile of workgroup memory per subgroup.
+
+    fn stage_half(slice: &mut [f16; DEPTH * STRIDE], fetched: &[f32; LOADS], across: bool, t: u32) {
+        #[unroll]
+        for r in 0..LOADS {
+            // (depth, position along the row) of the element.
+            let at = if across {
+                vec2(t % DEPTH, across_row(t, r))
+            } else {
+                vec2(along_depth(t, r), t % BLOCK)
+            };
+            slice[at.x * STRIDE + at.y] = fetched[r] as f16;
+        }
+    }
+
+    /// `acc += a · b` on the tensor cores over one pair of staged slices, between the
+    /// barriers that make the slices visible to the workgroup and free them for the next step.
+    fn multiply_fragments(
+        a: &[f16; DEPTH * STRIDE],
+        b: &[f16; DEPTH * STRIDE],
+        acc: &mut [FragC16<f32>; FRAGS],
+        t: u32,
+    ) {
+        let warp = t / 32;
+        let (rows, cols) = (warp / 4 * WARP_ROWS, warp % 4 * WARP_COLS);
+        workgroup_barrier();
+        #[unroll]
+        for kk in 0..DEPTH / 16 {
+            let mut fb: [FragB16<f16>; FRAG_COLS] = [coop_zero(); FRAG_COLS];
+            #[unroll]
+            for j in 0..FRAG_COLS {
+                fb[j] = coop_load_row_major(&b[kk * 16 * STRIDE + cols + j * 16], STRIDE);
+            }
+            #[unroll]
+            for i in 0..FRAG_ROWS {
+                let fa: FragA16<f16> =
+                    coop_load_column_major(&a[kk * 16 * STRIDE + rows + i * 16], STRIDE);
+                #[unroll]
+                for j in 0..FRAG_COLS {
+                    let f = i * FRAG_COLS + j;
+                    acc[f] = coop_multiply_add(fa, fb[j], acc[f]);
+                }
+            }
+        }
+        workgroup_barrier();
+    }
+
+    /// `mainloop` on the tensor cores: the accumulator fragments of `a · b` for the output
+    /// block at `origin`, with the same operands, shapes and staging directions.
+    fn mainloop_fragments(
+        slice_a: &mut [f16; DEPTH * STRIDE],
+        slice_b: &mut [f16; DEPTH * STRIDE],
+        a: &[f32],
+        b: &[f32],
+        shapes: Vec4<u32>,
+        across: Vec2<bool>,
+        origin: Vec2<u32>,
+        summed: Vec2<u32>,
+        t: u32,
+    ) -> [FragC16<f32>; FRAGS] {
+        let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
+        for k0 in (summed.x..summed.y).step_by(DEPTH) {
+            let from_a = fetch(a, shapes.xy, across.x, origin.y, k0, t);
+            let from_b = fetch(b, shapes.zw, across.y, origin.x, k0, t);
+            // The previous step's slices are multiplied while this step's loads are in flight.
+            if k0 > summed.x {
+                multiply_fragments(slice_a, slice_b, &mut acc, t);
+            }
+            stage_half(slice_a, &from_a, across.x, t);
+            stage_half(slice_b, &from_b, across.y, t);
+        }
+        multiply_fragments(slice_a, slice_b, &mut acc, t);
+        acc
+    }
+
+    /// Where, in the block, the `e`-th element (of 8) that invocation `t` reads back from its
+    /// subgroup's spilled fragment `f` lies, as (column, row); the value is at
+    /// `spilled(t, e)` of the spill.
+    fn fragment_element(t: u32, f: u32, e: u32) -> Vec2<u32> {
+        let (warp, at) = (t / 32, e * 32 + t % 32);
+        vec2(
+            warp % 4 * WARP_COLS + f % FRAG_COLS * 16 + at % 16,
+            warp / 4 * WARP_ROWS + f / FRAG_COLS * 16 + at / 16,
+        )
+    }
+
+    fn spilled(t: u32, e: u32) -> u32 {
+        t / 32 * 256 + e * 32 + t % 32
+    }
+
+    /// `store_tile` for fragments: writes the accumulators of the block at `origin` to `out`
+    /// from `offset` on, as images of `rows` channels x `pixels`, one fragment at a time
+    /// through `spill`.
+    fn store_fragments(
+        out: &mut [f32],
+        offset: u32,
+        acc: &[FragC16<f32>; FRAGS],
+        rows: u32,
+        cols: u32,
+        pixels: u32,
+        origin: Vec2<u32>,
+        spill: &mut [f32; GROUP * 8],
+        t: u32,
+    ) {
+        #[unroll]
+        for f in 0..FRAGS {
+            coop_store_row_major(acc[f], &mut spill[t / 32 * 256], 16);
+            workgroup_barrier();
+            #[unroll]
+            for e in 0..8 {
+                let at = origin + fragment_element(t, f, e);
+                if at.y < rows && at.x < cols {
+                    let (row, col) = (at.y, at.x);
+                    out[offset + (col / pixels * rows + row) * pixels + col % pixels] =
+                        spill[spilled(t, e)];
+                }
+            }
+            workgroup_barrier();
+        }
+    }
+
+    /// `gemm_forward` on the tensor cores.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = 25600)
+    )]
+    pub fn gemm_forward_fragments(
+        p: &GemmParams,
+        #[len(p.m * p.k)] a: &[f32],
+        #[len(p.k * p.n)] b: &[f32],
+        #[len(p.n)] bias: &[f32],
+        #[len(p.m * p.n)] pre: &mut [f32],
+        #[len(p.m * p.n)] y: &mut [f32],
+        #[workgroup] half_a: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] spill: &mut [f32; GROUP * 8],
+    ) {
+        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+        let acc = mainloop_fragments(
+            half_a,
+            half_b,
+            a,
+            b,
+            vec4(p.k, p.m, p.n, p.k),
+            vec2(true, false),
+            origin,
+            vec2(0, p.k),
+            t,
+        );
+        #[unroll]
+        for f in 0..FRAGS {
+            coop_store_row_major(acc[f], &mut spill[t / 32 * 256], 16);
+            workgroup_barrier();
+            #[unroll]
+            for e in 0..8 {
+                let at = origin + fragment_element(t, f, e);
+                if at.y < p.m && at.x < p.n {
+                    let z = spill[spilled(t, e)] + bias[at.x];
+                    pre[at.y * p.n + at.x] = z;
+                    y[at.y * p.n + at.x] = activate(z, p.activation);
+                }
+            }
+            workgroup_barrier();
+        }
+    }
+
     /// `pre = a · b + bias`, `y = act(pre)`.
     #[kernel(
         workgroup = [GROUP],
@@ -640,6 +835,61 @@ mod nn {
                 t,
             );
             store_tile(grad_b, 0, &acc, p.k, p.n, p.n, origin, t);
+        }
+    }
+
+    /// `d_operands` on the tensor cores (recorded between the members of `GemmBackward`
+    /// that compute `grad_pre` and `grad_bias`).
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK)],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = 25600)
+    )]
+    pub fn d_operands_fragments(
+        p: &GemmParams,
+        #[len(p.m * p.k)] a: &[f32],
+        #[len(p.m * p.k)] grad_a: &mut [f32],
+        #[len(p.k * p.n)] b: &[f32],
+        #[len(p.k * p.n)] grad_b: &mut [f32],
+        #[len(p.m * p.n)] grad_pre: &[f32],
+        #[workgroup] half_a: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] spill: &mut [f32; GROUP * 8],
+    ) {
+        let (t, blocks_a) = (local_index(), ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK));
+        // The gradient is the same for the whole workgroup, so both branches keep barriers.
+        if workgroup_id().x < blocks_a {
+            let block = workgroup_id().x;
+            let origin = vec2(block % ceil_div(p.k, BLOCK), block / ceil_div(p.k, BLOCK)) * BLOCK;
+            let acc = mainloop_fragments(
+                half_a,
+                half_b,
+                grad_pre,
+                b,
+                vec4(p.n, p.m, p.n, p.k),
+                vec2(true, true),
+                origin,
+                vec2(0, p.n),
+                t,
+            );
+            store_fragments(grad_a, 0, &acc, p.m, p.k, p.k, origin, spill, t);
+        } else {
+            let block = workgroup_id().x - blocks_a;
+            let origin = vec2(block % ceil_div(p.n, BLOCK), block / ceil_div(p.n, BLOCK)) * BLOCK;
+            let acc = mainloop_fragments(
+                half_a,
+                half_b,
+                a,
+                grad_pre,
+                vec4(p.k, p.m, p.n, p.m),
+                vec2(false, false),
+                origin,
+                vec2(0, p.m),
+                t,
+            );
+            store_fragments(grad_b, 0, &acc, p.k, p.n, p.n, origin, spill, t);
         }
     }
 

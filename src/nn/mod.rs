@@ -82,6 +82,7 @@ mod kernels;
 mod layers;
 mod loss;
 mod optim;
+mod precision;
 mod spare;
 mod split;
 mod tune;
@@ -95,6 +96,7 @@ pub use gemm::{Gemm, GemmBackward, GemmForward, GemmShape};
 pub use layers::{Conv2d, Conv2dConfig, Init, Linear, LinearConfig, Parameter};
 pub use loss::{LossBackward, LossForward, LossShape, SoftmaxCrossEntropy};
 pub use optim::{Adam, AdamConfig, AdamState, Sgd, SgdConfig};
+pub use precision::Precision;
 
 use crate::Error;
 
@@ -102,6 +104,10 @@ use crate::Error;
 /// GEMM-shaped kernel in both blockings, with the shared mainloop's helpers written once per
 /// blocking).
 pub const WGSL: &str = kernels::WGSL;
+
+/// The part of [`WGSL`] that needs no optional device feature: every kernel but those of
+/// [`Precision::TensorCoreF16`]. A device without tensor cores builds the ops from this.
+pub const WGSL_PORTABLE: &str = kernels::WGSL_PLAIN;
 
 /// The error for arguments an op cannot work with.
 fn invalid(operation: &str, problem: String) -> Error {

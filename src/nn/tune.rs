@@ -18,6 +18,9 @@ pub(crate) struct Way {
     /// Whether the op runs by Winograd's minimal filtering instead of as an implicit GEMM
     /// (only the filter gradient of 3 x 3 convolutions of stride 1 has that way).
     pub winograd: bool,
+    /// Whether the op multiplies on the tensor cores ([`super::Precision::TensorCoreF16`]);
+    /// `blocking` then indexes [`kernels::TensorBlocking`], and the sum is never split.
+    pub fragments: bool,
 }
 
 impl Way {
@@ -39,11 +42,22 @@ impl Way {
         Way::new(1, true).by_winograd(),
     ];
 
+    /// Both blockings on the tensor cores.
+    pub const FRAGMENTS: [Way; 2] = [Way::on_fragments(0), Way::on_fragments(1)];
+
     const fn new(blocking: usize, split: bool) -> Self {
         Way {
             blocking,
             split,
             winograd: false,
+            fragments: false,
+        }
+    }
+
+    const fn on_fragments(blocking: usize) -> Self {
+        Way {
+            fragments: true,
+            ..Way::new(blocking, false)
         }
     }
 
@@ -60,12 +74,23 @@ impl Way {
     pub fn fixed(rows: u32) -> Self {
         Way::new(kernels::fixed_blocking(rows), true)
     }
+
+    /// [`Way::fixed`] on the tensor cores.
+    pub fn fixed_fragments(rows: u32) -> Self {
+        Way::on_fragments(kernels::fixed_blocking(rows))
+    }
 }
 
-/// The hash of the WGSL every candidate runs: the one `nn` module.
-fn wgsl_hash() -> u64 {
-    static HASH: OnceLock<u64> = OnceLock::new();
-    *HASH.get_or_init(|| source_hash(kernels::WGSL))
+/// The hash of the WGSL the candidates run: the `nn` kernels that need no optional feature,
+/// or with `fragments`, the whole module (the tensor-core kernels are built from it).
+fn wgsl_hash(fragments: bool) -> u64 {
+    static PORTABLE: OnceLock<u64> = OnceLock::new();
+    static WHOLE: OnceLock<u64> = OnceLock::new();
+    if fragments {
+        *WHOLE.get_or_init(|| source_hash(kernels::WGSL))
+    } else {
+        *PORTABLE.get_or_init(|| source_hash(kernels::WGSL_PLAIN))
+    }
 }
 
 /// The way `operation` runs, among `ways`, for a problem of `sizes` (rounded to powers of
@@ -90,7 +115,8 @@ pub(crate) fn way<S>(
         .map(|&size| size_bucket(size))
         .chain(exact.iter().copied())
         .collect();
-    let key = TuneKey::new(operation, wgsl_hash(), &bucket);
+    let fragments = ways.iter().any(|w| w.fragments);
+    let key = TuneKey::new(operation, wgsl_hash(fragments), &bucket);
     let fixed_index = ways.iter().position(|&w| w == fixed).unwrap_or(0);
     let mut made: Option<S> = None;
     let chosen = rt.autotune(&key, ways.len(), fixed_index, |batch, index| {

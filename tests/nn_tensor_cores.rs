@@ -1,0 +1,178 @@
+//! `Precision::TensorCoreF16` against an f64 CPU reference: the GEMM forward and both operand
+//! gradients on the tensor cores, in both blockings, with ragged edges. Where the device has
+//! no tensor cores (lavapipe, in CI) the op must refuse to be built instead.
+//!
+//! Tolerance: the rounding of both operands to f16 bounds each product's error by `2u + u²`
+//! of its magnitude (`u = 2^-11`, f16's unit roundoff), so each result is checked against
+//! `1.1e-3` times the sum of its products' magnitudes, plus f32's own rounding. The measured
+//! error is printed (relative to the output's largest magnitude).
+
+mod common;
+
+use common::{rng, runtime, values};
+use tessera::nn::{Activation, Gemm, GemmBackward, GemmForward, GemmShape, Precision};
+use tessera::wgpu::CooperativeScalarType::{F16, F32};
+use tessera::{Error, Runtime};
+
+fn tensor_cores(rt: &Runtime) -> bool {
+    rt.info().has_cooperative_matrix(16, F16, F32)
+}
+
+/// `got` within f16 operand rounding of `want`: `bound[i]` is the sum of the magnitudes of
+/// the products behind element `i`. Returns the largest error relative to the output's
+/// largest magnitude.
+fn assert_within_f16_rounding(name: &str, got: &[f32], want: &[f64], bound: &[f64]) -> f64 {
+    assert_eq!(got.len(), want.len(), "{name}: lengths differ");
+    let scale = want.iter().fold(0.0f64, |m, w| m.max(w.abs())).max(1e-30);
+    let mut worst = 0.0f64;
+    for (i, ((&g, &w), &b)) in got.iter().zip(want).zip(bound).enumerate() {
+        let error = (f64::from(g) - w).abs();
+        let allowed = 1.1e-3 * b + 1e-5 * (1.0 + w.abs());
+        assert!(
+            error <= allowed,
+            "{name}, element {i}: got {g}, want {w} (error {error:e} > {allowed:e})"
+        );
+        worst = worst.max(error / scale);
+    }
+    worst
+}
+
+/// Forward and backward of `shape` on random data against f64; returns the largest relative
+/// errors of `y`, `grad_a` and `grad_b`.
+fn check(rt: &Runtime, gemm: &Gemm, shape: GemmShape, seed: u64) -> [f64; 3] {
+    let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+    let mut rng = rng(seed);
+    let (av, bv, biasv, gyv) = (
+        values(&mut rng, m * k),
+        values(&mut rng, k * n),
+        values(&mut rng, n),
+        values(&mut rng, m * n),
+    );
+    let up = |v: &[f32]| rt.upload(v).unwrap();
+    let (a, b, bias, grad_y) = (up(&av), up(&bv), up(&biasv), up(&gyv));
+    let mut y = rt.zeros::<f32>(m * n).unwrap();
+    let (mut grad_a, mut grad_b, mut grad_bias) = (
+        rt.zeros::<f32>(m * k).unwrap(),
+        rt.zeros::<f32>(k * n).unwrap(),
+        rt.zeros::<f32>(n).unwrap(),
+    );
+    let mut batch = rt.batch();
+    gemm.forward(
+        &mut batch,
+        GemmForward {
+            shape,
+            activation: Activation::None,
+            a: &a,
+            b: &b,
+            bias: &bias,
+            pre: None,
+            y: &mut y,
+        },
+    )
+    .unwrap();
+    gemm.backward(
+        &mut batch,
+        GemmBackward {
+            shape,
+            activation: Activation::None,
+            a: &a,
+            b: &b,
+            pre: None,
+            grad_y: &grad_y,
+            grad_a: Some(&mut grad_a),
+            grad_b: &mut grad_b,
+            grad_bias: &mut grad_bias,
+        },
+    )
+    .unwrap();
+    batch.submit().unwrap();
+
+    let (a64, b64, g64): (Vec<f64>, Vec<f64>, Vec<f64>) = (
+        av.iter().map(|&x| f64::from(x)).collect(),
+        bv.iter().map(|&x| f64::from(x)).collect(),
+        gyv.iter().map(|&x| f64::from(x)).collect(),
+    );
+    let (mut want_y, mut bound_y) = (vec![0.0; m * n], vec![0.0; m * n]);
+    let (mut want_ga, mut bound_ga) = (vec![0.0; m * k], vec![0.0; m * k]);
+    let (mut want_gb, mut bound_gb) = (vec![0.0; k * n], vec![0.0; k * n]);
+    let mut want_gbias = vec![0.0; n];
+    for i in 0..m {
+        for j in 0..n {
+            let g = g64[i * n + j];
+            want_y[i * n + j] = f64::from(biasv[j]);
+            want_gbias[j] += g;
+            for l in 0..k {
+                let (x, w) = (a64[i * k + l], b64[l * n + j]);
+                want_y[i * n + j] += x * w;
+                bound_y[i * n + j] += (x * w).abs();
+                want_ga[i * k + l] += g * w;
+                bound_ga[i * k + l] += (g * w).abs();
+                want_gb[l * n + j] += x * g;
+                bound_gb[l * n + j] += (x * g).abs();
+            }
+        }
+    }
+    let label = format!("{m}x{n}x{k}");
+    let errors = [
+        assert_within_f16_rounding(
+            &format!("y {label}"),
+            &y.read(rt).unwrap(),
+            &want_y,
+            &bound_y,
+        ),
+        assert_within_f16_rounding(
+            &format!("grad_a {label}"),
+            &grad_a.read(rt).unwrap(),
+            &want_ga,
+            &bound_ga,
+        ),
+        assert_within_f16_rounding(
+            &format!("grad_b {label}"),
+            &grad_b.read(rt).unwrap(),
+            &want_gb,
+            &bound_gb,
+        ),
+    ];
+    // The bias gradient stays in f32.
+    let got_gbias = grad_bias.read(rt).unwrap();
+    for (j, (&got, &want)) in got_gbias.iter().zip(&want_gbias).enumerate() {
+        assert!(
+            (f64::from(got) - want).abs() <= 1e-4 * (1.0 + want.abs()),
+            "grad_bias {label}, element {j}: got {got}, want {want}"
+        );
+    }
+    errors
+}
+
+#[test]
+fn gemm_on_tensor_cores_is_within_f16_rounding_or_refused_without_them() {
+    let rt = runtime();
+    if !tensor_cores(&rt) {
+        match Gemm::with_precision(&rt, Precision::TensorCoreF16) {
+            Err(Error::MissingFeature { .. }) => {}
+            Err(other) => panic!("expected MissingFeature, got {other}"),
+            Ok(_) => panic!("built tensor-core kernels on a device without tensor cores"),
+        }
+        assert_eq!(Gemm::new(&rt).unwrap().precision(), Precision::F32);
+        return;
+    }
+    let gemm = Gemm::with_precision(&rt, Precision::TensorCoreF16).unwrap();
+    assert_eq!(gemm.precision(), Precision::TensorCoreF16);
+    // With autotuning off, outputs with at most 64 rows or columns take the 64 x 64 blocks,
+    // the others 128 x 128; every dimension ragged somewhere, and one longer sum.
+    let shapes = [
+        (1, 1, 1),
+        (37, 50, 70),
+        (64, 200, 33),
+        (130, 129, 131),
+        (200, 72, 1000),
+    ];
+    for (seed, (m, n, k)) in shapes.into_iter().enumerate() {
+        let errors = check(&rt, &gemm, GemmShape { m, n, k }, seed as u64);
+        eprintln!(
+            "{m}x{n}x{k}: largest error relative to the largest output: y {:.1e}, grad_a {:.1e}, \
+             grad_b {:.1e}",
+            errors[0], errors[1], errors[2]
+        );
+    }
+}
