@@ -446,14 +446,16 @@ mod nn {
     /// `GROUP` invocations, eight subgroups of 32 in two rows of four, owns a `BLOCK` x
     /// `BLOCK` block of the output, each subgroup `FRAG_ROWS` x `FRAG_COLS` fragments of 16 x
     /// 16 (`WARP_ROWS` x `WARP_COLS` elements). Each step stages `DEPTH`-deep slices of both
-    /// operands in half precision, rows of `STRIDE` (8 more than `BLOCK`: 16 bytes, which
-    /// keeps every fragment's rows aligned and spreads them over the memory banks); the
-    /// same `fetch` as the f32 kernels reads them (`LOADS` elements per invocation and
-    /// operand). `BLOCK = 64` serves outputs with at most 64 rows or columns.
+    /// operands in half precision: the rows' operand row-major, `BLOCK` rows of `A_STRIDE`,
+    /// the columns' `DEPTH` rows of `STRIDE` (8 more than needed: 16 bytes, which keeps every
+    /// fragment's rows aligned and spreads them over the memory banks); the same `fetch` as
+    /// the f32 kernels reads them (`LOADS` elements per invocation and operand). `BLOCK = 64`
+    /// serves outputs with at most 64 rows or columns.
     #[constants(
         BLOCK = [128, 64],
         DEPTH = 32,
         STRIDE = BLOCK + 8,
+        A_STRIDE = DEPTH + 8,
         LOADS = DEPTH * BLOCK / GROUP,
         WARP_ROWS = BLOCK / 2,
         WARP_COLS = BLOCK / 4,
@@ -464,11 +466,13 @@ mod nn {
     pub struct TensorBlocking;
 
     // The mainloop of the tensor-core kernels, written once over fragments: the same `fetch`
-    // as the f32 mainloop, `stage_half` rounds what it fetched to f16 into the slices, and
-    // `multiply_fragments` adds the slices' product into the subgroup's accumulator
-    // fragments. A slice holds element (summed index `d`, output row or column `i`) at
-    // `d * STRIDE + i`: the rows' operand is then a column-major A, the columns' a row-major
-    // B. Fragments leave through `spill`, a 16 x 16 tile of workgroup memory per subgroup.
+    // as the f32 mainloop, `stage_rows` and `stage_half` round what it fetched to f16 into
+    // the slices, and `multiply_fragments` adds the slices' product into the subgroup's
+    // accumulator fragments. The rows' slice holds element (output row `i`, summed index
+    // `d`) at `i * A_STRIDE + d`, the columns' slice element (`d`, output column `i`) at
+    // `d * STRIDE + i`: both are row-major fragments (A row-major ran 16% faster at 4096^3
+    // than A column-major from the columns' layout, on an H100; see notes/performance.md).
+    // Fragments leave through `spill`, a 16 x 16 tile of workgroup memory per subgroup.
 
     fn stage_half(slice: &mut [f16; DEPTH * STRIDE], fetched: &[f32; LOADS], across: bool, t: u32) {
         #[unroll]
@@ -483,10 +487,29 @@ mod nn {
         }
     }
 
+    /// `stage_half` for the rows' operand, row-major: element (output row `i`, summed index
+    /// `d`) at `i * A_STRIDE + d`.
+    fn stage_rows(
+        slice: &mut [f16; BLOCK * A_STRIDE],
+        fetched: &[f32; LOADS],
+        across: bool,
+        t: u32,
+    ) {
+        #[unroll]
+        for r in 0..LOADS {
+            let at = if across {
+                vec2(t % DEPTH, across_row(t, r))
+            } else {
+                vec2(along_depth(t, r), t % BLOCK)
+            };
+            slice[at.y * A_STRIDE + at.x] = fetched[r] as f16;
+        }
+    }
+
     /// `acc += a · b` on the tensor cores over one pair of staged slices, between the
     /// barriers that make the slices visible to the workgroup and free them for the next step.
     fn multiply_fragments(
-        a: &[f16; DEPTH * STRIDE],
+        a: &[f16; BLOCK * A_STRIDE],
         b: &[f16; DEPTH * STRIDE],
         acc: &mut [FragC16<f32>; FRAGS],
         t: u32,
@@ -504,7 +527,7 @@ mod nn {
             #[unroll]
             for i in 0..FRAG_ROWS {
                 let fa: FragA16<f16> =
-                    coop_load_column_major(&a[kk * 16 * STRIDE + rows + i * 16], STRIDE);
+                    coop_load_row_major(&a[(rows + i * 16) * A_STRIDE + kk * 16], A_STRIDE);
                 #[unroll]
                 for j in 0..FRAG_COLS {
                     let f = i * FRAG_COLS + j;
@@ -518,7 +541,7 @@ mod nn {
     /// `mainloop` on the tensor cores: the accumulator fragments of `a · b` for the output
     /// block at `origin`, with the same operands, shapes and staging directions.
     fn mainloop_fragments(
-        slice_a: &mut [f16; DEPTH * STRIDE],
+        slice_a: &mut [f16; BLOCK * A_STRIDE],
         slice_b: &mut [f16; DEPTH * STRIDE],
         a: &[f32],
         b: &[f32],
@@ -536,7 +559,7 @@ mod nn {
             if k0 > summed.x {
                 multiply_fragments(slice_a, slice_b, &mut acc, t);
             }
-            stage_half(slice_a, &from_a, across.x, t);
+            stage_rows(slice_a, &from_a, across.x, t);
             stage_half(slice_b, &from_b, across.y, t);
         }
         multiply_fragments(slice_a, slice_b, &mut acc, t);
@@ -595,7 +618,7 @@ mod nn {
         constants = TensorBlocking,
         grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = 25600)
+        limits(workgroup_memory = 27136)
     )]
     pub fn gemm_forward_fragments(
         p: &GemmParams,
@@ -604,7 +627,7 @@ mod nn {
         #[len(p.n)] bias: &[f32],
         #[len(p.m * p.n)] pre: &mut [f32],
         #[len(p.m * p.n)] y: &mut [f32],
-        #[workgroup] half_a: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
         #[workgroup] spill: &mut [f32; GROUP * 8],
     ) {
@@ -845,7 +868,7 @@ mod nn {
         constants = TensorBlocking,
         grid = [ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK)],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = 25600)
+        limits(workgroup_memory = 27136)
     )]
     pub fn d_operands_fragments(
         p: &GemmParams,
@@ -854,7 +877,7 @@ mod nn {
         #[len(p.k * p.n)] b: &[f32],
         #[len(p.k * p.n)] grad_b: &mut [f32],
         #[len(p.m * p.n)] grad_pre: &[f32],
-        #[workgroup] half_a: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
         #[workgroup] spill: &mut [f32; GROUP * 8],
     ) {
