@@ -10,7 +10,9 @@
 mod common;
 
 use common::{rng, runtime, values};
-use tessera::nn::{Activation, Gemm, GemmBackward, GemmForward, GemmShape, Precision};
+use tessera::nn::{
+    Activation, Gemm, GemmBackward, GemmForward, GemmShape, Init, Linear, LinearConfig, Precision,
+};
 use tessera::wgpu::CooperativeScalarType::{F16, F32};
 use tessera::{Error, Runtime};
 
@@ -175,4 +177,36 @@ fn gemm_on_tensor_cores_is_within_f16_rounding_or_refused_without_them() {
             errors[0], errors[1], errors[2]
         );
     }
+}
+
+#[test]
+fn a_linear_layer_on_tensor_cores_matches_its_f32_twin_or_is_refused() {
+    let rt = runtime();
+    let config = LinearConfig::new(300, 70).init(Init::Uniform { seed: 3 });
+    let tensor = Linear::new(&rt, config.precision(Precision::TensorCoreF16));
+    if !tensor_cores(&rt) {
+        assert!(
+            matches!(tensor, Err(Error::MissingFeature { .. })),
+            "expected MissingFeature, got {tensor:?}"
+        );
+        return;
+    }
+    let (mut tensor, mut strict) = (tensor.unwrap(), Linear::new(&rt, config).unwrap());
+    let x = rt.upload(&values(&mut rng(9), 40 * 300)).unwrap();
+    let mut batch = rt.batch();
+    tensor.forward(&mut batch, &x).unwrap();
+    strict.forward(&mut batch, &x).unwrap();
+    batch.submit().unwrap();
+    let (got, want) = (
+        tensor.output().unwrap().read(&rt).unwrap(),
+        strict.output().unwrap().read(&rt).unwrap(),
+    );
+    let scale = want.iter().fold(0.0f32, |m, w| m.max(w.abs()));
+    let worst = got
+        .iter()
+        .zip(&want)
+        .fold(0.0f32, |m, (g, w)| m.max((g - w).abs()))
+        / scale;
+    eprintln!("linear 40 x 300 -> 70: largest difference from strict f32, relative: {worst:.1e}");
+    assert!(worst < 2e-3, "{worst}");
 }

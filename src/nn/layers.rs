@@ -5,7 +5,7 @@ use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
 use super::{invalid, Activation, Conv2dBackward, Conv2dForward, Conv2dShape, Convolution};
-use super::{Gemm, GemmBackward, GemmForward, GemmShape, Padding};
+use super::{Gemm, GemmBackward, GemmForward, GemmShape, Padding, Precision};
 use crate::{Batch, GpuBuffer, Result, Runtime};
 
 /// How a layer's weights and biases start, drawn from a seeded generator (ChaCha8, which
@@ -87,6 +87,8 @@ pub struct LinearConfig {
     pub activation: Activation,
     /// How the parameters start; [`Init::default`] by default.
     pub init: Init,
+    /// How the products are computed; strict f32 by default.
+    pub precision: Precision,
 }
 
 impl LinearConfig {
@@ -97,7 +99,15 @@ impl LinearConfig {
             out_features,
             activation: Activation::None,
             init: Init::Uniform { seed: 0 },
+            precision: Precision::F32,
         }
+    }
+
+    /// The same layer computing in `precision` ([`Precision::TensorCoreF16`]: its products on
+    /// the tensor cores; [`Linear::new`] then fails with
+    /// [`Error::MissingFeature`](crate::Error::MissingFeature) on a device without them).
+    pub const fn precision(self, precision: Precision) -> Self {
+        LinearConfig { precision, ..self }
     }
 
     /// The same layer with `activation`.
@@ -159,7 +169,7 @@ impl Linear {
         }
         let (inputs, outputs) = (in_features as usize, out_features as usize);
         Ok(Linear {
-            op: Gemm::new(rt)?,
+            op: Gemm::with_precision(rt, config.precision)?,
             config,
             state: State::new(rt, "linear", config.init, inputs * outputs, outputs, inputs)?,
         })
