@@ -179,7 +179,7 @@
 //!   launcher's `new` returns [`Error::LimitExceeded`] or [`Error::MissingFeature`] on a device
 //!   without what the kernel declares. The other kernels of the module still build there:
 //!   each kernel builds from a WGSL text holding only the kernels that need no more features
-//!   than it declares.
+//!   than it declares. `features(cooperative_matrix)` unlocks the tensor cores (below).
 //! - **Variant report.** `Kernel::VARIANTS` lists every generated variant ([`VariantInfo`]:
 //!   entry point, constants, specialization, workgroup size and memory, bindings); the
 //!   launcher's rustdoc shows the same table.
@@ -252,6 +252,67 @@
 //!   and/or/xor`, with or without a trailing `Ordering::Relaxed`.
 //! - Helper functions beside the kernels, with parameters (also `mut`) and a return value.
 //!   See below: helpers are device functions.
+//!
+//! ## Tensor cores: matrix fragments
+//!
+//! A kernel that declares `features(cooperative_matrix)` (and `f16` for half-precision
+//! fragments) multiplies on the tensor cores through *fragments*: square tiles of a matrix
+//! held together by the invocations of a subgroup (WGSL's cooperative matrices, which wgpu
+//! offers on Vulkan and Metal).
+//!
+//! - Types `FragA16<T>`, `FragB16<T>`, `FragC16<T>` (16 x 16) and `FragA8<T>`, `FragB8<T>`,
+//!   `FragC8<T>` (8 x 8), `T` `f16` or `f32`: the left operand, right operand and accumulator
+//!   of `C = A * B + C`. They live in locals, local arrays (`[FragC16<f32>; 4]`) and helpers'
+//!   parameters and results; not in buffers or workgroup memory, where they have no layout.
+//! - `coop_zero()` makes a fragment of zeros; `coop_load_row_major(&m[i], stride)` and
+//!   `coop_load_column_major(..)` read one from a buffer or workgroup array, its first
+//!   element at `m[i]`, `stride` elements from one row (column) to the next. Both make the
+//!   fragment their context asks for: `let a: FragA16<f16> = coop_load_row_major(..)`, an
+//!   assignment to a fragment, a helper's parameter.
+//! - `coop_multiply_add(a, b, c)` returns `a * b + c`, of `c`'s type: an A, a B and a C
+//!   fragment of one size, A and B of one element type (a mismatch is a compile error at the
+//!   argument).
+//! - `coop_store_row_major(c, &mut m[i], stride)` and `coop_store_column_major(..)` write a
+//!   fragment's elements to a buffer or workgroup array of its element type.
+//! - Every invocation of the subgroup takes part in each operation, so, like barriers, they
+//!   run only in uniform control flow; fragments have no operators (store one to compute on
+//!   its elements). WGSL has no other fill than zero, and no element access.
+//! - A device runs some multiply-adds only: the launcher's `new` returns
+//!   [`Error::MissingFeature`] unless the device has the feature and lists each multiply-add
+//!   the kernel computes (size and element types; an NVIDIA H100: 16 x 16 x 16 of `f16` into
+//!   `f16` or `f32`). [`RuntimeInfo::cooperative_matrices`] lists them;
+//!   [`Runtime::new`] explains the experimental-feature opt-in that it takes for them.
+//! - A fragment must lie inside its buffer: bounds checks guard its first element only.
+//!
+//! ```
+//! #[tessera::kernels]
+//! mod tensor {
+//!     #[repr(C)]
+//!     #[derive(Clone, Copy, tessera::Params)]
+//!     pub struct Dims {
+//!         pub m: u32,
+//!         pub n: u32,
+//!         pub k: u32,
+//!     }
+//!
+//!     /// `c = a · b`, row-major, sizes multiples of 16: a 16 x 16 tile of `c` per workgroup
+//!     /// of one subgroup of 32.
+//!     #[kernel(workgroup = [32], grid = [p.n / 16, p.m / 16], features(f16, cooperative_matrix))]
+//!     pub fn matmul(p: &Dims, a: &[f16], b: &[f16], c: &mut [f32]) {
+//!         let (row, col) = (workgroup_id().y * 16, workgroup_id().x * 16);
+//!         let mut acc: FragC16<f32> = coop_zero();
+//!         for k in (0..p.k).step_by(16) {
+//!             let fa: FragA16<f16> = coop_load_row_major(&a[row * p.k + k], p.k);
+//!             let fb: FragB16<f16> = coop_load_row_major(&b[k * p.n + col], p.n);
+//!             acc = coop_multiply_add(fa, fb, acc);
+//!         }
+//!         coop_store_row_major(acc, &mut c[row * p.n + col], p.n);
+//!     }
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! [`nn`]'s [`Precision::TensorCoreF16`](nn::Precision::TensorCoreF16) is built this way.
 //!
 //! ## Helpers are device functions
 //!
