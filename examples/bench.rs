@@ -292,7 +292,10 @@ fn bench_conv(
         * f64::from(shape.in_channels)
         * f64::from(shape.kernel[0])
         * f64::from(shape.kernel[1]);
-    let work = conv_label(&shape);
+    let work = match conv.precision() {
+        Precision::F32 => conv_label(&shape),
+        Precision::TensorCoreF16 => format!("{} tensor-core-f16", conv_label(&shape)),
+    };
     report.add(
         &work,
         "forward",
@@ -595,8 +598,8 @@ usage: bench [--small] [--gemm] [--conv] [--launch] [--tensor-cores] [--by-kerne
   --gemm, --conv, --launch
                run only these parts (none given: all)
   --tensor-cores
-               the GEMMs in Precision::TensorCoreF16 (f16 products on the tensor cores,
-               f32 sums) instead of strict f32
+               the GEMMs and convolutions in Precision::TensorCoreF16 (f16 products on
+               the tensor cores, f32 sums) instead of strict f32
   --by-kernel  each convolution pass's time per dispatch too
   --out DIR    write the results as CSV files into DIR";
 
@@ -688,7 +691,7 @@ fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error
         false => Precision::F32,
     };
     let gemm = Gemm::with_precision(&rt, precision)?;
-    let conv = Convolution::new(&rt)?;
+    let conv = Convolution::with_precision(&rt, precision)?;
     if !small {
         warm_up(&rt, &gemm, &conv)?;
     }

@@ -250,8 +250,9 @@ fn gemm_matches_reference_on_random_shapes_of_every_path() {
         ran.extend(check_shape(&rt, &gemm, shape, activation, &mut rng));
     }
     if cases >= 4 {
+        // The strict f32 kernels; the tensor-core ones run in `nn_tensor_cores`.
         let all = entry_points(
-            tessera::nn::WGSL,
+            tessera::nn::WGSL_PORTABLE,
             &["gemm_", "grad_pre", "d_operands", "d_bias"],
         );
         let missed: Vec<&String> = all.iter().filter(|e| !ran.contains(*e)).collect();

@@ -1,6 +1,7 @@
-//! `Precision::TensorCoreF16` against an f64 CPU reference: the GEMM forward and both operand
-//! gradients on the tensor cores, in both blockings, with ragged edges. Where the device has
-//! no tensor cores (lavapipe, in CI) the op must refuse to be built instead.
+//! `Precision::TensorCoreF16` against references: the GEMM forward and both operand gradients
+//! on the tensor cores against f64, the convolution's three passes against the strict f32
+//! op, in both blockings, with ragged edges; layers of both kinds. Where the device has no
+//! tensor cores (lavapipe, in CI) the ops and layers must refuse to be built instead.
 //!
 //! Tolerance: the rounding of both operands to f16 bounds each product's error by `2u + u²`
 //! of its magnitude (`u = 2^-11`, f16's unit roundoff), so each result is checked against
@@ -11,7 +12,9 @@ mod common;
 
 use common::{rng, runtime, values};
 use tessera::nn::{
-    Activation, Gemm, GemmBackward, GemmForward, GemmShape, Init, Linear, LinearConfig, Precision,
+    Activation, Conv2d, Conv2dConfig, Conv2dForward, Conv2dGradInput, Conv2dGradWeight,
+    Conv2dShape, Convolution, Gemm, GemmBackward, GemmForward, GemmShape, Init, Linear,
+    LinearConfig, Padding, Precision,
 };
 use tessera::wgpu::CooperativeScalarType::{F16, F32};
 use tessera::{Error, Runtime};
@@ -209,4 +212,108 @@ fn a_linear_layer_on_tensor_cores_matches_its_f32_twin_or_is_refused() {
         / scale;
     eprintln!("linear 40 x 300 -> 70: largest difference from strict f32, relative: {worst:.1e}");
     assert!(worst < 2e-3, "{worst}");
+}
+
+/// The forward, input gradient and filter gradient of `conv` for `shape` (no activation, zero
+/// bias), from `x`, `w` and the output's gradient `g`.
+fn conv_passes(
+    rt: &Runtime,
+    conv: &Convolution,
+    shape: Conv2dShape,
+    [x, w, g]: [&[f32]; 3],
+) -> [Vec<f32>; 3] {
+    let up = |v: &[f32]| rt.upload(v).unwrap();
+    let (x, w, g) = (up(x), up(w), up(g));
+    let bias = rt.zeros::<f32>(shape.out_channels as usize).unwrap();
+    let mut y = rt.zeros::<f32>(g.len()).unwrap();
+    let mut grad_x = rt.zeros::<f32>(x.len()).unwrap();
+    let mut grad_w = rt.zeros::<f32>(w.len()).unwrap();
+    let mut batch = rt.batch();
+    let forward = Conv2dForward {
+        shape,
+        activation: Activation::None,
+        x: &x,
+        w: &w,
+        bias: &bias,
+        pre: None,
+        y: &mut y,
+    };
+    conv.forward(&mut batch, forward).unwrap();
+    let input = Conv2dGradInput {
+        shape,
+        w: &w,
+        grad_pre: &g,
+        grad_x: &mut grad_x,
+    };
+    conv.grad_input(&mut batch, input).unwrap();
+    let weight = Conv2dGradWeight {
+        shape,
+        x: &x,
+        grad_pre: &g,
+        grad_w: &mut grad_w,
+    };
+    conv.grad_weight(&mut batch, weight).unwrap();
+    batch.submit().unwrap();
+    [y, grad_x, grad_w].map(|b| b.read(rt).unwrap())
+}
+
+#[test]
+fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them() {
+    let rt = runtime();
+    if !tensor_cores(&rt) {
+        match Convolution::with_precision(&rt, Precision::TensorCoreF16) {
+            Err(Error::MissingFeature { .. }) => {}
+            Err(other) => panic!("expected MissingFeature, got {other}"),
+            Ok(_) => panic!("built tensor-core kernels on a device without tensor cores"),
+        }
+        let layer = Conv2d::new(
+            &rt,
+            Conv2dConfig::new(3, [8, 8], 4, [3, 3]).precision(Precision::TensorCoreF16),
+        );
+        assert!(
+            matches!(layer, Err(Error::MissingFeature { .. })),
+            "{layer:?}"
+        );
+        return;
+    }
+    let tensor = Convolution::with_precision(&rt, Precision::TensorCoreF16).unwrap();
+    assert_eq!(tensor.precision(), Precision::TensorCoreF16);
+    let strict = Convolution::new(&rt).unwrap();
+    let conv = |n, ci, hw: [u32; 2], co, k: u32, stride: u32, pad| {
+        Conv2dShape::new(n, ci, hw, co, [k, k])
+            .stride([stride, stride])
+            .padding(Padding::uniform(pad))
+    };
+    // 3x3 of stride 1 (the specializations) in both blockings, 5x5 and 1x1, a strided one
+    // and one of 3 input channels (whose input gradients stay f32), ragged everywhere.
+    let shapes = [
+        conv(2, 8, [10, 10], 72, 3, 1, 1),
+        conv(1, 70, [7, 9], 16, 5, 1, 2),
+        conv(3, 33, [6, 6], 40, 1, 1, 0),
+        conv(2, 5, [9, 9], 20, 3, 2, 1),
+        conv(2, 3, [11, 11], 130, 3, 1, 1),
+    ];
+    for (seed, shape) in shapes.into_iter().enumerate() {
+        let mut rng = rng(100 + seed as u64);
+        let x = values(&mut rng, shape.input_len());
+        let w = values(&mut rng, shape.weight_len());
+        let g = values(&mut rng, shape.output_len().unwrap());
+        let got = conv_passes(&rt, &tensor, shape, [&x, &w, &g]);
+        let want = conv_passes(&rt, &strict, shape, [&x, &w, &g]);
+        // The sums of the products' magnitudes, by the same passes on magnitudes.
+        let abs = |v: &[f32]| v.iter().map(|a| a.abs()).collect::<Vec<f32>>();
+        let bound = conv_passes(&rt, &strict, shape, [&abs(&x), &abs(&w), &abs(&g)]);
+        for (pass, ((got, want), bound)) in ["y", "grad_x", "grad_w"]
+            .into_iter()
+            .zip(got.iter().zip(&want).zip(&bound))
+        {
+            let want: Vec<f64> = want.iter().map(|&v| f64::from(v)).collect();
+            let bound: Vec<f64> = bound.iter().map(|&v| f64::from(v)).collect();
+            let error =
+                assert_within_f16_rounding(&format!("{pass} of {shape:?}"), got, &want, &bound);
+            eprintln!(
+                "{pass} of {shape:?}: largest error relative to the largest output {error:.1e}"
+            );
+        }
+    }
 }

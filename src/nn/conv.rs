@@ -2,9 +2,9 @@
 
 use super::kernels;
 use super::spare::Spare;
-use super::split::{Split, MIN_SLICE};
+use super::split::{Split, Steps, MIN_SLICE};
 use super::tune::{self, Way};
-use super::{invalid, Activation};
+use super::{invalid, Activation, Precision};
 use crate::{Batch, GpuBuffer, Result, Runtime};
 
 /// Zero padding added around each image, per side.
@@ -215,7 +215,7 @@ impl Conv2dShape {
 /// Splits the filter gradient's summed dimension (images x output pixels) into slices, so
 /// that a small filter over many pixels still gives every core work. `blocking` is the filter
 /// gradient's instance that runs.
-fn split_weight_grad(p: &mut kernels::ConvParams, blocking: kernels::Blocking) {
+fn split_weight_grad(p: &mut kernels::ConvParams, blocking: impl Steps) {
     let columns = p.in_channels * p.kernel_h * p.kernel_w;
     // `params` checked that the products fit.
     let depth = p.batch * p.out_h * p.out_w;
@@ -361,8 +361,15 @@ pub struct Conv2dGradWeight<'a> {
 /// This is the op under the layer [`Conv2d`](crate::nn::Conv2d), which owns its parameters
 /// and buffers; use it directly to manage them yourself. A clone shares the pipelines and
 /// grows its own scratch memory.
+///
+/// With [`Precision::TensorCoreF16`] ([`Convolution::with_precision`]) the forward, the
+/// filter gradient and the input gradient of stride 1 run their products on the tensor
+/// cores (the forward and input gradient never split); strided input gradients and those of
+/// at most 4 input channels stay in f32, as do the bias, the activation and its derivative.
 #[derive(Clone, Debug)]
 pub struct Convolution {
+    /// The tensor-core kernels, built only for [`Precision::TensorCoreF16`].
+    fragments: Option<Fragments>,
     forward: kernels::Blocked<kernels::ConvForward>,
     /// The forward in slices of the summed dimension, for outputs too small to fill the GPU.
     forward_split: kernels::Blocked<kernels::ConvForwardSplit>,
@@ -390,9 +397,71 @@ pub struct Convolution {
     winograd: [Spare; 3],
 }
 
+/// The kernels of [`Precision::TensorCoreF16`], in both blockings of
+/// [`kernels::TensorBlocking`].
+#[derive(Clone, Debug)]
+struct Fragments {
+    forward: kernels::Blocked<kernels::ConvForwardFragments>,
+    grad_input: kernels::Blocked<kernels::ConvGradInputFragments>,
+    grad_weight: kernels::Blocked<kernels::ConvGradWeightFragments>,
+    reduce: kernels::ConvGradWeightReduce,
+}
+
+impl Fragments {
+    fn new(rt: &Runtime) -> Result<Self> {
+        let (large, small) = (
+            kernels::TensorBlocking::ALL[0],
+            kernels::TensorBlocking::ALL[1],
+        );
+        // SAFETY (all six): every index is guarded (see "Bounds" in `kernels`).
+        Ok(Fragments {
+            forward: kernels::Blocked {
+                large: unsafe {
+                    kernels::ConvForwardFragments::with_constants_unchecked(rt, large)
+                }?,
+                small: unsafe {
+                    kernels::ConvForwardFragments::with_constants_unchecked(rt, small)
+                }?,
+            },
+            grad_input: kernels::Blocked {
+                large: unsafe {
+                    kernels::ConvGradInputFragments::with_constants_unchecked(rt, large)
+                }?,
+                small: unsafe {
+                    kernels::ConvGradInputFragments::with_constants_unchecked(rt, small)
+                }?,
+            },
+            grad_weight: kernels::Blocked {
+                large: unsafe {
+                    kernels::ConvGradWeightFragments::with_constants_unchecked(rt, large)
+                }?,
+                small: unsafe {
+                    kernels::ConvGradWeightFragments::with_constants_unchecked(rt, small)
+                }?,
+            },
+            reduce: kernels::ConvGradWeightReduce::new(rt)?,
+        })
+    }
+}
+
 impl Convolution {
-    /// Builds the forward and backward pipelines.
+    /// Builds the forward and backward pipelines, in strict f32 ([`Precision::F32`]).
     pub fn new(rt: &Runtime) -> Result<Self> {
+        Self::with_precision(rt, Precision::F32)
+    }
+
+    /// Builds the op multiplying in `precision`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MissingFeature`](crate::Error::MissingFeature) for
+    /// [`Precision::TensorCoreF16`] on a device without tensor cores for 16 x 16 x 16 `f16`
+    /// fragments accumulated in `f32`.
+    pub fn with_precision(rt: &Runtime, precision: Precision) -> Result<Self> {
+        let fragments = match precision {
+            Precision::F32 => None,
+            Precision::TensorCoreF16 => Some(Fragments::new(rt)?),
+        };
         let activation_grad = kernels::ConvActivationGrad::new(rt)?;
         let reduce = kernels::ConvGradWeightReduce::new(rt)?;
         let grad_bias = kernels::ConvGradBias::new(rt)?;
@@ -444,6 +513,7 @@ impl Convolution {
             ))
         })?;
         Ok(Convolution {
+            fragments,
             forward: kernels::Blocked::new(|b| {
                 // SAFETY: every index is guarded (see "Bounds" in `kernels`).
                 unsafe { kernels::ConvForward::with_constants_unchecked(rt, b) }
@@ -466,6 +536,14 @@ impl Convolution {
         })
     }
 
+    /// How the op multiplies.
+    pub fn precision(&self) -> Precision {
+        match self.fragments {
+            Some(_) => Precision::TensorCoreF16,
+            None => Precision::F32,
+        }
+    }
+
     /// Records `y = act(conv(x, w) + bias)`, keeping `conv(x, w) + bias` in `pre` when
     /// given.
     ///
@@ -485,13 +563,17 @@ impl Convolution {
         let p = shape.params(activation)?;
         let rows = p.out_channels;
         let operation = "nn::Convolution::forward";
+        let (ways, fixed) = match self.fragments {
+            Some(_) => (&Way::FRAGMENTS[..], Way::fixed_fragments(rows)),
+            None => (&Way::ALL[..], Way::fixed(rows)),
+        };
         let way = tuned(
             batch.runtime(),
             operation,
             shape,
             &p,
-            &Way::ALL,
-            Way::fixed(rows),
+            ways,
+            fixed,
             |tune, way, s| {
                 let (pre, y) = (&mut s.pre, &mut s.y);
                 self.record_forward(tune, way, p, &s.x, &s.w, &s.bias, pre, y)
@@ -519,6 +601,17 @@ impl Convolution {
         pre: &mut GpuBuffer<f32>,
         y: &mut GpuBuffer<f32>,
     ) -> Result<()> {
+        if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
+            let args = kernels::ConvForwardFragmentsArgs {
+                p: &p,
+                x,
+                w,
+                bias,
+                pre,
+                y,
+            };
+            return fragments.forward.get(way.blocking).record(batch, args);
+        }
         let split = self.forward_split.get(way.blocking);
         let blocking = split.conv_forward_partial().constants();
         // `params` checked that the products fit.
@@ -598,8 +691,10 @@ impl Convolution {
         // An input gradient the family's member does not compute (strided: one stride phase
         // at a time; few input channels: directly; split: in slices) runs after the family,
         // from the `grad_pre` it wrote.
-        let on_its_own =
-            by_phases(&p) || by_few_channels(&p) || self.input_split(input_way, &p).splits > 1;
+        let on_its_own = input_way.fragments
+            || by_phases(&p)
+            || by_few_channels(&p)
+            || self.input_split(input_way, &p).splits > 1;
         let (grad_x, mut later_x) = match grad_x {
             Some(grad_x) if on_its_own => (None, Some(grad_x)),
             grad_x => (grad_x, None),
@@ -608,6 +703,7 @@ impl Convolution {
         // the lengths every input gradient needs; the family's member leaves them to the
         // family.)
         if let Some(grad_x) = later_x.as_deref_mut() {
+            // The same lengths as every other input gradient's.
             let phased = self.grad_input_phased.get(input_way.blocking);
             phased.check_lengths(&kernels::ConvGradInputPhasedArgs {
                 p: &p,
@@ -661,15 +757,13 @@ impl Convolution {
             return Ok(Way::fixed(p.in_channels));
         }
         let operation = "nn::Convolution::grad_input";
-        tuned(
-            rt,
-            operation,
-            shape,
-            &p,
-            &Way::ALL,
-            Way::fixed(p.in_channels),
-            |tune, way, s| self.record_grad_input(tune, way, p, &s.w, &s.pre, &mut s.grad_x),
-        )
+        let (ways, fixed) = match self.fragments {
+            Some(_) if !by_phases(&p) => (&Way::FRAGMENTS[..], Way::fixed_fragments(p.in_channels)),
+            _ => (&Way::ALL[..], Way::fixed(p.in_channels)),
+        };
+        tuned(rt, operation, shape, &p, ways, fixed, |tune, way, s| {
+            self.record_grad_input(tune, way, p, &s.w, &s.pre, &mut s.grad_x)
+        })
     }
 
     /// How the input gradient's sum is cut when run `way` (one slice unless the way allows
@@ -715,6 +809,17 @@ impl Convolution {
             return self.grad_input_phased.get(way.blocking).record(
                 batch,
                 kernels::ConvGradInputPhasedArgs {
+                    p: &p,
+                    w,
+                    grad_pre,
+                    grad_x,
+                },
+            );
+        }
+        if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
+            return fragments.grad_input.get(way.blocking).record(
+                batch,
+                kernels::ConvGradInputFragmentsArgs {
                     p: &p,
                     w,
                     grad_pre,
@@ -774,7 +879,12 @@ impl Convolution {
     /// fits, by it in either blocking; with autotuning off, by Winograd where it fits.
     fn weight_way(&self, rt: &Runtime, shape: &Conv2dShape, p: kernels::ConvParams) -> Result<Way> {
         let operation = "nn::Convolution::grad_weight";
-        let (ways, fixed) = if by_winograd(&p, rt) {
+        let (ways, fixed) = if self.fragments.is_some() {
+            (
+                Way::FRAGMENTS.to_vec(),
+                Way::fixed_fragments(p.out_channels),
+            )
+        } else if by_winograd(&p, rt) {
             let winograd = Way::fixed(p.out_channels.min(p.in_channels)).by_winograd();
             ([Way::BLOCKINGS, Way::WINOGRAD].concat(), winograd)
         } else {
@@ -832,6 +942,42 @@ impl Convolution {
             return match pass {
                 WeightPass::Check => family.check_lengths(&mut args),
                 WeightPass::Record => family.record(batch, args),
+            };
+        }
+        if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
+            let kernel = fragments.grad_weight.get(way.blocking);
+            split_weight_grad(&mut p, kernel.constants());
+            let mut partials = self.partials.lock();
+            let needed = weight_partials(&p, grad_w.len());
+            let partial = partials.at_least(batch.runtime(), needed)?;
+            return match pass {
+                WeightPass::Check => kernel.check_lengths(&kernels::ConvGradWeightFragmentsArgs {
+                    p: &p,
+                    x,
+                    grad_pre,
+                    partial,
+                    grad_w,
+                }),
+                WeightPass::Record => {
+                    kernel.record(
+                        batch,
+                        kernels::ConvGradWeightFragmentsArgs {
+                            p: &p,
+                            x,
+                            grad_pre,
+                            partial: &mut *partial,
+                            grad_w: &mut *grad_w,
+                        },
+                    )?;
+                    fragments.reduce.record(
+                        batch,
+                        kernels::ConvGradWeightReduceArgs {
+                            p: &p,
+                            partial,
+                            grad_w,
+                        },
+                    )
+                }
             };
         }
         let family = self.grad_weight.get(way.blocking);

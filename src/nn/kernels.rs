@@ -538,6 +538,22 @@ mod nn {
         workgroup_barrier();
     }
 
+    /// `step` on the tensor cores: stages the rows' operand (across) and the columns' (across
+    /// or along, `b_across`), and multiplies the slices into `acc`.
+    fn step_fragments(
+        slice_a: &mut [f16; BLOCK * A_STRIDE],
+        from_a: &[f32; LOADS],
+        slice_b: &mut [f16; DEPTH * STRIDE],
+        from_b: &[f32; LOADS],
+        b_across: bool,
+        acc: &mut [FragC16<f32>; FRAGS],
+        t: u32,
+    ) {
+        stage_rows(slice_a, from_a, true, t);
+        stage_half(slice_b, from_b, b_across, t);
+        multiply_fragments(slice_a, slice_b, acc, t);
+    }
+
     /// `mainloop` on the tensor cores: the accumulator fragments of `a · b` for the output
     /// block at `origin`, with the same operands, shapes and staging directions.
     fn mainloop_fragments(
@@ -956,10 +972,66 @@ mod nn {
         }
     }
 
-    /// The register tile of a convolution for the output block at `origin`, as an implicit
-    /// GEMM: rows are output channels, columns are (image, output pixel), the sum runs over
-    /// (input channel, kernel tap) from `summed.x` to `summed.y` (all of it, or a slice that
-    /// starts at a multiple of `DEPTH` and ends at one or at the sum's end).
+    // A convolution as an implicit GEMM: rows are output channels, columns are (image,
+    // output pixel), the sum runs over (input channel, kernel tap). The gather of `x` is
+    // written once (`conv_forward_column`, `conv_taps`, `conv_forward_gather`) and multiplied
+    // by the f32 tile (`conv_forward_tile`) or on the tensor cores
+    // (`conv_forward_fragments_tile`); so are the input and filter gradients' gathers below.
+
+    /// The column invocation `t` stages from `x` for the block at `origin`, the same at every
+    /// step: (column, offset of its image, top and left of its window).
+    fn conv_forward_column(p: &ConvParams, origin: Vec2<u32>, t: u32) -> Vec4<u32> {
+        let pixels = p.out_h * p.out_w;
+        let staged = origin.x + t % BLOCK;
+        vec4(
+            staged,
+            (staged / pixels) * p.in_channels * p.in_h * p.in_w,
+            (staged % pixels) / p.out_w * p.stride_h,
+            (staged % pixels) % p.out_w * p.stride_w,
+        )
+    }
+
+    /// Each load's (channel, tap row, tap column) at `start` of the summed dimension.
+    fn conv_taps(p: &ConvParams, start: u32, t: u32) -> [Vec3<u32>; LOADS] {
+        let mut at = [vec3(0u32, 0, 0); LOADS];
+        #[unroll]
+        for r in 0..LOADS {
+            at[r] = digits(start + along_depth(t, r), p.kernel_h, p.kernel_w);
+        }
+        at
+    }
+
+    /// What invocation `t` stages from `x` at step `k0`, its loads at taps `at`, which it
+    /// advances by `by` (`digits(DEPTH, ..)`) to the next step.
+    fn conv_forward_gather(
+        x: &[f32],
+        p: &ConvParams,
+        column: Vec4<u32>,
+        by: Vec3<u32>,
+        at: &mut [Vec3<u32>; LOADS],
+        k0: u32,
+        t: u32,
+    ) -> [f32; LOADS] {
+        let depth = p.in_channels * p.kernel_h * p.kernel_w;
+        let columns = p.batch * p.out_h * p.out_w;
+        let mut from_x = [0.0f32; LOADS];
+        #[unroll]
+        for r in 0..LOADS {
+            let k = k0 + along_depth(t, r);
+            // Rows and columns above or left of the image wrap around and fail `< in_h`.
+            let ih = (column.z + at[r].y * p.dilation_h).wrapping_sub(p.pad_top);
+            let iw = (column.w + at[r].z * p.dilation_w).wrapping_sub(p.pad_left);
+            if column.x < columns && k < depth && ih < p.in_h && iw < p.in_w {
+                from_x[r] = x[column.y + (at[r].x * p.in_h + ih) * p.in_w + iw];
+            }
+            at[r] = advance(at[r], by, p.kernel_h, p.kernel_w);
+        }
+        from_x
+    }
+
+    /// The register tile of a convolution for the output block at `origin`, summed from
+    /// `summed.x` to `summed.y` (all of it, or a slice that starts at a multiple of `DEPTH`
+    /// and ends at one or at the sum's end).
     fn conv_forward_tile(
         tile_w: &mut [Vec4<f32>; DEPTH * ROW],
         tile_x: &mut [Vec4<f32>; DEPTH * ROW],
@@ -970,39 +1042,38 @@ mod nn {
         summed: Vec2<u32>,
         t: u32,
     ) -> [f32; REG * REG] {
-        let (taps, pixels) = (p.kernel_h * p.kernel_w, p.out_h * p.out_w);
-        let (depth, columns) = (p.in_channels * taps, p.batch * pixels);
-
-        // The column this invocation stages from `x` is the same at every step.
-        let staged = origin.x + t % BLOCK;
-        let image = (staged / pixels) * p.in_channels * p.in_h * p.in_w;
-        let top = (staged % pixels) / p.out_w * p.stride_h;
-        let left = (staged % pixels) % p.out_w * p.stride_w;
-
-        // Each load's (input channel, tap row, tap column), advanced `DEPTH` a step.
+        let depth = p.in_channels * p.kernel_h * p.kernel_w;
+        let column = conv_forward_column(p, origin, t);
         let by = digits(DEPTH, p.kernel_h, p.kernel_w);
-        let mut at = [vec3(0u32, 0, 0); LOADS];
-        #[unroll]
-        for r in 0..LOADS {
-            at[r] = digits(summed.x + along_depth(t, r), p.kernel_h, p.kernel_w);
-        }
-
+        let mut at = conv_taps(p, summed.x, t);
         let mut acc = [0.0f32; REG * REG];
         for k0 in (summed.x..summed.y).step_by(DEPTH) {
             let from_w = fetch(w, vec2(depth, p.out_channels), true, origin.y, k0, t);
-            let mut from_x = [0.0f32; LOADS];
-            #[unroll]
-            for r in 0..LOADS {
-                let k = k0 + along_depth(t, r);
-                // Rows and columns above or left of the image wrap around and fail `< in_h`.
-                let ih = (top + at[r].y * p.dilation_h).wrapping_sub(p.pad_top);
-                let iw = (left + at[r].z * p.dilation_w).wrapping_sub(p.pad_left);
-                if staged < columns && k < depth && ih < p.in_h && iw < p.in_w {
-                    from_x[r] = x[image + (at[r].x * p.in_h + ih) * p.in_w + iw];
-                }
-                at[r] = advance(at[r], by, p.kernel_h, p.kernel_w);
-            }
+            let from_x = conv_forward_gather(x, p, column, by, &mut at, k0, t);
             step(tile_w, &from_w, tile_x, &from_x, false, &mut acc, t);
+        }
+        acc
+    }
+
+    /// `conv_forward_tile` on the tensor cores, over the whole sum.
+    fn conv_forward_fragments_tile(
+        half_w: &mut [f16; BLOCK * A_STRIDE],
+        half_x: &mut [f16; DEPTH * STRIDE],
+        x: &[f32],
+        w: &[f32],
+        p: &ConvParams,
+        origin: Vec2<u32>,
+        t: u32,
+    ) -> [FragC16<f32>; FRAGS] {
+        let depth = p.in_channels * p.kernel_h * p.kernel_w;
+        let column = conv_forward_column(p, origin, t);
+        let by = digits(DEPTH, p.kernel_h, p.kernel_w);
+        let mut at = conv_taps(p, 0, t);
+        let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
+        for k0 in (0..depth).step_by(DEPTH) {
+            let from_w = fetch(w, vec2(depth, p.out_channels), true, origin.y, k0, t);
+            let from_x = conv_forward_gather(x, p, column, by, &mut at, k0, t);
+            step_fragments(half_w, &from_w, half_x, &from_x, false, &mut acc, t);
         }
         acc
     }
@@ -1040,6 +1111,48 @@ mod nn {
                 pre[out] = z;
                 y[out] = activate(z, p.activation);
             }
+        }
+    }
+
+    /// `conv_forward` on the tensor cores (never split).
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [ceil_div(p.batch * p.out_h * p.out_w, BLOCK), ceil_div(p.out_channels, BLOCK)],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = 27136),
+        specialize(p.kernel_h == 3 && p.kernel_w == 3)
+    )]
+    pub fn conv_forward_fragments(
+        p: &ConvParams,
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] x: &[f32],
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w: &[f32],
+        #[len(p.out_channels)] bias: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
+        #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_x: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] spill: &mut [f32; GROUP * 8],
+    ) {
+        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+        let pixels = p.out_h * p.out_w;
+        let columns = p.batch * pixels;
+        let acc = conv_forward_fragments_tile(half_w, half_x, x, w, p, origin, t);
+        #[unroll]
+        for f in 0..FRAGS {
+            coop_store_row_major(acc[f], &mut spill[t / 32 * 256], 16);
+            workgroup_barrier();
+            #[unroll]
+            for e in 0..8 {
+                let at = origin + fragment_element(t, f, e);
+                if at.y < p.out_channels && at.x < columns {
+                    let out = (at.x / pixels * p.out_channels + at.y) * pixels + at.x % pixels;
+                    let z = spill[spilled(t, e)] + bias[at.y];
+                    pre[out] = z;
+                    y[out] = activate(z, p.activation);
+                }
+            }
+            workgroup_barrier();
         }
     }
 
@@ -1176,6 +1289,87 @@ mod nn {
         }
     }
 
+    /// The input pixel invocation `t` gathers for in the block at `origin`, the same at every
+    /// step: (column, image, row and column in padded coordinates).
+    fn conv_grad_input_pixel(p: &ConvParams, origin: Vec2<u32>, t: u32) -> Vec4<u32> {
+        let pixels = p.in_h * p.in_w;
+        let staged = origin.x + t % BLOCK;
+        vec4(
+            staged,
+            staged / pixels,
+            (staged % pixels) / p.in_w + p.pad_top,
+            (staged % pixels) % p.in_w + p.pad_left,
+        )
+    }
+
+    /// What invocation `t` stages from the filter at step `k0`, read as `[out_channels *
+    /// taps][in_channels]` (row `ci`, column `k`), its column at (output channel, tap row,
+    /// tap column) `wk`.
+    fn conv_filter_rows(
+        w: &[f32],
+        p: &ConvParams,
+        wk: Vec3<u32>,
+        origin: Vec2<u32>,
+        k0: u32,
+        t: u32,
+    ) -> [f32; LOADS] {
+        let taps = p.kernel_h * p.kernel_w;
+        let depth = p.out_channels * taps;
+        let w_tap = wk.y * p.kernel_w + wk.z;
+        let mut from_w = [0.0f32; LOADS];
+        #[unroll]
+        for r in 0..LOADS {
+            let ci = origin.y + across_row(t, r);
+            if ci < p.in_channels && k0 + t % DEPTH < depth {
+                from_w[r] = w[(wk.x * p.in_channels + ci) * taps + w_tap];
+            }
+        }
+        from_w
+    }
+
+    /// What invocation `t` stages from `grad_pre` at step `k0` for the input pixel `pixel`
+    /// (see `conv_grad_input_pixel`), its loads at (output channel, tap row, tap column)
+    /// `at`, which it advances by `by` to the next step.
+    fn conv_grad_gather(
+        grad_pre: &[f32],
+        p: &ConvParams,
+        pixel: Vec4<u32>,
+        by: Vec3<u32>,
+        at: &mut [Vec3<u32>; LOADS],
+        k0: u32,
+        t: u32,
+    ) -> [f32; LOADS] {
+        let depth = p.out_channels * p.kernel_h * p.kernel_w;
+        let columns = p.batch * p.in_h * p.in_w;
+        let (padded_h, padded_w) = (pixel.z, pixel.w);
+        let mut from_g = [0.0f32; LOADS];
+        #[unroll]
+        for r in 0..LOADS {
+            let k = k0 + along_depth(t, r);
+            let co = at[r].x;
+            let dh = at[r].y * p.dilation_h;
+            let dw = at[r].z * p.dilation_w;
+            at[r] = advance(at[r], by, p.kernel_h, p.kernel_w);
+            // The output pixel whose window puts this tap on the input pixel, if any.
+            let sh = padded_h.wrapping_sub(dh);
+            let sw = padded_w.wrapping_sub(dw);
+            let (oh, ow) = (sh / p.stride_h, sw / p.stride_w);
+            let hit = pixel.x < columns
+                && k < depth
+                && padded_h >= dh
+                && padded_w >= dw
+                && sh % p.stride_h == 0
+                && sw % p.stride_w == 0
+                && oh < p.out_h
+                && ow < p.out_w;
+            if hit {
+                from_g[r] =
+                    grad_pre[((pixel.y * p.out_channels + co) * p.out_h + oh) * p.out_w + ow];
+            }
+        }
+        from_g
+    }
+
     /// The register tile of a convolution's input gradient (dgrad) for the block at `origin`,
     /// as an implicit GEMM: rows are input channels, columns are (image, input pixel), the sum
     /// runs over (output channel, kernel tap) from `summed.x` to `summed.y` (all of it, or a
@@ -1191,61 +1385,42 @@ mod nn {
         summed: Vec2<u32>,
         t: u32,
     ) -> [f32; REG * REG] {
-        let taps = p.kernel_h * p.kernel_w;
-        let depth = p.out_channels * taps;
-        let pixels = p.in_h * p.in_w;
-        let columns = p.batch * pixels;
-
-        // The input pixel this invocation gathers for, in padded coordinates.
-        let staged = origin.x + t % BLOCK;
-        let n = staged / pixels;
-        let padded_h = (staged % pixels) / p.in_w + p.pad_top;
-        let padded_w = (staged % pixels) % p.in_w + p.pad_left;
-
+        let pixel = conv_grad_input_pixel(p, origin, t);
         // Where the loads are along the summed dimension, as (output channel, tap row, tap
         // column), advanced `DEPTH` a step: the filter's at `wk`, `grad_pre`'s at `at[r]`.
         let by = digits(DEPTH, p.kernel_h, p.kernel_w);
         let mut wk = digits(summed.x + t % DEPTH, p.kernel_h, p.kernel_w);
-        let mut at = [vec3(0u32, 0, 0); LOADS];
-        #[unroll]
-        for r in 0..LOADS {
-            at[r] = digits(summed.x + along_depth(t, r), p.kernel_h, p.kernel_w);
-        }
-
+        let mut at = conv_taps(p, summed.x, t);
         let mut acc = [0.0f32; REG * REG];
         for k0 in (summed.x..summed.y).step_by(DEPTH) {
-            let (mut from_w, mut from_g) = ([0.0f32; LOADS], [0.0f32; LOADS]);
-            let w_tap = wk.y * p.kernel_w + wk.z;
-            #[unroll]
-            for r in 0..LOADS {
-                // The filter as `[out_channels * taps][in_channels]`: row `ci`, column `k`.
-                let ci = origin.y + across_row(t, r);
-                if ci < p.in_channels && k0 + t % DEPTH < depth {
-                    from_w[r] = w[(wk.x * p.in_channels + ci) * taps + w_tap];
-                }
-                let k = k0 + along_depth(t, r);
-                let co = at[r].x;
-                let dh = at[r].y * p.dilation_h;
-                let dw = at[r].z * p.dilation_w;
-                at[r] = advance(at[r], by, p.kernel_h, p.kernel_w);
-                // The output pixel whose window puts this tap on the input pixel, if any.
-                let sh = padded_h.wrapping_sub(dh);
-                let sw = padded_w.wrapping_sub(dw);
-                let (oh, ow) = (sh / p.stride_h, sw / p.stride_w);
-                let hit = staged < columns
-                    && k < depth
-                    && padded_h >= dh
-                    && padded_w >= dw
-                    && sh % p.stride_h == 0
-                    && sw % p.stride_w == 0
-                    && oh < p.out_h
-                    && ow < p.out_w;
-                if hit {
-                    from_g[r] = grad_pre[((n * p.out_channels + co) * p.out_h + oh) * p.out_w + ow];
-                }
-            }
+            let from_w = conv_filter_rows(w, p, wk, origin, k0, t);
+            let from_g = conv_grad_gather(grad_pre, p, pixel, by, &mut at, k0, t);
             wk = advance(wk, by, p.kernel_h, p.kernel_w);
             step(tile_w, &from_w, tile_g, &from_g, false, &mut acc, t);
+        }
+        acc
+    }
+
+    /// `conv_grad_input_tile` on the tensor cores, over the whole sum.
+    fn conv_grad_input_fragments_tile(
+        half_w: &mut [f16; BLOCK * A_STRIDE],
+        half_g: &mut [f16; DEPTH * STRIDE],
+        w: &[f32],
+        grad_pre: &[f32],
+        p: &ConvParams,
+        origin: Vec2<u32>,
+        t: u32,
+    ) -> [FragC16<f32>; FRAGS] {
+        let pixel = conv_grad_input_pixel(p, origin, t);
+        let by = digits(DEPTH, p.kernel_h, p.kernel_w);
+        let mut wk = digits(t % DEPTH, p.kernel_h, p.kernel_w);
+        let mut at = conv_taps(p, 0, t);
+        let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
+        for k0 in (0..p.out_channels * p.kernel_h * p.kernel_w).step_by(DEPTH) {
+            let from_w = conv_filter_rows(w, p, wk, origin, k0, t);
+            let from_g = conv_grad_gather(grad_pre, p, pixel, by, &mut at, k0, t);
+            wk = advance(wk, by, p.kernel_h, p.kernel_w);
+            step_fragments(half_w, &from_w, half_g, &from_g, false, &mut acc, t);
         }
         acc
     }
@@ -1274,6 +1449,42 @@ mod nn {
         let summed = vec2(0, p.out_channels * p.kernel_h * p.kernel_w);
         let acc = conv_grad_input_tile(tile_w, tile_g, w, grad_pre, p, origin, summed, t);
         store_tile(grad_x, 0, &acc, p.in_channels, columns, pixels, origin, t);
+    }
+
+    /// `conv_grad_input` on the tensor cores (never split; the host takes it for stride 1 and
+    /// more than `FEW` input channels).
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [ceil_div(p.batch * p.in_h * p.in_w, BLOCK), ceil_div(p.in_channels, BLOCK)],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = 27136),
+        specialize(p.stride_h == 1 && p.stride_w == 1 && p.kernel_h == 3 && p.kernel_w == 3),
+        specialize(p.stride_h == 1 && p.stride_w == 1)
+    )]
+    pub fn conv_grad_input_fragments(
+        p: &ConvParams,
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
+        #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_g: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] spill: &mut [f32; GROUP * 8],
+    ) {
+        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+        let pixels = p.in_h * p.in_w;
+        let acc = conv_grad_input_fragments_tile(half_w, half_g, w, grad_pre, p, origin, t);
+        store_fragments(
+            grad_x,
+            0,
+            &acc,
+            p.in_channels,
+            p.batch * pixels,
+            pixels,
+            origin,
+            spill,
+            t,
+        );
     }
 
     /// `conv_grad_input` for inputs too small to fill the GPU: the sum over (output channel,
@@ -1561,6 +1772,76 @@ mod nn {
         }
     }
 
+    /// The (input channel, tap row, tap column) of each column invocation `t` stages from
+    /// `x` for the filter gradient's block at `origin`, the same at every step. Both operands
+    /// are staged across, each invocation loading from both at the same position along the
+    /// summed dimension, so that a subgroup's loads from `x` are runs of 8 adjacent pixels of
+    /// 4 columns.
+    fn conv_weight_columns(p: &ConvParams, origin: Vec2<u32>, t: u32) -> [Vec3<u32>; LOADS] {
+        let taps = p.kernel_h * p.kernel_w;
+        let mut columns_at = [vec3(0u32, 0, 0); LOADS];
+        #[unroll]
+        for r in 0..LOADS {
+            let column = origin.x + across_row(t, r);
+            columns_at[r] = vec3(
+                column / taps,
+                column % taps / p.kernel_w * p.dilation_h,
+                column % taps % p.kernel_w * p.dilation_w,
+            );
+        }
+        columns_at
+    }
+
+    /// What invocation `t` stages from `grad_pre` for the filter gradient at (image, output
+    /// row, output column) `at` (`inside` the slice).
+    fn conv_weight_rows(
+        grad_pre: &[f32],
+        p: &ConvParams,
+        at: Vec3<u32>,
+        inside: bool,
+        origin: Vec2<u32>,
+        t: u32,
+    ) -> [f32; LOADS] {
+        let pixels = p.out_h * p.out_w;
+        let pixel = at.y * p.out_w + at.z;
+        let mut from_g = [0.0f32; LOADS];
+        #[unroll]
+        for r in 0..LOADS {
+            let row = origin.y + across_row(t, r);
+            if row < p.out_channels && inside {
+                from_g[r] = grad_pre[(at.x * p.out_channels + row) * pixels + pixel];
+            }
+        }
+        from_g
+    }
+
+    /// What invocation `t` stages from `x` for the filter gradient at (image, output row,
+    /// output column) `at`, its columns at `columns_at`.
+    fn conv_weight_gather(
+        x: &[f32],
+        p: &ConvParams,
+        columns_at: &[Vec3<u32>; LOADS],
+        at: Vec3<u32>,
+        inside: bool,
+        origin: Vec2<u32>,
+        t: u32,
+    ) -> [f32; LOADS] {
+        let columns = p.in_channels * p.kernel_h * p.kernel_w;
+        let (top, left) = (at.y * p.stride_h, at.z * p.stride_w);
+        let mut from_x = [0.0f32; LOADS];
+        #[unroll]
+        for r in 0..LOADS {
+            let tap = columns_at[r];
+            let ih = (top + tap.y).wrapping_sub(p.pad_top);
+            let iw = (left + tap.z).wrapping_sub(p.pad_left);
+            let column = origin.x + across_row(t, r);
+            if column < columns && inside && ih < p.in_h && iw < p.in_w {
+                from_x[r] = x[((at.x * p.in_channels + tap.x) * p.in_h + ih) * p.in_w + iw];
+            }
+        }
+        from_x
+    }
+
     /// The gradient of a convolution's filter (wgrad) as an implicit GEMM: M = output
     /// channels, N = input channels x kernel taps, K = images x output pixels. K is long and
     /// M x N often small, so K is split into `p.splits` slices (grid `z`): the first is summed
@@ -1590,21 +1871,7 @@ mod nn {
         let summed = slice(split, p.split_depth, p.batch * pixels);
         let (begin, end) = (summed.x, summed.y);
 
-        // The (input channel, tap row, tap column) of each column this invocation stages from
-        // `x`, the same at every step; both operands are staged across, each invocation
-        // loading from both at the same position along the summed dimension, so that a
-        // subgroup's loads from `x` are runs of 8 adjacent pixels of 4 columns.
-        let mut columns_at = [vec3(0u32, 0, 0); LOADS];
-        #[unroll]
-        for r in 0..LOADS {
-            let column = origin.x + across_row(t, r);
-            columns_at[r] = vec3(
-                column / taps,
-                column % taps / p.kernel_w * p.dilation_h,
-                column % taps % p.kernel_w * p.dilation_w,
-            );
-        }
-
+        let columns_at = conv_weight_columns(p, origin, t);
         // Where the loads are along the summed dimension, as (image, output row, output
         // column), advanced `DEPTH` a step.
         let by = digits(DEPTH, p.out_h, p.out_w);
@@ -1612,24 +1879,9 @@ mod nn {
 
         let mut acc = [0.0f32; REG * REG];
         for k0 in (begin..end).step_by(DEPTH) {
-            let (mut from_g, mut from_x) = ([0.0f32; LOADS], [0.0f32; LOADS]);
             let inside = k0 + t % DEPTH < end;
-            let pixel = at.y * p.out_w + at.z;
-            let (top, left) = (at.y * p.stride_h, at.z * p.stride_w);
-            #[unroll]
-            for r in 0..LOADS {
-                let row = origin.y + across_row(t, r);
-                if row < p.out_channels && inside {
-                    from_g[r] = grad_pre[(at.x * p.out_channels + row) * pixels + pixel];
-                }
-                let tap = columns_at[r];
-                let ih = (top + tap.y).wrapping_sub(p.pad_top);
-                let iw = (left + tap.z).wrapping_sub(p.pad_left);
-                let column = origin.x + across_row(t, r);
-                if column < columns && inside && ih < p.in_h && iw < p.in_w {
-                    from_x[r] = x[((at.x * p.in_channels + tap.x) * p.in_h + ih) * p.in_w + iw];
-                }
-            }
+            let from_g = conv_weight_rows(grad_pre, p, at, inside, origin, t);
+            let from_x = conv_weight_gather(x, p, &columns_at, at, inside, origin, t);
             at = advance(at, by, p.out_h, p.out_w);
             step(tile_g, &from_g, tile_x, &from_x, true, &mut acc, t);
         }
@@ -1647,6 +1899,57 @@ mod nn {
                 columns,
                 origin,
                 t,
+            );
+        }
+    }
+
+    /// `conv_grad_weight` on the tensor cores, split the same way (`conv_grad_weight_reduce`
+    /// adds the slices after the first).
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [
+            ceil_div(p.in_channels * p.kernel_h * p.kernel_w, BLOCK),
+            ceil_div(p.out_channels, BLOCK),
+            p.splits
+        ],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = 27136)
+    )]
+    pub fn conv_grad_weight_fragments(
+        p: &ConvParams,
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] x: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
+        #[len((p.splits - 1) * p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
+        partial: &mut [f32],
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] grad_w: &mut [f32],
+        #[workgroup] half_g: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_x: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] spill: &mut [f32; GROUP * 8],
+    ) {
+        let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
+        let columns = p.in_channels * p.kernel_h * p.kernel_w;
+        let summed = slice(split, p.split_depth, p.batch * p.out_h * p.out_w);
+        let (begin, end) = (summed.x, summed.y);
+        let columns_at = conv_weight_columns(p, origin, t);
+        let by = digits(DEPTH, p.out_h, p.out_w);
+        let mut at = digits(begin + t % DEPTH, p.out_h, p.out_w);
+        let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
+        for k0 in (begin..end).step_by(DEPTH) {
+            let inside = k0 + t % DEPTH < end;
+            let from_g = conv_weight_rows(grad_pre, p, at, inside, origin, t);
+            let from_x = conv_weight_gather(x, p, &columns_at, at, inside, origin, t);
+            at = advance(at, by, p.out_h, p.out_w);
+            step_fragments(half_g, &from_g, half_x, &from_x, true, &mut acc, t);
+        }
+        // The first slice goes straight to `grad_w`, the others to their filter of `partial`.
+        let rows = p.out_channels;
+        if split == 0 {
+            store_fragments(grad_w, 0, &acc, rows, columns, columns, origin, spill, t);
+        } else {
+            let offset = (split - 1) * rows * columns;
+            store_fragments(
+                partial, offset, &acc, rows, columns, columns, origin, spill, t,
             );
         }
     }

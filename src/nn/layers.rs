@@ -309,6 +309,8 @@ pub struct Conv2dConfig {
     pub activation: Activation,
     /// How the parameters start; [`Init::default`] by default.
     pub init: Init,
+    /// How the products are computed; strict f32 by default.
+    pub precision: Precision,
 }
 
 impl Conv2dConfig {
@@ -324,7 +326,16 @@ impl Conv2dConfig {
             shape: Conv2dShape::new(1, in_channels, input, out_channels, kernel),
             activation: Activation::None,
             init: Init::Uniform { seed: 0 },
+            precision: Precision::F32,
         }
+    }
+
+    /// The same layer computing in `precision` (see [`Convolution::with_precision`] for
+    /// which passes [`Precision::TensorCoreF16`] puts on the tensor cores; [`Conv2d::new`]
+    /// fails with [`Error::MissingFeature`](crate::Error::MissingFeature) on a device without
+    /// them).
+    pub const fn precision(self, precision: Precision) -> Self {
+        Conv2dConfig { precision, ..self }
     }
 
     /// The same layer with `stride`.
@@ -410,7 +421,7 @@ impl Conv2d {
         let fan_in = shape.in_channels as usize * kh as usize * kw as usize;
         let (weights, biases) = (shape.weight_len(), shape.out_channels as usize);
         Ok(Conv2d {
-            op: Convolution::new(rt)?,
+            op: Convolution::with_precision(rt, config.precision)?,
             config,
             state: State::new(rt, "conv2d", config.init, weights, biases, fan_in)?,
         })

@@ -2,7 +2,31 @@
 //! busy, its summed dimension is cut into slices that separate workgroups sum (grid `z`), and a
 //! second pass adds the slices' partial products up.
 
-use super::kernels::Blocking;
+use super::kernels::{Blocking, TensorBlocking};
+
+/// A blocking whose steps a cut respects: its output block's edge and its step's depth.
+pub(crate) trait Steps: Copy {
+    fn block(self) -> u32;
+    fn depth(self) -> u32;
+}
+
+impl Steps for Blocking {
+    fn block(self) -> u32 {
+        Blocking::block(&self)
+    }
+    fn depth(self) -> u32 {
+        Blocking::depth(&self)
+    }
+}
+
+impl Steps for TensorBlocking {
+    fn block(self) -> u32 {
+        self.block
+    }
+    fn depth(self) -> u32 {
+        TensorBlocking::depth(&self)
+    }
+}
 
 /// Workgroups a split kernel aims for: enough for every core of a large GPU.
 const WORKGROUPS: u64 = 512;
@@ -29,13 +53,19 @@ impl Split {
     /// shorter than [`MIN_SLICE`], each a whole number of the blocking's steps, and few enough
     /// that every slice's partial product can be indexed with `u32`. One slice when the output
     /// fills the GPU by itself.
-    pub fn of(blocking: Blocking, rows: u32, columns: u32, depth: u32) -> Split {
+    pub fn of(blocking: impl Steps, rows: u32, columns: u32, depth: u32) -> Split {
         Split::batched(blocking, 1, rows, columns, depth)
     }
 
     /// [`Split::of`] for `batches` GEMMs of the same shape computed together (one output
     /// each, every one cut the same way).
-    pub fn batched(blocking: Blocking, batches: u32, rows: u32, columns: u32, depth: u32) -> Split {
+    pub fn batched(
+        blocking: impl Steps,
+        batches: u32,
+        rows: u32,
+        columns: u32,
+        depth: u32,
+    ) -> Split {
         let block = u64::from(blocking.block());
         let (rows, columns, depth) = (u64::from(rows), u64::from(columns), u64::from(depth));
         let batches = u64::from(batches);
