@@ -973,10 +973,10 @@ mod nn {
     }
 
     // A convolution as an implicit GEMM: rows are output channels, columns are (image,
-    // output pixel), the sum runs over (input channel, kernel tap). The gather of `x` is
-    // written once (`conv_forward_column`, `conv_taps`, `conv_forward_gather`) and multiplied
-    // by the f32 tile (`conv_forward_tile`) or on the tensor cores
-    // (`conv_forward_fragments_tile`); so are the input and filter gradients' gathers below.
+    // output pixel), the sum runs over (input channel, kernel tap). The gathers are helpers
+    // (`conv_forward_gather`; the input and filter gradients' below) that the f32 tiles and
+    // the tensor-core tiles share; `conv_forward_tile` alone writes its gather out (see
+    // there).
 
     /// The column invocation `t` stages from `x` for the block at `origin`, the same at every
     /// step: (column, offset of its image, top and left of its window).
@@ -1042,14 +1042,38 @@ mod nn {
         summed: Vec2<u32>,
         t: u32,
     ) -> [f32; REG * REG] {
-        let depth = p.in_channels * p.kernel_h * p.kernel_w;
-        let column = conv_forward_column(p, origin, t);
+        // The gather of `conv_forward_gather`, written out here: through the helper, the
+        // 3x3 forward of the large blocking ran 7-18% slower on an H100 (2026-11-23, two
+        // processes each; see notes/performance.md), while the fragment tile is not measurably
+        // affected.
+        let (taps, pixels) = (p.kernel_h * p.kernel_w, p.out_h * p.out_w);
+        let (depth, columns) = (p.in_channels * taps, p.batch * pixels);
+
+        // The column this invocation stages from `x` is the same at every step.
+        let staged = origin.x + t % BLOCK;
+        let image = (staged / pixels) * p.in_channels * p.in_h * p.in_w;
+        let top = (staged % pixels) / p.out_w * p.stride_h;
+        let left = (staged % pixels) % p.out_w * p.stride_w;
+
+        // Each load's (input channel, tap row, tap column), advanced `DEPTH` a step.
         let by = digits(DEPTH, p.kernel_h, p.kernel_w);
         let mut at = conv_taps(p, summed.x, t);
+
         let mut acc = [0.0f32; REG * REG];
         for k0 in (summed.x..summed.y).step_by(DEPTH) {
             let from_w = fetch(w, vec2(depth, p.out_channels), true, origin.y, k0, t);
-            let from_x = conv_forward_gather(x, p, column, by, &mut at, k0, t);
+            let mut from_x = [0.0f32; LOADS];
+            #[unroll]
+            for r in 0..LOADS {
+                let k = k0 + along_depth(t, r);
+                // Rows and columns above or left of the image wrap around and fail `< in_h`.
+                let ih = (top + at[r].y * p.dilation_h).wrapping_sub(p.pad_top);
+                let iw = (left + at[r].z * p.dilation_w).wrapping_sub(p.pad_left);
+                if staged < columns && k < depth && ih < p.in_h && iw < p.in_w {
+                    from_x[r] = x[image + (at[r].x * p.in_h + ih) * p.in_w + iw];
+                }
+                at[r] = advance(at[r], by, p.kernel_h, p.kernel_w);
+            }
             step(tile_w, &from_w, tile_x, &from_x, false, &mut acc, t);
         }
         acc
