@@ -43,6 +43,9 @@
 //!   GEMM with M = out channels, N = in channels x taps, K = images x output pixels; for 3x3
 //!   filters of stride 1, also by Winograd's F(3x3, 4x4), a quarter of the
 //!   multiplications), bias gradient.
+//! - [`Precision`]: how [`Gemm`] and [`Convolution`] (and the layers over them) multiply:
+//!   strict f32 (the default), or f16 products on the tensor cores with f32 sums
+//!   ([`Precision::TensorCoreF16`]), chosen when the op is built.
 //! - [`Activation`]: none, ReLU, GELU (tanh form), SiLU, sigmoid and tanh, each written once
 //!   with its derivative and fused into both ops' epilogues.
 //! - [`SoftmaxCrossEntropy`]: the classification loss and its gradient.
