@@ -10,7 +10,7 @@ mod common;
 
 use data::{Dataset, CLASSES};
 use net::{Net, NetConfig};
-use tessera::nn::SgdConfig;
+use tessera::nn::{Precision, SgdConfig};
 
 const SGD: SgdConfig = SgdConfig {
     learning_rate: 0.02,
@@ -95,6 +95,7 @@ fn network_gradients_match_finite_differences() {
         image: 6,
         channels: [2, 3],
         classes: CLASSES,
+        precision: Precision::F32,
     };
     let mut net = Net::new(&rt, config, SGD, 11).unwrap();
     let data = Dataset::stripes(config.batch, config.image, 5);
@@ -156,6 +157,7 @@ fn training_loss_falls() {
         image: 12,
         channels: [8, 16],
         classes: CLASSES,
+        precision: Precision::F32,
     };
     let mut net = Net::new(&rt, config, SGD, 3).unwrap();
     let train = Dataset::stripes(512, config.image, 1);

@@ -97,13 +97,14 @@ mod tests {
     use super::*;
     use crate::data::{Dataset, CLASSES};
     use crate::net::NetConfig;
-    use tessera::nn::SgdConfig;
+    use tessera::nn::{Precision, SgdConfig};
 
     const TINY: NetConfig = NetConfig {
         batch: 4,
         image: 4,
         channels: [2, 3],
         classes: CLASSES,
+        precision: Precision::F32,
     };
     const SGD: SgdConfig = SgdConfig {
         learning_rate: 0.02,

@@ -4,11 +4,11 @@
 
 use tessera::nn::{
     Activation, Conv2d, Conv2dConfig, Init, Linear, LinearConfig, LossBackward, LossForward,
-    LossShape, Padding, Parameter, Sgd, SgdConfig, SoftmaxCrossEntropy,
+    LossShape, Padding, Parameter, Precision, Sgd, SgdConfig, SoftmaxCrossEntropy,
 };
 use tessera::{Batch, GpuBuffer, Result, Runtime, Timing};
 
-/// The network's sizes.
+/// The network's sizes and how it multiplies.
 #[derive(Clone, Copy, Debug)]
 pub struct NetConfig {
     /// Images per step.
@@ -19,6 +19,8 @@ pub struct NetConfig {
     pub channels: [u32; 2],
     /// Classes the linear layer scores.
     pub classes: u32,
+    /// How the layers multiply.
+    pub precision: Precision,
 }
 
 /// The network with its parameters, gradients, optimizer state and buffers on the GPU.
@@ -50,6 +52,7 @@ impl Net {
             image,
             channels: [c1, c2],
             classes,
+            precision,
         } = config;
         let init = |layer: u64| Init::HeUniform {
             seed: seed.wrapping_mul(3).wrapping_add(layer),
@@ -60,7 +63,8 @@ impl Net {
             Conv2dConfig::new(1, [image, image], c1, [3, 3])
                 .padding(same)
                 .activation(Activation::Relu)
-                .init(init(0)),
+                .init(init(0))
+                .precision(precision),
         )?;
         let conv2 = Conv2d::new(
             rt,
@@ -68,12 +72,15 @@ impl Net {
                 .stride([2, 2])
                 .padding(same)
                 .activation(Activation::Relu)
-                .init(init(1)),
+                .init(init(1))
+                .precision(precision),
         )?;
         // NCHW activations are already the rows of the flattened [batch, features] matrix.
         let linear = Linear::new(
             rt,
-            LinearConfig::new(conv2.output_features(), classes).init(init(2)),
+            LinearConfig::new(conv2.output_features(), classes)
+                .init(init(2))
+                .precision(precision),
         )?;
         let logits = (batch * classes) as usize;
         let mut net = Net {
