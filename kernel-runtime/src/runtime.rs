@@ -21,7 +21,8 @@ const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
 /// The tensor cores, as wgpu 30 exposes them (an experimental feature).
 const COOPERATIVE_MATRIX: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
 
-/// `TESSERA_COOPERATIVE_MATRIX=off` keeps [`Runtime::new`] from requesting the tensor cores.
+/// `TESSERA_COOPERATIVE_MATRIX=off` keeps [`Runtime::new`] from requesting the tensor cores
+/// (`on`, the default, lets it).
 pub const COOPERATIVE_MATRIX_ENV: &str = "TESSERA_COOPERATIVE_MATRIX";
 
 /// A GPU device ready to run kernels: adapter, device, queue and pipeline cache.
@@ -187,6 +188,19 @@ impl fmt::Display for RuntimeInfo {
     }
 }
 
+/// Whether `TESSERA_COOPERATIVE_MATRIX`'s `value` lets the runtime request the tensor cores:
+/// unset, empty or `on` yes, `off` no, anything else an error.
+fn cooperative_matrix_wanted(value: &str) -> Result<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "" | "on" | "1" => Ok(true),
+        "off" | "0" => Ok(false),
+        _ => Err(Error::InvalidArgument {
+            operation: format!("reading {COOPERATIVE_MATRIX_ENV}"),
+            problem: format!("expected `on` or `off`, found `{value}`"),
+        }),
+    }
+}
+
 /// `16x8x16 f16->f32`.
 fn describe_multiply_add(p: &wgpu::CooperativeMatrixProperties) -> String {
     let scalar = |t: wgpu::CooperativeScalarType| match t {
@@ -222,12 +236,15 @@ impl Runtime {
     /// has the feature, so that kernels declaring `features(cooperative_matrix)` can run; the
     /// feature's API is used only by those kernels' pipelines. Set
     /// `TESSERA_COOPERATIVE_MATRIX=off` to leave it out: such kernels then get
-    /// [`Error::MissingFeature`] and nothing else changes.
+    /// [`Error::MissingFeature`] and nothing else changes (another value than `on` or `off`
+    /// is an [`Error::InvalidArgument`]).
     ///
     /// # Errors
     ///
     /// [`Error::NoAdapter`] when there is no adapter (the message says how to install one) or
-    /// none matches `TESSERA_ADAPTER`; [`Error::RequestDevice`] when the adapter refuses.
+    /// none matches `TESSERA_ADAPTER`; [`Error::RequestDevice`] when the adapter refuses;
+    /// [`Error::InvalidArgument`] when `TESSERA_AUTOTUNE` or `TESSERA_COOPERATIVE_MATRIX` is
+    /// neither `on` nor `off`.
     pub fn new() -> Result<Self> {
         pollster::block_on(Self::new_async())
     }
@@ -243,8 +260,9 @@ impl Runtime {
         let chosen = adapter::choose(&candidates, wanted.as_deref())?;
         let adapter = &adapters[chosen];
         let mut required_features = adapter.features() & OPTIONAL_FEATURES;
-        let refused = std::env::var(COOPERATIVE_MATRIX_ENV).is_ok_and(|v| v == "off");
-        if refused {
+        let wanted =
+            cooperative_matrix_wanted(&std::env::var(COOPERATIVE_MATRIX_ENV).unwrap_or_default())?;
+        if !wanted {
             required_features.remove(COOPERATIVE_MATRIX);
         }
         let experimental_features = if required_features.contains(COOPERATIVE_MATRIX) {
@@ -451,5 +469,22 @@ impl fmt::Debug for Runtime {
         f.debug_struct("Runtime")
             .field("info", &self.info)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tensor_core_setting_is_on_or_off_and_anything_else_is_an_error() {
+        assert!(cooperative_matrix_wanted("").unwrap());
+        assert!(cooperative_matrix_wanted("ON").unwrap());
+        assert!(!cooperative_matrix_wanted("off").unwrap());
+        let error = cooperative_matrix_wanted("no").unwrap_err().to_string();
+        assert!(
+            error.contains("TESSERA_COOPERATIVE_MATRIX") && error.contains("found `no`"),
+            "{error}"
+        );
     }
 }

@@ -409,36 +409,17 @@ struct Fragments {
 
 impl Fragments {
     fn new(rt: &Runtime) -> Result<Self> {
-        let (large, small) = (
-            kernels::TensorBlocking::ALL[0],
-            kernels::TensorBlocking::ALL[1],
-        );
-        // SAFETY (all six): every index is guarded (see "Bounds" in `kernels`).
         Ok(Fragments {
-            forward: kernels::Blocked {
-                large: unsafe {
-                    kernels::ConvForwardFragments::with_constants_unchecked(rt, large)
-                }?,
-                small: unsafe {
-                    kernels::ConvForwardFragments::with_constants_unchecked(rt, small)
-                }?,
-            },
-            grad_input: kernels::Blocked {
-                large: unsafe {
-                    kernels::ConvGradInputFragments::with_constants_unchecked(rt, large)
-                }?,
-                small: unsafe {
-                    kernels::ConvGradInputFragments::with_constants_unchecked(rt, small)
-                }?,
-            },
-            grad_weight: kernels::Blocked {
-                large: unsafe {
-                    kernels::ConvGradWeightFragments::with_constants_unchecked(rt, large)
-                }?,
-                small: unsafe {
-                    kernels::ConvGradWeightFragments::with_constants_unchecked(rt, small)
-                }?,
-            },
+            // SAFETY (all three): every index is guarded (see "Bounds" in `kernels`).
+            forward: kernels::Blocked::on_fragments(|b| unsafe {
+                kernels::ConvForwardFragments::with_constants_unchecked(rt, b)
+            })?,
+            grad_input: kernels::Blocked::on_fragments(|b| unsafe {
+                kernels::ConvGradInputFragments::with_constants_unchecked(rt, b)
+            })?,
+            grad_weight: kernels::Blocked::on_fragments(|b| unsafe {
+                kernels::ConvGradWeightFragments::with_constants_unchecked(rt, b)
+            })?,
             reduce: kernels::ConvGradWeightReduce::new(rt)?,
         })
     }

@@ -129,24 +129,14 @@ struct Fragments {
 
 impl Fragments {
     fn new(rt: &Runtime) -> Result<Self> {
-        let (large, small) = (
-            kernels::TensorBlocking::ALL[0],
-            kernels::TensorBlocking::ALL[1],
-        );
         Ok(Fragments {
-            // SAFETY (all four): every index is guarded (see "Bounds" in `kernels`).
-            forward: kernels::Blocked {
-                large: unsafe {
-                    kernels::GemmForwardFragments::with_constants_unchecked(rt, large)
-                }?,
-                small: unsafe {
-                    kernels::GemmForwardFragments::with_constants_unchecked(rt, small)
-                }?,
-            },
-            operands: kernels::Blocked {
-                large: unsafe { kernels::DOperandsFragments::with_constants_unchecked(rt, large) }?,
-                small: unsafe { kernels::DOperandsFragments::with_constants_unchecked(rt, small) }?,
-            },
+            // SAFETY (both): every index is guarded (see "Bounds" in `kernels`).
+            forward: kernels::Blocked::on_fragments(|b| unsafe {
+                kernels::GemmForwardFragments::with_constants_unchecked(rt, b)
+            })?,
+            operands: kernels::Blocked::on_fragments(|b| unsafe {
+                kernels::DOperandsFragments::with_constants_unchecked(rt, b)
+            })?,
             grad_pre: kernels::GradPre::new(rt)?,
             d_bias: kernels::DBias::new(rt)?,
         })

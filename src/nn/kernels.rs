@@ -2524,6 +2524,14 @@ impl<K> Blocked<K> {
         })
     }
 
+    /// Both blockings of a tensor-core kernel ([`TensorBlocking`]: 128 x 128, then 64 x 64).
+    pub fn on_fragments(build: impl Fn(TensorBlocking) -> crate::Result<K>) -> crate::Result<Self> {
+        Ok(Blocked {
+            large: build(TensorBlocking::ALL[0])?,
+            small: build(TensorBlocking::ALL[TensorBlocking::ALL.len() - 1])?,
+        })
+    }
+
     /// The blocking of index `choice` (0 the large, anything else the small).
     pub fn get(&self, choice: usize) -> &K {
         match choice {
