@@ -71,10 +71,26 @@ pub fn params_struct(item: &syn::ItemStruct, errors: &mut Errors) -> ir::ParamsS
     }
 }
 
+/// `ty` as the user would write it: its tokens without the spaces token printing puts around
+/// `<`, `>`, `,`, `;` and `::` (`Vec4<f32>`, not `Vec4 < f32 >`).
+fn spelled(ty: &syn::Type) -> String {
+    let text = quote::ToTokens::to_token_stream(ty).to_string();
+    [
+        (" <", "<"),
+        ("< ", "<"),
+        (" >", ">"),
+        (" ,", ","),
+        (" ;", ";"),
+        (" :: ", "::"),
+    ]
+    .iter()
+    .fold(text, |text, (from, to)| text.replace(from, to))
+}
+
 /// A field type: `f32`, `u32`, `i32`, or `[T; 2..=4]` of those, which WGSL sees as `vecN<T>`.
 fn field_ty(ty: &syn::Type) -> syn::Result<Ty> {
     let unsupported = || {
-        let written = quote::ToTokens::to_token_stream(ty).to_string();
+        let written = spelled(ty);
         syn::Error::new_spanned(
             ty,
             format!(

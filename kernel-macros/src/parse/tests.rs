@@ -227,3 +227,28 @@ fn token_nesting_is_checked_without_recursion() {
         assert!(tokens(format!("fn f() {{ {ok} }}").parse().unwrap()).is_ok());
     }
 }
+
+#[test]
+fn a_refused_params_field_is_named_as_written() {
+    let errors = checked(quote! {
+        mod m {
+            #[repr(C)] #[derive(Params)] struct P { v: Vec4<f32>, a: [u64; 2] }
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(p: &P, y: &mut [f32]) { y[0] = 1.0; }
+        }
+    })
+    .err()
+    .unwrap_or_default();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("a `Params` field cannot be `Vec4<f32>`:")),
+        "{errors:#?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("a `Params` field cannot be `[u64; 2]`:")),
+        "{errors:#?}"
+    );
+}
