@@ -196,8 +196,8 @@ impl Gemm {
     ///
     /// On the tensor cores, an output too small to fill the GPU runs as in f32 (split along
     /// `k`): the fragment kernels are never split, and on such shapes ran several times
-    /// slower than the split f32 ones (M, N, K = 256, 4, 16384 on an H100: 0.27-0.66 ms
-    /// against 0.06).
+    /// slower than the split f32 ones (M, N, K = 256, 4, 16384 on an H100, 2026-11-23,
+    /// commits 71b552d and 8ebd0f5: 0.27-0.66 ms against 0.06; notes/performance.md).
     fn forward_ways(&self, shape: GemmShape) -> (&'static [Way], Way) {
         let GemmShape { m, n, k } = shape;
         let rows = m.min(n);
