@@ -1,8 +1,7 @@
 //! Kernels on the tensor cores (`features(cooperative_matrix)`), against exact CPU references
 //! where the device runs them, and refused with `MissingFeature` where it does not (lavapipe,
 //! in CI: no software Vulkan driver offers wgpu cooperative matrices yet). The WGSL is pinned
-//! by a snapshot either way; the macro's unit tests write SPIR-V from a kernel like these
-//! (`kernel-macros/src/lower/cooperative_tests.rs`).
+//! by a snapshot either way; `kernel-macros/src/lower/cooperative_tests.rs` writes SPIR-V.
 //!
 //! Inputs are small integers, which `f16` holds exactly and whose products and sums `f32`
 //! accumulates exactly at these sizes: results must equal the reference bit for bit.
