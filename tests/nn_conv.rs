@@ -12,8 +12,8 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{
-    assert_close, entry_points, kernels_run, property_cases, property_seed, rng, runtime,
-    tuning_runtime, values, ChaCha8Rng, RngExt,
+    assert_close, default_limits_runtime, entry_points, kernels_run, property_cases, property_seed,
+    rng, runtime, tuning_runtime, values, ChaCha8Rng, RngExt,
 };
 use tessera::nn::{
     Activation, Conv2dBackward, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape,
@@ -487,21 +487,27 @@ impl Class {
 }
 
 /// Random shapes of every path against the f64 reference. The cases cycle through
-/// [`CLASSES`], so that every convolution entry point runs (asserted);
-/// `TESSERA_PROPERTY_CASES` and `TESSERA_PROPERTY_SEED` run more or others.
+/// [`CLASSES`] on the test's device, then on one with WebGPU's default 16 KiB of workgroup
+/// memory (where the ops run single-buffered), so that every convolution entry point runs
+/// (asserted); `TESSERA_PROPERTY_CASES` and `TESSERA_PROPERTY_SEED` run more or others.
 #[test]
 fn conv2d_matches_reference_on_random_shapes_of_every_path() {
     let rt = runtime();
-    let conv = Convolution::new(&rt).unwrap();
+    let default_limits = default_limits_runtime(&rt);
+    let devices = [
+        (&rt, Convolution::new(&rt).unwrap()),
+        (&default_limits, Convolution::new(&default_limits).unwrap()),
+    ];
     let mut rng = rng(property_seed(7));
-    let cases = property_cases(CLASSES.len());
+    let cases = property_cases(2 * CLASSES.len());
     let mut ran = BTreeSet::new();
     for case in 0..cases {
+        let (rt, conv) = &devices[case / CLASSES.len() % 2];
         let shape = CLASSES[case % CLASSES.len()].draw(&mut rng);
-        let kernels = check(&rt, &conv, shape, case % 3 == 0, &mut rng);
+        let kernels = check(rt, conv, shape, case % 3 == 0, &mut rng);
         ran.extend(kernels);
     }
-    if cases >= CLASSES.len() {
+    if cases >= 2 * CLASSES.len() {
         // The strict f32 kernels; the tensor-core ones run in `nn_tensor_cores`.
         let all = entry_points(tessera::nn::WGSL_PORTABLE, &["conv_", "winograd_"]);
         let missed: Vec<&String> = all.iter().filter(|e| !ran.contains(*e)).collect();

@@ -8,8 +8,8 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{
-    assert_close, entry_points, kernels_run, property_cases, property_seed, rng, runtime,
-    tuning_runtime, values, ChaCha8Rng, RngExt,
+    assert_close, default_limits_runtime, entry_points, kernels_run, property_cases, property_seed,
+    rng, runtime, tuning_runtime, values, ChaCha8Rng, RngExt,
 };
 use tessera::nn::{Activation, Gemm, GemmBackward, GemmForward, GemmShape};
 use tessera::{Error, GpuBuffer, Runtime};
@@ -225,16 +225,23 @@ fn gemm_splits_a_long_sum_over_a_small_output() {
 
 /// Random shapes of every path, against the f64 reference: small blocks (a side of at most
 /// 64), large blocks with ragged tiles, and a long sum over a small output in slices, for
-/// either blocking. The cases cycle through the four, so that every GEMM entry point runs
-/// (asserted); `TESSERA_PROPERTY_CASES` and `TESSERA_PROPERTY_SEED` run more or others.
+/// either blocking, double-buffered and (on a device with WebGPU's default 16 KiB of
+/// workgroup memory) single-buffered. The cases cycle through the four paths on one device,
+/// then on the other, so that every GEMM entry point runs (asserted);
+/// `TESSERA_PROPERTY_CASES` and `TESSERA_PROPERTY_SEED` run more or others.
 #[test]
 fn gemm_matches_reference_on_random_shapes_of_every_path() {
     let rt = runtime();
-    let gemm = Gemm::new(&rt).unwrap();
+    let default_limits = default_limits_runtime(&rt);
+    let devices = [
+        (&rt, Gemm::new(&rt).unwrap()),
+        (&default_limits, Gemm::new(&default_limits).unwrap()),
+    ];
     let mut rng = rng(property_seed(2026));
     let cases = property_cases(8);
     let mut ran = BTreeSet::new();
     for case in 0..cases {
+        let (rt, gemm) = &devices[case / 4 % 2];
         let (sides, depth) = match case % 4 {
             0 => ((1, 64), (1, 64)),
             1 => ((65, 150), (1, 40)),
@@ -247,9 +254,9 @@ fn gemm_matches_reference_on_random_shapes_of_every_path() {
             k: rng.random_range(depth.0..=depth.1),
         };
         let activation = Activation::ALL[rng.random_range(0..Activation::ALL.len())];
-        ran.extend(check_shape(&rt, &gemm, shape, activation, &mut rng));
+        ran.extend(check_shape(rt, gemm, shape, activation, &mut rng));
     }
-    if cases >= 4 {
+    if cases >= 8 {
         // The strict f32 kernels; the tensor-core ones run in `nn_tensor_cores`.
         let all = entry_points(
             tessera::nn::WGSL_PORTABLE,
@@ -258,6 +265,23 @@ fn gemm_matches_reference_on_random_shapes_of_every_path() {
         let missed: Vec<&String> = all.iter().filter(|e| !ran.contains(*e)).collect();
         assert!(missed.is_empty(), "no case ran {missed:?}");
     }
+}
+
+/// A device made with WebGPU's default limits has 16 KiB of workgroup memory, less than the
+/// large blocking's double-buffered slices take: there the small blocking runs in its place,
+/// and the results are the same.
+#[test]
+fn on_a_device_with_default_limits_the_small_blocking_serves_large_outputs() {
+    let rt = default_limits_runtime(&runtime());
+    let gemm = Gemm::new(&rt).unwrap();
+    let shape = GemmShape {
+        m: 130,
+        n: 150,
+        k: 40,
+    };
+    let ran = check_shape(&rt, &gemm, shape, Activation::Relu, &mut rng(5));
+    assert!(ran.iter().any(|e| e == "gemm_forward_reg4"), "{ran:?}");
+    assert!(!ran.iter().any(|e| e.ends_with("_reg8")), "{ran:?}");
 }
 
 #[test]

@@ -174,17 +174,26 @@ mod nn {
     /// The blocking every GEMM-shaped kernel is instantiated with: `REG` is the edge of an
     /// invocation's register tile (a multiple of 4), `BLOCK` the edge of the workgroup's output
     /// block, `DEPTH` the depth of the slices staged per step (1024 elements a slice before
-    /// padding, so both fit WebGPU's default 16 KiB of workgroup memory), `ROW` the vectors of
-    /// 4 in a staged slice's row (one more than `BLOCK` needs, so that writes across its rows
-    /// fall in distinct memory banks), `LOADS` the elements of each operand an invocation
-    /// stages per step. `REG = 8` makes 128 x 128 blocks of 8-deep slices; `REG = 4` 64 x 64
-    /// blocks of 16-deep slices, which the host takes when the output has at most 64 rows or
-    /// columns (half-empty large blocks ran several times slower on an H100).
+    /// padding), `ROW` the vectors of 4 in a staged slice's row (one more than `BLOCK` needs,
+    /// so that writes across its rows fall in distinct memory banks), `SLICE` the vectors of a
+    /// staged slice, `LOADS` the elements of each operand an invocation stages per step.
+    /// `REG = 8` makes 128 x 128 blocks of 8-deep slices; `REG = 4` 64 x 64 blocks of 16-deep
+    /// slices, which the host takes when the output has at most 64 rows or columns (half-empty
+    /// large blocks ran several times slower on an H100).
+    ///
+    /// `BUFFERS` is how many slices of each operand are staged: with 2, a step stages into one
+    /// while the workgroup may still read the other, so it needs one barrier instead of two.
+    /// The large blocking has 2 (its GEMMs ran 2-8% faster on an H100, its 3 x 3 input
+    /// gradients up to 25%), at 16.5 KiB of workgroup memory, above WebGPU's default 16 KiB: a
+    /// device without more runs the small blocking in its place (see `Blocked::new`). The small
+    /// blocking keeps 1: double-buffered, its convolutions ran up to 20% slower.
     #[constants(
         REG = [8, 4],
+        BUFFERS = REG / 4,
         BLOCK = SPAN * REG,
         ROW = BLOCK / 4 + 1,
         DEPTH = 1024 / BLOCK,
+        SLICE = DEPTH * ROW,
         LOADS = DEPTH * BLOCK / GROUP
     )]
     pub struct Blocking;
@@ -304,7 +313,14 @@ mod nn {
         fetched
     }
 
-    fn stage(slice: &mut [Vec4<f32>; DEPTH * ROW], fetched: &[f32; LOADS], across: bool, t: u32) {
+    /// Writes what an invocation fetched into the staged slice that starts at vector `base`.
+    fn stage(
+        slice: &mut [Vec4<f32>; BUFFERS * SLICE],
+        base: u32,
+        fetched: &[f32; LOADS],
+        across: bool,
+        t: u32,
+    ) {
         #[unroll]
         for r in 0..LOADS {
             // (depth, position along the row) of the element.
@@ -313,20 +329,20 @@ mod nn {
             } else {
                 vec2(along_depth(t, r), t % BLOCK)
             };
-            slice[at.x * ROW + at.y / 4][at.y % 4] = fetched[r];
+            slice[base + at.x * ROW + at.y / 4][at.y % 4] = fetched[r];
         }
     }
 
-    /// `acc += a · b` over one pair of staged slices, between the barriers that make the
-    /// slices visible to the workgroup and free them for the next step.
+    /// `acc += a · b` over the pair of staged slices that start at vector `base` (after a
+    /// barrier has made them visible to the workgroup).
     fn multiply_accumulate(
-        a: &[Vec4<f32>; DEPTH * ROW],
-        b: &[Vec4<f32>; DEPTH * ROW],
+        a: &[Vec4<f32>; BUFFERS * SLICE],
+        b: &[Vec4<f32>; BUFFERS * SLICE],
+        base: u32,
         acc: &mut [f32; REG * REG],
         t: u32,
     ) {
         let at = place(t);
-        workgroup_barrier();
         // Unrolled, so that every read of the slices is at a constant offset from `at`.
         #[unroll]
         for kk in 0..DEPTH {
@@ -335,8 +351,8 @@ mod nn {
             let mut fb = [vec4(0.0f32, 0.0, 0.0, 0.0); REG / 4];
             #[unroll]
             for run in 0..REG / 4 {
-                fa[run] = a[kk * ROW + run * SPAN + at.y];
-                fb[run] = b[kk * ROW + run * SPAN + at.x];
+                fa[run] = a[base + kk * ROW + run * SPAN + at.y];
+                fb[run] = b[base + kk * ROW + run * SPAN + at.x];
             }
             #[unroll]
             for e in 0..REG * REG {
@@ -344,7 +360,21 @@ mod nn {
                 acc[e] += fa[i / 4][i % 4] * fb[j / 4][j % 4];
             }
         }
-        workgroup_barrier();
+    }
+
+    /// The first vector of the staged slice that the step at `k0` along the summed dimension
+    /// uses: the buffers take turns.
+    fn buffer(k0: u32) -> u32 {
+        k0 / DEPTH % BUFFERS * SLICE
+    }
+
+    /// After a step's multiply: with one buffer, the workgroup waits until every invocation
+    /// has read the slices before the next step overwrites them; with two, the next step
+    /// writes the other buffer, which the barrier before this step's multiply freed.
+    fn release_slices() {
+        if BUFFERS == 1 {
+            workgroup_barrier();
+        }
     }
 
     /// One step of a convolution: stages the rows' operand across, the columns' across or
@@ -353,17 +383,21 @@ mod nn {
     /// their gathers' index math live too, that ran slower on an H100; see
     /// notes/performance.md.)
     fn step(
-        slice_a: &mut [Vec4<f32>; DEPTH * ROW],
+        slice_a: &mut [Vec4<f32>; BUFFERS * SLICE],
         from_a: &[f32; LOADS],
-        slice_b: &mut [Vec4<f32>; DEPTH * ROW],
+        slice_b: &mut [Vec4<f32>; BUFFERS * SLICE],
         from_b: &[f32; LOADS],
         b_across: bool,
         acc: &mut [f32; REG * REG],
+        k0: u32,
         t: u32,
     ) {
-        stage(slice_a, from_a, true, t);
-        stage(slice_b, from_b, b_across, t);
-        multiply_accumulate(slice_a, slice_b, acc, t);
+        let base = buffer(k0);
+        stage(slice_a, base, from_a, true, t);
+        stage(slice_b, base, from_b, b_across, t);
+        workgroup_barrier();
+        multiply_accumulate(slice_a, slice_b, base, acc, t);
+        release_slices();
     }
 
     /// The register tile of `a · b` for the output block at `origin` of a GEMM of plain
@@ -372,8 +406,8 @@ mod nn {
     /// summed.y` (the whole summed dimension, or a slice of it that starts at a multiple of
     /// `DEPTH` and ends at one or at the dimension's end).
     fn mainloop(
-        slice_a: &mut [Vec4<f32>; DEPTH * ROW],
-        slice_b: &mut [Vec4<f32>; DEPTH * ROW],
+        slice_a: &mut [Vec4<f32>; BUFFERS * SLICE],
+        slice_b: &mut [Vec4<f32>; BUFFERS * SLICE],
         a: &[f32],
         b: &[f32],
         shapes: Vec4<u32>,
@@ -383,17 +417,37 @@ mod nn {
         t: u32,
     ) -> [f32; REG * REG] {
         let mut acc = [0.0f32; REG * REG];
-        for k0 in (summed.x..summed.y).step_by(DEPTH) {
-            let from_a = fetch(a, shapes.xy, across.x, origin.y, k0, t);
-            let from_b = fetch(b, shapes.zw, across.y, origin.x, k0, t);
-            // The previous step's slices are multiplied while this step's loads are in flight.
-            if k0 > summed.x {
-                multiply_accumulate(slice_a, slice_b, &mut acc, t);
+        if BUFFERS == 2 {
+            let mut from_a = fetch(a, shapes.xy, across.x, origin.y, summed.x, t);
+            let mut from_b = fetch(b, shapes.zw, across.y, origin.x, summed.x, t);
+            for k0 in (summed.x..summed.y).step_by(DEPTH) {
+                let base = buffer(k0);
+                stage(slice_a, base, &from_a, across.x, t);
+                stage(slice_b, base, &from_b, across.y, t);
+                workgroup_barrier();
+                // The next step's loads are in flight while this step's slices are multiplied
+                // (past the end of the sum they read zeros or elements no one uses).
+                from_a = fetch(a, shapes.xy, across.x, origin.y, k0 + DEPTH, t);
+                from_b = fetch(b, shapes.zw, across.y, origin.x, k0 + DEPTH, t);
+                multiply_accumulate(slice_a, slice_b, base, &mut acc, t);
             }
-            stage(slice_a, &from_a, across.x, t);
-            stage(slice_b, &from_b, across.y, t);
+        } else {
+            // One buffer: the loads are issued before the barriers, and the slices staged
+            // after the second (the order above ran a third slower here, on an H100).
+            for k0 in (summed.x..summed.y).step_by(DEPTH) {
+                let from_a = fetch(a, shapes.xy, across.x, origin.y, k0, t);
+                let from_b = fetch(b, shapes.zw, across.y, origin.x, k0, t);
+                if k0 > summed.x {
+                    workgroup_barrier();
+                    multiply_accumulate(slice_a, slice_b, 0, &mut acc, t);
+                    workgroup_barrier();
+                }
+                stage(slice_a, 0, &from_a, across.x, t);
+                stage(slice_b, 0, &from_b, across.y, t);
+            }
+            workgroup_barrier();
+            multiply_accumulate(slice_a, slice_b, 0, &mut acc, t);
         }
-        multiply_accumulate(slice_a, slice_b, &mut acc, t);
         acc
     }
 
@@ -680,6 +734,7 @@ mod nn {
     #[kernel(
         workgroup = [GROUP],
         constants = Blocking,
+        limits(workgroup_memory = 16896),
         grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)]
     )]
     pub fn gemm_forward(
@@ -689,8 +744,8 @@ mod nn {
         #[len(p.n)] bias: &[f32],
         #[len(p.m * p.n)] pre: &mut [f32],
         #[len(p.m * p.n)] y: &mut [f32],
-        #[workgroup] tile_a: &mut [Vec4<f32>; DEPTH * ROW],
-        #[workgroup] tile_b: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_a: &mut [Vec4<f32>; BUFFERS * SLICE],
+        #[workgroup] tile_b: &mut [Vec4<f32>; BUFFERS * SLICE],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let shapes = vec4(p.k, p.m, p.n, p.k);
@@ -742,6 +797,7 @@ mod nn {
     #[kernel(
         workgroup = [GROUP],
         constants = Blocking,
+        limits(workgroup_memory = 16896),
         grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK), p.splits]
     )]
     pub fn gemm_forward_partial(
@@ -749,8 +805,8 @@ mod nn {
         a: &[f32],
         b: &[f32],
         partial: &mut [f32],
-        #[workgroup] tile_a: &mut [Vec4<f32>; DEPTH * ROW],
-        #[workgroup] tile_b: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_a: &mut [Vec4<f32>; BUFFERS * SLICE],
+        #[workgroup] tile_b: &mut [Vec4<f32>; BUFFERS * SLICE],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let summed = slice(split, p.split_depth, p.k);
@@ -828,6 +884,7 @@ mod nn {
     #[kernel(
         workgroup = [GROUP],
         constants = Blocking,
+        limits(workgroup_memory = 16896),
         grid = [ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK)]
     )]
     pub fn d_operands(
@@ -837,8 +894,8 @@ mod nn {
         b: &[f32],
         grad_b: &mut [f32],
         grad_pre: &[f32],
-        #[workgroup] tile_a: &mut [Vec4<f32>; DEPTH * ROW],
-        #[workgroup] tile_b: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_a: &mut [Vec4<f32>; BUFFERS * SLICE],
+        #[workgroup] tile_b: &mut [Vec4<f32>; BUFFERS * SLICE],
     ) {
         let (t, blocks_a) = (local_index(), ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK));
         // The gradient is the same for the whole workgroup, so both branches keep barriers.
@@ -1033,8 +1090,8 @@ mod nn {
     /// `summed.x` to `summed.y` (all of it, or a slice that starts at a multiple of `DEPTH`
     /// and ends at one or at the sum's end).
     fn conv_forward_tile(
-        tile_w: &mut [Vec4<f32>; DEPTH * ROW],
-        tile_x: &mut [Vec4<f32>; DEPTH * ROW],
+        tile_w: &mut [Vec4<f32>; BUFFERS * SLICE],
+        tile_x: &mut [Vec4<f32>; BUFFERS * SLICE],
         x: &[f32],
         w: &[f32],
         p: &ConvParams,
@@ -1074,7 +1131,7 @@ mod nn {
                 }
                 at[r] = advance(at[r], by, p.kernel_h, p.kernel_w);
             }
-            step(tile_w, &from_w, tile_x, &from_x, false, &mut acc, t);
+            step(tile_w, &from_w, tile_x, &from_x, false, &mut acc, k0, t);
         }
         acc
     }
@@ -1107,6 +1164,7 @@ mod nn {
     #[kernel(
         workgroup = [GROUP],
         constants = Blocking,
+        limits(workgroup_memory = 16896),
         grid = [ceil_div(p.batch * p.out_h * p.out_w, BLOCK), ceil_div(p.out_channels, BLOCK)],
         specialize(p.kernel_h == 3 && p.kernel_w == 3),
         specialize(p.kernel_h == 7 && p.kernel_w == 7)
@@ -1118,8 +1176,8 @@ mod nn {
         #[len(p.out_channels)] bias: &[f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
-        #[workgroup] tile_w: &mut [Vec4<f32>; DEPTH * ROW],
-        #[workgroup] tile_x: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_w: &mut [Vec4<f32>; BUFFERS * SLICE],
+        #[workgroup] tile_x: &mut [Vec4<f32>; BUFFERS * SLICE],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let pixels = p.out_h * p.out_w;
@@ -1206,6 +1264,7 @@ mod nn {
     #[kernel(
         workgroup = [GROUP],
         constants = Blocking,
+        limits(workgroup_memory = 16896),
         grid = [
             ceil_div(p.batch * p.out_h * p.out_w, BLOCK),
             ceil_div(p.out_channels, BLOCK),
@@ -1218,8 +1277,8 @@ mod nn {
         x: &[f32],
         w: &[f32],
         partial: &mut [f32],
-        #[workgroup] tile_w: &mut [Vec4<f32>; DEPTH * ROW],
-        #[workgroup] tile_x: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_w: &mut [Vec4<f32>; BUFFERS * SLICE],
+        #[workgroup] tile_x: &mut [Vec4<f32>; BUFFERS * SLICE],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let pixels = p.out_h * p.out_w;
@@ -1400,8 +1459,8 @@ mod nn {
     /// slice that starts at a multiple of `DEPTH`). Any kernel size works, since the taps are
     /// just part of the summed dimension.
     fn conv_grad_input_tile(
-        tile_w: &mut [Vec4<f32>; DEPTH * ROW],
-        tile_g: &mut [Vec4<f32>; DEPTH * ROW],
+        tile_w: &mut [Vec4<f32>; BUFFERS * SLICE],
+        tile_g: &mut [Vec4<f32>; BUFFERS * SLICE],
         w: &[f32],
         grad_pre: &[f32],
         p: &ConvParams,
@@ -1420,7 +1479,7 @@ mod nn {
             let from_w = conv_filter_rows(w, p, wk, origin, k0, t);
             let from_g = conv_grad_gather(grad_pre, p, pixel, by, &mut at, k0, t);
             wk = advance(wk, by, p.kernel_h, p.kernel_w);
-            step(tile_w, &from_w, tile_g, &from_g, false, &mut acc, t);
+            step(tile_w, &from_w, tile_g, &from_g, false, &mut acc, k0, t);
         }
         acc
     }
@@ -1455,6 +1514,7 @@ mod nn {
     #[kernel(
         workgroup = [GROUP],
         constants = Blocking,
+        limits(workgroup_memory = 16896),
         grid = [ceil_div(p.batch * p.in_h * p.in_w, BLOCK), ceil_div(p.in_channels, BLOCK)],
         specialize(p.stride_h == 1 && p.stride_w == 1 && p.kernel_h == 3 && p.kernel_w == 3),
         specialize(p.stride_h == 1 && p.stride_w == 1)
@@ -1464,8 +1524,8 @@ mod nn {
         w: &[f32],
         grad_pre: &[f32],
         grad_x: &mut [f32],
-        #[workgroup] tile_w: &mut [Vec4<f32>; DEPTH * ROW],
-        #[workgroup] tile_g: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_w: &mut [Vec4<f32>; BUFFERS * SLICE],
+        #[workgroup] tile_g: &mut [Vec4<f32>; BUFFERS * SLICE],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let pixels = p.in_h * p.in_w;
@@ -1532,6 +1592,7 @@ mod nn {
     #[kernel(
         workgroup = [GROUP],
         constants = Blocking,
+        limits(workgroup_memory = 16896),
         grid = [
             ceil_div(p.batch * p.in_h * p.in_w, BLOCK),
             ceil_div(p.in_channels, BLOCK),
@@ -1545,8 +1606,8 @@ mod nn {
         w: &[f32],
         grad_pre: &[f32],
         partial: &mut [f32],
-        #[workgroup] tile_w: &mut [Vec4<f32>; DEPTH * ROW],
-        #[workgroup] tile_g: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_w: &mut [Vec4<f32>; BUFFERS * SLICE],
+        #[workgroup] tile_g: &mut [Vec4<f32>; BUFFERS * SLICE],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let pixels = p.in_h * p.in_w;
@@ -1707,6 +1768,7 @@ mod nn {
     #[kernel(
         workgroup = [GROUP],
         constants = Blocking,
+        limits(workgroup_memory = 16896),
         grid = [
             ceil_div(p.batch * ceil_div(p.in_h, p.stride_h) * ceil_div(p.in_w, p.stride_w), BLOCK),
             ceil_div(p.in_channels, BLOCK),
@@ -1718,8 +1780,8 @@ mod nn {
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w: &[f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
-        #[workgroup] tile_w: &mut [Vec4<f32>; DEPTH * ROW],
-        #[workgroup] tile_g: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_w: &mut [Vec4<f32>; BUFFERS * SLICE],
+        #[workgroup] tile_g: &mut [Vec4<f32>; BUFFERS * SLICE],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let phase = stride_phase(p, workgroup_id().z);
@@ -1782,7 +1844,7 @@ mod nn {
                 at[r] = advance(at[r], by, taps_h, taps_w);
             }
             wk = advance(wk, by, taps_h, taps_w);
-            step(tile_w, &from_w, tile_g, &from_g, false, &mut acc, t);
+            step(tile_w, &from_w, tile_g, &from_g, false, &mut acc, k0, t);
         }
         #[unroll]
         for e in 0..REG * REG {
@@ -1874,6 +1936,7 @@ mod nn {
     #[kernel(
         workgroup = [GROUP],
         constants = Blocking,
+        limits(workgroup_memory = 16896),
         grid = [
             ceil_div(p.in_channels * p.kernel_h * p.kernel_w, BLOCK),
             ceil_div(p.out_channels, BLOCK),
@@ -1886,8 +1949,8 @@ mod nn {
         grad_pre: &[f32],
         partial: &mut [f32],
         grad_w: &mut [f32],
-        #[workgroup] tile_g: &mut [Vec4<f32>; DEPTH * ROW],
-        #[workgroup] tile_x: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_g: &mut [Vec4<f32>; BUFFERS * SLICE],
+        #[workgroup] tile_x: &mut [Vec4<f32>; BUFFERS * SLICE],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let taps = p.kernel_h * p.kernel_w;
@@ -1907,7 +1970,7 @@ mod nn {
             let from_g = conv_weight_rows(grad_pre, p, at, inside, origin, t);
             let from_x = conv_weight_gather(x, p, &columns_at, at, inside, origin, t);
             at = advance(at, by, p.out_h, p.out_w);
-            step(tile_g, &from_g, tile_x, &from_x, true, &mut acc, t);
+            step(tile_g, &from_g, tile_x, &from_x, true, &mut acc, k0, t);
         }
         // The first slice goes straight to `grad_w`, the others to their filter of `partial`.
         let rows = p.out_channels;
@@ -2248,6 +2311,7 @@ mod nn {
     #[kernel(
         workgroup = [GROUP],
         constants = Blocking,
+        limits(workgroup_memory = 16896),
         grid = [
             ceil_div(p.in_channels, BLOCK),
             ceil_div(p.out_channels, BLOCK),
@@ -2259,8 +2323,8 @@ mod nn {
         gradient_tiles: &[f32],
         input_tiles: &[f32],
         products: &mut [f32],
-        #[workgroup] tile_g: &mut [Vec4<f32>; DEPTH * ROW],
-        #[workgroup] tile_x: &mut [Vec4<f32>; DEPTH * ROW],
+        #[workgroup] tile_g: &mut [Vec4<f32>; BUFFERS * SLICE],
+        #[workgroup] tile_x: &mut [Vec4<f32>; BUFFERS * SLICE],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let (point, split) = (workgroup_id().z % POINTS, workgroup_id().z / POINTS);
@@ -2500,11 +2564,15 @@ pub(crate) use nn::*;
 /// A GEMM-shaped kernel in both of its blockings, chosen by index: 0 the large, 1 the small.
 #[derive(Clone, Debug)]
 pub(crate) struct Blocked<K> {
-    /// The first instance of [`Blocking`]: 128 x 128 output blocks.
+    /// The first instance of [`Blocking`]: 128 x 128 output blocks, or where the device lacks
+    /// the workgroup memory they need, the small blocking again.
     pub large: K,
     /// The second: 64 x 64 output blocks.
     pub small: K,
 }
+
+/// The second instance of [`Blocking`]: 64 x 64 blocks.
+const SMALL: Blocking = Blocking::ALL[Blocking::ALL.len() - 1];
 
 /// The blocking when autotuning is off, for an output whose narrower side has `rows`: the
 /// small blocks (1) unless the large ones fill (0).
@@ -2512,16 +2580,18 @@ pub(crate) fn fixed_blocking(rows: u32) -> usize {
     usize::from(rows <= SMALL.block())
 }
 
-/// The second instance of [`Blocking`]: 64 x 64 blocks.
-const SMALL: Blocking = Blocking::ALL[Blocking::ALL.len() - 1];
-
 impl<K> Blocked<K> {
     /// Both blockings of a kernel, built by `build` (e.g. `|b| GemmForward::with_constants(rt, b)`).
+    /// On a device with less workgroup memory than the large blocking's double-buffered slices
+    /// take (WebGPU's default 16 KiB, as a device made with `wgpu::Limits::default()` has), the
+    /// small blocking serves as both.
     pub fn new(build: impl Fn(Blocking) -> crate::Result<K>) -> crate::Result<Self> {
-        Ok(Blocked {
-            large: build(Blocking::ALL[0])?,
-            small: build(SMALL)?,
-        })
+        let small = build(SMALL)?;
+        let large = match build(Blocking::ALL[0]) {
+            Err(crate::Error::LimitExceeded { .. }) => build(SMALL)?,
+            built => built?,
+        };
+        Ok(Blocked { large, small })
     }
 
     /// Both blockings of a tensor-core kernel ([`TensorBlocking`]: 128 x 128, then 64 x 64).

@@ -16,6 +16,27 @@ pub fn runtime() -> Runtime {
     }
 }
 
+/// A runtime like `runtime()`'s, on the same adapter, over a device made with WebGPU's
+/// default limits (`wgpu::Limits::default()`: 16 KiB of workgroup memory, where lavapipe
+/// offers more). The `nn` ops build their single-buffered instances there.
+pub fn default_limits_runtime(like: &Runtime) -> Runtime {
+    let instance = tessera::wgpu::Instance::new(
+        tessera::wgpu::InstanceDescriptor::new_without_display_handle_from_env(),
+    );
+    let adapters = pollster::block_on(instance.enumerate_adapters(tessera::wgpu::Backends::all()));
+    let adapter = adapters
+        .into_iter()
+        .find(|a| a.get_info().name == like.info().name)
+        .expect("the runtime's adapter is enumerable");
+    let descriptor = tessera::wgpu::DeviceDescriptor::default();
+    let (device, queue) = pollster::block_on(adapter.request_device(&descriptor))
+        .expect("a device with WebGPU's default limits");
+    let rt = Runtime::from_wgpu(device, queue);
+    rt.set_autotune(Autotune::Off);
+    rt.set_autotune_cache(None);
+    rt
+}
+
 /// A runtime that tunes (whatever `TESSERA_AUTOTUNE` says) and keeps its choices in memory.
 pub fn tuning_runtime() -> Runtime {
     let rt = runtime();
