@@ -501,3 +501,33 @@ fn constant_lets_are_followed_as_rustc_follows_them() {
     })
     .unwrap();
 }
+
+/// An array of unsuffixed literals lent to a helper takes its element type from the
+/// parameter (it was compared before inference had settled it, and refused with a message
+/// that contradicted itself), and an unknown function in such an array is the only error.
+#[test]
+fn literal_arrays_lent_to_helpers_take_the_parameters_element_type() {
+    let module = |element: proc_macro2::TokenStream| {
+        quote! {
+            mod m {
+                const LOADS: u32 = 4;
+                fn take(v: &[f32; LOADS]) -> f32 { v[0] }
+                #[kernel(workgroup = [1], grid = [1])]
+                fn k(y: &mut [f32]) {
+                    let k0 = global_id().x;
+                    let from = [#element; LOADS];
+                    y[0] = take(&from) + f32::from_bits(k0);
+                }
+            }
+        }
+    };
+    checked(module(quote!(0.5))).unwrap();
+    let errors = checked(module(quote!(f32(k0) * 0.5)))
+        .err()
+        .unwrap_or_default();
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert!(
+        errors[0].starts_with("cannot find function `f32`"),
+        "{errors:#?}"
+    );
+}

@@ -1199,7 +1199,9 @@ impl<'m, 'e> Checker<'m, 'e> {
                 return;
             }
         };
-        if found != Ty::Unknown && found != param.ty {
+        // Unified, not compared: a local array of float or integer literals takes its
+        // element type from the parameter it is lent to.
+        if self.unify(&param.ty, &found).is_none() {
             let what = match param.kind {
                 ParamKind::Storage => format!("a buffer of `{}`", found.rust_name()),
                 _ => format!("a `{}`", found.rust_name()),

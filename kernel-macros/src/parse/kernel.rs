@@ -281,7 +281,17 @@ fn requirements(args: &KernelAttr, consts: &Consts, errors: &mut Errors) -> ir::
         features: args.features.clone(),
         ..Default::default()
     };
-    for (name, value) in &args.limits {
+    for (index, (name, value)) in args.limits.iter().enumerate() {
+        if args.limits[..index]
+            .iter()
+            .any(|(earlier, _)| earlier == name)
+        {
+            errors.spanned(
+                name,
+                format!("`{name}` is declared twice in `limits(...)`; keep one value"),
+            );
+            continue;
+        }
         let Some(v) = consts::eval(value, consts).and_then(|v| u32::try_from(v).ok()) else {
             errors.spanned(value, "a limit must be a `u32` known at compile time");
             continue;
