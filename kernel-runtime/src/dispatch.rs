@@ -264,8 +264,26 @@ impl Recording {
             .map(|arg| match arg {
                 Arg::Read(buffer) | Arg::ReadWrite(buffer) => Ok(Bound::Storage((*buffer).clone())),
                 Arg::Uniform(bytes) => {
-                    let start = uniforms.len().next_multiple_of(alignment);
                     let size = uniform_size(bytes);
+                    // The same bytes as the previous dispatch's uniform at this position are
+                    // bound where that one is, so that repeated dispatches keep one bind group
+                    // and offsets (and `encode` sets them once).
+                    let previous = self
+                        .recorded
+                        .last()
+                        .and_then(|r| r.offsets.get(offsets.len()));
+                    if let Some(&offset) = previous {
+                        let block = uniforms.get(offset as usize..offset as usize + size as usize);
+                        let same = block.is_some_and(|block| {
+                            let (head, tail) = block.split_at(bytes.len());
+                            head == *bytes && tail.iter().all(|&b| b == 0)
+                        });
+                        if same {
+                            offsets.push(offset);
+                            return Ok(Bound::Uniform { size });
+                        }
+                    }
+                    let start = uniforms.len().next_multiple_of(alignment);
                     let offset = uniform_offset(start, pipeline)?;
                     uniforms.resize(start, 0);
                     uniforms.extend_from_slice(bytes);
@@ -430,8 +448,25 @@ fn encode(
                 label: Some("tessera batch"),
                 timestamp_writes: None,
             });
+            // The pass keeps its pipeline and bind group from one dispatch to the next: each
+            // is set only when it changes.
+            let mut previous: Option<(&Recorded, &wgpu::BindGroup)> = None;
             for (dispatch, group) in recorded.iter().zip(bind_groups) {
-                record(&mut pass, dispatch, group);
+                let (same_pipeline, same_group) = previous.map_or((false, false), |(p, g)| {
+                    (
+                        p.pipeline.raw() == dispatch.pipeline.raw(),
+                        g == group && p.offsets == dispatch.offsets,
+                    )
+                });
+                if !same_pipeline {
+                    pass.set_pipeline(dispatch.pipeline.raw());
+                }
+                if !same_pipeline || !same_group {
+                    pass.set_bind_group(0, group, &dispatch.offsets);
+                }
+                let [x, y, z] = dispatch.grid;
+                pass.dispatch_workgroups(x, y, z);
+                previous = Some((dispatch, group));
             }
         }
         Some(queries) => {
