@@ -164,9 +164,9 @@ fn gemm_on_tensor_cores_is_within_f16_rounding_or_refused_without_them() {
     let gemm = Gemm::with_precision(&rt, Precision::TensorCoreF16).unwrap();
     assert_eq!(gemm.precision(), Precision::TensorCoreF16);
     // With autotuning off, outputs with at most 64 rows or columns take the 64 x 64 blocks,
-    // the others 128 x 128; every dimension ragged somewhere, and one longer sum. The last
-    // forward is too small to fill a GPU: it runs split, in f32 (its backward on the tensor
-    // cores).
+    // the others 128 x 128; every dimension ragged somewhere, and one longer sum. The first
+    // and last forwards are narrower than a fragment: they run in f32, the last split (their
+    // backwards on the tensor cores).
     let shapes = [
         (1, 1, 1),
         (37, 50, 70),

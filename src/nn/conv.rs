@@ -427,6 +427,9 @@ impl Fragments {
 
 impl Convolution {
     /// Builds the forward and backward pipelines, in strict f32 ([`Precision::F32`]).
+    ///
+    /// As [`Gemm::new`](super::Gemm::new): on a device with only WebGPU's default 16 KiB of
+    /// workgroup memory, every pass runs in the 64 x 64 blocking.
     pub fn new(rt: &Runtime) -> Result<Self> {
         Self::with_precision(rt, Precision::F32)
     }

@@ -143,9 +143,18 @@ impl Fragments {
     }
 }
 
+/// The edge of a tensor-core fragment: the narrowest output the forward puts on the tensor
+/// cores with autotuning off.
+const FRAGMENT_EDGE: u32 = 16;
+
 impl Gemm {
     /// Builds the forward kernels (whole and split) and the backward family, in strict f32
     /// ([`Precision::F32`]).
+    ///
+    /// The 128 x 128 blocks stage 16.5 KiB of workgroup memory: on a device with only
+    /// WebGPU's default 16 KiB (one made with `wgpu::Limits::default()` and adopted by
+    /// [`Runtime::from_wgpu`](crate::Runtime::from_wgpu)) the op runs every shape in 64 x 64
+    /// blocks instead, with the same results, slower on large outputs.
     pub fn new(rt: &Runtime) -> Result<Self> {
         Self::with_precision(rt, Precision::F32)
     }
@@ -194,20 +203,20 @@ impl Gemm {
 
     /// The ways the forward may run, and the one with autotuning off.
     ///
-    /// On the tensor cores, an output too small to fill the GPU runs as in f32 (split along
-    /// `k`): the fragment kernels are never split, and on such shapes ran several times
-    /// slower than the split f32 ones (M, N, K = 256, 4, 16384 on an H100, 2026-11-23,
-    /// commits 71b552d and 8ebd0f5: 0.27-0.66 ms against 0.06; notes/performance.md).
+    /// On the tensor cores, the forward is tuned among the fragment kernels and the f32 ways,
+    /// which split a long sum over an output too small to fill the GPU (the fragment kernels
+    /// never split). With autotuning off, an output narrower than a fragment (16) runs as in
+    /// f32: on M, N, K = 256, 4, 16384 the fragment kernels ran several times slower than the
+    /// split f32 ones (H100, 2026-11-23, commits 71b552d and 8ebd0f5: 0.27-0.66 ms against
+    /// 0.06; notes/performance.md), while from 35 rows on they ran faster.
     fn forward_ways(&self, shape: GemmShape) -> (&'static [Way], Way) {
-        let GemmShape { m, n, k } = shape;
-        let rows = m.min(n);
-        let fixed = Way::fixed(rows);
-        let small = kernels::Blocking::ALL[fixed.blocking];
+        let rows = shape.m.min(shape.n);
         match self.fragments {
-            Some(_) if Split::of(small, m, n, k).splits == 1 => {
-                (&Way::FRAGMENTS, Way::fixed_fragments(rows))
+            Some(_) if rows >= FRAGMENT_EDGE => {
+                (&Way::FRAGMENTS_OR_SPLIT, Way::fixed_fragments(rows))
             }
-            _ => (&Way::ALL, fixed),
+            Some(_) => (&Way::FRAGMENTS_OR_SPLIT, Way::fixed(rows)),
+            None => (&Way::ALL, Way::fixed(rows)),
         }
     }
 

@@ -45,6 +45,17 @@ impl Way {
     /// Both blockings on the tensor cores.
     pub const FRAGMENTS: [Way; 2] = [Way::on_fragments(0), Way::on_fragments(1)];
 
+    /// Both blockings on the tensor cores, then [`Way::ALL`] in strict f32: for a GEMM
+    /// forward in tensor-core precision, whose f32 ways split a long sum over a small output.
+    pub const FRAGMENTS_OR_SPLIT: [Way; 6] = [
+        Way::on_fragments(0),
+        Way::on_fragments(1),
+        Way::new(0, true),
+        Way::new(1, true),
+        Way::new(0, false),
+        Way::new(1, false),
+    ];
+
     const fn new(blocking: usize, split: bool) -> Self {
         Way {
             blocking,

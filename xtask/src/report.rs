@@ -1,7 +1,9 @@
 //! `cargo xtask bench-report DIR --commit C --date D`: joins one device run's results,
 //! `DIR/tessera.csv` (from `examples/bench.rs --out DIR`) and `DIR/torch_f32.csv`,
 //! `DIR/torch_tf32.csv` (from `bench/torch_bench.py --out DIR`), into `BENCHMARKS.md` and the
-//! plot `docs/benchmarks.png`.
+//! plot `docs/benchmarks.png`. Where the run also has `DIR/tensor-cores/tessera.csv` (from
+//! `examples/bench.rs --gemm --conv --tensor-cores --out DIR/tensor-cores`), the page gets a
+//! second table: those figures against PyTorch TF32.
 //!
 //! Every CSV has the columns `work,pass,ms,tflops`; lines starting with `#` say what ran
 //! (`# adapter: ...`, `# torch: ...`).
@@ -115,6 +117,100 @@ fn figure(row: Option<&Row>) -> String {
         Some(row) => format!("{:.3} ms", row.ms),
         None => "-".to_owned(),
     }
+}
+
+/// The folder of a run's tensor-core results, inside the run's folder.
+const TENSOR_CORES: &str = "tensor-cores";
+
+/// What `examples/bench.rs --tensor-cores` appends to each work's label.
+const TENSOR_CORE_LABEL: &str = " tensor-core-f16";
+
+/// The works whose geometric mean the tensor-core section states (issue 13's target: above
+/// cuDNN TF32 on ResNet's 3x3 stride-1 layers, every pass).
+const RESNET_3X3: [&str; 4] = [
+    "conv N=32 Ci=64 56x56 Co=64 k3x3 s1 p1",
+    "conv N=32 Ci=128 28x28 Co=128 k3x3 s1 p1",
+    "conv N=32 Ci=256 14x14 Co=256 k3x3 s1 p1",
+    "conv N=32 Ci=512 7x7 Co=512 k3x3 s1 p1",
+];
+
+/// The tensor-core run's rows under the labels of the strict-f32 run (the suffix
+/// `examples/bench.rs` adds taken off), so that they join with PyTorch's.
+fn without_tensor_core_label(mut results: Results) -> Results {
+    for row in &mut results.rows {
+        if let Some(work) = row.work.strip_suffix(TENSOR_CORE_LABEL) {
+            row.work = work.to_owned();
+        }
+    }
+    results
+}
+
+fn geometric_mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, count) = values.fold((0.0, 0u32), |(sum, count), v| (sum + v.ln(), count + 1));
+    (count > 0).then(|| (sum / f64::from(count)).exp())
+}
+
+/// The section on `Precision::TensorCoreF16`: each figure beside tessera's strict f32 one
+/// and PyTorch TF32's (its tensor-core mode for f32 tensors), with the ratio to the latter.
+fn tensor_core_section(tensor: &Results, strict: &Results, tf32: &Results) -> String {
+    let empty = Results::default();
+    let beside_f32 = compare(tensor, strict, &empty);
+    let beside_tf32 = compare(tensor, &empty, tf32);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n## Tensor cores\n\n`Precision::TensorCoreF16` (f16 products on the tensor cores, f32 \
+         sums; the caller's buffers stay f32), from `examples/bench.rs --gemm --conv \
+         --tensor-cores --out {TENSOR_CORES}` in the same device command as the PyTorch \
+         files. *over TF32* is its speed over PyTorch's with TF32 on (inputs rounded to a \
+         10-bit mantissa, as f16's, f32 sums); *tessera f32* is the table above.\n"
+    );
+    for note in &tensor.notes {
+        let _ = writeln!(out, "- {note}");
+    }
+    let mean = |pass: &str, figure: fn(&Compared<'_>) -> Option<f64>| {
+        geometric_mean(
+            beside_tf32
+                .iter()
+                .filter(|c| c.ours.pass == pass && RESNET_3X3.contains(&c.ours.work.as_str()))
+                .filter_map(figure),
+        )
+    };
+    for pass in ["forward", "dgrad", "wgrad"] {
+        let ours = mean(pass, |c| c.ours.tflops);
+        let theirs = mean(pass, |c| c.tf32.and_then(|r| r.tflops));
+        if let (Some(ours), Some(theirs)) = (ours, theirs) {
+            let _ = writeln!(
+                out,
+                "- ResNet 3x3 stride-1 layers, {pass}, geometric mean: {ours:.1} TFLOP/s, cuDNN \
+                 TF32 {theirs:.1}"
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n| work | pass | tensor cores ms | tensor cores | tessera f32 | PyTorch TF32 | over TF32 |"
+    );
+    let _ = writeln!(out, "| --- | --- | ---: | ---: | ---: | ---: | ---: |");
+    for (f32, tf32) in beside_f32.iter().zip(&beside_tf32) {
+        if f32.ours.tflops.is_none() {
+            continue;
+        }
+        let ratio = tf32.tf32.map_or("-".to_owned(), |theirs| {
+            format!("{:.2}x", theirs.ms / tf32.ours.ms)
+        });
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.3} | {} | {} | {} | {ratio} |",
+            f32.ours.work,
+            f32.ours.pass,
+            f32.ours.ms,
+            figure(Some(f32.ours)),
+            figure(f32.f32),
+            figure(tf32.tf32),
+        );
+    }
+    out
 }
 
 /// What the run was: its commit and date, and the folder of its CSV files.
@@ -311,7 +407,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         date: &date,
         dir,
     };
-    let text = markdown(&compared, &notes, &launch, &run);
+    let mut text = markdown(&compared, &notes, &launch, &run);
+    let tensor_cores = dir.join(TENSOR_CORES);
+    if tensor_cores.join("tessera.csv").exists() {
+        let tensor = without_tensor_core_label(read(&tensor_cores, "tessera.csv")?);
+        text.push_str(&tensor_core_section(&tensor, &ours, &tf32));
+    }
     std::fs::write("BENCHMARKS.md", text).map_err(|e| format!("writing BENCHMARKS.md: {e}"))?;
     std::fs::create_dir_all("docs").map_err(|e| format!("creating docs/: {e}"))?;
     plot(&compared, Path::new("docs/benchmarks.png"))?;
@@ -350,6 +451,28 @@ mod tests {
         );
         assert!(text.contains("| launch: batch | 5.00 |"), "{text}");
         assert!(text.contains("commit `abc1234`"), "{text}");
+    }
+
+    #[test]
+    fn tensor_core_figures_join_the_f32_run_and_torch_tf32_by_work() {
+        let tensor = "# adapter: Some GPU\nwork,pass,ms,tflops\n\
+                      gemm M=2 N=2 K=2 tensor-core-f16,forward,0.5,4.0\n\
+                      conv N=32 Ci=64 56x56 Co=64 k3x3 s1 p1 tensor-core-f16,dgrad,1.0,9.0\n";
+        let tensor = without_tensor_core_label(parse(tensor, "tc").unwrap());
+        let strict = parse(OURS, "ours").unwrap();
+        let tf32 = "work,pass,ms,tflops\ngemm M=2 N=2 K=2,forward,0.25,8.0\n\
+                    conv N=32 Ci=64 56x56 Co=64 k3x3 s1 p1,dgrad,3.0,3.0\n";
+        let tf32 = parse(tf32, "tf32").unwrap();
+        let text = tensor_core_section(&tensor, &strict, &tf32);
+        assert!(
+            text.contains("| gemm M=2 N=2 K=2 | forward | 0.500 | 4.00 | 1.00 | 8.00 | 0.50x |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("dgrad, geometric mean: 9.0 TFLOP/s, cuDNN TF32 3.0"),
+            "{text}"
+        );
+        assert!(text.contains("- adapter: Some GPU"), "{text}");
     }
 
     #[test]
