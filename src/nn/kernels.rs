@@ -313,6 +313,16 @@ mod nn {
         fetched
     }
 
+    /// Where the element that invocation `t` fetched in its `r`-th load goes in a staged
+    /// slice, as (depth, position along the row): see `fetch`.
+    fn staged_at(across: bool, t: u32, r: u32) -> Vec2<u32> {
+        if across {
+            vec2(t % DEPTH, across_row(t, r))
+        } else {
+            vec2(along_depth(t, r), t % BLOCK)
+        }
+    }
+
     /// Writes what an invocation fetched into the staged slice that starts at vector `base`.
     fn stage(
         slice: &mut [Vec4<f32>; BUFFERS * SLICE],
@@ -323,12 +333,7 @@ mod nn {
     ) {
         #[unroll]
         for r in 0..LOADS {
-            // (depth, position along the row) of the element.
-            let at = if across {
-                vec2(t % DEPTH, across_row(t, r))
-            } else {
-                vec2(along_depth(t, r), t % BLOCK)
-            };
+            let at = staged_at(across, t, r);
             slice[base + at.x * ROW + at.y / 4][at.y % 4] = fetched[r];
         }
     }
@@ -531,12 +536,7 @@ mod nn {
     fn stage_half(slice: &mut [f16; DEPTH * STRIDE], fetched: &[f32; LOADS], across: bool, t: u32) {
         #[unroll]
         for r in 0..LOADS {
-            // (depth, position along the row) of the element.
-            let at = if across {
-                vec2(t % DEPTH, across_row(t, r))
-            } else {
-                vec2(along_depth(t, r), t % BLOCK)
-            };
+            let at = staged_at(across, t, r);
             slice[at.x * STRIDE + at.y] = fetched[r] as f16;
         }
     }
@@ -551,11 +551,7 @@ mod nn {
     ) {
         #[unroll]
         for r in 0..LOADS {
-            let at = if across {
-                vec2(t % DEPTH, across_row(t, r))
-            } else {
-                vec2(along_depth(t, r), t % BLOCK)
-            };
+            let at = staged_at(across, t, r);
             slice[at.y * A_STRIDE + at.x] = fetched[r] as f16;
         }
     }
@@ -637,8 +633,7 @@ mod nn {
     }
 
     /// Where, in the block, the `e`-th element (of 8) that invocation `t` reads back from its
-    /// subgroup's spilled fragment `f` lies, as (column, row); the value is at
-    /// `spilled(t, e)` of the spill.
+    /// subgroup's fragment `f` (see `unspill`) lies, as (column, row).
     fn fragment_element(t: u32, f: u32, e: u32) -> Vec2<u32> {
         let (warp, at) = (t / 32, e * 32 + t % 32);
         vec2(
@@ -647,8 +642,19 @@ mod nn {
         )
     }
 
-    fn spilled(t: u32, e: u32) -> u32 {
-        t / 32 * 256 + e * 32 + t % 32
+    /// The 8 elements of the accumulator fragment `frag` that invocation `t` writes out
+    /// (element `e` lies at `fragment_element(t, f, e)` for the fragment's index `f`), read
+    /// back through its subgroup's 16 x 16 tile of `spill`.
+    fn unspill(frag: FragC16<f32>, spill: &mut [f32; GROUP * 8], t: u32) -> [f32; 8] {
+        coop_store_row_major(frag, &mut spill[t / 32 * 256], 16);
+        workgroup_barrier();
+        let mut values = [0.0f32; 8];
+        #[unroll]
+        for e in 0..8 {
+            values[e] = spill[t / 32 * 256 + e * 32 + t % 32];
+        }
+        workgroup_barrier();
+        values
     }
 
     /// `store_tile` for fragments: writes the accumulators of the block at `origin` to `out`
@@ -667,18 +673,15 @@ mod nn {
     ) {
         #[unroll]
         for f in 0..FRAGS {
-            coop_store_row_major(acc[f], &mut spill[t / 32 * 256], 16);
-            workgroup_barrier();
+            let values = unspill(acc[f], spill, t);
             #[unroll]
             for e in 0..8 {
                 let at = origin + fragment_element(t, f, e);
                 if at.y < rows && at.x < cols {
                     let (row, col) = (at.y, at.x);
-                    out[offset + (col / pixels * rows + row) * pixels + col % pixels] =
-                        spill[spilled(t, e)];
+                    out[offset + (col / pixels * rows + row) * pixels + col % pixels] = values[e];
                 }
             }
-            workgroup_barrier();
         }
     }
 
@@ -715,18 +718,16 @@ mod nn {
         );
         #[unroll]
         for f in 0..FRAGS {
-            coop_store_row_major(acc[f], &mut spill[t / 32 * 256], 16);
-            workgroup_barrier();
+            let values = unspill(acc[f], spill, t);
             #[unroll]
             for e in 0..8 {
                 let at = origin + fragment_element(t, f, e);
                 if at.y < p.m && at.x < p.n {
-                    let z = spill[spilled(t, e)] + bias[at.x];
+                    let z = values[e] + bias[at.x];
                     pre[at.y * p.n + at.x] = z;
                     y[at.y * p.n + at.x] = activate(z, p.activation);
                 }
             }
-            workgroup_barrier();
         }
     }
 
@@ -1222,19 +1223,17 @@ mod nn {
         let acc = conv_forward_fragments_tile(half_w, half_x, x, w, p, origin, t);
         #[unroll]
         for f in 0..FRAGS {
-            coop_store_row_major(acc[f], &mut spill[t / 32 * 256], 16);
-            workgroup_barrier();
+            let values = unspill(acc[f], spill, t);
             #[unroll]
             for e in 0..8 {
                 let at = origin + fragment_element(t, f, e);
                 if at.y < p.out_channels && at.x < columns {
                     let out = (at.x / pixels * p.out_channels + at.y) * pixels + at.x % pixels;
-                    let z = spill[spilled(t, e)] + bias[at.y];
+                    let z = values[e] + bias[at.y];
                     pre[out] = z;
                     y[out] = activate(z, p.activation);
                 }
             }
-            workgroup_barrier();
         }
     }
 
