@@ -3,8 +3,8 @@
 //!
 //! The GEMM-shaped kernels (GEMM forward and its two operand gradients, convolution forward and
 //! its input and filter gradients) share one blocking: a workgroup of 16 x 16 invocations owns
-//! a 128 x 128 block of the output, stages 8-deep slices of both operands in workgroup memory,
-//! and each invocation accumulates an 8 x 8 register tile: two runs of 4 adjacent rows, 64
+//! a 128 x 128 block of the output, stages 8-deep slices of both operands in workgroup memory
+//! (two of each, taken in turn: see `Blocking`), and each invocation accumulates an 8 x 8 register tile: two runs of 4 adjacent rows, 64
 //! apart, by two runs of 4 adjacent columns, so that each step reads its operands from
 //! workgroup memory as 4-wide vectors. Only what each kernel stages, and where it stores,
 //! differs.
@@ -16,7 +16,8 @@
 //! is guarded: each read or write of a buffer sits behind a comparison of its coordinates with
 //! the shape in the kernel's parameters, and the launchers check every buffer's length against
 //! that shape (`#[len]`, on the kernel or its family); workgroup slices and register tiles are
-//! indexed by constants and local invocation ids within their sizes. A new kernel built that
+//! indexed by constants, local invocation ids and the step's buffer (`buffer`) within their
+//! sizes. A new kernel built that
 //! way must keep to the same rule.
 
 #[crate::kernels]
@@ -426,6 +427,8 @@ mod nn {
             let mut from_a = fetch(a, shapes.xy, across.x, origin.y, summed.x, t);
             let mut from_b = fetch(b, shapes.zw, across.y, origin.x, summed.x, t);
             for k0 in (summed.x..summed.y).step_by(DEPTH) {
+                // The buffer staged here was last read two steps ago, before the previous
+                // step's barrier.
                 let base = buffer(k0);
                 stage(slice_a, base, &from_a, across.x, t);
                 stage(slice_b, base, &from_b, across.y, t);
@@ -438,7 +441,8 @@ mod nn {
             }
         } else {
             // One buffer: the loads are issued before the barriers, and the slices staged
-            // after the second (the order above ran a third slower here, on an H100).
+            // after the second (in the order above, the backward of M, N, K = 35, 8457, 2048
+            // ran a third slower on an H100; notes/performance.md).
             for k0 in (summed.x..summed.y).step_by(DEPTH) {
                 let from_a = fetch(a, shapes.xy, across.x, origin.y, k0, t);
                 let from_b = fetch(b, shapes.zw, across.y, origin.x, k0, t);
