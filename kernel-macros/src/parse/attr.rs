@@ -32,8 +32,19 @@ const USAGE: &str = "write `#[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)
 
 pub fn kernel_attr(attr: &syn::Attribute, errors: &mut Errors) -> Option<KernelAttr> {
     let mut out = KernelAttr::default();
+    let mut given: Vec<&str> = Vec::new();
     let parsed = attr.parse_nested_meta(|meta| {
         let path = &meta.path;
+        // The arguments that take one value: a second would silently replace the first.
+        if let Some(&key) = [WORKGROUP_SIZE, GRID, CONSTANTS]
+            .iter()
+            .find(|&&key| path.is_ident(key))
+        {
+            if given.contains(&key) {
+                return Err(meta.error(format!("`{key}` is given twice; keep one")));
+            }
+            given.push(key);
+        }
         if path.is_ident(WORKGROUP_SIZE) {
             let value: syn::Expr = meta.value()?.parse()?;
             out.workgroup = Some((dimensions(&value)?, Span::of(&value)));
