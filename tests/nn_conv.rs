@@ -488,8 +488,9 @@ impl Class {
 
 /// Random shapes of every path against the f64 reference. The cases cycle through
 /// [`CLASSES`] on the test's device, then on one with WebGPU's default 16 KiB of workgroup
-/// memory (where the ops run single-buffered), so that every convolution entry point runs
-/// (asserted); `TESSERA_PROPERTY_CASES` and `TESSERA_PROPERTY_SEED` run more or others.
+/// memory (where the small blocking serves large outputs too), so that every convolution
+/// entry point runs (asserted); `TESSERA_PROPERTY_CASES` and `TESSERA_PROPERTY_SEED` run more
+/// or others.
 #[test]
 fn conv2d_matches_reference_on_random_shapes_of_every_path() {
     let rt = runtime();

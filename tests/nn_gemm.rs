@@ -225,9 +225,9 @@ fn gemm_splits_a_long_sum_over_a_small_output() {
 
 /// Random shapes of every path, against the f64 reference: small blocks (a side of at most
 /// 64), large blocks with ragged tiles, and a long sum over a small output in slices, for
-/// either blocking, double-buffered and (on a device with WebGPU's default 16 KiB of
-/// workgroup memory) single-buffered. The cases cycle through the four paths on one device,
-/// then on the other, so that every GEMM entry point runs (asserted);
+/// either blocking. The cases cycle through the four paths on the test's device, then on one
+/// with WebGPU's default 16 KiB of workgroup memory (where the small blocking serves large
+/// outputs too), so that every GEMM entry point runs (asserted);
 /// `TESSERA_PROPERTY_CASES` and `TESSERA_PROPERTY_SEED` run more or others.
 #[test]
 fn gemm_matches_reference_on_random_shapes_of_every_path() {
