@@ -12,7 +12,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{
-    assert_close, default_limits_runtime, entry_points, kernels_run, property_cases, property_seed,
+    assert_close, entry_points, kernels_run, plain_device_runtime, property_cases, property_seed,
     rng, runtime, tuning_runtime, values, ChaCha8Rng, RngExt,
 };
 use tessera::nn::{
@@ -494,7 +494,7 @@ impl Class {
 #[test]
 fn conv2d_matches_reference_on_random_shapes_of_every_path() {
     let rt = runtime();
-    let default_limits = default_limits_runtime(&rt);
+    let default_limits = plain_device_runtime(&rt);
     let devices = [
         (&rt, Convolution::new(&rt).unwrap()),
         (&default_limits, Convolution::new(&default_limits).unwrap()),

@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{
-    assert_close, default_limits_runtime, entry_points, kernels_run, property_cases, property_seed,
+    assert_close, entry_points, kernels_run, plain_device_runtime, property_cases, property_seed,
     rng, runtime, tuning_runtime, values, ChaCha8Rng, RngExt,
 };
 use tessera::nn::{Activation, Gemm, GemmBackward, GemmForward, GemmShape};
@@ -232,7 +232,7 @@ fn gemm_splits_a_long_sum_over_a_small_output() {
 #[test]
 fn gemm_matches_reference_on_random_shapes_of_every_path() {
     let rt = runtime();
-    let default_limits = default_limits_runtime(&rt);
+    let default_limits = plain_device_runtime(&rt);
     let devices = [
         (&rt, Gemm::new(&rt).unwrap()),
         (&default_limits, Gemm::new(&default_limits).unwrap()),
@@ -272,7 +272,7 @@ fn gemm_matches_reference_on_random_shapes_of_every_path() {
 /// and the results are the same.
 #[test]
 fn on_a_device_with_default_limits_the_small_blocking_serves_large_outputs() {
-    let rt = default_limits_runtime(&runtime());
+    let rt = plain_device_runtime(&runtime());
     let gemm = Gemm::new(&rt).unwrap();
     let shape = GemmShape {
         m: 130,

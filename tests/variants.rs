@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{assert_close, runtime};
-use tessera::{wgpu, Error, Runtime};
+use common::{assert_close, plain_device_runtime, runtime};
+use tessera::{wgpu, Error};
 
 #[tessera::kernels]
 pub mod tiled {
@@ -595,7 +595,7 @@ fn subgroup_kernel_runs_where_declared_and_is_refused_without_the_feature() {
         assert!(sizes[0] >= 1);
         assert_eq!(out.read(&rt).unwrap(), want);
     }
-    let plain = device_without_optional_features(&rt);
+    let plain = plain_device_runtime(&rt);
     let error = demanding::SubgroupSizes::new(&plain).unwrap_err();
     assert!(
         matches!(&error, Error::MissingFeature { feature, .. } if feature == "SUBGROUP"),
@@ -639,7 +639,7 @@ pub mod mixed {
 #[test]
 fn kernels_that_need_no_feature_run_where_their_neighbours_cannot() {
     let rt = runtime();
-    let plain = device_without_optional_features(&rt);
+    let plain = plain_device_runtime(&rt);
     let x = plain.upload(&[1.0f32, -2.5, 4.0]).unwrap();
     let mut y = plain.zeros::<f32>(3).unwrap();
     let doubled = mixed::Doubled::new(&plain).unwrap();
@@ -665,20 +665,6 @@ fn kernels_that_need_no_feature_run_where_their_neighbours_cannot() {
     if rt.info().features.contains(wgpu::Features::SHADER_F16) {
         mixed::Halved::new(&rt).unwrap();
     }
-}
-
-/// A runtime over a device created with no optional features, on the same adapter.
-fn device_without_optional_features(rt: &Runtime) -> Runtime {
-    let instance =
-        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-    let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
-    let adapter = adapters
-        .into_iter()
-        .find(|a| a.get_info().name == rt.info().name)
-        .expect("the runtime's adapter is enumerable");
-    let (device, queue) =
-        pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default())).unwrap();
-    Runtime::from_wgpu(device, queue)
 }
 
 /// The WGSL of the modules above, pinned (see `tests/snapshots/`).
@@ -736,7 +722,7 @@ fn f16_kernel_runs_where_declared() {
     assert_eq!(out.read(&rt).unwrap(), vec![1.25, -1.75, 6.25, 0.5, -4.0]);
     let halves: Vec<f32> = bits.read(&rt).unwrap().iter().map(|h| h.to_f32()).collect();
     assert_eq!(halves, vec![1.25, -1.75, 6.25, 0.5, -15.75]);
-    let plain = device_without_optional_features(&rt);
+    let plain = plain_device_runtime(&rt);
     assert!(
         matches!(half::ThroughHalf::new(&plain), Err(Error::MissingFeature { feature, .. }) if feature == "SHADER_F16")
     );
@@ -829,7 +815,7 @@ fn a_kernel_written_once_runs_for_each_element_type_and_constant() {
         assert_eq!(y.read(&rt).unwrap(), halves(&want), "{constants:?}");
     }
     // The f32 instances do not need the feature.
-    let plain = device_without_optional_features(&rt);
+    let plain = plain_device_runtime(&rt);
     let built = Axpy::<f32>::new(&plain);
     assert!(built.is_ok(), "{:?}", built.err());
     assert!(matches!(

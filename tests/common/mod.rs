@@ -16,10 +16,10 @@ pub fn runtime() -> Runtime {
     }
 }
 
-/// A runtime like `runtime()`'s, on the same adapter, over a device made with WebGPU's
-/// default limits (`wgpu::Limits::default()`: 16 KiB of workgroup memory, where lavapipe
-/// offers more). The `nn` ops build their single-buffered instances there.
-pub fn default_limits_runtime(like: &Runtime) -> Runtime {
+/// A runtime like `runtime()`'s, on the same adapter, over a device made with the default
+/// descriptor: no optional features, and WebGPU's default limits (16 KiB of workgroup
+/// memory, where lavapipe offers more; the `nn` ops run their small blocking there).
+pub fn plain_device_runtime(like: &Runtime) -> Runtime {
     let instance = tessera::wgpu::Instance::new(
         tessera::wgpu::InstanceDescriptor::new_without_display_handle_from_env(),
     );
