@@ -153,9 +153,8 @@ fn geometric_mean(values: impl Iterator<Item = f64>) -> Option<f64> {
 /// The section on `Precision::TensorCoreF16`: each figure beside tessera's strict f32 one
 /// and PyTorch TF32's (its tensor-core mode for f32 tensors), with the ratio to the latter.
 fn tensor_core_section(tensor: &Results, strict: &Results, tf32: &Results) -> String {
-    let empty = Results::default();
-    let beside_f32 = compare(tensor, strict, &empty);
-    let beside_tf32 = compare(tensor, &empty, tf32);
+    // Each tensor-core row beside tessera's strict f32 figure (`f32`) and PyTorch's TF32.
+    let compared = compare(tensor, strict, tf32);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -170,7 +169,7 @@ fn tensor_core_section(tensor: &Results, strict: &Results, tf32: &Results) -> St
     }
     let mean = |pass: &str, figure: fn(&Compared<'_>) -> Option<f64>| {
         geometric_mean(
-            beside_tf32
+            compared
                 .iter()
                 .filter(|c| c.ours.pass == pass && RESNET_3X3.contains(&c.ours.work.as_str()))
                 .filter_map(figure),
@@ -192,22 +191,19 @@ fn tensor_core_section(tensor: &Results, strict: &Results, tf32: &Results) -> St
         "\n| work | pass | tensor cores ms | tensor cores | tessera f32 | PyTorch TF32 | over TF32 |"
     );
     let _ = writeln!(out, "| --- | --- | ---: | ---: | ---: | ---: | ---: |");
-    for (f32, tf32) in beside_f32.iter().zip(&beside_tf32) {
-        if f32.ours.tflops.is_none() {
-            continue;
-        }
-        let ratio = tf32.tf32.map_or("-".to_owned(), |theirs| {
-            format!("{:.2}x", theirs.ms / tf32.ours.ms)
+    for row in compared.iter().filter(|c| c.ours.tflops.is_some()) {
+        let ratio = row.tf32.map_or("-".to_owned(), |theirs| {
+            format!("{:.2}x", theirs.ms / row.ours.ms)
         });
         let _ = writeln!(
             out,
             "| {} | {} | {:.3} | {} | {} | {} | {ratio} |",
-            f32.ours.work,
-            f32.ours.pass,
-            f32.ours.ms,
-            figure(Some(f32.ours)),
-            figure(f32.f32),
-            figure(tf32.tf32),
+            row.ours.work,
+            row.ours.pass,
+            row.ours.ms,
+            figure(Some(row.ours)),
+            figure(row.f32),
+            figure(row.tf32),
         );
     }
     out

@@ -93,6 +93,11 @@ pub fn kernel_attr(attr: &syn::Attribute, errors: &mut Errors) -> Option<KernelA
                         "unknown limit; kernels can raise `{LIMIT_INVOCATIONS}` and `{LIMIT_WORKGROUP_MEMORY}`"
                     )));
                 }
+                if out.limits.iter().any(|(earlier, _)| *earlier == name) {
+                    return Err(limit.error(format!(
+                        "`{name}` is declared twice in `limits(...)`; keep one value"
+                    )));
+                }
                 out.limits.push((name, limit.value()?.parse()?));
                 Ok(())
             })?;

@@ -281,17 +281,8 @@ fn requirements(args: &KernelAttr, consts: &Consts, errors: &mut Errors) -> ir::
         features: args.features.clone(),
         ..Default::default()
     };
-    for (index, (name, value)) in args.limits.iter().enumerate() {
-        if args.limits[..index]
-            .iter()
-            .any(|(earlier, _)| earlier == name)
-        {
-            errors.spanned(
-                name,
-                format!("`{name}` is declared twice in `limits(...)`; keep one value"),
-            );
-            continue;
-        }
+    // A limit declared twice was refused when the attribute was parsed.
+    for (name, value) in &args.limits {
         let Some(v) = consts::eval(value, consts).and_then(|v| u32::try_from(v).ok()) else {
             errors.spanned(value, "a limit must be a `u32` known at compile time");
             continue;
