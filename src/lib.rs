@@ -170,7 +170,8 @@
 //!   still sees the logical ids (through one hidden uniform binding after the declared ones).
 //! - **Limits and features.** A kernel whose workgroup exceeds WebGPU's defaults (256
 //!   invocations, 16 KiB of workgroup memory) declares `limits(invocations = 1024,
-//!   workgroup_memory = 49152)`; `features(subgroups)` unlocks `subgroup_add/min/max`,
+//!   workgroup_memory = 49152)`, each instance its own when a limit uses its constants
+//!   (`workgroup_memory = 8 * BLOCK * DEPTH`); `features(subgroups)` unlocks `subgroup_add/min/max`,
 //!   `subgroup_broadcast_first`, `subgroup_shuffle`, `subgroup_size()` and
 //!   `subgroup_invocation_id()` (the operations among a subgroup, like barriers, must be
 //!   reached in uniform control flow: WGSL requires it); `features(f16)` unlocks the `f16` type (annotations, `as f16`,

@@ -539,6 +539,25 @@ pub mod demanding {
         out[i] = subgroup_add(1.0);
         sizes[i] = subgroup_size();
     }
+
+    /// Workgroup memory of `KIB` KiB in two arrays, declared per instance: 4 KiB fits every
+    /// device, 1 MiB none.
+    #[kernel(
+        workgroup = [64],
+        grid = [1],
+        constants(KIB = [4, 1024]),
+        limits(workgroup_memory = KIB * 1024)
+    )]
+    pub fn sized(
+        out: &mut [f32],
+        #[workgroup] half: &mut [Vec4<f32>; KIB * 32],
+        #[workgroup] other: &mut [Vec4<f32>; KIB * 32],
+    ) {
+        half[local_index()] = vec4(2.0, 2.0, 2.0, 2.0);
+        other[local_index()] = half[local_index()];
+        workgroup_barrier();
+        out[local_index()] = other[63 - local_index()].y;
+    }
 }
 
 #[test]
@@ -571,6 +590,29 @@ fn declared_limits_are_checked_against_the_device() {
             );
         }
         other => panic!("expected LimitExceeded, got {other}"),
+    }
+}
+
+#[test]
+fn a_limit_written_with_constants_is_each_instances_own() {
+    let rt = runtime();
+    let small =
+        demanding::Sized::with_constants(&rt, demanding::SizedConstants { kib: 4 }).unwrap();
+    let mut out = rt.zeros::<f32>(64).unwrap();
+    small
+        .launch(&rt, demanding::SizedArgs { out: &mut out })
+        .unwrap();
+    assert_eq!(out.read(&rt).unwrap(), vec![2.0; 64]);
+    let large = demanding::Sized::with_constants(&rt, demanding::SizedConstants { kib: 1024 });
+    match large {
+        Err(Error::LimitExceeded { limit, needed, .. }) => {
+            assert_eq!(
+                (limit, needed),
+                ("max_compute_workgroup_storage_size", 1 << 20)
+            );
+        }
+        Err(other) => panic!("expected LimitExceeded, got {other}"),
+        Ok(_) => panic!("built a kernel needing 1 MiB of workgroup memory"),
     }
 }
 

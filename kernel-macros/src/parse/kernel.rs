@@ -63,7 +63,6 @@ pub fn kernel(
     let launcher = names::launcher(&function.sig.ident, errors);
     let args = attr::kernel_attr(attr, errors)?;
     let launcher = launcher?;
-    let requirements = requirements(&args, consts, errors);
     let family = families
         .iter()
         .find(|f| f.members.contains(&function.sig.ident));
@@ -139,7 +138,8 @@ pub fn kernel(
     for element in &elements {
         for (env, constants) in &instances {
             let mut env = env.clone();
-            let mut requirements = requirements.clone();
+            // Limits may use the instance's constants (`workgroup_memory = 4 * BLOCK * DEPTH`).
+            let mut requirements = requirements(&args, &env, errors);
             if let (Some(param), Some(scalar)) = (&type_param, element) {
                 env = env.with(&param.name.to_string(), consts::Value::Type(*scalar));
                 if *scalar == Scalar::F16 && !requirements.has(ir::Feature::F16) {
