@@ -513,10 +513,17 @@ mod nn {
     /// the columns' `DEPTH` rows of `STRIDE` (8 more than needed: 16 bytes, which keeps every
     /// fragment's rows aligned and spreads them over the memory banks); the same `fetch` as
     /// the f32 kernels reads them (`LOADS` elements per invocation and operand). `BLOCK = 64`
-    /// serves outputs with at most 64 rows or columns.
+    /// serves outputs with at most 64 rows or columns. `MEMORY` is the workgroup memory a
+    /// kernel of the blocking takes (both slices and `spill`).
+    ///
+    /// The GEMMs also have 128 x 128 blocks of 64-deep slices (`Blocked::on_fragments`): half
+    /// the steps, so half the barriers, at 43 KiB a workgroup. On an H100 they ran the large
+    /// forwards 7-13% faster and their operand gradients 3-5%, and some other shapes much
+    /// slower, so the tuner picks. The convolutions do not build them (their gathers' index
+    /// registers double with `LOADS`).
     #[constants(
+        DEPTH = [32, 64],
         BLOCK = [128, 64],
-        DEPTH = 32,
         STRIDE = BLOCK + 8,
         A_STRIDE = DEPTH + 8,
         LOADS = DEPTH * BLOCK / GROUP,
@@ -524,7 +531,8 @@ mod nn {
         WARP_COLS = BLOCK / 4,
         FRAG_ROWS = WARP_ROWS / 16,
         FRAG_COLS = WARP_COLS / 16,
-        FRAGS = FRAG_ROWS * FRAG_COLS
+        FRAGS = FRAG_ROWS * FRAG_COLS,
+        MEMORY = 2 * (BLOCK * A_STRIDE + DEPTH * STRIDE) + 4 * GROUP * 8
     )]
     pub struct TensorBlocking;
 
@@ -695,7 +703,7 @@ mod nn {
         constants = TensorBlocking,
         grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = 27136)
+        limits(workgroup_memory = MEMORY)
     )]
     pub fn gemm_forward_fragments(
         p: &GemmParams,
@@ -946,7 +954,7 @@ mod nn {
         constants = TensorBlocking,
         grid = [ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK)],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = 27136)
+        limits(workgroup_memory = MEMORY)
     )]
     pub fn d_operands_fragments(
         p: &GemmParams,
@@ -1207,7 +1215,7 @@ mod nn {
         constants = TensorBlocking,
         grid = [ceil_div(p.batch * p.out_h * p.out_w, BLOCK), ceil_div(p.out_channels, BLOCK)],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = 27136),
+        limits(workgroup_memory = MEMORY),
         specialize(p.kernel_h == 3 && p.kernel_w == 3)
     )]
     pub fn conv_forward_fragments(
@@ -1545,7 +1553,7 @@ mod nn {
         constants = TensorBlocking,
         grid = [ceil_div(p.batch * p.in_h * p.in_w, BLOCK), ceil_div(p.in_channels, BLOCK)],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = 27136),
+        limits(workgroup_memory = MEMORY),
         specialize(p.stride_h == 1 && p.stride_w == 1 && p.kernel_h == 3 && p.kernel_w == 3),
         specialize(p.stride_h == 1 && p.stride_w == 1)
     )]
@@ -2004,7 +2012,7 @@ mod nn {
             p.splits
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = 27136)
+        limits(workgroup_memory = MEMORY)
     )]
     pub fn conv_grad_weight_fragments(
         p: &ConvParams,
@@ -2568,10 +2576,14 @@ pub(crate) use nn::*;
 #[derive(Clone, Debug)]
 pub(crate) struct Blocked<K> {
     /// The first instance of [`Blocking`]: 128 x 128 output blocks, or where the device lacks
-    /// the workgroup memory they need, the small blocking again.
+    /// the workgroup memory they need, the small blocking again. On the tensor cores, 128 x
+    /// 128 blocks of 32-deep slices.
     pub large: K,
     /// The second: 64 x 64 output blocks.
     pub small: K,
+    /// On the tensor cores, for the GEMMs: 128 x 128 blocks of 64-deep slices, where the
+    /// device has the workgroup memory they take.
+    pub deep: Option<K>,
 }
 
 /// The second instance of [`Blocking`]: 64 x 64 blocks.
@@ -2582,6 +2594,9 @@ const SMALL: Blocking = Blocking::ALL[Blocking::ALL.len() - 1];
 pub(crate) fn fixed_blocking(rows: u32) -> usize {
     usize::from(rows <= SMALL.block())
 }
+
+/// The index of [`Blocked::deep`] for [`Blocked::get`].
+pub(crate) const DEEP: usize = 2;
 
 impl<K> Blocked<K> {
     /// Both blockings of a kernel, built by `build` (e.g. `|b| GemmForward::with_constants(rt, b)`).
@@ -2594,21 +2609,59 @@ impl<K> Blocked<K> {
             Err(crate::Error::LimitExceeded { .. }) => build(SMALL)?,
             built => built?,
         };
-        Ok(Blocked { large, small })
-    }
-
-    /// Both blockings of a tensor-core kernel ([`TensorBlocking`]: 128 x 128, then 64 x 64).
-    pub fn on_fragments(build: impl Fn(TensorBlocking) -> crate::Result<K>) -> crate::Result<Self> {
         Ok(Blocked {
-            large: build(TensorBlocking::ALL[0])?,
-            small: build(TensorBlocking::ALL[TensorBlocking::ALL.len() - 1])?,
+            large,
+            small,
+            deep: None,
         })
     }
 
-    /// The blocking of index `choice` (0 the large, anything else the small).
+    /// The blockings of a tensor-core kernel ([`TensorBlocking`]): 128 x 128 and 64 x 64
+    /// blocks of 32-deep slices, and with `deep`, 128 x 128 blocks of 64-deep slices too
+    /// unless the device lacks the workgroup memory they take.
+    pub fn on_fragments(
+        deep: bool,
+        build: impl Fn(TensorBlocking) -> crate::Result<K>,
+    ) -> crate::Result<Self> {
+        let deep = if deep {
+            match build(TensorBlocking {
+                depth: 64,
+                block: 128,
+            }) {
+                Err(crate::Error::LimitExceeded { .. }) => None,
+                built => Some(built?),
+            }
+        } else {
+            None
+        };
+        Ok(Blocked {
+            large: build(TensorBlocking {
+                depth: 32,
+                block: 128,
+            })?,
+            small: build(TensorBlocking {
+                depth: 32,
+                block: 64,
+            })?,
+            deep,
+        })
+    }
+
+    /// Each blocking's kernel made into another by `f`.
+    pub fn map<L>(self, mut f: impl FnMut(K) -> L) -> Blocked<L> {
+        Blocked {
+            large: f(self.large),
+            small: f(self.small),
+            deep: self.deep.map(f),
+        }
+    }
+
+    /// The blocking of index `choice`: 0 the large, [`DEEP`] the deep one (the large where
+    /// there is none), anything else the small.
     pub fn get(&self, choice: usize) -> &K {
         match choice {
             0 => &self.large,
+            DEEP => self.deep.as_ref().unwrap_or(&self.large),
             _ => &self.small,
         }
     }

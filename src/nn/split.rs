@@ -24,7 +24,7 @@ impl Steps for TensorBlocking {
         self.block
     }
     fn depth(self) -> u32 {
-        TensorBlocking::depth(&self)
+        self.depth
     }
 }
 

@@ -10,7 +10,8 @@ use crate::{size_bucket, source_hash, Batch, GpuBuffer, Result, Runtime, TuneKey
 /// One way to run a GEMM-shaped op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Way {
-    /// The index of the blocking in [`kernels::Blocked`]: 0 the large, 1 the small.
+    /// The index of the blocking in [`kernels::Blocked`]: 0 the large, 1 the small, on the
+    /// tensor cores also [`kernels::DEEP`].
     pub blocking: usize,
     /// Whether the op may cut its sum into slices when its output alone cannot fill the GPU
     /// (`Split::of` decides how many); otherwise it runs whole.
@@ -19,7 +20,8 @@ pub(crate) struct Way {
     /// (only the filter gradient of 3 x 3 convolutions of stride 1 has that way).
     pub winograd: bool,
     /// Whether the op multiplies on the tensor cores ([`super::Precision::TensorCoreF16`]);
-    /// `blocking` then indexes [`kernels::TensorBlocking`], and the sum is never split.
+    /// `blocking` then indexes the op's [`kernels::Blocked`] on fragments (with
+    /// [`kernels::DEEP`]), and the sum is never split.
     pub fragments: bool,
 }
 
@@ -45,11 +47,20 @@ impl Way {
     /// Both blockings on the tensor cores.
     pub const FRAGMENTS: [Way; 2] = [Way::on_fragments(0), Way::on_fragments(1)];
 
-    /// Both blockings on the tensor cores, then [`Way::ALL`] in strict f32: for a GEMM
-    /// forward in tensor-core precision, whose f32 ways split a long sum over a small output.
-    pub const FRAGMENTS_OR_SPLIT: [Way; 6] = [
+    /// Both blockings on the tensor cores and the deep one ([`kernels::DEEP`]: 128 x 128
+    /// blocks of 64-deep slices): for the GEMM backward.
+    pub const DEEP_FRAGMENTS: [Way; 3] = [
         Way::on_fragments(0),
         Way::on_fragments(1),
+        Way::on_fragments(kernels::DEEP),
+    ];
+
+    /// The blockings of [`Way::DEEP_FRAGMENTS`], then [`Way::ALL`] in strict f32: for a GEMM
+    /// forward in tensor-core precision, whose f32 ways split a long sum over a small output.
+    pub const FRAGMENTS_OR_SPLIT: [Way; 7] = [
+        Way::on_fragments(0),
+        Way::on_fragments(1),
+        Way::on_fragments(kernels::DEEP),
         Way::new(0, true),
         Way::new(1, true),
         Way::new(0, false),
