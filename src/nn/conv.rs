@@ -411,13 +411,13 @@ impl Fragments {
     fn new(rt: &Runtime) -> Result<Self> {
         Ok(Fragments {
             // SAFETY (all three): every index is guarded (see "Bounds" in `kernels`).
-            forward: kernels::Blocked::on_fragments(false, |b| unsafe {
+            forward: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvForwardFragments::with_constants_unchecked(rt, b)
             })?,
-            grad_input: kernels::Blocked::on_fragments(false, |b| unsafe {
+            grad_input: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvGradInputFragments::with_constants_unchecked(rt, b)
             })?,
-            grad_weight: kernels::Blocked::on_fragments(false, |b| unsafe {
+            grad_weight: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvGradWeightFragments::with_constants_unchecked(rt, b)
             })?,
             reduce: kernels::ConvGradWeightReduce::new(rt)?,

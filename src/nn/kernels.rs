@@ -516,11 +516,11 @@ mod nn {
     /// serves outputs with at most 64 rows or columns. `MEMORY` is the workgroup memory a
     /// kernel of the blocking takes (both slices and `spill`).
     ///
-    /// The GEMMs also have 128 x 128 blocks of 64-deep slices (`Blocked::on_fragments`): half
+    /// The GEMMs also have 128 x 128 blocks of 64-deep slices (`on_fragments_with_deep`): half
     /// the steps, so half the barriers, at 43 KiB a workgroup. On an H100 they ran the large
-    /// forwards 7-13% faster and their operand gradients 3-5%, and some other shapes much
-    /// slower, so the tuner picks. The convolutions do not build them (their gathers' index
-    /// registers double with `LOADS`).
+    /// forwards 7-13% faster and their operand gradients 3-5%, some other shapes much slower,
+    /// so the tuner picks. The convolutions do not build them (offered, they gained nothing
+    /// measurable on an H100; notes/performance.md).
     #[constants(
         DEPTH = [32, 64],
         BLOCK = [128, 64],
@@ -2616,24 +2616,9 @@ impl<K> Blocked<K> {
         })
     }
 
-    /// The blockings of a tensor-core kernel ([`TensorBlocking`]): 128 x 128 and 64 x 64
-    /// blocks of 32-deep slices, and with `deep`, 128 x 128 blocks of 64-deep slices too
-    /// unless the device lacks the workgroup memory they take.
-    pub fn on_fragments(
-        deep: bool,
-        build: impl Fn(TensorBlocking) -> crate::Result<K>,
-    ) -> crate::Result<Self> {
-        let deep = if deep {
-            match build(TensorBlocking {
-                depth: 64,
-                block: 128,
-            }) {
-                Err(crate::Error::LimitExceeded { .. }) => None,
-                built => Some(built?),
-            }
-        } else {
-            None
-        };
+    /// Both blockings of a tensor-core kernel ([`TensorBlocking`]): 128 x 128 and 64 x 64
+    /// blocks of 32-deep slices.
+    pub fn on_fragments(build: impl Fn(TensorBlocking) -> crate::Result<K>) -> crate::Result<Self> {
         Ok(Blocked {
             large: build(TensorBlocking {
                 depth: 32,
@@ -2643,7 +2628,25 @@ impl<K> Blocked<K> {
                 depth: 32,
                 block: 64,
             })?,
+            deep: None,
+        })
+    }
+
+    /// [`Blocked::on_fragments`] and the deep blocking, 128 x 128 blocks of 64-deep slices,
+    /// unless the device lacks the workgroup memory they take.
+    pub fn on_fragments_with_deep(
+        build: impl Fn(TensorBlocking) -> crate::Result<K>,
+    ) -> crate::Result<Self> {
+        let deep = match build(TensorBlocking {
+            depth: 64,
+            block: 128,
+        }) {
+            Err(crate::Error::LimitExceeded { .. }) => None,
+            built => Some(built?),
+        };
+        Ok(Blocked {
             deep,
+            ..Blocked::on_fragments(build)?
         })
     }
 
