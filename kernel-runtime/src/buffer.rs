@@ -7,6 +7,7 @@ use std::ops::{Bound, Range, RangeBounds};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use bytemuck::Pod;
 use wgpu::util::DeviceExt;
@@ -341,15 +342,25 @@ impl<T: Pod> GpuBuffer<T> {
         let slot = MapSlot::default();
         staging.map_async(wgpu::MapMode::Read, .., slot.callback());
         rt.wait_for(submission)?;
-        match slot.take() {
-            Some(result) => result?,
-            None => {
+        // wgpu runs a mapping's callback on a thread that polls the device: another thread's
+        // poll may have taken this one's and not yet run it when this thread's wait returns.
+        let deadline = Instant::now() + CALLBACK_WAIT;
+        let result = loop {
+            if let Some(result) = slot.take() {
+                break result;
+            }
+            if Instant::now() > deadline {
                 return Err(Error::Internal {
                     operation: format!("reading the buffer `{}` back", self.label),
                     message: "the buffer was not mapped after the GPU finished".into(),
-                })
+                });
             }
-        }
+            // Runs the callbacks nobody else has taken (and fails only on a lost device,
+            // which the mapping's result then reports).
+            let _ = rt.device().poll(wgpu::PollType::Poll);
+            std::thread::yield_now();
+        };
+        result?;
         mapped(&staging)
     }
 
@@ -457,6 +468,10 @@ impl<T: Pod> std::fmt::Debug for GpuBuffer<T> {
 /// Where a `map_async` callback leaves its result and finds the task to wake.
 #[derive(Clone, Default)]
 struct MapSlot(Arc<Mutex<MapState>>);
+
+/// How long a read waits, after the GPU finished its copy, for another thread's poll of the
+/// device to run the mapping's callback.
+const CALLBACK_WAIT: Duration = Duration::from_secs(10);
 
 /// The mapping's outcome once known, and the task waiting for it.
 type MapState = (Option<Result<(), wgpu::BufferAsyncError>>, Option<Waker>);
