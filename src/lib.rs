@@ -275,9 +275,12 @@
 //!   argument).
 //! - `coop_store_row_major(c, &mut m[i], stride)` and `coop_store_column_major(..)` write a
 //!   fragment's elements to a buffer or workgroup array of its element type.
+//! - Fragments of one type add and subtract (`x + y`, `x - y`), and a scalar of the element
+//!   type scales one (`acc * alpha`, `0.5 * acc`), element by element; no other operator
+//!   applies (store a fragment to compute on its elements), nor compound assignment.
 //! - Every invocation of the subgroup takes part in each operation, so, like barriers, they
-//!   run only in uniform control flow; fragments have no operators (store one to compute on
-//!   its elements). WGSL has no other fill than zero, and no element access.
+//!   run only in uniform control flow. WGSL has no other fill than zero, and no element
+//!   access.
 //! - A device runs some multiply-adds only: the launcher's `new` returns
 //!   [`Error::MissingFeature`] unless the device has the feature and lists each multiply-add
 //!   the kernel computes (size and element types; an NVIDIA H100: 16 x 16 x 16 of `f16` into

@@ -90,6 +90,28 @@ pub mod tensor_cores {
         }
     }
 
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct Scale {
+        pub s: f32,
+    }
+
+    /// Fragment arithmetic on one 16 x 16 tile: `c = s * p + p - 0.5 * p` for the product
+    /// `p = (a + a) · b` (`a`, `b` and `c` row-major).
+    #[kernel(workgroup = [32], grid = [1], features(f16, cooperative_matrix))]
+    pub fn blend(
+        q: &Scale,
+        #[len(256)] a: &[f16],
+        #[len(256)] b: &[f16],
+        #[len(256)] c: &mut [f32],
+    ) {
+        let fa: FragA16<f16> = coop_load_row_major(&a[0], 16);
+        let fb: FragB16<f16> = coop_load_row_major(&b[0], 16);
+        let zero: FragC16<f32> = coop_zero();
+        let p = coop_multiply_add(fa + fa, fb, zero);
+        coop_store_row_major(q.s * p + p - 0.5 * p, &mut c[0], 16);
+    }
+
     /// 8 x 8 fragments of `f32` (Apple GPUs run them; NVIDIA's tensor cores do not).
     #[kernel(workgroup = [32], grid = [1], features(cooperative_matrix))]
     pub fn small_f32(#[len(64)] a: &[f32], #[len(64)] b: &[f32], #[len(64)] c: &mut [f32]) {
@@ -227,6 +249,40 @@ fn f16_products_on_the_tensor_cores_are_exact_or_the_device_says_it_has_none() {
         let got = transposed(&ct.read(&rt).unwrap(), n, m);
         assert_eq!(got, want, "column-major {m}x{n}x{k}");
     }
+}
+
+#[test]
+fn fragments_add_subtract_and_scale_on_the_tensor_cores() {
+    let rt = runtime();
+    if !tensor_cores(&rt) {
+        let feature = missing(&rt, "cooperative matrices of 16x16x16 f16 -> f32");
+        assert_missing(tensor_cores::Blend::new(&rt), feature);
+        return;
+    }
+    let (a, b) = (integers(256, 3), integers(256, 4));
+    // (2 + 0.5) * 2 * (a · b): small integers times 5, exact in f32.
+    let want: Vec<f32> = reference(&a, &b, 16, 16, 16)
+        .into_iter()
+        .map(|x| x * 5.0)
+        .collect();
+    let (ga, gb) = (
+        rt.upload(&halves(&a)).unwrap(),
+        rt.upload(&halves(&b)).unwrap(),
+    );
+    let mut c = rt.zeros::<f32>(256).unwrap();
+    tensor_cores::Blend::new(&rt)
+        .unwrap()
+        .launch(
+            &rt,
+            tensor_cores::BlendArgs {
+                q: &tensor_cores::Scale { s: 2.0 },
+                a: &ga,
+                b: &gb,
+                c: &mut c,
+            },
+        )
+        .unwrap();
+    assert_eq!(c.read(&rt).unwrap(), want);
 }
 
 #[test]

@@ -38,9 +38,24 @@ mod k {
     }
 
     #[kernel(workgroup = [32], grid = [1], features(cooperative_matrix))]
-    pub fn operator_on_a_fragment(x: &[f32], c: &mut [f32]) {
+    pub fn fragments_multiplied(x: &[f32], c: &mut [f32]) {
         let acc: FragC16<f32> = coop_load_row_major(&x[0], 16);
-        coop_store_row_major(acc + acc, &mut c[0], 16);
+        coop_store_row_major(acc * acc, &mut c[0], 16);
+    }
+
+    #[kernel(workgroup = [32], grid = [1], features(cooperative_matrix))]
+    pub fn scaled_by_an_integer(x: &[f32], c: &mut [f32]) {
+        let acc: FragC16<f32> = coop_load_row_major(&x[0], 16);
+        coop_store_row_major(acc * 2u32, &mut c[0], 16);
+    }
+
+    #[kernel(workgroup = [32], grid = [1], features(cooperative_matrix))]
+    pub fn scaled_in_a_branch(c: &mut [f32]) {
+        let mut acc: FragC16<f32> = coop_zero();
+        if local_index() < 16 {
+            acc = acc * 2.0;
+        }
+        coop_store_row_major(acc, &mut c[0], 16);
     }
 
     #[kernel(workgroup = [32], grid = [1], features(cooperative_matrix))]

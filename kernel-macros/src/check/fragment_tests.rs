@@ -274,20 +274,87 @@ fn arrays_of_fragments_are_locals() {
 }
 
 #[test]
-fn fragments_have_no_operators() {
-    let errors = errors_of(
-        "let z: FragC16<f32> = coop_zero(); let y = z + z; let w = z * 2.0; let q = z == z; \
-         let s = -z;",
+fn fragments_add_subtract_and_scale() {
+    assert_eq!(
+        errors_of(
+            "let z: FragC16<f32> = coop_zero(); let y = z + z * 2.0 - 0.5 * z; \
+             let fh: FragA16<f16> = coop_load_row_major(&a[0], 16); let g = fh * 3.0 + fh; \
+             let s = x[0]; let w = y * s; coop_store_row_major(w - z, &mut c[0], 16); \
+             coop_store_row_major(g, &mut h[0], 16);"
+        ),
+        Vec::<String>::new()
     );
-    assert_eq!(errors.len(), 4, "{errors:#?}");
-    for error in errors {
-        assert!(
-            error.starts_with(
-                "a `FragC16<f32>` has no operators: its elements are spread over a subgroup"
-            ),
-            "{error}"
-        );
+}
+
+#[test]
+fn fragment_arithmetic_takes_one_type() {
+    for (body, error) in [
+        (
+            "let z: FragC16<f32> = coop_zero(); let f: FragA16<f16> = coop_zero(); let y = z + f;",
+            "`+` takes two fragments of one type, not `FragC16<f32>` and `FragA16<f16>`",
+        ),
+        (
+            "let z: FragC16<f32> = coop_zero(); let y = z * z;",
+            "fragments are not multiplied with `*`: `coop_multiply_add(a, b, acc)` adds the \
+             product of an A and a B fragment to an accumulator",
+        ),
+        (
+            "let z: FragC16<f32> = coop_zero(); let y = z * 2u32;",
+            "a `FragC16<f32>` is scaled by a `f32`, not a `u32`",
+        ),
+        (
+            "let z: FragC16<f32> = coop_zero(); let y = z / 2.0;",
+            "a `FragC16<f32>` has no `/`: its elements are spread over a subgroup, so fragments \
+             only add and subtract fragments of their type and multiply by a scalar of their \
+             element type",
+        ),
+        (
+            "let z: FragC16<f32> = coop_zero(); let q = z == z;",
+            "a `FragC16<f32>` has no `==`",
+        ),
+        (
+            "let z: FragC16<f32> = coop_zero(); let s = -z;",
+            "a `FragC16<f32>` has no `-`",
+        ),
+        (
+            "let z: FragC16<f32> = coop_zero(); let y = z + 1.0;",
+            "a `FragC16<f32>` has no `+`",
+        ),
+        (
+            "let mut z: FragC16<f32> = coop_zero(); z += z;",
+            "a fragment takes no compound assignment; write `z = z + z`",
+        ),
+    ] {
+        assert_one_error(errors_of(body), error);
     }
+}
+
+#[test]
+fn fragment_arithmetic_runs_in_uniform_control_flow() {
+    let errors = errors_of(
+        "let mut f: FragC16<f32> = coop_zero(); \
+         if local_index() < 16 { f = f * 2.0; } \
+         coop_store_row_major(f, &mut c[0], 16);",
+    );
+    assert_one_error(
+        errors,
+        "`*` of fragments must be reached by every invocation of the workgroup together (a \
+         fragment belongs to a whole subgroup, and WGSL requires its operations in uniform \
+         control flow)",
+    );
+    // In a helper, the call is what must be uniform.
+    let errors = errors_with(
+        "f16, cooperative_matrix",
+        "fn twice(f: FragC16<f32>) -> FragC16<f32> { f + f }",
+        "let f: FragC16<f32> = coop_zero(); \
+         if local_index() < 16 { coop_store_row_major(twice(f), &mut c[0], 16); }",
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("`twice()` must be reached by every invocation")),
+        "{errors:#?}"
+    );
 }
 
 #[test]

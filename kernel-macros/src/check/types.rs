@@ -447,6 +447,16 @@ impl<'m, 'e> Checker<'m, 'e> {
         }
         let value_ty = self.expr(value);
         match op {
+            Some(op) if self.shallow(&target_ty).holds_fragment() => {
+                let (target, value) = (target.rust_text(), value.rust_text());
+                self.errors.at(
+                    span,
+                    format!(
+                        "a fragment takes no compound assignment; write `{target} = {target} {} {value}`",
+                        op.symbol()
+                    ),
+                );
+            }
             Some(op) => {
                 let result = self.binary_ty(op, &target_ty, &value_ty, span, target, value);
                 self.expect(
@@ -780,7 +790,12 @@ impl<'m, 'e> Checker<'m, 'e> {
             UnOp::Not => self.is_integer(&shallow) || shallow.scalar() == Some(Scalar::Bool),
         };
         if shallow.holds_fragment() {
-            self.errors.at(span, fragments::no_operators(&shallow));
+            let symbol = match op {
+                UnOp::Neg => "-",
+                UnOp::Not => "!",
+            };
+            self.errors
+                .at(span, fragments::no_operator(&shallow, symbol));
             return Ty::Unknown;
         }
         if !ok {
@@ -811,9 +826,8 @@ impl<'m, 'e> Checker<'m, 'e> {
         right: &Expr,
     ) -> Ty {
         let (ls, rs) = (self.shallow(l), self.shallow(r));
-        if let Some(fragment) = [&ls, &rs].into_iter().find(|t| t.holds_fragment()) {
-            self.errors.at(span, fragments::no_operators(fragment));
-            return Ty::Unknown;
+        if ls.holds_fragment() || rs.holds_fragment() {
+            return self.fragment_arithmetic(op, &ls, &rs, span);
         }
         match op {
             BinOp::And | BinOp::Or => {

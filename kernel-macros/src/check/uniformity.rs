@@ -115,6 +115,7 @@ impl<'k> CallGraph<'k> {
                     }
                 }
                 ExprKind::Builtin(builtin, _) => barrier |= needs_uniform_flow(builtin),
+                ExprKind::Binary(..) => barrier |= e.ty.holds_fragment(),
                 _ => {}
             });
             if barrier {
@@ -264,6 +265,8 @@ enum SiteKind {
     Subgroup,
     /// A load, store or multiply-add of matrix fragments.
     Fragment,
+    /// Arithmetic on matrix fragments (`name` is the operator).
+    FragmentArithmetic,
     Helper,
 }
 
@@ -511,9 +514,18 @@ impl<'c, 'k> Builder<'c, 'k> {
                     _ => self.value_into(base, flow, out),
                 }
             }
-            ExprKind::Binary(_, a, b) => {
+            ExprKind::Binary(op, a, b) => {
                 self.value_into(a, flow, out);
                 self.value_into(b, flow, out);
+                if e.ty.holds_fragment() {
+                    self.sites.push(BarrierSite {
+                        flow,
+                        span: e.span,
+                        name: op.symbol().to_owned(),
+                        args: Vec::new(),
+                        kind: SiteKind::FragmentArithmetic,
+                    });
+                }
             }
             ExprKind::Array(items) => {
                 for item in items {
@@ -631,6 +643,10 @@ impl<'c, 'k> Builder<'c, 'k> {
 
 fn barrier_message(site: &BarrierSite, cause: Span) -> String {
     let name = &site.name;
+    let subject = match site.kind {
+        SiteKind::FragmentArithmetic => format!("`{name}` of fragments"),
+        _ => format!("`{name}()`"),
+    };
     let (what, rule) = match site.kind {
         SiteKind::Barrier => ("the barrier", ""),
         SiteKind::Subgroup => (
@@ -642,10 +658,15 @@ fn barrier_message(site: &BarrierSite, cause: Span) -> String {
             " (a fragment belongs to a whole subgroup, and WGSL requires its operations in \
              uniform control flow)",
         ),
+        SiteKind::FragmentArithmetic => (
+            "the arithmetic",
+            " (a fragment belongs to a whole subgroup, and WGSL requires its operations in \
+             uniform control flow)",
+        ),
         SiteKind::Helper => ("the call", ""),
     };
     format!(
-        "`{name}()` must be reached by every invocation of the workgroup together{rule}, but here it \
+        "{subject} must be reached by every invocation of the workgroup together{rule}, but here it \
          depends on a value that differs between invocations (line {}); move {what} out of that \
          `if`, loop or early `return`, or make the condition depend only on parameters and workgroup ids",
         cause.line()

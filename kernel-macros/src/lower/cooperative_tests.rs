@@ -83,6 +83,34 @@ fn fragments_lower_to_wgpus_cooperative_matrices() {
 }
 
 #[test]
+fn fragment_arithmetic_lowers_to_operators_naga_writes_to_spirv() {
+    let text = wgsl(quote! {
+        mod m {
+            #[repr(C)]
+            #[derive(Params)]
+            struct P { scale: f32 }
+
+            fn blend(x: FragC16<f32>, y: FragC16<f32>, s: f32) -> FragC16<f32> {
+                x * s + 0.5 * y
+            }
+
+            #[kernel(workgroup = [32], grid = [1], features(f16, cooperative_matrix))]
+            fn k(p: &P, a: &[f16], c: &mut [f32]) {
+                let fa: FragA16<f16> = coop_load_row_major(&a[0], 16);
+                let fb: FragB16<f16> = coop_load_row_major(&a[256], 16);
+                let zero: FragC16<f32> = coop_zero();
+                let acc = coop_multiply_add(fa, fb, zero);
+                let twice = acc + acc;
+                coop_store_row_major(blend(twice, acc - twice, p.scale), &mut c[0], 16);
+            }
+        }
+    })
+    .unwrap();
+    assert!(text.contains("* s) + (0.5f * y)"), "{text}");
+    spirv(&text);
+}
+
+#[test]
 fn stores_bind_their_operands_so_the_spirv_writer_does_not_crash() {
     let text = wgsl(matmul()).unwrap();
     let stores: Vec<&str> = text

@@ -13,16 +13,66 @@ use super::{place_root, Checker, Resolved};
 use crate::ir::builtins::{self, Builtin, Form, Signature};
 use crate::ir::*;
 
-/// The message for an operator applied to a fragment.
-pub(super) fn no_operators(ty: &Ty) -> String {
+/// The message for operator `symbol` applied to a fragment (or an array of them), which has
+/// only the arithmetic of [`Checker::fragment_arithmetic`].
+pub(super) fn no_operator(ty: &Ty, symbol: &str) -> String {
     format!(
-        "a `{}` has no operators: its elements are spread over a subgroup; combine fragments \
-         with `coop_multiply_add`, or store them and compute on the elements",
+        "a `{}` has no `{symbol}`: its elements are spread over a subgroup, so fragments only add \
+         and subtract fragments of their type and multiply by a scalar of their element type; \
+         multiply fragments with `coop_multiply_add`, or store them and compute on the elements",
         ty.rust_name()
     )
 }
 
 impl Checker<'_, '_> {
+    /// The type of `l op r` where one side holds a fragment: `a + b` and `a - b` of two
+    /// fragments of one type, `a * s` and `s * a` of a fragment and a scalar of its element
+    /// type, element by element; anything else is an error at `span`.
+    pub(super) fn fragment_arithmetic(&mut self, op: BinOp, l: &Ty, r: &Ty, span: Span) -> Ty {
+        match (op, l, r) {
+            (BinOp::Add | BinOp::Sub, Ty::Fragment(a), Ty::Fragment(b)) => {
+                if a == b {
+                    return l.clone();
+                }
+                self.errors.at(
+                    span,
+                    format!(
+                        "`{}` takes two fragments of one type, not `{}` and `{}`",
+                        op.symbol(),
+                        a.rust_name(),
+                        b.rust_name()
+                    ),
+                );
+            }
+            (BinOp::Mul, Ty::Fragment(_), Ty::Fragment(_)) => self.errors.at(
+                span,
+                "fragments are not multiplied with `*`: `coop_multiply_add(a, b, acc)` adds the \
+                 product of an A and a B fragment to an accumulator",
+            ),
+            (BinOp::Mul, Ty::Fragment(f), other) | (BinOp::Mul, other, Ty::Fragment(f))
+                if !other.holds_fragment() =>
+            {
+                if self.unify(&Ty::Scalar(f.scalar), other).is_some() {
+                    return Ty::Fragment(*f);
+                }
+                self.errors.at(
+                    span,
+                    format!(
+                        "a `{}` is scaled by a `{}`, not a `{}`",
+                        f.rust_name(),
+                        f.scalar.rust_name(),
+                        other.rust_name()
+                    ),
+                );
+            }
+            _ => {
+                let fragment = if l.holds_fragment() { l } else { r };
+                self.errors.at(span, no_operator(fragment, op.symbol()));
+            }
+        }
+        Ty::Unknown
+    }
+
     /// Records `ty` as the type `e` must have when `e` is a fragment-making call (or an array
     /// of them), so the call knows what to make.
     pub(super) fn expected(&self, e: &mut Expr, ty: &Ty) {
