@@ -122,6 +122,64 @@ fn figure(row: Option<&Row>) -> String {
 /// The folder of a run's tensor-core results, inside the run's folder.
 const TENSOR_CORES: &str = "tensor-cores";
 
+/// The folder of `DIR` with a second tessera process of the same device command, if any.
+const SECOND: &str = "second";
+
+/// How far a row may stray between two processes before the note names it.
+const STRAY: f64 = 0.02;
+
+/// The note on a second tessera process of the run: the largest difference from the table's
+/// figures, and each row that differs by more than [`STRAY`]. `None` when no row is in both.
+fn second_process_note(first: &Results, second: &Results) -> Option<String> {
+    let speeds = |results: &Results| -> HashMap<(String, String), f64> {
+        results
+            .rows
+            .iter()
+            .filter_map(|r| Some(((r.work.clone(), r.pass.clone()), r.tflops?)))
+            .collect()
+    };
+    let theirs = speeds(second);
+    let mut largest = 0.0f64;
+    let mut strays = Vec::new();
+    let mut compared = 0;
+    for row in &first.rows {
+        let (Some(ours), Some(&again)) = (
+            row.tflops,
+            theirs.get(&(row.work.clone(), row.pass.clone())),
+        ) else {
+            continue;
+        };
+        compared += 1;
+        let change = again / ours - 1.0;
+        largest = largest.max(change.abs());
+        if change.abs() > STRAY {
+            strays.push(format!(
+                "{} {} {again:.2} TFLOP/s ({:+.1}%)",
+                row.work,
+                row.pass,
+                100.0 * change
+            ));
+        }
+    }
+    if compared == 0 {
+        return None;
+    }
+    let spread = if strays.is_empty() {
+        format!("each within {:.1}% of this table's", 100.0 * largest)
+    } else {
+        format!(
+            "up to {:.1}% from this table's; beyond {:.0}%: {}",
+            100.0 * largest,
+            100.0 * STRAY,
+            strays.join(", ")
+        )
+    };
+    Some(format!(
+        "A second tessera process in the same device command (`{SECOND}/`), {compared} rows: \
+         {spread}"
+    ))
+}
+
 /// What `examples/bench.rs --tensor-cores` appends to each work's label.
 const TENSOR_CORE_LABEL: &str = " tensor-core-f16";
 
@@ -398,6 +456,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let launch: Vec<&Row> = ours.rows.iter().filter(|r| r.tflops.is_none()).collect();
     let mut notes = ours.notes.clone();
     notes.extend(f32.notes.iter().cloned());
+    let second = dir.join(SECOND);
+    if second.join("tessera.csv").exists() {
+        notes.extend(second_process_note(&ours, &read(&second, "tessera.csv")?));
+    }
     let run = Run {
         commit: &commit,
         date: &date,
@@ -469,6 +531,37 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("- adapter: Some GPU"), "{text}");
+    }
+
+    #[test]
+    fn a_second_process_is_summed_up_naming_the_rows_that_strayed() {
+        let first = parse(
+            "work,pass,ms,tflops\ngemm,forward,1.0,10.0\nconv,dgrad,1.0,20.0\nlaunch,x,0.1,\n",
+            "first",
+        )
+        .unwrap();
+        let close = parse(
+            "work,pass,ms,tflops\ngemm,forward,1.0,10.1\nconv,dgrad,1.0,19.9\n",
+            "second",
+        )
+        .unwrap();
+        assert_eq!(
+            second_process_note(&first, &close).unwrap(),
+            "A second tessera process in the same device command (`second/`), 2 rows: each \
+             within 1.0% of this table's"
+        );
+        let far = parse(
+            "work,pass,ms,tflops\ngemm,forward,1.0,10.1\nconv,dgrad,1.0,15.0\n",
+            "second",
+        )
+        .unwrap();
+        assert_eq!(
+            second_process_note(&first, &far).unwrap(),
+            "A second tessera process in the same device command (`second/`), 2 rows: up to \
+             25.0% from this table's; beyond 2%: conv dgrad 15.00 TFLOP/s (-25.0%)"
+        );
+        let none = parse("work,pass,ms,tflops\nother,forward,1.0,1.0\n", "second").unwrap();
+        assert_eq!(second_process_note(&first, &none), None);
     }
 
     #[test]
