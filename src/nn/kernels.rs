@@ -4,21 +4,21 @@
 //! The GEMM-shaped kernels (GEMM forward and its two operand gradients, convolution forward and
 //! its input and filter gradients) share one blocking: a workgroup of 16 x 16 invocations owns
 //! a 128 x 128 block of the output, stages 8-deep slices of both operands in workgroup memory
-//! (two of each, taken in turn: see `Blocking`), and each invocation accumulates an 8 x 8 register tile: two runs of 4 adjacent rows, 64
-//! apart, by two runs of 4 adjacent columns, so that each step reads its operands from
-//! workgroup memory as 4-wide vectors. Only what each kernel stages, and where it stores,
-//! differs.
+//! (two of each, taken in turn: see `Blocking`), and each invocation accumulates an 8 x 8
+//! register tile: two runs of 4 adjacent rows, 64 apart, by two runs of 4 adjacent columns, so
+//! that each step reads its operands from workgroup memory as 4-wide vectors. Only what each
+//! kernel stages, and where it stores, differs.
 //!
 //! # Bounds
 //!
-//! The GEMM-shaped kernels are built without naga's bounds checks (`with_constants_unchecked`),
-//! which cost them about a seventh of their time. That is sound because every index they make
-//! is guarded: each read or write of a buffer sits behind a comparison of its coordinates with
-//! the shape in the kernel's parameters, and the launchers check every buffer's length against
-//! that shape (`#[len]`, on the kernel or its family); workgroup slices and register tiles are
-//! indexed by constants, local invocation ids and the step's buffer (`buffer`) within their
-//! sizes. A new kernel built that
-//! way must keep to the same rule.
+//! The GEMM-shaped kernels are built without naga's bounds checks
+//! (`with_constants_unchecked`), which cost them about a seventh of their time. That is sound
+//! because every index they make is guarded: each read or write of a buffer sits behind a
+//! comparison of its coordinates with the shape in the kernel's parameters, and the launchers
+//! check every buffer's length against that shape (`#[len]`, on the kernel or its family);
+//! workgroup slices and register tiles are indexed by constants, local invocation ids and the
+//! step's buffer (`buffer`) within their sizes. A new kernel built that way must keep to the
+//! same rule.
 
 #[crate::kernels]
 mod nn {

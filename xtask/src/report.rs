@@ -131,22 +131,14 @@ const STRAY: f64 = 0.02;
 /// The note on a second tessera process of the run: the largest difference from the table's
 /// figures, and each row that differs by more than [`STRAY`]. `None` when no row is in both.
 fn second_process_note(first: &Results, second: &Results) -> Option<String> {
-    let speeds = |results: &Results| -> HashMap<(String, String), f64> {
-        results
-            .rows
-            .iter()
-            .filter_map(|r| Some(((r.work.clone(), r.pass.clone()), r.tflops?)))
-            .collect()
-    };
-    let theirs = speeds(second);
+    // Joined as `compare` joins PyTorch's figures: the second process's row in `f32`.
+    let none = Results::default();
+    let joined = compare(first, second, &none);
     let mut largest = 0.0f64;
     let mut strays = Vec::new();
     let mut compared = 0;
-    for row in &first.rows {
-        let (Some(ours), Some(&again)) = (
-            row.tflops,
-            theirs.get(&(row.work.clone(), row.pass.clone())),
-        ) else {
+    for row in &joined {
+        let (Some(ours), Some(again)) = (row.ours.tflops, row.f32.and_then(|r| r.tflops)) else {
             continue;
         };
         compared += 1;
@@ -155,8 +147,8 @@ fn second_process_note(first: &Results, second: &Results) -> Option<String> {
         if change.abs() > STRAY {
             strays.push(format!(
                 "{} {} {again:.2} TFLOP/s ({:+.1}%)",
-                row.work,
-                row.pass,
+                row.ours.work,
+                row.ours.pass,
                 100.0 * change
             ));
         }
