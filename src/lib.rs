@@ -60,11 +60,11 @@
 //! `T` is `f32`, `u32`, `i32`, `f16` (with `features(f16)`; `GpuBuffer<half::f16>` on the host,
 //! `tessera::half` re-exports the crate), `Vec2<S>` or `Vec4<S>` of those scalars (read and
 //! written a whole vector at a time; `GpuBuffer<[S; 2]>` / `GpuBuffer<[S; 4]>` on the host, and
-//! `len()` counts vectors), or `AtomicU32`/`AtomicI32` (a `GpuBuffer<u32>`/`<i32>` on the
-//! host). `Vec3` buffers are rejected: WGSL pads each to 16 bytes. Binding numbers follow the
-//! parameter order. Because read-only bindings take `&` and
-//! read-write ones `&mut`, passing one buffer as both does not compile, and a buffer of the
-//! wrong element type is a type error.
+//! `len()` counts vectors; [`GpuBuffer::view_as`] binds a buffer of scalars there), or
+//! `AtomicU32`/`AtomicI32` (a `GpuBuffer<u32>`/`<i32>` on the host). `Vec3` buffers are
+//! rejected: WGSL pads each to 16 bytes. Binding numbers follow the parameter order. Because
+//! read-only bindings take `&` and read-write ones `&mut`, passing one buffer as both does not
+//! compile, and a buffer of the wrong element type is a type error.
 //!
 //! `#[len(expr)]` on a storage parameter states how many elements it must hold; the launcher
 //! checks every such buffer before dispatching and returns [`Error::BufferTooShort`] naming
@@ -569,10 +569,10 @@ pub use half;
 #[doc(no_inline)]
 pub use kernel_runtime::wgpu;
 pub use kernel_runtime::{
-    fold_grid, size_bucket, source_hash, Arg, Autotune, Batch, BindingKind, Error, FoldedGrid,
-    GpuBuffer, Pipeline, PipelineDesc, Result, Runtime, RuntimeInfo, Timing, TimingSource,
-    TuneChoice, TuneKey, Tuned, VariantInfo, ADAPTER_ENV, AUTOTUNE_CACHE_ENV, AUTOTUNE_ENV,
-    COOPERATIVE_MATRIX_ENV,
+    fold_grid, size_bucket, source_hash, Arg, Autotune, Batch, BindingKind, BufferView,
+    BufferViewMut, Error, FoldedGrid, GpuBuffer, Pipeline, PipelineDesc, Result, Runtime,
+    RuntimeInfo, Timing, TimingSource, TuneChoice, TuneKey, Tuned, VariantInfo, ADAPTER_ENV,
+    AUTOTUNE_CACHE_ENV, AUTOTUNE_ENV, COOPERATIVE_MATRIX_ENV,
 };
 
 /// What generated code refers to; not part of the public API.

@@ -164,13 +164,16 @@ fn gemm_on_tensor_cores_is_within_f16_rounding_or_refused_without_them() {
     let gemm = Gemm::with_precision(&rt, Precision::TensorCoreF16).unwrap();
     assert_eq!(gemm.precision(), Precision::TensorCoreF16);
     // With autotuning off, outputs with at most 64 rows or columns take the 64 x 64 blocks,
-    // the others 128 x 128; every dimension ragged somewhere, and one longer sum. The first
-    // and last forwards are narrower than a fragment: they run in f32, the last split (their
-    // backwards on the tensor cores).
+    // the others 128 x 128; every dimension ragged somewhere, and one longer sum. Where `k`
+    // and `n` are multiples of 4 (48 x 100 x 60 in small blocks, 200 x 72 x 1000 in large
+    // ones) the forward binds its operands as vectors. The first and last forwards are
+    // narrower than a fragment: they run in f32, the last split (their backwards on the
+    // tensor cores).
     let shapes = [
         (1, 1, 1),
         (37, 50, 70),
         (64, 200, 33),
+        (48, 100, 60),
         (130, 129, 131),
         (200, 72, 1000),
         (5, 3, 1500),

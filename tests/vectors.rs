@@ -1,6 +1,6 @@
 //! Vector storage and bit-level data, run on a real adapter (lavapipe in CI) against CPU
-//! references: `Vec4` and `Vec2` buffers (host `[T; 4]`, `[T; 2]`) with a ragged tail, an
-//! element-type-generic vector kernel, 8-bit pixels packed in `u32`, and bit casts.
+//! references: `Vec4` and `Vec2` buffers (host `[T; 4]`, `[T; 2]`) with a ragged tail, buffers
+//! of scalars viewed as vectors, an element-type-generic vector kernel, 8-bit pixels packed in `u32`, and bit casts.
 
 mod common;
 
@@ -138,6 +138,41 @@ fn vec4_kernel_matches_reference_and_leaves_the_tail_alone() {
             .collect();
         assert_eq!(y.read(&rt).unwrap(), want, "n = {n}");
     }
+}
+
+/// A buffer of scalars bound where a kernel takes vectors, through views: `x` read as vectors,
+/// `y` written as vectors; the scalars the host sees afterwards are the kernel's results. A
+/// buffer whose bytes are not whole vectors is refused with an error naming it.
+#[test]
+fn scalar_buffers_viewed_as_vectors() {
+    let rt = runtime();
+    let axpy = vectors::Axpy4::new(&rt).unwrap();
+    let xs: Vec<f32> = (0..12).map(|i| i as f32 - 5.0).collect();
+    let ys: Vec<f32> = (0..12).map(|i| 0.25 * i as f32).collect();
+    let x = rt.upload(&xs).unwrap();
+    let mut y = rt.upload_labeled("y", &ys).unwrap();
+    {
+        let x4 = x.view_as::<[f32; 4]>().unwrap();
+        let mut y4 = y.view_as_mut::<[f32; 4]>().unwrap();
+        assert_eq!((x4.len(), y4.len(), y4.label()), (3, 3, "y"));
+        let p = vectors::Axpy { n: 12, a: 3.0 };
+        let args = vectors::Axpy4Args {
+            p: &p,
+            x: &x4,
+            y: &mut y4,
+        };
+        axpy.launch(&rt, args).unwrap();
+        assert_eq!(y4.read(&rt).unwrap()[2], [11.0, 14.25, 17.5, 20.75]);
+    }
+    let want: Vec<f32> = xs.iter().zip(&ys).map(|(x, y)| 3.0 * x + y).collect();
+    assert_eq!(y.read(&rt).unwrap(), want);
+
+    let odd = rt.upload_labeled("odd", &[1.0f32; 6]).unwrap();
+    let err = odd.view_as::<[f32; 4]>().unwrap_err().to_string();
+    assert!(
+        err.contains("`odd`") && err.contains("24 bytes") && err.contains("16-byte"),
+        "{err}"
+    );
 }
 
 #[test]

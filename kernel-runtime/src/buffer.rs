@@ -157,6 +157,69 @@ impl<T: Pod> GpuBuffer<T> {
         (self.len * size_of::<T>()) as u64
     }
 
+    /// The buffer's memory seen as elements of `U`, for a kernel that reads them: a
+    /// `GpuBuffer<f32>` of 4n elements bound where a kernel takes `&[Vec4<f32>]` (a
+    /// `GpuBuffer<[f32; 4]>` on the host), for instance. The view borrows the buffer and
+    /// dereferences to a `GpuBuffer<U>` of the same memory and label.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// # let rt = kernel_runtime::Runtime::new()?;
+    /// let x = rt.upload(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])?;
+    /// let vectors = x.view_as::<[f32; 4]>()?;
+    /// assert_eq!(vectors.len(), 2);
+    /// assert_eq!(vectors.read(&rt)?[1], [5.0, 6.0, 7.0, 8.0]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the buffer's size in bytes is not a whole number of
+    /// `U`s.
+    pub fn view_as<U: Pod>(&self) -> Result<BufferView<'_, U>> {
+        Ok(BufferView {
+            buffer: self.reinterpreted()?,
+            borrowed: PhantomData,
+        })
+    }
+
+    /// [`GpuBuffer::view_as`] for a kernel that writes the elements: while the view lives, the
+    /// buffer itself cannot be used, so it is never bound twice in one dispatch.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the buffer's size in bytes is not a whole number of
+    /// `U`s.
+    pub fn view_as_mut<U: Pod>(&mut self) -> Result<BufferViewMut<'_, U>> {
+        Ok(BufferViewMut {
+            buffer: self.reinterpreted()?,
+            borrowed: PhantomData,
+        })
+    }
+
+    /// A second handle on this buffer's memory, as elements of `U`.
+    fn reinterpreted<U: Pod>(&self) -> Result<GpuBuffer<U>> {
+        let (bytes, size) = (self.size_in_bytes(), size_of::<U>() as u64);
+        if size == 0 || bytes % size != 0 {
+            return Err(Error::InvalidArgument {
+                operation: format!(
+                    "viewing the buffer `{}` as elements of `{}`",
+                    self.label,
+                    std::any::type_name::<U>()
+                ),
+                problem: format!(
+                    "its {bytes} bytes are not a whole number of {size}-byte elements"
+                ),
+            });
+        }
+        Ok(GpuBuffer {
+            buffer: self.buffer.clone(),
+            len: (bytes / size) as usize,
+            label: self.label.clone(),
+            element: PhantomData,
+        })
+    }
+
     /// The underlying wgpu buffer, for interoperation. Its usages are `STORAGE | COPY_SRC | COPY_DST`.
     pub fn raw(&self) -> &wgpu::Buffer {
         &self.buffer
@@ -453,6 +516,55 @@ fn mapped(staging: &wgpu::Buffer) -> Result<Vec<u8>> {
     let bytes = staging.get_mapped_range(..)?.to_vec();
     staging.unmap();
     Ok(bytes)
+}
+
+/// A [`GpuBuffer`]'s memory seen as elements of `U`, borrowed from it by
+/// [`GpuBuffer::view_as`]: dereferences to a `GpuBuffer<U>`, to bind where a kernel reads `U`s.
+pub struct BufferView<'a, U: Pod> {
+    buffer: GpuBuffer<U>,
+    borrowed: PhantomData<&'a ()>,
+}
+
+impl<U: Pod> std::ops::Deref for BufferView<'_, U> {
+    type Target = GpuBuffer<U>;
+
+    fn deref(&self) -> &GpuBuffer<U> {
+        &self.buffer
+    }
+}
+
+impl<U: Pod> std::fmt::Debug for BufferView<'_, U> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("BufferView").field(&self.buffer).finish()
+    }
+}
+
+/// A [`GpuBuffer`]'s memory seen as elements of `U`, borrowed mutably from it by
+/// [`GpuBuffer::view_as_mut`]: dereferences to a `GpuBuffer<U>`, to bind where a kernel
+/// writes `U`s.
+pub struct BufferViewMut<'a, U: Pod> {
+    buffer: GpuBuffer<U>,
+    borrowed: PhantomData<&'a mut ()>,
+}
+
+impl<U: Pod> std::ops::Deref for BufferViewMut<'_, U> {
+    type Target = GpuBuffer<U>;
+
+    fn deref(&self) -> &GpuBuffer<U> {
+        &self.buffer
+    }
+}
+
+impl<U: Pod> std::ops::DerefMut for BufferViewMut<'_, U> {
+    fn deref_mut(&mut self) -> &mut GpuBuffer<U> {
+        &mut self.buffer
+    }
+}
+
+impl<U: Pod> std::fmt::Debug for BufferViewMut<'_, U> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("BufferViewMut").field(&self.buffer).finish()
+    }
 }
 
 impl<T: Pod> std::fmt::Debug for GpuBuffer<T> {

@@ -50,7 +50,7 @@ pub use autotune::{
     size_bucket, source_hash, Autotune, TuneChoice, TuneKey, Tuned, AUTOTUNE_CACHE_ENV,
     AUTOTUNE_ENV,
 };
-pub use buffer::GpuBuffer;
+pub use buffer::{BufferView, BufferViewMut, GpuBuffer};
 pub use dispatch::{Arg, Batch};
 pub use error::{Error, Result};
 pub use grid::{fold_grid, FoldedGrid};

@@ -5,7 +5,7 @@ use super::spare::Spare;
 use super::split::Split;
 use super::tune::{self, Way};
 use super::{invalid, Activation, Precision};
-use crate::{Batch, GpuBuffer, Result, Runtime};
+use crate::{Batch, BufferView, GpuBuffer, Result, Runtime};
 
 /// `y[m, n] = act(a[m, k] · b[k, n] + bias[n])`, row-major.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +105,8 @@ pub struct Gemm {
     /// The tensor-core kernels, built only for [`Precision::TensorCoreF16`].
     fragments: Option<Fragments>,
     forward: kernels::Blocked<kernels::GemmForward>,
+    /// The forward over operands bound as vectors of 4 (see [`vectors`]).
+    forward_vectors: kernels::Blocked<kernels::GemmForwardVectors>,
     split: kernels::Blocked<kernels::GemmForwardSplit>,
     backward: kernels::Blocked<kernels::GemmBackward>,
     /// The split forward's partial products.
@@ -122,6 +124,7 @@ pub struct Gemm {
 #[derive(Clone, Debug)]
 struct Fragments {
     forward: kernels::Blocked<kernels::GemmForwardFragments>,
+    forward_vectors: kernels::Blocked<kernels::GemmForwardFragmentsVectors>,
     operands: kernels::Blocked<kernels::DOperandsFragments>,
     grad_pre: kernels::GradPre,
     d_bias: kernels::DBias,
@@ -133,6 +136,9 @@ impl Fragments {
             // SAFETY (both): every index is guarded (see "Bounds" in `kernels`).
             forward: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
                 kernels::GemmForwardFragments::with_constants_unchecked(rt, b)
+            })?,
+            forward_vectors: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
+                kernels::GemmForwardFragmentsVectors::with_constants_unchecked(rt, b)
             })?,
             operands: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
                 kernels::DOperandsFragments::with_constants_unchecked(rt, b)
@@ -177,6 +183,10 @@ impl Gemm {
             forward: kernels::Blocked::new(|b| {
                 // SAFETY: every index is guarded (see "Bounds" in `kernels`).
                 unsafe { kernels::GemmForward::with_constants_unchecked(rt, b) }
+            })?,
+            forward_vectors: kernels::Blocked::new(|b| {
+                // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+                unsafe { kernels::GemmForwardVectors::with_constants_unchecked(rt, b) }
             })?,
             split: kernels::Blocked::new(|b| {
                 Ok(kernels::GemmForwardSplit::from_members(
@@ -272,7 +282,21 @@ impl Gemm {
         pre: &mut GpuBuffer<f32>,
         y: &mut GpuBuffer<f32>,
     ) -> Result<()> {
+        let vectors = vectors(p, a, b);
         if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
+            if let Some((a, b)) = &vectors {
+                return fragments.forward_vectors.get(way.blocking).record(
+                    batch,
+                    kernels::GemmForwardFragmentsVectorsArgs {
+                        p: &p,
+                        a,
+                        b,
+                        bias,
+                        pre,
+                        y,
+                    },
+                );
+            }
             return fragments.forward.get(way.blocking).record(
                 batch,
                 kernels::GemmForwardFragmentsArgs {
@@ -287,6 +311,19 @@ impl Gemm {
         }
         let split = self.split.get(way.blocking);
         let cut = Split::of(split.gemm_forward_partial().constants(), p.m, p.n, p.k);
+        if let (false, Some((a, b))) = (way.split && cut.splits > 1, &vectors) {
+            return self.forward_vectors.get(way.blocking).record(
+                batch,
+                kernels::GemmForwardVectorsArgs {
+                    p: &p,
+                    a,
+                    b,
+                    bias,
+                    pre,
+                    y,
+                },
+            );
+        }
         if !way.split || cut.splits == 1 {
             return self.forward.get(way.blocking).record(
                 batch,
@@ -524,6 +561,23 @@ fn params(shape: GemmShape, activation: Activation) -> Result<kernels::GemmParam
     })
 }
 
+/// A buffer of `f32`s bound as vectors of 4.
+type Vectors<'b> = BufferView<'b, [f32; 4]>;
+
+/// The forward's operands bound as vectors of 4 (for `gemm_forward_vectors` and
+/// `gemm_forward_fragments_vectors`), where their rows, `k` and `n` long, are a multiple of 4
+/// and each buffer holds whole vectors; `None` otherwise (the scalar kernels then run).
+fn vectors<'b>(
+    p: kernels::GemmParams,
+    a: &'b GpuBuffer<f32>,
+    b: &'b GpuBuffer<f32>,
+) -> Option<(Vectors<'b>, Vectors<'b>)> {
+    if !(p.k.is_multiple_of(4) && p.n.is_multiple_of(4)) {
+        return None;
+    }
+    Some((a.view_as().ok()?, b.view_as().ok()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -561,9 +615,11 @@ mod tests {
     }
 
     /// The deep tensor-core blocking runs only where the tuner picks it, so no test through
-    /// the public API reaches it with autotuning off: run it directly, forward and backward,
-    /// on a shape ragged in every dimension and with tail steps, against f64 products of the
-    /// operands rounded to f16. Skipped on a device without tensor cores (lavapipe).
+    /// the public API reaches it with autotuning off: run it directly, forward (over operands
+    /// bound as vectors where `k` and `n` are multiples of 4, as scalars otherwise) and
+    /// backward, on shapes ragged in every dimension and with tail steps, against f64
+    /// products of the operands rounded to f16. Skipped on a device without tensor cores
+    /// (lavapipe).
     #[test]
     fn deep_tensor_core_blocking_matches_the_reference() {
         let rt = Runtime::new().unwrap();
@@ -573,7 +629,19 @@ mod tests {
         };
         let fragments = gemm.fragments.as_ref().unwrap();
         assert!(fragments.forward.deep.is_some() && fragments.operands.deep.is_some());
-        let (m, n, k) = (200usize, 136usize, 300usize);
+        let forwards = [
+            (300, "gemm_forward_fragments_vectors_depth64_block128"),
+            (301, "gemm_forward_fragments_depth64_block128"),
+        ];
+        for (k, forward) in forwards {
+            check_deep(&rt, &gemm, k, forward);
+        }
+    }
+
+    /// The deep blocking's forward and backward on M, N = 200, 136 summed over `k`; the
+    /// forward runs the entry point `forward`.
+    fn check_deep(rt: &Runtime, gemm: &Gemm, k: usize, forward: &str) {
+        let (m, n) = (200usize, 136usize);
         let wave = |len: usize, f: f32| -> Vec<f32> {
             (0..len).map(|i| (i as f32 * f).sin() * 0.5).collect()
         };
@@ -613,22 +681,19 @@ mod tests {
             .into_iter()
             .map(|(label, _)| label)
             .collect();
-        for entry in [
-            "gemm_forward_fragments_depth64_block128",
-            "d_operands_fragments_depth64_block128",
-        ] {
+        for entry in [forward, "d_operands_fragments_depth64_block128"] {
             assert!(ran.iter().any(|e| e == entry), "{ran:?}");
         }
         let mut want_y = product_of_halves(&av, &bv, m, n, k);
         for (i, w) in want_y.iter_mut().enumerate() {
             *w += f64::from(biasv[i % n]);
         }
-        assert_close("y", &y.read(&rt).unwrap(), &want_y);
+        assert_close("y", &y.read(rt).unwrap(), &want_y);
         let bt = transposed(&bv, k, n);
         let want_a = product_of_halves(&gv, &bt, m, k, n);
-        assert_close("grad_a", &grad_a.read(&rt).unwrap(), &want_a);
+        assert_close("grad_a", &grad_a.read(rt).unwrap(), &want_a);
         let at = transposed(&av, m, k);
         let want_b = product_of_halves(&at, &gv, k, n, m);
-        assert_close("grad_b", &grad_b.read(&rt).unwrap(), &want_b);
+        assert_close("grad_b", &grad_b.read(rt).unwrap(), &want_b);
     }
 }
