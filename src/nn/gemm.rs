@@ -109,6 +109,9 @@ pub struct Gemm {
     forward_vectors: kernels::Blocked<kernels::GemmForwardVectors>,
     split: kernels::Blocked<kernels::GemmForwardSplit>,
     backward: kernels::Blocked<kernels::GemmBackward>,
+    /// The backward's operand gradients over operands bound as vectors (see [`vectors`]),
+    /// recorded between the members of `backward` that compute `grad_pre` and `grad_bias`.
+    operands_vectors: kernels::Blocked<kernels::DOperandsVectors>,
     /// The split forward's partial products.
     partials: Spare,
     /// `pre` when the caller keeps none.
@@ -126,6 +129,7 @@ struct Fragments {
     forward: kernels::Blocked<kernels::GemmForwardFragments>,
     forward_vectors: kernels::Blocked<kernels::GemmForwardFragmentsVectors>,
     operands: kernels::Blocked<kernels::DOperandsFragments>,
+    operands_vectors: kernels::Blocked<kernels::DOperandsFragmentsVectors>,
     grad_pre: kernels::GradPre,
     d_bias: kernels::DBias,
 }
@@ -142,6 +146,9 @@ impl Fragments {
             })?,
             operands: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
                 kernels::DOperandsFragments::with_constants_unchecked(rt, b)
+            })?,
+            operands_vectors: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
+                kernels::DOperandsFragmentsVectors::with_constants_unchecked(rt, b)
             })?,
             grad_pre: kernels::GradPre::new(rt)?,
             d_bias: kernels::DBias::new(rt)?,
@@ -196,6 +203,10 @@ impl Gemm {
                 ))
             })?,
             backward: backward_family(rt)?,
+            operands_vectors: kernels::Blocked::new(|b| {
+                // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+                unsafe { kernels::DOperandsVectors::with_constants_unchecked(rt, b) }
+            })?,
             partials: Spare::default(),
             pre: Spare::default(),
             grad_pre: Spare::default(),
@@ -442,18 +453,42 @@ impl Gemm {
             grad_b,
             grad_bias,
         } = grads;
-        if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
-            let operands = fragments.operands.get(way.blocking);
-            fragments.grad_pre.record(
+        let vectors = vectors(p, a, b).is_some() && grad_pre.view_as::<[f32; 4]>().is_ok();
+        let fragments = self.fragments.as_ref().filter(|_| way.fragments);
+        if fragments.is_none() && !vectors {
+            return self.backward.get(way.blocking).record(
                 batch,
-                kernels::GradPreArgs {
+                kernels::GemmBackwardArgs {
                     p: &p,
+                    a,
+                    b,
                     pre,
                     grad_y,
                     grad_pre,
+                    grad_a,
+                    grad_b,
+                    grad_bias,
                 },
-            )?;
-            operands.record(
+            );
+        }
+        let (grad_pre_kernel, d_bias) = match fragments {
+            Some(fragments) => (&fragments.grad_pre, &fragments.d_bias),
+            None => {
+                let family = self.backward.get(way.blocking);
+                (family.grad_pre(), family.d_bias())
+            }
+        };
+        grad_pre_kernel.record(
+            batch,
+            kernels::GradPreArgs {
+                p: &p,
+                pre,
+                grad_y,
+                grad_pre,
+            },
+        )?;
+        match (fragments, vectors) {
+            (Some(fragments), false) => fragments.operands.get(way.blocking).record(
                 batch,
                 kernels::DOperandsFragmentsArgs {
                     p: &p,
@@ -463,27 +498,35 @@ impl Gemm {
                     grad_b,
                     grad_pre,
                 },
-            )?;
-            return fragments.d_bias.record(
+            )?,
+            (Some(fragments), true) => fragments.operands_vectors.get(way.blocking).record(
                 batch,
-                kernels::DBiasArgs {
+                kernels::DOperandsFragmentsVectorsArgs {
                     p: &p,
-                    grad_pre,
-                    grad_bias,
+                    a: &*a.view_as::<[f32; 4]>()?,
+                    grad_a,
+                    b: &*b.view_as::<[f32; 4]>()?,
+                    grad_b,
+                    grad_pre: &*grad_pre.view_as::<[f32; 4]>()?,
                 },
-            );
+            )?,
+            (None, _) => self.operands_vectors.get(way.blocking).record(
+                batch,
+                kernels::DOperandsVectorsArgs {
+                    p: &p,
+                    a: &*a.view_as::<[f32; 4]>()?,
+                    grad_a,
+                    b: &*b.view_as::<[f32; 4]>()?,
+                    grad_b,
+                    grad_pre: &*grad_pre.view_as::<[f32; 4]>()?,
+                },
+            )?,
         }
-        self.backward.get(way.blocking).record(
+        d_bias.record(
             batch,
-            kernels::GemmBackwardArgs {
+            kernels::DBiasArgs {
                 p: &p,
-                a,
-                b,
-                pre,
-                grad_y,
                 grad_pre,
-                grad_a,
-                grad_b,
                 grad_bias,
             },
         )
@@ -615,9 +658,9 @@ mod tests {
     }
 
     /// The deep tensor-core blocking runs only where the tuner picks it, so no test through
-    /// the public API reaches it with autotuning off: run it directly, forward (over operands
-    /// bound as vectors where `k` and `n` are multiples of 4, as scalars otherwise) and
-    /// backward, on shapes ragged in every dimension and with tail steps, against f64
+    /// the public API reaches it with autotuning off: run it directly, forward and backward
+    /// (over operands bound as vectors where `k` and `n` are multiples of 4, as scalars
+    /// otherwise), on shapes ragged in every dimension and with tail steps, against f64
     /// products of the operands rounded to f16. Skipped on a device without tensor cores
     /// (lavapipe).
     #[test]
@@ -629,18 +672,24 @@ mod tests {
         };
         let fragments = gemm.fragments.as_ref().unwrap();
         assert!(fragments.forward.deep.is_some() && fragments.operands.deep.is_some());
-        let forwards = [
-            (300, "gemm_forward_fragments_vectors_depth64_block128"),
-            (301, "gemm_forward_fragments_depth64_block128"),
+        let entry_points = [
+            (
+                300,
+                [
+                    "gemm_forward_fragments_vectors",
+                    "d_operands_fragments_vectors",
+                ],
+            ),
+            (301, ["gemm_forward_fragments", "d_operands_fragments"]),
         ];
-        for (k, forward) in forwards {
-            check_deep(&rt, &gemm, k, forward);
+        for (k, entry_points) in entry_points {
+            check_deep(&rt, &gemm, k, entry_points);
         }
     }
 
-    /// The deep blocking's forward and backward on M, N = 200, 136 summed over `k`; the
-    /// forward runs the entry point `forward`.
-    fn check_deep(rt: &Runtime, gemm: &Gemm, k: usize, forward: &str) {
+    /// The deep blocking's forward and backward on M, N = 200, 136 summed over `k`, through
+    /// the kernels `entry_points` (their deep instances).
+    fn check_deep(rt: &Runtime, gemm: &Gemm, k: usize, entry_points: [&str; 2]) {
         let (m, n) = (200usize, 136usize);
         let wave = |len: usize, f: f32| -> Vec<f32> {
             (0..len).map(|i| (i as f32 * f).sin() * 0.5).collect()
@@ -681,8 +730,9 @@ mod tests {
             .into_iter()
             .map(|(label, _)| label)
             .collect();
-        for entry in [forward, "d_operands_fragments_depth64_block128"] {
-            assert!(ran.iter().any(|e| e == entry), "{ran:?}");
+        for entry in entry_points {
+            let deep = format!("{entry}_depth64_block128");
+            assert!(ran.contains(&deep), "{ran:?}");
         }
         let mut want_y = product_of_halves(&av, &bv, m, n, k);
         for (i, w) in want_y.iter_mut().enumerate() {

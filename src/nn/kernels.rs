@@ -1230,6 +1230,60 @@ mod nn {
         }
     }
 
+    /// `d_operands` for `k` and `n` multiples of 4, the operands bound as vectors (recorded
+    /// between the members of `GemmBackward` that compute `grad_pre` and `grad_bias`).
+    #[kernel(
+        workgroup = [GROUP],
+        constants = Blocking,
+        limits(workgroup_memory = 16896),
+        grid = [ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK)]
+    )]
+    pub fn d_operands_vectors(
+        p: &GemmParams,
+        #[len(p.m * p.k / 4)] a: &[Vec4<f32>],
+        #[len(p.m * p.k)] grad_a: &mut [f32],
+        #[len(p.k * p.n / 4)] b: &[Vec4<f32>],
+        #[len(p.k * p.n)] grad_b: &mut [f32],
+        #[len(p.m * p.n / 4)] grad_pre: &[Vec4<f32>],
+        #[workgroup] tile_a: &mut [Vec4<f32>; BUFFERS * SLICE],
+        #[workgroup] tile_b: &mut [Vec4<f32>; BUFFERS * SLICE],
+    ) {
+        let (t, blocks_a) = (local_index(), ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK));
+        if workgroup_id().x < blocks_a {
+            let block = workgroup_id().x;
+            let origin = vec2(block % ceil_div(p.k, BLOCK), block / ceil_div(p.k, BLOCK)) * BLOCK;
+            let (shapes, across) = (vec4(p.n, p.m, p.n, p.k), vec2(true, true));
+            let acc = mainloop_vectors(
+                tile_a,
+                tile_b,
+                grad_pre,
+                b,
+                shapes,
+                across,
+                origin,
+                vec2(0, p.n),
+                t,
+            );
+            store_tile(grad_a, 0, &acc, p.m, p.k, p.k, origin, t);
+        } else {
+            let block = workgroup_id().x - blocks_a;
+            let origin = vec2(block % ceil_div(p.n, BLOCK), block / ceil_div(p.n, BLOCK)) * BLOCK;
+            let (shapes, across) = (vec4(p.k, p.m, p.n, p.m), vec2(false, false));
+            let acc = mainloop_vectors(
+                tile_a,
+                tile_b,
+                a,
+                grad_pre,
+                shapes,
+                across,
+                origin,
+                vec2(0, p.m),
+                t,
+            );
+            store_tile(grad_b, 0, &acc, p.k, p.n, p.n, origin, t);
+        }
+    }
+
     /// `d_operands` on the tensor cores (recorded between the members of `GemmBackward`
     /// that compute `grad_pre` and `grad_bias`).
     #[kernel(
@@ -1271,6 +1325,59 @@ mod nn {
             let block = workgroup_id().x - blocks_a;
             let origin = vec2(block % ceil_div(p.n, BLOCK), block / ceil_div(p.n, BLOCK)) * BLOCK;
             let acc = mainloop_fragments(
+                half_a,
+                half_b,
+                a,
+                grad_pre,
+                vec4(p.k, p.m, p.n, p.m),
+                vec2(false, false),
+                origin,
+                vec2(0, p.m),
+                t,
+            );
+            store_fragments(grad_b, 0, &acc, p.k, p.n, p.n, origin, spill, t);
+        }
+    }
+
+    /// `d_operands_fragments` for `k` and `n` multiples of 4, the operands bound as vectors.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK)],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY)
+    )]
+    pub fn d_operands_fragments_vectors(
+        p: &GemmParams,
+        #[len(p.m * p.k / 4)] a: &[Vec4<f32>],
+        #[len(p.m * p.k)] grad_a: &mut [f32],
+        #[len(p.k * p.n / 4)] b: &[Vec4<f32>],
+        #[len(p.k * p.n)] grad_b: &mut [f32],
+        #[len(p.m * p.n / 4)] grad_pre: &[Vec4<f32>],
+        #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] spill: &mut [f32; GROUP * 8],
+    ) {
+        let (t, blocks_a) = (local_index(), ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK));
+        if workgroup_id().x < blocks_a {
+            let block = workgroup_id().x;
+            let origin = vec2(block % ceil_div(p.k, BLOCK), block / ceil_div(p.k, BLOCK)) * BLOCK;
+            let acc = mainloop_fragments_vectors(
+                half_a,
+                half_b,
+                grad_pre,
+                b,
+                vec4(p.n, p.m, p.n, p.k),
+                vec2(true, true),
+                origin,
+                vec2(0, p.n),
+                t,
+            );
+            store_fragments(grad_a, 0, &acc, p.m, p.k, p.k, origin, spill, t);
+        } else {
+            let block = workgroup_id().x - blocks_a;
+            let origin = vec2(block % ceil_div(p.n, BLOCK), block / ceil_div(p.n, BLOCK)) * BLOCK;
+            let acc = mainloop_fragments_vectors(
                 half_a,
                 half_b,
                 a,
