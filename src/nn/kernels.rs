@@ -1339,59 +1339,6 @@ mod nn {
         }
     }
 
-    /// `d_operands_fragments` for `k` and `n` multiples of 4, the operands bound as vectors.
-    #[kernel(
-        workgroup = [GROUP],
-        constants = TensorBlocking,
-        grid = [ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK)],
-        features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY)
-    )]
-    pub fn d_operands_fragments_vectors(
-        p: &GemmParams,
-        #[len(p.m * p.k / 4)] a: &[Vec4<f32>],
-        #[len(p.m * p.k)] grad_a: &mut [f32],
-        #[len(p.k * p.n / 4)] b: &[Vec4<f32>],
-        #[len(p.k * p.n)] grad_b: &mut [f32],
-        #[len(p.m * p.n / 4)] grad_pre: &[Vec4<f32>],
-        #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
-        #[workgroup] spill: &mut [f32; GROUP * 8],
-    ) {
-        let (t, blocks_a) = (local_index(), ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK));
-        if workgroup_id().x < blocks_a {
-            let block = workgroup_id().x;
-            let origin = vec2(block % ceil_div(p.k, BLOCK), block / ceil_div(p.k, BLOCK)) * BLOCK;
-            let acc = mainloop_fragments_vectors(
-                half_a,
-                half_b,
-                grad_pre,
-                b,
-                vec4(p.n, p.m, p.n, p.k),
-                vec2(true, true),
-                origin,
-                vec2(0, p.n),
-                t,
-            );
-            store_fragments(grad_a, 0, &acc, p.m, p.k, p.k, origin, spill, t);
-        } else {
-            let block = workgroup_id().x - blocks_a;
-            let origin = vec2(block % ceil_div(p.n, BLOCK), block / ceil_div(p.n, BLOCK)) * BLOCK;
-            let acc = mainloop_fragments_vectors(
-                half_a,
-                half_b,
-                a,
-                grad_pre,
-                vec4(p.k, p.m, p.n, p.m),
-                vec2(false, false),
-                origin,
-                vec2(0, p.m),
-                t,
-            );
-            store_fragments(grad_b, 0, &acc, p.k, p.n, p.n, origin, spill, t);
-        }
-    }
-
     /// `grad_bias` = the column sums of `grad_pre`: a workgroup per `NARROW` columns, whose
     /// `GROUP / NARROW` lanes each sum every lane-th row, `SUMS` rows at a time into as many
     /// independent sums (so that each invocation has several loads in flight instead of
