@@ -94,6 +94,11 @@ pub struct GemmBackward<'a> {
 /// classifier's last layer) is computed split: slices of `k` by separate workgroups into
 /// scratch memory the `Gemm` keeps, then added up with the bias and the activation.
 ///
+/// Where `k` and `n` are multiples of 4 (and each buffer holds a whole number of 4-element
+/// vectors), the forward reads `a` and `b` four elements at a time, and so does the f32
+/// backward with `grad_pre`: on an H100 that made large forwards 9-10% faster in f32 and up to
+/// 28% on the tensor cores, so pad those dimensions where you can.
+///
 /// With [`Precision::TensorCoreF16`] ([`Gemm::with_precision`]), the products of the
 /// forward and both operand gradients run on the tensor cores; the bias, the activation and
 /// its derivative stay in f32. Those products are never split: a forward whose output is too

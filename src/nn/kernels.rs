@@ -7,9 +7,9 @@
 //! (two of each, taken in turn: see `Blocking`), and each invocation accumulates an 8 x 8
 //! register tile: two runs of 4 adjacent rows, 64 apart, by two runs of 4 adjacent columns, so
 //! that each step reads its operands from workgroup memory as 4-wide vectors. Only what each
-//! kernel stages, and where it stores, differs. The GEMM forward also reads its operands from
-//! memory as 4-wide vectors where their rows are a multiple of 4 long (`mainloop_vectors`,
-//! bound through `GpuBuffer::view_as`).
+//! kernel stages, and where it stores, differs. The GEMMs also read their operands from memory
+//! as 4-wide vectors where their rows are a multiple of 4 long (`mainloop_vectors`, bound
+//! through `GpuBuffer::view_as`).
 //!
 //! # Bounds
 //!
@@ -465,9 +465,11 @@ mod nn {
     // The same mainloop over operands whose rows are a multiple of 4 long, bound as vectors
     // of 4 (`GpuBuffer::view_as`): each invocation loads `LOADS / 4` vectors per operand and
     // step instead of `LOADS` elements, a quarter of the load instructions and their bounds
-    // tests (on an H100 the f32 GEMM forward ran 3-10% faster, the tensor-core one 13-28%;
-    // notes/performance.md). A vector is 4 adjacent summed indices of a row staged across,
-    // 4 adjacent output columns of a row staged along.
+    // tests. On an H100 the f32 GEMM forward ran 3-10% faster and its operand gradients 3-5%,
+    // the tensor-core forward 13-28% (its operand gradients ran 15-30% slower, so they keep
+    // scalar loads; notes/performance.md). A vector is 4 adjacent summed indices of a row
+    // staged across, 4 adjacent positions along a row staged along. Writing the loop twice
+    // is the price of bindings whose element type a helper cannot be generic over.
 
     /// Where the first element of the `v`-th vector that invocation `t` fetches goes in a
     /// staged slice, as (depth, position along the row); the others follow along the
@@ -763,43 +765,34 @@ mod nn {
         acc
     }
 
-    /// `stage_rows` for what `fetch_vectors` fetched.
-    fn stage_rows_vectors(
-        slice: &mut [f16; BLOCK * A_STRIDE],
-        fetched: &[Vec4<f32>; LOADS / 4],
-        across: bool,
+    /// `stage_rows` and `stage_half` for what `fetch_vectors` fetched of both operands, a
+    /// vector of each in turn (3-4% faster on an H100 than one operand after the other).
+    fn stage_vectors_in_halves(
+        slice_a: &mut [f16; BLOCK * A_STRIDE],
+        from_a: &[Vec4<f32>; LOADS / 4],
+        slice_b: &mut [f16; DEPTH * STRIDE],
+        from_b: &[Vec4<f32>; LOADS / 4],
+        across: Vec2<bool>,
         t: u32,
     ) {
         #[unroll]
         for v in 0..LOADS / 4 {
-            let at = staged_vector_at(across, t, v);
+            let at = staged_vector_at(across.x, t, v);
             #[unroll]
             for c in 0..4u32 {
-                if across {
-                    slice[at.y * A_STRIDE + at.x + c] = fetched[v][c] as f16;
+                if across.x {
+                    slice_a[at.y * A_STRIDE + at.x + c] = from_a[v][c] as f16;
                 } else {
-                    slice[(at.y + c) * A_STRIDE + at.x] = fetched[v][c] as f16;
+                    slice_a[(at.y + c) * A_STRIDE + at.x] = from_a[v][c] as f16;
                 }
             }
-        }
-    }
-
-    /// `stage_half` for what `fetch_vectors` fetched.
-    fn stage_half_vectors(
-        slice: &mut [f16; DEPTH * STRIDE],
-        fetched: &[Vec4<f32>; LOADS / 4],
-        across: bool,
-        t: u32,
-    ) {
-        #[unroll]
-        for v in 0..LOADS / 4 {
-            let at = staged_vector_at(across, t, v);
+            let at = staged_vector_at(across.y, t, v);
             #[unroll]
             for c in 0..4u32 {
-                if across {
-                    slice[(at.x + c) * STRIDE + at.y] = fetched[v][c] as f16;
+                if across.y {
+                    slice_b[(at.x + c) * STRIDE + at.y] = from_b[v][c] as f16;
                 } else {
-                    slice[at.x * STRIDE + at.y + c] = fetched[v][c] as f16;
+                    slice_b[at.x * STRIDE + at.y + c] = from_b[v][c] as f16;
                 }
             }
         }
@@ -824,8 +817,7 @@ mod nn {
             if k0 > summed.x {
                 multiply_fragments(slice_a, slice_b, &mut acc, t);
             }
-            stage_rows_vectors(slice_a, &from_a, across.x, t);
-            stage_half_vectors(slice_b, &from_b, across.y, t);
+            stage_vectors_in_halves(slice_a, &from_a, slice_b, &from_b, across, t);
         }
         multiply_fragments(slice_a, slice_b, &mut acc, t);
         acc
