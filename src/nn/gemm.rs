@@ -670,10 +670,7 @@ mod tests {
         let entry_points = [
             (
                 300,
-                [
-                    "gemm_forward_fragments_vectors",
-                    "d_operands_fragments_vectors",
-                ],
+                ["gemm_forward_fragments_vectors", "d_operands_fragments"],
             ),
             (301, ["gemm_forward_fragments", "d_operands_fragments"]),
         ];
