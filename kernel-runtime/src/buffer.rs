@@ -184,7 +184,7 @@ impl<T: Pod> GpuBuffer<T> {
     }
 
     /// [`GpuBuffer::view_as`] for a kernel that writes the elements: while the view lives, the
-    /// buffer itself cannot be used, so it is never bound twice in one dispatch.
+    /// buffer itself is borrowed, so the two cannot be bound to one dispatch by mistake.
     ///
     /// # Errors
     ///

@@ -151,7 +151,6 @@ impl Fragments {
             operands: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
                 kernels::DOperandsFragments::with_constants_unchecked(rt, b)
             })?,
-
             grad_pre: kernels::GradPre::new(rt)?,
             d_bias: kernels::DBias::new(rt)?,
         })
@@ -602,9 +601,9 @@ fn params(shape: GemmShape, activation: Activation) -> Result<kernels::GemmParam
 /// A buffer of `f32`s bound as vectors of 4.
 type Vectors<'b> = BufferView<'b, [f32; 4]>;
 
-/// The forward's operands bound as vectors of 4 (for `gemm_forward_vectors` and
-/// `gemm_forward_fragments_vectors`), where their rows, `k` and `n` long, are a multiple of 4
-/// and each buffer holds whole vectors; `None` otherwise (the scalar kernels then run).
+/// The operands `a` and `b` bound as vectors of 4 (for the kernels named `..._vectors`),
+/// where their rows, `k` and `n` long, are a multiple of 4 and each buffer holds whole
+/// vectors; `None` otherwise (the scalar kernels then run).
 fn vectors<'b>(
     p: kernels::GemmParams,
     a: &'b GpuBuffer<f32>,

@@ -488,8 +488,8 @@ mod nn {
         }
     }
 
-    /// `fetch` for a matrix of `shape` whose rows are a multiple of 4 long, bound as vectors:
-    /// a vector lies wholly inside the matrix or wholly outside (then it is zeros).
+    /// `fetch` for a matrix of `shape` bound as vectors, its rows, `first` and `k0` multiples of
+    /// 4: a vector lies wholly inside the matrix or wholly outside (then it is zeros).
     fn fetch_vectors(
         m: &[Vec4<f32>],
         shape: Vec2<u32>,
