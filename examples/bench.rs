@@ -9,6 +9,7 @@
 //! cargo run --release --example bench -- --launch # launch cost against raw wgpu only
 //! cargo run --release --example bench -- --out DIR # also DIR/tessera.csv and DIR/tessera.md
 //! cargo run --release --example bench -- --conv --by-kernel # and each pass per dispatch
+//! cargo run --release --example bench -- --gemm --only "M=4096 N=4096" # shapes whose label has it
 //! ```
 //!
 //! Each figure is the median of 3 submissions of 10 launches, timed by GPU timestamps where
@@ -592,7 +593,8 @@ fn warm_up(rt: &Runtime, gemm: &Gemm, conv: &Convolution) -> Result<()> {
 }
 
 const USAGE: &str = "\
-usage: bench [--small] [--gemm] [--conv] [--launch] [--tensor-cores] [--by-kernel] [--out DIR]
+usage: bench [--small] [--gemm] [--conv] [--launch] [--tensor-cores] [--by-kernel] [--only TEXT]
+             [--out DIR]
 
   --small      small shapes (for a CPU adapter)
   --gemm, --conv, --launch
@@ -601,6 +603,8 @@ usage: bench [--small] [--gemm] [--conv] [--launch] [--tensor-cores] [--by-kerne
                the GEMMs and convolutions in Precision::TensorCoreF16 (f16 products on
                the tensor cores, f32 sums) instead of strict f32
   --by-kernel  each convolution pass's time per dispatch too
+  --only TEXT  only the GEMMs and convolutions whose label contains TEXT (e.g. \"M=4096 N=4096\",
+               \"Ci=64 56x56 Co=64 k3x3\")
   --out DIR    write the results as CSV files into DIR";
 
 /// What the command line chose.
@@ -612,6 +616,7 @@ struct Options {
     conv: bool,
     launch: bool,
     tensor_cores: bool,
+    only: Option<String>,
     out: Option<String>,
 }
 
@@ -629,6 +634,7 @@ impl Options {
                 Long("conv") => options.conv = true,
                 Long("launch") => options.launch = true,
                 Long("tensor-cores") => options.tensor_cores = true,
+                Long("only") => options.only = Some(parser.value()?.string()?),
                 Long("out") => options.out = Some(parser.value()?.string()?),
                 Short('h') | Long("help") => return Ok(None),
                 _ => return Err(arg.unexpected()),
@@ -672,8 +678,10 @@ fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error
         conv: run_conv,
         launch: run_launch,
         tensor_cores,
+        ref only,
         ref out,
     } = *options;
+    let chosen = |label: &str| only.as_deref().is_none_or(|text| label.contains(text));
     let rt = Runtime::new()?;
     let timed_by = if rt.info().has_timestamps() {
         "GPU timestamps"
@@ -714,7 +722,8 @@ fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error
             (4096, 1024, 1024),
         ]
     };
-    for &(m, n, k) in gemms.iter().filter(|_| run_gemm) {
+    let gemm_label = |&&(m, n, k): &&(u32, u32, u32)| format!("gemm M={m} N={n} K={k}");
+    for &(m, n, k) in gemms.iter().filter(|s| run_gemm && chosen(&gemm_label(s))) {
         bench_gemm(&rt, &gemm, GemmShape { m, n, k }, &mut report)?;
     }
 
@@ -755,7 +764,10 @@ fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error
             conv2d(1, 256, 14, 256, 3, 1, 1),
         ]
     };
-    for shape in convs.into_iter().filter(|_| run_conv) {
+    for shape in convs
+        .into_iter()
+        .filter(|s| run_conv && chosen(&conv_label(s)))
+    {
         bench_conv(&rt, &conv, shape, &mut report, by_kernel)?;
     }
 

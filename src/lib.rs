@@ -190,8 +190,10 @@
 //! - `let` and `let mut` (with shadowing), optional type annotations; integer and float
 //!   literals take the type their uses need, as in Rust (`i32`/`f32` by default).
 //! - Arithmetic, compound assignment, comparisons, `&&`/`||`, bit operations (also `^` on
-//!   `bool`) and shifts; `as` between `f32`, `u32`, `i32` (`usize` means `u32`, so
-//!   `x[i as usize]` reads as Rust). Indices are `u32`: index with `i as u32`, not an `i32`.
+//!   `bool`) and shifts; `as` between `f32`, `f16`, `u32`, `i32` (`usize` means `u32`, so
+//!   `x[i as usize]` reads as Rust), and lane by lane between vectors of as many lanes
+//!   (`v as Vec4<f16>`: one conversion of four lanes where four scalar casts would each be
+//!   an instruction). Indices are `u32`: index with `i as u32`, not an `i32`.
 //! - `if`/`else` (also as a value), `match` on integers (becomes a `switch`; needs a `_` arm),
 //!   blocks as values, `for` over `a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(s)`,
 //!   `while`, `loop`, `break`, `continue`, `return`.
@@ -269,12 +271,16 @@
 //!   `coop_load_column_major(..)` read one from a buffer or workgroup array, its first
 //!   element at `m[i]`, `stride` elements from one row (column) to the next. Both make the
 //!   fragment their context asks for: `let a: FragA16<f16> = coop_load_row_major(..)`, an
-//!   assignment to a fragment, a helper's parameter.
+//!   assignment to a fragment, a helper's parameter. The memory may also hold vectors of the
+//!   element type (a workgroup array of `Vec4<f16>`, so that staging writes four elements in
+//!   one store): then `m[i]` is the vector holding the first element, a row (column) starts
+//!   at a vector's first lane, and `stride` counts vectors.
 //! - `coop_multiply_add(a, b, c)` returns `a * b + c`, of `c`'s type: an A, a B and a C
 //!   fragment of one size, A and B of one element type (a mismatch is a compile error at the
 //!   argument).
 //! - `coop_store_row_major(c, &mut m[i], stride)` and `coop_store_column_major(..)` write a
-//!   fragment's elements to a buffer or workgroup array of its element type.
+//!   fragment's elements to a buffer or workgroup array of its element type (or of vectors
+//!   of it, as for the loads).
 //! - Fragments of one type add and subtract (`x + y`, `x - y`), and a scalar of the element
 //!   type scales one (`acc * alpha`, `0.5 * acc`), element by element; no other operator
 //!   applies (store a fragment to compute on its elements), nor compound assignment.

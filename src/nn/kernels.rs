@@ -811,12 +811,19 @@ mod nn {
         t: u32,
     ) -> [FragC16<f32>; FRAGS] {
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
-        for k0 in (summed.x..summed.y).step_by(DEPTH) {
+        // The first step only stages. Skipping the multiply inside the loop's first turn
+        // instead (as `mainloop_fragments` does) made the H100's compiler move the
+        // accumulators between two sets of registers every step (~130 moves in a step of
+        // ~510 instructions); peeled, the forward ran 2-4% faster there. (The scalar loop,
+        // peeled the same way, ran 2% faster on large shapes and 5-7% slower on M = 35;
+        // notes/performance.md.)
+        let from_a = fetch_vectors(a, shapes.xy, across.x, origin.y, summed.x, t);
+        let from_b = fetch_vectors(b, shapes.zw, across.y, origin.x, summed.x, t);
+        stage_vectors_in_halves(slice_a, &from_a, slice_b, &from_b, across, t);
+        for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
             let from_a = fetch_vectors(a, shapes.xy, across.x, origin.y, k0, t);
             let from_b = fetch_vectors(b, shapes.zw, across.y, origin.x, k0, t);
-            if k0 > summed.x {
-                multiply_fragments(slice_a, slice_b, &mut acc, t);
-            }
+            multiply_fragments(slice_a, slice_b, &mut acc, t);
             stage_vectors_in_halves(slice_a, &from_a, slice_b, &from_b, across, t);
         }
         multiply_fragments(slice_a, slice_b, &mut acc, t);

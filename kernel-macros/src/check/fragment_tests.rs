@@ -373,3 +373,36 @@ fn workgroup_memory_cannot_hold_fragments() {
         "fragments have no layout in memory, so workgroup memory cannot hold them",
     );
 }
+
+/// A kernel staging `f16` vectors: a workgroup array `tile: [Vec4<f16>; 64]`, buffers `x:
+/// &[Vec4<f32>]` and `c: &mut [Vec4<f32>]`, around `body`.
+fn vector_errors(body: &str) -> Vec<String> {
+    let text = format!(
+        "mod m {{ #[kernel(workgroup = [32], grid = [1], features(f16, cooperative_matrix))] \
+         fn k(x: &[Vec4<f32>], c: &mut [Vec4<f32>], \
+              #[workgroup] tile: &mut [Vec4<f16>; 64]) {{ {body} }} }}"
+    );
+    checked(syn::parse_str(&text).expect("a module"))
+        .err()
+        .unwrap_or_default()
+}
+
+#[test]
+fn fragments_move_through_vectors_of_their_element_type() {
+    assert_eq!(
+        vector_errors(
+            "tile[local_index()] = x[local_index()] as Vec4<f16>; workgroup_barrier(); \
+             let fa: FragA16<f16> = coop_load_row_major(&tile[0], 4); \
+             let fb: FragB16<f16> = coop_load_column_major(&tile[0], 4); \
+             let acc: FragC16<f32> = coop_multiply_add(fa, fb, coop_zero()); \
+             coop_store_row_major(acc, &mut c[0], 4);"
+        ),
+        Vec::<String>::new()
+    );
+    let errors = vector_errors("let fa: FragA16<f16> = coop_load_row_major(&x[0], 4);");
+    assert_one_error(
+        errors,
+        "`coop_load_row_major` moves `FragA16<f16>` elements, and this place holds \
+         `Vec4<f32>`; stage the values as `f16` first, or use a fragment of `f32`",
+    );
+}

@@ -531,3 +531,61 @@ fn literal_arrays_lent_to_helpers_take_the_parameters_element_type() {
         "{errors:#?}"
     );
 }
+
+#[test]
+fn vectors_cast_lane_by_lane() {
+    let wgsl = crate::tests::wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1], features(f16))]
+            fn k(x: &[Vec4<f32>], y: &mut [Vec4<f16>], z: &mut [Vec2<u32>]) {
+                let i = local_index();
+                y[i] = x[i] as Vec4<f16>;
+                z[i] = (x[i].zw as Vec2<i32>) as Vec2<u32> + (vec2(true, false) as Vec2<u32>);
+            }
+        }
+    })
+    .unwrap();
+    assert!(wgsl.contains("vec4<f16>(x[i])"), "{wgsl}");
+    assert!(wgsl.contains("vec2<u32>(vec2<i32>(x[i].zw))"), "{wgsl}");
+    for (body, error) in [
+        (
+            "let v = vec4(1.0f32, 2.0, 3.0, 4.0) as Vec2<u32>; y[0] = v.x as f32;",
+            "`as` converts a vector lane by lane, to a vector of as many lanes: `Vec4<f32>` has \
+             4 and `Vec2<u32>` 2; take lanes with a swizzle first (`v.xy`)",
+        ),
+        (
+            "let v = 1.0f32 as Vec2<f32>; y[0] = v.x;",
+            "`as` converts between `f32`, `f16`, `u32`, `i32` and `bool`, and between vectors \
+             of them with as many lanes, not `f32` to `Vec2<f32>`",
+        ),
+        (
+            "let v = vec2(1.0f32, 0.0) as Vec2<bool>; if v.x { y[0] = 1.0; }",
+            "numbers cannot be cast to `bool`; compare instead: `x != 0`",
+        ),
+    ] {
+        let errors = body_errors("", body);
+        assert!(
+            errors.iter().any(|e| e.contains(error)),
+            "{body}: {errors:#?}"
+        );
+    }
+}
+
+#[test]
+fn constant_vector_casts_are_evaluated() {
+    // A constant lane past f16's range is an overflow at the cast, as for a scalar.
+    let errors = checked(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1], features(f16))]
+            fn k(y: &mut [Vec2<f16>]) {
+                y[local_index()] = vec2(1.0f32, 70000.0) as Vec2<f16>;
+            }
+        }
+    })
+    .err()
+    .unwrap_or_default();
+    assert!(
+        errors.len() == 1 && errors[0].contains("this constant is infinite"),
+        "{errors:#?}"
+    );
+}

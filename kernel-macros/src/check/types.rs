@@ -916,24 +916,46 @@ impl<'m, 'e> Checker<'m, 'e> {
 
     fn cast(&mut self, value: &mut Expr, target: &Ty, span: Span) -> Ty {
         let from = self.expr(value);
-        let ok = |ty: &Ty| {
+        let from = self.shallow(&from);
+        if from == Ty::Unknown {
+            return target.clone();
+        }
+        let scalar = |ty: &Ty| {
             matches!(
                 ty,
                 Ty::Scalar(_) | Ty::IntVar(_) | Ty::FloatVar(_) | Ty::Unknown
             )
         };
-        if !ok(target) || !ok(&self.shallow(&from)) {
-            self.errors.at(
-                span,
-                format!(
-                    "`as` converts between `f32`, `u32`, `i32` and `bool`, not `{}` to `{}`",
-                    self.shallow(&from).rust_name(),
-                    target.rust_name()
-                ),
-            );
-            return Ty::Unknown;
-        }
-        if *target == Ty::BOOL && self.shallow(&from) != Ty::BOOL {
+        let (from_scalar, to_scalar) = match (&from, target) {
+            (f, t) if scalar(f) && scalar(t) => (f.clone(), t.clone()),
+            // Vectors convert lane by lane, like `vec4<f16>(v)` in WGSL.
+            (Ty::Vector(n, f), Ty::Vector(m, t)) if n == m => (Ty::Scalar(*f), Ty::Scalar(*t)),
+            (Ty::Vector(n, _), Ty::Vector(m, _)) => {
+                self.errors.at(
+                    span,
+                    format!(
+                        "`as` converts a vector lane by lane, to a vector of as many lanes: \
+                         `{}` has {n} and `{}` {m}; take lanes with a swizzle first (`v.xy`)",
+                        from.rust_name(),
+                        target.rust_name()
+                    ),
+                );
+                return Ty::Unknown;
+            }
+            _ => {
+                self.errors.at(
+                    span,
+                    format!(
+                        "`as` converts between `f32`, `f16`, `u32`, `i32` and `bool`, and \
+                         between vectors of them with as many lanes, not `{}` to `{}`",
+                        from.rust_name(),
+                        target.rust_name()
+                    ),
+                );
+                return Ty::Unknown;
+            }
+        };
+        if to_scalar == Ty::BOOL && from_scalar != Ty::BOOL {
             self.errors.at(
                 span,
                 "numbers cannot be cast to `bool`; compare instead: `x != 0`",

@@ -409,6 +409,13 @@ impl Eval {
                 let v = self.vector(operand)?;
                 self.each_lane(len, span, |i| unary(*op, v[i]))?
             }
+            ExprKind::Cast(value, target) => {
+                let (v, to) = (self.vector(value)?, target.scalar()?);
+                if v.len() != len {
+                    return None;
+                }
+                self.each_lane(len, span, |i| cast(v[i], to))?
+            }
             ExprKind::Field(base, name) => {
                 let lanes = self.lanes(base)?;
                 swizzle(&lanes, name)?

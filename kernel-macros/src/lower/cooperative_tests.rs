@@ -149,3 +149,32 @@ fn an_inline_store_is_what_crashes_the_spirv_writer() {
         "naga's SPIR-V writer no longer needs the `let`s ({message:?}):\n{crashing}"
     );
 }
+
+#[test]
+fn fragments_load_from_vectors_naga_writes_to_spirv() {
+    // Staging writes four `f16` in one store; the fragments read the same memory with the
+    // stride in vectors.
+    let text = wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [32], grid = [1], features(f16, cooperative_matrix))]
+            fn k(
+                x: &[Vec4<f32>],
+                c: &mut [Vec4<f32>],
+                #[workgroup] tile: &mut [Vec4<f16>; 128],
+            ) {
+                let t = local_index();
+                tile[t] = x[t] as Vec4<f16>;
+                tile[t + 32] = x[t + 32] as Vec4<f16>;
+                workgroup_barrier();
+                let fa: FragA16<f16> = coop_load_row_major(&tile[0], 4);
+                let fb: FragB16<f16> = coop_load_column_major(&tile[64], 4);
+                let acc: FragC16<f32> = coop_multiply_add(fa, fb, coop_zero());
+                coop_store_row_major(acc, &mut c[0], 4);
+            }
+        }
+    })
+    .unwrap();
+    assert!(text.contains("vec4<f16>("), "{text}");
+    assert!(text.contains("coop_mat16x16<f32, C>()"), "{text}");
+    spirv(&text);
+}

@@ -93,7 +93,8 @@ impl Checker<'_, '_> {
         }
     }
 
-    /// Whether `name` calls `coop_zero` or a load (not a helper or local of that name).
+    /// Whether `name` calls `coop_zero`, a load or a multiply-add (whose accumulator operand
+    /// takes the context's type), not a helper or local of that name.
     fn makes_fragment(&self, name: &Ident) -> bool {
         let key = name.to_string();
         let builtin = builtins::find(Form::Function, &key);
@@ -102,7 +103,7 @@ impl Checker<'_, '_> {
             && builtin.is_some_and(|b| {
                 matches!(
                     b.signature,
-                    Signature::FragmentZero | Signature::FragmentLoad(_)
+                    Signature::FragmentZero | Signature::FragmentLoad(_) | Signature::MultiplyAdd
                 )
             })
     }
@@ -167,7 +168,7 @@ impl Checker<'_, '_> {
                 }
                 Ty::Unit
             }
-            _ => self.multiply_add(name, args),
+            _ => self.multiply_add(name, args, wanted),
         }
     }
 
@@ -189,8 +190,9 @@ impl Checker<'_, '_> {
     }
 
     /// The place a load reads or a store writes, `&a[i]` / `&mut a[i]`: one element of a
-    /// buffer or a workgroup array. Returns the element's scalar and the place's span.
-    fn memory(&mut self, name: &Ident, arg: &mut Expr, write: bool) -> Option<(Scalar, Span)> {
+    /// buffer or a workgroup array, a scalar or a vector of adjacent elements. Returns its
+    /// type and the place's span.
+    fn memory(&mut self, name: &Ident, arg: &mut Expr, write: bool) -> Option<(Ty, Span)> {
         let amp = if write { "&mut " } else { "&" };
         let example = format!("`{amp}a[i]`");
         let place = match &mut arg.kind {
@@ -251,14 +253,15 @@ impl Checker<'_, '_> {
             self.expr(place)
         };
         match self.shallow(&ty) {
-            Ty::Scalar(scalar) => Some((scalar, place.span)),
+            // A vector holds adjacent elements; the stride then counts vectors.
+            held @ (Ty::Scalar(_) | Ty::Vector(..)) => Some((held, place.span)),
             Ty::Unknown => None,
             other => {
                 self.errors.at(
                     place.span,
                     format!(
-                        "fragments are {} scalar elements, and this place holds `{}`; \
-                         index down to one `f16` or `f32`",
+                        "fragments are {} elements (`f16`, `f32`) or vectors of them, and this \
+                         place holds `{}`; index down to one element or vector",
                         if write { "written to" } else { "read from" },
                         other.rust_name()
                     ),
@@ -268,7 +271,8 @@ impl Checker<'_, '_> {
         }
     }
 
-    /// The stride: elements from one row (or column) to the next, a `u32`.
+    /// The stride: elements (or vectors, for a place of vectors) from one row (or column) to
+    /// the next, a `u32`.
     fn stride(&mut self, arg: &mut Expr) {
         let ty = self.expr(arg);
         self.expect(
@@ -280,8 +284,11 @@ impl Checker<'_, '_> {
     }
 
     /// The memory holds the fragment's element type (naga would convert silently).
-    fn same_elements(&mut self, name: &Ident, fragment: &Fragment, memory: Scalar, span: Span) {
-        if fragment.scalar != memory {
+    fn same_elements(&mut self, name: &Ident, fragment: &Fragment, memory: Ty, span: Span) {
+        let Some(scalar) = memory.scalar() else {
+            return;
+        };
+        if fragment.scalar != scalar {
             self.errors.at(
                 span,
                 format!(
@@ -290,17 +297,21 @@ impl Checker<'_, '_> {
                     fragment.rust_name(),
                     memory.rust_name(),
                     fragment.scalar.rust_name(),
-                    memory.rust_name()
+                    scalar.rust_name()
                 ),
             );
         }
     }
 
     /// `coop_multiply_add(a, b, c)`: an A, a B and a C fragment of one size, A and B of one
-    /// element type. The result is `c`'s type.
-    fn multiply_add(&mut self, name: &Ident, args: &mut [Expr]) -> Ty {
+    /// element type. The result is `c`'s type, so the type the context asks for (`wanted`)
+    /// is the one `c` makes when it is `coop_zero()` or a load.
+    fn multiply_add(&mut self, name: &Ident, args: &mut [Expr], wanted: Option<Fragment>) -> Ty {
         let mut operands = [None; 3];
         for (index, (arg, role)) in args.iter_mut().zip([Role::A, Role::B, Role::C]).enumerate() {
+            if let (Role::C, Some(wanted)) = (role, wanted) {
+                self.expected(arg, &Ty::Fragment(wanted));
+            }
             let ty = self.expr(arg);
             match self.shallow(&ty) {
                 Ty::Fragment(fragment) if fragment.role == role => {

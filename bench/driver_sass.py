@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Machine code of the compute pipelines the NVIDIA Vulkan driver built, from its shader cache.
+
+The driver compiles each pipeline's SPIR-V to SASS and, with its disk cache on, keeps the result
+in `.bin` files of zstd frames. Each frame that holds a compiled shader starts with `NVDA`
+`NVVM` `NVuc`; its section record at byte 0x48 (type 1: code) gives the code's size and offset,
+and the instructions start 8 bytes past that offset. This script writes each shader's code to
+`OUT/shaderNNN.bin` and, given `nvdisasm`, its disassembly to `OUT/shaderNNN.sass` and a line
+per shader to `OUT/summary.txt` (instruction counts that matter for the GEMMs: tensor-core
+multiply-adds, fragment loads, global loads, shared stores, barriers, moves, highest register).
+
+On the GPU machine (CUDA's nvdisasm is at /usr/local/cuda-13.0/bin there; zstd may not be, so
+copy the cache back and extract here, then disassemble there):
+
+    mkdir -p /tmp/glc
+    __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=/tmp/glc \\
+    __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 TESSERA_AUTOTUNE=off \\
+        bash .gpu/run.sh .gpu/bin/bench --gemm --tensor-cores --only "M=4096 N=4096"
+    python3 bench/driver_sass.py /tmp/glc OUT [--nvdisasm PATH]
+
+The container layout is what driver 580 writes (found by reading its files, not documented);
+another driver may differ.
+"""
+
+import argparse
+import glob
+import os
+import re
+import struct
+import subprocess
+import sys
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+SHADER_MAGIC = b"NVDANVVMNVuc"
+
+
+def frames(data):
+    """The zstd frames of a cache file, each running to the next frame's start."""
+    starts = []
+    at = data.find(ZSTD_MAGIC)
+    while at >= 0:
+        starts.append(at)
+        at = data.find(ZSTD_MAGIC, at + 4)
+    for i, start in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else len(data)
+        yield data[start:end]
+
+
+def decompress(frame):
+    """The frame's contents (zstd stops at the frame's end and complains about the rest)."""
+    run = subprocess.run(["zstd", "-d", "-c"], input=frame, capture_output=True)
+    return run.stdout
+
+
+def code(shader):
+    """The instructions of a decompressed shader, or None when it is not one."""
+    if not shader.startswith(SHADER_MAGIC) or len(shader) < 0x54:
+        return None
+    kind, size, offset = struct.unpack_from("<III", shader, 0x48)
+    if kind != 1:
+        return None
+    body = shader[offset + 8 : offset + size]
+    return body[: len(body) // 16 * 16]
+
+
+def summary(sass):
+    """Counts of the instructions that say where a GEMM's steps go."""
+    ops = [
+        ("hmma", r"\bHMMA"),
+        ("ldsm", r"\bLDSM"),
+        ("ldg", r"\bLDG"),
+        ("sts", r"\bSTS"),
+        ("bar", r"\bBAR\.SYNC"),
+        ("mov", r"\b(MOV|IMAD\.MOV\.U32)\b"),
+    ]
+    counts = [f"{name}={len(re.findall(pattern, sass))}" for name, pattern in ops]
+    registers = [int(r) for r in re.findall(r"\bR(\d+)\b", sass)]
+    counts.append(f"max_reg={max(registers, default=0)}")
+    counts.append(f"lines={sass.count(chr(10))}")
+    return " ".join(counts)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("cache", help="the __GL_SHADER_DISK_CACHE_PATH directory")
+    parser.add_argument("out", help="where the shaders' code (and disassembly) go")
+    parser.add_argument("--nvdisasm", help="CUDA's nvdisasm, to disassemble for sm_90")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    written = []
+    for path in sorted(glob.glob(os.path.join(args.cache, "**", "*.bin"), recursive=True)):
+        with open(path, "rb") as f:
+            data = f.read()
+        for frame in frames(data):
+            body = code(decompress(frame))
+            if body is None:
+                continue
+            name = os.path.join(args.out, f"shader{len(written):03d}")
+            with open(name + ".bin", "wb") as f:
+                f.write(body)
+            written.append(name)
+    lines = []
+    if args.nvdisasm:
+        for name in written:
+            run = subprocess.run(
+                [args.nvdisasm, "-b", "SM90", name + ".bin"], capture_output=True, text=True
+            )
+            with open(name + ".sass", "w") as f:
+                f.write(run.stdout + run.stderr)
+            lines.append(f"{os.path.basename(name)} {summary(run.stdout)}")
+        with open(os.path.join(args.out, "summary.txt"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+    print(f"{len(written)} shaders", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
