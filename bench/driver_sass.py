@@ -4,10 +4,13 @@
 The driver compiles each pipeline's SPIR-V to SASS and, with its disk cache on, keeps the result
 in `.bin` files of zstd frames. Each frame that holds a compiled shader starts with `NVDA`
 `NVVM` `NVuc`; its section record at byte 0x48 (type 1: code) gives the code's size and offset,
-and the instructions start 8 bytes past that offset. This script writes each shader's code to
-`OUT/shaderNNN.bin` and, given `nvdisasm`, its disassembly to `OUT/shaderNNN.sass` and a line
-per shader to `OUT/summary.txt` (instruction counts that matter for the GEMMs: tensor-core
-multiply-adds, fragment loads, global loads, shared stores, barriers, moves, highest register).
+and the instructions start 8 bytes past that offset; the word 8 bytes before that offset is the
+number of registers each invocation takes (which decides how many workgroups share an SM: 64K
+registers each on an H100). This script writes each shader's code to `OUT/shaderNNN.bin`, a
+line per shader to `OUT/summary.txt` (code size, registers) and, given `nvdisasm`, the
+disassembly to `OUT/shaderNNN.sass` with instruction counts that matter for the GEMMs on its
+summary line (tensor-core multiply-adds, fragment loads, global loads, shared stores, barriers,
+moves).
 
 On the GPU machine (CUDA's nvdisasm is at /usr/local/cuda-13.0/bin there; zstd may not be, so
 copy the cache back and extract here, then disassemble there):
@@ -53,14 +56,16 @@ def decompress(frame):
 
 
 def code(shader):
-    """The instructions of a decompressed shader, or None when it is not one."""
+    """The instructions of a decompressed shader and its registers per invocation, or None
+    when it is not one."""
     if not shader.startswith(SHADER_MAGIC) or len(shader) < 0x54:
         return None
     kind, size, offset = struct.unpack_from("<III", shader, 0x48)
-    if kind != 1:
+    if kind != 1 or offset < 8:
         return None
+    (registers,) = struct.unpack_from("<I", shader, offset - 8)
     body = shader[offset + 8 : offset + size]
-    return body[: len(body) // 16 * 16]
+    return body[: len(body) // 16 * 16], registers
 
 
 def summary(sass):
@@ -75,8 +80,7 @@ def summary(sass):
     ]
     counts = [f"{name}={len(re.findall(pattern, sass))}" for name, pattern in ops]
     registers = [int(r) for r in re.findall(r"\bR(\d+)\b", sass)]
-    counts.append(f"max_reg={max(registers, default=0)}")
-    counts.append(f"lines={sass.count(chr(10))}")
+    counts.append(f"highest_register=R{max(registers, default=0)}")
     return " ".join(counts)
 
 
@@ -92,24 +96,26 @@ def main():
         with open(path, "rb") as f:
             data = f.read()
         for frame in frames(data):
-            body = code(decompress(frame))
-            if body is None:
+            shader = code(decompress(frame))
+            if shader is None:
                 continue
+            body, registers = shader
             name = os.path.join(args.out, f"shader{len(written):03d}")
             with open(name + ".bin", "wb") as f:
                 f.write(body)
-            written.append(name)
+            written.append((name, f"bytes={len(body)} registers={registers}"))
     lines = []
-    if args.nvdisasm:
-        for name in written:
+    for name, line in written:
+        if args.nvdisasm:
             run = subprocess.run(
                 [args.nvdisasm, "-b", "SM90", name + ".bin"], capture_output=True, text=True
             )
             with open(name + ".sass", "w") as f:
                 f.write(run.stdout + run.stderr)
-            lines.append(f"{os.path.basename(name)} {summary(run.stdout)}")
-        with open(os.path.join(args.out, "summary.txt"), "w") as f:
-            f.write("\n".join(lines) + "\n")
+            line += " " + summary(run.stdout)
+        lines.append(f"{os.path.basename(name)} {line}")
+    with open(os.path.join(args.out, "summary.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
     print(f"{len(written)} shaders", file=sys.stderr)
 
 
