@@ -386,10 +386,10 @@ mod nn {
     }
 
     /// One step of a convolution: stages the rows' operand across, the columns' across or
-    /// along (`b_across`), and multiplies the slices into `acc`. (Unlike `mainloop`, the
+    /// along (`b_across`), and multiplies the slices into `acc`. (Unlike `mainloop`, the f32
     /// convolutions do not overlap a step's loads with the previous step's multiply: with
-    /// their gathers' index math live too, that ran slower on an H100; see
-    /// notes/performance.md.)
+    /// their gathers' index math live too, that ran slower on an H100. The tensor-core ones
+    /// do, see `stage_fragments`: 4-16% faster there; notes/performance.md.)
     fn step(
         slice_a: &mut [Vec4<f32>; BUFFERS * SLICE],
         from_a: &[f32; LOADS],
@@ -721,20 +721,19 @@ mod nn {
         workgroup_barrier();
     }
 
-    /// `step` on the tensor cores: stages the rows' operand (across) and the columns' (across
-    /// or along, `b_across`), and multiplies the slices into `acc`.
-    fn step_fragments(
+    /// Stages a convolution's step on the tensor cores: the rows' operand across, the
+    /// columns' across or along (`b_across`). The convolutions stage their first step, then
+    /// load each next step while `multiply_fragments` multiplies the staged one.
+    fn stage_fragments(
         slice_a: &mut [f16; BLOCK * A_STRIDE],
         from_a: &[f32; LOADS],
         slice_b: &mut [f16; DEPTH * STRIDE],
         from_b: &[f32; LOADS],
         b_across: bool,
-        acc: &mut [FragC16<f32>; FRAGS],
         t: u32,
     ) {
         stage_rows(slice_a, from_a, true, t);
         stage_half(slice_b, from_b, b_across, t);
-        multiply_fragments(slice_a, slice_b, acc, t);
     }
 
     /// `mainloop` on the tensor cores: the accumulator fragments of `a · b` for the output
@@ -1500,11 +1499,16 @@ mod nn {
         let by = digits(DEPTH, p.kernel_h, p.kernel_w);
         let mut at = conv_taps(p, 0, t);
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
-        for k0 in (0..depth).step_by(DEPTH) {
+        let from_w = fetch(w, vec2(depth, p.out_channels), true, origin.y, 0, t);
+        let from_x = conv_forward_gather(x, p, column, by, &mut at, 0, t);
+        stage_fragments(half_w, &from_w, half_x, &from_x, false, t);
+        for k0 in (DEPTH..depth).step_by(DEPTH) {
             let from_w = fetch(w, vec2(depth, p.out_channels), true, origin.y, k0, t);
             let from_x = conv_forward_gather(x, p, column, by, &mut at, k0, t);
-            step_fragments(half_w, &from_w, half_x, &from_x, false, &mut acc, t);
+            multiply_fragments(half_w, half_x, &mut acc, t);
+            stage_fragments(half_w, &from_w, half_x, &from_x, false, t);
         }
+        multiply_fragments(half_w, half_x, &mut acc, t);
         acc
     }
 
@@ -1846,12 +1850,18 @@ mod nn {
         let mut wk = digits(t % DEPTH, p.kernel_h, p.kernel_w);
         let mut at = conv_taps(p, 0, t);
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
-        for k0 in (0..p.out_channels * p.kernel_h * p.kernel_w).step_by(DEPTH) {
+        let from_w = conv_filter_rows(w, p, wk, origin, 0, t);
+        let from_g = conv_grad_gather(grad_pre, p, pixel, by, &mut at, 0, t);
+        wk = advance(wk, by, p.kernel_h, p.kernel_w);
+        stage_fragments(half_w, &from_w, half_g, &from_g, false, t);
+        for k0 in (DEPTH..p.out_channels * p.kernel_h * p.kernel_w).step_by(DEPTH) {
             let from_w = conv_filter_rows(w, p, wk, origin, k0, t);
             let from_g = conv_grad_gather(grad_pre, p, pixel, by, &mut at, k0, t);
             wk = advance(wk, by, p.kernel_h, p.kernel_w);
-            step_fragments(half_w, &from_w, half_g, &from_g, false, &mut acc, t);
+            multiply_fragments(half_w, half_g, &mut acc, t);
+            stage_fragments(half_w, &from_w, half_g, &from_g, false, t);
         }
+        multiply_fragments(half_w, half_g, &mut acc, t);
         acc
     }
 
@@ -2369,13 +2379,20 @@ mod nn {
         let by = digits(DEPTH, p.out_h, p.out_w);
         let mut at = digits(begin + t % DEPTH, p.out_h, p.out_w);
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
-        for k0 in (begin..end).step_by(DEPTH) {
+        let inside = begin + t % DEPTH < end;
+        let from_g = conv_weight_rows(grad_pre, p, at, inside, origin, t);
+        let from_x = conv_weight_gather(x, p, &columns_at, at, inside, origin, t);
+        at = advance(at, by, p.out_h, p.out_w);
+        stage_fragments(half_g, &from_g, half_x, &from_x, true, t);
+        for k0 in (begin + DEPTH..end).step_by(DEPTH) {
             let inside = k0 + t % DEPTH < end;
             let from_g = conv_weight_rows(grad_pre, p, at, inside, origin, t);
             let from_x = conv_weight_gather(x, p, &columns_at, at, inside, origin, t);
             at = advance(at, by, p.out_h, p.out_w);
-            step_fragments(half_g, &from_g, half_x, &from_x, true, &mut acc, t);
+            multiply_fragments(half_g, half_x, &mut acc, t);
+            stage_fragments(half_g, &from_g, half_x, &from_x, true, t);
         }
+        multiply_fragments(half_g, half_x, &mut acc, t);
         // The first slice goes straight to `grad_w`, the others to their filter of `partial`.
         let rows = p.out_channels;
         if split == 0 {
