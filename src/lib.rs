@@ -247,6 +247,9 @@
 //!   (it is computed so) are compile errors at the expression; so is a divisor or shift amount that becomes
 //!   such a constant in a `specialize(..)` variant. There are no infinite or NaN constants
 //!   (`f32::INFINITY`, `f32::NAN`; a GPU may assume it never sees them): bound with `f32::MAX`.
+//!   A branch that a constant condition never takes is not written out, so its constants are
+//!   not checked either: in an unrolled loop, `if v > 0 { a[v - 1] }` is fine where `v` is 0
+//!   (unless that branch holds a `break`, `continue` or `return`, which stays, and is checked).
 //! - At run time, integer arithmetic is WGSL's, which defines what Rust panics on (in debug
 //!   builds): overflow wraps (`i32::MAX + 1` is `i32::MIN`), `x / 0` is `x` and `x % 0` is 0
 //!   (so are `i32::MIN / -1` and `i32::MIN % -1`), and a shift amount is taken modulo 32

@@ -912,6 +912,30 @@ impl BinOp {
     }
 }
 
+/// Whether `block` holds a `break`, `continue` or `return` anywhere. Only a branch without one
+/// may be dropped for a constant condition: a loop whose only exit sat in a dropped branch
+/// would have none left, which WGSL rejects (Rust accepts `loop { if false { break; } }`).
+pub fn leaves(block: &Block) -> bool {
+    let own = block.iter().any(|stmt| match &stmt.kind {
+        StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => true,
+        StmtKind::If {
+            then, otherwise, ..
+        } => leaves(then) || otherwise.as_ref().is_some_and(leaves),
+        StmtKind::For(l) => leaves(&l.body),
+        StmtKind::While { body, .. } | StmtKind::Loop(body) | StmtKind::Block(body) => leaves(body),
+        StmtKind::Match { arms, .. } => arms.iter().any(|arm| leaves(&arm.body)),
+        StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Expr(_) => false,
+    });
+    let mut in_values = false;
+    visit_exprs(block, &mut |e| match &e.kind {
+        ExprKind::Block(b) => in_values |= leaves(&b.stmts),
+        ExprKind::If(_, a, b) => in_values |= leaves(&a.stmts) || leaves(&b.stmts),
+        ExprKind::Match(_, arms) => in_values |= arms.iter().any(|arm| leaves(&arm.body.stmts)),
+        _ => {}
+    });
+    own || in_values
+}
+
 /// Calls `f` on every expression of `block`, outer before inner (used by analyses that only
 /// look, such as finding the builtins a kernel uses).
 pub fn visit_exprs(block: &Block, f: &mut impl FnMut(&Expr)) {

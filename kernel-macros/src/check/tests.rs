@@ -589,3 +589,60 @@ fn constant_vector_casts_are_evaluated() {
         "{errors:#?}"
     );
 }
+
+#[test]
+fn branches_a_constant_condition_never_takes_are_not_written() {
+    // In the iteration where `v` is 0, `v - 1` would overflow, as it never does in Rust: that
+    // branch is not written out, in statements and in `if` values alike.
+    let wgsl = crate::tests::wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1])]
+            fn k(x: &[f32], y: &mut [f32]) {
+                let mut v4 = [0.0f32; 4];
+                #[unroll]
+                for v in 0..4u32 {
+                    if v % 2 == 1 {
+                        v4[v] = v4[v - 1];
+                    } else {
+                        v4[v] = x[local_index() * 4 + v];
+                    }
+                    let before = if v > 0 { v4[v - 1] } else { 0.0 };
+                    y[local_index() * 4 + v] = v4[v] + before;
+                }
+            }
+        }
+    })
+    .unwrap();
+    assert!(!wgsl.contains("4294967295"), "{wgsl}");
+    assert!(!wgsl.contains("if "), "{wgsl}");
+    // A dropped branch must not take a loop's only way out with it: WGSL refuses a loop that
+    // cannot end, where Rust would run the iteration where `v` is 1 forever.
+    let wgsl = crate::tests::wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1])]
+            fn k(y: &mut [f32]) {
+                #[unroll]
+                for v in 0..2u32 {
+                    loop {
+                        if v == 0 {
+                            break;
+                        }
+                    }
+                }
+                y[0] = 1.0;
+            }
+        }
+    })
+    .unwrap();
+    assert_eq!(wgsl.matches("break;").count(), 2, "{wgsl}");
+    // A taken branch is checked as before.
+    let errors = body_errors(
+        "",
+        "let mut a = [0.0f32; 2]; #[unroll] for v in 0..2u32 { if v == 0 { a[v] = a[v - 1]; } } \
+         y[0] = a[1];",
+    );
+    assert!(
+        errors.iter().any(|e| e.contains("overflows `u32`")),
+        "{errors:#?}"
+    );
+}

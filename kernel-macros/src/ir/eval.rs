@@ -183,15 +183,24 @@ impl Eval {
             StmtKind::Expr(e) | StmtKind::Return(Some(e)) => {
                 self.expr(e);
             }
+            // A branch a constant condition never takes is not written out (`lower/` decides
+            // with the same locals known), so its constants are never WGSL's problem.
             StmtKind::If {
                 cond,
                 then,
                 otherwise,
-            } => {
-                self.expr(cond);
-                self.block(then);
-                otherwise.iter().for_each(|b| self.block(b));
-            }
+            } => match self.expr(cond) {
+                Some(Value::Bool(true)) if !otherwise.as_ref().is_some_and(leaves) => {
+                    self.block(then)
+                }
+                Some(Value::Bool(false)) if !leaves(then) => {
+                    otherwise.iter().for_each(|b| self.block(b))
+                }
+                _ => {
+                    self.block(then);
+                    otherwise.iter().for_each(|b| self.block(b));
+                }
+            },
             StmtKind::For(f) => self.for_loop(f),
             StmtKind::While { cond, body } => {
                 self.expr(cond);
@@ -303,9 +312,14 @@ impl Eval {
                 }
             }
             ExprKind::If(cond, then, otherwise) => {
-                self.expr(cond);
-                self.block_expr(then);
-                self.block_expr(otherwise);
+                match self.expr(cond) {
+                    Some(Value::Bool(true)) if !leaves(&otherwise.stmts) => self.block_expr(then),
+                    Some(Value::Bool(false)) if !leaves(&then.stmts) => self.block_expr(otherwise),
+                    _ => {
+                        self.block_expr(then);
+                        self.block_expr(otherwise);
+                    }
+                }
                 None
             }
             ExprKind::Match(scrutinee, arms) => {

@@ -276,7 +276,10 @@ impl<'g> FnLowerer<'g> {
                 } else {
                     "let"
                 };
-                let constant = init.as_ref().and_then(|e| self.constant(e));
+                // Known exactly when `check/`'s evaluation knows it (see `taken`).
+                let constant = init
+                    .as_ref()
+                    .and_then(|e| eval::value(e, &self.locals_known));
                 self.locals_known.bind(*local, *mutable, constant);
                 match init {
                     Some(init) => {
@@ -362,13 +365,41 @@ impl<'g> FnLowerer<'g> {
         otherwise: Option<&Block>,
         span: Span,
     ) {
-        let cond = self.top_expr(w, cond);
-        w.open(format!("if {cond}"), span);
-        self.block(w, then);
-        if let Some(otherwise) = otherwise {
-            w.close(" else {");
-            self.block(w, otherwise);
+        let dropped = |taken: bool| match taken {
+            true => otherwise.is_some_and(leaves),
+            false => leaves(then),
+        };
+        match self.taken(cond).filter(|&taken| !dropped(taken)) {
+            Some(true) => self.scoped_block(w, then),
+            Some(false) => otherwise.into_iter().for_each(|b| self.scoped_block(w, b)),
+            None => {
+                let cond = self.top_expr(w, cond);
+                w.open(format!("if {cond}"), span);
+                self.block(w, then);
+                if let Some(otherwise) = otherwise {
+                    w.close(" else {");
+                    self.block(w, otherwise);
+                }
+                w.close("");
+            }
         }
+    }
+
+    /// Which branch a condition of constants takes (in an unrolled iteration, `v > 0` with
+    /// `v` known): only that branch is written, as Rust would never run the other, whose
+    /// constants may be ones WGSL rejects (`a[v - 1]` where `v` is 0), unless the other
+    /// holds a way out (see [`leaves`]). `check/`'s evaluation skips the same branches,
+    /// knowing the same locals.
+    fn taken(&self, cond: &Expr) -> Option<bool> {
+        match eval::value(cond, &self.locals_known)? {
+            Value::Bool(taken) => Some(taken),
+            _ => None,
+        }
+    }
+
+    fn scoped_block(&mut self, w: &mut Writer, block: &Block) {
+        w.open_plain("");
+        self.block(w, block);
         w.close("");
     }
 
@@ -671,6 +702,22 @@ impl<'g> FnLowerer<'g> {
             ExprKind::Builtin(builtin, args) => self.builtin(w, builtin, args, &e.ty),
             // `check/` resolved every method to a builtin.
             ExprKind::Method(..) => String::new(),
+            ExprKind::If(cond, then, otherwise)
+                if self.taken(cond).is_some_and(|taken| {
+                    !leaves(if taken { &otherwise.stmts } else { &then.stmts })
+                }) =>
+            {
+                let temp = self.temp(w, &e.ty, e.span);
+                let branch = if self.taken(cond) == Some(true) {
+                    then
+                } else {
+                    otherwise
+                };
+                w.open_plain("");
+                self.assign_block(w, &temp, branch);
+                w.close("");
+                temp
+            }
             ExprKind::If(cond, then, otherwise) => {
                 let temp = self.temp(w, &e.ty, e.span);
                 let cond = self.top_expr(w, cond);
