@@ -291,13 +291,19 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
             .padding(Padding::uniform(pad))
     };
     // 3x3 of stride 1 (the specializations) in both blockings, 5x5 and 1x1, a strided one
-    // and one of 3 input channels (whose input gradients stay f32), ragged everywhere.
+    // and one of 3 input channels (whose input gradients stay f32), ragged everywhere. Some
+    // outputs are too small to fill the GPU, so their sums run in slices (the last one
+    // ragged): the 5x5's forward (small blocks, 3 slices), the sixth shape's forward and
+    // input gradient (large blocks) and the last one's input gradient (small blocks), 2
+    // slices each.
     let shapes = [
         conv(2, 8, [10, 10], 72, 3, 1, 1),
         conv(1, 70, [7, 9], 16, 5, 1, 2),
         conv(3, 33, [6, 6], 40, 1, 1, 0),
         conv(2, 5, [9, 9], 20, 3, 2, 1),
         conv(2, 3, [11, 11], 130, 3, 1, 1),
+        conv(1, 120, [5, 5], 150, 3, 1, 1),
+        conv(1, 40, [4, 4], 120, 3, 1, 1),
     ];
     for (seed, shape) in shapes.into_iter().enumerate() {
         let mut rng = rng(100 + seed as u64);

@@ -364,8 +364,9 @@ pub struct Conv2dGradWeight<'a> {
 ///
 /// With [`Precision::TensorCoreF16`] ([`Convolution::with_precision`]) the forward, the
 /// filter gradient and the input gradient of stride 1 run their products on the tensor
-/// cores (the forward and input gradient never split); strided input gradients and those of
-/// at most 4 input channels stay in f32, as do the bias, the activation and its derivative.
+/// cores, each cutting its sum into slices when its output alone cannot fill the GPU, as in
+/// f32; strided input gradients and those of at most 4 input channels stay in f32, as do the
+/// bias, the activation and its derivative.
 #[derive(Clone, Debug)]
 pub struct Convolution {
     /// The tensor-core kernels, built only for [`Precision::TensorCoreF16`].
@@ -402,20 +403,42 @@ pub struct Convolution {
 #[derive(Clone, Debug)]
 struct Fragments {
     forward: kernels::Blocked<kernels::ConvForwardFragments>,
+    /// The forward in slices of the summed dimension.
+    forward_split: kernels::Blocked<kernels::ConvForwardFragmentsSplit>,
     grad_input: kernels::Blocked<kernels::ConvGradInputFragments>,
+    /// The input gradient in slices of the summed dimension.
+    grad_input_split: kernels::Blocked<kernels::ConvGradInputFragmentsSplit>,
     grad_weight: kernels::Blocked<kernels::ConvGradWeightFragments>,
     reduce: kernels::ConvGradWeightReduce,
 }
 
 impl Fragments {
     fn new(rt: &Runtime) -> Result<Self> {
+        let forward_reduce = kernels::ConvForwardFragmentsReduce::new(rt)?;
+        let input_reduce = kernels::ConvGradInputFragmentsReduce::new(rt)?;
         Ok(Fragments {
-            // SAFETY (all three): every index is guarded (see "Bounds" in `kernels`).
+            // SAFETY (all five): every index is guarded (see "Bounds" in `kernels`).
             forward: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvForwardFragments::with_constants_unchecked(rt, b)
             })?,
+            forward_split: kernels::Blocked::on_fragments(|b| {
+                Ok(kernels::ConvForwardFragmentsSplit::from_members(
+                    unsafe {
+                        kernels::ConvForwardFragmentsPartial::with_constants_unchecked(rt, b)
+                    }?,
+                    forward_reduce.clone(),
+                ))
+            })?,
             grad_input: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvGradInputFragments::with_constants_unchecked(rt, b)
+            })?,
+            grad_input_split: kernels::Blocked::on_fragments(|b| {
+                Ok(kernels::ConvGradInputFragmentsSplit::from_members(
+                    unsafe {
+                        kernels::ConvGradInputFragmentsPartial::with_constants_unchecked(rt, b)
+                    }?,
+                    input_reduce.clone(),
+                ))
             })?,
             grad_weight: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvGradWeightFragments::with_constants_unchecked(rt, b)
@@ -446,11 +469,11 @@ impl Convolution {
             Precision::F32 => None,
             Precision::TensorCoreF16 => Some(Fragments::new(rt)?),
         };
+        let forward_reduce = kernels::ConvForwardReduce::new(rt)?;
+        let input_reduce = kernels::ConvGradInputReduce::new(rt)?;
         let activation_grad = kernels::ConvActivationGrad::new(rt)?;
         let reduce = kernels::ConvGradWeightReduce::new(rt)?;
         let grad_bias = kernels::ConvGradBias::new(rt)?;
-        let forward_reduce = kernels::ConvForwardReduce::new(rt)?;
-        let input_reduce = kernels::ConvGradInputReduce::new(rt)?;
         let grad_input_split = kernels::Blocked::new(|b| {
             // SAFETY: every index is guarded (see "Bounds" in `kernels`).
             let partial =
@@ -548,7 +571,7 @@ impl Convolution {
         let rows = p.out_channels;
         let operation = "nn::Convolution::forward";
         let (ways, fixed) = match self.fragments {
-            Some(_) => (&Way::FRAGMENTS[..], Way::fixed_fragments(rows)),
+            Some(_) => (&Way::SPLIT_FRAGMENTS[..], Way::fixed_split_fragments(rows)),
             None => (&Way::ALL[..], Way::fixed(rows)),
         };
         let way = tuned(
@@ -585,22 +608,41 @@ impl Convolution {
         pre: &mut GpuBuffer<f32>,
         y: &mut GpuBuffer<f32>,
     ) -> Result<()> {
+        // `params` checked that the products fit.
+        let columns = p.batch * p.out_h * p.out_w;
+        let depth = p.in_channels * p.kernel_h * p.kernel_w;
         if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
-            let args = kernels::ConvForwardFragmentsArgs {
+            let split = fragments.forward_split.get(way.blocking);
+            let blocking = split.conv_forward_fragments_partial().constants();
+            let cut = Split::of(blocking, p.out_channels, columns, depth);
+            if !way.split || cut.splits == 1 {
+                let args = kernels::ConvForwardFragmentsArgs {
+                    p: &p,
+                    x,
+                    w,
+                    bias,
+                    pre,
+                    y,
+                };
+                return fragments.forward.get(way.blocking).record(batch, args);
+            }
+            (p.splits, p.split_depth) = (cut.splits, cut.depth);
+            let mut partials = self.partials.lock();
+            let partial =
+                partials.at_least(batch.runtime(), cut.partials(p.out_channels, columns))?;
+            let args = kernels::ConvForwardFragmentsSplitArgs {
                 p: &p,
                 x,
                 w,
                 bias,
+                partial,
                 pre,
                 y,
             };
-            return fragments.forward.get(way.blocking).record(batch, args);
+            return split.record(batch, args);
         }
         let split = self.forward_split.get(way.blocking);
         let blocking = split.conv_forward_partial().constants();
-        // `params` checked that the products fit.
-        let columns = p.batch * p.out_h * p.out_w;
-        let depth = p.in_channels * p.kernel_h * p.kernel_w;
         let cut = Split::of(blocking, p.out_channels, columns, depth);
         if !way.split || cut.splits == 1 {
             let args = kernels::ConvForwardArgs {
@@ -614,10 +656,8 @@ impl Convolution {
             return self.forward.get(way.blocking).record(batch, args);
         }
         (p.splits, p.split_depth) = (cut.splits, cut.depth);
-        // `Split::of` keeps `splits * out_channels * columns` within `u32`.
-        let needed = cut.splits as usize * p.out_channels as usize * columns as usize;
         let mut partials = self.partials.lock();
-        let partial = partials.at_least(batch.runtime(), needed)?;
+        let partial = partials.at_least(batch.runtime(), cut.partials(p.out_channels, columns))?;
         let args = kernels::ConvForwardSplitArgs {
             p: &p,
             x,
@@ -742,7 +782,10 @@ impl Convolution {
         }
         let operation = "nn::Convolution::grad_input";
         let (ways, fixed) = match self.fragments {
-            Some(_) if !by_phases(&p) => (&Way::FRAGMENTS[..], Way::fixed_fragments(p.in_channels)),
+            Some(_) if !by_phases(&p) => (
+                &Way::SPLIT_FRAGMENTS[..],
+                Way::fixed_split_fragments(p.in_channels),
+            ),
             _ => (&Way::ALL[..], Way::fixed(p.in_channels)),
         };
         tuned(rt, operation, shape, &p, ways, fixed, |tune, way, s| {
@@ -756,14 +799,16 @@ impl Convolution {
         if !way.split {
             return Split::WHOLE;
         }
-        let blocking = self
-            .grad_input_split
-            .get(way.blocking)
-            .conv_grad_input_partial()
-            .constants();
         // `params` checked that the products fit.
         let columns = p.batch * p.in_h * p.in_w;
         let depth = p.out_channels * p.kernel_h * p.kernel_w;
+        if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
+            let split = fragments.grad_input_split.get(way.blocking);
+            let blocking = split.conv_grad_input_fragments_partial().constants();
+            return Split::of(blocking, p.in_channels, columns, depth);
+        }
+        let split = self.grad_input_split.get(way.blocking);
+        let blocking = split.conv_grad_input_partial().constants();
         Split::of(blocking, p.in_channels, columns, depth)
     }
 
@@ -800,18 +845,35 @@ impl Convolution {
                 },
             );
         }
+        let cut = self.input_split(way, &p);
+        let columns = p.batch * p.in_h * p.in_w;
         if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
-            return fragments.grad_input.get(way.blocking).record(
+            if cut.splits == 1 {
+                return fragments.grad_input.get(way.blocking).record(
+                    batch,
+                    kernels::ConvGradInputFragmentsArgs {
+                        p: &p,
+                        w,
+                        grad_pre,
+                        grad_x,
+                    },
+                );
+            }
+            (p.splits, p.split_depth) = (cut.splits, cut.depth);
+            let mut partials = self.partials.lock();
+            let partial =
+                partials.at_least(batch.runtime(), cut.partials(p.in_channels, columns))?;
+            return fragments.grad_input_split.get(way.blocking).record(
                 batch,
-                kernels::ConvGradInputFragmentsArgs {
+                kernels::ConvGradInputFragmentsSplitArgs {
                     p: &p,
                     w,
                     grad_pre,
+                    partial,
                     grad_x,
                 },
             );
         }
-        let cut = self.input_split(way, &p);
         if cut.splits == 1 {
             let family = self.backward.get(way.blocking);
             return family.conv_grad_input().record(
@@ -825,10 +887,8 @@ impl Convolution {
             );
         }
         (p.splits, p.split_depth) = (cut.splits, cut.depth);
-        // `Split::of` keeps `splits * in_channels * columns` within `u32`.
-        let needed = cut.splits as usize * (p.batch * p.in_channels * p.in_h * p.in_w) as usize;
         let mut partials = self.partials.lock();
-        let partial = partials.at_least(batch.runtime(), needed)?;
+        let partial = partials.at_least(batch.runtime(), cut.partials(p.in_channels, columns))?;
         self.grad_input_split.get(way.blocking).record(
             batch,
             kernels::ConvGradInputSplitArgs {

@@ -1484,7 +1484,7 @@ mod nn {
         acc
     }
 
-    /// `conv_forward_tile` on the tensor cores, over the whole sum.
+    /// `conv_forward_tile` on the tensor cores, summed over the same `summed`.
     fn conv_forward_fragments_tile(
         half_w: &mut [f16; BLOCK * A_STRIDE],
         half_x: &mut [f16; DEPTH * STRIDE],
@@ -1492,17 +1492,18 @@ mod nn {
         w: &[f32],
         p: &ConvParams,
         origin: Vec2<u32>,
+        summed: Vec2<u32>,
         t: u32,
     ) -> [FragC16<f32>; FRAGS] {
         let depth = p.in_channels * p.kernel_h * p.kernel_w;
         let column = conv_forward_column(p, origin, t);
         let by = digits(DEPTH, p.kernel_h, p.kernel_w);
-        let mut at = conv_taps(p, 0, t);
+        let mut at = conv_taps(p, summed.x, t);
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
-        let from_w = fetch(w, vec2(depth, p.out_channels), true, origin.y, 0, t);
-        let from_x = conv_forward_gather(x, p, column, by, &mut at, 0, t);
+        let from_w = fetch(w, vec2(depth, p.out_channels), true, origin.y, summed.x, t);
+        let from_x = conv_forward_gather(x, p, column, by, &mut at, summed.x, t);
         stage_fragments(half_w, &from_w, half_x, &from_x, false, t);
-        for k0 in (DEPTH..depth).step_by(DEPTH) {
+        for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
             let from_w = fetch(w, vec2(depth, p.out_channels), true, origin.y, k0, t);
             let from_x = conv_forward_gather(x, p, column, by, &mut at, k0, t);
             multiply_fragments(half_w, half_x, &mut acc, t);
@@ -1549,7 +1550,7 @@ mod nn {
         }
     }
 
-    /// `conv_forward` on the tensor cores (never split).
+    /// `conv_forward` on the tensor cores (`ConvForwardFragmentsSplit` cuts its sum).
     #[kernel(
         workgroup = [GROUP],
         constants = TensorBlocking,
@@ -1572,7 +1573,8 @@ mod nn {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let pixels = p.out_h * p.out_w;
         let columns = p.batch * pixels;
-        let acc = conv_forward_fragments_tile(half_w, half_x, x, w, p, origin, t);
+        let summed = vec2(0, p.in_channels * p.kernel_h * p.kernel_w);
+        let acc = conv_forward_fragments_tile(half_w, half_x, x, w, p, origin, summed, t);
         #[unroll]
         for f in 0..FRAGS {
             let values = unspill(acc[f], spill, t);
@@ -1649,6 +1651,25 @@ mod nn {
         );
     }
 
+    /// Element `i` of a split convolution's output: `pre` = the sum of the slices of
+    /// `partial` + `bias`, `y = act(pre)`.
+    fn sum_forward_slices(
+        p: &ConvParams,
+        partial: &[f32],
+        bias: &[f32],
+        pre: &mut [f32],
+        y: &mut [f32],
+        i: u32,
+    ) {
+        let pixels = p.out_h * p.out_w;
+        let len = p.batch * p.out_channels * pixels;
+        if i < len {
+            let z = bias[i / pixels % p.out_channels] + sum_slices(partial, p.splits, len, i);
+            pre[i] = z;
+            y[i] = activate(z, p.activation);
+        }
+    }
+
     /// `pre` = the sum of the slices of `partial` + `bias`, `y = act(pre)`.
     #[kernel(
         workgroup = [GROUP],
@@ -1661,14 +1682,79 @@ mod nn {
         pre: &mut [f32],
         y: &mut [f32],
     ) {
-        let i = global_id().x;
+        sum_forward_slices(p, partial, bias, pre, y, global_id().x);
+    }
+
+    /// `ConvForwardSplit` on the tensor cores: the slices' products on the tensor cores, then
+    /// their sum as `conv_forward_reduce`'s.
+    #[family(conv_forward_fragments_partial, conv_forward_fragments_reduce)]
+    pub struct ConvForwardFragmentsSplit {
+        p: &ConvParams,
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
+        x: &[f32],
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
+        w: &[f32],
+        #[len(p.out_channels)]
+        bias: &[f32],
+        /// Scratch: one output-shaped partial sum per slice.
+        #[len(p.splits * p.batch * p.out_channels * p.out_h * p.out_w)]
+        partial: &mut [f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        pre: &mut [f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        y: &mut [f32],
+    }
+
+    /// `conv_forward_partial` on the tensor cores.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [
+            ceil_div(p.batch * p.out_h * p.out_w, BLOCK),
+            ceil_div(p.out_channels, BLOCK),
+            p.splits
+        ],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY),
+        specialize(p.kernel_h == 3 && p.kernel_w == 3)
+    )]
+    pub fn conv_forward_fragments_partial(
+        p: &ConvParams,
+        x: &[f32],
+        w: &[f32],
+        partial: &mut [f32],
+        #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_x: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] spill: &mut [f32; GROUP * 8],
+    ) {
+        let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let pixels = p.out_h * p.out_w;
-        let len = p.batch * p.out_channels * pixels;
-        if i < len {
-            let z = bias[i / pixels % p.out_channels] + sum_slices(partial, p.splits, len, i);
-            pre[i] = z;
-            y[i] = activate(z, p.activation);
-        }
+        let summed = slice(
+            split,
+            p.split_depth,
+            p.in_channels * p.kernel_h * p.kernel_w,
+        );
+        let acc = conv_forward_fragments_tile(half_w, half_x, x, w, p, origin, summed, t);
+        let (rows, columns) = (p.out_channels, p.batch * pixels);
+        let offset = split * rows * columns;
+        store_fragments(
+            partial, offset, &acc, rows, columns, pixels, origin, spill, t,
+        );
+    }
+
+    /// `conv_forward_reduce` for `ConvForwardFragmentsSplit`.
+    #[kernel(
+        workgroup = [GROUP],
+        grid = [ceil_div(p.batch * p.out_channels * p.out_h * p.out_w, GROUP)]
+    )]
+    pub fn conv_forward_fragments_reduce(
+        p: &ConvParams,
+        partial: &[f32],
+        bias: &[f32],
+        pre: &mut [f32],
+        y: &mut [f32],
+    ) {
+        sum_forward_slices(p, partial, bias, pre, y, global_id().x);
     }
 
     /// The backward pass of `conv_forward` but the filter's gradient: the gradient before the
@@ -1835,7 +1921,7 @@ mod nn {
         acc
     }
 
-    /// `conv_grad_input_tile` on the tensor cores, over the whole sum.
+    /// `conv_grad_input_tile` on the tensor cores, summed over the same `summed`.
     fn conv_grad_input_fragments_tile(
         half_w: &mut [f16; BLOCK * A_STRIDE],
         half_g: &mut [f16; DEPTH * STRIDE],
@@ -1843,18 +1929,19 @@ mod nn {
         grad_pre: &[f32],
         p: &ConvParams,
         origin: Vec2<u32>,
+        summed: Vec2<u32>,
         t: u32,
     ) -> [FragC16<f32>; FRAGS] {
         let pixel = conv_grad_input_pixel(p, origin, t);
         let by = digits(DEPTH, p.kernel_h, p.kernel_w);
-        let mut wk = digits(t % DEPTH, p.kernel_h, p.kernel_w);
-        let mut at = conv_taps(p, 0, t);
+        let mut wk = digits(summed.x + t % DEPTH, p.kernel_h, p.kernel_w);
+        let mut at = conv_taps(p, summed.x, t);
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
-        let from_w = conv_filter_rows(w, p, wk, origin, 0, t);
-        let from_g = conv_grad_gather(grad_pre, p, pixel, by, &mut at, 0, t);
+        let from_w = conv_filter_rows(w, p, wk, origin, summed.x, t);
+        let from_g = conv_grad_gather(grad_pre, p, pixel, by, &mut at, summed.x, t);
         wk = advance(wk, by, p.kernel_h, p.kernel_w);
         stage_fragments(half_w, &from_w, half_g, &from_g, false, t);
-        for k0 in (DEPTH..p.out_channels * p.kernel_h * p.kernel_w).step_by(DEPTH) {
+        for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
             let from_w = conv_filter_rows(w, p, wk, origin, k0, t);
             let from_g = conv_grad_gather(grad_pre, p, pixel, by, &mut at, k0, t);
             wk = advance(wk, by, p.kernel_h, p.kernel_w);
@@ -1892,8 +1979,8 @@ mod nn {
         store_tile(grad_x, 0, &acc, p.in_channels, columns, pixels, origin, t);
     }
 
-    /// `conv_grad_input` on the tensor cores (never split; the host takes it for stride 1 and
-    /// more than `FEW` input channels).
+    /// `conv_grad_input` on the tensor cores (the host takes it for stride 1 and more than
+    /// `FEW` input channels; `ConvGradInputFragmentsSplit` cuts its sum).
     #[kernel(
         workgroup = [GROUP],
         constants = TensorBlocking,
@@ -1914,7 +2001,8 @@ mod nn {
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let pixels = p.in_h * p.in_w;
-        let acc = conv_grad_input_fragments_tile(half_w, half_g, w, grad_pre, p, origin, t);
+        let summed = vec2(0, p.out_channels * p.kernel_h * p.kernel_w);
+        let acc = conv_grad_input_fragments_tile(half_w, half_g, w, grad_pre, p, origin, summed, t);
         store_fragments(
             grad_x,
             0,
@@ -1984,17 +2072,84 @@ mod nn {
         );
     }
 
+    /// Element `i` of a split input gradient: `grad_x` = the sum of the slices of `partial`.
+    fn sum_input_slices(p: &ConvParams, partial: &[f32], grad_x: &mut [f32], i: u32) {
+        let len = p.batch * p.in_channels * p.in_h * p.in_w;
+        if i < len {
+            grad_x[i] = sum_slices(partial, p.splits, len, i);
+        }
+    }
+
     /// `grad_x` = the sum of the slices of `partial`.
     #[kernel(
         workgroup = [GROUP],
         grid = [ceil_div(p.batch * p.in_channels * p.in_h * p.in_w, GROUP)]
     )]
     pub fn conv_grad_input_reduce(p: &ConvParams, partial: &[f32], grad_x: &mut [f32]) {
-        let i = global_id().x;
-        let len = p.batch * p.in_channels * p.in_h * p.in_w;
-        if i < len {
-            grad_x[i] = sum_slices(partial, p.splits, len, i);
-        }
+        sum_input_slices(p, partial, grad_x, global_id().x);
+    }
+
+    /// `ConvGradInputSplit` on the tensor cores: the slices' products on the tensor cores, then
+    /// their sum as `conv_grad_input_reduce`'s.
+    #[family(conv_grad_input_fragments_partial, conv_grad_input_fragments_reduce)]
+    pub struct ConvGradInputFragmentsSplit {
+        p: &ConvParams,
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
+        w: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        grad_pre: &[f32],
+        /// Scratch: one input-shaped partial sum per slice.
+        #[len(p.splits * p.batch * p.in_channels * p.in_h * p.in_w)]
+        partial: &mut [f32],
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
+        grad_x: &mut [f32],
+    }
+
+    /// `conv_grad_input_partial` on the tensor cores.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [
+            ceil_div(p.batch * p.in_h * p.in_w, BLOCK),
+            ceil_div(p.in_channels, BLOCK),
+            p.splits
+        ],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY),
+        specialize(p.stride_h == 1 && p.stride_w == 1 && p.kernel_h == 3 && p.kernel_w == 3),
+        specialize(p.stride_h == 1 && p.stride_w == 1)
+    )]
+    pub fn conv_grad_input_fragments_partial(
+        p: &ConvParams,
+        w: &[f32],
+        grad_pre: &[f32],
+        partial: &mut [f32],
+        #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_g: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] spill: &mut [f32; GROUP * 8],
+    ) {
+        let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
+        let pixels = p.in_h * p.in_w;
+        let summed = slice(
+            split,
+            p.split_depth,
+            p.out_channels * p.kernel_h * p.kernel_w,
+        );
+        let acc = conv_grad_input_fragments_tile(half_w, half_g, w, grad_pre, p, origin, summed, t);
+        let (rows, columns) = (p.in_channels, p.batch * pixels);
+        let offset = split * rows * columns;
+        store_fragments(
+            partial, offset, &acc, rows, columns, pixels, origin, spill, t,
+        );
+    }
+
+    /// `conv_grad_input_reduce` for `ConvGradInputFragmentsSplit`.
+    #[kernel(
+        workgroup = [GROUP],
+        grid = [ceil_div(p.batch * p.in_channels * p.in_h * p.in_w, GROUP)]
+    )]
+    pub fn conv_grad_input_fragments_reduce(p: &ConvParams, partial: &[f32], grad_x: &mut [f32]) {
+        sum_input_slices(p, partial, grad_x, global_id().x);
     }
 
     /// Stride phase `z` of a strided input gradient (its grid `z`): the remainders of the

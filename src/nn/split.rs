@@ -85,6 +85,12 @@ impl Split {
             depth: slice.min(u64::from(u32::MAX)) as u32,
         }
     }
+
+    /// The partial sums a cut of a `rows x columns` output writes: one output per slice
+    /// (within `u32`, as [`Split::of`] keeps it).
+    pub fn partials(self, rows: u32, columns: u32) -> usize {
+        self.splits as usize * rows as usize * columns as usize
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,9 @@ pub(crate) struct Way {
     pub winograd: bool,
     /// Whether the op multiplies on the tensor cores ([`super::Precision::TensorCoreF16`]);
     /// `blocking` then indexes the op's [`kernels::Blocked`] on fragments (with
-    /// [`kernels::DEEP`]), and the sum is never split.
+    /// [`kernels::DEEP`]), and `split` counts only for the ops with slices on the tensor
+    /// cores (the convolution's forward and input gradient; its filter gradient always may
+    /// split, the GEMM's fragment kernels never do).
     pub fragments: bool,
 }
 
@@ -46,6 +48,15 @@ impl Way {
 
     /// Both blockings on the tensor cores.
     pub const FRAGMENTS: [Way; 2] = [Way::on_fragments(0), Way::on_fragments(1)];
+
+    /// Both blockings on the tensor cores, each split where the output alone cannot fill the
+    /// GPU and whole: for the convolution's forward and input gradient.
+    pub const SPLIT_FRAGMENTS: [Way; 4] = [
+        Way::on_fragments(0).splitting(),
+        Way::on_fragments(1).splitting(),
+        Way::on_fragments(0),
+        Way::on_fragments(1),
+    ];
 
     /// Both blockings on the tensor cores and the deep one ([`kernels::DEEP`]: 128 x 128
     /// blocks of 64-deep slices): for the GEMM backward.
@@ -83,6 +94,14 @@ impl Way {
         }
     }
 
+    /// The same way, its sum split where its output alone cannot fill the GPU.
+    const fn splitting(self) -> Self {
+        Way {
+            split: true,
+            ..self
+        }
+    }
+
     /// The same blocking and split, by Winograd's minimal filtering.
     pub const fn by_winograd(self) -> Self {
         Way {
@@ -97,9 +116,14 @@ impl Way {
         Way::new(kernels::fixed_blocking(rows), true)
     }
 
-    /// [`Way::fixed`] on the tensor cores.
+    /// [`Way::fixed`] on the tensor cores, never split.
     pub fn fixed_fragments(rows: u32) -> Self {
         Way::on_fragments(kernels::fixed_blocking(rows))
+    }
+
+    /// [`Way::fixed`] on the tensor cores, split where the output is small.
+    pub fn fixed_split_fragments(rows: u32) -> Self {
+        Way::fixed_fragments(rows).splitting()
     }
 }
 
