@@ -290,17 +290,21 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
             .stride([stride, stride])
             .padding(Padding::uniform(pad))
     };
-    // 3x3 of stride 1 (the specializations) in both blockings, 5x5 and 1x1, a strided one
-    // and one of 3 input channels (whose input gradients stay f32), ragged everywhere. Some
-    // outputs are too small to fill the GPU, so their sums run in slices (the last one
-    // ragged): the 5x5's forward (small blocks, 3 slices), the sixth shape's forward and
-    // input gradient (large blocks) and the last one's input gradient (small blocks), 2
-    // slices each.
+    // 3x3 of stride 1 (the specializations) in both blockings, 5x5 and 1x1, strided ones
+    // (input gradients one stride phase at a time: stride 2 in both blockings, and stride 3
+    // of a 4x4 filter, whose phases have different numbers of taps) and one of 3 input
+    // channels (whose input gradient stays f32), ragged everywhere. Some outputs are too
+    // small to fill the GPU, so their sums run in slices (the last one ragged): the 5x5's
+    // forward (small blocks, 3 slices), the 120 -> 150 channels' forward and input gradient
+    // (large blocks) and the 40 -> 120 channels' input gradient (small blocks), 2 slices
+    // each.
     let shapes = [
         conv(2, 8, [10, 10], 72, 3, 1, 1),
         conv(1, 70, [7, 9], 16, 5, 1, 2),
         conv(3, 33, [6, 6], 40, 1, 1, 0),
         conv(2, 5, [9, 9], 20, 3, 2, 1),
+        conv(2, 70, [9, 9], 130, 3, 2, 1),
+        conv(1, 9, [10, 11], 12, 4, 3, 1),
         conv(2, 3, [11, 11], 130, 3, 1, 1),
         conv(1, 120, [5, 5], 150, 3, 1, 1),
         conv(1, 40, [4, 4], 120, 3, 1, 1),

@@ -362,11 +362,12 @@ pub struct Conv2dGradWeight<'a> {
 /// and buffers; use it directly to manage them yourself. A clone shares the pipelines and
 /// grows its own scratch memory.
 ///
-/// With [`Precision::TensorCoreF16`] ([`Convolution::with_precision`]) the forward, the
-/// filter gradient and the input gradient of stride 1 run their products on the tensor
-/// cores, each cutting its sum into slices when its output alone cannot fill the GPU, as in
-/// f32; strided input gradients and those of at most 4 input channels stay in f32, as do the
-/// bias, the activation and its derivative.
+/// With [`Precision::TensorCoreF16`] ([`Convolution::with_precision`]) the forward and both
+/// gradients run their products on the tensor cores, the forward and the filter gradient and
+/// the input gradient of stride 1 cutting their sums into slices when the output alone cannot
+/// fill the GPU, as in f32 (a strided input gradient runs one stride phase at a time, as in
+/// f32); the input gradients of at most 4 input channels stay in f32, as do the bias, the
+/// activation and its derivative.
 #[derive(Clone, Debug)]
 pub struct Convolution {
     /// The tensor-core kernels, built only for [`Precision::TensorCoreF16`].
@@ -408,6 +409,8 @@ struct Fragments {
     grad_input: kernels::Blocked<kernels::ConvGradInputFragments>,
     /// The input gradient in slices of the summed dimension.
     grad_input_split: kernels::Blocked<kernels::ConvGradInputFragmentsSplit>,
+    /// The input gradient of strided convolutions, one stride phase at a time.
+    grad_input_phased: kernels::Blocked<kernels::ConvGradInputPhasedFragments>,
     grad_weight: kernels::Blocked<kernels::ConvGradWeightFragments>,
     reduce: kernels::ConvGradWeightReduce,
 }
@@ -417,7 +420,7 @@ impl Fragments {
         let forward_reduce = kernels::ConvForwardFragmentsReduce::new(rt)?;
         let input_reduce = kernels::ConvGradInputFragmentsReduce::new(rt)?;
         Ok(Fragments {
-            // SAFETY (all five): every index is guarded (see "Bounds" in `kernels`).
+            // SAFETY (all six): every index is guarded (see "Bounds" in `kernels`).
             forward: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvForwardFragments::with_constants_unchecked(rt, b)
             })?,
@@ -439,6 +442,9 @@ impl Fragments {
                     }?,
                     input_reduce.clone(),
                 ))
+            })?,
+            grad_input_phased: kernels::Blocked::on_fragments(|b| unsafe {
+                kernels::ConvGradInputPhasedFragments::with_constants_unchecked(rt, b)
             })?,
             grad_weight: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvGradWeightFragments::with_constants_unchecked(rt, b)
@@ -782,11 +788,13 @@ impl Convolution {
         }
         let operation = "nn::Convolution::grad_input";
         let (ways, fixed) = match self.fragments {
-            Some(_) if !by_phases(&p) => (
+            // One stride phase at a time, never split.
+            Some(_) if by_phases(&p) => (&Way::FRAGMENTS[..], Way::fixed_fragments(p.in_channels)),
+            Some(_) => (
                 &Way::SPLIT_FRAGMENTS[..],
                 Way::fixed_split_fragments(p.in_channels),
             ),
-            _ => (&Way::ALL[..], Way::fixed(p.in_channels)),
+            None => (&Way::ALL[..], Way::fixed(p.in_channels)),
         };
         tuned(rt, operation, shape, &p, ways, fixed, |tune, way, s| {
             self.record_grad_input(tune, way, p, &s.w, &s.pre, &mut s.grad_x)
@@ -827,6 +835,17 @@ impl Convolution {
             return self.grad_input_few.record(
                 batch,
                 kernels::ConvGradInputFewArgs {
+                    p: &p,
+                    w,
+                    grad_pre,
+                    grad_x,
+                },
+            );
+        }
+        if let (true, true, Some(fragments)) = (by_phases(&p), way.fragments, &self.fragments) {
+            return fragments.grad_input_phased.get(way.blocking).record(
+                batch,
+                kernels::ConvGradInputPhasedFragmentsArgs {
                     p: &p,
                     w,
                     grad_pre,

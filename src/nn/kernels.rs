@@ -1396,12 +1396,13 @@ mod nn {
         )
     }
 
-    /// Each load's (channel, tap row, tap column) at `start` of the summed dimension.
-    fn conv_taps(p: &ConvParams, start: u32, t: u32) -> [Vec3<u32>; LOADS] {
+    /// Each load's (channel, tap row, tap column) at `start` of the summed dimension, over
+    /// `taps` (rows, columns) of taps.
+    fn conv_taps(taps: Vec2<u32>, start: u32, t: u32) -> [Vec3<u32>; LOADS] {
         let mut at = [vec3(0u32, 0, 0); LOADS];
         #[unroll]
         for r in 0..LOADS {
-            at[r] = digits(start + along_depth(t, r), p.kernel_h, p.kernel_w);
+            at[r] = digits(start + along_depth(t, r), taps.x, taps.y);
         }
         at
     }
@@ -1462,7 +1463,7 @@ mod nn {
 
         // Each load's (input channel, tap row, tap column), advanced `DEPTH` a step.
         let by = digits(DEPTH, p.kernel_h, p.kernel_w);
-        let mut at = conv_taps(p, summed.x, t);
+        let mut at = conv_taps(vec2(p.kernel_h, p.kernel_w), summed.x, t);
 
         let mut acc = [0.0f32; REG * REG];
         for k0 in (summed.x..summed.y).step_by(DEPTH) {
@@ -1498,7 +1499,7 @@ mod nn {
         let depth = p.in_channels * p.kernel_h * p.kernel_w;
         let column = conv_forward_column(p, origin, t);
         let by = digits(DEPTH, p.kernel_h, p.kernel_w);
-        let mut at = conv_taps(p, summed.x, t);
+        let mut at = conv_taps(vec2(p.kernel_h, p.kernel_w), summed.x, t);
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
         let from_w = fetch(w, vec2(depth, p.out_channels), true, origin.y, summed.x, t);
         let from_x = conv_forward_gather(x, p, column, by, &mut at, summed.x, t);
@@ -1910,7 +1911,7 @@ mod nn {
         // column), advanced `DEPTH` a step: the filter's at `wk`, `grad_pre`'s at `at[r]`.
         let by = digits(DEPTH, p.kernel_h, p.kernel_w);
         let mut wk = digits(summed.x + t % DEPTH, p.kernel_h, p.kernel_w);
-        let mut at = conv_taps(p, summed.x, t);
+        let mut at = conv_taps(vec2(p.kernel_h, p.kernel_w), summed.x, t);
         let mut acc = [0.0f32; REG * REG];
         for k0 in (summed.x..summed.y).step_by(DEPTH) {
             let from_w = conv_filter_rows(w, p, wk, origin, k0, t);
@@ -1935,7 +1936,7 @@ mod nn {
         let pixel = conv_grad_input_pixel(p, origin, t);
         let by = digits(DEPTH, p.kernel_h, p.kernel_w);
         let mut wk = digits(summed.x + t % DEPTH, p.kernel_h, p.kernel_w);
-        let mut at = conv_taps(p, summed.x, t);
+        let mut at = conv_taps(vec2(p.kernel_h, p.kernel_w), summed.x, t);
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
         let from_w = conv_filter_rows(w, p, wk, origin, summed.x, t);
         let from_g = conv_grad_gather(grad_pre, p, pixel, by, &mut at, summed.x, t);
@@ -2270,13 +2271,128 @@ mod nn {
         }
     }
 
-    /// The input gradient of a strided convolution (dilation 1), one sub-problem per stride
-    /// phase (grid `z`): the input pixels whose padded row and column leave the remainders
-    /// (`z / stride_w`, `z % stride_w`) by the stride receive only the filter taps with the
-    /// same remainders, so each phase sums over exactly the taps that land on output pixels
-    /// (`conv_grad_input` tests every tap and, at stride 2, drops three in four). Rows are
-    /// input channels, columns are (image, input pixel of the phase), the sum runs over
-    /// (output channel, tap of the phase).
+    // The input gradient of a strided convolution (dilation 1), one sub-problem per stride
+    // phase (grid `z`): the input pixels whose padded row and column leave the remainders
+    // (`z / stride_w`, `z % stride_w`) by the stride receive only the filter taps with the
+    // same remainders, so each phase sums over exactly the taps that land on output pixels
+    // (`conv_grad_input` tests every tap and, at stride 2, drops three in four). Rows are
+    // input channels, columns are (image, input pixel of the phase), the sum runs over
+    // (output channel, tap of the phase). The helpers below describe a phase and gather its
+    // operands for the f32 and the tensor-core kernels.
+
+    /// Stride phase `phase`'s input pixels: its first row and column, and how many rows and
+    /// columns it has.
+    fn phase_grid(p: &ConvParams, phase: Vec2<u32>) -> Vec4<u32> {
+        let start = phase_origin(p, phase);
+        vec4(
+            start.x,
+            start.y,
+            strided_count(start.x, p.in_h, p.stride_h),
+            strided_count(start.y, p.in_w, p.stride_w),
+        )
+    }
+
+    /// Stride phase `phase`'s filter taps, as (rows, columns): tap rows `phase.x, phase.x +
+    /// stride_h, ..`, columns likewise.
+    fn phase_taps(p: &ConvParams, phase: Vec2<u32>) -> Vec2<u32> {
+        vec2(
+            strided_count(phase.x, p.kernel_h, p.stride_h),
+            strided_count(phase.y, p.kernel_w, p.stride_w),
+        )
+    }
+
+    /// The input pixel of phase `phase` (laid out by `grid`) that invocation `t` gathers for
+    /// in the block at `origin`: (column, image, and the output row and column that the
+    /// phase's first tap puts on it; tap (`th`, `tw`) puts it on (row - `th`, column - `tw`)).
+    fn phase_pixel(
+        p: &ConvParams,
+        phase: Vec2<u32>,
+        grid: Vec4<u32>,
+        origin: Vec2<u32>,
+        t: u32,
+    ) -> Vec4<u32> {
+        let staged = origin.x + t % BLOCK;
+        let (pixels, cols) = ((grid.z * grid.w).max(1), grid.w.max(1));
+        let pixel = staged % pixels;
+        let padded_h = grid.x + pixel / cols * p.stride_h + p.pad_top;
+        let padded_w = grid.y + pixel % cols * p.stride_w + p.pad_left;
+        // Exact divisions: the padded coordinates are the phase's remainders (and at least
+        // them) by construction of the grid's first row and column.
+        vec4(
+            staged,
+            staged / pixels,
+            (padded_h - phase.x) / p.stride_h,
+            (padded_w - phase.y) / p.stride_w,
+        )
+    }
+
+    /// What invocation `t` stages from the filter at step `k0` of a phase's sum of `depth`,
+    /// its column at (output channel, tap row, tap column of the phase) `wk`.
+    fn phase_filter_rows(
+        w: &[f32],
+        p: &ConvParams,
+        phase: Vec2<u32>,
+        wk: Vec3<u32>,
+        depth: u32,
+        origin: Vec2<u32>,
+        k0: u32,
+        t: u32,
+    ) -> [f32; LOADS] {
+        let (fh, fw) = (phase.x + wk.y * p.stride_h, phase.y + wk.z * p.stride_w);
+        let mut from_w = [0.0f32; LOADS];
+        #[unroll]
+        for r in 0..LOADS {
+            let ci = origin.y + across_row(t, r);
+            if ci < p.in_channels && k0 + t % DEPTH < depth {
+                from_w[r] = w[((wk.x * p.in_channels + ci) * p.kernel_h + fh) * p.kernel_w + fw];
+            }
+        }
+        from_w
+    }
+
+    /// What invocation `t` stages from `grad_pre` at step `k0` for the phase's input pixel
+    /// `pixel` (see `phase_pixel`), over a sum and columns of `sizes` (depth, columns) and
+    /// `taps` taps, its loads at (output channel, tap row, tap column) `at`, which it advances
+    /// by `by` to the next step.
+    fn phase_grad_gather(
+        grad_pre: &[f32],
+        p: &ConvParams,
+        pixel: Vec4<u32>,
+        sizes: Vec2<u32>,
+        taps: Vec2<u32>,
+        by: Vec3<u32>,
+        at: &mut [Vec3<u32>; LOADS],
+        k0: u32,
+        t: u32,
+    ) -> [f32; LOADS] {
+        let mut from_g = [0.0f32; LOADS];
+        #[unroll]
+        for r in 0..LOADS {
+            let k = k0 + along_depth(t, r);
+            // Taps past the pixel wrap around and fail `< out_h`.
+            let oh = pixel.z.wrapping_sub(at[r].y);
+            let ow = pixel.w.wrapping_sub(at[r].z);
+            if pixel.x < sizes.y && k < sizes.x && oh < p.out_h && ow < p.out_w {
+                let co = at[r].x;
+                from_g[r] =
+                    grad_pre[((pixel.y * p.out_channels + co) * p.out_h + oh) * p.out_w + ow];
+            }
+            at[r] = advance(at[r], by, taps.x, taps.y);
+        }
+        from_g
+    }
+
+    /// Where input channel `ci` of column `col` of a phase laid out by `grid` lies in `grad_x`.
+    fn phase_input_index(p: &ConvParams, grid: Vec4<u32>, ci: u32, col: u32) -> u32 {
+        let pixels = grid.z * grid.w;
+        let (image, at) = (col / pixels, col % pixels);
+        let ih = grid.x + at / grid.w * p.stride_h;
+        let iw = grid.y + at % grid.w * p.stride_w;
+        ((image * p.in_channels + ci) * p.in_h + ih) * p.in_w + iw
+    }
+
+    /// The input gradient of a strided convolution (dilation 1), one stride phase per grid
+    /// `z` (see above).
     #[kernel(
         workgroup = [GROUP],
         constants = Blocking,
@@ -2297,75 +2413,79 @@ mod nn {
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let phase = stride_phase(p, workgroup_id().z);
-        let (phase_h, phase_w) = (phase.x, phase.y);
-        // The phase's first input row and column, and how many of each it has.
-        let start = phase_origin(p, phase);
-        let (row0, col0) = (start.x, start.y);
-        let rows = strided_count(row0, p.in_h, p.stride_h);
-        let cols = strided_count(col0, p.in_w, p.stride_w);
-        // Its taps: rows `phase_h, phase_h + stride_h, ..`, columns likewise.
-        let taps_h = strided_count(phase_h, p.kernel_h, p.stride_h);
-        let taps_w = strided_count(phase_w, p.kernel_w, p.stride_w);
-        let (pixels, taps) = (rows * cols, taps_h * taps_w);
-        let (depth, columns) = (p.out_channels * taps, p.batch * pixels);
-
-        // The input pixel this invocation gathers for, in padded coordinates.
-        let staged = origin.x + t % BLOCK;
-        let n = staged / pixels.max(1);
-        let pixel = staged % pixels.max(1);
-        let padded_h = row0 + pixel / cols.max(1) * p.stride_h + p.pad_top;
-        let padded_w = col0 + pixel % cols.max(1) * p.stride_w + p.pad_left;
-
-        // The output pixel the phase's first tap puts on this input pixel: tap (`th`, `tw`)
-        // puts it on (`base.x - th`, `base.y - tw`). Exact divisions: the padded coordinates
-        // are the phase's remainders (and at least them) by construction of `row0`, `col0`.
-        let base = vec2(
-            (padded_h - phase_h) / p.stride_h,
-            (padded_w - phase_w) / p.stride_w,
-        );
-        // Where the loads are along the summed dimension, as (output channel, tap row, tap
-        // column) of the phase, advanced `DEPTH` a step: the filter's at `wk`, `grad_pre`'s
-        // at `at[r]`.
-        let by = digits(DEPTH, taps_h, taps_w);
-        let mut wk = digits(t % DEPTH, taps_h, taps_w);
-        let mut at = [vec3(0u32, 0, 0); LOADS];
-        #[unroll]
-        for r in 0..LOADS {
-            at[r] = digits(along_depth(t, r), taps_h, taps_w);
-        }
-
+        let (grid, taps) = (phase_grid(p, phase), phase_taps(p, phase));
+        let sizes = vec2(p.out_channels * taps.x * taps.y, p.batch * grid.z * grid.w);
+        let pixel = phase_pixel(p, phase, grid, origin, t);
+        let by = digits(DEPTH, taps.x, taps.y);
+        let mut wk = digits(t % DEPTH, taps.x, taps.y);
+        let mut at = conv_taps(taps, 0, t);
         let mut acc = [0.0f32; REG * REG];
-        for k0 in (0..depth).step_by(DEPTH) {
-            let (mut from_w, mut from_g) = ([0.0f32; LOADS], [0.0f32; LOADS]);
-            let (fh, fw) = (phase_h + wk.y * p.stride_h, phase_w + wk.z * p.stride_w);
-            #[unroll]
-            for r in 0..LOADS {
-                let ci = origin.y + across_row(t, r);
-                if ci < p.in_channels && k0 + t % DEPTH < depth {
-                    from_w[r] =
-                        w[((wk.x * p.in_channels + ci) * p.kernel_h + fh) * p.kernel_w + fw];
-                }
-                let k = k0 + along_depth(t, r);
-                // Taps past the pixel wrap around and fail `< out_h`.
-                let oh = base.x.wrapping_sub(at[r].y);
-                let ow = base.y.wrapping_sub(at[r].z);
-                if staged < columns && k < depth && oh < p.out_h && ow < p.out_w {
-                    let co = at[r].x;
-                    from_g[r] = grad_pre[((n * p.out_channels + co) * p.out_h + oh) * p.out_w + ow];
-                }
-                at[r] = advance(at[r], by, taps_h, taps_w);
-            }
-            wk = advance(wk, by, taps_h, taps_w);
+        for k0 in (0..sizes.x).step_by(DEPTH) {
+            let from_w = phase_filter_rows(w, p, phase, wk, sizes.x, origin, k0, t);
+            let from_g = phase_grad_gather(grad_pre, p, pixel, sizes, taps, by, &mut at, k0, t);
+            wk = advance(wk, by, taps.x, taps.y);
             step(tile_w, &from_w, tile_g, &from_g, false, &mut acc, k0, t);
         }
         #[unroll]
         for e in 0..REG * REG {
             let (ci, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
-            if ci < p.in_channels && col < columns {
-                let (image, at) = (col / pixels, col % pixels);
-                let ih = row0 + at / cols * p.stride_h;
-                let iw = col0 + at % cols * p.stride_w;
-                grad_x[((image * p.in_channels + ci) * p.in_h + ih) * p.in_w + iw] = acc[e];
+            if ci < p.in_channels && col < sizes.y {
+                grad_x[phase_input_index(p, grid, ci, col)] = acc[e];
+            }
+        }
+    }
+
+    /// `conv_grad_input_phased` on the tensor cores.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [
+            ceil_div(p.batch * ceil_div(p.in_h, p.stride_h) * ceil_div(p.in_w, p.stride_w), BLOCK),
+            ceil_div(p.in_channels, BLOCK),
+            p.stride_h * p.stride_w
+        ],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY)
+    )]
+    pub fn conv_grad_input_phased_fragments(
+        p: &ConvParams,
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
+        #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_g: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] spill: &mut [f32; GROUP * 8],
+    ) {
+        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+        let phase = stride_phase(p, workgroup_id().z);
+        let (grid, taps) = (phase_grid(p, phase), phase_taps(p, phase));
+        let sizes = vec2(p.out_channels * taps.x * taps.y, p.batch * grid.z * grid.w);
+        let pixel = phase_pixel(p, phase, grid, origin, t);
+        let by = digits(DEPTH, taps.x, taps.y);
+        let mut wk = digits(t % DEPTH, taps.x, taps.y);
+        let mut at = conv_taps(taps, 0, t);
+        let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
+        let from_w = phase_filter_rows(w, p, phase, wk, sizes.x, origin, 0, t);
+        let from_g = phase_grad_gather(grad_pre, p, pixel, sizes, taps, by, &mut at, 0, t);
+        wk = advance(wk, by, taps.x, taps.y);
+        stage_fragments(half_w, &from_w, half_g, &from_g, false, t);
+        for k0 in (DEPTH..sizes.x).step_by(DEPTH) {
+            let from_w = phase_filter_rows(w, p, phase, wk, sizes.x, origin, k0, t);
+            let from_g = phase_grad_gather(grad_pre, p, pixel, sizes, taps, by, &mut at, k0, t);
+            wk = advance(wk, by, taps.x, taps.y);
+            multiply_fragments(half_w, half_g, &mut acc, t);
+            stage_fragments(half_w, &from_w, half_g, &from_g, false, t);
+        }
+        multiply_fragments(half_w, half_g, &mut acc, t);
+        #[unroll]
+        for f in 0..FRAGS {
+            let values = unspill(acc[f], spill, t);
+            #[unroll]
+            for e in 0..8 {
+                let element = origin + fragment_element(t, f, e);
+                if element.y < p.in_channels && element.x < sizes.y {
+                    grad_x[phase_input_index(p, grid, element.y, element.x)] = values[e];
+                }
             }
         }
     }
