@@ -23,6 +23,7 @@ REPS = 10
 GEMMS = [  # (M, N, K)
     (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 4096, 1024),
     (4096, 3072, 768), (256, 4, 16384), (35, 8457, 2048), (4096, 1024, 1024),
+    (65536, 64, 64),
 ]
 # (batch, in channels, height = width, out channels, kernel, stride,
 #  padding (top, bottom, left, right), dilation): as in bench.rs.

@@ -707,7 +707,8 @@ fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error
         bench_launch(&rt, &mut report)?;
     }
     // (M, N, K): square, the two rectangular shapes of a transformer's MLP, then the skinny
-    // ones (a classifier over a long feature vector, a few rows over a wide vocabulary).
+    // ones (a classifier over a long feature vector, a few rows over a wide vocabulary, a
+    // small layer over a large batch, whose weight gradient sums over the batch).
     let gemms: &[(u32, u32, u32)] = if small {
         &[(128, 128, 128), (100, 130, 70), (4, 4, 2048)]
     } else {
@@ -720,6 +721,7 @@ fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error
             (256, 4, 16384),
             (35, 8457, 2048),
             (4096, 1024, 1024),
+            (65536, 64, 64),
         ]
     };
     let gemm_label = |&&(m, n, k): &&(u32, u32, u32)| format!("gemm M={m} N={n} K={k}");

@@ -168,7 +168,9 @@ fn gemm_on_tensor_cores_is_within_f16_rounding_or_refused_without_them() {
     // and `n` are multiples of 4 (48 x 100 x 60 in small blocks, 200 x 72 x 1000 in large
     // ones) the forward binds its operands as vectors. The first and last forwards are
     // narrower than a fragment: they run in f32, the last split (their backwards on the
-    // tensor cores).
+    // tensor cores). The last three backwards sum in slices on the tensor cores (two each,
+    // the last one ragged): `grad_a`'s over `n` in small blocks, `grad_b`'s over `m` in large
+    // ones, then both.
     let shapes = [
         (1, 1, 1),
         (37, 50, 70),
@@ -177,6 +179,9 @@ fn gemm_on_tensor_cores_is_within_f16_rounding_or_refused_without_them() {
         (130, 129, 131),
         (200, 72, 1000),
         (5, 3, 1500),
+        (40, 1500, 48),
+        (1300, 20, 150),
+        (1100, 1100, 40),
     ];
     for (seed, (m, n, k)) in shapes.into_iter().enumerate() {
         let errors = check(&rt, &gemm, GemmShape { m, n, k }, seed as u64);

@@ -134,14 +134,17 @@ struct Fragments {
     forward: kernels::Blocked<kernels::GemmForwardFragments>,
     forward_vectors: kernels::Blocked<kernels::GemmForwardFragmentsVectors>,
     operands: kernels::Blocked<kernels::DOperandsFragments>,
+    /// The operand gradients with their sums in slices.
+    operands_split: kernels::Blocked<kernels::DOperandsFragmentsSplit>,
     grad_pre: kernels::GradPre,
     d_bias: kernels::DBias,
 }
 
 impl Fragments {
     fn new(rt: &Runtime) -> Result<Self> {
+        let reduce = kernels::DOperandsFragmentsReduce::new(rt)?;
         Ok(Fragments {
-            // SAFETY (both): every index is guarded (see "Bounds" in `kernels`).
+            // SAFETY (all four): every index is guarded (see "Bounds" in `kernels`).
             forward: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
                 kernels::GemmForwardFragments::with_constants_unchecked(rt, b)
             })?,
@@ -150,6 +153,12 @@ impl Fragments {
             })?,
             operands: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
                 kernels::DOperandsFragments::with_constants_unchecked(rt, b)
+            })?,
+            operands_split: kernels::Blocked::on_fragments_with_deep(|b| {
+                Ok(kernels::DOperandsFragmentsSplit::from_members(
+                    unsafe { kernels::DOperandsFragmentsPartial::with_constants_unchecked(rt, b) }?,
+                    reduce.clone(),
+                ))
             })?,
             grad_pre: kernels::GradPre::new(rt)?,
             d_bias: kernels::DBias::new(rt)?,
@@ -401,7 +410,10 @@ impl Gemm {
         };
         let GemmShape { m, n, k } = shape;
         let (ways, fixed) = match self.fragments {
-            Some(_) => (&Way::DEEP_FRAGMENTS[..], Way::fixed_fragments(m.min(k))),
+            Some(_) => (
+                &Way::SPLIT_DEEP_FRAGMENTS[..],
+                Way::fixed_split_fragments(m.min(k)),
+            ),
             None => (&Way::BLOCKINGS[..], Way::fixed(m.min(k))),
         };
         let way = tune::way(
@@ -493,16 +505,8 @@ impl Gemm {
             },
         )?;
         match fragments {
-            Some(fragments) => fragments.operands.get(way.blocking).record(
-                batch,
-                kernels::DOperandsFragmentsArgs {
-                    p: &p,
-                    a,
-                    grad_a,
-                    b,
-                    grad_b,
-                    grad_pre,
-                },
+            Some(fragments) => self.record_operands_on_fragments(
+                batch, fragments, way, p, a, b, grad_pre, grad_a, grad_b,
             )?,
             None => self.operands_vectors.get(way.blocking).record(
                 batch,
@@ -522,6 +526,61 @@ impl Gemm {
                 p: &p,
                 grad_pre,
                 grad_bias,
+            },
+        )
+    }
+}
+
+impl Gemm {
+    /// The operand gradients on the tensor cores, their sums in slices when the way allows it
+    /// and either gradient's blocks alone cannot fill the GPU.
+    #[allow(clippy::too_many_arguments)]
+    fn record_operands_on_fragments(
+        &self,
+        batch: &mut Batch<'_>,
+        fragments: &Fragments,
+        way: Way,
+        mut p: kernels::GemmParams,
+        a: &GpuBuffer<f32>,
+        b: &GpuBuffer<f32>,
+        grad_pre: &GpuBuffer<f32>,
+        grad_a: &mut GpuBuffer<f32>,
+        grad_b: &mut GpuBuffer<f32>,
+    ) -> Result<()> {
+        let split = fragments.operands_split.get(way.blocking);
+        let blocking = split.d_operands_fragments_partial().constants();
+        // `grad_a` (m x k) sums over n, `grad_b` (k x n) over m.
+        let cut_a = Split::of(blocking, p.m, p.k, p.n);
+        let cut_b = Split::of(blocking, p.k, p.n, p.m);
+        if !way.split || (cut_a.splits == 1 && cut_b.splits == 1) {
+            return fragments.operands.get(way.blocking).record(
+                batch,
+                kernels::DOperandsFragmentsArgs {
+                    p: &p,
+                    a,
+                    grad_a,
+                    b,
+                    grad_b,
+                    grad_pre,
+                },
+            );
+        }
+        (p.splits, p.split_depth) = (cut_a.splits, cut_a.depth);
+        (p.b_splits, p.b_split_depth) = (cut_b.splits, cut_b.depth);
+        // Each operand's first slice goes to its gradient, the others to `partial`.
+        let (len_a, len_b) = (p.m as usize * p.k as usize, p.k as usize * p.n as usize);
+        let needed = (cut_a.splits as usize - 1) * len_a + (cut_b.splits as usize - 1) * len_b;
+        let mut partials = self.partials.lock();
+        split.record(
+            batch,
+            kernels::DOperandsFragmentsSplitArgs {
+                p: &p,
+                a,
+                b,
+                grad_pre,
+                partial: partials.at_least(batch.runtime(), needed.max(1))?,
+                grad_a,
+                grad_b,
             },
         )
     }
@@ -595,6 +654,8 @@ fn params(shape: GemmShape, activation: Activation) -> Result<kernels::GemmParam
         activation: activation.code(),
         splits: 1,
         split_depth: k,
+        b_splits: 1,
+        b_split_depth: m,
     })
 }
 
@@ -702,7 +763,7 @@ mod tests {
             k: k as u32,
         };
         let p = params(shape, Activation::None).unwrap();
-        let deep = Way::DEEP_FRAGMENTS[kernels::DEEP];
+        let deep = Way::on_fragments(kernels::DEEP);
         let mut batch = rt.batch();
         gemm.record_forward(&mut batch, deep, p, &a, &b, &bias, &mut pre, &mut y)
             .unwrap();

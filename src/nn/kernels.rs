@@ -52,9 +52,14 @@ mod nn {
         pub k: u32,
         pub activation: u32,
         /// Split forward: the slices the summed dimension `k` is cut into (one per `z`).
+        /// Split backward on the tensor cores: those of `grad_a`'s sum, over `n`.
         pub splits: u32,
-        /// Split forward: the length of each slice but the last, a multiple of `DEPTH`.
+        /// The length of each of those slices but the last, a multiple of `DEPTH`.
         pub split_depth: u32,
+        /// Split backward on the tensor cores: the slices of `grad_b`'s sum, over `m`.
+        pub b_splits: u32,
+        /// The length of each of those slices but the last, a multiple of `DEPTH`.
+        pub b_split_depth: u32,
     }
 
     /// A convolution's shape; the host checks it and derives `out_h` and `out_w`.
@@ -255,9 +260,14 @@ mod nn {
     /// Element `i` of the sum of `slices` partial results of `len` elements each, stored one
     /// after the other in `partial`.
     fn sum_slices(partial: &[f32], slices: u32, len: u32, i: u32) -> f32 {
+        sum_slices_from(partial, 0, slices, len, i)
+    }
+
+    /// `sum_slices` of the partial results stored from `base` on.
+    fn sum_slices_from(partial: &[f32], base: u32, slices: u32, len: u32, i: u32) -> f32 {
         let mut sum = 0.0;
         for slice in 0..slices {
-            sum += partial[slice * len + i];
+            sum += partial[base + slice * len + i];
         }
         sum
     }
@@ -1334,6 +1344,126 @@ mod nn {
                 t,
             );
             store_fragments(grad_b, 0, &acc, p.k, p.n, p.n, origin, spill, t);
+        }
+    }
+
+    /// `d_operands_fragments` with its sums cut into slices, for gradients whose blocks alone
+    /// cannot fill the GPU: `grad_a`'s sum over `n` in `p.splits` slices of `p.split_depth`,
+    /// `grad_b`'s over `m` in `p.b_splits` of `p.b_split_depth`. Each operand's first slice
+    /// writes its gradient, the others go to `partial` (`grad_a`'s first), and
+    /// `d_operands_fragments_reduce` adds them to the gradients.
+    #[family(d_operands_fragments_partial, d_operands_fragments_reduce)]
+    pub struct DOperandsFragmentsSplit {
+        p: &GemmParams,
+        #[len(p.m * p.k)]
+        a: &[f32],
+        #[len(p.k * p.n)]
+        b: &[f32],
+        #[len(p.m * p.n)]
+        grad_pre: &[f32],
+        /// Scratch: one gradient-shaped partial sum per slice after each operand's first.
+        #[len((p.splits - 1) * p.m * p.k + (p.b_splits - 1) * p.k * p.n)]
+        partial: &mut [f32],
+        #[len(p.m * p.k)]
+        grad_a: &mut [f32],
+        #[len(p.k * p.n)]
+        grad_b: &mut [f32],
+    }
+
+    /// Each operand's gradient in slices (see `DOperandsFragmentsSplit`): a workgroup per
+    /// block and slice, `grad_a`'s blocks of each slice in turn, then `grad_b`'s.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [
+            ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) * p.splits
+                + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK) * p.b_splits
+        ],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY)
+    )]
+    pub fn d_operands_fragments_partial(
+        p: &GemmParams,
+        a: &[f32],
+        b: &[f32],
+        grad_pre: &[f32],
+        partial: &mut [f32],
+        grad_a: &mut [f32],
+        grad_b: &mut [f32],
+        #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] spill: &mut [f32; GROUP * 8],
+    ) {
+        let t = local_index();
+        let blocks_a = ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK);
+        let blocks_b = ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK);
+        // Every condition is the same for the whole workgroup, so the branches keep barriers.
+        if workgroup_id().x < blocks_a * p.splits {
+            let (split, block) = (workgroup_id().x / blocks_a, workgroup_id().x % blocks_a);
+            let origin = vec2(block % ceil_div(p.k, BLOCK), block / ceil_div(p.k, BLOCK)) * BLOCK;
+            let acc = mainloop_fragments(
+                half_a,
+                half_b,
+                grad_pre,
+                b,
+                vec4(p.n, p.m, p.n, p.k),
+                vec2(true, true),
+                origin,
+                slice(split, p.split_depth, p.n),
+                t,
+            );
+            if split == 0 {
+                store_fragments(grad_a, 0, &acc, p.m, p.k, p.k, origin, spill, t);
+            } else {
+                let offset = (split - 1) * p.m * p.k;
+                store_fragments(partial, offset, &acc, p.m, p.k, p.k, origin, spill, t);
+            }
+        } else {
+            let x = workgroup_id().x - blocks_a * p.splits;
+            let (split, block) = (x / blocks_b, x % blocks_b);
+            let origin = vec2(block % ceil_div(p.n, BLOCK), block / ceil_div(p.n, BLOCK)) * BLOCK;
+            let acc = mainloop_fragments(
+                half_a,
+                half_b,
+                a,
+                grad_pre,
+                vec4(p.k, p.m, p.n, p.m),
+                vec2(false, false),
+                origin,
+                slice(split, p.b_split_depth, p.m),
+                t,
+            );
+            if split == 0 {
+                store_fragments(grad_b, 0, &acc, p.k, p.n, p.n, origin, spill, t);
+            } else {
+                let offset = (p.splits - 1) * p.m * p.k + (split - 1) * p.k * p.n;
+                store_fragments(partial, offset, &acc, p.k, p.n, p.n, origin, spill, t);
+            }
+        }
+    }
+
+    /// Adds the slices after the first of each operand cut into more than one to its
+    /// gradient.
+    #[kernel(
+        workgroup = [GROUP],
+        grid = [ceil_div(p.m * p.k + p.k * p.n, GROUP)]
+    )]
+    pub fn d_operands_fragments_reduce(
+        p: &GemmParams,
+        partial: &[f32],
+        grad_a: &mut [f32],
+        grad_b: &mut [f32],
+    ) {
+        let i = global_id().x;
+        let (len_a, len_b) = (p.m * p.k, p.k * p.n);
+        if i < len_a {
+            if p.splits > 1 {
+                grad_a[i] = grad_a[i] + sum_slices(partial, p.splits - 1, len_a, i);
+            }
+        } else if i < len_a + len_b && p.b_splits > 1 {
+            let j = i - len_a;
+            let base = (p.splits - 1) * len_a;
+            grad_b[j] = grad_b[j] + sum_slices_from(partial, base, p.b_splits - 1, len_b, j);
         }
     }
 

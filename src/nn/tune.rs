@@ -22,8 +22,9 @@ pub(crate) struct Way {
     /// Whether the op multiplies on the tensor cores ([`super::Precision::TensorCoreF16`]);
     /// `blocking` then indexes the op's [`kernels::Blocked`] on fragments (with
     /// [`kernels::DEEP`]), and `split` counts only for the ops with slices on the tensor
-    /// cores (the convolution's forward and input gradient; its filter gradient always may
-    /// split, the GEMM's fragment kernels never do).
+    /// cores (the convolution's forward and input gradient, the GEMM's operand gradients; the
+    /// convolution's filter gradient always may split, the GEMM forward's fragment kernels
+    /// never do).
     pub fragments: bool,
 }
 
@@ -59,15 +60,20 @@ impl Way {
     ];
 
     /// Both blockings on the tensor cores and the deep one ([`kernels::DEEP`]: 128 x 128
-    /// blocks of 64-deep slices): for the GEMM backward.
-    pub const DEEP_FRAGMENTS: [Way; 3] = [
+    /// blocks of 64-deep slices), each split where the output alone cannot fill the GPU and
+    /// whole: for the GEMM backward.
+    pub const SPLIT_DEEP_FRAGMENTS: [Way; 6] = [
+        Way::on_fragments(0).splitting(),
+        Way::on_fragments(1).splitting(),
+        Way::on_fragments(kernels::DEEP).splitting(),
         Way::on_fragments(0),
         Way::on_fragments(1),
         Way::on_fragments(kernels::DEEP),
     ];
 
-    /// The blockings of [`Way::DEEP_FRAGMENTS`], then [`Way::ALL`] in strict f32: for a GEMM
-    /// forward in tensor-core precision, whose f32 ways split a long sum over a small output.
+    /// Both blockings on the tensor cores and the deep one, whole, then [`Way::ALL`] in strict
+    /// f32: for a GEMM forward in tensor-core precision, whose f32 ways split a long sum over
+    /// a small output.
     pub const FRAGMENTS_OR_SPLIT: [Way; 7] = [
         Way::on_fragments(0),
         Way::on_fragments(1),
@@ -87,7 +93,8 @@ impl Way {
         }
     }
 
-    const fn on_fragments(blocking: usize) -> Self {
+    /// Blocking `blocking` on the tensor cores, whole.
+    pub const fn on_fragments(blocking: usize) -> Self {
         Way {
             fragments: true,
             ..Way::new(blocking, false)
