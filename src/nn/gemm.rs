@@ -101,8 +101,8 @@ pub struct GemmBackward<'a> {
 ///
 /// With [`Precision::TensorCoreF16`] ([`Gemm::with_precision`]), the products of the
 /// forward and both operand gradients run on the tensor cores; the bias, the activation and
-/// its derivative stay in f32. Those products are never split: a forward whose output is too
-/// small to fill the GPU runs split, in f32, instead.
+/// its derivative stay in f32. An operand gradient too small to fill the GPU cuts its sum
+/// into slices there; a forward too small to fill it runs split, in f32, instead.
 ///
 /// A clone shares the pipelines and grows its own scratch memory.
 #[derive(Clone, Debug)]
@@ -117,7 +117,8 @@ pub struct Gemm {
     /// The backward's operand gradients over operands bound as vectors (see [`vectors`]),
     /// recorded between the members of `backward` that compute `grad_pre` and `grad_bias`.
     operands_vectors: kernels::Blocked<kernels::DOperandsVectors>,
-    /// The split forward's partial products.
+    /// The split forward's partial products, and on the tensor cores the split operand
+    /// gradients'.
     partials: Spare,
     /// `pre` when the caller keeps none.
     pre: Spare,
@@ -379,8 +380,10 @@ impl Gemm {
     /// Records the backward pass: from `grad_y` and the forward's `pre`, the gradients of `a`,
     /// `b` and `bias` (overwritten), as four ordered passes.
     ///
-    /// The operand gradients' blocking is autotuned; with autotuning off it is the small one
-    /// when `m` or `k` (their output rows) is at most 64.
+    /// The operand gradients' blocking is autotuned (on the tensor cores, also whether they
+    /// sum in slices); with autotuning off it is the small one when `m` or `k` (their output
+    /// rows) is at most 64, and on the tensor cores a gradient too small to fill the GPU sums
+    /// in slices.
     pub fn backward(&self, batch: &mut Batch<'_>, args: GemmBackward<'_>) -> Result<()> {
         let GemmBackward {
             shape,
