@@ -363,11 +363,9 @@ pub struct Conv2dGradWeight<'a> {
 /// grows its own scratch memory.
 ///
 /// With [`Precision::TensorCoreF16`] ([`Convolution::with_precision`]) the forward and both
-/// gradients run their products on the tensor cores, the forward and the filter gradient and
-/// the input gradient of stride 1 cutting their sums into slices when the output alone cannot
-/// fill the GPU, as in f32 (a strided input gradient runs one stride phase at a time, as in
-/// f32); the input gradients of at most 4 input channels stay in f32, as do the bias, the
-/// activation and its derivative.
+/// gradients run their products on the tensor cores, cut into slices or stride phases as the
+/// f32 passes are; only the input gradient of at most 4 input channels stays in f32, as do
+/// the bias, the activation and its derivative.
 #[derive(Clone, Debug)]
 pub struct Convolution {
     /// The tensor-core kernels, built only for [`Precision::TensorCoreF16`].
