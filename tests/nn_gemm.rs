@@ -223,9 +223,44 @@ fn gemm_splits_a_long_sum_over_a_small_output() {
     }
 }
 
+/// The backward of a small layer over many rows (a large batch): `grad_b` (`k x n`) and the
+/// bias gradient are too small to fill the GPU, so both sum `m` in slices that a second pass
+/// adds up; `grad_a` has blocks enough and runs whole.
+#[test]
+fn gemm_backward_splits_the_sums_over_many_rows() {
+    let rt = runtime();
+    let gemm = Gemm::new(&rt).unwrap();
+    let mut rng = rng(13);
+    // Scalar and vector operands, small and large blocks, the last slice ragged.
+    for (m, n, k) in [(1500, 5, 3), (2100, 8, 12), (1100, 70, 130)] {
+        let shape = GemmShape { m, n, k };
+        let ran = check_shape(&rt, &gemm, shape, Activation::Relu, &mut rng);
+        let backward: Vec<&str> = ran
+            .iter()
+            .skip_while(|e| !e.starts_with("grad_pre"))
+            // Less the blocking's suffix (`_reg8`).
+            .map(|e| e.split("_reg").next().unwrap_or(e))
+            .collect();
+        let operands = if n % 4 == 0 && k % 4 == 0 {
+            "d_operands_vectors"
+        } else {
+            "d_operands"
+        };
+        let want = [
+            "grad_pre",
+            operands,
+            "d_operands_reduce",
+            "d_bias",
+            "d_bias",
+        ];
+        assert_eq!(backward, want, "{shape:?} ran {ran:?}");
+    }
+}
+
 /// Random shapes of every path, against the f64 reference: small blocks (a side of at most
 /// 64), large blocks with ragged tiles, and a long sum over a small output in slices, for
-/// either blocking. The cases cycle through the four paths on the test's device, then on one
+/// either blocking (with many rows too, so that the backward sums `grad_b` and the bias in
+/// slices). The cases cycle through the four paths on the test's device, then on one
 /// with WebGPU's default 16 KiB of workgroup memory (where the small blocking serves large
 /// outputs too); the second eight round `k` and `n` up to multiples of 4, where the forward
 /// binds its operands as vectors. So every GEMM entry point runs (asserted);
@@ -254,6 +289,9 @@ fn gemm_matches_reference_on_random_shapes_of_every_path() {
             n: rng.random_range(sides.0..=sides.1),
             k: rng.random_range(depth.0..=depth.1),
         };
+        if case % 4 == 2 {
+            shape.m = rng.random_range(depth.0..=depth.1);
+        }
         if case / 8 % 2 == 1 {
             (shape.n, shape.k) = (shape.n.next_multiple_of(4), shape.k.next_multiple_of(4));
         }
@@ -261,8 +299,7 @@ fn gemm_matches_reference_on_random_shapes_of_every_path() {
         ran.extend(check_shape(rt, gemm, shape, activation, &mut rng));
     }
     if cases >= 16 {
-        // The strict f32 kernels; the tensor-core ones, and the f32 pass that sums their
-        // slices (`d_operands_fragments_reduce`), run in `nn_tensor_cores`.
+        // The strict f32 kernels; the tensor-core ones run in `nn_tensor_cores`.
         let all = entry_points(
             tessera::nn::WGSL_PORTABLE,
             &["gemm_", "grad_pre", "d_operands", "d_bias"],
@@ -374,8 +411,8 @@ fn autotuned_gemm_times_each_way_once_and_stays_correct() {
             "nn::Gemm::forward [128, 64, 1024]"
         ]
     );
-    // The backward times both blockings; the forward each whole and split.
-    for (choice, ways) in choices.iter().zip([2, 4]) {
+    // Each pass times both blockings, each whole and split.
+    for (choice, ways) in choices.iter().zip([4, 4]) {
         assert!(
             matches!(&choice.how, tessera::Tuned::Measured(times) if times.len() == ways),
             "{choice}"

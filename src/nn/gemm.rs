@@ -2,7 +2,7 @@
 
 use super::kernels;
 use super::spare::Spare;
-use super::split::Split;
+use super::split::{Split, Steps};
 use super::tune::{self, Way};
 use super::{invalid, Activation, Precision};
 use crate::{Batch, BufferView, GpuBuffer, Result, Runtime};
@@ -99,10 +99,14 @@ pub struct GemmBackward<'a> {
 /// backward with `grad_pre`: on an H100 that made large forwards 9-10% faster in f32 and up to
 /// 28% on the tensor cores, so pad those dimensions where you can.
 ///
+/// The backward pass does the same for each operand gradient too small to fill the GPU
+/// (`b`'s, for a small layer over a large batch), and sums the bias gradient's rows in slices
+/// when they are many.
+///
 /// With [`Precision::TensorCoreF16`] ([`Gemm::with_precision`]), the products of the
-/// forward and both operand gradients run on the tensor cores; the bias, the activation and
-/// its derivative stay in f32. An operand gradient too small to fill the GPU cuts its sum
-/// into slices there; a forward too small to fill it runs split, in f32, instead.
+/// forward and both operand gradients run on the tensor cores, the operand gradients split
+/// as in f32; the bias, the activation and its derivative stay in f32. A forward too small to
+/// fill the GPU runs split, in f32, instead.
 ///
 /// A clone shares the pipelines and grows its own scratch memory.
 #[derive(Clone, Debug)]
@@ -113,13 +117,15 @@ pub struct Gemm {
     /// The forward over operands bound as vectors of 4 (see [`vectors`]).
     forward_vectors: kernels::Blocked<kernels::GemmForwardVectors>,
     split: kernels::Blocked<kernels::GemmForwardSplit>,
+    /// The backward's members, recorded one by one (see [`Gemm::record_backward`]).
     backward: kernels::Blocked<kernels::GemmBackward>,
     /// The backward's operand gradients over operands bound as vectors (see [`vectors`]),
-    /// recorded between the members of `backward` that compute `grad_pre` and `grad_bias`.
+    /// recorded in place of `backward`'s `d_operands`.
     operands_vectors: kernels::Blocked<kernels::DOperandsVectors>,
-    /// The split forward's partial products, and on the tensor cores the split operand
-    /// gradients'.
+    /// The split forward's partial products, and the split operand gradients'.
     partials: Spare,
+    /// The sums of the bias gradient's slices of rows.
+    bias_sums: Spare,
     /// `pre` when the caller keeps none.
     pre: Spare,
     /// The backward's gradient before the activation.
@@ -134,18 +140,14 @@ pub struct Gemm {
 struct Fragments {
     forward: kernels::Blocked<kernels::GemmForwardFragments>,
     forward_vectors: kernels::Blocked<kernels::GemmForwardFragmentsVectors>,
+    /// Recorded in place of the backward's `d_operands`.
     operands: kernels::Blocked<kernels::DOperandsFragments>,
-    /// The operand gradients with their sums in slices.
-    operands_split: kernels::Blocked<kernels::DOperandsFragmentsSplit>,
-    grad_pre: kernels::GradPre,
-    d_bias: kernels::DBias,
 }
 
 impl Fragments {
     fn new(rt: &Runtime) -> Result<Self> {
-        let reduce = kernels::DOperandsFragmentsReduce::new(rt)?;
         Ok(Fragments {
-            // SAFETY (all four): every index is guarded (see "Bounds" in `kernels`).
+            // SAFETY (all three): every index is guarded (see "Bounds" in `kernels`).
             forward: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
                 kernels::GemmForwardFragments::with_constants_unchecked(rt, b)
             })?,
@@ -155,14 +157,6 @@ impl Fragments {
             operands: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
                 kernels::DOperandsFragments::with_constants_unchecked(rt, b)
             })?,
-            operands_split: kernels::Blocked::on_fragments_with_deep(|b| {
-                Ok(kernels::DOperandsFragmentsSplit::from_members(
-                    unsafe { kernels::DOperandsFragmentsPartial::with_constants_unchecked(rt, b) }?,
-                    reduce.clone(),
-                ))
-            })?,
-            grad_pre: kernels::GradPre::new(rt)?,
-            d_bias: kernels::DBias::new(rt)?,
         })
     }
 }
@@ -219,6 +213,7 @@ impl Gemm {
                 unsafe { kernels::DOperandsVectors::with_constants_unchecked(rt, b) }
             })?,
             partials: Spare::default(),
+            bias_sums: Spare::default(),
             pre: Spare::default(),
             grad_pre: Spare::default(),
             grad_a: Spare::default(),
@@ -380,10 +375,9 @@ impl Gemm {
     /// Records the backward pass: from `grad_y` and the forward's `pre`, the gradients of `a`,
     /// `b` and `bias` (overwritten), as four ordered passes.
     ///
-    /// The operand gradients' blocking is autotuned (on the tensor cores, also whether they
-    /// sum in slices); with autotuning off it is the small one when `m` or `k` (their output
-    /// rows) is at most 64, and on the tensor cores a gradient too small to fill the GPU sums
-    /// in slices.
+    /// The operand gradients' blocking is autotuned, and whether they sum in slices; with
+    /// autotuning off it is the small one when `m` or `k` (their output rows) is at most 64,
+    /// and a gradient too small to fill the GPU sums in slices.
     pub fn backward(&self, batch: &mut Batch<'_>, args: GemmBackward<'_>) -> Result<()> {
         let GemmBackward {
             shape,
@@ -417,7 +411,7 @@ impl Gemm {
                 &Way::SPLIT_DEEP_FRAGMENTS[..],
                 Way::fixed_split_fragments(m.min(k)),
             ),
-            None => (&Way::BLOCKINGS[..], Way::fixed(m.min(k))),
+            None => (&Way::ALL[..], Way::fixed(m.min(k))),
         };
         let way = tune::way(
             batch.runtime(),
@@ -451,12 +445,16 @@ impl Gemm {
         self.record_backward(batch, way, p, a, b, pre, grad_y, grads)
     }
 
+    /// The backward run `way`, in order: `grad_pre`, both operand gradients (each summed in
+    /// slices when the way allows it and its output alone cannot fill the GPU, the slices
+    /// then added up), and the bias gradient (in slices of rows when there are many, then
+    /// their sum).
     #[allow(clippy::too_many_arguments)]
     fn record_backward(
         &self,
         batch: &mut Batch<'_>,
         way: Way,
-        p: kernels::GemmParams,
+        mut p: kernels::GemmParams,
         a: &GpuBuffer<f32>,
         b: &GpuBuffer<f32>,
         pre: &GpuBuffer<f32>,
@@ -469,36 +467,9 @@ impl Gemm {
             grad_b,
             grad_bias,
         } = grads;
-        let fragments = self.fragments.as_ref().filter(|_| way.fragments);
-        // On the tensor cores the operand gradients over vectors ran 15-30% slower on an H100
-        // (notes/performance.md), so they bind scalars there.
-        let vectors = fragments.is_none()
-            && vectors(p, a, b).is_some()
-            && grad_pre.view_as::<[f32; 4]>().is_ok();
-        if fragments.is_none() && !vectors {
-            return self.backward.get(way.blocking).record(
-                batch,
-                kernels::GemmBackwardArgs {
-                    p: &p,
-                    a,
-                    b,
-                    pre,
-                    grad_y,
-                    grad_pre,
-                    grad_a,
-                    grad_b,
-                    grad_bias,
-                },
-            );
-        }
-        let (grad_pre_kernel, d_bias) = match fragments {
-            Some(fragments) => (&fragments.grad_pre, &fragments.d_bias),
-            None => {
-                let family = self.backward.get(way.blocking);
-                (family.grad_pre(), family.d_bias())
-            }
-        };
-        grad_pre_kernel.record(
+        // `grad_pre`, `d_operands_reduce` and `d_bias` are the same in every blocking.
+        let family = self.backward.get(way.blocking);
+        family.grad_pre().record(
             batch,
             kernels::GradPreArgs {
                 p: &p,
@@ -507,56 +478,26 @@ impl Gemm {
                 grad_pre,
             },
         )?;
-        match fragments {
-            Some(fragments) => self.record_operands_on_fragments(
-                batch, fragments, way, p, a, b, grad_pre, grad_a, grad_b,
-            )?,
-            None => self.operands_vectors.get(way.blocking).record(
-                batch,
-                kernels::DOperandsVectorsArgs {
-                    p: &p,
-                    a: &*a.view_as::<[f32; 4]>()?,
-                    grad_a,
-                    b: &*b.view_as::<[f32; 4]>()?,
-                    grad_b,
-                    grad_pre: &*grad_pre.view_as::<[f32; 4]>()?,
-                },
-            )?,
-        }
-        d_bias.record(
-            batch,
-            kernels::DBiasArgs {
-                p: &p,
-                grad_pre,
-                grad_bias,
-            },
-        )
-    }
-}
-
-impl Gemm {
-    /// The operand gradients on the tensor cores, their sums in slices when the way allows it
-    /// and either gradient's blocks alone cannot fill the GPU.
-    #[allow(clippy::too_many_arguments)]
-    fn record_operands_on_fragments(
-        &self,
-        batch: &mut Batch<'_>,
-        fragments: &Fragments,
-        way: Way,
-        mut p: kernels::GemmParams,
-        a: &GpuBuffer<f32>,
-        b: &GpuBuffer<f32>,
-        grad_pre: &GpuBuffer<f32>,
-        grad_a: &mut GpuBuffer<f32>,
-        grad_b: &mut GpuBuffer<f32>,
-    ) -> Result<()> {
-        let split = fragments.operands_split.get(way.blocking);
-        let blocking = split.d_operands_fragments_partial().constants();
-        // `grad_a` (m x k) sums over n, `grad_b` (k x n) over m.
-        let cut_a = Split::of(blocking, p.m, p.k, p.n);
-        let cut_b = Split::of(blocking, p.k, p.n, p.m);
-        if !way.split || (cut_a.splits == 1 && cut_b.splits == 1) {
-            return fragments.operands.get(way.blocking).record(
+        let fragments = self.fragments.as_ref().filter(|_| way.fragments);
+        let (cut_a, cut_b) = match fragments {
+            Some(f) => operand_cuts(f.operands.get(way.blocking).constants(), p, way.split),
+            None => operand_cuts(family.d_operands().constants(), p, way.split),
+        };
+        (p.splits, p.split_depth) = (cut_a.splits, cut_a.depth);
+        (p.b_splits, p.b_split_depth) = (cut_b.splits, cut_b.depth);
+        // Each operand's first slice goes to its gradient, the others to `partial`.
+        let needed = cut_a.partials(p.m, p.k) + cut_b.partials(p.k, p.n)
+            - p.m as usize * p.k as usize
+            - p.k as usize * p.n as usize;
+        let mut partials = self.partials.lock();
+        let partial = partials.at_least(batch.runtime(), needed)?;
+        // On the tensor cores the operand gradients over vectors ran 15-30% slower on an H100
+        // (notes/performance.md), so they bind scalars there.
+        let vectors = fragments.is_none()
+            && vectors(p, a, b).is_some()
+            && grad_pre.view_as::<[f32; 4]>().is_ok();
+        if let Some(fragments) = fragments {
+            fragments.operands.get(way.blocking).record(
                 batch,
                 kernels::DOperandsFragmentsArgs {
                     p: &p,
@@ -565,28 +506,123 @@ impl Gemm {
                     b,
                     grad_b,
                     grad_pre,
+                    partial,
+                },
+            )?;
+        } else if vectors {
+            self.operands_vectors.get(way.blocking).record(
+                batch,
+                kernels::DOperandsVectorsArgs {
+                    p: &p,
+                    a: &*a.view_as::<[f32; 4]>()?,
+                    grad_a,
+                    b: &*b.view_as::<[f32; 4]>()?,
+                    grad_b,
+                    grad_pre: &*grad_pre.view_as::<[f32; 4]>()?,
+                    partial,
+                },
+            )?;
+        } else {
+            family.d_operands().record(
+                batch,
+                kernels::DOperandsArgs {
+                    p: &p,
+                    a,
+                    grad_a,
+                    b,
+                    grad_b,
+                    grad_pre,
+                    partial,
+                },
+            )?;
+        }
+        if cut_a.splits > 1 || cut_b.splits > 1 {
+            family.d_operands_reduce().record(
+                batch,
+                kernels::DOperandsReduceArgs {
+                    p: &p,
+                    partial,
+                    grad_a,
+                    grad_b,
+                },
+            )?;
+        }
+        drop(partials);
+        self.record_bias_gradient(batch, family.d_bias(), p, grad_pre, grad_bias)
+    }
+
+    /// `grad_bias` = the column sums of `grad_pre` (`m x n`): in one pass, or where the rows
+    /// alone would keep few workgroups busy for long, in slices of rows whose sums a second
+    /// pass adds up. (On an H100 one workgroup summing 65536 rows of 64 columns took most of
+    /// a millisecond; notes/performance.md.)
+    fn record_bias_gradient(
+        &self,
+        batch: &mut Batch<'_>,
+        d_bias: &kernels::DBias,
+        mut p: kernels::GemmParams,
+        grad_pre: &GpuBuffer<f32>,
+        grad_bias: &mut GpuBuffer<f32>,
+    ) -> Result<()> {
+        let cut = Split::of(BiasSums, 1, p.n, p.m);
+        if cut.splits == 1 {
+            return d_bias.record(
+                batch,
+                kernels::DBiasArgs {
+                    p: &p,
+                    grad_pre,
+                    grad_bias,
                 },
             );
         }
-        (p.splits, p.split_depth) = (cut_a.splits, cut_a.depth);
-        (p.b_splits, p.b_split_depth) = (cut_b.splits, cut_b.depth);
-        // Each operand's first slice goes to its gradient, the others to `partial`.
-        let (len_a, len_b) = (p.m as usize * p.k as usize, p.k as usize * p.n as usize);
-        let needed = (cut_a.splits as usize - 1) * len_a + (cut_b.splits as usize - 1) * len_b;
-        let mut partials = self.partials.lock();
-        split.record(
+        (p.bias_splits, p.bias_split_rows) = (cut.splits, cut.depth);
+        let mut spare = self.bias_sums.lock();
+        let sums = spare.at_least(batch.runtime(), cut.partials(1, p.n))?;
+        d_bias.record(
             batch,
-            kernels::DOperandsFragmentsSplitArgs {
+            kernels::DBiasArgs {
                 p: &p,
-                a,
-                b,
                 grad_pre,
-                partial: partials.at_least(batch.runtime(), needed.max(1))?,
-                grad_a,
-                grad_b,
+                grad_bias: sums,
+            },
+        )?;
+        // The slices' sums are `bias_splits` rows of `n`: one more pass sums them whole.
+        (p.m, p.bias_splits, p.bias_split_rows) = (cut.splits, 1, cut.splits);
+        d_bias.record(
+            batch,
+            kernels::DBiasArgs {
+                p: &p,
+                grad_pre: sums,
+                grad_bias,
             },
         )
     }
+}
+
+/// How `d_bias` walks its rows, as a cut sees it: a workgroup's `NARROW` columns for a
+/// block, and the rows all its invocations read in one turn of its loop for a step.
+#[derive(Clone, Copy)]
+struct BiasSums;
+
+impl Steps for BiasSums {
+    fn block(self) -> u32 {
+        kernels::NARROW
+    }
+    fn depth(self) -> u32 {
+        kernels::SUMS * kernels::GROUP / kernels::NARROW
+    }
+}
+
+/// How the operand gradients of a backward with `p`'s shape sum, for kernels of `blocking`:
+/// `grad_a` (`m x k`) over `n`, `grad_b` (`k x n`) over `m`, each in slices (when `split`)
+/// where its output alone cannot fill the GPU, whole otherwise.
+fn operand_cuts(blocking: impl Steps, p: kernels::GemmParams, split: bool) -> (Split, Split) {
+    if !split {
+        return (Split::WHOLE, Split::WHOLE);
+    }
+    (
+        Split::of(blocking, p.m, p.k, p.n),
+        Split::of(blocking, p.k, p.n, p.m),
+    )
 }
 
 /// What the backward family writes.
@@ -632,13 +668,19 @@ impl Scratch {
 /// small.
 fn backward_family(rt: &Runtime) -> Result<kernels::Blocked<kernels::GemmBackward>> {
     let grad_pre = kernels::GradPre::new(rt)?;
+    let reduce = kernels::DOperandsReduce::new(rt)?;
     let d_bias = kernels::DBias::new(rt)?;
     let operands = kernels::Blocked::new(|b| {
         // SAFETY: every index is guarded (see "Bounds" in `kernels`).
         unsafe { kernels::DOperands::with_constants_unchecked(rt, b) }
     })?;
     Ok(operands.map(|operands| {
-        kernels::GemmBackward::from_members(grad_pre.clone(), operands, d_bias.clone())
+        kernels::GemmBackward::from_members(
+            grad_pre.clone(),
+            operands,
+            reduce.clone(),
+            d_bias.clone(),
+        )
     }))
 }
 
@@ -655,10 +697,13 @@ fn params(shape: GemmShape, activation: Activation) -> Result<kernels::GemmParam
         n,
         k,
         activation: activation.code(),
+        // Every sum whole: a slice's end is clamped to the dimension it cuts.
         splits: 1,
-        split_depth: k,
+        split_depth: u32::MAX,
         b_splits: 1,
-        b_split_depth: m,
+        b_split_depth: u32::MAX,
+        bias_splits: 1,
+        bias_split_rows: u32::MAX,
     })
 }
 

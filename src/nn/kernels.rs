@@ -52,14 +52,18 @@ mod nn {
         pub k: u32,
         pub activation: u32,
         /// Split forward: the slices the summed dimension `k` is cut into (one per `z`).
-        /// Split backward on the tensor cores: those of `grad_a`'s sum, over `n`.
+        /// Backward: those of `grad_a`'s sum, over `n`.
         pub splits: u32,
         /// The length of each of those slices but the last, a multiple of `DEPTH`.
         pub split_depth: u32,
-        /// Split backward on the tensor cores: the slices of `grad_b`'s sum, over `m`.
+        /// Backward: the slices of `grad_b`'s sum, over `m`.
         pub b_splits: u32,
         /// The length of each of those slices but the last, a multiple of `DEPTH`.
         pub b_split_depth: u32,
+        /// `d_bias`: the slices of the rows `m` it sums, one per `y`.
+        pub bias_splits: u32,
+        /// The rows of each of those slices but the last.
+        pub bias_split_rows: u32,
     }
 
     /// A convolution's shape; the host checks it and derives `out_h` and `out_w`.
@@ -1148,8 +1152,10 @@ mod nn {
     }
 
     /// The backward pass of `gemm_forward`: the gradient before the activation, then the
-    /// gradients of `a`, `b` and `bias` from it.
-    #[family(grad_pre, d_operands, d_bias)]
+    /// gradients of `a`, `b` and `bias` from it. The host records the members one by one:
+    /// `d_operands_reduce` only where an operand gradient's sum ran in slices, `d_bias` twice
+    /// where the bias gradient's did (its slices' sums, then their sum).
+    #[family(grad_pre, d_operands, d_operands_reduce, d_bias)]
     pub struct GemmBackward {
         p: &GemmParams,
         #[len(p.m * p.k)]
@@ -1168,7 +1174,11 @@ mod nn {
         grad_a: &mut [f32],
         #[len(p.k * p.n)]
         grad_b: &mut [f32],
-        #[len(p.n)]
+        /// Scratch: one gradient-shaped partial sum per slice after each operand's first.
+        #[len((p.splits - 1) * p.m * p.k + (p.b_splits - 1) * p.k * p.n)]
+        partial: &mut [f32],
+        /// With the bias gradient's sum in slices: one row of `n` sums per slice.
+        #[len(p.bias_splits * p.n)]
         grad_bias: &mut [f32],
     }
 
@@ -1181,15 +1191,53 @@ mod nn {
         }
     }
 
-    /// Both operand gradients in one dispatch: the first `ceil(k / BLOCK) x ceil(m / BLOCK)`
-    /// workgroups compute `grad_a = grad_pre · bᵀ` (rows `m`, columns `k`, summed over `n`;
-    /// both operands read along `n`, their contiguous dimension), the rest `grad_b = aᵀ ·
-    /// grad_pre` (rows `k`, columns `n`, summed over `m`; both read along their rows).
+    /// Which of an operand gradient's workgroups `x` is: the slice of its sum (`x` of its
+    /// first slice's blocks are followed by the next slice's), and the origin of its block
+    /// in an output `cols` wide made of `blocks` blocks.
+    fn gradient_block(x: u32, blocks: u32, cols: u32) -> Vec3<u32> {
+        let (split, block) = (x / blocks, x % blocks);
+        let across = ceil_div(cols, BLOCK);
+        vec3(split, block % across * BLOCK, block / across * BLOCK)
+    }
+
+    /// Stores an operand gradient's register tile from the slice `split` of its sum: the
+    /// first slice's into the gradient `grad` (`rows x cols`), the others' into `partial`,
+    /// one gradient-shaped partial sum per slice from `base` on (see `d_operands_reduce`).
+    fn store_gradient_slice(
+        grad: &mut [f32],
+        partial: &mut [f32],
+        base: u32,
+        split: u32,
+        acc: &[f32; REG * REG],
+        rows: u32,
+        cols: u32,
+        origin: Vec2<u32>,
+        t: u32,
+    ) {
+        if split == 0 {
+            store_tile(grad, 0, acc, rows, cols, cols, origin, t);
+        } else {
+            let offset = base + (split - 1) * rows * cols;
+            store_tile(partial, offset, acc, rows, cols, cols, origin, t);
+        }
+    }
+
+    /// Both operand gradients in one dispatch, each sum cut into slices when its output alone
+    /// cannot fill the GPU: the first `ceil(k / BLOCK) x ceil(m / BLOCK) x p.splits`
+    /// workgroups compute `grad_a = grad_pre · bᵀ` (rows `m`, columns `k`, summed over `n` in
+    /// slices of `p.split_depth`; both operands read along `n`, their contiguous dimension),
+    /// the rest `grad_b = aᵀ · grad_pre` (rows `k`, columns `n`, summed over `m` in slices of
+    /// `p.b_split_depth`; both read along their rows). Each gradient's first slice writes
+    /// the gradient, the others go to `partial` (`grad_a`'s first), which
+    /// `d_operands_reduce` adds to the gradients.
     #[kernel(
         workgroup = [GROUP],
         constants = Blocking,
         limits(workgroup_memory = 16896),
-        grid = [ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK)]
+        grid = [
+            ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) * p.splits
+                + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK) * p.b_splits
+        ]
     )]
     pub fn d_operands(
         p: &GemmParams,
@@ -1198,43 +1246,43 @@ mod nn {
         b: &[f32],
         grad_b: &mut [f32],
         grad_pre: &[f32],
+        partial: &mut [f32],
         #[workgroup] tile_a: &mut [Vec4<f32>; BUFFERS * SLICE],
         #[workgroup] tile_b: &mut [Vec4<f32>; BUFFERS * SLICE],
     ) {
-        let (t, blocks_a) = (local_index(), ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK));
-        // The gradient is the same for the whole workgroup, so both branches keep barriers.
-        if workgroup_id().x < blocks_a {
-            let block = workgroup_id().x;
-            let origin = vec2(block % ceil_div(p.k, BLOCK), block / ceil_div(p.k, BLOCK)) * BLOCK;
-            let (shapes, across) = (vec4(p.n, p.m, p.n, p.k), vec2(true, true));
+        let t = local_index();
+        let blocks_a = ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK);
+        // Every condition is the same for the whole workgroup, so the branches keep barriers.
+        if workgroup_id().x < blocks_a * p.splits {
+            let at = gradient_block(workgroup_id().x, blocks_a, p.k);
             let acc = mainloop(
                 tile_a,
                 tile_b,
                 grad_pre,
                 b,
-                shapes,
-                across,
-                origin,
-                vec2(0, p.n),
+                vec4(p.n, p.m, p.n, p.k),
+                vec2(true, true),
+                at.yz,
+                slice(at.x, p.split_depth, p.n),
                 t,
             );
-            store_tile(grad_a, 0, &acc, p.m, p.k, p.k, origin, t);
+            store_gradient_slice(grad_a, partial, 0, at.x, &acc, p.m, p.k, at.yz, t);
         } else {
-            let block = workgroup_id().x - blocks_a;
-            let origin = vec2(block % ceil_div(p.n, BLOCK), block / ceil_div(p.n, BLOCK)) * BLOCK;
-            let (shapes, across) = (vec4(p.k, p.m, p.n, p.m), vec2(false, false));
+            let x = workgroup_id().x - blocks_a * p.splits;
+            let at = gradient_block(x, ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK), p.n);
             let acc = mainloop(
                 tile_a,
                 tile_b,
                 a,
                 grad_pre,
-                shapes,
-                across,
-                origin,
-                vec2(0, p.m),
+                vec4(p.k, p.m, p.n, p.m),
+                vec2(false, false),
+                at.yz,
+                slice(at.x, p.b_split_depth, p.m),
                 t,
             );
-            store_tile(grad_b, 0, &acc, p.k, p.n, p.n, origin, t);
+            let base = (p.splits - 1) * p.m * p.k;
+            store_gradient_slice(grad_b, partial, base, at.x, &acc, p.k, p.n, at.yz, t);
         }
     }
 
@@ -1244,7 +1292,10 @@ mod nn {
         workgroup = [GROUP],
         constants = Blocking,
         limits(workgroup_memory = 16896),
-        grid = [ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK)]
+        grid = [
+            ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) * p.splits
+                + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK) * p.b_splits
+        ]
     )]
     pub fn d_operands_vectors(
         p: &GemmParams,
@@ -1253,125 +1304,48 @@ mod nn {
         #[len(p.k * p.n / 4)] b: &[Vec4<f32>],
         #[len(p.k * p.n)] grad_b: &mut [f32],
         #[len(p.m * p.n / 4)] grad_pre: &[Vec4<f32>],
+        #[len((p.splits - 1) * p.m * p.k + (p.b_splits - 1) * p.k * p.n)] partial: &mut [f32],
         #[workgroup] tile_a: &mut [Vec4<f32>; BUFFERS * SLICE],
         #[workgroup] tile_b: &mut [Vec4<f32>; BUFFERS * SLICE],
     ) {
-        let (t, blocks_a) = (local_index(), ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK));
-        if workgroup_id().x < blocks_a {
-            let block = workgroup_id().x;
-            let origin = vec2(block % ceil_div(p.k, BLOCK), block / ceil_div(p.k, BLOCK)) * BLOCK;
-            let (shapes, across) = (vec4(p.n, p.m, p.n, p.k), vec2(true, true));
+        let t = local_index();
+        let blocks_a = ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK);
+        if workgroup_id().x < blocks_a * p.splits {
+            let at = gradient_block(workgroup_id().x, blocks_a, p.k);
             let acc = mainloop_vectors(
                 tile_a,
                 tile_b,
-                grad_pre,
-                b,
-                shapes,
-                across,
-                origin,
-                vec2(0, p.n),
-                t,
-            );
-            store_tile(grad_a, 0, &acc, p.m, p.k, p.k, origin, t);
-        } else {
-            let block = workgroup_id().x - blocks_a;
-            let origin = vec2(block % ceil_div(p.n, BLOCK), block / ceil_div(p.n, BLOCK)) * BLOCK;
-            let (shapes, across) = (vec4(p.k, p.m, p.n, p.m), vec2(false, false));
-            let acc = mainloop_vectors(
-                tile_a,
-                tile_b,
-                a,
-                grad_pre,
-                shapes,
-                across,
-                origin,
-                vec2(0, p.m),
-                t,
-            );
-            store_tile(grad_b, 0, &acc, p.k, p.n, p.n, origin, t);
-        }
-    }
-
-    /// `d_operands` on the tensor cores (recorded between the members of `GemmBackward`
-    /// that compute `grad_pre` and `grad_bias`).
-    #[kernel(
-        workgroup = [GROUP],
-        constants = TensorBlocking,
-        grid = [ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK)],
-        features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY)
-    )]
-    pub fn d_operands_fragments(
-        p: &GemmParams,
-        #[len(p.m * p.k)] a: &[f32],
-        #[len(p.m * p.k)] grad_a: &mut [f32],
-        #[len(p.k * p.n)] b: &[f32],
-        #[len(p.k * p.n)] grad_b: &mut [f32],
-        #[len(p.m * p.n)] grad_pre: &[f32],
-        #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
-        #[workgroup] spill: &mut [f32; GROUP * 8],
-    ) {
-        let (t, blocks_a) = (local_index(), ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK));
-        // The gradient is the same for the whole workgroup, so both branches keep barriers.
-        if workgroup_id().x < blocks_a {
-            let block = workgroup_id().x;
-            let origin = vec2(block % ceil_div(p.k, BLOCK), block / ceil_div(p.k, BLOCK)) * BLOCK;
-            let acc = mainloop_fragments(
-                half_a,
-                half_b,
                 grad_pre,
                 b,
                 vec4(p.n, p.m, p.n, p.k),
                 vec2(true, true),
-                origin,
-                vec2(0, p.n),
+                at.yz,
+                slice(at.x, p.split_depth, p.n),
                 t,
             );
-            store_fragments(grad_a, 0, &acc, p.m, p.k, p.k, origin, spill, t);
+            store_gradient_slice(grad_a, partial, 0, at.x, &acc, p.m, p.k, at.yz, t);
         } else {
-            let block = workgroup_id().x - blocks_a;
-            let origin = vec2(block % ceil_div(p.n, BLOCK), block / ceil_div(p.n, BLOCK)) * BLOCK;
-            let acc = mainloop_fragments(
-                half_a,
-                half_b,
+            let x = workgroup_id().x - blocks_a * p.splits;
+            let at = gradient_block(x, ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK), p.n);
+            let acc = mainloop_vectors(
+                tile_a,
+                tile_b,
                 a,
                 grad_pre,
                 vec4(p.k, p.m, p.n, p.m),
                 vec2(false, false),
-                origin,
-                vec2(0, p.m),
+                at.yz,
+                slice(at.x, p.b_split_depth, p.m),
                 t,
             );
-            store_fragments(grad_b, 0, &acc, p.k, p.n, p.n, origin, spill, t);
+            let base = (p.splits - 1) * p.m * p.k;
+            store_gradient_slice(grad_b, partial, base, at.x, &acc, p.k, p.n, at.yz, t);
         }
     }
 
-    /// `d_operands_fragments` with its sums cut into slices, for gradients whose blocks alone
-    /// cannot fill the GPU: `grad_a`'s sum over `n` in `p.splits` slices of `p.split_depth`,
-    /// `grad_b`'s over `m` in `p.b_splits` of `p.b_split_depth`. Each operand's first slice
-    /// writes its gradient, the others go to `partial` (`grad_a`'s first), and
-    /// `d_operands_fragments_reduce` adds them to the gradients.
-    #[family(d_operands_fragments_partial, d_operands_fragments_reduce)]
-    pub struct DOperandsFragmentsSplit {
-        p: &GemmParams,
-        #[len(p.m * p.k)]
-        a: &[f32],
-        #[len(p.k * p.n)]
-        b: &[f32],
-        #[len(p.m * p.n)]
-        grad_pre: &[f32],
-        /// Scratch: one gradient-shaped partial sum per slice after each operand's first.
-        #[len((p.splits - 1) * p.m * p.k + (p.b_splits - 1) * p.k * p.n)]
-        partial: &mut [f32],
-        #[len(p.m * p.k)]
-        grad_a: &mut [f32],
-        #[len(p.k * p.n)]
-        grad_b: &mut [f32],
-    }
-
-    /// Each operand's gradient in slices (see `DOperandsFragmentsSplit`): a workgroup per
-    /// block and slice, `grad_a`'s blocks of each slice in turn, then `grad_b`'s.
+    /// `d_operands` on the tensor cores, each sum cut into `p.splits` or `p.b_splits` slices
+    /// the same way (recorded between the members of `GemmBackward` that compute `grad_pre`
+    /// and `grad_bias`).
     #[kernel(
         workgroup = [GROUP],
         constants = TensorBlocking,
@@ -1382,25 +1356,23 @@ mod nn {
         features(f16, cooperative_matrix),
         limits(workgroup_memory = MEMORY)
     )]
-    pub fn d_operands_fragments_partial(
+    pub fn d_operands_fragments(
         p: &GemmParams,
-        a: &[f32],
-        b: &[f32],
-        grad_pre: &[f32],
-        partial: &mut [f32],
-        grad_a: &mut [f32],
-        grad_b: &mut [f32],
+        #[len(p.m * p.k)] a: &[f32],
+        #[len(p.m * p.k)] grad_a: &mut [f32],
+        #[len(p.k * p.n)] b: &[f32],
+        #[len(p.k * p.n)] grad_b: &mut [f32],
+        #[len(p.m * p.n)] grad_pre: &[f32],
+        #[len((p.splits - 1) * p.m * p.k + (p.b_splits - 1) * p.k * p.n)] partial: &mut [f32],
         #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
         #[workgroup] spill: &mut [f32; GROUP * 8],
     ) {
         let t = local_index();
         let blocks_a = ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK);
-        let blocks_b = ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK);
         // Every condition is the same for the whole workgroup, so the branches keep barriers.
         if workgroup_id().x < blocks_a * p.splits {
-            let (split, block) = (workgroup_id().x / blocks_a, workgroup_id().x % blocks_a);
-            let origin = vec2(block % ceil_div(p.k, BLOCK), block / ceil_div(p.k, BLOCK)) * BLOCK;
+            let at = gradient_block(workgroup_id().x, blocks_a, p.k);
             let acc = mainloop_fragments(
                 half_a,
                 half_b,
@@ -1408,20 +1380,19 @@ mod nn {
                 b,
                 vec4(p.n, p.m, p.n, p.k),
                 vec2(true, true),
-                origin,
-                slice(split, p.split_depth, p.n),
+                at.yz,
+                slice(at.x, p.split_depth, p.n),
                 t,
             );
-            if split == 0 {
-                store_fragments(grad_a, 0, &acc, p.m, p.k, p.k, origin, spill, t);
+            if at.x == 0 {
+                store_fragments(grad_a, 0, &acc, p.m, p.k, p.k, at.yz, spill, t);
             } else {
-                let offset = (split - 1) * p.m * p.k;
-                store_fragments(partial, offset, &acc, p.m, p.k, p.k, origin, spill, t);
+                let offset = (at.x - 1) * p.m * p.k;
+                store_fragments(partial, offset, &acc, p.m, p.k, p.k, at.yz, spill, t);
             }
         } else {
             let x = workgroup_id().x - blocks_a * p.splits;
-            let (split, block) = (x / blocks_b, x % blocks_b);
-            let origin = vec2(block % ceil_div(p.n, BLOCK), block / ceil_div(p.n, BLOCK)) * BLOCK;
+            let at = gradient_block(x, ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK), p.n);
             let acc = mainloop_fragments(
                 half_a,
                 half_b,
@@ -1429,26 +1400,26 @@ mod nn {
                 grad_pre,
                 vec4(p.k, p.m, p.n, p.m),
                 vec2(false, false),
-                origin,
-                slice(split, p.b_split_depth, p.m),
+                at.yz,
+                slice(at.x, p.b_split_depth, p.m),
                 t,
             );
-            if split == 0 {
-                store_fragments(grad_b, 0, &acc, p.k, p.n, p.n, origin, spill, t);
+            if at.x == 0 {
+                store_fragments(grad_b, 0, &acc, p.k, p.n, p.n, at.yz, spill, t);
             } else {
-                let offset = (p.splits - 1) * p.m * p.k + (split - 1) * p.k * p.n;
-                store_fragments(partial, offset, &acc, p.k, p.n, p.n, origin, spill, t);
+                let offset = (p.splits - 1) * p.m * p.k + (at.x - 1) * p.k * p.n;
+                store_fragments(partial, offset, &acc, p.k, p.n, p.n, at.yz, spill, t);
             }
         }
     }
 
-    /// Adds the slices after the first of each operand cut into more than one to its
-    /// gradient.
+    /// Adds the slices after the first of each operand gradient cut into more than one
+    /// (`d_operands`, `d_operands_vectors`, `d_operands_fragments`) to the gradient.
     #[kernel(
         workgroup = [GROUP],
         grid = [ceil_div(p.m * p.k + p.k * p.n, GROUP)]
     )]
-    pub fn d_operands_fragments_reduce(
+    pub fn d_operands_reduce(
         p: &GemmParams,
         partial: &[f32],
         grad_a: &mut [f32],
@@ -1467,11 +1438,14 @@ mod nn {
         }
     }
 
-    /// `grad_bias` = the column sums of `grad_pre`: a workgroup per `NARROW` columns, whose
+    /// `grad_bias` = the column sums of `grad_pre`: a workgroup per `NARROW` columns and
+    /// slice of the rows (`p.bias_splits` slices of `p.bias_split_rows`, one per `y`), whose
     /// `GROUP / NARROW` lanes each sum every lane-th row, `SUMS` rows at a time into as many
     /// independent sums (so that each invocation has several loads in flight instead of
-    /// waiting for every one), then add up through workgroup memory.
-    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.n, NARROW)])]
+    /// waiting for every one), then add up through workgroup memory. Slice `y`'s sums go to
+    /// row `y` of `grad_bias`: with several slices that is scratch, which a second `d_bias`
+    /// over its `bias_splits` rows adds up.
+    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.n, NARROW), p.bias_splits])]
     pub fn d_bias(
         p: &GemmParams,
         grad_pre: &[f32],
@@ -1484,13 +1458,14 @@ mod nn {
             t / NARROW,
             GROUP / NARROW,
         );
+        let rows = slice(workgroup_id().y, p.bias_split_rows, p.m);
         let mut sums = [0.0f32; SUMS];
         if col < p.n {
-            for first in (lane..p.m).step_by(SUMS * lanes) {
+            for first in (rows.x + lane..rows.y).step_by(SUMS * lanes) {
                 #[unroll]
                 for u in 0..SUMS {
                     let row = first + u * lanes;
-                    if row < p.m {
+                    if row < rows.y {
                         sums[u] += grad_pre[row * p.n + col];
                     }
                 }
@@ -1503,7 +1478,7 @@ mod nn {
             for l in 0..lanes {
                 sum += lane_sums[l * NARROW + t];
             }
-            grad_bias[col] = sum;
+            grad_bias[workgroup_id().y * p.n + col] = sum;
         }
     }
 
