@@ -24,8 +24,8 @@ use std::fmt::Write as _;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use tessera::nn::{
-    Activation, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape, Convolution, Gemm,
-    GemmBackward, GemmForward, GemmShape, Padding, Precision,
+    Activation, Conv2dBackward, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape,
+    Convolution, Gemm, GemmBackward, GemmForward, GemmShape, Padding, Precision,
 };
 use tessera::{wgpu, Batch, GpuBuffer, Result, Runtime};
 
@@ -320,6 +320,25 @@ fn bench_conv(
         let dgrad = breakdown(rt, &mut dgrad)?;
         let wgrad = breakdown(rt, &mut wgrad)?;
         println!("  forward (ms): {forward}\n  dgrad: {dgrad}\n  wgrad: {wgrad}");
+        // The whole backward pass of training, which also computes the bias gradient.
+        let (mut grad_x, mut grad_w) =
+            (rt.zeros(shape.input_len())?, rt.zeros(shape.weight_len())?);
+        let mut grad_bias = rt.zeros(shape.out_channels as usize)?;
+        let backward = breakdown(rt, |batch| {
+            let args = Conv2dBackward {
+                shape,
+                activation: Activation::None,
+                x: &x,
+                w: &w,
+                pre: None,
+                grad_y: &grad_y,
+                grad_x: Some(&mut grad_x),
+                grad_w: &mut grad_w,
+                grad_bias: &mut grad_bias,
+            };
+            conv.backward(batch, args)
+        })?;
+        println!("  backward: {backward}");
     }
     Ok(())
 }
@@ -602,7 +621,7 @@ usage: bench [--small] [--gemm] [--conv] [--launch] [--tensor-cores] [--by-kerne
   --tensor-cores
                the GEMMs and convolutions in Precision::TensorCoreF16 (f16 products on
                the tensor cores, f32 sums) instead of strict f32
-  --by-kernel  each convolution pass's time per dispatch too
+  --by-kernel  each convolution pass's time per dispatch too, and the whole backward's
   --only TEXT  only the GEMMs and convolutions whose label contains TEXT (e.g. \"M=4096 N=4096\",
                \"Ci=64 56x56 Co=64 k3x3\")
   --out DIR    write the results as CSV files into DIR";

@@ -920,6 +920,28 @@ fn small_outputs_are_computed_in_slices_of_their_sum() {
     }
 }
 
+/// Few output channels over many (image, pixel) pairs: the bias gradient sums them in slices
+/// (the last one ragged), whose sums `d_bias` adds up after the rest of the backward.
+#[test]
+fn bias_gradients_over_many_pixels_sum_in_slices() {
+    let rt = runtime();
+    let conv = Convolution::new(&rt).unwrap();
+    let mut rng = rng(61);
+    let shapes = [
+        Conv2dShape::new(2, 2, [40, 40], 3, [3, 3]).padding(Padding::uniform(1)),
+        Conv2dShape::new(3, 5, [30, 20], 1, [1, 1]),
+    ];
+    for shape in shapes {
+        let ran = check(&rt, &conv, shape, true, &mut rng);
+        let bias = ran.iter().position(|e| e == "conv_grad_bias");
+        let added = ran.iter().position(|e| e == "d_bias");
+        assert!(
+            matches!((bias, added), (Some(b), Some(a)) if b < a),
+            "{shape:?} ran {ran:?}"
+        );
+    }
+}
+
 #[test]
 fn small_inputs_get_their_gradient_in_slices_of_its_sum() {
     let rt = runtime();

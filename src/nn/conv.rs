@@ -1,8 +1,9 @@
 //! 2-D convolution over NCHW images, forward and both gradients.
 
+use super::gemm::add_up_rows;
 use super::kernels;
 use super::spare::Spare;
-use super::split::{Split, Steps, MIN_SLICE};
+use super::split::{ColumnSums, Split, Steps, MIN_SLICE};
 use super::tune::{self, Way};
 use super::{invalid, Activation, Precision};
 use crate::{Batch, GpuBuffer, Result, Runtime};
@@ -208,6 +209,9 @@ impl Conv2dShape {
             activation: activation.code(),
             splits: 1,
             split_depth: 0,
+            // Whole: a slice's end is clamped to the dimension it cuts.
+            bias_splits: 1,
+            bias_split_depth: u32::MAX,
         })
     }
 }
@@ -386,6 +390,8 @@ pub struct Convolution {
     grad_input_few: kernels::ConvGradInputFew,
     /// The input gradient of strided convolutions, one sub-problem per stride phase.
     grad_input_phased: kernels::Blocked<kernels::ConvGradInputPhased>,
+    /// Adds up the bias gradient's slices (when `backward` sums it in slices).
+    add_up_bias: kernels::DBias,
     /// Partial sums: the split forward's slices, the input gradient's, and the filter
     /// gradient's after the first.
     partials: Spare,
@@ -393,6 +399,8 @@ pub struct Convolution {
     pre: Spare,
     /// The backward's gradient before the activation.
     grad_pre: Spare,
+    /// The sums of the bias gradient's slices.
+    bias_sums: Spare,
     /// Winograd's transformed input tiles, gradient tiles and products.
     winograd: [Spare; 3],
 }
@@ -540,9 +548,11 @@ impl Convolution {
                 // SAFETY: every index is guarded (see "Bounds" in `kernels`).
                 unsafe { kernels::ConvGradInputPhased::with_constants_unchecked(rt, b) }
             })?,
+            add_up_bias: kernels::DBias::new(rt)?,
             partials: Spare::default(),
             pre: Spare::default(),
             grad_pre: Spare::default(),
+            bias_sums: Spare::default(),
             winograd: Default::default(),
         })
     }
@@ -693,7 +703,7 @@ impl Convolution {
             grad_bias,
         } = args;
         let shape = &shape;
-        let p = shape.params(activation)?;
+        let mut p = shape.params(activation)?;
         let pre = match pre {
             Some(pre) => pre,
             // Read only through the activation's derivative, which is 1 everywhere.
@@ -723,7 +733,7 @@ impl Convolution {
             || by_phases(&p)
             || by_few_channels(&p)
             || self.input_split(input_way, &p).splits > 1;
-        let (grad_x, mut later_x) = match grad_x {
+        let (mut grad_x, mut later_x) = match grad_x {
             Some(grad_x) if on_its_own => (None, Some(grad_x)),
             grad_x => (grad_x, None),
         };
@@ -740,8 +750,34 @@ impl Convolution {
                 grad_x,
             })?;
         }
+        // (The bias gradient whole: its slices' sums go to scratch of the right length.)
+        family.check_lengths(&mut kernels::ConvBackwardArgs {
+            p: &p,
+            w,
+            pre,
+            grad_y,
+            grad_pre: &mut *grad_pre,
+            grad_x: grad_x.as_deref_mut(),
+            grad_bias: &mut *grad_bias,
+        })?;
         let weight = WeightPass::Check;
         self.weight_pass(batch, weight, weight_way, p, x, grad_pre, grad_w)?;
+        // The bias gradient sums images x pixels for each output channel: in slices, whose
+        // sums are added up after the family, when the channels alone leave the GPU idle.
+        let sums = ColumnSums {
+            columns: 1,
+            rows: kernels::SUMS * kernels::GROUP,
+        };
+        let bias_cut = Split::of(sums, 1, p.out_channels, p.batch * p.out_h * p.out_w);
+        let mut spare_sums = self.bias_sums.lock();
+        let (bias_sums, grad_bias) = match bias_cut.splits {
+            1 => (&mut *grad_bias, None),
+            _ => {
+                let sums = bias_cut.partials(1, p.out_channels);
+                (spare_sums.at_least(batch.runtime(), sums)?, Some(grad_bias))
+            }
+        };
+        (p.bias_splits, p.bias_split_depth) = (bias_cut.splits, bias_cut.depth);
         family.record(
             batch,
             kernels::ConvBackwardArgs {
@@ -751,9 +787,14 @@ impl Convolution {
                 grad_y,
                 grad_pre: &mut *grad_pre,
                 grad_x,
-                grad_bias,
+                grad_bias: &mut *bias_sums,
             },
         )?;
+        if let Some(grad_bias) = grad_bias {
+            let (add_up, splits) = (&self.add_up_bias, bias_cut.splits);
+            add_up_rows(batch, add_up, bias_sums, splits, p.out_channels, grad_bias)?;
+        }
+        drop(spare_sums);
         let weight = WeightPass::Record;
         self.weight_pass(batch, weight, weight_way, p, x, grad_pre, grad_w)?;
         match later_x {

@@ -2,7 +2,7 @@
 
 use super::kernels;
 use super::spare::Spare;
-use super::split::{Split, Steps};
+use super::split::{ColumnSums, Split, Steps};
 use super::tune::{self, Way};
 use super::{invalid, Activation, Precision};
 use crate::{Batch, BufferView, GpuBuffer, Result, Runtime};
@@ -469,15 +469,6 @@ impl Gemm {
         } = grads;
         // `grad_pre`, `d_operands_reduce` and `d_bias` are the same in every blocking.
         let family = self.backward.get(way.blocking);
-        family.grad_pre().record(
-            batch,
-            kernels::GradPreArgs {
-                p: &p,
-                pre,
-                grad_y,
-                grad_pre,
-            },
-        )?;
         let fragments = self.fragments.as_ref().filter(|_| way.fragments);
         let (cut_a, cut_b) = match fragments {
             Some(f) => operand_cuts(f.operands.get(way.blocking).constants(), p, way.split),
@@ -491,6 +482,29 @@ impl Gemm {
             - p.k as usize * p.n as usize;
         let mut partials = self.partials.lock();
         let partial = partials.at_least(batch.runtime(), needed)?;
+        // Every buffer is checked before anything is recorded (the bias gradient whole: its
+        // slices' sums go to scratch of the right length).
+        family.check_lengths(&mut kernels::GemmBackwardArgs {
+            p: &p,
+            a,
+            b,
+            pre,
+            grad_y,
+            grad_pre: &mut *grad_pre,
+            grad_a: &mut *grad_a,
+            grad_b: &mut *grad_b,
+            partial: &mut *partial,
+            grad_bias: &mut *grad_bias,
+        })?;
+        family.grad_pre().record(
+            batch,
+            kernels::GradPreArgs {
+                p: &p,
+                pre,
+                grad_y,
+                grad_pre,
+            },
+        )?;
         // On the tensor cores the operand gradients over vectors ran 15-30% slower on an H100
         // (notes/performance.md), so they bind scalars there.
         let vectors = fragments.is_none()
@@ -563,7 +577,11 @@ impl Gemm {
         grad_pre: &GpuBuffer<f32>,
         grad_bias: &mut GpuBuffer<f32>,
     ) -> Result<()> {
-        let cut = Split::of(BiasSums, 1, p.n, p.m);
+        let sums = ColumnSums {
+            columns: kernels::NARROW,
+            rows: kernels::SUMS * kernels::GROUP / kernels::NARROW,
+        };
+        let cut = Split::of(sums, 1, p.n, p.m);
         if cut.splits == 1 {
             return d_bias.record(
                 batch,
@@ -585,31 +603,33 @@ impl Gemm {
                 grad_bias: sums,
             },
         )?;
-        // The slices' sums are `bias_splits` rows of `n`: one more pass sums them whole.
-        (p.m, p.bias_splits, p.bias_split_rows) = (cut.splits, 1, cut.splits);
-        d_bias.record(
-            batch,
-            kernels::DBiasArgs {
-                p: &p,
-                grad_pre: sums,
-                grad_bias,
-            },
-        )
+        add_up_rows(batch, d_bias, sums, cut.splits, p.n, grad_bias)
     }
 }
 
-/// How `d_bias` walks its rows, as a cut sees it: a workgroup's `NARROW` columns for a
-/// block, and the rows all its invocations read in one turn of its loop for a step.
-#[derive(Clone, Copy)]
-struct BiasSums;
-
-impl Steps for BiasSums {
-    fn block(self) -> u32 {
-        kernels::NARROW
-    }
-    fn depth(self) -> u32 {
-        kernels::SUMS * kernels::GROUP / kernels::NARROW
-    }
+/// Records `out[j]` = the sum of the `rows` rows of `columns` in `sums` (a bias gradient's
+/// slices' sums), by `d_bias`.
+pub(super) fn add_up_rows(
+    batch: &mut Batch<'_>,
+    d_bias: &kernels::DBias,
+    sums: &GpuBuffer<f32>,
+    rows: u32,
+    columns: u32,
+    out: &mut GpuBuffer<f32>,
+) -> Result<()> {
+    let shape = GemmShape {
+        m: rows,
+        n: columns,
+        k: 1,
+    };
+    d_bias.record(
+        batch,
+        kernels::DBiasArgs {
+            p: &params(shape, Activation::None)?,
+            grad_pre: sums,
+            grad_bias: out,
+        },
+    )
 }
 
 /// How the operand gradients of a backward with `p`'s shape sum, for kernels of `blocking`:

@@ -90,6 +90,10 @@ mod nn {
         pub splits: u32,
         /// Filter gradient: images x output pixels per slice, a multiple of `DEPTH`.
         pub split_depth: u32,
+        /// `conv_grad_bias`: the slices of its sum over (image, output pixel), one per `y`.
+        pub bias_splits: u32,
+        /// The length of each of those slices but the last.
+        pub bias_split_depth: u32,
     }
 
     #[repr(C)]
@@ -1882,7 +1886,8 @@ mod nn {
         grad_pre: &mut [f32],
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
         grad_x: Option<&mut [f32]>,
-        #[len(p.out_channels)]
+        /// With the bias gradient's sum in slices: one row of `out_channels` sums per slice.
+        #[len(p.bias_splits * p.out_channels)]
         grad_bias: &mut [f32],
     }
 
@@ -3149,32 +3154,33 @@ mod nn {
     }
 
     /// `grad_bias[co]` = the sum of `grad_pre[n, co, ..]` over images and pixels; a workgroup
-    /// per output channel, each invocation keeping `SUMS` independent sums (several loads in
-    /// flight), reduced through workgroup memory.
-    #[kernel(workgroup = [GROUP], grid = [p.out_channels])]
+    /// per output channel and slice of the (image, pixel) pairs (`p.bias_splits` slices of
+    /// `p.bias_split_depth`, one per `y`), each invocation keeping `SUMS` independent sums
+    /// (several loads in flight), reduced through workgroup memory. Slice `y`'s sums go to
+    /// row `y` of `grad_bias`: with several slices that is scratch, whose rows `d_bias` adds.
+    #[kernel(workgroup = [GROUP], grid = [p.out_channels, p.bias_splits])]
     pub fn conv_grad_bias(
         p: &ConvParams,
         grad_pre: &[f32],
         grad_bias: &mut [f32],
         #[workgroup] partial: &mut [f32; GROUP],
     ) {
-        let t = local_index();
-        let co = workgroup_id().x;
+        let (t, co) = (local_index(), workgroup_id().x);
         let pixels = p.out_h * p.out_w;
-        let count = p.batch * pixels;
+        let summed = slice(workgroup_id().y, p.bias_split_depth, p.batch * pixels);
         // `SUMS` independent sums, each at its own (image, -, pixel), advanced without
         // dividing (see `digits`).
         let by = digits(SUMS * GROUP, 1, pixels);
         let mut at = [vec3(0u32, 0, 0); SUMS];
         #[unroll]
         for u in 0..SUMS {
-            at[u] = digits(t + u * GROUP, 1, pixels);
+            at[u] = digits(summed.x + t + u * GROUP, 1, pixels);
         }
         let mut sums = [0.0f32; SUMS];
-        for first in (t..count).step_by(SUMS * GROUP) {
+        for first in (summed.x + t..summed.y).step_by(SUMS * GROUP) {
             #[unroll]
             for u in 0..SUMS {
-                if first + u * GROUP < count {
+                if first + u * GROUP < summed.y {
                     sums[u] += grad_pre[(at[u].x * p.out_channels + co) * pixels + at[u].z];
                 }
                 at[u] = advance(at[u], by, 1, pixels);
@@ -3191,7 +3197,7 @@ mod nn {
             half /= 2;
         }
         if t == 0 && co < p.out_channels {
-            grad_bias[co] = partial[0];
+            grad_bias[workgroup_id().y * p.out_channels + co] = partial[0];
         }
     }
 

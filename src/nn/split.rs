@@ -28,6 +28,24 @@ impl Steps for TensorBlocking {
     }
 }
 
+/// A kernel summing the rows of each column of a matrix (a bias gradient), as a cut sees it:
+/// `columns` columns per workgroup for a block, and the rows its invocations read together
+/// in one turn of its loop for a step.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ColumnSums {
+    pub columns: u32,
+    pub rows: u32,
+}
+
+impl Steps for ColumnSums {
+    fn block(self) -> u32 {
+        self.columns
+    }
+    fn depth(self) -> u32 {
+        self.rows
+    }
+}
+
 /// Workgroups a split kernel aims for: enough for every core of a large GPU.
 const WORKGROUPS: u64 = 512;
 
