@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{rng, runtime, values};
+use common::{kernels_run, rng, runtime, values};
 use tessera::nn::{
     Activation, Conv2d, Conv2dConfig, Conv2dForward, Conv2dGradInput, Conv2dGradWeight,
     Conv2dShape, Convolution, Gemm, GemmBackward, GemmForward, GemmShape, Init, Linear,
@@ -43,8 +43,8 @@ fn assert_within_f16_rounding(name: &str, got: &[f32], want: &[f64], bound: &[f6
 }
 
 /// Forward and backward of `shape` on random data against f64; returns the largest relative
-/// errors of `y`, `grad_a` and `grad_b`.
-fn check(rt: &Runtime, gemm: &Gemm, shape: GemmShape, seed: u64) -> [f64; 3] {
+/// errors of `y`, `grad_a` and `grad_b`, and the entry points that ran.
+fn check(rt: &Runtime, gemm: &Gemm, shape: GemmShape, seed: u64) -> ([f64; 3], Vec<String>) {
     let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
     let mut rng = rng(seed);
     let (av, bv, biasv, gyv) = (
@@ -90,7 +90,7 @@ fn check(rt: &Runtime, gemm: &Gemm, shape: GemmShape, seed: u64) -> [f64; 3] {
         },
     )
     .unwrap();
-    batch.submit().unwrap();
+    let ran = kernels_run(batch);
 
     let (a64, b64, g64): (Vec<f64>, Vec<f64>, Vec<f64>) = (
         av.iter().map(|&x| f64::from(x)).collect(),
@@ -146,7 +146,7 @@ fn check(rt: &Runtime, gemm: &Gemm, shape: GemmShape, seed: u64) -> [f64; 3] {
             "grad_bias {label}, element {j}: got {got}, want {want}"
         );
     }
-    errors
+    (errors, ran)
 }
 
 #[test]
@@ -170,7 +170,9 @@ fn gemm_on_tensor_cores_is_within_f16_rounding_or_refused_without_them() {
     // narrower than a fragment: they run in f32, the last split (their backwards on the
     // tensor cores). The last three backwards sum in slices on the tensor cores (two each,
     // the last one ragged): `grad_a`'s over `n` in small blocks, `grad_b`'s over `m` in large
-    // ones, then both.
+    // ones, then both. The three forwards before them sum in slices on the tensor cores (four
+    // in small blocks over scalars, two in small blocks over vectors, two in large blocks
+    // over scalars; the last slice ragged).
     let shapes = [
         (1, 1, 1),
         (37, 50, 70),
@@ -178,13 +180,23 @@ fn gemm_on_tensor_cores_is_within_f16_rounding_or_refused_without_them() {
         (48, 100, 60),
         (130, 129, 131),
         (200, 72, 1000),
+        (37, 50, 2100),
+        (48, 100, 1500),
+        (130, 129, 1100),
         (5, 3, 1500),
         (40, 1500, 48),
         (1300, 20, 150),
         (1100, 1100, 40),
     ];
     for (seed, (m, n, k)) in shapes.into_iter().enumerate() {
-        let errors = check(&rt, &gemm, GemmShape { m, n, k }, seed as u64);
+        let (errors, ran) = check(&rt, &gemm, GemmShape { m, n, k }, seed as u64);
+        let split_forward = ran.iter().any(|e| e == "gemm_forward_fragments_reduce");
+        let sliced = [(37, 50, 2100), (48, 100, 1500), (130, 129, 1100)];
+        assert_eq!(
+            split_forward,
+            sliced.contains(&(m, n, k)),
+            "{m}x{n}x{k} ran {ran:?}"
+        );
         eprintln!(
             "{m}x{n}x{k}: largest error relative to the largest output: y {:.1e}, grad_a {:.1e}, \
              grad_b {:.1e}",

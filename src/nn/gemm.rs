@@ -104,9 +104,8 @@ pub struct GemmBackward<'a> {
 /// when they are many.
 ///
 /// With [`Precision::TensorCoreF16`] ([`Gemm::with_precision`]), the products of the
-/// forward and both operand gradients run on the tensor cores, the operand gradients split
-/// as in f32; the bias, the activation and its derivative stay in f32. A forward too small to
-/// fill the GPU runs split, in f32, instead.
+/// forward and both operand gradients run on the tensor cores, split as in f32; the bias, the
+/// activation and its derivative stay in f32.
 ///
 /// A clone shares the pipelines and grows its own scratch memory.
 #[derive(Clone, Debug)]
@@ -140,6 +139,8 @@ pub struct Gemm {
 struct Fragments {
     forward: kernels::Blocked<kernels::GemmForwardFragments>,
     forward_vectors: kernels::Blocked<kernels::GemmForwardFragmentsVectors>,
+    /// Adds up the slices of a forward in slices.
+    forward_reduce: kernels::GemmForwardFragmentsReduce,
     /// Recorded in place of the backward's `d_operands`.
     operands: kernels::Blocked<kernels::DOperandsFragments>,
 }
@@ -157,6 +158,7 @@ impl Fragments {
             operands: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
                 kernels::DOperandsFragments::with_constants_unchecked(rt, b)
             })?,
+            forward_reduce: kernels::GemmForwardFragmentsReduce::new(rt)?,
         })
     }
 }
@@ -231,16 +233,15 @@ impl Gemm {
     /// The ways the forward may run, and the one with autotuning off.
     ///
     /// On the tensor cores, the forward is tuned among the fragment kernels and the f32 ways,
-    /// which split a long sum over an output too small to fill the GPU (the fragment kernels
-    /// never split). With autotuning off, an output narrower than a fragment (16) runs as in
-    /// f32: on M, N, K = 256, 4, 16384 the fragment kernels ran several times slower than the
+    /// each whole and split (a long sum over an output too small to fill the GPU). With
+    /// autotuning off, an output narrower than a fragment (16) runs as in f32: on M, N, K = 256, 4, 16384 the fragment kernels ran several times slower than the
     /// split f32 ones (H100, 2026-11-23, commits 71b552d and 8ebd0f5: 0.27-0.66 ms against
     /// 0.06; notes/performance.md), while from 35 rows on they ran faster.
     fn forward_ways(&self, shape: GemmShape) -> (&'static [Way], Way) {
         let rows = shape.m.min(shape.n);
         match self.fragments {
             Some(_) if rows >= FRAGMENT_EDGE => {
-                (&Way::FRAGMENTS_OR_SPLIT, Way::fixed_fragments(rows))
+                (&Way::FRAGMENTS_OR_SPLIT, Way::fixed_split_fragments(rows))
             }
             Some(_) => (&Way::FRAGMENTS_OR_SPLIT, Way::fixed(rows)),
             None => (&Way::ALL, Way::fixed(rows)),
@@ -301,29 +302,8 @@ impl Gemm {
     ) -> Result<()> {
         let vectors = vectors(p, a, b);
         if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
-            if let Some((a, b)) = &vectors {
-                return fragments.forward_vectors.get(way.blocking).record(
-                    batch,
-                    kernels::GemmForwardFragmentsVectorsArgs {
-                        p: &p,
-                        a,
-                        b,
-                        bias,
-                        pre,
-                        y,
-                    },
-                );
-            }
-            return fragments.forward.get(way.blocking).record(
-                batch,
-                kernels::GemmForwardFragmentsArgs {
-                    p: &p,
-                    a,
-                    b,
-                    bias,
-                    pre,
-                    y,
-                },
+            return self.record_forward_on_fragments(
+                batch, fragments, way, p, vectors, a, b, bias, pre, y,
             );
         }
         let split = self.split.get(way.blocking);
@@ -366,6 +346,74 @@ impl Gemm {
                 b,
                 bias,
                 partial: partials.at_least(batch.runtime(), needed)?,
+                pre,
+                y,
+            },
+        )
+    }
+
+    /// The forward on the tensor cores, its sum in slices when the way allows it and the
+    /// output alone cannot fill the GPU (the first slice into `pre`, the others into scratch,
+    /// then added up with the bias and the activation).
+    #[allow(clippy::too_many_arguments)]
+    fn record_forward_on_fragments(
+        &self,
+        batch: &mut Batch<'_>,
+        fragments: &Fragments,
+        way: Way,
+        mut p: kernels::GemmParams,
+        vectors: Option<(Vectors<'_>, Vectors<'_>)>,
+        a: &GpuBuffer<f32>,
+        b: &GpuBuffer<f32>,
+        bias: &GpuBuffer<f32>,
+        pre: &mut GpuBuffer<f32>,
+        y: &mut GpuBuffer<f32>,
+    ) -> Result<()> {
+        let blocking = fragments.forward.get(way.blocking).constants();
+        let cut = match way.split {
+            true => Split::of(blocking, p.m, p.n, p.k),
+            false => Split::WHOLE,
+        };
+        (p.splits, p.split_depth) = (cut.splits, cut.depth);
+        let mut partials = self.partials.lock();
+        let outputs = p.m as usize * p.n as usize;
+        let partial = partials.at_least(batch.runtime(), cut.partials(p.m, p.n) - outputs)?;
+        // The reduce binds nothing the forward has not checked.
+        match &vectors {
+            Some((a, b)) => fragments.forward_vectors.get(way.blocking).record(
+                batch,
+                kernels::GemmForwardFragmentsVectorsArgs {
+                    p: &p,
+                    a,
+                    b,
+                    bias,
+                    pre: &mut *pre,
+                    y: &mut *y,
+                    partial: &mut *partial,
+                },
+            )?,
+            None => fragments.forward.get(way.blocking).record(
+                batch,
+                kernels::GemmForwardFragmentsArgs {
+                    p: &p,
+                    a,
+                    b,
+                    bias,
+                    pre: &mut *pre,
+                    y: &mut *y,
+                    partial: &mut *partial,
+                },
+            )?,
+        }
+        if cut.splits == 1 {
+            return Ok(());
+        }
+        fragments.forward_reduce.record(
+            batch,
+            kernels::GemmForwardFragmentsReduceArgs {
+                p: &p,
+                partial,
+                bias,
                 pre,
                 y,
             },
@@ -782,10 +830,10 @@ mod tests {
 
     /// The deep tensor-core blocking runs only where the tuner picks it, so no test through
     /// the public API reaches it with autotuning off: run it directly, forward (over operands
-    /// bound as vectors where `k` and `n` are multiples of 4, as scalars otherwise) and
-    /// backward, on shapes ragged in every dimension and with tail steps, against f64
-    /// products of the operands rounded to f16. Skipped on a device without tensor cores
-    /// (lavapipe).
+    /// bound as vectors where `k` and `n` are multiples of 4, as scalars otherwise; whole,
+    /// and over a sum long enough to run in two slices) and backward, on shapes ragged in
+    /// every dimension and with tail steps, against f64 products of the operands rounded to
+    /// f16. Skipped on a device without tensor cores (lavapipe).
     #[test]
     fn deep_tensor_core_blocking_matches_the_reference() {
         let rt = Runtime::new().unwrap();
@@ -795,21 +843,24 @@ mod tests {
         };
         let fragments = gemm.fragments.as_ref().unwrap();
         assert!(fragments.forward.deep.is_some() && fragments.operands.deep.is_some());
-        let entry_points = [
-            (
-                300,
-                ["gemm_forward_fragments_vectors", "d_operands_fragments"],
-            ),
-            (301, ["gemm_forward_fragments", "d_operands_fragments"]),
+        let deep = Way::on_fragments(kernels::DEEP);
+        let (vectors, scalars) = ("gemm_forward_fragments_vectors", "gemm_forward_fragments");
+        let (backward, reduce) = ("d_operands_fragments", "gemm_forward_fragments_reduce");
+        let cases: [(usize, Way, &[&str]); 4] = [
+            (300, deep, &[vectors, backward]),
+            (301, deep, &[scalars, backward]),
+            (1300, deep.splitting(), &[vectors, reduce, backward]),
+            (1301, deep.splitting(), &[scalars, reduce, backward]),
         ];
-        for (k, entry_points) in entry_points {
-            check_deep(&rt, &gemm, k, entry_points);
+        for (k, way, entry_points) in cases {
+            check_deep(&rt, &gemm, k, way, entry_points);
         }
     }
 
-    /// The deep blocking's forward and backward on M, N = 200, 136 summed over `k`, through
-    /// the kernels `entry_points` (their deep instances).
-    fn check_deep(rt: &Runtime, gemm: &Gemm, k: usize, entry_points: [&str; 2]) {
+    /// The deep blocking's forward and backward on M, N = 200, 136 summed over `k`, run
+    /// `way`, through the kernels `entry_points` (the deep instances of those that have
+    /// them).
+    fn check_deep(rt: &Runtime, gemm: &Gemm, k: usize, way: Way, entry_points: &[&str]) {
         let (m, n) = (200usize, 136usize);
         let wave = |len: usize, f: f32| -> Vec<f32> {
             (0..len).map(|i| (i as f32 * f).sin() * 0.5).collect()
@@ -831,9 +882,8 @@ mod tests {
             k: k as u32,
         };
         let p = params(shape, Activation::None).unwrap();
-        let deep = Way::on_fragments(kernels::DEEP);
         let mut batch = rt.batch();
-        gemm.record_forward(&mut batch, deep, p, &a, &b, &bias, &mut pre, &mut y)
+        gemm.record_forward(&mut batch, way, p, &a, &b, &bias, &mut pre, &mut y)
             .unwrap();
         let grads = Grads {
             grad_pre: &mut grad_pre,
@@ -841,7 +891,7 @@ mod tests {
             grad_b: &mut grad_b,
             grad_bias: &mut grad_bias,
         };
-        gemm.record_backward(&mut batch, deep, p, &a, &b, &pre, &grad_y, grads)
+        gemm.record_backward(&mut batch, way, p, &a, &b, &pre, &grad_y, grads)
             .unwrap();
         let ran: Vec<String> = batch
             .submit_timed()
@@ -852,7 +902,10 @@ mod tests {
             .collect();
         for entry in entry_points {
             let deep = format!("{entry}_depth64_block128");
-            assert!(ran.contains(&deep), "{ran:?}");
+            assert!(
+                ran.contains(&deep) || ran.iter().any(|r| r == entry),
+                "{ran:?}"
+            );
         }
         let mut want_y = product_of_halves(&av, &bv, m, n, k);
         for (i, w) in want_y.iter_mut().enumerate() {

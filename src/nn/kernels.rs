@@ -950,11 +950,45 @@ mod nn {
         }
     }
 
-    /// `gemm_forward` on the tensor cores.
+    /// The epilogue of slice `split` of a tensor-core GEMM forward whose sum runs in
+    /// `splits` slices, for an output of `dims` (columns, rows): whole, `pre = acc + bias`
+    /// and `y = act(pre)`; in slices, the first slice's products into `pre` and the others'
+    /// into `partial`, one output-shaped partial sum each, for
+    /// `gemm_forward_fragments_reduce`.
+    fn store_forward_slice(
+        acc: &[FragC16<f32>; FRAGS],
+        bias: &[f32],
+        pre: &mut [f32],
+        y: &mut [f32],
+        partial: &mut [f32],
+        dims: Vec2<u32>,
+        activation: u32,
+        slices: Vec2<u32>,
+        spill: &mut [f32; GROUP * 8],
+        origin: Vec2<u32>,
+        t: u32,
+    ) {
+        let (split, splits) = (slices.x, slices.y);
+        if splits == 1 {
+            store_forward_fragments(acc, bias, pre, y, dims, activation, spill, origin, t);
+        } else if split == 0 {
+            store_fragments(pre, 0, acc, dims.y, dims.x, dims.x, origin, spill, t);
+        } else {
+            let offset = (split - 1) * dims.x * dims.y;
+            store_fragments(
+                partial, offset, acc, dims.y, dims.x, dims.x, origin, spill, t,
+            );
+        }
+    }
+
+    /// `gemm_forward` on the tensor cores, its sum over `k` cut into `p.splits` slices of
+    /// `p.split_depth` (one per `z`) when the output alone cannot fill the GPU: then the
+    /// first slice's products go to `pre`, the others' to `partial`, and
+    /// `gemm_forward_fragments_reduce` adds them up with the bias and the activation.
     #[kernel(
         workgroup = [GROUP],
         constants = TensorBlocking,
-        grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)],
+        grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK), p.splits],
         features(f16, cooperative_matrix),
         limits(workgroup_memory = MEMORY)
     )]
@@ -965,11 +999,12 @@ mod nn {
         #[len(p.n)] bias: &[f32],
         #[len(p.m * p.n)] pre: &mut [f32],
         #[len(p.m * p.n)] y: &mut [f32],
+        #[len((p.splits - 1) * p.m * p.n)] partial: &mut [f32],
         #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
         #[workgroup] spill: &mut [f32; GROUP * 8],
     ) {
-        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+        let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let acc = mainloop_fragments(
             half_a,
             half_b,
@@ -978,18 +1013,30 @@ mod nn {
             vec4(p.k, p.m, p.n, p.k),
             vec2(true, false),
             origin,
-            vec2(0, p.k),
+            slice(split, p.split_depth, p.k),
             t,
         );
-        let dims = vec2(p.n, p.m);
-        store_forward_fragments(&acc, bias, pre, y, dims, p.activation, spill, origin, t);
+        let (dims, slices) = (vec2(p.n, p.m), vec2(split, p.splits));
+        store_forward_slice(
+            &acc,
+            bias,
+            pre,
+            y,
+            partial,
+            dims,
+            p.activation,
+            slices,
+            spill,
+            origin,
+            t,
+        );
     }
 
     /// `gemm_forward_fragments` for `k` and `n` multiples of 4, the operands bound as vectors.
     #[kernel(
         workgroup = [GROUP],
         constants = TensorBlocking,
-        grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)],
+        grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK), p.splits],
         features(f16, cooperative_matrix),
         limits(workgroup_memory = MEMORY)
     )]
@@ -1000,11 +1047,12 @@ mod nn {
         #[len(p.n)] bias: &[f32],
         #[len(p.m * p.n)] pre: &mut [f32],
         #[len(p.m * p.n)] y: &mut [f32],
+        #[len((p.splits - 1) * p.m * p.n)] partial: &mut [f32],
         #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
         #[workgroup] spill: &mut [f32; GROUP * 8],
     ) {
-        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+        let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let acc = mainloop_fragments_vectors(
             half_a,
             half_b,
@@ -1013,11 +1061,42 @@ mod nn {
             vec4(p.k, p.m, p.n, p.k),
             vec2(true, false),
             origin,
-            vec2(0, p.k),
+            slice(split, p.split_depth, p.k),
             t,
         );
-        let dims = vec2(p.n, p.m);
-        store_forward_fragments(&acc, bias, pre, y, dims, p.activation, spill, origin, t);
+        let (dims, slices) = (vec2(p.n, p.m), vec2(split, p.splits));
+        store_forward_slice(
+            &acc,
+            bias,
+            pre,
+            y,
+            partial,
+            dims,
+            p.activation,
+            slices,
+            spill,
+            origin,
+            t,
+        );
+    }
+
+    /// Adds the slices of a tensor-core GEMM forward in slices: `pre` (the first slice's
+    /// products) + the other slices in `partial` + `bias`, `y = act(pre)`.
+    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.m * p.n, GROUP)])]
+    pub fn gemm_forward_fragments_reduce(
+        p: &GemmParams,
+        #[len((p.splits - 1) * p.m * p.n)] partial: &[f32],
+        #[len(p.n)] bias: &[f32],
+        #[len(p.m * p.n)] pre: &mut [f32],
+        #[len(p.m * p.n)] y: &mut [f32],
+    ) {
+        let i = global_id().x;
+        let len = p.m * p.n;
+        if i < len {
+            let z = pre[i] + bias[i % p.n] + sum_slices(partial, p.splits - 1, len, i);
+            pre[i] = z;
+            y[i] = activate(z, p.activation);
+        }
     }
 
     /// `pre = a · b + bias`, `y = act(pre)`.

@@ -21,10 +21,8 @@ pub(crate) struct Way {
     pub winograd: bool,
     /// Whether the op multiplies on the tensor cores ([`super::Precision::TensorCoreF16`]);
     /// `blocking` then indexes the op's [`kernels::Blocked`] on fragments (with
-    /// [`kernels::DEEP`]), and `split` counts only for the ops with slices on the tensor
-    /// cores (the convolution's forward and input gradient, the GEMM's operand gradients; the
-    /// convolution's filter gradient always may split, the GEMM forward's fragment kernels
-    /// never do).
+    /// [`kernels::DEEP`]), and `split` counts as in f32 (the convolution's filter gradient
+    /// always may split).
     pub fragments: bool,
 }
 
@@ -61,7 +59,7 @@ impl Way {
 
     /// Both blockings on the tensor cores and the deep one ([`kernels::DEEP`]: 128 x 128
     /// blocks of 64-deep slices), each split where the output alone cannot fill the GPU and
-    /// whole: for the GEMM backward.
+    /// whole: for the GEMM backward (and, with the f32 ways, its forward).
     pub const SPLIT_DEEP_FRAGMENTS: [Way; 6] = [
         Way::on_fragments(0).splitting(),
         Way::on_fragments(1).splitting(),
@@ -71,10 +69,12 @@ impl Way {
         Way::on_fragments(kernels::DEEP),
     ];
 
-    /// Both blockings on the tensor cores and the deep one, whole, then [`Way::ALL`] in strict
-    /// f32: for a GEMM forward in tensor-core precision, whose f32 ways split a long sum over
-    /// a small output.
-    pub const FRAGMENTS_OR_SPLIT: [Way; 7] = [
+    /// [`Way::SPLIT_DEEP_FRAGMENTS`], then [`Way::ALL`] in strict f32: for a GEMM forward in
+    /// tensor-core precision (an output narrower than a fragment may run faster in f32).
+    pub const FRAGMENTS_OR_SPLIT: [Way; 10] = [
+        Way::on_fragments(0).splitting(),
+        Way::on_fragments(1).splitting(),
+        Way::on_fragments(kernels::DEEP).splitting(),
         Way::on_fragments(0),
         Way::on_fragments(1),
         Way::on_fragments(kernels::DEEP),
@@ -102,7 +102,7 @@ impl Way {
     }
 
     /// The same way, its sum split where its output alone cannot fill the GPU.
-    const fn splitting(self) -> Self {
+    pub(crate) const fn splitting(self) -> Self {
         Way {
             split: true,
             ..self
