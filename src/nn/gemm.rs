@@ -234,9 +234,12 @@ impl Gemm {
     ///
     /// On the tensor cores, the forward is tuned among the fragment kernels and the f32 ways,
     /// each whole and split (a long sum over an output too small to fill the GPU). With
-    /// autotuning off, an output narrower than a fragment (16) runs as in f32: on M, N, K = 256, 4, 16384 the fragment kernels ran several times slower than the
-    /// split f32 ones (H100, 2026-11-23, commits 71b552d and 8ebd0f5: 0.27-0.66 ms against
-    /// 0.06; notes/performance.md), while from 35 rows on they ran faster.
+    /// autotuning off, an output narrower than a fragment (16) runs as in f32: on M, N, K =
+    /// 256, 4, 16384 the whole fragment kernels ran several times slower than the split f32
+    /// ones (H100, 2026-11-23, commits 71b552d and 8ebd0f5: 0.27-0.66 ms against 0.06;
+    /// notes/performance.md), while from 35 rows on they ran faster. (Split, the fragment
+    /// kernels ran that shape faster than f32 did, 0.037 against 0.059 ms at commit 505aff1;
+    /// the tuner finds that, and one shape is too few to move the rule.)
     fn forward_ways(&self, shape: GemmShape) -> (&'static [Way], Way) {
         let rows = shape.m.min(shape.n);
         match self.fragments {
@@ -609,7 +612,6 @@ impl Gemm {
                 },
             )?;
         }
-        drop(partials);
         self.record_bias_gradient(batch, family.d_bias(), p, grad_pre, grad_bias)
     }
 

@@ -36,7 +36,7 @@ impl Way {
     ];
 
     /// Both blockings, split as the op's own rule says: for ops that always may split (the
-    /// filter gradient) or never do (the GEMM backward).
+    /// filter gradient).
     pub const BLOCKINGS: [Way; 2] = [Way::new(0, true), Way::new(1, true)];
 
     /// Both blockings of Winograd's filter gradient (which always may split its sum).
