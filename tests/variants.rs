@@ -904,3 +904,40 @@ fn instances_built_without_bounds_checks_are_separate_pipelines_with_the_same_su
     };
     assert!(matches!(unknown, Err(Error::UnknownInstance { .. })));
 }
+
+/// A kernel with a single instance: its launcher's `constants()` takes the one there is (the
+/// launcher once indexed `% 1`, which clippy's deny-by-default `modulo_one` rejects in the
+/// user's crate; CI lints this file).
+mod single {
+    #[tessera::kernels]
+    pub mod doubling {
+        #[repr(C)]
+        #[derive(Clone, Copy, tessera::Params)]
+        pub struct Len {
+            pub n: u32,
+        }
+
+        #[kernel(workgroup = [TILE], grid = [ceil_div(p.n, TILE)], constants(TILE = [8]))]
+        pub fn double(p: &Len, #[len(p.n)] x: &mut [f32]) {
+            let i = global_id().x;
+            if i < p.n {
+                x[i] = x[i] * 2.0;
+            }
+        }
+    }
+}
+
+#[test]
+fn a_kernel_with_one_instance_runs_it() {
+    use single::doubling::{Double, DoubleArgs, DoubleConstants, Len};
+    let rt = runtime();
+    let kernel = Double::new(&rt).unwrap();
+    assert_eq!(kernel.constants(), DoubleConstants { tile: 8 });
+    let mut x = rt.upload(&[1.0f32, 2.0, 3.0]).unwrap();
+    let args = DoubleArgs {
+        p: &Len { n: 3 },
+        x: &mut x,
+    };
+    kernel.launch(&rt, args).unwrap();
+    assert_eq!(x.read(&rt).unwrap(), vec![2.0, 4.0, 6.0]);
+}

@@ -143,6 +143,9 @@ struct Fragments {
     forward_reduce: kernels::GemmForwardFragmentsReduce,
     /// Recorded in place of the backward's `d_operands`.
     operands: kernels::Blocked<kernels::DOperandsFragments>,
+    /// The forward over vectors in the wide blocking ([`kernels::WideTensorBlocking`]),
+    /// unless the device lacks the invocations or workgroup memory it takes.
+    wide: Option<kernels::GemmForwardFragmentsWide>,
 }
 
 impl Fragments {
@@ -159,6 +162,19 @@ impl Fragments {
                 kernels::DOperandsFragments::with_constants_unchecked(rt, b)
             })?,
             forward_reduce: kernels::GemmForwardFragmentsReduce::new(rt)?,
+            // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+            wide: match unsafe {
+                kernels::GemmForwardFragmentsWide::with_constants_unchecked(
+                    rt,
+                    kernels::WideTensorBlocking {
+                        depth: 32,
+                        block: 256,
+                    },
+                )
+            } {
+                Err(crate::Error::LimitExceeded { .. }) => None,
+                built => Some(built?),
+            },
         })
     }
 }
@@ -381,6 +397,24 @@ impl Gemm {
         let mut partials = self.partials.lock();
         let outputs = p.m as usize * p.n as usize;
         let partial = partials.at_least(batch.runtime(), cut.partials(p.m, p.n) - outputs)?;
+        // The wide blocking runs whole over vectors, or as the large one where it cannot.
+        let wide = fragments
+            .wide
+            .as_ref()
+            .filter(|_| way.blocking == kernels::WIDE);
+        if let (Some(wide), Some((a, b)), 1) = (wide, &vectors, cut.splits) {
+            return wide.record(
+                batch,
+                kernels::GemmForwardFragmentsWideArgs {
+                    p: &p,
+                    a,
+                    b,
+                    bias,
+                    pre,
+                    y,
+                },
+            );
+        }
         // The reduce binds nothing the forward has not checked.
         match &vectors {
             Some((a, b)) => fragments.forward_vectors.get(way.blocking).record(
@@ -830,8 +864,8 @@ mod tests {
             .collect()
     }
 
-    /// The deep tensor-core blocking runs only where the tuner picks it, so no test through
-    /// the public API reaches it with autotuning off: run it directly, forward (over operands
+    /// The deep and wide tensor-core blockings run only where the tuner picks them, so no test
+    /// through the public API reaches them with autotuning off: run them directly, forward (over operands
     /// bound as vectors where `k` and `n` are multiples of 4, as scalars otherwise; whole,
     /// and over a sum long enough to run in two slices) and backward, on shapes ragged in
     /// every dimension and with tail steps, against f64 products of the operands rounded to
@@ -845,14 +879,27 @@ mod tests {
         };
         let fragments = gemm.fragments.as_ref().unwrap();
         assert!(fragments.forward.deep.is_some() && fragments.operands.deep.is_some());
-        let deep = Way::on_fragments(kernels::DEEP);
-        let (vectors, scalars) = ("gemm_forward_fragments_vectors", "gemm_forward_fragments");
-        let (backward, reduce) = ("d_operands_fragments", "gemm_forward_fragments_reduce");
-        let cases: [(usize, Way, &[&str]); 4] = [
+        assert!(fragments.wide.is_some());
+        let (deep, wide) = (
+            Way::on_fragments(kernels::DEEP),
+            Way::on_fragments(kernels::WIDE),
+        );
+        let vectors = "gemm_forward_fragments_vectors_depth64_block128";
+        let scalars = "gemm_forward_fragments_depth64_block128";
+        let backward = "d_operands_fragments_depth64_block128";
+        let reduce = "gemm_forward_fragments_reduce";
+        // The wide blocking: its own forward over vectors, the large blocking's otherwise
+        // and for the backward.
+        let wide_vectors = "gemm_forward_fragments_wide_depth32_block256";
+        let large_scalars = "gemm_forward_fragments_depth32_block128";
+        let large_backward = "d_operands_fragments_depth32_block128";
+        let cases: [(usize, Way, &[&str]); 6] = [
             (300, deep, &[vectors, backward]),
             (301, deep, &[scalars, backward]),
             (1300, deep.splitting(), &[vectors, reduce, backward]),
             (1301, deep.splitting(), &[scalars, reduce, backward]),
+            (300, wide, &[wide_vectors, large_backward]),
+            (301, wide, &[large_scalars, large_backward]),
         ];
         for (k, way, entry_points) in cases {
             check_deep(&rt, &gemm, k, way, entry_points);
@@ -903,11 +950,7 @@ mod tests {
             .map(|(label, _)| label)
             .collect();
         for entry in entry_points {
-            let deep = format!("{entry}_depth64_block128");
-            assert!(
-                ran.contains(&deep) || ran.iter().any(|r| r == entry),
-                "{ran:?}"
-            );
+            assert!(ran.iter().any(|r| r == entry), "{ran:?}");
         }
         let mut want_y = product_of_halves(&av, &bv, m, n, k);
         for (i, w) in want_y.iter_mut().enumerate() {

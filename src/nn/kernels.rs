@@ -1080,6 +1080,184 @@ mod nn {
         );
     }
 
+    /// Invocations of a workgroup of `WideTensorBlocking`.
+    pub const WIDE_GROUP: u32 = 512;
+
+    /// The output columns of a `WideTensorBlocking` block.
+    pub const WIDE_COLS: u32 = 128;
+
+    /// The tensor-core GEMM forward's blocking for large outputs: 256 x 128 blocks (`BLOCK`
+    /// rows, `COLS` columns) of `WIDE_GROUP` invocations, sixteen subgroups in four rows of
+    /// four, each with the same 4 x 2 fragments as `TensorBlocking`'s large blocks (so
+    /// `multiply_fragments` serves both), staging 32-deep slices in the same layouts (`LOADS`
+    /// and `B_LOADS` elements of the rows' and the columns' operand per invocation), 44.5 KiB
+    /// a workgroup. A block reads 3/4 of the operand bytes per product that a 128 x 128 block
+    /// does: on an H100 the forward ran 13-26% faster in them (4096^3: 168 -> 191 TFLOP/s),
+    /// which suggests the 128 x 128 blocks were bound by L2 bandwidth (notes/performance.md).
+    #[constants(
+        DEPTH = [32],
+        BLOCK = [256],
+        COLS = WIDE_COLS,
+        STRIDE = COLS + 8,
+        A_STRIDE = DEPTH + 8,
+        LOADS = DEPTH * BLOCK / WIDE_GROUP,
+        B_LOADS = DEPTH * COLS / WIDE_GROUP,
+        WARP_ROWS = 64,
+        WARP_COLS = 32,
+        FRAG_ROWS = WARP_ROWS / 16,
+        FRAG_COLS = WARP_COLS / 16,
+        FRAGS = FRAG_ROWS * FRAG_COLS,
+        MEMORY = 2 * (BLOCK * A_STRIDE + DEPTH * STRIDE) + 4 * WIDE_GROUP * 8
+    )]
+    pub struct WideTensorBlocking;
+
+    // The wide blocks' own fetch, staging and read-back: `staged_vector_at`, `fetch_vectors`
+    // and `unspill` assume square blocks of `GROUP` invocations.
+
+    /// `staged_vector_at` for a wide block: the rows' operand `across`, the columns' along.
+    fn wide_vector_at(across: bool, t: u32, v: u32) -> Vec2<u32> {
+        if across {
+            vec2(
+                t % (DEPTH / 4) * 4,
+                t / (DEPTH / 4) + v * (4 * WIDE_GROUP / DEPTH),
+            )
+        } else {
+            vec2(
+                t / (COLS / 4) + v * (4 * WIDE_GROUP / COLS),
+                t % (COLS / 4) * 4,
+            )
+        }
+    }
+
+    /// `fetch_vectors` of the rows' operand `m` of `shape` (summed columns, rows), staged
+    /// across: rows `first..`, summed columns `k0..`.
+    fn wide_fetch_rows(
+        m: &[Vec4<f32>],
+        shape: Vec2<u32>,
+        first: u32,
+        k0: u32,
+        t: u32,
+    ) -> [Vec4<f32>; LOADS / 4] {
+        let mut fetched = [vec4(0.0f32, 0.0, 0.0, 0.0); LOADS / 4];
+        #[unroll]
+        for v in 0..LOADS / 4 {
+            let at = wide_vector_at(true, t, v);
+            let (row, col) = (first + at.y, k0 + at.x);
+            if row < shape.y && col < shape.x {
+                fetched[v] = m[(row * shape.x + col) / 4];
+            }
+        }
+        fetched
+    }
+
+    /// `fetch_vectors` of the columns' operand `m` of `shape` (columns, summed rows), staged
+    /// along: summed rows `k0..`, columns `first..`.
+    fn wide_fetch_columns(
+        m: &[Vec4<f32>],
+        shape: Vec2<u32>,
+        first: u32,
+        k0: u32,
+        t: u32,
+    ) -> [Vec4<f32>; B_LOADS / 4] {
+        let mut fetched = [vec4(0.0f32, 0.0, 0.0, 0.0); B_LOADS / 4];
+        #[unroll]
+        for v in 0..B_LOADS / 4 {
+            let at = wide_vector_at(false, t, v);
+            let (row, col) = (k0 + at.x, first + at.y);
+            if row < shape.y && col < shape.x {
+                fetched[v] = m[(row * shape.x + col) / 4];
+            }
+        }
+        fetched
+    }
+
+    /// `stage_vectors_in_halves` for a wide block's fetches.
+    fn wide_stage(
+        slice_a: &mut [f16; BLOCK * A_STRIDE],
+        from_a: &[Vec4<f32>; LOADS / 4],
+        slice_b: &mut [f16; DEPTH * STRIDE],
+        from_b: &[Vec4<f32>; B_LOADS / 4],
+        t: u32,
+    ) {
+        #[unroll]
+        for v in 0..LOADS / 4 {
+            let at = wide_vector_at(true, t, v);
+            #[unroll]
+            for c in 0..4u32 {
+                slice_a[at.y * A_STRIDE + at.x + c] = from_a[v][c] as f16;
+            }
+            if v < B_LOADS / 4 {
+                let at = wide_vector_at(false, t, v);
+                #[unroll]
+                for c in 0..4u32 {
+                    slice_b[at.x * STRIDE + at.y + c] = from_b[v][c] as f16;
+                }
+            }
+        }
+    }
+
+    /// `unspill` for a wide block's `spill`.
+    fn wide_unspill(frag: FragC16<f32>, spill: &mut [f32; WIDE_GROUP * 8], t: u32) -> [f32; 8] {
+        coop_store_row_major(frag, &mut spill[t / 32 * 256], 16);
+        workgroup_barrier();
+        let mut values = [0.0f32; 8];
+        #[unroll]
+        for e in 0..8 {
+            values[e] = spill[t / 32 * 256 + e * 32 + t % 32];
+        }
+        workgroup_barrier();
+        values
+    }
+
+    /// `gemm_forward_fragments_vectors` in the wide blocks of `WideTensorBlocking`, whole:
+    /// the first step only stages, as there.
+    #[kernel(
+        workgroup = [WIDE_GROUP],
+        constants = WideTensorBlocking,
+        grid = [ceil_div(p.n, COLS), ceil_div(p.m, BLOCK)],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY, invocations = WIDE_GROUP)
+    )]
+    pub fn gemm_forward_fragments_wide(
+        p: &GemmParams,
+        #[len(p.m * p.k / 4)] a: &[Vec4<f32>],
+        #[len(p.k * p.n / 4)] b: &[Vec4<f32>],
+        #[len(p.n)] bias: &[f32],
+        #[len(p.m * p.n)] pre: &mut [f32],
+        #[len(p.m * p.n)] y: &mut [f32],
+        #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] spill: &mut [f32; WIDE_GROUP * 8],
+    ) {
+        let t = local_index();
+        let origin = vec2(workgroup_id().x * COLS, workgroup_id().y * BLOCK);
+        let (shape_a, shape_b) = (vec2(p.k, p.m), vec2(p.n, p.k));
+        let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
+        let from_a = wide_fetch_rows(a, shape_a, origin.y, 0, t);
+        let from_b = wide_fetch_columns(b, shape_b, origin.x, 0, t);
+        wide_stage(half_a, &from_a, half_b, &from_b, t);
+        for k0 in (DEPTH..p.k).step_by(DEPTH) {
+            let from_a = wide_fetch_rows(a, shape_a, origin.y, k0, t);
+            let from_b = wide_fetch_columns(b, shape_b, origin.x, k0, t);
+            multiply_fragments(half_a, half_b, &mut acc, t);
+            wide_stage(half_a, &from_a, half_b, &from_b, t);
+        }
+        multiply_fragments(half_a, half_b, &mut acc, t);
+        #[unroll]
+        for f in 0..FRAGS {
+            let values = wide_unspill(acc[f], spill, t);
+            #[unroll]
+            for e in 0..8 {
+                let at = origin + fragment_element(t, f, e);
+                if at.y < p.m && at.x < p.n {
+                    let z = values[e] + bias[at.x];
+                    pre[at.y * p.n + at.x] = z;
+                    y[at.y * p.n + at.x] = activate(z, p.activation);
+                }
+            }
+        }
+    }
+
     /// Adds the slices of a tensor-core GEMM forward in slices: `pre` (the first slice's
     /// products) + the other slices in `partial` + `bias`, `y = act(pre)`.
     #[kernel(workgroup = [GROUP], grid = [ceil_div(p.m * p.n, GROUP)])]
@@ -3416,6 +3594,11 @@ pub(crate) fn fixed_blocking(rows: u32) -> usize {
 /// The index of [`Blocked::deep`] for [`Blocked::get`].
 pub(crate) const DEEP: usize = 2;
 
+/// The index of the tensor-core GEMM forward's wide blocking ([`WideTensorBlocking`]) in a
+/// [`tune::Way`](super::tune::Way); [`Blocked::get`] gives the large blocking for it (the
+/// other passes and a forward over scalars have no wide kernel).
+pub(crate) const WIDE: usize = 3;
+
 impl<K> Blocked<K> {
     /// Both blockings of a kernel, built by `build` (e.g. `|b| GemmForward::with_constants(rt, b)`).
     /// On a device with less workgroup memory than the large blocking's double-buffered slices
@@ -3477,11 +3660,11 @@ impl<K> Blocked<K> {
         }
     }
 
-    /// The blocking of index `choice`: 0 the large, [`DEEP`] the deep one (the large where
-    /// there is none), anything else the small.
+    /// The blocking of index `choice`: 0 and [`WIDE`] the large, [`DEEP`] the deep one (the
+    /// large where there is none), anything else the small.
     pub fn get(&self, choice: usize) -> &K {
         match choice {
-            0 => &self.large,
+            0 | WIDE => &self.large,
             DEEP => self.deep.as_ref().unwrap_or(&self.large),
             _ => &self.small,
         }

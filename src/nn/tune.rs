@@ -11,7 +11,7 @@ use crate::{size_bucket, source_hash, Batch, GpuBuffer, Result, Runtime, TuneKey
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Way {
     /// The index of the blocking in [`kernels::Blocked`]: 0 the large, 1 the small, on the
-    /// tensor cores also [`kernels::DEEP`].
+    /// tensor cores also [`kernels::DEEP`] and, for the GEMM forward, [`kernels::WIDE`].
     pub blocking: usize,
     /// Whether the op may cut its sum into slices when its output alone cannot fill the GPU
     /// (`Split::of` decides how many); otherwise it runs whole.
@@ -69,9 +69,11 @@ impl Way {
         Way::on_fragments(kernels::DEEP),
     ];
 
-    /// [`Way::SPLIT_DEEP_FRAGMENTS`], then [`Way::ALL`] in strict f32: for a GEMM forward in
-    /// tensor-core precision (an output narrower than a fragment may run faster in f32).
-    pub const FRAGMENTS_OR_SPLIT: [Way; 10] = [
+    /// [`Way::SPLIT_DEEP_FRAGMENTS`], the wide blocking ([`kernels::WIDE`]), then
+    /// [`Way::ALL`] in strict f32: for a GEMM forward in tensor-core precision (an output
+    /// narrower than a fragment may run faster in f32).
+    pub const FRAGMENTS_OR_SPLIT: [Way; 11] = [
+        Way::on_fragments(kernels::WIDE),
         Way::on_fragments(0).splitting(),
         Way::on_fragments(1).splitting(),
         Way::on_fragments(kernels::DEEP).splitting(),

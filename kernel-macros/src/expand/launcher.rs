@@ -546,6 +546,11 @@ fn constants_items(
     };
     let constants_ty = &set.name;
     let fields: Vec<Ident> = set.identity.iter().map(super::constants::member).collect();
+    // The instance's constants (`% 1` would trip clippy's `modulo_one` in the user's crate).
+    let own_constants = match per_type {
+        1 => quote!(Self::INSTANCES[0]),
+        _ => quote!(Self::INSTANCES[self.instance % #per_type]),
+    };
     let values = kernel.instances.iter().take(per_type).map(|instance| {
         let values = instance.constants.iter().map(|(_, value)| quote!(#value));
         quote!(#constants_ty { #(#fields: #values),* })
@@ -584,7 +589,7 @@ fn constants_items(
 
             /// The constants of the instance this launcher runs.
             pub fn constants(&self) -> #constants_ty {
-                Self::INSTANCES[self.instance % #per_type]
+                #own_constants
             }
         }
     }
