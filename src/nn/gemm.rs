@@ -105,7 +105,10 @@ pub struct GemmBackward<'a> {
 ///
 /// With [`Precision::TensorCoreF16`] ([`Gemm::with_precision`]), the products of the
 /// forward and both operand gradients run on the tensor cores, split as in f32; the bias, the
-/// activation and its derivative stay in f32.
+/// activation and its derivative stay in f32. A large forward over vectors may run in 256 x
+/// 128 blocks of 512 invocations (tuned; on a device that allows 512 invocations and 44.5 KiB
+/// of workgroup memory), which read a quarter fewer operand bytes per product: 13-26% faster
+/// than 128 x 128 blocks on an H100.
 ///
 /// A clone shares the pipelines and grows its own scratch memory.
 #[derive(Clone, Debug)]
