@@ -794,7 +794,6 @@ impl Convolution {
             let (add_up, splits) = (&self.add_up_bias, bias_cut.splits);
             add_up_rows(batch, add_up, bias_sums, splits, p.out_channels, grad_bias)?;
         }
-        drop(spare_sums);
         let weight = WeightPass::Record;
         self.weight_pass(batch, weight, weight_way, p, x, grad_pre, grad_w)?;
         match later_x {

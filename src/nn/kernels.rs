@@ -653,7 +653,8 @@ mod nn {
     /// fragment's rows aligned and spreads them over the memory banks); the same `fetch` as
     /// the f32 kernels reads them (`LOADS` elements per invocation and operand). `BLOCK = 64`
     /// serves outputs with at most 64 rows or columns. `MEMORY` is the workgroup memory a
-    /// kernel of the blocking takes (both slices and `spill`).
+    /// kernel of the blocking takes (both slices and `spill`, whose `SPILL` floats are a 16 x 16
+    /// tile per subgroup).
     ///
     /// The GEMMs also have 128 x 128 blocks of 64-deep slices (`on_fragments_with_deep`): half
     /// the steps, so half the barriers, at 43 KiB a workgroup. On an H100 they ran the large
@@ -671,7 +672,8 @@ mod nn {
         FRAG_ROWS = WARP_ROWS / 16,
         FRAG_COLS = WARP_COLS / 16,
         FRAGS = FRAG_ROWS * FRAG_COLS,
-        MEMORY = 2 * (BLOCK * A_STRIDE + DEPTH * STRIDE) + 4 * GROUP * 8
+        SPILL = GROUP * 8,
+        MEMORY = 2 * (BLOCK * A_STRIDE + DEPTH * STRIDE) + 4 * SPILL
     )]
     pub struct TensorBlocking;
 
@@ -860,7 +862,7 @@ mod nn {
     /// The 8 elements of the accumulator fragment `frag` that invocation `t` writes out
     /// (element `e` lies at `fragment_element(t, f, e)` for the fragment's index `f`), read
     /// back through its subgroup's 16 x 16 tile of `spill`.
-    fn unspill(frag: FragC16<f32>, spill: &mut [f32; GROUP * 8], t: u32) -> [f32; 8] {
+    fn unspill(frag: FragC16<f32>, spill: &mut [f32; SPILL], t: u32) -> [f32; 8] {
         coop_store_row_major(frag, &mut spill[t / 32 * 256], 16);
         workgroup_barrier();
         let mut values = [0.0f32; 8];
@@ -883,7 +885,7 @@ mod nn {
         cols: u32,
         pixels: u32,
         origin: Vec2<u32>,
-        spill: &mut [f32; GROUP * 8],
+        spill: &mut [f32; SPILL],
         t: u32,
     ) {
         #[unroll]
@@ -931,7 +933,7 @@ mod nn {
         y: &mut [f32],
         dims: Vec2<u32>,
         activation: u32,
-        spill: &mut [f32; GROUP * 8],
+        spill: &mut [f32; SPILL],
         origin: Vec2<u32>,
         t: u32,
     ) {
@@ -964,7 +966,7 @@ mod nn {
         dims: Vec2<u32>,
         activation: u32,
         slices: Vec2<u32>,
-        spill: &mut [f32; GROUP * 8],
+        spill: &mut [f32; SPILL],
         origin: Vec2<u32>,
         t: u32,
     ) {
@@ -1002,7 +1004,7 @@ mod nn {
         #[len((p.splits - 1) * p.m * p.n)] partial: &mut [f32],
         #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
-        #[workgroup] spill: &mut [f32; GROUP * 8],
+        #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let acc = mainloop_fragments(
@@ -1050,7 +1052,7 @@ mod nn {
         #[len((p.splits - 1) * p.m * p.n)] partial: &mut [f32],
         #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
-        #[workgroup] spill: &mut [f32; GROUP * 8],
+        #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let acc = mainloop_fragments_vectors(
@@ -1107,12 +1109,13 @@ mod nn {
         FRAG_ROWS = WARP_ROWS / 16,
         FRAG_COLS = WARP_COLS / 16,
         FRAGS = FRAG_ROWS * FRAG_COLS,
-        MEMORY = 2 * (BLOCK * A_STRIDE + DEPTH * STRIDE) + 4 * WIDE_GROUP * 8
+        SPILL = WIDE_GROUP * 8,
+        MEMORY = 2 * (BLOCK * A_STRIDE + DEPTH * STRIDE) + 4 * SPILL
     )]
     pub struct WideTensorBlocking;
 
-    // The wide blocks' own fetch, staging and read-back: `staged_vector_at`, `fetch_vectors`
-    // and `unspill` assume square blocks of `GROUP` invocations.
+    // The wide blocks' own fetch and staging: `staged_vector_at` and `fetch_vectors` assume
+    // square blocks of `GROUP` invocations. (The read-back, `unspill`, serves both.)
 
     /// `staged_vector_at` for a wide block: the rows' operand `across`, the columns' along.
     fn wide_vector_at(across: bool, t: u32, v: u32) -> Vec2<u32> {
@@ -1196,19 +1199,6 @@ mod nn {
         }
     }
 
-    /// `unspill` for a wide block's `spill`.
-    fn wide_unspill(frag: FragC16<f32>, spill: &mut [f32; WIDE_GROUP * 8], t: u32) -> [f32; 8] {
-        coop_store_row_major(frag, &mut spill[t / 32 * 256], 16);
-        workgroup_barrier();
-        let mut values = [0.0f32; 8];
-        #[unroll]
-        for e in 0..8 {
-            values[e] = spill[t / 32 * 256 + e * 32 + t % 32];
-        }
-        workgroup_barrier();
-        values
-    }
-
     /// `gemm_forward_fragments_vectors` in the wide blocks of `WideTensorBlocking`, whole:
     /// the first step only stages, as there.
     #[kernel(
@@ -1227,7 +1217,7 @@ mod nn {
         #[len(p.m * p.n)] y: &mut [f32],
         #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
-        #[workgroup] spill: &mut [f32; WIDE_GROUP * 8],
+        #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let t = local_index();
         let origin = vec2(workgroup_id().x * COLS, workgroup_id().y * BLOCK);
@@ -1243,19 +1233,8 @@ mod nn {
             wide_stage(half_a, &from_a, half_b, &from_b, t);
         }
         multiply_fragments(half_a, half_b, &mut acc, t);
-        #[unroll]
-        for f in 0..FRAGS {
-            let values = wide_unspill(acc[f], spill, t);
-            #[unroll]
-            for e in 0..8 {
-                let at = origin + fragment_element(t, f, e);
-                if at.y < p.m && at.x < p.n {
-                    let z = values[e] + bias[at.x];
-                    pre[at.y * p.n + at.x] = z;
-                    y[at.y * p.n + at.x] = activate(z, p.activation);
-                }
-            }
-        }
+        let dims = vec2(p.n, p.m);
+        store_forward_fragments(&acc, bias, pre, y, dims, p.activation, spill, origin, t);
     }
 
     /// Adds the slices of a tensor-core GEMM forward in slices: `pre` (the first slice's
@@ -1627,7 +1606,7 @@ mod nn {
         #[len((p.splits - 1) * p.m * p.k + (p.b_splits - 1) * p.k * p.n)] partial: &mut [f32],
         #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
-        #[workgroup] spill: &mut [f32; GROUP * 8],
+        #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let t = local_index();
         let blocks_a = ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK);
@@ -1935,7 +1914,7 @@ mod nn {
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_x: &mut [f16; DEPTH * STRIDE],
-        #[workgroup] spill: &mut [f32; GROUP * 8],
+        #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let pixels = p.out_h * p.out_w;
@@ -2092,7 +2071,7 @@ mod nn {
         partial: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_x: &mut [f16; DEPTH * STRIDE],
-        #[workgroup] spill: &mut [f32; GROUP * 8],
+        #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let pixels = p.out_h * p.out_w;
@@ -2365,7 +2344,7 @@ mod nn {
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_g: &mut [f16; DEPTH * STRIDE],
-        #[workgroup] spill: &mut [f32; GROUP * 8],
+        #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let pixels = p.in_h * p.in_w;
@@ -2494,7 +2473,7 @@ mod nn {
         partial: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_g: &mut [f16; DEPTH * STRIDE],
-        #[workgroup] spill: &mut [f32; GROUP * 8],
+        #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let pixels = p.in_h * p.in_w;
@@ -2821,7 +2800,7 @@ mod nn {
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_g: &mut [f16; DEPTH * STRIDE],
-        #[workgroup] spill: &mut [f32; GROUP * 8],
+        #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let phase = stride_phase(p, workgroup_id().z);
@@ -3011,7 +2990,7 @@ mod nn {
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] grad_w: &mut [f32],
         #[workgroup] half_g: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_x: &mut [f16; DEPTH * STRIDE],
-        #[workgroup] spill: &mut [f32; GROUP * 8],
+        #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let columns = p.in_channels * p.kernel_h * p.kernel_w;
