@@ -400,21 +400,25 @@ impl Gemm {
         let mut partials = self.partials.lock();
         let outputs = p.m as usize * p.n as usize;
         let partial = partials.at_least(batch.runtime(), cut.partials(p.m, p.n) - outputs)?;
-        // The wide blocking runs whole over vectors, or as the large one where it cannot.
+        // The wide blocking runs whole with every buffer bound as vectors, or as the large
+        // one where it cannot.
         let wide = fragments
             .wide
             .as_ref()
             .filter(|_| way.blocking == kernels::WIDE);
-        if let (Some(wide), Some((a, b)), 1) = (wide, &vectors, cut.splits) {
+        let whole_vectors = [bias.len(), pre.len(), y.len()]
+            .iter()
+            .all(|len| len.is_multiple_of(4));
+        if let (Some(wide), Some((a, b)), 1, true) = (wide, &vectors, cut.splits, whole_vectors) {
             return wide.record(
                 batch,
                 kernels::GemmForwardFragmentsWideArgs {
                     p: &p,
                     a,
                     b,
-                    bias,
-                    pre,
-                    y,
+                    bias: &*bias.view_as()?,
+                    pre: &mut *pre.view_as_mut()?,
+                    y: &mut *y.view_as_mut()?,
                 },
             );
         }
@@ -868,11 +872,12 @@ mod tests {
     }
 
     /// The deep and wide tensor-core blockings run only where the tuner picks them, so no test
-    /// through the public API reaches them with autotuning off: run them directly, forward (over operands
-    /// bound as vectors where `k` and `n` are multiples of 4, as scalars otherwise; whole,
-    /// and over a sum long enough to run in two slices) and backward, on shapes ragged in
-    /// every dimension and with tail steps, against f64 products of the operands rounded to
-    /// f16. Skipped on a device without tensor cores (lavapipe).
+    /// through the public API reaches them with autotuning off: run them directly, forward
+    /// through an activation (over operands bound as vectors where `k` and `n` are multiples
+    /// of 4, as scalars otherwise; whole, and over a sum long enough to run in two slices)
+    /// and backward, on shapes ragged in every dimension and with tail steps, against f64
+    /// products of the operands rounded to f16. Skipped on a device without tensor cores
+    /// (lavapipe).
     #[test]
     fn deep_tensor_core_blocking_matches_the_reference() {
         let rt = Runtime::new().unwrap();
@@ -933,9 +938,12 @@ mod tests {
             n: n as u32,
             k: k as u32,
         };
+        // The forward through an activation (each kernel's epilogue applies it), the
+        // backward without one (so its reference needs no derivative).
+        let forward = params(shape, Activation::Relu).unwrap();
         let p = params(shape, Activation::None).unwrap();
         let mut batch = rt.batch();
-        gemm.record_forward(&mut batch, way, p, &a, &b, &bias, &mut pre, &mut y)
+        gemm.record_forward(&mut batch, way, forward, &a, &b, &bias, &mut pre, &mut y)
             .unwrap();
         let grads = Grads {
             grad_pre: &mut grad_pre,
@@ -955,10 +963,12 @@ mod tests {
         for entry in entry_points {
             assert!(ran.iter().any(|r| r == entry), "{ran:?}");
         }
-        let mut want_y = product_of_halves(&av, &bv, m, n, k);
-        for (i, w) in want_y.iter_mut().enumerate() {
+        let mut want_pre = product_of_halves(&av, &bv, m, n, k);
+        for (i, w) in want_pre.iter_mut().enumerate() {
             *w += f64::from(biasv[i % n]);
         }
+        assert_close("pre", &pre.read(rt).unwrap(), &want_pre);
+        let want_y: Vec<f64> = want_pre.iter().map(|w| w.max(0.0)).collect();
         assert_close("y", &y.read(rt).unwrap(), &want_y);
         let bt = transposed(&bv, k, n);
         let want_a = product_of_halves(&gv, &bt, m, k, n);
