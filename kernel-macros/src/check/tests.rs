@@ -394,6 +394,32 @@ fn mismatch_suggestions_convert_the_literal() {
         .all(|m| !m.contains('{')));
 }
 
+/// `n[0] == 3 & ok` is `n[0] == (3 & ok)` in Rust: the error names the precedence, not a
+/// conversion to `bool` (which Rust has no cast for).
+#[test]
+fn a_bool_beside_a_bitwise_operator_suggests_parentheses() {
+    let messages = |body: proc_macro2::TokenStream| {
+        crate::tests::checked(quote::quote! {
+            mod m {
+                #[kernel(workgroup = [1], grid = [1])]
+                fn k(n: &[u32], y: &mut [f32]) { let ok = n[1] > 0; #body }
+            }
+        })
+        .err()
+        .unwrap_or_default()
+    };
+    let precedence = messages(quote::quote!(if n[0] == 3 & ok { y[0] = 1.0; }));
+    assert_eq!(
+        precedence,
+        ["an integer literal and `bool` cannot be combined; `&` binds tighter than `==`, `<` \
+          and the other comparisons, so a comparison written next to `3 & ok` takes only its \
+          side of it: to join two conditions, put each comparison in parentheses"]
+    );
+    let sum = messages(quote::quote!(y[0] = (n[0] + ok) as f32;));
+    assert_eq!(sum, ["`u32` and `bool` cannot be added"]);
+    assert!(messages(quote::quote!(if (n[0] == 3) & ok { y[0] = 1.0; })).is_empty());
+}
+
 /// A loop WGSL refuses because it cannot end: no `break`, or only one under a condition that
 /// is always false; a loop with a reachable `break` or `return` is fine.
 #[test]

@@ -891,6 +891,21 @@ impl<'m, 'e> Checker<'m, 'e> {
         let (a, b) = (left.rust_text(), right.rust_text());
         let sym = op.symbol();
         let what = format!("{} and {} cannot be {}", shown(l), shown(r), op.verb());
+        // Nothing converts to `bool`; a `bool` beside `&`, `|` or `^` is most often a
+        // condition whose comparison took the operator first (`x == 3 & ok` reads as
+        // `x == (3 & ok)`).
+        if *l == Ty::BOOL || *r == Ty::BOOL {
+            let message = match op {
+                BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => format!(
+                    "{what}; `{sym}` binds tighter than `==`, `<` and the other comparisons, \
+                     so a comparison written next to `{a} {sym} {b}` takes only its side of \
+                     it: to join two conditions, put each comparison in parentheses"
+                ),
+                _ => what,
+            };
+            self.errors.at(span, message);
+            return;
+        }
         let scalars = matches!(l, Ty::Scalar(_) | Ty::IntVar(_) | Ty::FloatVar(_))
             && matches!(r, Ty::Scalar(_) | Ty::IntVar(_) | Ty::FloatVar(_));
         // A float literal is not made an integer: the integer operand is converted instead.

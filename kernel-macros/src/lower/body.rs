@@ -683,9 +683,16 @@ impl<'g> FnLowerer<'g> {
                     BinOp::Shl | BinOp::Shr => shift_amount(right, r),
                     _ => r,
                 };
-                // WGSL has no `^` on `bool`; on booleans it is `!=`.
+                // WGSL has no `^` on `bool`; on booleans it is `!=`. naga lowers a short
+                // circuit (`&&`, `||`) through a local variable, which its uniformity analysis
+                // counts as varying, so a fragment operation under `a && b` would be rejected
+                // with `a` and `b` uniform: where the right side has no effects, evaluating it
+                // always changes nothing (WGSL's indexing and division cannot trap), so the
+                // operator is written without the short circuit.
                 let symbol = match op {
                     BinOp::BitXor if left.ty == Ty::BOOL => "!=",
+                    BinOp::And if !may_have_effects(right) => "&",
+                    BinOp::Or if !may_have_effects(right) => "|",
                     _ => op.symbol(),
                 };
                 format!("({l} {symbol} {r})")

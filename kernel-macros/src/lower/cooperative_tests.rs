@@ -178,3 +178,45 @@ fn fragments_load_from_vectors_naga_writes_to_spirv() {
     assert!(text.contains("coop_mat16x16<f32, C>()"), "{text}");
     spirv(&text);
 }
+
+#[test]
+fn fragments_under_uniform_conditions_joined_by_and_pass_naga() {
+    // naga lowers a short-circuit `&&` through a local variable, which its uniformity
+    // analysis counts as varying: the conditions are written with `&` / `|` instead.
+    let text = wgsl(quote! {
+        mod m {
+            #[repr(C)]
+            #[derive(Params)]
+            struct P { m: u32, n: u32 }
+
+            fn ready(c: &mut [f32]) -> bool {
+                c[0] = 1.0;
+                true
+            }
+
+            #[kernel(workgroup = [32], grid = [1], features(f16, cooperative_matrix))]
+            fn k(p: &P, a: &[f16], c: &mut [f32]) {
+                let origin = workgroup_id().x * 16;
+                let inside = origin + 16 <= p.n && origin + 16 <= p.m;
+                let mut acc: FragC16<f32> = coop_zero();
+                if inside || p.m == 0 {
+                    let fa: FragA16<f16> = coop_load_row_major(&a[0], 16);
+                    let fb: FragB16<f16> = coop_load_row_major(&a[256], 16);
+                    acc = coop_multiply_add(fa, fb, acc);
+                }
+                if p.n > 16 && p.m > 16 {
+                    coop_store_row_major(acc, &mut c[origin], p.n);
+                }
+                if local_index() == 0 && ready(c) {
+                    c[1] = 2.0;
+                }
+            }
+        }
+    })
+    .unwrap();
+    assert!(text.contains("(p.m == 0u)"), "{text}");
+    assert!(!text.contains("(inside || "), "{text}");
+    // A right side with effects keeps its short circuit.
+    assert!(text.contains(") && ready("), "{text}");
+    spirv(&text);
+}
