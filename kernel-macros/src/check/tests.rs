@@ -408,16 +408,23 @@ fn a_bool_beside_a_bitwise_operator_suggests_parentheses() {
         .err()
         .unwrap_or_default()
     };
-    let precedence = messages(quote::quote!(if n[0] == 3 & ok { y[0] = 1.0; }));
+    let precedence = messages(quote::quote!(if n[0] == 3 & ok {
+        y[0] = 1.0;
+    }));
     assert_eq!(
         precedence,
-        ["an integer literal and `bool` cannot be combined; `&` binds tighter than `==`, `<` \
+        [
+            "an integer literal and `bool` cannot be combined; `&` binds tighter than `==`, `<` \
           and the other comparisons, so a comparison written next to `3 & ok` takes only its \
-          side of it: to join two conditions, put each comparison in parentheses"]
+          side of it: to join two conditions, put each comparison in parentheses"
+        ]
     );
     let sum = messages(quote::quote!(y[0] = (n[0] + ok) as f32;));
     assert_eq!(sum, ["`u32` and `bool` cannot be added"]);
-    assert!(messages(quote::quote!(if (n[0] == 3) & ok { y[0] = 1.0; })).is_empty());
+    assert!(messages(quote::quote!(if (n[0] == 3) & ok {
+        y[0] = 1.0;
+    }))
+    .is_empty());
 }
 
 /// A loop WGSL refuses because it cannot end: no `break`, or only one under a condition that
