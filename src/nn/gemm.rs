@@ -400,16 +400,18 @@ impl Gemm {
         let mut partials = self.partials.lock();
         let outputs = p.m as usize * p.n as usize;
         let partial = partials.at_least(batch.runtime(), cut.partials(p.m, p.n) - outputs)?;
-        // The wide blocking runs whole with every buffer bound as vectors, or as the large
-        // one where it cannot.
+        // The kernels over vectors bind every buffer as vectors: the scalar ones run where a
+        // buffer does not hold whole vectors.
+        let whole_vectors = [bias.len(), pre.len(), y.len(), partial.len()]
+            .iter()
+            .all(|len| len.is_multiple_of(4));
+        let vectors = vectors.filter(|_| whole_vectors);
+        // The wide blocking runs whole over vectors, or as the large one where it cannot.
         let wide = fragments
             .wide
             .as_ref()
             .filter(|_| way.blocking == kernels::WIDE);
-        let whole_vectors = [bias.len(), pre.len(), y.len()]
-            .iter()
-            .all(|len| len.is_multiple_of(4));
-        if let (Some(wide), Some((a, b)), 1, true) = (wide, &vectors, cut.splits, whole_vectors) {
+        if let (Some(wide), Some((a, b)), 1) = (wide, &vectors, cut.splits) {
             return wide.record(
                 batch,
                 kernels::GemmForwardFragmentsWideArgs {
@@ -430,10 +432,10 @@ impl Gemm {
                     p: &p,
                     a,
                     b,
-                    bias,
-                    pre: &mut *pre,
-                    y: &mut *y,
-                    partial: &mut *partial,
+                    bias: &*bias.view_as()?,
+                    pre: &mut *pre.view_as_mut()?,
+                    y: &mut *y.view_as_mut()?,
+                    partial: &mut *partial.view_as_mut()?,
                 },
             )?,
             None => fragments.forward.get(way.blocking).record(

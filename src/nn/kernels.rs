@@ -1044,6 +1044,56 @@ mod nn {
         }
     }
 
+    /// `store_fragments` for an output of `dims` (columns, rows) whose rows are a multiple of
+    /// 4 long, bound as vectors: row-major, from the vector `offset` on.
+    fn store_fragments_vectors(
+        out: &mut [Vec4<f32>],
+        offset: u32,
+        acc: &[FragC16<f32>; FRAGS],
+        dims: Vec2<u32>,
+        origin: Vec2<u32>,
+        spill: &mut [f32; SPILL],
+        t: u32,
+    ) {
+        #[unroll]
+        for f in 0..FRAGS {
+            let values = unspill_vectors(acc[f], spill, t);
+            #[unroll]
+            for h in 0..2 {
+                let at = origin + fragment_vector(t, f, h);
+                if at.y < dims.y && at.x < dims.x {
+                    out[offset + (at.y * dims.x + at.x) / 4] = values[h];
+                }
+            }
+        }
+    }
+
+    /// `store_forward_slice` for an output whose rows are a multiple of 4 long, bound as
+    /// vectors with the bias and the slices.
+    fn store_forward_slice_vectors(
+        acc: &[FragC16<f32>; FRAGS],
+        bias: &[Vec4<f32>],
+        pre: &mut [Vec4<f32>],
+        y: &mut [Vec4<f32>],
+        partial: &mut [Vec4<f32>],
+        dims: Vec2<u32>,
+        activation: u32,
+        slices: Vec2<u32>,
+        spill: &mut [f32; SPILL],
+        origin: Vec2<u32>,
+        t: u32,
+    ) {
+        let (split, splits) = (slices.x, slices.y);
+        if splits == 1 {
+            store_forward_fragments_vectors(acc, bias, pre, y, dims, activation, spill, origin, t);
+        } else if split == 0 {
+            store_fragments_vectors(pre, 0, acc, dims, origin, spill, t);
+        } else {
+            let offset = (split - 1) * dims.x * dims.y / 4;
+            store_fragments_vectors(partial, offset, acc, dims, origin, spill, t);
+        }
+    }
+
     /// `gemm_forward` on the tensor cores, its sum over `k` cut into `p.splits` slices of
     /// `p.split_depth` (one per `z`) when the output alone cannot fill the GPU: then the
     /// first slice's products go to `pre`, the others' to `partial`, and
@@ -1095,7 +1145,8 @@ mod nn {
         );
     }
 
-    /// `gemm_forward_fragments` for `k` and `n` multiples of 4, the operands bound as vectors.
+    /// `gemm_forward_fragments` for `k` and `n` multiples of 4, the operands, the bias and the
+    /// outputs bound as vectors (the epilogue stores whole vectors).
     #[kernel(
         workgroup = [GROUP],
         constants = TensorBlocking,
@@ -1107,10 +1158,10 @@ mod nn {
         p: &GemmParams,
         #[len(p.m * p.k / 4)] a: &[Vec4<f32>],
         #[len(p.k * p.n / 4)] b: &[Vec4<f32>],
-        #[len(p.n)] bias: &[f32],
-        #[len(p.m * p.n)] pre: &mut [f32],
-        #[len(p.m * p.n)] y: &mut [f32],
-        #[len((p.splits - 1) * p.m * p.n)] partial: &mut [f32],
+        #[len(p.n / 4)] bias: &[Vec4<f32>],
+        #[len(p.m * p.n / 4)] pre: &mut [Vec4<f32>],
+        #[len(p.m * p.n / 4)] y: &mut [Vec4<f32>],
+        #[len((p.splits - 1) * p.m * p.n / 4)] partial: &mut [Vec4<f32>],
         #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
         #[workgroup] spill: &mut [f32; SPILL],
@@ -1128,7 +1179,7 @@ mod nn {
             t,
         );
         let (dims, slices) = (vec2(p.n, p.m), vec2(split, p.splits));
-        store_forward_slice(
+        store_forward_slice_vectors(
             &acc,
             bias,
             pre,

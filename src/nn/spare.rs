@@ -33,9 +33,9 @@ pub(super) struct Held<'a>(MutexGuard<'a, Option<GpuBuffer<f32>>>);
 impl Held<'_> {
     /// The buffer, at least `len` elements (and one: a binding cannot be empty), replaced by a
     /// larger one when it is shorter. A replaced buffer lives on in the recordings that bound
-    /// it.
+    /// it. Its length is a multiple of 4, so that it also binds as vectors.
     pub(super) fn at_least(&mut self, rt: &Runtime, len: usize) -> Result<&mut GpuBuffer<f32>> {
-        let len = len.max(1);
+        let len = len.max(1).next_multiple_of(4);
         let buffer = match self.0.take() {
             Some(buffer) if buffer.len() >= len => buffer,
             _ => rt.zeros_labeled("tessera nn scratch", len)?,
