@@ -875,7 +875,7 @@ mod nn {
     }
 
     /// Where vector `h` (0 or 1) of the two that invocation `t` reads back of accumulator
-    /// fragment `frag` through `unspill_vectors` lies in its block: (column, row) of the
+    /// fragment `f` through `unspill_vectors` lies in its block: (column, row) of the
     /// vector's first element, the next three following along the row.
     fn fragment_vector(t: u32, f: u32, h: u32) -> Vec2<u32> {
         let (warp, lane) = (t / 32, t % 32);
