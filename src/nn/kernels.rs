@@ -191,6 +191,31 @@ mod nn {
         }
     }
 
+    /// `activate` on each of the `OUTPUTS` values an invocation writes (every blocking says
+    /// how many), the activation chosen once for all of them: each arm passes its `kind` as a
+    /// constant, which lets the compiler drop `activate`'s own `match`. Epilogues keep their
+    /// sums with the bias, write `pre`, call this, then write `y`. (On an H100, choosing the
+    /// activation for each element took 6% of a 4096^3 tensor-core GEMM forward;
+    /// notes/performance.md.)
+    fn activate_outputs(v: &mut [f32; OUTPUTS], kind: u32) {
+        match kind {
+            1 => activate_outputs_as(v, 1),
+            2 => activate_outputs_as(v, 2),
+            3 => activate_outputs_as(v, 3),
+            4 => activate_outputs_as(v, 4),
+            5 => activate_outputs_as(v, 5),
+            _ => {}
+        }
+    }
+
+    /// `activate_outputs` for one `kind`.
+    fn activate_outputs_as(v: &mut [f32; OUTPUTS], kind: u32) {
+        #[unroll]
+        for i in 0..OUTPUTS {
+            v[i] = activate(v[i], kind);
+        }
+    }
+
     /// The blocking every GEMM-shaped kernel is instantiated with: `REG` is the edge of an
     /// invocation's register tile (a multiple of 4), `BLOCK` the edge of the workgroup's output
     /// block, `DEPTH` the depth of the slices staged per step (1024 elements a slice before
@@ -207,6 +232,9 @@ mod nn {
     /// gradients up to 25%), at 16.5 KiB of workgroup memory, above WebGPU's default 16 KiB: a
     /// device without more runs the small blocking in its place (see `Blocked::new`). The small
     /// blocking keeps 1: double-buffered, its convolutions ran up to 20% slower.
+    ///
+    /// `OUTPUTS` is how many outputs an invocation writes (its register tile), as in every
+    /// blocking, for `activate_outputs`.
     #[constants(
         REG = [8, 4],
         BUFFERS = REG / 4,
@@ -214,7 +242,8 @@ mod nn {
         ROW = BLOCK / 4 + 1,
         DEPTH = 1024 / BLOCK,
         SLICE = DEPTH * ROW,
-        LOADS = DEPTH * BLOCK / GROUP
+        LOADS = DEPTH * BLOCK / GROUP,
+        OUTPUTS = REG * REG
     )]
     pub struct Blocking;
 
@@ -658,7 +687,7 @@ mod nn {
     /// the f32 kernels reads them (`LOADS` elements per invocation and operand). `BLOCK = 64`
     /// serves outputs with at most 64 rows or columns. `MEMORY` is the workgroup memory a
     /// kernel of the blocking takes (both slices and `spill`, whose `SPILL` floats are a 16 x 16
-    /// tile per subgroup).
+    /// tile per subgroup). An invocation writes `OUTPUTS` outputs, 8 of each fragment.
     ///
     /// The GEMMs also have 128 x 128 blocks of 64-deep slices (`on_fragments_with_deep`): half
     /// the steps, so half the barriers, at 43 KiB a workgroup. On an H100 they ran the large
@@ -677,7 +706,8 @@ mod nn {
         FRAG_COLS = WARP_COLS / 16,
         FRAGS = FRAG_ROWS * FRAG_COLS,
         SPILL = GROUP * 8,
-        MEMORY = 2 * (BLOCK * A_STRIDE + DEPTH * STRIDE) + 4 * SPILL
+        MEMORY = 2 * (BLOCK * A_STRIDE + DEPTH * STRIDE) + 4 * SPILL,
+        OUTPUTS = 8 * FRAGS
     )]
     pub struct TensorBlocking;
 
@@ -905,38 +935,8 @@ mod nn {
         values
     }
 
-    /// `activate` on every lane of `v`, the activation chosen once for all of them: each arm
-    /// of the `match` passes its `kind` as a constant, which lets the compiler drop the `match`
-    /// inside `activate`. (On an H100, choosing it per element took 6% of a 4096^3
-    /// tensor-core forward, per vector 3%; notes/performance.md.)
-    fn activate_vectors(v: &mut [Vec4<f32>; 2 * FRAGS], kind: u32) {
-        match kind {
-            1 => activate_vectors_as(v, 1),
-            2 => activate_vectors_as(v, 2),
-            3 => activate_vectors_as(v, 3),
-            4 => activate_vectors_as(v, 4),
-            5 => activate_vectors_as(v, 5),
-            _ => {}
-        }
-    }
-
-    /// `activate_vectors` for one `kind`.
-    fn activate_vectors_as(v: &mut [Vec4<f32>; 2 * FRAGS], kind: u32) {
-        #[unroll]
-        for i in 0..2 * FRAGS {
-            let x = v[i];
-            v[i] = vec4(
-                activate(x[0], kind),
-                activate(x[1], kind),
-                activate(x[2], kind),
-                activate(x[3], kind),
-            );
-        }
-    }
-
     /// `store_forward_fragments` for an output whose rows are a multiple of 4 long, bound as
-    /// vectors with the bias (a vector lies wholly inside the output or wholly outside): `pre`
-    /// as each fragment is read back, then `y` once `activate_vectors` has run over them all.
+    /// vectors with the bias (a vector lies wholly inside the output or wholly outside).
     fn store_forward_fragments_vectors(
         acc: &[FragC16<f32>; FRAGS],
         bias: &[Vec4<f32>],
@@ -948,8 +948,8 @@ mod nn {
         origin: Vec2<u32>,
         t: u32,
     ) {
-        // Vector `2 f + h` is vector `h` of fragment `f` (see `fragment_vector`).
-        let mut z = [vec4(0.0f32, 0.0, 0.0, 0.0); 2 * FRAGS];
+        // Vector `h` of fragment `f` (see `fragment_vector`) is `z[8 f + 4 h..][..4]`.
+        let mut z = [0.0f32; OUTPUTS];
         #[unroll]
         for f in 0..FRAGS {
             let values = unspill_vectors(acc[f], spill, t);
@@ -957,19 +957,24 @@ mod nn {
             for h in 0..2 {
                 let at = origin + fragment_vector(t, f, h);
                 if at.y < dims.y && at.x < dims.x {
-                    z[2 * f + h] = values[h] + bias[at.x / 4];
-                    pre[(at.y * dims.x + at.x) / 4] = z[2 * f + h];
+                    let sum = values[h] + bias[at.x / 4];
+                    pre[(at.y * dims.x + at.x) / 4] = sum;
+                    #[unroll]
+                    for c in 0..4 {
+                        z[8 * f + 4 * h + c] = sum[c];
+                    }
                 }
             }
         }
-        activate_vectors(&mut z, activation);
+        activate_outputs(&mut z, activation);
         #[unroll]
         for f in 0..FRAGS {
             #[unroll]
             for h in 0..2 {
                 let at = origin + fragment_vector(t, f, h);
                 if at.y < dims.y && at.x < dims.x {
-                    y[(at.y * dims.x + at.x) / 4] = z[2 * f + h];
+                    let k = 8 * f + 4 * h;
+                    y[(at.y * dims.x + at.x) / 4] = vec4(z[k], z[k + 1], z[k + 2], z[k + 3]);
                 }
             }
         }
@@ -1015,13 +1020,21 @@ mod nn {
         origin: Vec2<u32>,
         t: u32,
     ) {
+        let mut z = [0.0f32; OUTPUTS];
         #[unroll]
-        for e in 0..REG * REG {
+        for e in 0..OUTPUTS {
             let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
             if row < dims.y && col < dims.x {
-                let z = acc[e] + bias[col];
-                pre[row * dims.x + col] = z;
-                y[row * dims.x + col] = activate(z, activation);
+                z[e] = acc[e] + bias[col];
+                pre[row * dims.x + col] = z[e];
+            }
+        }
+        activate_outputs(&mut z, activation);
+        #[unroll]
+        for e in 0..OUTPUTS {
+            let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
+            if row < dims.y && col < dims.x {
+                y[row * dims.x + col] = z[e];
             }
         }
     }
@@ -1038,6 +1051,7 @@ mod nn {
         origin: Vec2<u32>,
         t: u32,
     ) {
+        let mut z = [0.0f32; OUTPUTS];
         #[unroll]
         for f in 0..FRAGS {
             let values = unspill(acc[f], spill, t);
@@ -1045,9 +1059,19 @@ mod nn {
             for e in 0..8 {
                 let at = origin + fragment_element(t, f, e);
                 if at.y < dims.y && at.x < dims.x {
-                    let z = values[e] + bias[at.x];
-                    pre[at.y * dims.x + at.x] = z;
-                    y[at.y * dims.x + at.x] = activate(z, activation);
+                    z[8 * f + e] = values[e] + bias[at.x];
+                    pre[at.y * dims.x + at.x] = z[8 * f + e];
+                }
+            }
+        }
+        activate_outputs(&mut z, activation);
+        #[unroll]
+        for f in 0..FRAGS {
+            #[unroll]
+            for e in 0..8 {
+                let at = origin + fragment_element(t, f, e);
+                if at.y < dims.y && at.x < dims.x {
+                    y[at.y * dims.x + at.x] = z[8 * f + e];
                 }
             }
         }
@@ -1262,7 +1286,8 @@ mod nn {
         FRAG_COLS = WARP_COLS / 16,
         FRAGS = FRAG_ROWS * FRAG_COLS,
         SPILL = WIDE_GROUP * 8,
-        MEMORY = 2 * (BLOCK * A_STRIDE + DEPTH * STRIDE) + 4 * SPILL
+        MEMORY = 2 * (BLOCK * A_STRIDE + DEPTH * STRIDE) + 4 * SPILL,
+        OUTPUTS = 8 * FRAGS
     )]
     pub struct WideTensorBlocking;
 
@@ -2038,14 +2063,21 @@ mod nn {
         let columns = p.batch * pixels;
         let summed = vec2(0, p.in_channels * p.kernel_h * p.kernel_w);
         let acc = conv_forward_tile(tile_w, tile_x, x, w, p, origin, summed, t);
+        let mut z = [0.0f32; OUTPUTS];
         #[unroll]
-        for e in 0..REG * REG {
+        for e in 0..OUTPUTS {
             let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
             if row < p.out_channels && col < columns {
-                let out = (col / pixels * p.out_channels + row) * pixels + col % pixels;
-                let z = acc[e] + bias[row];
-                pre[out] = z;
-                y[out] = activate(z, p.activation);
+                z[e] = acc[e] + bias[row];
+                pre[(col / pixels * p.out_channels + row) * pixels + col % pixels] = z[e];
+            }
+        }
+        activate_outputs(&mut z, p.activation);
+        #[unroll]
+        for e in 0..OUTPUTS {
+            let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
+            if row < p.out_channels && col < columns {
+                y[(col / pixels * p.out_channels + row) * pixels + col % pixels] = z[e];
             }
         }
     }
@@ -2075,6 +2107,7 @@ mod nn {
         let columns = p.batch * pixels;
         let summed = vec2(0, p.in_channels * p.kernel_h * p.kernel_w);
         let acc = conv_forward_fragments_tile(half_w, half_x, x, w, p, origin, summed, t);
+        let mut z = [0.0f32; OUTPUTS];
         #[unroll]
         for f in 0..FRAGS {
             let values = unspill(acc[f], spill, t);
@@ -2082,10 +2115,21 @@ mod nn {
             for e in 0..8 {
                 let at = origin + fragment_element(t, f, e);
                 if at.y < p.out_channels && at.x < columns {
-                    let out = (at.x / pixels * p.out_channels + at.y) * pixels + at.x % pixels;
-                    let z = values[e] + bias[at.y];
-                    pre[out] = z;
-                    y[out] = activate(z, p.activation);
+                    z[8 * f + e] = values[e] + bias[at.y];
+                    pre[(at.x / pixels * p.out_channels + at.y) * pixels + at.x % pixels] =
+                        z[8 * f + e];
+                }
+            }
+        }
+        activate_outputs(&mut z, p.activation);
+        #[unroll]
+        for f in 0..FRAGS {
+            #[unroll]
+            for e in 0..8 {
+                let at = origin + fragment_element(t, f, e);
+                if at.y < p.out_channels && at.x < columns {
+                    y[(at.x / pixels * p.out_channels + at.y) * pixels + at.x % pixels] =
+                        z[8 * f + e];
                 }
             }
         }
