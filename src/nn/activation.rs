@@ -7,7 +7,8 @@ pub enum Activation {
     None,
     /// `max(x, 0)`.
     Relu,
-    /// GELU, tanh approximation.
+    /// GELU, tanh approximation: `0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))`, computed
+    /// as the equal `x * sigmoid(2 sqrt(2 / pi) (x + 0.044715 x^3))`.
     Gelu,
     /// `x * sigmoid(x)`.
     Silu,
