@@ -314,7 +314,11 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
     // small to fill the GPU, so their sums run in slices (the last one ragged): the 5x5's
     // forward (small blocks, 3 slices), the 120 -> 150 channels' forward and input gradient
     // (large blocks) and the 40 -> 120 channels' input gradient (small blocks), 2 slices
-    // each.
+    // each. The forward sums whole steps of one filter tap when the input channels are a
+    // multiple of the blocking's depth (32 large, 64 small): 3x3 of stride 1 and 2 in the
+    // large blocking, 5x5 in the small one, and split (128 -> 150 channels, large blocks,
+    // the second slice starting at channel 64 of a tap); 32 input channels in the small
+    // blocking do not divide its steps.
     let shapes = [
         conv(2, 8, [10, 10], 72, 3, 1, 1),
         conv(1, 70, [7, 9], 16, 5, 1, 2),
@@ -325,6 +329,11 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
         conv(2, 3, [11, 11], 130, 3, 1, 1),
         conv(1, 120, [5, 5], 150, 3, 1, 1),
         conv(1, 40, [4, 4], 120, 3, 1, 1),
+        conv(2, 64, [9, 7], 72, 3, 1, 1),
+        conv(2, 64, [9, 9], 80, 3, 2, 1),
+        conv(3, 32, [6, 6], 40, 3, 1, 1),
+        conv(2, 64, [8, 8], 24, 5, 1, 2),
+        conv(1, 128, [5, 5], 150, 3, 1, 1),
     ];
     for (seed, shape) in shapes.into_iter().enumerate() {
         let mut rng = rng(100 + seed as u64);

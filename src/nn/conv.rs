@@ -397,6 +397,8 @@ pub struct Convolution {
     partials: Spare,
     /// `pre` when the caller keeps none.
     pre: Spare,
+    /// The filter as the tensor-core forward sums it (`kernels::conv_weights_by_tap`).
+    weights_by_tap: Spare,
     /// The backward's gradient before the activation.
     grad_pre: Spare,
     /// The sums of the bias gradient's slices.
@@ -409,9 +411,14 @@ pub struct Convolution {
 /// [`kernels::TensorBlocking`].
 #[derive(Clone, Debug)]
 struct Fragments {
+    /// Lays the filter out for the forward's sum, taps outermost.
+    weights_by_tap: kernels::ConvWeightsByTap,
     forward: kernels::Blocked<kernels::ConvForwardFragments>,
+    /// The forward by taps, for input channels a multiple of the blocking's depth.
+    forward_by_tap: kernels::Blocked<kernels::ConvForwardFragmentsByTap>,
     /// The forward in slices of the summed dimension.
     forward_split: kernels::Blocked<kernels::ConvForwardFragmentsSplit>,
+    forward_by_tap_split: kernels::Blocked<kernels::ConvForwardFragmentsByTapSplit>,
     grad_input: kernels::Blocked<kernels::ConvGradInputFragments>,
     /// The input gradient in slices of the summed dimension.
     grad_input_split: kernels::Blocked<kernels::ConvGradInputFragmentsSplit>,
@@ -424,9 +431,11 @@ struct Fragments {
 impl Fragments {
     fn new(rt: &Runtime) -> Result<Self> {
         let forward_reduce = kernels::ConvForwardFragmentsReduce::new(rt)?;
+        let by_tap_reduce = kernels::ConvForwardFragmentsByTapReduce::new(rt)?;
         let input_reduce = kernels::ConvGradInputFragmentsReduce::new(rt)?;
         Ok(Fragments {
-            // SAFETY (all six): every index is guarded (see "Bounds" in `kernels`).
+            weights_by_tap: kernels::ConvWeightsByTap::new(rt)?,
+            // SAFETY (all eight): every index is guarded (see "Bounds" in `kernels`).
             forward: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvForwardFragments::with_constants_unchecked(rt, b)
             })?,
@@ -436,6 +445,17 @@ impl Fragments {
                         kernels::ConvForwardFragmentsPartial::with_constants_unchecked(rt, b)
                     }?,
                     forward_reduce.clone(),
+                ))
+            })?,
+            forward_by_tap: kernels::Blocked::on_fragments(|b| unsafe {
+                kernels::ConvForwardFragmentsByTap::with_constants_unchecked(rt, b)
+            })?,
+            forward_by_tap_split: kernels::Blocked::on_fragments(|b| {
+                Ok(kernels::ConvForwardFragmentsByTapSplit::from_members(
+                    unsafe {
+                        kernels::ConvForwardFragmentsByTapPartial::with_constants_unchecked(rt, b)
+                    }?,
+                    by_tap_reduce.clone(),
                 ))
             })?,
             grad_input: kernels::Blocked::on_fragments(|b| unsafe {
@@ -551,6 +571,7 @@ impl Convolution {
             add_up_bias: kernels::DBias::new(rt)?,
             partials: Spare::default(),
             pre: Spare::default(),
+            weights_by_tap: Spare::default(),
             grad_pre: Spare::default(),
             bias_sums: Spare::default(),
             winograd: Default::default(),
@@ -569,7 +590,9 @@ impl Convolution {
     /// given.
     ///
     /// The blocking is autotuned (see [`Runtime::autotune`]); with autotuning off it is the
-    /// small one for at most 64 output channels.
+    /// small one for at most 64 output channels. On the tensor cores, with input channels a
+    /// multiple of 32, the forward may first copy the filter into a layout of its own (taps
+    /// outermost), which makes larger convolutions faster; the tuner decides.
     pub fn forward(&self, batch: &mut Batch<'_>, args: Conv2dForward<'_>) -> Result<()> {
         let Conv2dForward {
             shape,
@@ -585,7 +608,10 @@ impl Convolution {
         let rows = p.out_channels;
         let operation = "nn::Convolution::forward";
         let (ways, fixed) = match self.fragments {
-            Some(_) => (&Way::SPLIT_FRAGMENTS[..], Way::fixed_split_fragments(rows)),
+            Some(_) => {
+                let fixed = Way::fixed_split_fragments(rows).by_tap();
+                (&Way::SPLIT_FRAGMENTS_BY_TAP[..], fixed)
+            }
             None => (&Way::ALL[..], Way::fixed(rows)),
         };
         let way = tuned(
@@ -609,7 +635,9 @@ impl Convolution {
     }
 
     /// The forward run `way`: whole, or in slices of the summed dimension when the way allows
-    /// it and the output alone cannot fill the GPU.
+    /// it and the output alone cannot fill the GPU; on the tensor cores tap by tap (the filter
+    /// laid out for it first) when the way allows it and the input channels are a multiple of
+    /// the blocking's step.
     #[allow(clippy::too_many_arguments)]
     fn record_forward(
         &self,
@@ -629,31 +657,79 @@ impl Convolution {
             let split = fragments.forward_split.get(way.blocking);
             let blocking = split.conv_forward_fragments_partial().constants();
             let cut = Split::of(blocking, p.out_channels, columns, depth);
-            if !way.split || cut.splits == 1 {
-                let args = kernels::ConvForwardFragmentsArgs {
-                    p: &p,
-                    x,
-                    w,
-                    bias,
-                    pre,
-                    y,
-                };
-                return fragments.forward.get(way.blocking).record(batch, args);
+            let whole = !way.split || cut.splits == 1;
+            if !whole {
+                (p.splits, p.split_depth) = (cut.splits, cut.depth);
             }
-            (p.splits, p.split_depth) = (cut.splits, cut.depth);
             let mut partials = self.partials.lock();
-            let partial =
-                partials.at_least(batch.runtime(), cut.partials(p.out_channels, columns))?;
-            let args = kernels::ConvForwardFragmentsSplitArgs {
-                p: &p,
-                x,
-                w,
-                bias,
-                partial,
-                pre,
-                y,
+            let partial = match whole {
+                true => None,
+                false => {
+                    let len = cut.partials(p.out_channels, columns);
+                    Some(partials.at_least(batch.runtime(), len)?)
+                }
             };
-            return split.record(batch, args);
+            if way.by_tap && p.in_channels.is_multiple_of(blocking.depth()) {
+                let mut by_tap = self.weights_by_tap.lock();
+                let w_by_tap = by_tap.at_least(batch.runtime(), w.len())?;
+                let args = kernels::ConvWeightsByTapArgs { p: &p, w, w_by_tap };
+                fragments.weights_by_tap.record(batch, args)?;
+                let w_by_tap = &*w_by_tap;
+                return match partial {
+                    None => {
+                        let args = kernels::ConvForwardFragmentsByTapArgs {
+                            p: &p,
+                            x,
+                            w_by_tap,
+                            bias,
+                            pre,
+                            y,
+                        };
+                        fragments
+                            .forward_by_tap
+                            .get(way.blocking)
+                            .record(batch, args)
+                    }
+                    Some(partial) => {
+                        let args = kernels::ConvForwardFragmentsByTapSplitArgs {
+                            p: &p,
+                            x,
+                            w_by_tap,
+                            bias,
+                            partial,
+                            pre,
+                            y,
+                        };
+                        let split = fragments.forward_by_tap_split.get(way.blocking);
+                        split.record(batch, args)
+                    }
+                };
+            }
+            return match partial {
+                None => {
+                    let args = kernels::ConvForwardFragmentsArgs {
+                        p: &p,
+                        x,
+                        w,
+                        bias,
+                        pre,
+                        y,
+                    };
+                    fragments.forward.get(way.blocking).record(batch, args)
+                }
+                Some(partial) => {
+                    let args = kernels::ConvForwardFragmentsSplitArgs {
+                        p: &p,
+                        x,
+                        w,
+                        bias,
+                        partial,
+                        pre,
+                        y,
+                    };
+                    split.record(batch, args)
+                }
+            };
         }
         let split = self.forward_split.get(way.blocking);
         let blocking = split.conv_forward_partial().constants();
@@ -1202,5 +1278,43 @@ impl Scratch {
             grad_x: rt.zeros(shape.input_len())?,
             grad_w: rt.zeros(shape.weight_len())?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::Padding;
+
+    /// The tensor-core forward's filter layout, on any device (lavapipe included): element
+    /// (output channel, tap row, tap column, input channel) of `w` at that position of the
+    /// result, for a filter whose every size differs.
+    #[test]
+    fn weights_by_tap_put_each_filter_tap_outermost() {
+        let rt = Runtime::new().unwrap();
+        let shape = Conv2dShape::new(1, 5, [6, 6], 3, [3, 2]).padding(Padding::uniform(1));
+        let p = shape.params(Activation::None).unwrap();
+        let (co, ci, kh, kw) = (3, 5, 3, 2);
+        let values: Vec<f32> = (0..co * ci * kh * kw).map(|i| i as f32).collect();
+        let w = rt.upload(&values).unwrap();
+        let mut w_by_tap = rt.zeros::<f32>(values.len()).unwrap();
+        let kernel = kernels::ConvWeightsByTap::new(&rt).unwrap();
+        let args = kernels::ConvWeightsByTapArgs {
+            p: &p,
+            w: &w,
+            w_by_tap: &mut w_by_tap,
+        };
+        kernel.launch(&rt, args).unwrap();
+        let mut want = Vec::new();
+        for o in 0..co {
+            for r in 0..kh {
+                for c in 0..kw {
+                    for i in 0..ci {
+                        want.push(values[((o * ci + i) * kh + r) * kw + c]);
+                    }
+                }
+            }
+        }
+        assert_eq!(w_by_tap.read(&rt).unwrap(), want);
     }
 }

@@ -24,6 +24,10 @@ pub(crate) struct Way {
     /// [`kernels::DEEP`]), and `split` counts as in f32 (the convolution's filter gradient
     /// always may split).
     pub fragments: bool,
+    /// Whether a convolution's tensor-core forward may sum tap by tap
+    /// (`kernels::conv_forward_fragments_by_tap`, after laying the filter out for it), which
+    /// it does when its input channels are a multiple of the blocking's step.
+    pub by_tap: bool,
 }
 
 impl Way {
@@ -51,6 +55,20 @@ impl Way {
     /// Both blockings on the tensor cores, each split where the output alone cannot fill the
     /// GPU and whole: for the convolution's forward and input gradient.
     pub const SPLIT_FRAGMENTS: [Way; 4] = [
+        Way::on_fragments(0).splitting(),
+        Way::on_fragments(1).splitting(),
+        Way::on_fragments(0),
+        Way::on_fragments(1),
+    ];
+
+    /// [`Way::SPLIT_FRAGMENTS`] by taps, then as they are: for the convolution's forward
+    /// (laying the filter out first is a pass of its own, which small problems may not
+    /// recover).
+    pub const SPLIT_FRAGMENTS_BY_TAP: [Way; 8] = [
+        Way::on_fragments(0).splitting().by_tap(),
+        Way::on_fragments(1).splitting().by_tap(),
+        Way::on_fragments(0).by_tap(),
+        Way::on_fragments(1).by_tap(),
         Way::on_fragments(0).splitting(),
         Way::on_fragments(1).splitting(),
         Way::on_fragments(0),
@@ -92,6 +110,7 @@ impl Way {
             split,
             winograd: false,
             fragments: false,
+            by_tap: false,
         }
     }
 
@@ -107,6 +126,14 @@ impl Way {
     pub(crate) const fn splitting(self) -> Self {
         Way {
             split: true,
+            ..self
+        }
+    }
+
+    /// The same way, summing tap by tap where the op can.
+    pub const fn by_tap(self) -> Self {
+        Way {
+            by_tap: true,
             ..self
         }
     }
