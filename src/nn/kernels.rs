@@ -2086,7 +2086,8 @@ mod nn {
     // lie a channel plane apart. The filter is read in that order from a copy that
     // `conv_weights_by_tap` lays out first (read in place, a step's filter elements lie 9
     // floats apart, and the 3x3 forwards ran slower than gathering tap by tap). On an H100
-    // the ResNet 3x3 forwards ran 3-15% faster, the copy included (notes/performance.md).
+    // the ResNet 3x3 forwards ran 6-14% faster, the copy included; the copy is a pass of its
+    // own, so the tuner chooses (notes/performance.md).
 
     /// The filter `w` (output channel, input channel, tap row, tap column) with its taps
     /// outermost in each output channel: (output channel, tap row, tap column, input
