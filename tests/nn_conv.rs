@@ -510,14 +510,14 @@ fn conv2d_matches_reference_on_random_shapes_of_every_path() {
     }
     if cases >= 2 * CLASSES.len() {
         // The strict f32 kernels; the tensor-core ones, the f32 passes that sum their
-        // slices (`..._fragments_reduce`) and the filter layout of their forward
-        // (`conv_weights_by_tap`, also checked by itself in the library's unit tests) run in
-        // `nn_tensor_cores`.
+        // slices (`..._fragments_reduce`) and the filter layouts of their passes by taps
+        // (`conv_weights_by_tap`, `conv_weights_transposed_by_tap`, also checked by
+        // themselves in the library's unit tests) run in `nn_tensor_cores`.
         let all = entry_points(tessera::nn::WGSL_PORTABLE, &["conv_", "winograd_"]);
         let missed: Vec<&String> = all
             .iter()
             .filter(|e| {
-                !ran.contains(*e) && !e.contains("_fragments_") && *e != "conv_weights_by_tap"
+                !ran.contains(*e) && !e.contains("_fragments_") && !e.starts_with("conv_weights_")
             })
             .collect();
         assert!(missed.is_empty(), "no case ran {missed:?}");

@@ -318,7 +318,10 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
     // multiple of the blocking's depth (32 large, 64 small): 3x3 of stride 1 and 2 in the
     // large blocking, 5x5 in the small one, and split (128 -> 150 channels, large blocks,
     // the second slice starting at channel 64 of a tap); 32 input channels in the small
-    // blocking do not divide its steps.
+    // blocking do not divide its steps. The stride-1 input gradient does the same over
+    // output channels: 3x3 in the large blocking (72 <- 64 channels), 5x5 in the small one
+    // (40 <- 128), split (40 <- 128 channels, small blocks, the second slice starting at
+    // channel 64 of a tap), and dilated, forward and input gradient both by taps (64 -> 64).
     let shapes = [
         conv(2, 8, [10, 10], 72, 3, 1, 1),
         conv(1, 70, [7, 9], 16, 5, 1, 2),
@@ -334,6 +337,12 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
         conv(3, 32, [6, 6], 40, 3, 1, 1),
         conv(2, 64, [8, 8], 24, 5, 1, 2),
         conv(1, 128, [5, 5], 150, 3, 1, 1),
+        conv(2, 72, [9, 7], 64, 3, 1, 1),
+        conv(2, 40, [8, 8], 128, 5, 1, 2),
+        conv(1, 40, [4, 4], 128, 3, 1, 1),
+        Conv2dShape::new(2, 64, [9, 9], 64, [3, 3])
+            .padding(Padding::uniform(2))
+            .dilation([2, 2]),
     ];
     for (seed, shape) in shapes.into_iter().enumerate() {
         let mut rng = rng(100 + seed as u64);

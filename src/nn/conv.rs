@@ -397,7 +397,8 @@ pub struct Convolution {
     partials: Spare,
     /// `pre` when the caller keeps none.
     pre: Spare,
-    /// The filter as the tensor-core forward sums it (`kernels::conv_weights_by_tap`).
+    /// The filter as a tensor-core pass by taps reads it (`kernels::conv_weights_by_tap`,
+    /// `kernels::conv_weights_transposed_by_tap`).
     weights_by_tap: Spare,
     /// The backward's gradient before the activation.
     grad_pre: Spare,
@@ -422,6 +423,12 @@ struct Fragments {
     grad_input: kernels::Blocked<kernels::ConvGradInputFragments>,
     /// The input gradient in slices of the summed dimension.
     grad_input_split: kernels::Blocked<kernels::ConvGradInputFragmentsSplit>,
+    /// Lays the filter out for the input gradient by taps.
+    weights_transposed_by_tap: kernels::ConvWeightsTransposedByTap,
+    /// The input gradient by taps, for stride 1 and output channels a multiple of the
+    /// blocking's depth, whole and in slices.
+    grad_input_by_tap: kernels::Blocked<kernels::ConvGradInputFragmentsByTap>,
+    grad_input_by_tap_split: kernels::Blocked<kernels::ConvGradInputFragmentsByTapSplit>,
     /// The input gradient of strided convolutions, one stride phase at a time.
     grad_input_phased: kernels::Blocked<kernels::ConvGradInputPhasedFragments>,
     grad_weight: kernels::Blocked<kernels::ConvGradWeightFragments>,
@@ -432,10 +439,11 @@ impl Fragments {
     fn new(rt: &Runtime) -> Result<Self> {
         let forward_reduce = kernels::ConvForwardFragmentsReduce::new(rt)?;
         let by_tap_reduce = kernels::ConvForwardFragmentsByTapReduce::new(rt)?;
+        let input_by_tap_reduce = kernels::ConvGradInputFragmentsByTapReduce::new(rt)?;
         let input_reduce = kernels::ConvGradInputFragmentsReduce::new(rt)?;
         Ok(Fragments {
             weights_by_tap: kernels::ConvWeightsByTap::new(rt)?,
-            // SAFETY (all eight): every index is guarded (see "Bounds" in `kernels`).
+            // SAFETY (all ten): every index is guarded (see "Bounds" in `kernels`).
             forward: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvForwardFragments::with_constants_unchecked(rt, b)
             })?,
@@ -467,6 +475,18 @@ impl Fragments {
                         kernels::ConvGradInputFragmentsPartial::with_constants_unchecked(rt, b)
                     }?,
                     input_reduce.clone(),
+                ))
+            })?,
+            weights_transposed_by_tap: kernels::ConvWeightsTransposedByTap::new(rt)?,
+            grad_input_by_tap: kernels::Blocked::on_fragments(|b| unsafe {
+                kernels::ConvGradInputFragmentsByTap::with_constants_unchecked(rt, b)
+            })?,
+            grad_input_by_tap_split: kernels::Blocked::on_fragments(|b| {
+                Ok(kernels::ConvGradInputFragmentsByTapSplit::from_members(
+                    unsafe {
+                        kernels::ConvGradInputFragmentsByTapPartial::with_constants_unchecked(rt, b)
+                    }?,
+                    input_by_tap_reduce.clone(),
                 ))
             })?,
             grad_input_phased: kernels::Blocked::on_fragments(|b| unsafe {
@@ -882,7 +902,8 @@ impl Convolution {
     /// (for a convolution without activation, the output's gradient).
     ///
     /// The blocking is autotuned; with autotuning off it is the small one for at most 64
-    /// input channels.
+    /// input channels. On the tensor cores, for stride 1 and output channels a multiple of
+    /// 32, it may first copy the filter into a layout of its own, as the forward may.
     pub fn grad_input(&self, batch: &mut Batch<'_>, args: Conv2dGradInput<'_>) -> Result<()> {
         let Conv2dGradInput {
             shape,
@@ -905,8 +926,8 @@ impl Convolution {
             // One stride phase at a time, never split.
             Some(_) if by_phases(&p) => (&Way::FRAGMENTS[..], Way::fixed_fragments(p.in_channels)),
             Some(_) => (
-                &Way::SPLIT_FRAGMENTS[..],
-                Way::fixed_split_fragments(p.in_channels),
+                &Way::SPLIT_FRAGMENTS_BY_TAP[..],
+                Way::fixed_split_fragments(p.in_channels).by_tap(),
             ),
             None => (&Way::ALL[..], Way::fixed(p.in_channels)),
         };
@@ -935,7 +956,9 @@ impl Convolution {
     }
 
     /// The input gradient run `way`: directly for few input channels, one stride phase at a
-    /// time when strided, otherwise whole or in slices of the summed dimension.
+    /// time when strided, otherwise whole or in slices of the summed dimension, on the tensor
+    /// cores tap by tap when the way allows it and the output channels are a multiple of the
+    /// blocking's step.
     fn record_grad_input(
         &self,
         batch: &mut Batch<'_>,
@@ -981,6 +1004,43 @@ impl Convolution {
         let cut = self.input_split(way, &p);
         let columns = p.batch * p.in_h * p.in_w;
         if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
+            let blocking = fragments.grad_input.get(way.blocking).constants();
+            if way.by_tap && p.out_channels.is_multiple_of(blocking.depth()) {
+                let mut by_tap = self.weights_by_tap.lock();
+                let w_transposed = by_tap.at_least(batch.runtime(), w.len())?;
+                let args = kernels::ConvWeightsTransposedByTapArgs {
+                    p: &p,
+                    w,
+                    w_transposed,
+                };
+                fragments.weights_transposed_by_tap.record(batch, args)?;
+                let w_transposed = &*w_transposed;
+                if cut.splits == 1 {
+                    let args = kernels::ConvGradInputFragmentsByTapArgs {
+                        p: &p,
+                        w_transposed,
+                        grad_pre,
+                        grad_x,
+                    };
+                    return fragments
+                        .grad_input_by_tap
+                        .get(way.blocking)
+                        .record(batch, args);
+                }
+                (p.splits, p.split_depth) = (cut.splits, cut.depth);
+                let mut partials = self.partials.lock();
+                let partial =
+                    partials.at_least(batch.runtime(), cut.partials(p.in_channels, columns))?;
+                let args = kernels::ConvGradInputFragmentsByTapSplitArgs {
+                    p: &p,
+                    w_transposed,
+                    grad_pre,
+                    partial,
+                    grad_x,
+                };
+                let split = fragments.grad_input_by_tap_split.get(way.blocking);
+                return split.record(batch, args);
+            }
             if cut.splits == 1 {
                 return fragments.grad_input.get(way.blocking).record(
                     batch,
@@ -1286,18 +1346,36 @@ mod tests {
     use super::*;
     use crate::nn::Padding;
 
+    /// A filter of `co` output and `ci` input channels and 3 x 2 taps, numbered, on the
+    /// device; its shape's parameters; and element (`o`, `i`, `r`, `c`) of it on the host.
+    fn numbered_filter(
+        rt: &Runtime,
+        co: usize,
+        ci: usize,
+    ) -> (
+        GpuBuffer<f32>,
+        kernels::ConvParams,
+        impl Fn(usize, usize, usize, usize) -> f32,
+    ) {
+        let (kh, kw) = (3, 2);
+        let shape = Conv2dShape::new(1, ci as u32, [6, 6], co as u32, [kh as u32, kw as u32])
+            .padding(Padding::uniform(1));
+        let p = shape.params(Activation::None).unwrap();
+        let values: Vec<f32> = (0..co * ci * kh * kw).map(|i| i as f32).collect();
+        let w = rt.upload(&values).unwrap();
+        let at = move |o, i, r, c| values[((o * ci + i) * kh + r) * kw + c];
+        (w, p, at)
+    }
+
     /// The tensor-core forward's filter layout, on any device (lavapipe included): element
     /// (output channel, tap row, tap column, input channel) of `w` at that position of the
     /// result, for a filter whose every size differs.
     #[test]
     fn weights_by_tap_put_each_filter_tap_outermost() {
         let rt = Runtime::new().unwrap();
-        let shape = Conv2dShape::new(1, 5, [6, 6], 3, [3, 2]).padding(Padding::uniform(1));
-        let p = shape.params(Activation::None).unwrap();
-        let (co, ci, kh, kw) = (3, 5, 3, 2);
-        let values: Vec<f32> = (0..co * ci * kh * kw).map(|i| i as f32).collect();
-        let w = rt.upload(&values).unwrap();
-        let mut w_by_tap = rt.zeros::<f32>(values.len()).unwrap();
+        let (co, ci) = (3, 5);
+        let (w, p, at) = numbered_filter(&rt, co, ci);
+        let mut w_by_tap = rt.zeros::<f32>(w.len()).unwrap();
         let kernel = kernels::ConvWeightsByTap::new(&rt).unwrap();
         let args = kernels::ConvWeightsByTapArgs {
             p: &p,
@@ -1307,14 +1385,43 @@ mod tests {
         kernel.launch(&rt, args).unwrap();
         let mut want = Vec::new();
         for o in 0..co {
-            for r in 0..kh {
-                for c in 0..kw {
+            for r in 0..3 {
+                for c in 0..2 {
                     for i in 0..ci {
-                        want.push(values[((o * ci + i) * kh + r) * kw + c]);
+                        want.push(at(o, i, r, c));
                     }
                 }
             }
         }
         assert_eq!(w_by_tap.read(&rt).unwrap(), want);
+    }
+
+    /// The tensor-core input gradient's filter layout: element (input channel, tap row, tap
+    /// column, output channel) of `w` at that position, for channels that fill one tile of
+    /// the copy and part of the next.
+    #[test]
+    fn weights_transposed_by_tap_put_input_channels_outermost() {
+        let rt = Runtime::new().unwrap();
+        let (co, ci) = (20, 18);
+        let (w, p, at) = numbered_filter(&rt, co, ci);
+        let mut w_transposed = rt.zeros::<f32>(w.len()).unwrap();
+        let kernel = kernels::ConvWeightsTransposedByTap::new(&rt).unwrap();
+        let args = kernels::ConvWeightsTransposedByTapArgs {
+            p: &p,
+            w: &w,
+            w_transposed: &mut w_transposed,
+        };
+        kernel.launch(&rt, args).unwrap();
+        let mut want = Vec::new();
+        for i in 0..ci {
+            for r in 0..3 {
+                for c in 0..2 {
+                    for o in 0..co {
+                        want.push(at(o, i, r, c));
+                    }
+                }
+            }
+        }
+        assert_eq!(w_transposed.read(&rt).unwrap(), want);
     }
 }

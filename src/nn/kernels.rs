@@ -2906,6 +2906,226 @@ mod nn {
         sum_input_slices(p, partial, grad_x, global_id().x);
     }
 
+    // The input gradient by taps, the forward's way (see `conv_forward_fragments_by_tap`): for
+    // stride 1 and output channels a multiple of `DEPTH`, the sum runs over (tap row, tap
+    // column, output channel), from the filter transposed to (input channel, tap row, tap
+    // column, output channel) by `conv_weights_transposed_by_tap`.
+
+    /// The filter `w` (output channel, input channel, tap row, tap column) as the input
+    /// gradient by taps reads it: (input channel, tap row, tap column, output channel). A
+    /// workgroup moves a `SPAN` x `SPAN` tile of channel pairs tap by tap through `tile`, so
+    /// that it reads along input channels and writes along output channels.
+    #[kernel(
+        workgroup = [GROUP],
+        grid = [ceil_div(p.in_channels, SPAN), ceil_div(p.out_channels, SPAN)]
+    )]
+    pub fn conv_weights_transposed_by_tap(
+        p: &ConvParams,
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w: &[f32],
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w_transposed: &mut [f32],
+        #[workgroup] tile: &mut [f32; GROUP],
+    ) {
+        let t = local_index();
+        let taps = p.kernel_h * p.kernel_w;
+        let first = workgroup_id().xy * SPAN;
+        // (input channel, output channel) that invocation `t` reads, and that it writes.
+        let read = first + vec2(t % SPAN, t / SPAN);
+        let written = first + vec2(t / SPAN, t % SPAN);
+        for tap in 0..taps {
+            if read.x < p.in_channels && read.y < p.out_channels {
+                tile[t % SPAN * SPAN + t / SPAN] =
+                    w[(read.y * p.in_channels + read.x) * taps + tap];
+            }
+            workgroup_barrier();
+            if written.x < p.in_channels && written.y < p.out_channels {
+                w_transposed[(written.x * taps + tap) * p.out_channels + written.y] = tile[t];
+            }
+            workgroup_barrier();
+        }
+    }
+
+    /// What invocation `t` stages from `grad_pre` for the input pixel `pixel` (see
+    /// `conv_grad_input_pixel`) at a step of the input gradient by taps (stride 1) whose first
+    /// summed index has the digits `step` (tap row, tap column, output channel).
+    fn conv_grad_tap_gather(
+        grad_pre: &[f32],
+        p: &ConvParams,
+        pixel: Vec4<u32>,
+        step: Vec3<u32>,
+        t: u32,
+    ) -> [f32; LOADS] {
+        let columns = p.batch * p.in_h * p.in_w;
+        let plane = p.out_h * p.out_w;
+        let (dh, dw) = (step.x * p.dilation_h, step.y * p.dilation_w);
+        // The output pixel whose window puts this tap on the input pixel, if any (above or
+        // left of the output, it wraps around and fails `< out_h`).
+        let (oh, ow) = (pixel.z.wrapping_sub(dh), pixel.w.wrapping_sub(dw));
+        let mut from_g = [0.0f32; LOADS];
+        if pixel.x < columns && oh < p.out_h && ow < p.out_w {
+            let channel = pixel.y * p.out_channels + step.z + along_depth(t, 0);
+            let first = channel * plane + oh * p.out_w + ow;
+            #[unroll]
+            for r in 0..LOADS {
+                from_g[r] = grad_pre[first + (along_depth(t, r) - along_depth(t, 0)) * plane];
+            }
+        }
+        from_g
+    }
+
+    /// `conv_grad_input_fragments_tile` by taps, for stride 1, `p.out_channels` a multiple of
+    /// `DEPTH` and `summed` starting at a multiple of `DEPTH`.
+    fn conv_grad_input_fragments_by_tap_tile(
+        half_w: &mut [f16; BLOCK * A_STRIDE],
+        half_g: &mut [f16; DEPTH * STRIDE],
+        w_transposed: &[f32],
+        grad_pre: &[f32],
+        p: &ConvParams,
+        origin: Vec2<u32>,
+        summed: Vec2<u32>,
+        t: u32,
+    ) -> [FragC16<f32>; FRAGS] {
+        let shape_w = vec2(p.out_channels * p.kernel_h * p.kernel_w, p.in_channels);
+        let pixel = conv_grad_input_pixel(p, origin, t);
+        let by = digits(DEPTH, p.kernel_w, p.out_channels);
+        let mut step = digits(summed.x, p.kernel_w, p.out_channels);
+        let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
+        let from_w = fetch(w_transposed, shape_w, true, origin.y, summed.x, t);
+        let from_g = conv_grad_tap_gather(grad_pre, p, pixel, step, t);
+        stage_fragments(half_w, &from_w, half_g, &from_g, false, t);
+        for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
+            step = advance(step, by, p.kernel_w, p.out_channels);
+            let from_w = fetch(w_transposed, shape_w, true, origin.y, k0, t);
+            let from_g = conv_grad_tap_gather(grad_pre, p, pixel, step, t);
+            multiply_fragments(half_w, half_g, &mut acc, t);
+            stage_fragments(half_w, &from_w, half_g, &from_g, false, t);
+        }
+        multiply_fragments(half_w, half_g, &mut acc, t);
+        acc
+    }
+
+    /// `conv_grad_input_fragments` by taps, for stride 1 (`ConvGradInputFragmentsByTapSplit`
+    /// cuts its sum), from the filter as `conv_weights_transposed_by_tap` lays it out.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [ceil_div(p.batch * p.in_h * p.in_w, BLOCK), ceil_div(p.in_channels, BLOCK)],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY),
+        specialize(p.kernel_h == 3 && p.kernel_w == 3)
+    )]
+    pub fn conv_grad_input_fragments_by_tap(
+        p: &ConvParams,
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w_transposed: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
+        #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_g: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] spill: &mut [f32; SPILL],
+    ) {
+        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+        let pixels = p.in_h * p.in_w;
+        let summed = vec2(0, p.out_channels * p.kernel_h * p.kernel_w);
+        let acc = conv_grad_input_fragments_by_tap_tile(
+            half_w,
+            half_g,
+            w_transposed,
+            grad_pre,
+            p,
+            origin,
+            summed,
+            t,
+        );
+        store_fragments(
+            grad_x,
+            0,
+            &acc,
+            p.in_channels,
+            p.batch * pixels,
+            pixels,
+            origin,
+            spill,
+            t,
+        );
+    }
+
+    /// `ConvGradInputFragmentsSplit` by taps.
+    #[family(
+        conv_grad_input_fragments_by_tap_partial,
+        conv_grad_input_fragments_by_tap_reduce
+    )]
+    pub struct ConvGradInputFragmentsByTapSplit {
+        p: &ConvParams,
+        /// The filter as `conv_weights_transposed_by_tap` lays it out.
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
+        w_transposed: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        grad_pre: &[f32],
+        /// Scratch: one input-shaped partial sum per slice.
+        #[len(p.splits * p.batch * p.in_channels * p.in_h * p.in_w)]
+        partial: &mut [f32],
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
+        grad_x: &mut [f32],
+    }
+
+    /// `conv_grad_input_fragments_partial` by taps.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [
+            ceil_div(p.batch * p.in_h * p.in_w, BLOCK),
+            ceil_div(p.in_channels, BLOCK),
+            p.splits
+        ],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY),
+        specialize(p.kernel_h == 3 && p.kernel_w == 3)
+    )]
+    pub fn conv_grad_input_fragments_by_tap_partial(
+        p: &ConvParams,
+        w_transposed: &[f32],
+        grad_pre: &[f32],
+        partial: &mut [f32],
+        #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_g: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] spill: &mut [f32; SPILL],
+    ) {
+        let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
+        let pixels = p.in_h * p.in_w;
+        let summed = slice(
+            split,
+            p.split_depth,
+            p.out_channels * p.kernel_h * p.kernel_w,
+        );
+        let acc = conv_grad_input_fragments_by_tap_tile(
+            half_w,
+            half_g,
+            w_transposed,
+            grad_pre,
+            p,
+            origin,
+            summed,
+            t,
+        );
+        let (rows, columns) = (p.in_channels, p.batch * pixels);
+        let offset = split * rows * columns;
+        store_fragments(
+            partial, offset, &acc, rows, columns, pixels, origin, spill, t,
+        );
+    }
+
+    /// `conv_grad_input_reduce` for `ConvGradInputFragmentsByTapSplit`.
+    #[kernel(
+        workgroup = [GROUP],
+        grid = [ceil_div(p.batch * p.in_channels * p.in_h * p.in_w, GROUP)]
+    )]
+    pub fn conv_grad_input_fragments_by_tap_reduce(
+        p: &ConvParams,
+        partial: &[f32],
+        grad_x: &mut [f32],
+    ) {
+        sum_input_slices(p, partial, grad_x, global_id().x);
+    }
+
     /// Stride phase `z` of a strided input gradient (its grid `z`): the remainders of the
     /// padded rows and columns it covers, by the stride.
     fn stride_phase(p: &ConvParams, z: u32) -> Vec2<u32> {

@@ -53,17 +53,9 @@ impl Way {
     pub const FRAGMENTS: [Way; 2] = [Way::on_fragments(0), Way::on_fragments(1)];
 
     /// Both blockings on the tensor cores, each split where the output alone cannot fill the
-    /// GPU and whole: for the convolution's forward and input gradient.
-    pub const SPLIT_FRAGMENTS: [Way; 4] = [
-        Way::on_fragments(0).splitting(),
-        Way::on_fragments(1).splitting(),
-        Way::on_fragments(0),
-        Way::on_fragments(1),
-    ];
-
-    /// [`Way::SPLIT_FRAGMENTS`] by taps, then as they are: for the convolution's forward
-    /// (laying the filter out first is a pass of its own, which small problems may not
-    /// recover).
+    /// GPU and whole, by taps and then as they are: for the convolution's forward and input
+    /// gradient (laying the filter out for a pass by taps is a pass of its own, which small
+    /// problems may not recover).
     pub const SPLIT_FRAGMENTS_BY_TAP: [Way; 8] = [
         Way::on_fragments(0).splitting().by_tap(),
         Way::on_fragments(1).splitting().by_tap(),
