@@ -367,4 +367,56 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
             );
         }
     }
+
+    // The forward's epilogue through every activation, whole in the plain kernels (8 input
+    // channels) and by taps (64), and in slices (the 5x5 images of 120 and 128 input
+    // channels, too small to fill the GPU), whose reduce applies it: no activation's slope
+    // exceeds 1.13 (GELU's), so `y` stays within 1.13 times the rounding bound of `pre`.
+    let shapes = [
+        conv(2, 8, [10, 10], 72, 3, 1, 1),
+        conv(2, 64, [9, 7], 72, 3, 1, 1),
+        conv(1, 120, [5, 5], 150, 3, 1, 1),
+        conv(1, 128, [5, 5], 150, 3, 1, 1),
+    ];
+    for (seed, shape) in shapes.into_iter().enumerate() {
+        let mut rng = rng(200 + seed as u64);
+        let x = values(&mut rng, shape.input_len());
+        let w = values(&mut rng, shape.weight_len());
+        let abs = |v: &[f32]| v.iter().map(|a| a.abs()).collect::<Vec<f32>>();
+        let bound = conv_forward(&rt, &strict, shape, Activation::None, [&abs(&x), &abs(&w)]);
+        let bound: Vec<f64> = bound.iter().map(|&v| 1.13 * f64::from(v)).collect();
+        for activation in Activation::ALL {
+            let got = conv_forward(&rt, &tensor, shape, activation, [&x, &w]);
+            let want = conv_forward(&rt, &strict, shape, activation, [&x, &w]);
+            let want: Vec<f64> = want.iter().map(|&v| f64::from(v)).collect();
+            let name = format!("y through {activation:?} of {shape:?}");
+            assert_within_f16_rounding(&name, &got, &want, &bound);
+        }
+    }
+}
+
+/// `y` of the forward of `conv` for `shape` through `activation` (zero bias) from `x` and `w`.
+fn conv_forward(
+    rt: &Runtime,
+    conv: &Convolution,
+    shape: Conv2dShape,
+    activation: Activation,
+    [x, w]: [&[f32]; 2],
+) -> Vec<f32> {
+    let (x, w) = (rt.upload(x).unwrap(), rt.upload(w).unwrap());
+    let bias = rt.zeros::<f32>(shape.out_channels as usize).unwrap();
+    let mut y = rt.zeros::<f32>(shape.output_len().unwrap()).unwrap();
+    let mut batch = rt.batch();
+    let forward = Conv2dForward {
+        shape,
+        activation,
+        x: &x,
+        w: &w,
+        bias: &bias,
+        pre: None,
+        y: &mut y,
+    };
+    conv.forward(&mut batch, forward).unwrap();
+    batch.submit().unwrap();
+    y.read(rt).unwrap()
 }

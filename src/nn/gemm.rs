@@ -878,8 +878,9 @@ mod tests {
     /// through an activation (over operands bound as vectors where `k` and `n` are multiples
     /// of 4, as scalars otherwise; whole, and over a sum long enough to run in two slices)
     /// and backward, on shapes ragged in every dimension and with tail steps, against f64
-    /// products of the operands rounded to f16. Skipped on a device without tensor cores
-    /// (lavapipe).
+    /// products of the operands rounded to f16; then the forward through every activation
+    /// (each epilogue chooses it once for all its outputs). Skipped on a device without
+    /// tensor cores (lavapipe).
     #[test]
     fn deep_tensor_core_blocking_matches_the_reference() {
         let rt = Runtime::new().unwrap();
@@ -978,5 +979,44 @@ mod tests {
         let at = transposed(&av, m, k);
         let want_b = product_of_halves(&at, &gv, k, n, m);
         assert_close("grad_b", &grad_b.read(rt).unwrap(), &want_b);
+
+        // Every activation: `pre` as above, `y` the activation of the `pre` the kernel wrote
+        // (in f64 from GELU's tanh form, which the kernels compute as `x * sigmoid(2u)`).
+        for activation in Activation::ALL {
+            let forward = params(shape, activation).unwrap();
+            let mut batch = rt.batch();
+            gemm.record_forward(&mut batch, way, forward, &a, &b, &bias, &mut pre, &mut y)
+                .unwrap();
+            batch.submit().unwrap();
+            let got_pre = pre.read(rt).unwrap();
+            assert_close(&format!("pre ({activation:?})"), &got_pre, &want_pre);
+            let want_y: Vec<f64> = got_pre
+                .iter()
+                .map(|&x| activated(activation, f64::from(x)))
+                .collect();
+            let got_y = y.read(rt).unwrap();
+            for (i, (&g, &w)) in got_y.iter().zip(&want_y).enumerate() {
+                assert!(
+                    (f64::from(g) - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                    "y ({activation:?}) [{i}]: {g} against {w}"
+                );
+            }
+        }
+    }
+
+    /// `activation` of `x`, as `Activation` documents it.
+    fn activated(activation: Activation, x: f64) -> f64 {
+        let sigmoid = |v: f64| 1.0 / (1.0 + (-v).exp());
+        match activation {
+            Activation::None => x,
+            Activation::Relu => x.max(0.0),
+            Activation::Gelu => {
+                let u = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+                0.5 * x * (1.0 + u.tanh())
+            }
+            Activation::Silu => x * sigmoid(x),
+            Activation::Sigmoid => sigmoid(x),
+            Activation::Tanh => x.tanh(),
+        }
     }
 }
