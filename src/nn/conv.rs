@@ -443,7 +443,8 @@ impl Fragments {
         let input_reduce = kernels::ConvGradInputFragmentsReduce::new(rt)?;
         Ok(Fragments {
             weights_by_tap: kernels::ConvWeightsByTap::new(rt)?,
-            // SAFETY (all ten): every index is guarded (see "Bounds" in `kernels`).
+            // SAFETY (all ten): every index is guarded (see "Bounds" in `kernels`; the kernels
+            // by taps run only for channels a multiple of their blocking's step, below).
             forward: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvForwardFragments::with_constants_unchecked(rt, b)
             })?,
@@ -611,8 +612,9 @@ impl Convolution {
     ///
     /// The blocking is autotuned (see [`Runtime::autotune`]); with autotuning off it is the
     /// small one for at most 64 output channels. On the tensor cores, with input channels a
-    /// multiple of 32, the forward may first copy the filter into a layout of its own (taps
-    /// outermost), which makes larger convolutions faster; the tuner decides.
+    /// multiple of the blocking's step (32 in the large blocks, 64 in the small), the forward
+    /// may first copy the filter into a layout of its own (taps outermost), which makes larger
+    /// convolutions faster; the tuner decides.
     pub fn forward(&self, batch: &mut Batch<'_>, args: Conv2dForward<'_>) -> Result<()> {
         let Conv2dForward {
             shape,
@@ -682,12 +684,11 @@ impl Convolution {
                 (p.splits, p.split_depth) = (cut.splits, cut.depth);
             }
             let mut partials = self.partials.lock();
-            let partial = match whole {
-                true => None,
-                false => {
-                    let len = cut.partials(p.out_channels, columns);
-                    Some(partials.at_least(batch.runtime(), len)?)
-                }
+            let partial = if whole {
+                None
+            } else {
+                let len = cut.partials(p.out_channels, columns);
+                Some(partials.at_least(batch.runtime(), len)?)
             };
             if way.by_tap && p.in_channels.is_multiple_of(blocking.depth()) {
                 let mut by_tap = self.weights_by_tap.lock();
@@ -902,8 +903,9 @@ impl Convolution {
     /// (for a convolution without activation, the output's gradient).
     ///
     /// The blocking is autotuned; with autotuning off it is the small one for at most 64
-    /// input channels. On the tensor cores, for stride 1 and output channels a multiple of
-    /// 32, it may first copy the filter into a layout of its own, as the forward may.
+    /// input channels. On the tensor cores, for stride 1 and output channels a multiple of the
+    /// blocking's step, it may first copy the filter into a layout of its own, as the forward
+    /// may.
     pub fn grad_input(&self, batch: &mut Batch<'_>, args: Conv2dGradInput<'_>) -> Result<()> {
         let Conv2dGradInput {
             shape,
