@@ -2115,61 +2115,103 @@ mod nn {
         }
     }
 
-    /// What invocation `t` stages from `x` for the block column `column` (see
-    /// `conv_forward_column`) at a step of the forward by taps whose first summed index has
-    /// the digits `step` (tap row, tap column, input channel).
-    fn conv_forward_tap_gather(
-        x: &[f32],
+    /// What invocation `t` stages at a step of a convolution pass by taps whose first summed
+    /// index has the digits `step` (tap row, tap column, channel): for the forward, from `x`
+    /// for the output column `at` (see `conv_forward_column`); for the stride-1 input gradient
+    /// (`grad`), from `grad_pre` for the input pixel `at` (see `conv_grad_input_pixel`). The
+    /// whole step lies in one tap, so one test of the window covers its loads, which are a
+    /// channel plane apart.
+    fn conv_tap_gather(
+        source: &[f32],
         p: &ConvParams,
-        column: Vec4<u32>,
+        grad: bool,
+        at: Vec4<u32>,
         step: Vec3<u32>,
         t: u32,
     ) -> [f32; LOADS] {
-        let columns = p.batch * p.out_h * p.out_w;
-        let plane = p.in_h * p.in_w;
-        // Rows and columns above or left of the image wrap around and fail `< in_h`.
-        let ih = (column.z + step.x * p.dilation_h).wrapping_sub(p.pad_top);
-        let iw = (column.w + step.y * p.dilation_w).wrapping_sub(p.pad_left);
-        let mut from_x = [0.0f32; LOADS];
-        if column.x < columns && ih < p.in_h && iw < p.in_w {
-            let first = column.y + (step.z + along_depth(t, 0)) * plane + ih * p.in_w + iw;
+        let reach = vec2(step.x * p.dilation_h, step.y * p.dilation_w);
+        let columns = if grad {
+            p.batch * p.in_h * p.in_w
+        } else {
+            p.batch * p.out_h * p.out_w
+        };
+        let image = if grad {
+            vec2(p.out_h, p.out_w)
+        } else {
+            vec2(p.in_h, p.in_w)
+        };
+        let plane = image.x * image.y;
+        // The forward reads the input pixel under the tap; the input gradient reads the output
+        // pixel whose window puts the tap on `at`. Above or left of its image, either wraps
+        // around and fails the test against `image`.
+        let read = if grad {
+            vec2(at.z.wrapping_sub(reach.x), at.w.wrapping_sub(reach.y))
+        } else {
+            vec2(
+                (at.z + reach.x).wrapping_sub(p.pad_top),
+                (at.w + reach.y).wrapping_sub(p.pad_left),
+            )
+        };
+        // Where the column's image starts in `source`.
+        let image_start = if grad {
+            at.y * p.out_channels * plane
+        } else {
+            at.y
+        };
+        let mut staged = [0.0f32; LOADS];
+        if at.x < columns && read.x < image.x && read.y < image.y {
+            let channel = step.z + along_depth(t, 0);
+            let first = image_start + channel * plane + read.x * image.y + read.y;
             #[unroll]
             for r in 0..LOADS {
-                from_x[r] = x[first + (along_depth(t, r) - along_depth(t, 0)) * plane];
+                staged[r] = source[first + (along_depth(t, r) - along_depth(t, 0)) * plane];
             }
         }
-        from_x
+        staged
     }
 
-    /// `conv_forward_fragments_tile` by taps, from the filter as `conv_weights_by_tap` lays
-    /// it out, for `p.in_channels` a multiple of `DEPTH` and `summed` starting at a multiple of
-    /// `DEPTH`.
-    fn conv_forward_fragments_by_tap_tile(
+    /// The tensor-core tile of a convolution pass by taps, summing `summed` (which starts at a
+    /// multiple of `DEPTH`) over (tap row, tap column, channel) with the channels a multiple
+    /// of `DEPTH`: the forward from `x` (`source`) and the filter as `conv_weights_by_tap`
+    /// lays it out, or, `grad`, the stride-1 input gradient from `grad_pre` and the filter as
+    /// `conv_weights_transposed_by_tap` lays it out.
+    fn conv_fragments_by_tap_tile(
         half_w: &mut [f16; BLOCK * A_STRIDE],
-        half_x: &mut [f16; DEPTH * STRIDE],
-        x: &[f32],
+        half_s: &mut [f16; DEPTH * STRIDE],
         w_by_tap: &[f32],
+        source: &[f32],
         p: &ConvParams,
+        grad: bool,
         origin: Vec2<u32>,
         summed: Vec2<u32>,
         t: u32,
     ) -> [FragC16<f32>; FRAGS] {
-        let shape_w = vec2(p.in_channels * p.kernel_h * p.kernel_w, p.out_channels);
-        let column = conv_forward_column(p, origin, t);
-        let by = digits(DEPTH, p.kernel_w, p.in_channels);
-        let mut step = digits(summed.x, p.kernel_w, p.in_channels);
+        // The summed channels, and the channels of the rows.
+        let channels = if grad {
+            vec2(p.out_channels, p.in_channels)
+        } else {
+            vec2(p.in_channels, p.out_channels)
+        };
+        let shape_w = vec2(channels.x * p.kernel_h * p.kernel_w, channels.y);
+        let at = if grad {
+            conv_grad_input_pixel(p, origin, t)
+        } else {
+            conv_forward_column(p, origin, t)
+        };
+        let by = digits(DEPTH, p.kernel_w, channels.x);
+        let mut step = digits(summed.x, p.kernel_w, channels.x);
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
         let from_w = fetch(w_by_tap, shape_w, true, origin.y, summed.x, t);
-        let from_x = conv_forward_tap_gather(x, p, column, step, t);
-        stage_fragments(half_w, &from_w, half_x, &from_x, false, t);
+        let from_s = conv_tap_gather(source, p, grad, at, step, t);
+        stage_fragments(half_w, &from_w, half_s, &from_s, false, t);
         for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
-            step = advance(step, by, p.kernel_w, p.in_channels);
+            step = advance(step, by, p.kernel_w, channels.x);
             let from_w = fetch(w_by_tap, shape_w, true, origin.y, k0, t);
-            let from_x = conv_forward_tap_gather(x, p, column, step, t);
-            multiply_fragments(half_w, half_x, &mut acc, t);
-            stage_fragments(half_w, &from_w, half_x, &from_x, false, t);
+            let from_s = conv_tap_gather(source, p, grad, at, step, t);
+            multiply_fragments(half_w, half_s, &mut acc, t);
+            stage_fragments(half_w, &from_w, half_s, &from_s, false, t);
         }
-        multiply_fragments(half_w, half_x, &mut acc, t);
+        multiply_fragments(half_w, half_s, &mut acc, t);
         acc
     }
 
@@ -2197,7 +2239,7 @@ mod nn {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let summed = vec2(0, p.in_channels * p.kernel_h * p.kernel_w);
         let acc =
-            conv_forward_fragments_by_tap_tile(half_w, half_x, x, w_by_tap, p, origin, summed, t);
+            conv_fragments_by_tap_tile(half_w, half_x, w_by_tap, x, p, false, origin, summed, t);
         store_conv_forward_fragments(&acc, bias, pre, y, p, spill, origin, t);
     }
 
@@ -2490,7 +2532,7 @@ mod nn {
             p.in_channels * p.kernel_h * p.kernel_w,
         );
         let acc =
-            conv_forward_fragments_by_tap_tile(half_w, half_x, x, w_by_tap, p, origin, summed, t);
+            conv_fragments_by_tap_tile(half_w, half_x, w_by_tap, x, p, false, origin, summed, t);
         let (rows, columns) = (p.out_channels, p.batch * pixels);
         let offset = split * rows * columns;
         store_fragments(
@@ -2947,65 +2989,6 @@ mod nn {
         }
     }
 
-    /// What invocation `t` stages from `grad_pre` for the input pixel `pixel` (see
-    /// `conv_grad_input_pixel`) at a step of the input gradient by taps (stride 1) whose first
-    /// summed index has the digits `step` (tap row, tap column, output channel).
-    fn conv_grad_tap_gather(
-        grad_pre: &[f32],
-        p: &ConvParams,
-        pixel: Vec4<u32>,
-        step: Vec3<u32>,
-        t: u32,
-    ) -> [f32; LOADS] {
-        let columns = p.batch * p.in_h * p.in_w;
-        let plane = p.out_h * p.out_w;
-        let (dh, dw) = (step.x * p.dilation_h, step.y * p.dilation_w);
-        // The output pixel whose window puts this tap on the input pixel, if any (above or
-        // left of the output, it wraps around and fails `< out_h`).
-        let (oh, ow) = (pixel.z.wrapping_sub(dh), pixel.w.wrapping_sub(dw));
-        let mut from_g = [0.0f32; LOADS];
-        if pixel.x < columns && oh < p.out_h && ow < p.out_w {
-            let channel = pixel.y * p.out_channels + step.z + along_depth(t, 0);
-            let first = channel * plane + oh * p.out_w + ow;
-            #[unroll]
-            for r in 0..LOADS {
-                from_g[r] = grad_pre[first + (along_depth(t, r) - along_depth(t, 0)) * plane];
-            }
-        }
-        from_g
-    }
-
-    /// `conv_grad_input_fragments_tile` by taps, for stride 1, `p.out_channels` a multiple of
-    /// `DEPTH` and `summed` starting at a multiple of `DEPTH`.
-    fn conv_grad_input_fragments_by_tap_tile(
-        half_w: &mut [f16; BLOCK * A_STRIDE],
-        half_g: &mut [f16; DEPTH * STRIDE],
-        w_transposed: &[f32],
-        grad_pre: &[f32],
-        p: &ConvParams,
-        origin: Vec2<u32>,
-        summed: Vec2<u32>,
-        t: u32,
-    ) -> [FragC16<f32>; FRAGS] {
-        let shape_w = vec2(p.out_channels * p.kernel_h * p.kernel_w, p.in_channels);
-        let pixel = conv_grad_input_pixel(p, origin, t);
-        let by = digits(DEPTH, p.kernel_w, p.out_channels);
-        let mut step = digits(summed.x, p.kernel_w, p.out_channels);
-        let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
-        let from_w = fetch(w_transposed, shape_w, true, origin.y, summed.x, t);
-        let from_g = conv_grad_tap_gather(grad_pre, p, pixel, step, t);
-        stage_fragments(half_w, &from_w, half_g, &from_g, false, t);
-        for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
-            step = advance(step, by, p.kernel_w, p.out_channels);
-            let from_w = fetch(w_transposed, shape_w, true, origin.y, k0, t);
-            let from_g = conv_grad_tap_gather(grad_pre, p, pixel, step, t);
-            multiply_fragments(half_w, half_g, &mut acc, t);
-            stage_fragments(half_w, &from_w, half_g, &from_g, false, t);
-        }
-        multiply_fragments(half_w, half_g, &mut acc, t);
-        acc
-    }
-
     /// `conv_grad_input_fragments` by taps, for stride 1 (`ConvGradInputFragmentsByTapSplit`
     /// cuts its sum), from the filter as `conv_weights_transposed_by_tap` lays it out.
     #[kernel(
@@ -3028,12 +3011,13 @@ mod nn {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let pixels = p.in_h * p.in_w;
         let summed = vec2(0, p.out_channels * p.kernel_h * p.kernel_w);
-        let acc = conv_grad_input_fragments_by_tap_tile(
+        let acc = conv_fragments_by_tap_tile(
             half_w,
             half_g,
             w_transposed,
             grad_pre,
             p,
+            true,
             origin,
             summed,
             t,
@@ -3099,12 +3083,13 @@ mod nn {
             p.split_depth,
             p.out_channels * p.kernel_h * p.kernel_w,
         );
-        let acc = conv_grad_input_fragments_by_tap_tile(
+        let acc = conv_fragments_by_tap_tile(
             half_w,
             half_g,
             w_transposed,
             grad_pre,
             p,
+            true,
             origin,
             summed,
             t,
