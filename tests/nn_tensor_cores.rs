@@ -238,13 +238,13 @@ fn a_linear_layer_on_tensor_cores_matches_its_f32_twin_or_is_refused() {
 }
 
 /// The forward, input gradient and filter gradient of `conv` for `shape` (no activation, zero
-/// bias), from `x`, `w` and the output's gradient `g`.
+/// bias), from `x`, `w` and the output's gradient `g`, and the entry points that ran.
 fn conv_passes(
     rt: &Runtime,
     conv: &Convolution,
     shape: Conv2dShape,
     [x, w, g]: [&[f32]; 3],
-) -> [Vec<f32>; 3] {
+) -> ([Vec<f32>; 3], Vec<String>) {
     let up = |v: &[f32]| rt.upload(v).unwrap();
     let (x, w, g) = (up(x), up(w), up(g));
     let bias = rt.zeros::<f32>(shape.out_channels as usize).unwrap();
@@ -276,8 +276,8 @@ fn conv_passes(
         grad_w: &mut grad_w,
     };
     conv.grad_weight(&mut batch, weight).unwrap();
-    batch.submit().unwrap();
-    [y, grad_x, grad_w].map(|b| b.read(rt).unwrap())
+    let ran = kernels_run(batch);
+    ([y, grad_x, grad_w].map(|b| b.read(rt).unwrap()), ran)
 }
 
 #[test]
@@ -322,6 +322,12 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
     // output channels: 3x3 in the large blocking (72 <- 64 channels), 5x5 in the small one
     // (40 <- 128), split (40 <- 128 channels, small blocks, the second slice starting at
     // channel 64 of a tap), and dilated, forward and input gradient both by taps (64 -> 64).
+    // The filter gradient's blocks each lie in one tap when the input channels are a multiple
+    // of the block (128 large, 64 small): 5x5 and dilated 3x3 of 64 input channels in small
+    // blocks, 128 input channels in small blocks (two per tap) and in large ones (stride 1
+    // and 2), and in 2 slices (64 -> 16 channels of 34 x 34 in small blocks, the second
+    // slice starting inside an image row; 128 -> 130 of 32 x 32 in large ones); 64 input
+    // channels in large blocks do not fill a block.
     let shapes = [
         conv(2, 8, [10, 10], 72, 3, 1, 1),
         conv(1, 70, [7, 9], 16, 5, 1, 2),
@@ -340,6 +346,10 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
         conv(2, 72, [9, 7], 64, 3, 1, 1),
         conv(2, 40, [8, 8], 128, 5, 1, 2),
         conv(1, 40, [4, 4], 128, 3, 1, 1),
+        conv(2, 128, [6, 6], 48, 3, 1, 1),
+        conv(2, 128, [9, 9], 130, 3, 2, 1),
+        conv(1, 64, [34, 34], 16, 3, 1, 1),
+        conv(1, 128, [32, 32], 130, 3, 1, 1),
         Conv2dShape::new(2, 64, [9, 9], 64, [3, 3])
             .padding(Padding::uniform(2))
             .dilation([2, 2]),
@@ -349,11 +359,18 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
         let x = values(&mut rng, shape.input_len());
         let w = values(&mut rng, shape.weight_len());
         let g = values(&mut rng, shape.output_len().unwrap());
-        let got = conv_passes(&rt, &tensor, shape, [&x, &w, &g]);
-        let want = conv_passes(&rt, &strict, shape, [&x, &w, &g]);
+        let (got, ran) = conv_passes(&rt, &tensor, shape, [&x, &w, &g]);
+        let block = if shape.out_channels <= 64 { 64 } else { 128 };
+        assert_eq!(
+            ran.iter()
+                .any(|e| e.starts_with("conv_grad_weight_fragments_by_tap")),
+            shape.in_channels % block == 0,
+            "{shape:?} ran {ran:?}"
+        );
+        let (want, _) = conv_passes(&rt, &strict, shape, [&x, &w, &g]);
         // The sums of the products' magnitudes, by the same passes on magnitudes.
         let abs = |v: &[f32]| v.iter().map(|a| a.abs()).collect::<Vec<f32>>();
-        let bound = conv_passes(&rt, &strict, shape, [&abs(&x), &abs(&w), &abs(&g)]);
+        let (bound, _) = conv_passes(&rt, &strict, shape, [&abs(&x), &abs(&w), &abs(&g)]);
         for (pass, ((got, want), bound)) in ["y", "grad_x", "grad_w"]
             .into_iter()
             .zip(got.iter().zip(&want).zip(&bound))

@@ -432,6 +432,8 @@ struct Fragments {
     /// The input gradient of strided convolutions, one stride phase at a time.
     grad_input_phased: kernels::Blocked<kernels::ConvGradInputPhasedFragments>,
     grad_weight: kernels::Blocked<kernels::ConvGradWeightFragments>,
+    /// The filter gradient by taps, for input channels a multiple of the blocking's block.
+    grad_weight_by_tap: kernels::Blocked<kernels::ConvGradWeightFragmentsByTap>,
     reduce: kernels::ConvGradWeightReduce,
 }
 
@@ -443,8 +445,9 @@ impl Fragments {
         let input_reduce = kernels::ConvGradInputFragmentsReduce::new(rt)?;
         Ok(Fragments {
             weights_by_tap: kernels::ConvWeightsByTap::new(rt)?,
-            // SAFETY (all ten): every index is guarded (see "Bounds" in `kernels`; the kernels
-            // by taps run only for channels a multiple of their blocking's step, below).
+            // SAFETY (all eleven): every index is guarded (see "Bounds" in `kernels`; the
+            // kernels by taps run only for channels a multiple of their blocking's step or, the
+            // filter gradient's, of its block, below).
             forward: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvForwardFragments::with_constants_unchecked(rt, b)
             })?,
@@ -495,6 +498,9 @@ impl Fragments {
             })?,
             grad_weight: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvGradWeightFragments::with_constants_unchecked(rt, b)
+            })?,
+            grad_weight_by_tap: kernels::Blocked::on_fragments(|b| unsafe {
+                kernels::ConvGradWeightFragmentsByTap::with_constants_unchecked(rt, b)
             })?,
             reduce: kernels::ConvGradWeightReduce::new(rt)?,
         })
@@ -1120,8 +1126,8 @@ impl Convolution {
         let operation = "nn::Convolution::grad_weight";
         let (ways, fixed) = if self.fragments.is_some() {
             (
-                Way::FRAGMENTS.to_vec(),
-                Way::fixed_fragments(p.out_channels),
+                Way::FRAGMENTS_BY_TAP.to_vec(),
+                Way::fixed_fragments(p.out_channels).by_tap(),
             )
         } else if by_winograd(&p, rt) {
             let winograd = Way::fixed(p.out_channels.min(p.in_channels)).by_winograd();
@@ -1185,39 +1191,44 @@ impl Convolution {
         }
         if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
             let kernel = fragments.grad_weight.get(way.blocking);
-            split_weight_grad(&mut p, kernel.constants());
+            let blocking = kernel.constants();
+            split_weight_grad(&mut p, blocking);
             let mut partials = self.partials.lock();
             let needed = weight_partials(&p, grad_w.len());
             let partial = partials.at_least(batch.runtime(), needed)?;
-            return match pass {
-                WeightPass::Check => kernel.check_lengths(&kernels::ConvGradWeightFragmentsArgs {
-                    p: &p,
-                    x,
-                    grad_pre,
-                    partial,
-                    grad_w,
-                }),
-                WeightPass::Record => {
-                    kernel.record(
-                        batch,
-                        kernels::ConvGradWeightFragmentsArgs {
-                            p: &p,
-                            x,
-                            grad_pre,
-                            partial: &mut *partial,
-                            grad_w: &mut *grad_w,
-                        },
-                    )?;
-                    fragments.reduce.record(
-                        batch,
-                        kernels::ConvGradWeightReduceArgs {
-                            p: &p,
-                            partial,
-                            grad_w,
-                        },
-                    )
+            let by_tap = way.by_tap && p.in_channels.is_multiple_of(blocking.block());
+            let by_tap_kernel = fragments.grad_weight_by_tap.get(way.blocking);
+            macro_rules! args {
+                ($args:ident) => {
+                    kernels::$args {
+                        p: &p,
+                        x,
+                        grad_pre,
+                        partial: &mut *partial,
+                        grad_w: &mut *grad_w,
+                    }
+                };
+            }
+            match (pass, by_tap) {
+                (WeightPass::Check, false) => {
+                    return kernel.check_lengths(&args!(ConvGradWeightFragmentsArgs));
                 }
+                (WeightPass::Check, true) => {
+                    return by_tap_kernel.check_lengths(&args!(ConvGradWeightFragmentsByTapArgs));
+                }
+                (WeightPass::Record, false) => {
+                    kernel.record(batch, args!(ConvGradWeightFragmentsArgs))?;
+                }
+                (WeightPass::Record, true) => {
+                    by_tap_kernel.record(batch, args!(ConvGradWeightFragmentsByTapArgs))?;
+                }
+            }
+            let args = kernels::ConvGradWeightReduceArgs {
+                p: &p,
+                partial,
+                grad_w,
             };
+            return fragments.reduce.record(batch, args);
         }
         let family = self.grad_weight.get(way.blocking);
         split_weight_grad(&mut p, family.conv_grad_weight().constants());

@@ -983,16 +983,30 @@ mod nn {
         }
     }
 
-    /// `store_tile` for fragments: writes the accumulators of the block at `origin` to `out`
-    /// from `offset` on, as images of `rows` channels x `pixels`, one fragment at a time
-    /// through `spill`.
+    /// Where a `rows` x `cols` output lies in memory, for `store_fragments`: column `col`
+    /// splits into `col / layout.x` and `col % layout.x`, and output (`row`, `col`) lies at
+    /// `col / layout.x * layout.y + row * layout.z + col % layout.x * layout.w`. A row-major
+    /// matrix of `cols` columns:
+    fn matrix_layout(cols: u32) -> Vec4<u32> {
+        vec4(cols, 0, cols, 1)
+    }
+
+    /// The layout of images of `channels` (the output's rows) x `pixels`, the output's columns
+    /// running over (image, pixel): see `matrix_layout`.
+    fn images_layout(channels: u32, pixels: u32) -> Vec4<u32> {
+        vec4(pixels, channels * pixels, pixels, 1)
+    }
+
+    /// `store_tile` for fragments: writes the accumulators of the block at `origin` of a `rows`
+    /// x `cols` output to `out` from `offset` on, laid out as `layout` says (see
+    /// `matrix_layout`), one fragment at a time through `spill`.
     fn store_fragments(
         out: &mut [f32],
         offset: u32,
         acc: &[FragC16<f32>; FRAGS],
         rows: u32,
         cols: u32,
-        pixels: u32,
+        layout: Vec4<u32>,
         origin: Vec2<u32>,
         spill: &mut [f32; SPILL],
         t: u32,
@@ -1005,7 +1019,8 @@ mod nn {
                 let at = origin + fragment_element(t, f, e);
                 if at.y < rows && at.x < cols {
                     let (row, col) = (at.y, at.x);
-                    out[offset + (col / pixels * rows + row) * pixels + col % pixels] = values[e];
+                    let outer = col / layout.x * layout.y;
+                    out[offset + outer + row * layout.z + col % layout.x * layout.w] = values[e];
                 }
             }
         }
@@ -1102,11 +1117,29 @@ mod nn {
         if splits == 1 {
             store_forward_fragments(acc, bias, pre, y, dims, activation, spill, origin, t);
         } else if split == 0 {
-            store_fragments(pre, 0, acc, dims.y, dims.x, dims.x, origin, spill, t);
+            store_fragments(
+                pre,
+                0,
+                acc,
+                dims.y,
+                dims.x,
+                matrix_layout(dims.x),
+                origin,
+                spill,
+                t,
+            );
         } else {
             let offset = (split - 1) * dims.x * dims.y;
             store_fragments(
-                partial, offset, acc, dims.y, dims.x, dims.x, origin, spill, t,
+                partial,
+                offset,
+                acc,
+                dims.y,
+                dims.x,
+                matrix_layout(dims.x),
+                origin,
+                spill,
+                t,
             );
         }
     }
@@ -1807,10 +1840,30 @@ mod nn {
                 t,
             );
             if at.x == 0 {
-                store_fragments(grad_a, 0, &acc, p.m, p.k, p.k, at.yz, spill, t);
+                store_fragments(
+                    grad_a,
+                    0,
+                    &acc,
+                    p.m,
+                    p.k,
+                    matrix_layout(p.k),
+                    at.yz,
+                    spill,
+                    t,
+                );
             } else {
                 let offset = (at.x - 1) * p.m * p.k;
-                store_fragments(partial, offset, &acc, p.m, p.k, p.k, at.yz, spill, t);
+                store_fragments(
+                    partial,
+                    offset,
+                    &acc,
+                    p.m,
+                    p.k,
+                    matrix_layout(p.k),
+                    at.yz,
+                    spill,
+                    t,
+                );
             }
         } else {
             let x = workgroup_id().x - blocks_a * p.splits;
@@ -1827,10 +1880,30 @@ mod nn {
                 t,
             );
             if at.x == 0 {
-                store_fragments(grad_b, 0, &acc, p.k, p.n, p.n, at.yz, spill, t);
+                store_fragments(
+                    grad_b,
+                    0,
+                    &acc,
+                    p.k,
+                    p.n,
+                    matrix_layout(p.n),
+                    at.yz,
+                    spill,
+                    t,
+                );
             } else {
                 let offset = (p.splits - 1) * p.m * p.k + (at.x - 1) * p.k * p.n;
-                store_fragments(partial, offset, &acc, p.k, p.n, p.n, at.yz, spill, t);
+                store_fragments(
+                    partial,
+                    offset,
+                    &acc,
+                    p.k,
+                    p.n,
+                    matrix_layout(p.n),
+                    at.yz,
+                    spill,
+                    t,
+                );
             }
         }
     }
@@ -2460,7 +2533,15 @@ mod nn {
         let (rows, columns) = (p.out_channels, p.batch * pixels);
         let offset = split * rows * columns;
         store_fragments(
-            partial, offset, &acc, rows, columns, pixels, origin, spill, t,
+            partial,
+            offset,
+            &acc,
+            rows,
+            columns,
+            images_layout(rows, pixels),
+            origin,
+            spill,
+            t,
         );
     }
 
@@ -2536,7 +2617,15 @@ mod nn {
         let (rows, columns) = (p.out_channels, p.batch * pixels);
         let offset = split * rows * columns;
         store_fragments(
-            partial, offset, &acc, rows, columns, pixels, origin, spill, t,
+            partial,
+            offset,
+            &acc,
+            rows,
+            columns,
+            images_layout(rows, pixels),
+            origin,
+            spill,
+            t,
         );
     }
 
@@ -2808,7 +2897,7 @@ mod nn {
             &acc,
             p.in_channels,
             p.batch * pixels,
-            pixels,
+            images_layout(p.in_channels, pixels),
             origin,
             spill,
             t,
@@ -2938,7 +3027,15 @@ mod nn {
         let (rows, columns) = (p.in_channels, p.batch * pixels);
         let offset = split * rows * columns;
         store_fragments(
-            partial, offset, &acc, rows, columns, pixels, origin, spill, t,
+            partial,
+            offset,
+            &acc,
+            rows,
+            columns,
+            images_layout(rows, pixels),
+            origin,
+            spill,
+            t,
         );
     }
 
@@ -3028,7 +3125,7 @@ mod nn {
             &acc,
             p.in_channels,
             p.batch * pixels,
-            pixels,
+            images_layout(p.in_channels, pixels),
             origin,
             spill,
             t,
@@ -3097,7 +3194,15 @@ mod nn {
         let (rows, columns) = (p.in_channels, p.batch * pixels);
         let offset = split * rows * columns;
         store_fragments(
-            partial, offset, &acc, rows, columns, pixels, origin, spill, t,
+            partial,
+            offset,
+            &acc,
+            rows,
+            columns,
+            images_layout(rows, pixels),
+            origin,
+            spill,
+            t,
         );
     }
 
@@ -3583,6 +3688,120 @@ mod nn {
         }
     }
 
+    /// The (input channel, tap row, tap column) of the first column invocation `t` stages
+    /// from `x` for the filter gradient by taps, whose columns run over (tap, input channel):
+    /// with the input channels a multiple of `BLOCK`, the whole block at `origin` lies in one
+    /// tap, and `t`'s other columns are `GROUP / DEPTH` channels apart.
+    fn conv_weight_tap_column(p: &ConvParams, origin: Vec2<u32>, t: u32) -> Vec3<u32> {
+        let tap = origin.x / p.in_channels;
+        vec3(
+            origin.x % p.in_channels + across_row(t, 0),
+            tap / p.kernel_w * p.dilation_h,
+            tap % p.kernel_w * p.dilation_w,
+        )
+    }
+
+    /// What invocation `t` stages from `x` for the filter gradient at (image, output row,
+    /// output column) `at` (`inside` the slice): by taps, from its first column `tap_column`
+    /// (see `conv_weight_tap_column`), where one test of the window covers its loads;
+    /// otherwise from its columns `columns_at` (see `conv_weight_gather`).
+    fn conv_weight_source(
+        x: &[f32],
+        p: &ConvParams,
+        by_tap: bool,
+        columns_at: &[Vec3<u32>; LOADS],
+        tap_column: Vec3<u32>,
+        at: Vec3<u32>,
+        inside: bool,
+        origin: Vec2<u32>,
+        t: u32,
+    ) -> [f32; LOADS] {
+        if !by_tap {
+            return conv_weight_gather(x, p, columns_at, at, inside, origin, t);
+        }
+        let plane = p.in_h * p.in_w;
+        let ih = (at.y * p.stride_h + tap_column.y).wrapping_sub(p.pad_top);
+        let iw = (at.z * p.stride_w + tap_column.z).wrapping_sub(p.pad_left);
+        let mut from_x = [0.0f32; LOADS];
+        if inside && ih < p.in_h && iw < p.in_w {
+            let first = (at.x * p.in_channels + tap_column.x) * plane + ih * p.in_w + iw;
+            #[unroll]
+            for r in 0..LOADS {
+                from_x[r] = x[first + (across_row(t, r) - across_row(t, 0)) * plane];
+            }
+        }
+        from_x
+    }
+
+    /// The filter gradient's tensor-core tile of the block at `origin`, summing `summed` of
+    /// (image, output row, output column): its columns run over (input channel, tap) or,
+    /// `by_tap`, over (tap, input channel) (see `conv_weight_tap_column`).
+    fn conv_grad_weight_fragments_tile(
+        half_g: &mut [f16; BLOCK * A_STRIDE],
+        half_x: &mut [f16; DEPTH * STRIDE],
+        x: &[f32],
+        grad_pre: &[f32],
+        p: &ConvParams,
+        by_tap: bool,
+        origin: Vec2<u32>,
+        summed: Vec2<u32>,
+        t: u32,
+    ) -> [FragC16<f32>; FRAGS] {
+        let columns_at = conv_weight_columns(p, origin, t);
+        let tap_column = conv_weight_tap_column(p, origin, t);
+        let by = digits(DEPTH, p.out_h, p.out_w);
+        let mut at = digits(summed.x + t % DEPTH, p.out_h, p.out_w);
+        let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
+        let inside = summed.x + t % DEPTH < summed.y;
+        let from_g = conv_weight_rows(grad_pre, p, at, inside, origin, t);
+        let from_x =
+            conv_weight_source(x, p, by_tap, &columns_at, tap_column, at, inside, origin, t);
+        at = advance(at, by, p.out_h, p.out_w);
+        stage_fragments(half_g, &from_g, half_x, &from_x, true, t);
+        for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
+            let inside = k0 + t % DEPTH < summed.y;
+            let from_g = conv_weight_rows(grad_pre, p, at, inside, origin, t);
+            let from_x =
+                conv_weight_source(x, p, by_tap, &columns_at, tap_column, at, inside, origin, t);
+            at = advance(at, by, p.out_h, p.out_w);
+            multiply_fragments(half_g, half_x, &mut acc, t);
+            stage_fragments(half_g, &from_g, half_x, &from_x, true, t);
+        }
+        multiply_fragments(half_g, half_x, &mut acc, t);
+        acc
+    }
+
+    /// Stores the filter gradient's tile `acc` of slice `split` from columns over (input
+    /// channel, tap) or, `by_tap`, over (tap, input channel): the first slice straight to
+    /// `grad_w`, the others to their filter of `partial`, both as the filter is laid out.
+    fn store_grad_weight_fragments(
+        acc: &[FragC16<f32>; FRAGS],
+        grad_w: &mut [f32],
+        partial: &mut [f32],
+        p: &ConvParams,
+        by_tap: bool,
+        split: u32,
+        origin: Vec2<u32>,
+        spill: &mut [f32; SPILL],
+        t: u32,
+    ) {
+        let taps = p.kernel_h * p.kernel_w;
+        let (rows, columns) = (p.out_channels, p.in_channels * taps);
+        let layout = if by_tap {
+            vec4(p.in_channels, 1, columns, taps)
+        } else {
+            matrix_layout(columns)
+        };
+        if split == 0 {
+            store_fragments(grad_w, 0, acc, rows, columns, layout, origin, spill, t);
+        } else {
+            let offset = (split - 1) * rows * columns;
+            store_fragments(
+                partial, offset, acc, rows, columns, layout, origin, spill, t,
+            );
+        }
+    }
+
     /// `conv_grad_weight` on the tensor cores, split the same way (`conv_grad_weight_reduce`
     /// adds the slices after the first).
     #[kernel(
@@ -3608,37 +3827,45 @@ mod nn {
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
-        let columns = p.in_channels * p.kernel_h * p.kernel_w;
         let summed = slice(split, p.split_depth, p.batch * p.out_h * p.out_w);
-        let (begin, end) = (summed.x, summed.y);
-        let columns_at = conv_weight_columns(p, origin, t);
-        let by = digits(DEPTH, p.out_h, p.out_w);
-        let mut at = digits(begin + t % DEPTH, p.out_h, p.out_w);
-        let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
-        let inside = begin + t % DEPTH < end;
-        let from_g = conv_weight_rows(grad_pre, p, at, inside, origin, t);
-        let from_x = conv_weight_gather(x, p, &columns_at, at, inside, origin, t);
-        at = advance(at, by, p.out_h, p.out_w);
-        stage_fragments(half_g, &from_g, half_x, &from_x, true, t);
-        for k0 in (begin + DEPTH..end).step_by(DEPTH) {
-            let inside = k0 + t % DEPTH < end;
-            let from_g = conv_weight_rows(grad_pre, p, at, inside, origin, t);
-            let from_x = conv_weight_gather(x, p, &columns_at, at, inside, origin, t);
-            at = advance(at, by, p.out_h, p.out_w);
-            multiply_fragments(half_g, half_x, &mut acc, t);
-            stage_fragments(half_g, &from_g, half_x, &from_x, true, t);
-        }
-        multiply_fragments(half_g, half_x, &mut acc, t);
-        // The first slice goes straight to `grad_w`, the others to their filter of `partial`.
-        let rows = p.out_channels;
-        if split == 0 {
-            store_fragments(grad_w, 0, &acc, rows, columns, columns, origin, spill, t);
-        } else {
-            let offset = (split - 1) * rows * columns;
-            store_fragments(
-                partial, offset, &acc, rows, columns, columns, origin, spill, t,
-            );
-        }
+        let acc = conv_grad_weight_fragments_tile(
+            half_g, half_x, x, grad_pre, p, false, origin, summed, t,
+        );
+        store_grad_weight_fragments(&acc, grad_w, partial, p, false, split, origin, spill, t);
+    }
+
+    /// `conv_grad_weight_fragments` by taps, for input channels a multiple of `BLOCK`: its
+    /// blocks' columns run over (tap, input channel), so each block lies in one tap and one
+    /// test of the window covers an invocation's loads at a step. It stores the filter as it
+    /// is laid out.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [
+            ceil_div(p.in_channels * p.kernel_h * p.kernel_w, BLOCK),
+            ceil_div(p.out_channels, BLOCK),
+            p.splits
+        ],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY)
+    )]
+    pub fn conv_grad_weight_fragments_by_tap(
+        p: &ConvParams,
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] x: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
+        #[len((p.splits - 1) * p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
+        partial: &mut [f32],
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] grad_w: &mut [f32],
+        #[workgroup] half_g: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_x: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] spill: &mut [f32; SPILL],
+    ) {
+        let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
+        let summed = slice(split, p.split_depth, p.batch * p.out_h * p.out_w);
+        let acc = conv_grad_weight_fragments_tile(
+            half_g, half_x, x, grad_pre, p, true, origin, summed, t,
+        );
+        store_grad_weight_fragments(&acc, grad_w, partial, p, true, split, origin, spill, t);
     }
 
     /// `grad_w += ` the filter gradient's other `p.splits - 1` partial sums; no workgroups

@@ -24,9 +24,12 @@ pub(crate) struct Way {
     /// [`kernels::DEEP`]), and `split` counts as in f32 (the convolution's filter gradient
     /// always may split).
     pub fragments: bool,
-    /// Whether a convolution's tensor-core forward may sum tap by tap
-    /// (`kernels::conv_forward_fragments_by_tap`, after laying the filter out for it), which
-    /// it does when its input channels are a multiple of the blocking's step.
+    /// Whether a convolution's tensor-core pass may run tap by tap: the forward and the
+    /// stride-1 input gradient sum tap by tap (`kernels::conv_fragments_by_tap_tile`, after
+    /// laying the filter out for it) when the summed channels are a multiple of the
+    /// blocking's step; the filter gradient's blocks each cover one tap
+    /// (`kernels::conv_grad_weight_fragments_by_tap`) when the input channels are a multiple
+    /// of the blocking's block.
     pub by_tap: bool,
 }
 
@@ -51,6 +54,15 @@ impl Way {
 
     /// Both blockings on the tensor cores.
     pub const FRAGMENTS: [Way; 2] = [Way::on_fragments(0), Way::on_fragments(1)];
+
+    /// Both blockings on the tensor cores, by taps and then as they are: for the
+    /// convolution's filter gradient (which always may split its sum).
+    pub const FRAGMENTS_BY_TAP: [Way; 4] = [
+        Way::on_fragments(0).by_tap(),
+        Way::on_fragments(1).by_tap(),
+        Way::on_fragments(0),
+        Way::on_fragments(1),
+    ];
 
     /// Both blockings on the tensor cores, each split where the output alone cannot fill the
     /// GPU and whole, by taps and then as they are: for the convolution's forward and input
