@@ -315,13 +315,14 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
     // forward (small blocks, 3 slices), the 120 -> 150 channels' forward and input gradient
     // (large blocks) and the 40 -> 120 channels' input gradient (small blocks), 2 slices
     // each. The forward sums whole steps of one filter tap when the input channels are a
-    // multiple of the blocking's depth (32 large, 64 small): 3x3 of stride 1 and 2 in the
-    // large blocking, 5x5 in the small one, and split (128 -> 150 channels, large blocks,
-    // the second slice starting at channel 64 of a tap); 32 input channels in the small
-    // blocking do not divide its steps. The stride-1 input gradient does the same over
-    // output channels: 3x3 in the large blocking (72 <- 64 channels), 5x5 in the small one
-    // (40 <- 128), split (40 <- 128 channels, small blocks, the second slice starting at
-    // channel 64 of a tap), and dilated, forward and input gradient both by taps (64 -> 64).
+    // multiple of the blocking's depth (32 in both): 3x3 of stride 1 and 2 in the large
+    // blocking, 5x5 in the small one, one step per tap (32 input channels, small blocks), and
+    // split (128 -> 150 channels, large blocks, the second slice starting at channel 64 of a
+    // tap); 8, 70 and 120 input channels do not divide its steps. The stride-1 input gradient
+    // does the same over output channels: 3x3 in the large blocking (72 <- 64 channels), 5x5
+    // in the small one (40 <- 128), split (40 <- 128 channels, small blocks, the second slice
+    // starting at channel 64 of a tap), and dilated, forward and input gradient both by taps
+    // (64 -> 64).
     // The filter gradient's blocks each lie in one tap when the input channels are a multiple
     // of the block (128 large, 64 small): 5x5 and dilated 3x3 of 64 input channels in small
     // blocks, 128 input channels in small blocks (two per tap) and in large ones (stride 1

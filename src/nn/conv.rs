@@ -618,9 +618,9 @@ impl Convolution {
     ///
     /// The blocking is autotuned (see [`Runtime::autotune`]); with autotuning off it is the
     /// small one for at most 64 output channels. On the tensor cores, with input channels a
-    /// multiple of the blocking's step (32 in the large blocks, 64 in the small), the forward
-    /// may first copy the filter into a layout of its own (taps outermost), which makes larger
-    /// convolutions faster; the tuner decides.
+    /// multiple of the blocking's step (32 in both blockings), the forward may first copy the
+    /// filter into a layout of its own (taps outermost), which makes larger convolutions
+    /// faster; the tuner decides.
     pub fn forward(&self, batch: &mut Batch<'_>, args: Conv2dForward<'_>) -> Result<()> {
         let Conv2dForward {
             shape,
@@ -1106,7 +1106,9 @@ impl Convolution {
     /// the activation.
     ///
     /// The blocking is autotuned; with autotuning off it is the small one for at most 64
-    /// output channels.
+    /// output channels. On the tensor cores, with input channels a multiple of the blocking's
+    /// block (128 in the large blocking, 64 in the small), each block of the filter may cover
+    /// a single filter tap, which makes larger convolutions faster; the tuner decides.
     pub fn grad_weight(&self, batch: &mut Batch<'_>, args: Conv2dGradWeight<'_>) -> Result<()> {
         let Conv2dGradWeight {
             shape,
@@ -1121,7 +1123,9 @@ impl Convolution {
 
     /// How the filter gradient runs for `shape`: as an implicit GEMM in either blocking
     /// (always split as `split_weight_grad` says), or for the shapes Winograd's F(3x3, 4x4)
-    /// fits, by it in either blocking; with autotuning off, by Winograd where it fits.
+    /// fits, by it in either blocking; with autotuning off, by Winograd where it fits. On the
+    /// tensor cores, as an implicit GEMM in either blocking, by taps or not; with autotuning
+    /// off, by taps.
     fn weight_way(&self, rt: &Runtime, shape: &Conv2dShape, p: kernels::ConvParams) -> Result<Way> {
         let operation = "nn::Convolution::grad_weight";
         let (ways, fixed) = if self.fragments.is_some() {

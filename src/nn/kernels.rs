@@ -20,10 +20,12 @@
 //! check every buffer's length against that shape (`#[len]`, on the kernel or its family);
 //! workgroup slices and register tiles are indexed by constants, local invocation ids and the
 //! step's buffer (`buffer`) within their sizes. A new kernel built that way must keep to the
-//! same rule. One exception: the tensor-core passes by taps (`conv_forward_fragments_by_tap`,
-//! `conv_grad_input_fragments_by_tap` and their split partials) test each step's tap against
-//! the image, not each load's channel, since the host runs them only when the summed channels
-//! are a multiple of the blocking's `DEPTH`, so that every step's channels lie inside.
+//! same rule. One exception: the tensor-core passes by taps test each step's tap against the
+//! image, not each load's channel. The host runs `conv_forward_fragments_by_tap`,
+//! `conv_grad_input_fragments_by_tap` and their split partials only when the summed channels
+//! are a multiple of the blocking's `DEPTH`, so that every step's channels lie inside, and
+//! `conv_grad_weight_fragments_by_tap` only when the input channels are a multiple of its
+//! `BLOCK`, so that every block's columns lie inside one tap.
 
 #[crate::kernels]
 mod nn {
