@@ -701,7 +701,7 @@ impl Convolution {
                 let w_by_tap = by_tap.at_least(batch.runtime(), w.len())?;
                 let args = kernels::ConvWeightsByTapArgs { p: &p, w, w_by_tap };
                 fragments.weights_by_tap.record(batch, args)?;
-                let w_by_tap = &*w_by_tap;
+                let w_by_tap = &w_by_tap.view_as()?;
                 return match partial {
                     None => {
                         let args = kernels::ConvForwardFragmentsByTapArgs {
@@ -1022,7 +1022,7 @@ impl Convolution {
                     w_transposed,
                 };
                 fragments.weights_transposed_by_tap.record(batch, args)?;
-                let w_transposed = &*w_transposed;
+                let w_transposed = &w_transposed.view_as()?;
                 if cut.splits == 1 {
                     let args = kernels::ConvGradInputFragmentsByTapArgs {
                         p: &p,
