@@ -692,7 +692,8 @@ mod nn {
     /// the f32 kernels reads them (`LOADS` elements per invocation and operand). `BLOCK = 64`
     /// serves outputs with at most 64 rows or columns. `MEMORY` is the workgroup memory a
     /// kernel of the blocking takes (both slices and `spill`, whose `SPILL` floats are a 16 x 16
-    /// tile per subgroup). An invocation writes `OUTPUTS` outputs, 8 of each fragment.
+    /// tile per subgroup), `ACROSS_MEMORY` one whose columns' slice is laid out as the rows'
+    /// (`multiply_fragments_across`). An invocation writes `OUTPUTS` outputs, 8 of each fragment.
     ///
     /// The GEMMs also have 128 x 128 blocks of 64-deep slices (`on_fragments_with_deep`): half
     /// the steps, so half the barriers, at 43 KiB a workgroup. On an H100 they ran the large
@@ -712,6 +713,7 @@ mod nn {
         FRAGS = FRAG_ROWS * FRAG_COLS,
         SPILL = GROUP * 8,
         MEMORY = 2 * (BLOCK * A_STRIDE + DEPTH * STRIDE) + 4 * SPILL,
+        ACROSS_MEMORY = 4 * BLOCK * A_STRIDE + 4 * SPILL,
         OUTPUTS = 8 * FRAGS
     )]
     pub struct TensorBlocking;
@@ -798,18 +800,57 @@ mod nn {
             for j in 0..FRAG_COLS {
                 fb[j] = coop_load_row_major(&b[kk * 16 * STRIDE + cols + j * 16], STRIDE);
             }
-            #[unroll]
-            for i in 0..FRAG_ROWS {
-                let fa: FragA16<f16> =
-                    coop_load_row_major(&a[(rows + i * 16) * A_STRIDE + kk * 16], A_STRIDE);
-                #[unroll]
-                for j in 0..FRAG_COLS {
-                    let f = i * FRAG_COLS + j;
-                    acc[f] = coop_multiply_add(fa, fb[j], acc[f]);
-                }
-            }
+            multiply_by_rows(a, &fb, acc, rows, kk);
         }
         workgroup_barrier();
+    }
+
+    /// `multiply_fragments` for a columns' slice laid out as the rows' (element (output
+    /// column `i`, summed index `d`) at `i * A_STRIDE + d`, as `stage_rows` stages it), read
+    /// as column-major fragments: for kernels that fetch both operands across. Staged into
+    /// the columns' usual slice instead, a subgroup's 32 invocations would write 32 rows of
+    /// one column, four to a bank.
+    fn multiply_fragments_across(
+        a: &[f16; BLOCK * A_STRIDE],
+        b: &[f16; BLOCK * A_STRIDE],
+        acc: &mut [FragC16<f32>; FRAGS],
+        t: u32,
+    ) {
+        let warp = t / 32;
+        let (rows, cols) = (warp / 4 * WARP_ROWS, warp % 4 * WARP_COLS);
+        workgroup_barrier();
+        #[unroll]
+        for kk in 0..DEPTH / 16 {
+            let mut fb: [FragB16<f16>; FRAG_COLS] = [coop_zero(); FRAG_COLS];
+            #[unroll]
+            for j in 0..FRAG_COLS {
+                let first = (cols + j * 16) * A_STRIDE + kk * 16;
+                fb[j] = coop_load_column_major(&b[first], A_STRIDE);
+            }
+            multiply_by_rows(a, &fb, acc, rows, kk);
+        }
+        workgroup_barrier();
+    }
+
+    /// `acc += ` the subgroup's rows of the rows' slice `a` from row `rows` on, at summed
+    /// indices `kk * 16..`, times its column fragments `fb`.
+    fn multiply_by_rows(
+        a: &[f16; BLOCK * A_STRIDE],
+        fb: &[FragB16<f16>; FRAG_COLS],
+        acc: &mut [FragC16<f32>; FRAGS],
+        rows: u32,
+        kk: u32,
+    ) {
+        #[unroll]
+        for i in 0..FRAG_ROWS {
+            let fa: FragA16<f16> =
+                coop_load_row_major(&a[(rows + i * 16) * A_STRIDE + kk * 16], A_STRIDE);
+            #[unroll]
+            for j in 0..FRAG_COLS {
+                let f = i * FRAG_COLS + j;
+                acc[f] = coop_multiply_add(fa, fb[j], acc[f]);
+            }
+        }
     }
 
     /// Stages a convolution's step on the tensor cores: the rows' operand across, the
@@ -3768,10 +3809,13 @@ mod nn {
 
     /// The filter gradient's tensor-core tile of the block at `origin`, summing `summed` of
     /// (image, output row, output column): its columns run over (input channel, tap) or,
-    /// `by_tap`, over (tap, input channel) (see `conv_weight_tap_column`).
+    /// `by_tap`, over (tap, input channel) (see `conv_weight_tap_column`). Both operands are
+    /// fetched across and staged as rows (`multiply_fragments_across`), which ran the ResNet
+    /// 3x3 filter gradients 6-13% faster on an H100 than staging `x` into the usual columns'
+    /// slice.
     fn conv_grad_weight_fragments_tile(
         half_g: &mut [f16; BLOCK * A_STRIDE],
-        half_x: &mut [f16; DEPTH * STRIDE],
+        half_x: &mut [f16; BLOCK * A_STRIDE],
         x: &[f32],
         grad_pre: &[f32],
         p: &ConvParams,
@@ -3790,17 +3834,19 @@ mod nn {
         let from_x =
             conv_weight_source(x, p, by_tap, &columns_at, tap_column, at, inside, origin, t);
         at = advance(at, by, p.out_h, p.out_w);
-        stage_fragments(half_g, &from_g, half_x, &from_x, true, t);
+        stage_rows(half_g, &from_g, true, t);
+        stage_rows(half_x, &from_x, true, t);
         for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
             let inside = k0 + t % DEPTH < summed.y;
             let from_g = conv_weight_rows(grad_pre, p, at, inside, origin, t);
             let from_x =
                 conv_weight_source(x, p, by_tap, &columns_at, tap_column, at, inside, origin, t);
             at = advance(at, by, p.out_h, p.out_w);
-            multiply_fragments(half_g, half_x, &mut acc, t);
-            stage_fragments(half_g, &from_g, half_x, &from_x, true, t);
+            multiply_fragments_across(half_g, half_x, &mut acc, t);
+            stage_rows(half_g, &from_g, true, t);
+            stage_rows(half_x, &from_x, true, t);
         }
-        multiply_fragments(half_g, half_x, &mut acc, t);
+        multiply_fragments_across(half_g, half_x, &mut acc, t);
         acc
     }
 
@@ -3846,7 +3892,7 @@ mod nn {
             p.splits
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY)
+        limits(workgroup_memory = ACROSS_MEMORY)
     )]
     pub fn conv_grad_weight_fragments(
         p: &ConvParams,
@@ -3856,7 +3902,7 @@ mod nn {
         partial: &mut [f32],
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] grad_w: &mut [f32],
         #[workgroup] half_g: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_x: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_x: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
@@ -3880,7 +3926,7 @@ mod nn {
             p.splits
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY)
+        limits(workgroup_memory = ACROSS_MEMORY)
     )]
     pub fn conv_grad_weight_fragments_by_tap(
         p: &ConvParams,
@@ -3890,7 +3936,7 @@ mod nn {
         partial: &mut [f32],
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] grad_w: &mut [f32],
         #[workgroup] half_g: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_x: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_x: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
