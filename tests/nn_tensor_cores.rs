@@ -237,12 +237,14 @@ fn a_linear_layer_on_tensor_cores_matches_its_f32_twin_or_is_refused() {
     assert!(worst < 2e-3, "{worst}");
 }
 
-/// The forward, input gradient and filter gradient of `conv` for `shape` (no activation, zero
-/// bias), from `x`, `w` and the output's gradient `g`, and the entry points that ran.
+/// The forward (through `activation`, zero bias), input gradient and filter gradient of `conv`
+/// for `shape`, from `x`, `w` and the gradient before the activation `g`, and the entry
+/// points that ran.
 fn conv_passes(
     rt: &Runtime,
     conv: &Convolution,
     shape: Conv2dShape,
+    activation: Activation,
     [x, w, g]: [&[f32]; 3],
 ) -> ([Vec<f32>; 3], Vec<String>) {
     let up = |v: &[f32]| rt.upload(v).unwrap();
@@ -254,7 +256,7 @@ fn conv_passes(
     let mut batch = rt.batch();
     let forward = Conv2dForward {
         shape,
-        activation: Activation::None,
+        activation,
         x: &x,
         w: &w,
         bias: &bias,
@@ -360,7 +362,7 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
         let x = values(&mut rng, shape.input_len());
         let w = values(&mut rng, shape.weight_len());
         let g = values(&mut rng, shape.output_len().unwrap());
-        let (got, ran) = conv_passes(&rt, &tensor, shape, [&x, &w, &g]);
+        let (got, ran) = conv_passes(&rt, &tensor, shape, Activation::None, [&x, &w, &g]);
         let block = if shape.out_channels <= 64 { 64 } else { 128 };
         assert_eq!(
             ran.iter()
@@ -368,10 +370,16 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
             shape.in_channels % block == 0,
             "{shape:?} ran {ran:?}"
         );
-        let (want, _) = conv_passes(&rt, &strict, shape, [&x, &w, &g]);
+        let (want, _) = conv_passes(&rt, &strict, shape, Activation::None, [&x, &w, &g]);
         // The sums of the products' magnitudes, by the same passes on magnitudes.
         let abs = |v: &[f32]| v.iter().map(|a| a.abs()).collect::<Vec<f32>>();
-        let (bound, _) = conv_passes(&rt, &strict, shape, [&abs(&x), &abs(&w), &abs(&g)]);
+        let (bound, _) = conv_passes(
+            &rt,
+            &strict,
+            shape,
+            Activation::None,
+            [&abs(&x), &abs(&w), &abs(&g)],
+        );
         for (pass, ((got, want), bound)) in ["y", "grad_x", "grad_w"]
             .into_iter()
             .zip(got.iter().zip(&want).zip(&bound))
@@ -401,40 +409,19 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
         let x = values(&mut rng, shape.input_len());
         let w = values(&mut rng, shape.weight_len());
         let abs = |v: &[f32]| v.iter().map(|a| a.abs()).collect::<Vec<f32>>();
-        let bound = conv_forward(&rt, &strict, shape, Activation::None, [&abs(&x), &abs(&w)]);
+        let g = vec![0.0; shape.output_len().unwrap()];
+        let y = |conv, activation, [x, w]: [&[f32]; 2]| {
+            let ([y, _, _], _) = conv_passes(&rt, conv, shape, activation, [x, w, &g]);
+            y
+        };
+        let bound = y(&strict, Activation::None, [&abs(&x), &abs(&w)]);
         let bound: Vec<f64> = bound.iter().map(|&v| 1.13 * f64::from(v)).collect();
         for activation in Activation::ALL {
-            let got = conv_forward(&rt, &tensor, shape, activation, [&x, &w]);
-            let want = conv_forward(&rt, &strict, shape, activation, [&x, &w]);
+            let got = y(&tensor, activation, [&x, &w]);
+            let want = y(&strict, activation, [&x, &w]);
             let want: Vec<f64> = want.iter().map(|&v| f64::from(v)).collect();
             let name = format!("y through {activation:?} of {shape:?}");
             assert_within_f16_rounding(&name, &got, &want, &bound);
         }
     }
-}
-
-/// `y` of the forward of `conv` for `shape` through `activation` (zero bias) from `x` and `w`.
-fn conv_forward(
-    rt: &Runtime,
-    conv: &Convolution,
-    shape: Conv2dShape,
-    activation: Activation,
-    [x, w]: [&[f32]; 2],
-) -> Vec<f32> {
-    let (x, w) = (rt.upload(x).unwrap(), rt.upload(w).unwrap());
-    let bias = rt.zeros::<f32>(shape.out_channels as usize).unwrap();
-    let mut y = rt.zeros::<f32>(shape.output_len().unwrap()).unwrap();
-    let mut batch = rt.batch();
-    let forward = Conv2dForward {
-        shape,
-        activation,
-        x: &x,
-        w: &w,
-        bias: &bias,
-        pre: None,
-        y: &mut y,
-    };
-    conv.forward(&mut batch, forward).unwrap();
-    batch.submit().unwrap();
-    y.read(rt).unwrap()
 }
