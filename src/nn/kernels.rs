@@ -688,15 +688,16 @@ mod nn {
     /// 16 (`WARP_ROWS` x `WARP_COLS` elements). Each step stages `DEPTH`-deep slices of both
     /// operands in half precision: the rows' operand row-major, `BLOCK` rows of `A_STRIDE`,
     /// the columns' `DEPTH` rows of `STRIDE` (8 more than needed: 16 bytes, which keeps every
-    /// fragment's rows aligned and spreads them over the memory banks); the same `fetch` as
-    /// the f32 kernels reads them (`LOADS` elements per invocation and operand). `BLOCK = 64`
-    /// serves outputs with at most 64 rows or columns. `MEMORY` is the workgroup memory a
-    /// kernel of the blocking takes (both slices and `spill`, whose `SPILL` floats are a 16 x 16
-    /// tile per subgroup), `ACROSS_MEMORY` one whose columns' slice is laid out as the rows'
-    /// (`multiply_fragments_across`). An invocation writes `OUTPUTS` outputs, 8 of each fragment.
+    /// fragment's rows aligned and spreads them over the memory banks), or, fetched across,
+    /// as the rows' operand; the columns' slice has room (`COLUMNS` halves) for either. The
+    /// same `fetch` as the f32 kernels reads them (`LOADS` elements per invocation and
+    /// operand). `BLOCK = 64` serves outputs with at most 64 rows or columns. `MEMORY` is the
+    /// workgroup memory a kernel of the blocking takes (both slices and `spill`, whose `SPILL`
+    /// floats are a 16 x 16 tile per subgroup). An invocation writes `OUTPUTS` outputs, 8 of
+    /// each fragment.
     ///
     /// The GEMMs also have 128 x 128 blocks of 64-deep slices (`on_fragments_with_deep`): half
-    /// the steps, so half the barriers, at 43 KiB a workgroup. On an H100 they ran the large
+    /// the steps, so half the barriers, at 44 KiB a workgroup. On an H100 they ran the large
     /// forwards 7-13% faster and their operand gradients 3-5%, some other shapes much slower,
     /// so the tuner picks. The convolutions do not build them (offered, they gained nothing
     /// measurable on an H100; notes/performance.md).
@@ -712,8 +713,8 @@ mod nn {
         FRAG_COLS = WARP_COLS / 16,
         FRAGS = FRAG_ROWS * FRAG_COLS,
         SPILL = GROUP * 8,
-        MEMORY = 2 * (BLOCK * A_STRIDE + DEPTH * STRIDE) + 4 * SPILL,
-        ACROSS_MEMORY = 4 * BLOCK * A_STRIDE + 4 * SPILL,
+        COLUMNS = BLOCK * A_STRIDE,
+        MEMORY = 2 * (BLOCK * A_STRIDE + COLUMNS) + 4 * SPILL,
         OUTPUTS = 8 * FRAGS
     )]
     pub struct TensorBlocking;
@@ -725,13 +726,23 @@ mod nn {
     // `d`) at `i * A_STRIDE + d`, the columns' slice element (`d`, output column `i`) at
     // `d * STRIDE + i`: both are row-major fragments (A row-major ran 16% faster at 4096^3
     // than A column-major from the columns' layout, on an H100; see notes/performance.md).
+    // A columns' operand fetched across (a subgroup's 32 invocations load 32 adjacent
+    // summed indices of one column) would write 32 rows of one column of that layout, four
+    // to a bank; it is staged as the rows' operand instead, (output column `i`, summed index
+    // `d`) at `i * A_STRIDE + d`, and read as column-major fragments. On an H100 that ran
+    // the convolutions' filter gradients 6-13% faster, and the GEMM backwards (`grad_a`) 3-5%,
+    // 4096^3 from 2.5-3.2 ms to 2.35.
     // Fragments leave through `spill`, a 16 x 16 tile of workgroup memory per subgroup.
 
-    fn stage_half(slice: &mut [f16; DEPTH * STRIDE], fetched: &[f32; LOADS], across: bool, t: u32) {
+    fn stage_half(slice: &mut [f16; COLUMNS], fetched: &[f32; LOADS], across: bool, t: u32) {
         #[unroll]
         for r in 0..LOADS {
             let at = staged_at(across, t, r);
-            slice[at.x * STRIDE + at.y] = fetched[r] as f16;
+            if across {
+                slice[at.y * A_STRIDE + at.x] = fetched[r] as f16;
+            } else {
+                slice[at.x * STRIDE + at.y] = fetched[r] as f16;
+            }
         }
     }
 
@@ -784,9 +795,12 @@ mod nn {
 
     /// `acc += a · b` on the tensor cores over one pair of staged slices, between the
     /// barriers that make the slices visible to the workgroup and free them for the next step.
+    /// The columns' slice `b` is laid out as `stage_half` staged it, `across` or along: read as
+    /// column-major fragments in the first case, row-major in the second.
     fn multiply_fragments(
         a: &[f16; BLOCK * A_STRIDE],
-        b: &[f16; DEPTH * STRIDE],
+        b: &[f16; COLUMNS],
+        across: bool,
         acc: &mut [FragC16<f32>; FRAGS],
         t: u32,
     ) {
@@ -795,62 +809,51 @@ mod nn {
         workgroup_barrier();
         #[unroll]
         for kk in 0..DEPTH / 16 {
-            let mut fb: [FragB16<f16>; FRAG_COLS] = [coop_zero(); FRAG_COLS];
+            // (naga takes a fragment operation under `if across` for one in non-uniform
+            // control flow, as it does any branch on a function's parameter; calls it lets by.)
+            let fb = if across {
+                column_fragments_across(b, cols, kk)
+            } else {
+                column_fragments(b, cols, kk)
+            };
             #[unroll]
-            for j in 0..FRAG_COLS {
-                fb[j] = coop_load_row_major(&b[kk * 16 * STRIDE + cols + j * 16], STRIDE);
+            for i in 0..FRAG_ROWS {
+                let fa: FragA16<f16> =
+                    coop_load_row_major(&a[(rows + i * 16) * A_STRIDE + kk * 16], A_STRIDE);
+                #[unroll]
+                for j in 0..FRAG_COLS {
+                    let f = i * FRAG_COLS + j;
+                    acc[f] = coop_multiply_add(fa, fb[j], acc[f]);
+                }
             }
-            multiply_by_rows(a, &fb, acc, rows, kk);
         }
         workgroup_barrier();
     }
 
-    /// `multiply_fragments` for a columns' slice laid out as the rows' (element (output
-    /// column `i`, summed index `d`) at `i * A_STRIDE + d`, as `stage_rows` stages it), read
-    /// as column-major fragments: for kernels that fetch both operands across. Staged into
-    /// the columns' usual slice instead, a subgroup's 32 invocations would write 32 rows of
-    /// one column, four to a bank.
-    fn multiply_fragments_across(
-        a: &[f16; BLOCK * A_STRIDE],
-        b: &[f16; BLOCK * A_STRIDE],
-        acc: &mut [FragC16<f32>; FRAGS],
-        t: u32,
-    ) {
-        let warp = t / 32;
-        let (rows, cols) = (warp / 4 * WARP_ROWS, warp % 4 * WARP_COLS);
-        workgroup_barrier();
+    /// The subgroup's column fragments of the columns' slice `b` staged along, from column
+    /// `cols` on, at summed indices `kk * 16..`.
+    fn column_fragments(b: &[f16; COLUMNS], cols: u32, kk: u32) -> [FragB16<f16>; FRAG_COLS] {
+        let mut fb: [FragB16<f16>; FRAG_COLS] = [coop_zero(); FRAG_COLS];
         #[unroll]
-        for kk in 0..DEPTH / 16 {
-            let mut fb: [FragB16<f16>; FRAG_COLS] = [coop_zero(); FRAG_COLS];
-            #[unroll]
-            for j in 0..FRAG_COLS {
-                let first = (cols + j * 16) * A_STRIDE + kk * 16;
-                fb[j] = coop_load_column_major(&b[first], A_STRIDE);
-            }
-            multiply_by_rows(a, &fb, acc, rows, kk);
+        for j in 0..FRAG_COLS {
+            fb[j] = coop_load_row_major(&b[kk * 16 * STRIDE + cols + j * 16], STRIDE);
         }
-        workgroup_barrier();
+        fb
     }
 
-    /// `acc += ` the subgroup's rows of the rows' slice `a` from row `rows` on, at summed
-    /// indices `kk * 16..`, times its column fragments `fb`.
-    fn multiply_by_rows(
-        a: &[f16; BLOCK * A_STRIDE],
-        fb: &[FragB16<f16>; FRAG_COLS],
-        acc: &mut [FragC16<f32>; FRAGS],
-        rows: u32,
+    /// `column_fragments` of a columns' slice staged across.
+    fn column_fragments_across(
+        b: &[f16; COLUMNS],
+        cols: u32,
         kk: u32,
-    ) {
+    ) -> [FragB16<f16>; FRAG_COLS] {
+        let mut fb: [FragB16<f16>; FRAG_COLS] = [coop_zero(); FRAG_COLS];
         #[unroll]
-        for i in 0..FRAG_ROWS {
-            let fa: FragA16<f16> =
-                coop_load_row_major(&a[(rows + i * 16) * A_STRIDE + kk * 16], A_STRIDE);
-            #[unroll]
-            for j in 0..FRAG_COLS {
-                let f = i * FRAG_COLS + j;
-                acc[f] = coop_multiply_add(fa, fb[j], acc[f]);
-            }
+        for j in 0..FRAG_COLS {
+            let first = (cols + j * 16) * A_STRIDE + kk * 16;
+            fb[j] = coop_load_column_major(&b[first], A_STRIDE);
         }
+        fb
     }
 
     /// Stages a convolution's step on the tensor cores: the rows' operand across, the
@@ -859,7 +862,7 @@ mod nn {
     fn stage_fragments(
         slice_a: &mut [f16; BLOCK * A_STRIDE],
         from_a: &[f32; LOADS],
-        slice_b: &mut [f16; DEPTH * STRIDE],
+        slice_b: &mut [f16; COLUMNS],
         from_b: &[f32; LOADS],
         b_across: bool,
         t: u32,
@@ -872,7 +875,7 @@ mod nn {
     /// block at `origin`, with the same operands, shapes and staging directions.
     fn mainloop_fragments(
         slice_a: &mut [f16; BLOCK * A_STRIDE],
-        slice_b: &mut [f16; DEPTH * STRIDE],
+        slice_b: &mut [f16; COLUMNS],
         a: &[f32],
         b: &[f32],
         shapes: Vec4<u32>,
@@ -887,12 +890,12 @@ mod nn {
             let from_b = fetch(b, shapes.zw, across.y, origin.x, k0, t);
             // The previous step's slices are multiplied while this step's loads are in flight.
             if k0 > summed.x {
-                multiply_fragments(slice_a, slice_b, &mut acc, t);
+                multiply_fragments(slice_a, slice_b, across.y, &mut acc, t);
             }
             stage_rows(slice_a, &from_a, across.x, t);
             stage_half(slice_b, &from_b, across.y, t);
         }
-        multiply_fragments(slice_a, slice_b, &mut acc, t);
+        multiply_fragments(slice_a, slice_b, across.y, &mut acc, t);
         acc
     }
 
@@ -901,7 +904,7 @@ mod nn {
     fn stage_vectors_in_halves(
         slice_a: &mut [f16; BLOCK * A_STRIDE],
         from_a: &[Vec4<f32>; LOADS / 4],
-        slice_b: &mut [f16; DEPTH * STRIDE],
+        slice_b: &mut [f16; COLUMNS],
         from_b: &[Vec4<f32>; LOADS / 4],
         across: Vec2<bool>,
         t: u32,
@@ -913,7 +916,7 @@ mod nn {
             #[unroll]
             for c in 0..4u32 {
                 if across.y {
-                    slice_b[(at.x + c) * STRIDE + at.y] = from_b[v][c] as f16;
+                    slice_b[at.y * A_STRIDE + at.x + c] = from_b[v][c] as f16;
                 } else {
                     slice_b[at.x * STRIDE + at.y + c] = from_b[v][c] as f16;
                 }
@@ -924,7 +927,7 @@ mod nn {
     /// `mainloop_fragments` over operands bound as vectors (see `fetch_vectors`).
     fn mainloop_fragments_vectors(
         slice_a: &mut [f16; BLOCK * A_STRIDE],
-        slice_b: &mut [f16; DEPTH * STRIDE],
+        slice_b: &mut [f16; COLUMNS],
         a: &[Vec4<f32>],
         b: &[Vec4<f32>],
         shapes: Vec4<u32>,
@@ -946,10 +949,10 @@ mod nn {
         for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
             let from_a = fetch_vectors(a, shapes.xy, across.x, origin.y, k0, t);
             let from_b = fetch_vectors(b, shapes.zw, across.y, origin.x, k0, t);
-            multiply_fragments(slice_a, slice_b, &mut acc, t);
+            multiply_fragments(slice_a, slice_b, across.y, &mut acc, t);
             stage_vectors_in_halves(slice_a, &from_a, slice_b, &from_b, across, t);
         }
-        multiply_fragments(slice_a, slice_b, &mut acc, t);
+        multiply_fragments(slice_a, slice_b, across.y, &mut acc, t);
         acc
     }
 
@@ -1281,7 +1284,7 @@ mod nn {
         #[len(p.m * p.n)] y: &mut [f32],
         #[len((p.splits - 1) * p.m * p.n)] partial: &mut [f32],
         #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_b: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
@@ -1330,7 +1333,7 @@ mod nn {
         #[len(p.m * p.n / 4)] y: &mut [Vec4<f32>],
         #[len((p.splits - 1) * p.m * p.n / 4)] partial: &mut [Vec4<f32>],
         #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_b: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
@@ -1389,7 +1392,8 @@ mod nn {
         FRAG_COLS = WARP_COLS / 16,
         FRAGS = FRAG_ROWS * FRAG_COLS,
         SPILL = WIDE_GROUP * 8,
-        MEMORY = 2 * (BLOCK * A_STRIDE + DEPTH * STRIDE) + 4 * SPILL,
+        COLUMNS = DEPTH * STRIDE,
+        MEMORY = 2 * (BLOCK * A_STRIDE + COLUMNS) + 4 * SPILL,
         OUTPUTS = 8 * FRAGS
     )]
     pub struct WideTensorBlocking;
@@ -1458,7 +1462,7 @@ mod nn {
     fn wide_stage(
         slice_a: &mut [f16; BLOCK * A_STRIDE],
         from_a: &[Vec4<f32>; LOADS / 4],
-        slice_b: &mut [f16; DEPTH * STRIDE],
+        slice_b: &mut [f16; COLUMNS],
         from_b: &[Vec4<f32>; B_LOADS / 4],
         t: u32,
     ) {
@@ -1498,7 +1502,7 @@ mod nn {
         #[len(p.m * p.n / 4)] pre: &mut [Vec4<f32>],
         #[len(p.m * p.n / 4)] y: &mut [Vec4<f32>],
         #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_b: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let t = local_index();
@@ -1511,10 +1515,10 @@ mod nn {
         for k0 in (DEPTH..p.k).step_by(DEPTH) {
             let from_a = wide_fetch_rows(a, shape_a, origin.y, k0, t);
             let from_b = wide_fetch_columns(b, shape_b, origin.x, k0, t);
-            multiply_fragments(half_a, half_b, &mut acc, t);
+            multiply_fragments(half_a, half_b, false, &mut acc, t);
             wide_stage(half_a, &from_a, half_b, &from_b, t);
         }
-        multiply_fragments(half_a, half_b, &mut acc, t);
+        multiply_fragments(half_a, half_b, false, &mut acc, t);
         let dims = vec2(p.n, p.m);
         store_forward_fragments_vectors(&acc, bias, pre, y, dims, p.activation, spill, origin, t);
     }
@@ -1887,7 +1891,7 @@ mod nn {
         #[len(p.m * p.n)] grad_pre: &[f32],
         #[len((p.splits - 1) * p.m * p.k + (p.b_splits - 1) * p.k * p.n)] partial: &mut [f32],
         #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_b: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_b: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let t = local_index();
@@ -2155,7 +2159,7 @@ mod nn {
     /// `conv_forward_tile` on the tensor cores, summed over the same `summed`.
     fn conv_forward_fragments_tile(
         half_w: &mut [f16; BLOCK * A_STRIDE],
-        half_x: &mut [f16; DEPTH * STRIDE],
+        half_x: &mut [f16; COLUMNS],
         x: &[f32],
         w: &[f32],
         p: &ConvParams,
@@ -2174,10 +2178,10 @@ mod nn {
         for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
             let from_w = fetch(w, vec2(depth, p.out_channels), true, origin.y, k0, t);
             let from_x = conv_forward_gather(x, p, column, by, &mut at, k0, t);
-            multiply_fragments(half_w, half_x, &mut acc, t);
+            multiply_fragments(half_w, half_x, false, &mut acc, t);
             stage_fragments(half_w, &from_w, half_x, &from_x, false, t);
         }
-        multiply_fragments(half_w, half_x, &mut acc, t);
+        multiply_fragments(half_w, half_x, false, &mut acc, t);
         acc
     }
 
@@ -2319,7 +2323,7 @@ mod nn {
     /// 4-17% faster on an H100 than scalar loads.
     fn conv_fragments_by_tap_tile(
         half_w: &mut [f16; BLOCK * A_STRIDE],
-        half_s: &mut [f16; DEPTH * STRIDE],
+        half_s: &mut [f16; COLUMNS],
         w_by_tap: &[Vec4<f32>],
         source: &[f32],
         p: &ConvParams,
@@ -2351,11 +2355,11 @@ mod nn {
             step = advance(step, by, p.kernel_w, channels.x);
             let from_w = fetch_vectors(w_by_tap, shape_w, true, origin.y, k0, t);
             let from_s = conv_tap_gather(source, p, grad, at, step, t);
-            multiply_fragments(half_w, half_s, &mut acc, t);
+            multiply_fragments(half_w, half_s, false, &mut acc, t);
             stage_rows_vectors(half_w, &from_w, true, t);
             stage_half(half_s, &from_s, false, t);
         }
-        multiply_fragments(half_w, half_s, &mut acc, t);
+        multiply_fragments(half_w, half_s, false, &mut acc, t);
         acc
     }
 
@@ -2379,7 +2383,7 @@ mod nn {
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_x: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_x: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
@@ -2450,7 +2454,7 @@ mod nn {
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_x: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_x: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
@@ -2592,7 +2596,7 @@ mod nn {
         w: &[f32],
         partial: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_x: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_x: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
@@ -2675,7 +2679,7 @@ mod nn {
         w_by_tap: &[Vec4<f32>],
         partial: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_x: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_x: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
@@ -2885,7 +2889,7 @@ mod nn {
     /// `conv_grad_input_tile` on the tensor cores, summed over the same `summed`.
     fn conv_grad_input_fragments_tile(
         half_w: &mut [f16; BLOCK * A_STRIDE],
-        half_g: &mut [f16; DEPTH * STRIDE],
+        half_g: &mut [f16; COLUMNS],
         w: &[f32],
         grad_pre: &[f32],
         p: &ConvParams,
@@ -2906,10 +2910,10 @@ mod nn {
             let from_w = conv_filter_rows(w, p, wk, origin, k0, t);
             let from_g = conv_grad_gather(grad_pre, p, pixel, by, &mut at, k0, t);
             wk = advance(wk, by, p.kernel_h, p.kernel_w);
-            multiply_fragments(half_w, half_g, &mut acc, t);
+            multiply_fragments(half_w, half_g, false, &mut acc, t);
             stage_fragments(half_w, &from_w, half_g, &from_g, false, t);
         }
-        multiply_fragments(half_w, half_g, &mut acc, t);
+        multiply_fragments(half_w, half_g, false, &mut acc, t);
         acc
     }
 
@@ -2957,7 +2961,7 @@ mod nn {
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_g: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_g: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
@@ -3086,7 +3090,7 @@ mod nn {
         grad_pre: &[f32],
         partial: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_g: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_g: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
@@ -3176,7 +3180,7 @@ mod nn {
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_g: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_g: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
@@ -3244,7 +3248,7 @@ mod nn {
         grad_pre: &[f32],
         partial: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_g: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_g: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
@@ -3593,7 +3597,7 @@ mod nn {
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_g: &mut [f16; DEPTH * STRIDE],
+        #[workgroup] half_g: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
@@ -3613,10 +3617,10 @@ mod nn {
             let from_w = phase_filter_rows(w, p, phase, wk, sizes.x, origin, k0, t);
             let from_g = phase_grad_gather(grad_pre, p, pixel, sizes, taps, by, &mut at, k0, t);
             wk = advance(wk, by, taps.x, taps.y);
-            multiply_fragments(half_w, half_g, &mut acc, t);
+            multiply_fragments(half_w, half_g, false, &mut acc, t);
             stage_fragments(half_w, &from_w, half_g, &from_g, false, t);
         }
-        multiply_fragments(half_w, half_g, &mut acc, t);
+        multiply_fragments(half_w, half_g, false, &mut acc, t);
         #[unroll]
         for f in 0..FRAGS {
             let values = unspill(acc[f], spill, t);
@@ -3810,12 +3814,10 @@ mod nn {
     /// The filter gradient's tensor-core tile of the block at `origin`, summing `summed` of
     /// (image, output row, output column): its columns run over (input channel, tap) or,
     /// `by_tap`, over (tap, input channel) (see `conv_weight_tap_column`). Both operands are
-    /// fetched across and staged as rows (`multiply_fragments_across`), which ran the ResNet
-    /// 3x3 filter gradients 6-13% faster on an H100 than staging `x` into the usual columns'
-    /// slice.
+    /// fetched across, so `x` is staged as the rows' operand is (see `multiply_fragments`).
     fn conv_grad_weight_fragments_tile(
         half_g: &mut [f16; BLOCK * A_STRIDE],
-        half_x: &mut [f16; BLOCK * A_STRIDE],
+        half_x: &mut [f16; COLUMNS],
         x: &[f32],
         grad_pre: &[f32],
         p: &ConvParams,
@@ -3834,19 +3836,17 @@ mod nn {
         let from_x =
             conv_weight_source(x, p, by_tap, &columns_at, tap_column, at, inside, origin, t);
         at = advance(at, by, p.out_h, p.out_w);
-        stage_rows(half_g, &from_g, true, t);
-        stage_rows(half_x, &from_x, true, t);
+        stage_fragments(half_g, &from_g, half_x, &from_x, true, t);
         for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
             let inside = k0 + t % DEPTH < summed.y;
             let from_g = conv_weight_rows(grad_pre, p, at, inside, origin, t);
             let from_x =
                 conv_weight_source(x, p, by_tap, &columns_at, tap_column, at, inside, origin, t);
             at = advance(at, by, p.out_h, p.out_w);
-            multiply_fragments_across(half_g, half_x, &mut acc, t);
-            stage_rows(half_g, &from_g, true, t);
-            stage_rows(half_x, &from_x, true, t);
+            multiply_fragments(half_g, half_x, true, &mut acc, t);
+            stage_fragments(half_g, &from_g, half_x, &from_x, true, t);
         }
-        multiply_fragments_across(half_g, half_x, &mut acc, t);
+        multiply_fragments(half_g, half_x, true, &mut acc, t);
         acc
     }
 
@@ -3892,7 +3892,7 @@ mod nn {
             p.splits
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = ACROSS_MEMORY)
+        limits(workgroup_memory = MEMORY)
     )]
     pub fn conv_grad_weight_fragments(
         p: &ConvParams,
@@ -3902,7 +3902,7 @@ mod nn {
         partial: &mut [f32],
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] grad_w: &mut [f32],
         #[workgroup] half_g: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_x: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_x: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
@@ -3926,7 +3926,7 @@ mod nn {
             p.splits
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = ACROSS_MEMORY)
+        limits(workgroup_memory = MEMORY)
     )]
     pub fn conv_grad_weight_fragments_by_tap(
         p: &ConvParams,
@@ -3936,7 +3936,7 @@ mod nn {
         partial: &mut [f32],
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] grad_w: &mut [f32],
         #[workgroup] half_g: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_x: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_x: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
