@@ -288,9 +288,12 @@
 //!   type scales one (`acc * alpha`, `0.5 * acc`), element by element; no other operator
 //!   applies (store a fragment to compute on its elements), nor compound assignment.
 //! - Every invocation of the subgroup takes part in each operation, so, like barriers, they
-//!   run only in uniform control flow. Conditions may join uniform values with `&&` and
-//!   `||` (their right side is evaluated anyway where it has no effects, which keeps the
-//!   condition uniform for naga). WGSL has no other fill than zero, and no element access.
+//!   run only in uniform control flow: tessera follows values through helpers, so a helper
+//!   may branch on a flag its callers pass uniformly (`if across { coop_load_column_major(..)
+//!   } else { .. }` where every call passes a literal). Conditions may join uniform values
+//!   with `&&` and `||` (their right side is evaluated anyway where it has no effects, which
+//!   keeps the condition uniform for naga). WGSL has no other fill than zero, and no element
+//!   access.
 //! - A device runs some multiply-adds only: the launcher's `new` returns
 //!   [`Error::MissingFeature`] unless the device has the feature and lists each multiply-add
 //!   the kernel computes (size and element types; an NVIDIA H100: 16 x 16 x 16 of `f16` into

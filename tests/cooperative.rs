@@ -112,6 +112,33 @@ pub mod tensor_cores {
         coop_store_row_major(q.s * p + p - 0.5 * p, &mut c[0], 16);
     }
 
+    /// The 16 x 16 fragment of `b` (16 x 16, its rows `stride` apart) from element `first`
+    /// on, `b` stored row-major or, `column_major`, column-major: a branch on a flag each
+    /// call passes as a literal, uniform though naga would not see it so.
+    fn b_fragment(b: &[f16], column_major: bool, first: u32, stride: u32) -> FragB16<f16> {
+        if column_major {
+            coop_load_column_major(&b[first], stride)
+        } else {
+            coop_load_row_major(&b[first], stride)
+        }
+    }
+
+    /// `c = a · b + a · b` for 16 x 16 tiles, the first product reading `b` row-major, the
+    /// second `bt` (`b` column-major), both through `b_fragment`.
+    #[kernel(workgroup = [32], grid = [1], features(f16, cooperative_matrix))]
+    pub fn twice_either_layout(
+        #[len(256)] a: &[f16],
+        #[len(256)] b: &[f16],
+        #[len(256)] bt: &[f16],
+        #[len(256)] c: &mut [f32],
+    ) {
+        let fa: FragA16<f16> = coop_load_row_major(&a[0], 16);
+        let zero: FragC16<f32> = coop_zero();
+        let once = coop_multiply_add(fa, b_fragment(b, false, 0, 16), zero);
+        let twice = coop_multiply_add(fa, b_fragment(bt, true, 0, 16), once);
+        coop_store_row_major(twice, &mut c[0], 16);
+    }
+
     /// 8 x 8 fragments of `f32` (Apple GPUs run them; NVIDIA's tensor cores do not).
     #[kernel(workgroup = [32], grid = [1], features(cooperative_matrix))]
     pub fn small_f32(#[len(64)] a: &[f32], #[len(64)] b: &[f32], #[len(64)] c: &mut [f32]) {
@@ -278,6 +305,40 @@ fn fragments_add_subtract_and_scale_on_the_tensor_cores() {
                 q: &tensor_cores::Scale { s: 2.0 },
                 a: &ga,
                 b: &gb,
+                c: &mut c,
+            },
+        )
+        .unwrap();
+    assert_eq!(c.read(&rt).unwrap(), want);
+}
+
+#[test]
+fn a_helper_may_load_fragments_in_a_branch_on_its_flag() {
+    let rt = runtime();
+    if !tensor_cores(&rt) {
+        let feature = missing(&rt, "cooperative matrices of 16x16x16 f16 -> f32");
+        assert_missing(tensor_cores::TwiceEitherLayout::new(&rt), feature);
+        return;
+    }
+    let (a, b) = (integers(256, 5), integers(256, 6));
+    let want: Vec<f32> = reference(&a, &b, 16, 16, 16)
+        .into_iter()
+        .map(|x| x * 2.0)
+        .collect();
+    let (ga, gb) = (
+        rt.upload(&halves(&a)).unwrap(),
+        rt.upload(&halves(&b)).unwrap(),
+    );
+    let gbt = rt.upload(&halves(&transposed(&b, 16, 16))).unwrap();
+    let mut c = rt.zeros::<f32>(256).unwrap();
+    tensor_cores::TwiceEitherLayout::new(&rt)
+        .unwrap()
+        .launch(
+            &rt,
+            tensor_cores::TwiceEitherLayoutArgs {
+                a: &ga,
+                b: &gb,
+                bt: &gbt,
                 c: &mut c,
             },
         )

@@ -809,8 +809,6 @@ mod nn {
         workgroup_barrier();
         #[unroll]
         for kk in 0..DEPTH / 16 {
-            // (naga takes a fragment operation under `if across` for one in non-uniform
-            // control flow, as it does any branch on a function's parameter; calls it lets by.)
             let fb = if across {
                 column_fragments_across(b, cols, kk)
             } else {

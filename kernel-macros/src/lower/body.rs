@@ -117,6 +117,11 @@ pub struct FnLowerer<'g> {
     /// What is known of the locals where the writing is: the unrolled loop variables in the
     /// iteration being written, and the constant integer `let`s.
     locals_known: Locals,
+    /// How many `if`s and `switch`es enclose what is being written, and whether a `return`
+    /// inside one came before it: fragment operations there are written as calls (see
+    /// `fragment_calls.rs`).
+    branches: u32,
+    returned_in_branch: bool,
 }
 
 impl<'g> FnLowerer<'g> {
@@ -155,6 +160,8 @@ impl<'g> FnLowerer<'g> {
             names,
             locals,
             locals_known: Locals::default(),
+            branches: 0,
+            returned_in_branch: false,
         }
     }
 
@@ -337,9 +344,13 @@ impl<'g> FnLowerer<'g> {
             }
             StmtKind::Break => w.mapped_line("break;", span),
             StmtKind::Continue => w.mapped_line("continue;", span),
-            StmtKind::Return(None) => w.mapped_line("return;", span),
+            StmtKind::Return(None) => {
+                self.returned_in_branch |= self.branches > 0;
+                w.mapped_line("return;", span);
+            }
             StmtKind::Return(Some(value)) => {
                 let value = self.top_expr(w, value);
+                self.returned_in_branch |= self.branches > 0;
                 w.mapped_line(format!("return {value};"), span);
             }
             StmtKind::Match { scrutinee, arms } => {
@@ -375,11 +386,13 @@ impl<'g> FnLowerer<'g> {
             None => {
                 let cond = self.top_expr(w, cond);
                 w.open(format!("if {cond}"), span);
+                self.branches += 1;
                 self.block(w, then);
                 if let Some(otherwise) = otherwise {
                     w.close(" else {");
                     self.block(w, otherwise);
                 }
+                self.branches -= 1;
                 w.close("");
             }
         }
@@ -578,6 +591,7 @@ impl<'g> FnLowerer<'g> {
         mut arm: impl FnMut(&mut Self, &mut Writer, &T),
     ) {
         w.open(format!("switch {scrutinee}"), span);
+        self.branches += 1;
         for match_arm in arms {
             let mut selectors: Vec<String> = match_arm
                 .values
@@ -595,6 +609,7 @@ impl<'g> FnLowerer<'g> {
             arm(self, w, &match_arm.body);
             w.close("");
         }
+        self.branches -= 1;
         w.close("");
     }
 
@@ -729,9 +744,11 @@ impl<'g> FnLowerer<'g> {
                 let temp = self.temp(w, &e.ty, e.span);
                 let cond = self.top_expr(w, cond);
                 w.open(format!("if {cond}"), e.span);
+                self.branches += 1;
                 self.assign_block(w, &temp, then);
                 w.close(" else {");
                 self.assign_block(w, &temp, otherwise);
+                self.branches -= 1;
                 w.close("");
                 temp
             }
@@ -812,6 +829,15 @@ impl<'g> FnLowerer<'g> {
         if let Signature::FragmentStore(_) = builtin.signature {
             return self.fragment_store(w, builtin, args);
         }
+        let operation = matches!(
+            builtin.signature,
+            Signature::FragmentLoad(_) | Signature::MultiplyAdd
+        );
+        if operation && (self.branches > 0 || self.returned_in_branch) {
+            if let Some(call) = self.fragment_call(w, builtin, args, ty) {
+                return call;
+            }
+        }
         let template = builtin.wgsl.template(args.first().map_or(ty, |a| &a.ty));
         let texts: Vec<String> = args
             .iter()
@@ -875,6 +901,72 @@ impl FnLowerer<'_> {
             &[fragment, place, stride],
             |_| None,
         )
+    }
+
+    /// A fragment load or multiply-add as a call to a function that does only it (see
+    /// `fragment_calls.rs`): its operands, the load's indices and stride, are the arguments.
+    /// `None` for a load from a place that is not a module-scope array (a lent local array,
+    /// which `check/` refuses anyway).
+    fn fragment_call(
+        &mut self,
+        w: &mut Writer,
+        builtin: &Builtin,
+        args: &[Expr],
+        ty: &Ty,
+    ) -> Option<String> {
+        let template = builtin.wgsl.template(args.first().map_or(ty, |a| &a.ty));
+        let (params, texts, body) = match builtin.signature {
+            Signature::FragmentLoad(_) => {
+                let [place, stride] = args else {
+                    return None;
+                };
+                let mut place = match &place.kind {
+                    ExprKind::Ref(_, inner) => &**inner,
+                    _ => place,
+                };
+                let mut indices = Vec::new();
+                while let ExprKind::Index(base, index) = &place.kind {
+                    indices.push(&**index);
+                    place = base;
+                }
+                let ExprKind::Path(name, None) = &place.kind else {
+                    return None;
+                };
+                let Some(Var::Global(global)) = self.vars.get(&name.to_string()) else {
+                    return None;
+                };
+                let mut inside = global.clone();
+                let mut params = Vec::new();
+                let mut texts = Vec::new();
+                for (i, index) in indices.iter().rev().enumerate() {
+                    inside.push_str(&format!("[tsr_i{i}]"));
+                    params.push(format!("tsr_i{i}: {}", wgsl_ty(&index.ty)));
+                    texts.push(self.top_expr(w, index));
+                }
+                params.push(format!("tsr_stride: {}", wgsl_ty(&stride.ty)));
+                texts.push(self.top_expr(w, stride));
+                let body = fill(template, &[inside, "tsr_stride".to_owned()], |name| {
+                    (name == "ty").then(|| wgsl_ty(ty))
+                });
+                (params, texts, body)
+            }
+            _ => {
+                let names = ["tsr_a", "tsr_b", "tsr_c"].map(str::to_owned);
+                let params = names
+                    .iter()
+                    .zip(args)
+                    .map(|(name, arg)| format!("{name}: {}", wgsl_ty(&arg.ty)))
+                    .collect();
+                let texts = args.iter().map(|a| self.top_expr(w, a)).collect();
+                (params, texts, fill(template, &names, |_| None))
+            }
+        };
+        let name = self
+            .globals
+            .fragment_calls
+            .borrow_mut()
+            .function(&params, &wgsl_ty(ty), &body);
+        Some(format!("{name}({})", texts.join(", ")))
     }
 
     /// `e` as a name or literal, through a fresh `let` when it is anything else.

@@ -3,14 +3,17 @@
 //! statement carries a comment naming the Rust line it came from.
 
 mod body;
+mod fragment_calls;
 mod helpers;
 pub mod names;
 mod writer;
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use crate::ir::{self, BindingKind, Entry, Feature, Module, Scalar, Span, Ty, Variant};
 use body::FnLowerer;
+use fragment_calls::FragmentCalls;
 use helpers::{Copies, Lent};
 pub use names::Names;
 pub use writer::Wgsl;
@@ -60,6 +63,9 @@ pub struct Globals {
     /// Names of structs and functions: no local may take one, since WGSL would let it shadow
     /// them. (Locals may shadow other kernels' bindings, which their function never uses.)
     functions: Names,
+    /// The functions fragment operations in branches are written as, asked for while the
+    /// bodies are written.
+    fragment_calls: RefCell<FragmentCalls>,
 }
 
 impl Globals {
@@ -135,6 +141,7 @@ impl Globals {
             kernel_vars,
             kernel_decls,
             functions,
+            fragment_calls: RefCell::default(),
         }
     }
 }
@@ -251,6 +258,13 @@ pub fn module(module: &Module) -> Wgsl {
         w.blank();
         kernel_fn(&mut w, index, *entry, &globals);
     }
+    let fragment_calls = globals.fragment_calls.take();
+    for (_, function) in fragment_calls.functions() {
+        w.blank();
+        for line in function.lines() {
+            w.line(line);
+        }
+    }
     let mut wgsl = w.finish();
     let helpers = globals.helpers.copies.iter().map(|copy| {
         let helper = &entries[copy.kernel].variant.helpers[copy.helper];
@@ -263,7 +277,11 @@ pub fn module(module: &Module) -> Wgsl {
         };
         (e.variant.entry_point.clone(), kernel)
     });
-    wgsl.functions = helpers.chain(kernels).collect();
+    let fragment_calls = fragment_calls.functions().iter().map(|(name, _)| {
+        let what = "a fragment load or multiply-add inside a branch".to_owned();
+        (name.clone(), what)
+    });
+    wgsl.functions = helpers.chain(kernels).chain(fragment_calls).collect();
     wgsl
 }
 

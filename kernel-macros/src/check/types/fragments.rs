@@ -4,7 +4,8 @@
 //! the uniformity check. Each of those is checked here instead, at the user's tokens.
 //!
 //! `coop_zero()` and the loads make a fragment of the type their context asks for (`let a:
-//! FragA16<f16> = ..`, an assignment to a fragment, a helper's parameter, a return value), as
+//! FragA16<f16> = ..`, an assignment to a fragment, a helper's parameter, a return value, and
+//! through the branches of an `if` or `match` that makes one of those), as
 //! `Default::default()` does in Rust: [`Checker::expected`] hands that type down.
 
 use proc_macro2::Ident;
@@ -89,6 +90,17 @@ impl Checker<'_, '_> {
                     self.expected(value, element);
                 }
             }
+            // A value made in branches: each branch's value.
+            (ExprKind::If(_, then, otherwise), _) => {
+                self.expected(&mut then.tail, ty);
+                self.expected(&mut otherwise.tail, ty);
+            }
+            (ExprKind::Match(_, arms), _) => {
+                for arm in arms {
+                    self.expected(&mut arm.body.tail, ty);
+                }
+            }
+            (ExprKind::Block(block), _) => self.expected(&mut block.tail, ty),
             _ => {}
         }
     }
