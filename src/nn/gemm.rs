@@ -599,7 +599,8 @@ impl Gemm {
                 grad_pre,
             },
         )?;
-        // On the tensor cores the operand gradients over vectors ran 15-30% slower on an H100
+        // On the tensor cores the operand gradients over vectors ran 15-30% slower on an H100,
+        // and still 1-17% slower once `grad_a` staged without bank conflicts
         // (notes/performance.md), so they bind scalars there.
         let vectors = fragments.is_none()
             && vectors(p, a, b).is_some()
