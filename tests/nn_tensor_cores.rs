@@ -282,6 +282,21 @@ fn conv_passes(
     ([y, grad_x, grad_w].map(|b| b.read(rt).unwrap()), ran)
 }
 
+/// Whether the forward and the input gradient of `shape` run over a staged window with
+/// autotuning off: stride 1, summed channels a multiple of 32, and a filter that reaches at
+/// most 128 positions past one of the result's grid padded by its reach.
+fn window(shape: &Conv2dShape) -> [bool; 2] {
+    let [kh, kw] = shape.kernel;
+    let [dh, dw] = shape.dilation;
+    let [_, out_w] = shape.output().unwrap();
+    let reach = |width: u32| (kh - 1) * dh * (width + (kw - 1) * dw) + (kw - 1) * dw;
+    let stride_1 = shape.stride == [1, 1];
+    [
+        stride_1 && shape.in_channels % 32 == 0 && reach(out_w) <= 128,
+        stride_1 && shape.out_channels % 32 == 0 && reach(shape.input[1]) <= 128,
+    ]
+}
+
 #[test]
 fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them() {
     let rt = runtime();
@@ -316,15 +331,17 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
     // small to fill the GPU, so their sums run in slices (the last one ragged): the 5x5's
     // forward (small blocks, 3 slices), the 120 -> 150 channels' forward and input gradient
     // (large blocks) and the 40 -> 120 channels' input gradient (small blocks), 2 slices
-    // each. The forward sums whole steps of one filter tap when the input channels are a
-    // multiple of the blocking's depth (32 in both): 3x3 of stride 1 and 2 in the large
-    // blocking, 5x5 in the small one, one step per tap (32 input channels, small blocks), and
-    // split (128 -> 150 channels, large blocks, the second slice starting at channel 64 of a
-    // tap); 8, 70 and 120 input channels do not divide its steps. The stride-1 input gradient
-    // does the same over output channels: 3x3 in the large blocking (72 <- 64 channels), 5x5
-    // in the small one (40 <- 128), split (40 <- 128 channels, small blocks, the second slice
-    // starting at channel 64 of a tap), and dilated, forward and input gradient both by taps
-    // (64 -> 64).
+    // each.
+    // With autotuning off, the forward and the stride-1 input gradient run over a staged
+    // window where the summed channels are a multiple of 32 and the filter's reach fits the
+    // window (see `window`): 3x3 in both blockings, 5x5, dilated, several images, a window
+    // per 32 channels (32 to 128 summed channels), images of up to 34 x 34 (a reach of 74
+    // positions). Where the reach does not fit (images 66 and 70 wide), or the stride is 2,
+    // they run tap by tap: the forward in the large blocking (64 -> 72 channels of 4 x 70),
+    // strided in both blockings and split (128 -> 150 channels of 9 x 9 at stride 2, the
+    // second slice starting at channel 64 of a tap); the input gradient in the large
+    // blocking (72 <- 64 channels of 3 x 70) and split (40 <- 128 channels of 2 x 66, small
+    // blocks). 8, 70 and 120 summed channels do not divide the step.
     // The filter gradient's blocks each lie in one tap when the input channels are a multiple
     // of the block (128 large, 64 small): 5x5 and dilated 3x3 of 64 input channels in small
     // blocks, 128 input channels in small blocks (two per tap) and in large ones (stride 1
@@ -356,6 +373,10 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
         Conv2dShape::new(2, 64, [9, 9], 64, [3, 3])
             .padding(Padding::uniform(2))
             .dilation([2, 2]),
+        conv(2, 64, [4, 70], 72, 3, 1, 1),
+        conv(1, 128, [9, 9], 150, 3, 2, 1),
+        conv(1, 72, [3, 70], 64, 3, 1, 1),
+        conv(1, 40, [2, 66], 128, 3, 1, 1),
     ];
     for (seed, shape) in shapes.into_iter().enumerate() {
         let mut rng = rng(100 + seed as u64);
@@ -364,12 +385,32 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
         let g = values(&mut rng, shape.output_len().unwrap());
         let (got, ran) = conv_passes(&rt, &tensor, shape, Activation::None, [&x, &w, &g]);
         let block = if shape.out_channels <= 64 { 64 } else { 128 };
+        let ran_any = |kernel: &str| ran.iter().any(|e| e.starts_with(kernel));
         assert_eq!(
-            ran.iter()
-                .any(|e| e.starts_with("conv_grad_weight_fragments_by_tap")),
+            ran_any("conv_grad_weight_fragments_by_tap"),
             shape.in_channels % block == 0,
             "{shape:?} ran {ran:?}"
         );
+        let [forward, input] = window(&shape);
+        assert_eq!(
+            ran_any("conv_forward_window"),
+            forward,
+            "{shape:?} ran {ran:?}"
+        );
+        assert_eq!(
+            ran_any("conv_grad_input_window"),
+            input,
+            "{shape:?} ran {ran:?}"
+        );
+        // Too wide for the window: by taps where the summed channels allow it.
+        if shape.input[1] >= 66 {
+            let by_tap = |kernel: &str, channels: u32| ran_any(kernel) == (channels % 32 == 0);
+            assert!(
+                by_tap("conv_forward_fragments_by_tap", shape.in_channels)
+                    && by_tap("conv_grad_input_fragments_by_tap", shape.out_channels),
+                "{shape:?} ran {ran:?}"
+            );
+        }
         let (want, _) = conv_passes(&rt, &strict, shape, Activation::None, [&x, &w, &g]);
         // The sums of the products' magnitudes, by the same passes on magnitudes.
         let abs = |v: &[f32]| v.iter().map(|a| a.abs()).collect::<Vec<f32>>();
@@ -395,14 +436,16 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
     }
 
     // The forward's epilogue through every activation, whole in the plain kernels (8 input
-    // channels) and by taps (64), and in slices (the 5x5 images of 120 and 128 input
-    // channels, too small to fill the GPU), whose reduce applies it: no activation's slope
-    // exceeds 1.13 (GELU's), so `y` stays within 1.13 times the rounding bound of `pre`.
+    // channels), over a staged window (64, 9 x 7) and by taps (64, 4 x 70), and in slices
+    // (120 input channels of 5 x 5 and 128 of 9 x 9 at stride 2, too small to fill the GPU),
+    // whose reduce applies it: no activation's slope exceeds 1.13 (GELU's), so `y` stays
+    // within 1.13 times the rounding bound of `pre`.
     let shapes = [
         conv(2, 8, [10, 10], 72, 3, 1, 1),
         conv(2, 64, [9, 7], 72, 3, 1, 1),
+        conv(2, 64, [4, 70], 72, 3, 1, 1),
         conv(1, 120, [5, 5], 150, 3, 1, 1),
-        conv(1, 128, [5, 5], 150, 3, 1, 1),
+        conv(1, 128, [9, 9], 150, 3, 2, 1),
     ];
     for (seed, shape) in shapes.into_iter().enumerate() {
         let mut rng = rng(200 + seed as u64);

@@ -240,6 +240,33 @@ fn by_few_channels(p: &kernels::ConvParams) -> bool {
     p.in_channels <= kernels::FEW && p.dilation_h == 1 && p.dilation_w == 1
 }
 
+/// Whether a tensor-core pass of `p` may run over a staged window
+/// (`kernels::conv_window_tile`): the forward, or (`grad`) the input gradient, of a
+/// convolution of stride 1 whose summed channels are a multiple of the window blocking's step,
+/// whose filter reaches at most the window's spare positions past a position of the padded
+/// grid, and whose padded grid's positions are counted in `u32`.
+fn over_window(p: &kernels::ConvParams, grad: bool) -> bool {
+    let blocking = kernels::WindowBlocking::ALL[0];
+    let (summed, result) = match grad {
+        false => (p.in_channels, [p.out_h, p.out_w]),
+        true => (p.out_channels, [p.in_h, p.in_w]),
+    };
+    let reach = [
+        u64::from(p.kernel_h - 1) * u64::from(p.dilation_h),
+        u64::from(p.kernel_w - 1) * u64::from(p.dilation_w),
+    ];
+    let grid = [
+        u64::from(result[0]) + reach[0],
+        u64::from(result[1]) + reach[1],
+    ];
+    let positions = u64::from(p.batch) * grid[0] * grid[1] + u64::from(blocking.window());
+    p.stride_h == 1
+        && p.stride_w == 1
+        && summed.is_multiple_of(blocking.depth())
+        && reach[0] * grid[1] + reach[1] <= u64::from(blocking.window() - blocking.cols())
+        && positions <= u64::from(u32::MAX)
+}
+
 /// The partial sums the filter gradient's slices after the first need.
 fn weight_partials(p: &kernels::ConvParams, filter: usize) -> usize {
     (p.splits as usize).saturating_sub(1).saturating_mul(filter)
@@ -417,6 +444,9 @@ struct Fragments {
     forward: kernels::Blocked<kernels::ConvForwardFragments>,
     /// The forward by taps, for input channels a multiple of the blocking's depth.
     forward_by_tap: kernels::Blocked<kernels::ConvForwardFragmentsByTap>,
+    /// The forward over a staged window, for stride 1 and input channels a multiple of the
+    /// window blocking's step.
+    forward_window: kernels::Blocked<kernels::ConvForwardWindow>,
     /// The forward in slices of the summed dimension.
     forward_split: kernels::Blocked<kernels::ConvForwardFragmentsSplit>,
     forward_by_tap_split: kernels::Blocked<kernels::ConvForwardFragmentsByTapSplit>,
@@ -429,6 +459,9 @@ struct Fragments {
     /// blocking's depth, whole and in slices.
     grad_input_by_tap: kernels::Blocked<kernels::ConvGradInputFragmentsByTap>,
     grad_input_by_tap_split: kernels::Blocked<kernels::ConvGradInputFragmentsByTapSplit>,
+    /// The stride-1 input gradient over a staged window, for output channels a multiple of
+    /// the window blocking's step.
+    grad_input_window: kernels::Blocked<kernels::ConvGradInputWindow>,
     /// The input gradient of strided convolutions, one stride phase at a time.
     grad_input_phased: kernels::Blocked<kernels::ConvGradInputPhasedFragments>,
     grad_weight: kernels::Blocked<kernels::ConvGradWeightFragments>,
@@ -462,6 +495,9 @@ impl Fragments {
             forward_by_tap: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvForwardFragmentsByTap::with_constants_unchecked(rt, b)
             })?,
+            forward_window: kernels::Blocked::on_windows(|b| unsafe {
+                kernels::ConvForwardWindow::with_constants_unchecked(rt, b)
+            })?,
             forward_by_tap_split: kernels::Blocked::on_fragments(|b| {
                 Ok(kernels::ConvForwardFragmentsByTapSplit::from_members(
                     unsafe {
@@ -492,6 +528,9 @@ impl Fragments {
                     }?,
                     input_by_tap_reduce.clone(),
                 ))
+            })?,
+            grad_input_window: kernels::Blocked::on_windows(|b| unsafe {
+                kernels::ConvGradInputWindow::with_constants_unchecked(rt, b)
             })?,
             grad_input_phased: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvGradInputPhasedFragments::with_constants_unchecked(rt, b)
@@ -620,7 +659,12 @@ impl Convolution {
     /// small one for at most 64 output channels. On the tensor cores, with input channels a
     /// multiple of the blocking's step (32 in both blockings), the forward may first copy the
     /// filter into a layout of its own (taps outermost), which makes larger convolutions
-    /// faster; the tuner decides.
+    /// faster; the tuner decides. With stride 1 and a filter that reaches at most 128
+    /// positions of the output grid padded by its reach (`(kernel_h - 1) * dilation_h *
+    /// (out_w + (kernel_w - 1) * dilation_w) + (kernel_w - 1) * dilation_w`: a 3 x 3 filter
+    /// over outputs up to 61 pixels wide), it may also run over a staged window: each block
+    /// stages its input once per 32 channels for every tap (with autotuning off it does,
+    /// where it can).
     pub fn forward(&self, batch: &mut Batch<'_>, args: Conv2dForward<'_>) -> Result<()> {
         let Conv2dForward {
             shape,
@@ -637,8 +681,8 @@ impl Convolution {
         let operation = "nn::Convolution::forward";
         let (ways, fixed) = match self.fragments {
             Some(_) => {
-                let fixed = Way::fixed_split_fragments(rows).by_tap();
-                (&Way::SPLIT_FRAGMENTS_BY_TAP[..], fixed)
+                let fixed = Way::fixed_split_fragments(rows).over_window();
+                (&Way::SPLIT_FRAGMENTS_OR_WINDOW[..], fixed)
             }
             None => (&Way::ALL[..], Way::fixed(rows)),
         };
@@ -663,9 +707,10 @@ impl Convolution {
     }
 
     /// The forward run `way`: whole, or in slices of the summed dimension when the way allows
-    /// it and the output alone cannot fill the GPU; on the tensor cores tap by tap (the filter
-    /// laid out for it first) when the way allows it and the input channels are a multiple of
-    /// the blocking's step.
+    /// it and the output alone cannot fill the GPU; on the tensor cores over a staged window
+    /// (whole) or tap by tap, the filter laid out for it first, when the way allows it and
+    /// the shape fits (see [`over_window`]; tap by tap: input channels a multiple of the
+    /// blocking's step).
     #[allow(clippy::too_many_arguments)]
     fn record_forward(
         &self,
@@ -685,7 +730,8 @@ impl Convolution {
             let split = fragments.forward_split.get(way.blocking);
             let blocking = split.conv_forward_fragments_partial().constants();
             let cut = Split::of(blocking, p.out_channels, columns, depth);
-            let whole = !way.split || cut.splits == 1;
+            let window = way.window && over_window(&p, false);
+            let whole = window || !way.split || cut.splits == 1;
             if !whole {
                 (p.splits, p.split_depth) = (cut.splits, cut.depth);
             }
@@ -702,6 +748,20 @@ impl Convolution {
                 let args = kernels::ConvWeightsByTapArgs { p: &p, w, w_by_tap };
                 fragments.weights_by_tap.record(batch, args)?;
                 let w_by_tap = &w_by_tap.view_as()?;
+                if window {
+                    let args = kernels::ConvForwardWindowArgs {
+                        p: &p,
+                        x,
+                        w_by_tap,
+                        bias,
+                        pre,
+                        y,
+                    };
+                    return fragments
+                        .forward_window
+                        .get(way.blocking)
+                        .record(batch, args);
+                }
                 return match partial {
                     None => {
                         let args = kernels::ConvForwardFragmentsByTapArgs {
@@ -910,8 +970,8 @@ impl Convolution {
     ///
     /// The blocking is autotuned; with autotuning off it is the small one for at most 64
     /// input channels. On the tensor cores, for stride 1 and output channels a multiple of the
-    /// blocking's step, it may first copy the filter into a layout of its own, as the forward
-    /// may.
+    /// blocking's step, it may first copy the filter into a layout of its own and run by taps
+    /// or over a staged window, as the forward may.
     pub fn grad_input(&self, batch: &mut Batch<'_>, args: Conv2dGradInput<'_>) -> Result<()> {
         let Conv2dGradInput {
             shape,
@@ -934,8 +994,8 @@ impl Convolution {
             // One stride phase at a time, never split.
             Some(_) if by_phases(&p) => (&Way::FRAGMENTS[..], Way::fixed_fragments(p.in_channels)),
             Some(_) => (
-                &Way::SPLIT_FRAGMENTS_BY_TAP[..],
-                Way::fixed_split_fragments(p.in_channels).by_tap(),
+                &Way::SPLIT_FRAGMENTS_OR_WINDOW[..],
+                Way::fixed_split_fragments(p.in_channels).over_window(),
             ),
             None => (&Way::ALL[..], Way::fixed(p.in_channels)),
         };
@@ -965,8 +1025,9 @@ impl Convolution {
 
     /// The input gradient run `way`: directly for few input channels, one stride phase at a
     /// time when strided, otherwise whole or in slices of the summed dimension, on the tensor
-    /// cores tap by tap when the way allows it and the output channels are a multiple of the
-    /// blocking's step.
+    /// cores over a staged window (whole) or tap by tap when the way allows it and the shape
+    /// fits (see [`over_window`]; tap by tap: output channels a multiple of the blocking's
+    /// step).
     fn record_grad_input(
         &self,
         batch: &mut Batch<'_>,
@@ -1023,6 +1084,18 @@ impl Convolution {
                 };
                 fragments.weights_transposed_by_tap.record(batch, args)?;
                 let w_transposed = &w_transposed.view_as()?;
+                if way.window && over_window(&p, true) {
+                    let args = kernels::ConvGradInputWindowArgs {
+                        p: &p,
+                        w_transposed,
+                        grad_pre,
+                        grad_x,
+                    };
+                    return fragments
+                        .grad_input_window
+                        .get(way.blocking)
+                        .record(batch, args);
+                }
                 if cut.splits == 1 {
                     let args = kernels::ConvGradInputFragmentsByTapArgs {
                         p: &p,
@@ -1362,6 +1435,35 @@ impl Scratch {
 mod tests {
     use super::*;
     use crate::nn::Padding;
+
+    #[test]
+    fn passes_run_over_a_window_where_the_filter_reaches_at_most_128_positions() {
+        let params = |shape: Conv2dShape| shape.params(Activation::None).unwrap();
+        let square = |n, ci, hw, co, k, stride, pad| {
+            Conv2dShape::new(n, ci, [hw, hw], co, [k, k])
+                .stride([stride, stride])
+                .padding(Padding::uniform(pad))
+        };
+        // The ResNet layers: a 3 x 3 filter reaches 2 rows of the padded grid and 2 more.
+        for (hw, channels) in [(56, 64), (28, 128), (14, 256), (7, 512)] {
+            let p = params(square(32, channels, hw, channels, 3, 1, 1));
+            assert!(over_window(&p, false) && over_window(&p, true), "{hw}");
+        }
+        // 3 x 3 over outputs 61 wide reaches 2 * 63 + 2 = 128 positions; 62 wide, 130.
+        let p = params(Conv2dShape::new(1, 32, [4, 63], 32, [3, 3]));
+        assert!(over_window(&p, false) && !over_window(&p, true));
+        let p = params(Conv2dShape::new(1, 32, [4, 64], 32, [3, 3]));
+        assert!(!over_window(&p, false));
+        // Dilation widens the reach: 2 * 2 * (9 + 4) + 4 = 56.
+        let dilated = square(2, 64, 9, 64, 3, 1, 2).dilation([2, 2]);
+        assert!(over_window(&params(dilated), false));
+        // Strided passes, and summed channels that are not a multiple of 32, do not.
+        assert!(!over_window(&params(square(2, 64, 9, 64, 3, 2, 1)), false));
+        let p = params(square(2, 40, 8, 72, 3, 1, 1));
+        assert!(!over_window(&p, false) && !over_window(&p, true));
+        let p = params(square(2, 64, 8, 72, 3, 1, 1));
+        assert!(over_window(&p, false) && !over_window(&p, true));
+    }
 
     /// A filter of `co` output and `ci` input channels and 3 x 2 taps, numbered, on the
     /// device; its shape's parameters; and element (`o`, `i`, `r`, `c`) of it on the host.

@@ -25,7 +25,11 @@
 //! `conv_grad_input_fragments_by_tap` and their split partials only when the summed channels
 //! are a multiple of the blocking's `DEPTH`, so that every step's channels lie inside, and
 //! `conv_grad_weight_fragments_by_tap` only when the input channels are a multiple of its
-//! `BLOCK`, so that every block's columns lie inside one tap.
+//! `BLOCK`, so that every block's columns lie inside one tap. The passes over a staged window
+//! (`conv_forward_window`, `conv_grad_input_window`) likewise test each staged position, not
+//! each load's channel, and read their window up to the filter's reach past their block: the
+//! host runs them only for summed channels a multiple of `DEPTH` and a reach of at most
+//! `WINDOW - COLS` (`over_window` in `conv.rs`).
 
 #[crate::kernels]
 mod nn {
@@ -2391,6 +2395,376 @@ mod nn {
         store_conv_forward_fragments(&acc, bias, pre, y, p, spill, origin, t);
     }
 
+    // The tensor-core passes over a staged window: for stride 1, the result's pixels are
+    // numbered on a grid padded by the filter's reach (`window_grid`), so that every tap reads
+    // the source at one offset from the result's position (`window_shift`). A workgroup then
+    // stages the source once per `DEPTH` channels, for its `COLS` positions and the farthest
+    // tap's reach beyond them, and multiplies every tap's filter slice against that one window
+    // at the tap's offset. The padded positions (the grid's last rows and columns) are
+    // computed and not stored.
+
+    /// The blockings of the passes over a staged window (`conv_window_tile`): `BLOCK` result
+    /// channels (rows) by `COLS` positions of the padded grid, `DEPTH` summed channels a
+    /// step, a window of `WINDOW` staged positions (so a reach, `window_reach`, of at most
+    /// `WINDOW - COLS`), each `A_STRIDE` halves apart, and two filter slices of `BLOCK` rows
+    /// taken in turn. `WINDOW_LOADS` is what an invocation loads of the source per window.
+    /// The 128-row blocking takes 48 KiB of workgroup memory, all a device must offer for
+    /// tensor cores here (`MEMORY`: 40 KiB of slices, 8 of `spill`).
+    #[constants(
+        BLOCK = [128, 64],
+        DEPTH = 32,
+        COLS = 128,
+        WINDOW = 256,
+        A_STRIDE = DEPTH + 8,
+        LOADS = DEPTH * BLOCK / GROUP,
+        WINDOW_LOADS = DEPTH * WINDOW / GROUP,
+        WARP_ROWS = BLOCK / 2,
+        WARP_COLS = COLS / 4,
+        FRAG_ROWS = WARP_ROWS / 16,
+        FRAG_COLS = WARP_COLS / 16,
+        FRAGS = FRAG_ROWS * FRAG_COLS,
+        SPILL = GROUP * 8,
+        MEMORY = 2 * (2 * BLOCK + WINDOW) * A_STRIDE + 4 * SPILL,
+        OUTPUTS = 8 * FRAGS
+    )]
+    pub struct WindowBlocking;
+
+    /// The padded grid of a pass over a staged window, as (rows, columns) of one image's
+    /// padded grid and of its result: the forward's output, or (`grad`) the input gradient.
+    fn window_grid(p: &ConvParams, grad: bool) -> Vec4<u32> {
+        let result = if grad {
+            vec2(p.in_h, p.in_w)
+        } else {
+            vec2(p.out_h, p.out_w)
+        };
+        let reach = vec2(
+            (p.kernel_h - 1) * p.dilation_h,
+            (p.kernel_w - 1) * p.dilation_w,
+        );
+        vec4(result.x + reach.x, result.y + reach.y, result.x, result.y)
+    }
+
+    /// How far past a position of `grid` its farthest tap reads.
+    fn window_reach(p: &ConvParams, grid: Vec4<u32>) -> u32 {
+        (p.kernel_h - 1) * p.dilation_h * grid.y + (p.kernel_w - 1) * p.dilation_w
+    }
+
+    /// How far past a position of `grid` tap `tap` reads. The input gradient reads the
+    /// output pixels whose windows put the tap on the position: its taps run backwards.
+    fn window_shift(p: &ConvParams, grad: bool, grid: Vec4<u32>, tap: u32) -> u32 {
+        let at = vec2(tap / p.kernel_w, tap % p.kernel_w);
+        let tap_at = if grad {
+            vec2(p.kernel_h - 1 - at.x, p.kernel_w - 1 - at.y)
+        } else {
+            at
+        };
+        tap_at.x * p.dilation_h * grid.y + tap_at.y * p.dilation_w
+    }
+
+    /// The `j`-th staged position of the window that starts at position `first` of `grid`:
+    /// (its offset in the source's first channel plane of its image, 1 if it lies inside the
+    /// source and the window's reach, else 0).
+    fn window_source(p: &ConvParams, grad: bool, grid: Vec4<u32>, first: u32, j: u32) -> Vec2<u32> {
+        let (at, per_image) = (first + j, grid.x * grid.y);
+        let image = at / per_image;
+        let padded = vec2(at % per_image / grid.y, at % per_image % grid.y);
+        // Above or left of the source, a row or column wraps around and fails the test.
+        let read = if grad {
+            vec2(
+                (padded.x + p.pad_top).wrapping_sub((p.kernel_h - 1) * p.dilation_h),
+                (padded.y + p.pad_left).wrapping_sub((p.kernel_w - 1) * p.dilation_w),
+            )
+        } else {
+            vec2(
+                padded.x.wrapping_sub(p.pad_top),
+                padded.y.wrapping_sub(p.pad_left),
+            )
+        };
+        let source = if grad {
+            vec3(p.out_channels, p.out_h, p.out_w)
+        } else {
+            vec3(p.in_channels, p.in_h, p.in_w)
+        };
+        let inside = j < COLS + window_reach(p, grid)
+            && image < p.batch
+            && read.x < source.y
+            && read.y < source.z;
+        vec2(
+            (image * source.x * source.y + read.x) * source.z + read.y,
+            inside as u32,
+        )
+    }
+
+    /// What invocation `t` stages of the window at channels `c0..`: its loads run over the
+    /// window's positions `t / 4`, `t / 4 + GROUP / 4`, .. (`at`, from `window_source`), and
+    /// 4 adjacent channels of each, so that a subgroup's stores into the window, 8 positions
+    /// by 4 channels, fall in distinct banks.
+    fn window_gather(
+        source: &[f32],
+        plane: u32,
+        at: &[Vec2<u32>; WINDOW / (GROUP / 4)],
+        c0: u32,
+        t: u32,
+    ) -> [f32; WINDOW_LOADS] {
+        let mut staged = [0.0f32; WINDOW_LOADS];
+        #[unroll]
+        for r in 0..WINDOW_LOADS {
+            let position = at[r / (DEPTH / 4)];
+            if position.y != 0 {
+                let channel = c0 + r % (DEPTH / 4) * 4 + t % 4;
+                staged[r] = source[position.x + channel * plane];
+            }
+        }
+        staged
+    }
+
+    /// Writes what `window_gather` fetched into the window: (position `j`, channel `d`) at
+    /// `j * A_STRIDE + d`.
+    fn stage_window(window: &mut [f16; WINDOW * A_STRIDE], staged: &[f32; WINDOW_LOADS], t: u32) {
+        #[unroll]
+        for r in 0..WINDOW_LOADS {
+            let j = r / (DEPTH / 4) * (GROUP / 4) + t / 4;
+            let d = r % (DEPTH / 4) * 4 + t % 4;
+            window[j * A_STRIDE + d] = staged[r] as f16;
+        }
+    }
+
+    /// Stages what `fetch_vectors` fetched of the filter into the slice at `base` of `half_w`.
+    fn stage_window_filter(
+        half_w: &mut [f16; 2 * BLOCK * A_STRIDE],
+        fetched: &[Vec4<f32>; LOADS / 4],
+        base: u32,
+        t: u32,
+    ) {
+        #[unroll]
+        for v in 0..LOADS / 4 {
+            let at = staged_vector_at(true, t, v);
+            #[unroll]
+            for c in 0..4u32 {
+                half_w[base + at.y * A_STRIDE + at.x + c] = fetched[v][c] as f16;
+            }
+        }
+    }
+
+    /// `acc += w · window` for one tap, `w` the filter slice at `base` of `half_w`: the
+    /// columns' fragments are read from the window `shift` positions past the block's
+    /// (column-major, each position's channels adjacent).
+    fn multiply_window(
+        half_w: &[f16; 2 * BLOCK * A_STRIDE],
+        base: u32,
+        window: &[f16; WINDOW * A_STRIDE],
+        shift: u32,
+        acc: &mut [FragC16<f32>; FRAGS],
+        t: u32,
+    ) {
+        let warp = t / 32;
+        let (rows, cols) = (warp / 4 * WARP_ROWS, warp % 4 * WARP_COLS + shift);
+        #[unroll]
+        for kk in 0..DEPTH / 16 {
+            let mut fb: [FragB16<f16>; FRAG_COLS] = [coop_zero(); FRAG_COLS];
+            #[unroll]
+            for j in 0..FRAG_COLS {
+                let first = (cols + j * 16) * A_STRIDE + kk * 16;
+                fb[j] = coop_load_column_major(&window[first], A_STRIDE);
+            }
+            #[unroll]
+            for i in 0..FRAG_ROWS {
+                let first = base + (rows + i * 16) * A_STRIDE + kk * 16;
+                let fa: FragA16<f16> = coop_load_row_major(&half_w[first], A_STRIDE);
+                #[unroll]
+                for j in 0..FRAG_COLS {
+                    let f = i * FRAG_COLS + j;
+                    acc[f] = coop_multiply_add(fa, fb[j], acc[f]);
+                }
+            }
+        }
+    }
+
+    /// The tensor-core tile of a pass over a staged window for the block at `origin`
+    /// (position of the padded grid, result channel), summing the channels `summed` (a
+    /// multiple of `DEPTH`): the forward from `x` (`source`) and the filter as
+    /// `conv_weights_by_tap` lays it out, or (`grad`) the stride-1 input gradient from
+    /// `grad_pre` and the filter as `conv_weights_transposed_by_tap` lays it out.
+    ///
+    /// A step multiplies one tap's filter slice by the window: it stages that slice into one
+    /// of the two in turn and loads the next step's while it multiplies, so that a step takes
+    /// one barrier (and a window one more before it is staged). On an H100 that ran 4-7%
+    /// faster than one filter slice and two barriers a step (notes/performance.md). A
+    /// window's loads are not in flight during a multiply: held there, they would take
+    /// registers from the accumulators.
+    fn conv_window_tile(
+        half_w: &mut [f16; 2 * BLOCK * A_STRIDE],
+        window: &mut [f16; WINDOW * A_STRIDE],
+        w_by_tap: &[Vec4<f32>],
+        source: &[f32],
+        p: &ConvParams,
+        grad: bool,
+        origin: Vec2<u32>,
+        summed: Vec2<u32>,
+        t: u32,
+    ) -> [FragC16<f32>; FRAGS] {
+        // The summed channels, and the channels of the rows.
+        let channels = if grad {
+            vec2(p.out_channels, p.in_channels)
+        } else {
+            vec2(p.in_channels, p.out_channels)
+        };
+        let plane = if grad {
+            p.out_h * p.out_w
+        } else {
+            p.in_h * p.in_w
+        };
+        let taps = p.kernel_h * p.kernel_w;
+        let shape_w = vec2(channels.x * taps, channels.y);
+        let grid = window_grid(p, grad);
+        let mut at = [vec2(0u32, 0); WINDOW / (GROUP / 4)];
+        #[unroll]
+        for g in 0..WINDOW / (GROUP / 4) {
+            at[g] = window_source(p, grad, grid, origin.x, g * (GROUP / 4) + t / 4);
+        }
+        let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
+        let mut from_w = fetch_vectors(w_by_tap, shape_w, true, origin.y, summed.x, t);
+        let mut step = 0u32;
+        for c0 in (summed.x..summed.y).step_by(DEPTH) {
+            let from_s = window_gather(source, plane, &at, c0, t);
+            // Every subgroup is done with the last window.
+            workgroup_barrier();
+            stage_window(window, &from_s, t);
+            for tap in 0..taps {
+                // Two filter slices, taken in turn: one barrier a step.
+                let base = step % 2 * (BLOCK * A_STRIDE);
+                stage_window_filter(half_w, &from_w, base, t);
+                let next = if tap + 1 < taps {
+                    (tap + 1) * channels.x + c0
+                } else {
+                    c0 + DEPTH
+                };
+                from_w = fetch_vectors(w_by_tap, shape_w, true, origin.y, next, t);
+                workgroup_barrier();
+                multiply_window(
+                    half_w,
+                    base,
+                    window,
+                    window_shift(p, grad, grid, tap),
+                    &mut acc,
+                    t,
+                );
+                step += 1;
+            }
+        }
+        acc
+    }
+
+    /// The result's pixels among invocation `t`'s outputs of the block at `origin` of a pass
+    /// over a staged window: they lie in `FRAG_COLS` columns (see `fragment_element`), each
+    /// at (the offset of its pixel in its image's first channel plane of the result, 1 if
+    /// the column's position is a pixel, else 0).
+    fn window_columns(
+        p: &ConvParams,
+        grad: bool,
+        origin: Vec2<u32>,
+        t: u32,
+    ) -> [Vec2<u32>; FRAG_COLS] {
+        let grid = window_grid(p, grad);
+        let per_image = grid.x * grid.y;
+        let channels = if grad { p.in_channels } else { p.out_channels };
+        let mut columns = [vec2(0u32, 0); FRAG_COLS];
+        #[unroll]
+        for j in 0..FRAG_COLS {
+            let at = origin.x + fragment_element(t, j, 0).x;
+            let image = at / per_image;
+            let padded = vec2(at % per_image / grid.y, at % per_image % grid.y);
+            let inside = image < p.batch && padded.x < grid.z && padded.y < grid.w;
+            columns[j] = vec2(
+                (image * channels * grid.z + padded.x) * grid.w + padded.y,
+                inside as u32,
+            );
+        }
+        columns
+    }
+
+    /// The forward's epilogue over a staged window's block at `origin`: `pre` = the
+    /// accumulators + `bias`, `y = act(pre)`, both NCHW, for the positions of the padded grid
+    /// that are pixels of the output.
+    fn store_conv_window_forward(
+        acc: &[FragC16<f32>; FRAGS],
+        bias: &[f32],
+        pre: &mut [f32],
+        y: &mut [f32],
+        p: &ConvParams,
+        spill: &mut [f32; SPILL],
+        origin: Vec2<u32>,
+        t: u32,
+    ) {
+        let pixels = p.out_h * p.out_w;
+        let columns = window_columns(p, false, origin, t);
+        let mut z = [0.0f32; OUTPUTS];
+        #[unroll]
+        for f in 0..FRAGS {
+            let values = unspill(acc[f], spill, t);
+            let column = columns[f % FRAG_COLS];
+            #[unroll]
+            for e in 0..8 {
+                let row = origin.y + fragment_element(t, f, e).y;
+                if row < p.out_channels && column.y != 0 {
+                    z[8 * f + e] = values[e] + bias[row];
+                    pre[column.x + row * pixels] = z[8 * f + e];
+                }
+            }
+        }
+        activate_outputs(&mut z, p.activation);
+        #[unroll]
+        for f in 0..FRAGS {
+            let column = columns[f % FRAG_COLS];
+            #[unroll]
+            for e in 0..8 {
+                let row = origin.y + fragment_element(t, f, e).y;
+                if row < p.out_channels && column.y != 0 {
+                    y[column.x + row * pixels] = z[8 * f + e];
+                }
+            }
+        }
+    }
+
+    /// `conv_forward_fragments_by_tap` over a staged window (stride 1, input channels a
+    /// multiple of `DEPTH`, a reach of at most `WINDOW - COLS`), from the filter as
+    /// `conv_weights_by_tap` lays it out.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = WindowBlocking,
+        grid = [
+            ceil_div(
+                p.batch
+                    * (p.out_h + (p.kernel_h - 1) * p.dilation_h)
+                    * (p.out_w + (p.kernel_w - 1) * p.dilation_w),
+                COLS
+            ),
+            ceil_div(p.out_channels, BLOCK)
+        ],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY),
+        specialize(p.kernel_h == 3 && p.kernel_w == 3)
+    )]
+    pub fn conv_forward_window(
+        p: &ConvParams,
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] x: &[f32],
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)] w_by_tap: &[Vec4<
+            f32,
+        >],
+        #[len(p.out_channels)] bias: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
+        #[workgroup] half_w: &mut [f16; 2 * BLOCK * A_STRIDE],
+        #[workgroup] window: &mut [f16; WINDOW * A_STRIDE],
+        #[workgroup] spill: &mut [f32; SPILL],
+    ) {
+        let t = local_index();
+        let origin = vec2(workgroup_id().x * COLS, workgroup_id().y * BLOCK);
+        let summed = vec2(0, p.in_channels);
+        let acc = conv_window_tile(half_w, window, w_by_tap, x, p, false, origin, summed, t);
+        store_conv_window_forward(&acc, bias, pre, y, p, spill, origin, t);
+    }
+
     /// Convolution: `pre = conv(x, w) + bias`, `y = act(pre)` (see `conv_forward_tile`). The
     /// 3x3 and 7x7 specializations fold the filter's size into the gather.
     #[kernel(
@@ -3206,6 +3580,65 @@ mod nn {
             spill,
             t,
         );
+    }
+
+    /// `conv_grad_input_fragments_by_tap` over a staged window (stride 1, output channels a
+    /// multiple of `DEPTH`, a reach of at most `WINDOW - COLS`), from the filter as
+    /// `conv_weights_transposed_by_tap` lays it out.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = WindowBlocking,
+        grid = [
+            ceil_div(
+                p.batch
+                    * (p.in_h + (p.kernel_h - 1) * p.dilation_h)
+                    * (p.in_w + (p.kernel_w - 1) * p.dilation_w),
+                COLS
+            ),
+            ceil_div(p.in_channels, BLOCK)
+        ],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY),
+        specialize(p.kernel_h == 3 && p.kernel_w == 3)
+    )]
+    pub fn conv_grad_input_window(
+        p: &ConvParams,
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)]
+        w_transposed: &[Vec4<f32>],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
+        #[workgroup] half_w: &mut [f16; 2 * BLOCK * A_STRIDE],
+        #[workgroup] window: &mut [f16; WINDOW * A_STRIDE],
+        #[workgroup] spill: &mut [f32; SPILL],
+    ) {
+        let t = local_index();
+        let origin = vec2(workgroup_id().x * COLS, workgroup_id().y * BLOCK);
+        let summed = vec2(0, p.out_channels);
+        let acc = conv_window_tile(
+            half_w,
+            window,
+            w_transposed,
+            grad_pre,
+            p,
+            true,
+            origin,
+            summed,
+            t,
+        );
+        let pixels = p.in_h * p.in_w;
+        let columns = window_columns(p, true, origin, t);
+        #[unroll]
+        for f in 0..FRAGS {
+            let values = unspill(acc[f], spill, t);
+            let column = columns[f % FRAG_COLS];
+            #[unroll]
+            for e in 0..8 {
+                let row = origin.y + fragment_element(t, f, e).y;
+                if row < p.in_channels && column.y != 0 {
+                    grad_x[column.x + row * pixels] = values[e];
+                }
+            }
+        }
     }
 
     /// `ConvGradInputFragmentsSplit` by taps.
@@ -4546,6 +4979,16 @@ impl<K> Blocked<K> {
         Ok(Blocked {
             deep,
             ..Blocked::on_fragments(build)?
+        })
+    }
+
+    /// Both blockings of a tensor-core pass over a staged window ([`WindowBlocking`]): 128 and
+    /// 64 result channels by 128 positions.
+    pub fn on_windows(build: impl Fn(WindowBlocking) -> crate::Result<K>) -> crate::Result<Self> {
+        Ok(Blocked {
+            large: build(WindowBlocking { block: 128 })?,
+            small: build(WindowBlocking { block: 64 })?,
+            deep: None,
         })
     }
 

@@ -31,6 +31,11 @@ pub(crate) struct Way {
     /// (`kernels::conv_grad_weight_fragments_by_tap`) when the input channels are a multiple
     /// of the blocking's block.
     pub by_tap: bool,
+    /// Whether a convolution's tensor-core pass may run over a staged window
+    /// (`kernels::conv_window_tile`): the forward and the stride-1 input gradient, where the
+    /// summed channels are a multiple of the window blocking's step and the filter's reach
+    /// fits its window; otherwise the way runs by taps.
+    pub window: bool,
 }
 
 impl Way {
@@ -64,11 +69,13 @@ impl Way {
         Way::on_fragments(1),
     ];
 
-    /// Both blockings on the tensor cores, each split where the output alone cannot fill the
-    /// GPU and whole, by taps and then as they are: for the convolution's forward and input
-    /// gradient (laying the filter out for a pass by taps is a pass of its own, which small
-    /// problems may not recover).
-    pub const SPLIT_FRAGMENTS_BY_TAP: [Way; 8] = [
+    /// Both blockings on the tensor cores over a staged window, then each split where the
+    /// output alone cannot fill the GPU and whole, by taps and then as they are: for the
+    /// convolution's forward and input gradient (laying the filter out for a pass by taps or
+    /// over a window is a pass of its own, which small problems may not recover).
+    pub const SPLIT_FRAGMENTS_OR_WINDOW: [Way; 10] = [
+        Way::on_fragments(0).splitting().over_window(),
+        Way::on_fragments(1).splitting().over_window(),
         Way::on_fragments(0).splitting().by_tap(),
         Way::on_fragments(1).splitting().by_tap(),
         Way::on_fragments(0).by_tap(),
@@ -115,6 +122,7 @@ impl Way {
             winograd: false,
             fragments: false,
             by_tap: false,
+            window: false,
         }
     }
 
@@ -137,6 +145,16 @@ impl Way {
     /// The same way, summing tap by tap where the op can.
     pub const fn by_tap(self) -> Self {
         Way {
+            by_tap: true,
+            ..self
+        }
+    }
+
+    /// The same blocking, over a staged window where the op can, otherwise by taps where it
+    /// can (and split where the way allows it).
+    pub const fn over_window(self) -> Self {
+        Way {
+            window: true,
             by_tap: true,
             ..self
         }
