@@ -96,7 +96,11 @@
 //!   REG`) is *derived*: computed per instance from the constants before it, not part of the
 //!   identity, and available on the host as a `const fn` (`constants.block()`), so no value is
 //!   written twice. `constants(REG = [8, 4], BLOCK = 16 * REG, PADDED = BLOCK + 1)` gives two
-//!   instances, `KernelConstants { reg: 8 }` and `KernelConstants { reg: 4 }`.
+//!   instances, `KernelConstants { reg: 8 }` and `KernelConstants { reg: 4 }`. Several lists
+//!   combine: `constants(REG = [8, 4], UNROLL = [1, 2])` gives four instances, every value of
+//!   each with every value of the other, in that order (`reg: 8, unroll: 1`, then `unroll:
+//!   2`, then `reg: 4`); to vary constants together, list one and derive the others. A value
+//!   listed twice is an error.
 //! - **Named sets of constants.** Several kernels share one set declared once in the module,
 //!   as a unit struct the macro fills in:
 //!
@@ -174,7 +178,8 @@
 //!   (`workgroup_memory = 8 * BLOCK * DEPTH`); `features(subgroups)` unlocks `subgroup_add/min/max`,
 //!   `subgroup_broadcast_first`, `subgroup_shuffle`, `subgroup_size()` and
 //!   `subgroup_invocation_id()` (the operations among a subgroup, like barriers, must be
-//!   reached in uniform control flow: WGSL requires it); `features(f16)` unlocks the `f16` type (annotations, `as f16`,
+//!   reached in uniform control flow: WGSL requires it; how wide a subgroup may be, the
+//!   driver decides, within [`RuntimeInfo::subgroup_sizes`]); `features(f16)` unlocks the `f16` type (annotations, `as f16`,
 //!   `1.0f16` literals, `&[f16]`/`&mut [f16]` storage, which the host reads and writes as
 //!   `GpuBuffer<half::f16>`, re-exported as [`half`]). Using either without declaring it is a compile error. The
 //!   launcher's `new` returns [`Error::LimitExceeded`] or [`Error::MissingFeature`] on a device

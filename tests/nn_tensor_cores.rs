@@ -292,8 +292,8 @@ fn window(shape: &Conv2dShape) -> [bool; 2] {
     let reach = |width: u32| (kh - 1) * dh * (width + (kw - 1) * dw) + (kw - 1) * dw;
     let stride_1 = shape.stride == [1, 1];
     [
-        stride_1 && shape.in_channels % 32 == 0 && reach(out_w) <= 128,
-        stride_1 && shape.out_channels % 32 == 0 && reach(shape.input[1]) <= 128,
+        stride_1 && shape.in_channels.is_multiple_of(32) && reach(out_w) <= 128,
+        stride_1 && shape.out_channels.is_multiple_of(32) && reach(shape.input[1]) <= 128,
     ]
 }
 
@@ -404,7 +404,8 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
         );
         // Too wide for the window: by taps where the summed channels allow it.
         if shape.input[1] >= 66 {
-            let by_tap = |kernel: &str, channels: u32| ran_any(kernel) == (channels % 32 == 0);
+            let by_tap =
+                |kernel: &str, channels: u32| ran_any(kernel) == channels.is_multiple_of(32);
             assert!(
                 by_tap("conv_forward_fragments_by_tap", shape.in_channels)
                     && by_tap("conv_grad_input_fragments_by_tap", shape.out_channels),

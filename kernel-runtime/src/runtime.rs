@@ -72,6 +72,10 @@ pub struct RuntimeInfo {
     pub features: wgpu::Features,
     /// The limits the device was created with.
     pub limits: wgpu::Limits,
+    /// The fewest and the most invocations a subgroup of the adapter may have (wgpu's
+    /// `AdapterInfo::subgroup_min_size` and `subgroup_max_size`): `[32, 32]` on NVIDIA GPUs,
+    /// `[8, 8]` on lavapipe, `[4, 128]`, WebGPU's bounds, where the adapter does not say.
+    pub subgroup_sizes: [u32; 2],
     /// The multiply-adds the device's tensor cores run (sizes and element types), when the
     /// device has [`wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX`]; empty when it has not.
     /// `None` when not known: a device adopted with [`Runtime::from_wgpu`] comes without its
@@ -99,6 +103,7 @@ impl RuntimeInfo {
             driver,
             features,
             limits,
+            subgroup_sizes: [info.subgroup_min_size, info.subgroup_max_size],
             cooperative_matrices,
         }
     }

@@ -2,6 +2,7 @@
 
 use super::gemm::add_up_rows;
 use super::kernels;
+use super::precision;
 use super::spare::Spare;
 use super::split::{ColumnSums, Split, Steps, MIN_SLICE};
 use super::tune::{self, Way};
@@ -445,8 +446,8 @@ struct Fragments {
     /// The forward by taps, for input channels a multiple of the blocking's depth.
     forward_by_tap: kernels::Blocked<kernels::ConvForwardFragmentsByTap>,
     /// The forward over a staged window, for stride 1 and input channels a multiple of the
-    /// window blocking's step.
-    forward_window: kernels::Blocked<kernels::ConvForwardWindow>,
+    /// window blocking's step, where the device has the workgroup memory.
+    forward_window: Option<kernels::Blocked<kernels::ConvForwardWindow>>,
     /// The forward in slices of the summed dimension.
     forward_split: kernels::Blocked<kernels::ConvForwardFragmentsSplit>,
     forward_by_tap_split: kernels::Blocked<kernels::ConvForwardFragmentsByTapSplit>,
@@ -460,8 +461,8 @@ struct Fragments {
     grad_input_by_tap: kernels::Blocked<kernels::ConvGradInputFragmentsByTap>,
     grad_input_by_tap_split: kernels::Blocked<kernels::ConvGradInputFragmentsByTapSplit>,
     /// The stride-1 input gradient over a staged window, for output channels a multiple of
-    /// the window blocking's step.
-    grad_input_window: kernels::Blocked<kernels::ConvGradInputWindow>,
+    /// the window blocking's step, where the device has the workgroup memory.
+    grad_input_window: Option<kernels::Blocked<kernels::ConvGradInputWindow>>,
     /// The input gradient of strided convolutions, one stride phase at a time.
     grad_input_phased: kernels::Blocked<kernels::ConvGradInputPhasedFragments>,
     grad_weight: kernels::Blocked<kernels::ConvGradWeightFragments>,
@@ -476,7 +477,7 @@ impl Fragments {
         let by_tap_reduce = kernels::ConvForwardFragmentsByTapReduce::new(rt)?;
         let input_by_tap_reduce = kernels::ConvGradInputFragmentsByTapReduce::new(rt)?;
         let input_reduce = kernels::ConvGradInputFragmentsReduce::new(rt)?;
-        Ok(Fragments {
+        let fragments = Fragments {
             weights_by_tap: kernels::ConvWeightsByTap::new(rt)?,
             // SAFETY (all eleven): every index is guarded (see "Bounds" in `kernels`; the
             // kernels by taps run only for channels a multiple of their blocking's step or, the
@@ -542,7 +543,10 @@ impl Fragments {
                 kernels::ConvGradWeightFragmentsByTap::with_constants_unchecked(rt, b)
             })?,
             reduce: kernels::ConvGradWeightReduce::new(rt)?,
-        })
+        };
+        // After the kernels, which refuse a device without tensor cores first.
+        precision::check_tensor_core_subgroups(rt, "nn::Convolution")?;
+        Ok(fragments)
     }
 }
 
@@ -561,7 +565,7 @@ impl Convolution {
     ///
     /// [`Error::MissingFeature`](crate::Error::MissingFeature) for
     /// [`Precision::TensorCoreF16`] on a device without tensor cores for 16 x 16 x 16 `f16`
-    /// fragments accumulated in `f32`.
+    /// fragments accumulated in `f32`, or whose subgroups cannot be 32 invocations wide.
     pub fn with_precision(rt: &Runtime, precision: Precision) -> Result<Self> {
         let fragments = match precision {
             Precision::F32 => None,
@@ -730,8 +734,13 @@ impl Convolution {
             let split = fragments.forward_split.get(way.blocking);
             let blocking = split.conv_forward_fragments_partial().constants();
             let cut = Split::of(blocking, p.out_channels, columns, depth);
-            let window = way.window && over_window(&p, false);
-            let whole = window || !way.split || cut.splits == 1;
+            let window = match &fragments.forward_window {
+                Some(window) if way.window && over_window(&p, false) => {
+                    Some(window.get(way.blocking))
+                }
+                _ => None,
+            };
+            let whole = window.is_some() || !way.split || cut.splits == 1;
             if !whole {
                 (p.splits, p.split_depth) = (cut.splits, cut.depth);
             }
@@ -748,7 +757,7 @@ impl Convolution {
                 let args = kernels::ConvWeightsByTapArgs { p: &p, w, w_by_tap };
                 fragments.weights_by_tap.record(batch, args)?;
                 let w_by_tap = &w_by_tap.view_as()?;
-                if window {
+                if let Some(window) = window {
                     let args = kernels::ConvForwardWindowArgs {
                         p: &p,
                         x,
@@ -757,10 +766,7 @@ impl Convolution {
                         pre,
                         y,
                     };
-                    return fragments
-                        .forward_window
-                        .get(way.blocking)
-                        .record(batch, args);
+                    return window.record(batch, args);
                 }
                 return match partial {
                     None => {
@@ -1084,17 +1090,17 @@ impl Convolution {
                 };
                 fragments.weights_transposed_by_tap.record(batch, args)?;
                 let w_transposed = &w_transposed.view_as()?;
-                if way.window && over_window(&p, true) {
+                if let (true, Some(window)) = (
+                    way.window && over_window(&p, true),
+                    &fragments.grad_input_window,
+                ) {
                     let args = kernels::ConvGradInputWindowArgs {
                         p: &p,
                         w_transposed,
                         grad_pre,
                         grad_x,
                     };
-                    return fragments
-                        .grad_input_window
-                        .get(way.blocking)
-                        .record(batch, args);
+                    return window.get(way.blocking).record(batch, args);
                 }
                 if cut.splits == 1 {
                     let args = kernels::ConvGradInputFragmentsByTapArgs {

@@ -1,6 +1,7 @@
 //! GEMM + bias + activation, forward and backward.
 
 use super::kernels;
+use super::precision;
 use super::spare::Spare;
 use super::split::{ColumnSums, Split, Steps};
 use super::tune::{self, Way};
@@ -153,7 +154,7 @@ struct Fragments {
 
 impl Fragments {
     fn new(rt: &Runtime) -> Result<Self> {
-        Ok(Fragments {
+        let fragments = Fragments {
             // SAFETY (all three): every index is guarded (see "Bounds" in `kernels`).
             forward: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
                 kernels::GemmForwardFragments::with_constants_unchecked(rt, b)
@@ -178,7 +179,10 @@ impl Fragments {
                 Err(crate::Error::LimitExceeded { .. }) => None,
                 built => Some(built?),
             },
-        })
+        };
+        // After the kernels, which refuse a device without tensor cores first.
+        precision::check_tensor_core_subgroups(rt, "nn::Gemm")?;
+        Ok(fragments)
     }
 }
 
@@ -204,7 +208,7 @@ impl Gemm {
     ///
     /// [`Error::MissingFeature`](crate::Error::MissingFeature) for
     /// [`Precision::TensorCoreF16`] on a device without tensor cores for 16 x 16 x 16 `f16`
-    /// fragments accumulated in `f32`.
+    /// fragments accumulated in `f32`, or whose subgroups cannot be 32 invocations wide.
     pub fn with_precision(rt: &Runtime, precision: Precision) -> Result<Self> {
         let fragments = match precision {
             Precision::F32 => None,

@@ -2408,8 +2408,8 @@ mod nn {
     /// step, a window of `WINDOW` staged positions (so a reach, `window_reach`, of at most
     /// `WINDOW - COLS`), each `A_STRIDE` halves apart, and two filter slices of `BLOCK` rows
     /// taken in turn. `WINDOW_LOADS` is what an invocation loads of the source per window.
-    /// The 128-row blocking takes 48 KiB of workgroup memory, all a device must offer for
-    /// tensor cores here (`MEMORY`: 40 KiB of slices, 8 of `spill`).
+    /// The 128-row blocking takes 48 KiB of workgroup memory, all that the H100 offers
+    /// through Vulkan (`MEMORY`: 40 KiB of slices, 8 of `spill`); the 64-row one 38 KiB.
     #[constants(
         BLOCK = [128, 64],
         DEPTH = 32,
@@ -4983,13 +4983,28 @@ impl<K> Blocked<K> {
     }
 
     /// Both blockings of a tensor-core pass over a staged window ([`WindowBlocking`]): 128 and
-    /// 64 result channels by 128 positions.
-    pub fn on_windows(build: impl Fn(WindowBlocking) -> crate::Result<K>) -> crate::Result<Self> {
-        Ok(Blocked {
-            large: build(WindowBlocking { block: 128 })?,
-            small: build(WindowBlocking { block: 64 })?,
+    /// 64 result channels by 128 positions. On a device with the workgroup memory of the small
+    /// blocking only, it serves as both; `None` on a device without that either (the passes
+    /// then run by taps).
+    pub fn on_windows(
+        build: impl Fn(WindowBlocking) -> crate::Result<K>,
+    ) -> crate::Result<Option<Self>>
+    where
+        K: Clone,
+    {
+        let small = match build(WindowBlocking { block: 64 }) {
+            Err(crate::Error::LimitExceeded { .. }) => return Ok(None),
+            built => built?,
+        };
+        let large = match build(WindowBlocking { block: 128 }) {
+            Err(crate::Error::LimitExceeded { .. }) => small.clone(),
+            built => built?,
+        };
+        Ok(Some(Blocked {
+            large,
+            small,
             deep: None,
-        })
+        }))
     }
 
     /// Each blocking's kernel made into another by `f`.

@@ -25,8 +25,53 @@ pub enum Precision {
     /// tensor cores, summed in `f32`: each product is off by f16's rounding of its operands,
     /// about `1e-3` relative (measured against f64 in `tests/nn_tensor_cores.rs`), and the
     /// sums keep f32's precision. Operands beyond f16's range (65504) become infinite.
-    /// Needs a device whose tensor cores multiply 16 x 16 x 16 `f16` fragments into `f32`
-    /// (the op's constructor returns [`Error::MissingFeature`](crate::Error::MissingFeature)
-    /// otherwise).
+    /// Needs a device whose tensor cores multiply 16 x 16 x 16 `f16` fragments into `f32`,
+    /// and whose subgroups may be 32 invocations wide (the kernels share a workgroup's
+    /// fragments among subgroups of 32; see [`RuntimeInfo::subgroup_sizes`]): the op's
+    /// constructor returns [`Error::MissingFeature`](crate::Error::MissingFeature) otherwise.
+    /// A device whose subgroups may also be of other widths (AMD's 32 or 64) is not refused,
+    /// and the kernels have run only on NVIDIA's, which are always 32.
+    ///
+    /// [`RuntimeInfo::subgroup_sizes`]: crate::RuntimeInfo::subgroup_sizes
     TensorCoreF16,
+}
+
+/// Refuses the tensor-core kernels of `op` on `rt` where its subgroups cannot be 32
+/// invocations wide: they index subgroups as `t / 32` and give each a tile of workgroup
+/// memory (see [`Precision::TensorCoreF16`]).
+pub(crate) fn check_tensor_core_subgroups(rt: &crate::Runtime, op: &str) -> crate::Result<()> {
+    let [fewest, most] = rt.info().subgroup_sizes;
+    if (fewest..=most).contains(&32) {
+        return Ok(());
+    }
+    Err(crate::Error::MissingFeature {
+        kernel: op.to_owned(),
+        feature: format!(
+            "subgroups of 32 invocations for its tensor-core kernels (this adapter's have \
+             {fewest} to {most})"
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tensor_cores_are_refused_where_subgroups_cannot_be_32_wide() {
+        let rt = crate::Runtime::new().unwrap();
+        let [fewest, most] = rt.info().subgroup_sizes;
+        match check_tensor_core_subgroups(&rt, "nn::Gemm") {
+            Ok(()) => assert!(fewest <= 32 && 32 <= most, "{fewest} to {most}"),
+            Err(error) => {
+                assert!(!(fewest..=most).contains(&32), "{error}");
+                let message = error.to_string();
+                assert!(
+                    message.contains("`nn::Gemm`")
+                        && message.contains(&format!("have {fewest} to {most}")),
+                    "{message}"
+                );
+            }
+        }
+    }
 }

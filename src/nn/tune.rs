@@ -33,8 +33,8 @@ pub(crate) struct Way {
     pub by_tap: bool,
     /// Whether a convolution's tensor-core pass may run over a staged window
     /// (`kernels::conv_window_tile`): the forward and the stride-1 input gradient, where the
-    /// summed channels are a multiple of the window blocking's step and the filter's reach
-    /// fits its window; otherwise the way runs by taps.
+    /// summed channels are a multiple of the window blocking's step, the filter's reach fits
+    /// its window and the device has its workgroup memory; otherwise the way runs by taps.
     pub window: bool,
 }
 

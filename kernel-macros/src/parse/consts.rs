@@ -132,11 +132,21 @@ pub fn set(
         match decl {
             ConstDecl::Listed(name, values) => {
                 let mut next = Vec::new();
+                // Each repeated value is reported once, however many instances it repeats.
+                let mut repeated = vec![false; values.len()];
                 for (env, identity) in &envs {
-                    for value in values {
+                    let mut seen: Vec<u32> = Vec::new();
+                    for (i, value) in values.iter().enumerate() {
                         let Some(v) = eval_u32(name, value, env, errors) else {
                             continue;
                         };
+                        if seen.contains(&v) {
+                            if !std::mem::replace(&mut repeated[i], true) {
+                                errors.spanned(value, repeated_value(name, v));
+                            }
+                            continue;
+                        }
+                        seen.push(v);
                         let mut identity: Vec<u32> = identity.clone();
                         identity.push(v);
                         next.push((env.with(&name.to_string(), Value::U32(v)), identity));
@@ -173,6 +183,16 @@ pub fn set(
         instances,
     };
     (set, envs)
+}
+
+/// The error for a value listed twice for the constant `name`.
+fn repeated_value(name: &syn::Ident, value: u32) -> String {
+    format!(
+        "`{name}` lists {value} twice, which would make the same instances twice; list each \
+         value once. The lists of `constants(..)` combine: every value of each with every \
+         value of the others. To vary constants together, list one of them and derive the \
+         others from it (`BLOCK = SPAN * REG`)"
+    )
 }
 
 fn eval_u32(
