@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{kernels_run, rng, runtime, values};
+use common::{kernels_run, limited_runtime, rng, runtime, values};
 use tessera::nn::{
     Activation, Conv2d, Conv2dConfig, Conv2dForward, Conv2dGradInput, Conv2dGradWeight,
     Conv2dShape, Convolution, Gemm, GemmBackward, GemmForward, GemmShape, Init, Linear,
@@ -282,6 +282,42 @@ fn conv_passes(
     ([y, grad_x, grad_w].map(|b| b.read(rt).unwrap()), ran)
 }
 
+/// Runs the three passes of `shape` on `tensor` and checks each against `strict` within f16
+/// rounding (data from `seed`); returns the entry points the tensor-core passes ran.
+fn check_conv(
+    rt: &Runtime,
+    tensor: &Convolution,
+    strict: &Convolution,
+    shape: Conv2dShape,
+    seed: u64,
+) -> Vec<String> {
+    let mut rng = rng(seed);
+    let x = values(&mut rng, shape.input_len());
+    let w = values(&mut rng, shape.weight_len());
+    let g = values(&mut rng, shape.output_len().unwrap());
+    let (got, ran) = conv_passes(rt, tensor, shape, Activation::None, [&x, &w, &g]);
+    let (want, _) = conv_passes(rt, strict, shape, Activation::None, [&x, &w, &g]);
+    // The sums of the products' magnitudes, by the same passes on magnitudes.
+    let abs = |v: &[f32]| v.iter().map(|a| a.abs()).collect::<Vec<f32>>();
+    let (bound, _) = conv_passes(
+        rt,
+        strict,
+        shape,
+        Activation::None,
+        [&abs(&x), &abs(&w), &abs(&g)],
+    );
+    for (pass, ((got, want), bound)) in ["y", "grad_x", "grad_w"]
+        .into_iter()
+        .zip(got.iter().zip(&want).zip(&bound))
+    {
+        let want: Vec<f64> = want.iter().map(|&v| f64::from(v)).collect();
+        let bound: Vec<f64> = bound.iter().map(|&v| f64::from(v)).collect();
+        let error = assert_within_f16_rounding(&format!("{pass} of {shape:?}"), got, &want, &bound);
+        eprintln!("{pass} of {shape:?}: largest error relative to the largest output {error:.1e}");
+    }
+    ran
+}
+
 /// Whether the forward and the input gradient of `shape` run over a staged window with
 /// autotuning off: stride 1, summed channels a multiple of 32, and a filter that reaches at
 /// most 128 positions past one of the result's grid padded by its reach.
@@ -334,7 +370,8 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
     // each.
     // With autotuning off, the forward and the stride-1 input gradient run over a staged
     // window where the summed channels are a multiple of 32 and the filter's reach fits the
-    // window (see `window`): 3x3 in both blockings, 5x5, dilated, several images, a window
+    // window (see `window`): 3x3 in both blockings (the large one in 512 invocations; the
+    // next test runs it in 256), 5x5, dilated, several images, a window
     // per 32 channels (32 to 128 summed channels), images of up to 34 x 34 (a reach of 74
     // positions). Where the reach does not fit (images 66 and 70 wide), or the stride is 2,
     // they run tap by tap: the forward in the large blocking (64 -> 72 channels of 4 x 70),
@@ -379,11 +416,7 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
         conv(1, 40, [2, 66], 128, 3, 1, 1),
     ];
     for (seed, shape) in shapes.into_iter().enumerate() {
-        let mut rng = rng(100 + seed as u64);
-        let x = values(&mut rng, shape.input_len());
-        let w = values(&mut rng, shape.weight_len());
-        let g = values(&mut rng, shape.output_len().unwrap());
-        let (got, ran) = conv_passes(&rt, &tensor, shape, Activation::None, [&x, &w, &g]);
+        let ran = check_conv(&rt, &tensor, &strict, shape, 100 + seed as u64);
         let block = if shape.out_channels <= 64 { 64 } else { 128 };
         let ran_any = |kernel: &str| ran.iter().any(|e| e.starts_with(kernel));
         assert_eq!(
@@ -391,14 +424,22 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
             shape.in_channels % block == 0,
             "{shape:?} ran {ran:?}"
         );
+        // Over a window, in the small blocks for at most 64 rows, otherwise the large ones
+        // of 512 invocations.
+        let window_blocks = |rows: u32| match rows {
+            ..=64 => "block64_invocations256",
+            _ => "block128_invocations512",
+        };
         let [forward, input] = window(&shape);
+        let forward_blocks = window_blocks(shape.out_channels);
         assert_eq!(
-            ran_any("conv_forward_window"),
+            ran_any(&format!("conv_forward_window_{forward_blocks}")),
             forward,
             "{shape:?} ran {ran:?}"
         );
+        let input_blocks = window_blocks(shape.in_channels);
         assert_eq!(
-            ran_any("conv_grad_input_window"),
+            ran_any(&format!("conv_grad_input_window_{input_blocks}")),
             input,
             "{shape:?} ran {ran:?}"
         );
@@ -410,28 +451,6 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
                 by_tap("conv_forward_fragments_by_tap", shape.in_channels)
                     && by_tap("conv_grad_input_fragments_by_tap", shape.out_channels),
                 "{shape:?} ran {ran:?}"
-            );
-        }
-        let (want, _) = conv_passes(&rt, &strict, shape, Activation::None, [&x, &w, &g]);
-        // The sums of the products' magnitudes, by the same passes on magnitudes.
-        let abs = |v: &[f32]| v.iter().map(|a| a.abs()).collect::<Vec<f32>>();
-        let (bound, _) = conv_passes(
-            &rt,
-            &strict,
-            shape,
-            Activation::None,
-            [&abs(&x), &abs(&w), &abs(&g)],
-        );
-        for (pass, ((got, want), bound)) in ["y", "grad_x", "grad_w"]
-            .into_iter()
-            .zip(got.iter().zip(&want).zip(&bound))
-        {
-            let want: Vec<f64> = want.iter().map(|&v| f64::from(v)).collect();
-            let bound: Vec<f64> = bound.iter().map(|&v| f64::from(v)).collect();
-            let error =
-                assert_within_f16_rounding(&format!("{pass} of {shape:?}"), got, &want, &bound);
-            eprintln!(
-                "{pass} of {shape:?}: largest error relative to the largest output {error:.1e}"
             );
         }
     }
@@ -467,5 +486,44 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
             let name = format!("y through {activation:?} of {shape:?}");
             assert_within_f16_rounding(&name, &got, &want, &bound);
         }
+    }
+}
+
+/// With at most 256 invocations a workgroup (WebGPU's default), the passes over a staged
+/// window run their large blocks in 256 invocations instead of 512, and the GEMM builds
+/// without its wide forward.
+#[test]
+fn convolutions_over_a_window_run_in_256_invocations_where_the_device_has_no_more() {
+    let rt = runtime();
+    let narrow = limited_runtime(&rt, |limits| {
+        limits.max_compute_invocations_per_workgroup = 256;
+    });
+    if !tensor_cores(&rt) {
+        let conv = Convolution::with_precision(&narrow, Precision::TensorCoreF16);
+        assert!(
+            matches!(conv, Err(Error::MissingFeature { .. })),
+            "{conv:?}"
+        );
+        return;
+    }
+    assert!(Gemm::with_precision(&narrow, Precision::TensorCoreF16).is_ok());
+    let tensor = Convolution::with_precision(&narrow, Precision::TensorCoreF16).unwrap();
+    let strict = Convolution::new(&narrow).unwrap();
+    // The forward's rows are 150 output channels; the input gradient's 72 input channels.
+    let shapes = [
+        Conv2dShape::new(1, 128, [5, 5], 150, [3, 3]).padding(Padding::uniform(1)),
+        Conv2dShape::new(2, 72, [9, 7], 64, [3, 3]).padding(Padding::uniform(1)),
+    ];
+    for (seed, (shape, kernel)) in shapes
+        .into_iter()
+        .zip(["conv_forward_window", "conv_grad_input_window"])
+        .enumerate()
+    {
+        let ran = check_conv(&narrow, &tensor, &strict, shape, 300 + seed as u64);
+        let large = format!("{kernel}_block128_invocations256");
+        assert!(
+            ran.iter().any(|e| e.starts_with(&large)),
+            "{shape:?} ran {ran:?}"
+        );
     }
 }

@@ -668,7 +668,7 @@ impl Convolution {
     /// (out_w + (kernel_w - 1) * dilation_w) + (kernel_w - 1) * dilation_w`: a 3 x 3 filter
     /// over outputs up to 61 pixels wide), it may also run over a staged window: each block
     /// stages its input once per 32 channels for every tap (with autotuning off it does,
-    /// where it can).
+    /// where it can, in workgroups of 512 invocations where the device has them).
     pub fn forward(&self, batch: &mut Batch<'_>, args: Conv2dForward<'_>) -> Result<()> {
         let Conv2dForward {
             shape,
@@ -685,7 +685,7 @@ impl Convolution {
         let operation = "nn::Convolution::forward";
         let (ways, fixed) = match self.fragments {
             Some(_) => {
-                let fixed = Way::fixed_split_fragments(rows).over_window();
+                let fixed = Way::fixed_window(rows);
                 (&Way::SPLIT_FRAGMENTS_OR_WINDOW[..], fixed)
             }
             None => (&Way::ALL[..], Way::fixed(rows)),
@@ -1001,7 +1001,7 @@ impl Convolution {
             Some(_) if by_phases(&p) => (&Way::FRAGMENTS[..], Way::fixed_fragments(p.in_channels)),
             Some(_) => (
                 &Way::SPLIT_FRAGMENTS_OR_WINDOW[..],
-                Way::fixed_split_fragments(p.in_channels).over_window(),
+                Way::fixed_window(p.in_channels),
             ),
             None => (&Way::ALL[..], Way::fixed(p.in_channels)),
         };

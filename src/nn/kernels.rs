@@ -243,7 +243,8 @@ mod nn {
     /// blocking keeps 1: double-buffered, its convolutions ran up to 20% slower.
     ///
     /// `OUTPUTS` is how many outputs an invocation writes (its register tile), as in every
-    /// blocking, for `activate_outputs`.
+    /// blocking, for `activate_outputs`; `INVOCATIONS` is `GROUP`, the workgroup's size, as
+    /// the helpers it shares with the tensor-core blockings call it.
     #[constants(
         REG = [8, 4],
         BUFFERS = REG / 4,
@@ -251,7 +252,8 @@ mod nn {
         ROW = BLOCK / 4 + 1,
         DEPTH = 1024 / BLOCK,
         SLICE = DEPTH * ROW,
-        LOADS = DEPTH * BLOCK / GROUP,
+        INVOCATIONS = GROUP,
+        LOADS = DEPTH * BLOCK / INVOCATIONS,
         OUTPUTS = REG * REG
     )]
     pub struct Blocking;
@@ -538,11 +540,11 @@ mod nn {
         if across {
             vec2(
                 t % (DEPTH / 4) * 4,
-                t / (DEPTH / 4) + v * (4 * GROUP / DEPTH),
+                t / (DEPTH / 4) + v * (4 * INVOCATIONS / DEPTH),
             )
         } else {
             vec2(
-                t / (BLOCK / 4) + v * (4 * GROUP / BLOCK),
+                t / (BLOCK / 4) + v * (4 * INVOCATIONS / BLOCK),
                 t % (BLOCK / 4) * 4,
             )
         }
@@ -687,7 +689,8 @@ mod nn {
     }
 
     /// The blocking of the tensor-core kernels (`Precision::TensorCoreF16`): a workgroup of
-    /// `GROUP` invocations, eight subgroups of 32 in two rows of four, owns a `BLOCK` x
+    /// `GROUP` invocations (`INVOCATIONS`, as the helpers it shares with `WindowBlocking`
+    /// call it), eight subgroups of 32 in two rows of four, owns a `BLOCK` x
     /// `BLOCK` block of the output, each subgroup `FRAG_ROWS` x `FRAG_COLS` fragments of 16 x
     /// 16 (`WARP_ROWS` x `WARP_COLS` elements). Each step stages `DEPTH`-deep slices of both
     /// operands in half precision: the rows' operand row-major, `BLOCK` rows of `A_STRIDE`,
@@ -710,7 +713,8 @@ mod nn {
         BLOCK = [128, 64],
         STRIDE = BLOCK + 8,
         A_STRIDE = DEPTH + 8,
-        LOADS = DEPTH * BLOCK / GROUP,
+        INVOCATIONS = GROUP,
+        LOADS = DEPTH * BLOCK / INVOCATIONS,
         WARP_ROWS = BLOCK / 2,
         WARP_COLS = BLOCK / 4,
         FRAG_ROWS = WARP_ROWS / 16,
@@ -2406,25 +2410,33 @@ mod nn {
     /// The blockings of the passes over a staged window (`conv_window_tile`): `BLOCK` result
     /// channels (rows) by `COLS` positions of the padded grid, `DEPTH` summed channels a
     /// step, a window of `WINDOW` staged positions (so a reach, `window_reach`, of at most
-    /// `WINDOW - COLS`), each `A_STRIDE` halves apart, and two filter slices of `BLOCK` rows
-    /// taken in turn. `WINDOW_LOADS` is what an invocation loads of the source per window.
-    /// The 128-row blocking takes 48 KiB of workgroup memory, all that the H100 offers
-    /// through Vulkan (`MEMORY`: 40 KiB of slices, 8 of `spill`); the 64-row one 38 KiB.
+    /// `WINDOW - COLS`), each `A_STRIDE` halves apart, and `SLICES` filter slices of `BLOCK`
+    /// rows taken in turn, for `INVOCATIONS` invocations: subgroups in rows of four, each
+    /// `WARP_ROWS` by `WARP_COLS`. `LOADS` and `WINDOW_LOADS` are what an invocation loads of
+    /// the filter a step and of the source a window.
+    ///
+    /// With 256 invocations a block has two filter slices: the 128-row blocking takes 48 KiB
+    /// of workgroup memory, all that the H100 offers through Vulkan (`MEMORY`: 40 KiB of
+    /// slices, 8 of `spill`), the 64-row one 38 KiB. With 512 invocations (`window_wide`:
+    /// twice the subgroups on the same block, so that the one workgroup an SM holds keeps
+    /// more of them in flight) `spill` takes 16 KiB and a block one slice.
     #[constants(
         BLOCK = [128, 64],
+        INVOCATIONS = [256, 512],
+        SLICES = 512 / INVOCATIONS,
         DEPTH = 32,
         COLS = 128,
         WINDOW = 256,
         A_STRIDE = DEPTH + 8,
-        LOADS = DEPTH * BLOCK / GROUP,
-        WINDOW_LOADS = DEPTH * WINDOW / GROUP,
-        WARP_ROWS = BLOCK / 2,
+        LOADS = DEPTH * BLOCK / INVOCATIONS,
+        WINDOW_LOADS = DEPTH * WINDOW / INVOCATIONS,
+        WARP_ROWS = BLOCK * 128 / INVOCATIONS,
         WARP_COLS = COLS / 4,
         FRAG_ROWS = WARP_ROWS / 16,
         FRAG_COLS = WARP_COLS / 16,
         FRAGS = FRAG_ROWS * FRAG_COLS,
-        SPILL = GROUP * 8,
-        MEMORY = 2 * (2 * BLOCK + WINDOW) * A_STRIDE + 4 * SPILL,
+        SPILL = INVOCATIONS * 8,
+        MEMORY = 2 * (SLICES * BLOCK + WINDOW) * A_STRIDE + 4 * SPILL,
         OUTPUTS = 8 * FRAGS
     )]
     pub struct WindowBlocking;
@@ -2496,13 +2508,13 @@ mod nn {
     }
 
     /// What invocation `t` stages of the window at channels `c0..`: its loads run over the
-    /// window's positions `t / 4`, `t / 4 + GROUP / 4`, .. (`at`, from `window_source`), and
+    /// window's positions `t / 4`, `t / 4 + INVOCATIONS / 4`, .. (`at`, from `window_source`), and
     /// 4 adjacent channels of each, so that a subgroup's stores into the window, 8 positions
     /// by 4 channels, fall in distinct banks.
     fn window_gather(
         source: &[f32],
         plane: u32,
-        at: &[Vec2<u32>; WINDOW / (GROUP / 4)],
+        at: &[Vec2<u32>; WINDOW / (INVOCATIONS / 4)],
         c0: u32,
         t: u32,
     ) -> [f32; WINDOW_LOADS] {
@@ -2523,7 +2535,7 @@ mod nn {
     fn stage_window(window: &mut [f16; WINDOW * A_STRIDE], staged: &[f32; WINDOW_LOADS], t: u32) {
         #[unroll]
         for r in 0..WINDOW_LOADS {
-            let j = r / (DEPTH / 4) * (GROUP / 4) + t / 4;
+            let j = r / (DEPTH / 4) * (INVOCATIONS / 4) + t / 4;
             let d = r % (DEPTH / 4) * 4 + t % 4;
             window[j * A_STRIDE + d] = staged[r] as f16;
         }
@@ -2531,7 +2543,7 @@ mod nn {
 
     /// Stages what `fetch_vectors` fetched of the filter into the slice at `base` of `half_w`.
     fn stage_window_filter(
-        half_w: &mut [f16; 2 * BLOCK * A_STRIDE],
+        half_w: &mut [f16; SLICES * BLOCK * A_STRIDE],
         fetched: &[Vec4<f32>; LOADS / 4],
         base: u32,
         t: u32,
@@ -2550,7 +2562,7 @@ mod nn {
     /// columns' fragments are read from the window `shift` positions past the block's
     /// (column-major, each position's channels adjacent).
     fn multiply_window(
-        half_w: &[f16; 2 * BLOCK * A_STRIDE],
+        half_w: &[f16; SLICES * BLOCK * A_STRIDE],
         base: u32,
         window: &[f16; WINDOW * A_STRIDE],
         shift: u32,
@@ -2587,13 +2599,14 @@ mod nn {
     /// `grad_pre` and the filter as `conv_weights_transposed_by_tap` lays it out.
     ///
     /// A step multiplies one tap's filter slice by the window: it stages that slice into one
-    /// of the two in turn and loads the next step's while it multiplies, so that a step takes
-    /// one barrier (and a window one more before it is staged). On an H100 that ran 4-7%
-    /// faster than one filter slice and two barriers a step (notes/performance.md). A
-    /// window's loads are not in flight during a multiply: held there, they would take
-    /// registers from the accumulators.
+    /// of the `SLICES` in turn and loads the next step's while it multiplies, so that with
+    /// two slices a step takes one barrier (and a window one more before it is staged). With
+    /// 256 invocations on an H100 that ran 4-7% faster than one filter slice and two barriers
+    /// a step; with 512, which leave room for one slice only, the same blocks ran 4-7% faster
+    /// still (notes/performance.md). A window's loads are not in flight during a multiply:
+    /// held there, they would take registers from the accumulators.
     fn conv_window_tile(
-        half_w: &mut [f16; 2 * BLOCK * A_STRIDE],
+        half_w: &mut [f16; SLICES * BLOCK * A_STRIDE],
         window: &mut [f16; WINDOW * A_STRIDE],
         w_by_tap: &[Vec4<f32>],
         source: &[f32],
@@ -2617,10 +2630,10 @@ mod nn {
         let taps = p.kernel_h * p.kernel_w;
         let shape_w = vec2(channels.x * taps, channels.y);
         let grid = window_grid(p, grad);
-        let mut at = [vec2(0u32, 0); WINDOW / (GROUP / 4)];
+        let mut at = [vec2(0u32, 0); WINDOW / (INVOCATIONS / 4)];
         #[unroll]
-        for g in 0..WINDOW / (GROUP / 4) {
-            at[g] = window_source(p, grad, grid, origin.x, g * (GROUP / 4) + t / 4);
+        for g in 0..WINDOW / (INVOCATIONS / 4) {
+            at[g] = window_source(p, grad, grid, origin.x, g * (INVOCATIONS / 4) + t / 4);
         }
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
         let mut from_w = fetch_vectors(w_by_tap, shape_w, true, origin.y, summed.x, t);
@@ -2631,8 +2644,12 @@ mod nn {
             workgroup_barrier();
             stage_window(window, &from_s, t);
             for tap in 0..taps {
-                // Two filter slices, taken in turn: one barrier a step.
-                let base = step % 2 * (BLOCK * A_STRIDE);
+                // Two filter slices, taken in turn: one barrier a step. One slice: every
+                // subgroup is done with the last tap's before it is staged again.
+                if SLICES == 1 && tap > 0 {
+                    workgroup_barrier();
+                }
+                let base = step % SLICES * (BLOCK * A_STRIDE);
                 stage_window_filter(half_w, &from_w, base, t);
                 let next = if tap + 1 < taps {
                     (tap + 1) * channels.x + c0
@@ -2730,7 +2747,7 @@ mod nn {
     /// multiple of `DEPTH`, a reach of at most `WINDOW - COLS`), from the filter as
     /// `conv_weights_by_tap` lays it out.
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = WindowBlocking,
         grid = [
             ceil_div(
@@ -2742,7 +2759,7 @@ mod nn {
             ceil_div(p.out_channels, BLOCK)
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
         specialize(p.kernel_h == 3 && p.kernel_w == 3)
     )]
     pub fn conv_forward_window(
@@ -2754,7 +2771,7 @@ mod nn {
         #[len(p.out_channels)] bias: &[f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
-        #[workgroup] half_w: &mut [f16; 2 * BLOCK * A_STRIDE],
+        #[workgroup] half_w: &mut [f16; SLICES * BLOCK * A_STRIDE],
         #[workgroup] window: &mut [f16; WINDOW * A_STRIDE],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
@@ -3586,7 +3603,7 @@ mod nn {
     /// multiple of `DEPTH`, a reach of at most `WINDOW - COLS`), from the filter as
     /// `conv_weights_transposed_by_tap` lays it out.
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = WindowBlocking,
         grid = [
             ceil_div(
@@ -3598,7 +3615,7 @@ mod nn {
             ceil_div(p.in_channels, BLOCK)
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
         specialize(p.kernel_h == 3 && p.kernel_w == 3)
     )]
     pub fn conv_grad_input_window(
@@ -3607,7 +3624,7 @@ mod nn {
         w_transposed: &[Vec4<f32>],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
-        #[workgroup] half_w: &mut [f16; 2 * BLOCK * A_STRIDE],
+        #[workgroup] half_w: &mut [f16; SLICES * BLOCK * A_STRIDE],
         #[workgroup] window: &mut [f16; WINDOW * A_STRIDE],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
@@ -4911,6 +4928,10 @@ pub(crate) struct Blocked<K> {
     /// On the tensor cores, for the GEMMs: 128 x 128 blocks of 64-deep slices, where the
     /// device has the workgroup memory they take.
     pub deep: Option<K>,
+    /// On the tensor cores, for the passes over a staged window: the large blocks of 512
+    /// invocations, where the device has the invocations and the workgroup memory they take.
+    /// (The GEMM forward's wide blocks are a kernel of their own.)
+    pub wide: Option<K>,
 }
 
 /// The second instance of [`Blocking`]: 64 x 64 blocks.
@@ -4925,9 +4946,10 @@ pub(crate) fn fixed_blocking(rows: u32) -> usize {
 /// The index of [`Blocked::deep`] for [`Blocked::get`].
 pub(crate) const DEEP: usize = 2;
 
-/// The index of the tensor-core GEMM forward's wide blocking ([`WideTensorBlocking`]) in a
-/// [`tune::Way`](super::tune::Way); [`Blocked::get`] gives the large blocking for it (the
-/// other passes and a forward over scalars have no wide kernel).
+/// The index of the wide blockings in a [`tune::Way`](super::tune::Way): the tensor-core GEMM
+/// forward's ([`WideTensorBlocking`], a kernel of its own) and the passes over a staged
+/// window's ([`Blocked::wide`]). [`Blocked::get`] gives the large blocking for it where there
+/// is no wide one.
 pub(crate) const WIDE: usize = 3;
 
 impl<K> Blocked<K> {
@@ -4945,6 +4967,7 @@ impl<K> Blocked<K> {
             large,
             small,
             deep: None,
+            wide: None,
         })
     }
 
@@ -4961,6 +4984,7 @@ impl<K> Blocked<K> {
                 block: 64,
             })?,
             deep: None,
+            wide: None,
         })
     }
 
@@ -4982,28 +5006,35 @@ impl<K> Blocked<K> {
         })
     }
 
-    /// Both blockings of a tensor-core pass over a staged window ([`WindowBlocking`]): 128 and
-    /// 64 result channels by 128 positions. On a device with the workgroup memory of the small
-    /// blocking only, it serves as both; `None` on a device without that either (the passes
-    /// then run by taps).
+    /// The blockings of a tensor-core pass over a staged window ([`WindowBlocking`]): 128 and
+    /// 64 result channels by 128 positions, and the 128-row blocks again with 512
+    /// invocations ([`Blocked::wide`]). On a device with the workgroup memory of the small
+    /// blocking only, it serves as the large; `None` on a device without that either (the
+    /// passes then run by taps).
     pub fn on_windows(
         build: impl Fn(WindowBlocking) -> crate::Result<K>,
     ) -> crate::Result<Option<Self>>
     where
         K: Clone,
     {
-        let small = match build(WindowBlocking { block: 64 }) {
+        let blocking = |block, invocations| WindowBlocking { block, invocations };
+        let small = match build(blocking(64, 256)) {
             Err(crate::Error::LimitExceeded { .. }) => return Ok(None),
             built => built?,
         };
-        let large = match build(WindowBlocking { block: 128 }) {
+        let large = match build(blocking(128, 256)) {
             Err(crate::Error::LimitExceeded { .. }) => small.clone(),
             built => built?,
+        };
+        let wide = match build(blocking(128, 512)) {
+            Err(crate::Error::LimitExceeded { .. }) => None,
+            built => Some(built?),
         };
         Ok(Some(Blocked {
             large,
             small,
             deep: None,
+            wide,
         }))
     }
 
@@ -5012,7 +5043,8 @@ impl<K> Blocked<K> {
         Blocked {
             large: f(self.large),
             small: f(self.small),
-            deep: self.deep.map(f),
+            deep: self.deep.map(&mut f),
+            wide: self.wide.map(f),
         }
     }
 
@@ -5020,8 +5052,9 @@ impl<K> Blocked<K> {
     /// large where there is none), anything else the small.
     pub fn get(&self, choice: usize) -> &K {
         match choice {
-            0 | WIDE => &self.large,
+            0 => &self.large,
             DEEP => self.deep.as_ref().unwrap_or(&self.large),
+            WIDE => self.wide.as_ref().unwrap_or(&self.large),
             _ => &self.small,
         }
     }

@@ -37,6 +37,43 @@ pub fn plain_device_runtime(like: &Runtime) -> Runtime {
     rt
 }
 
+/// A runtime like `runtime()`'s, on the same adapter, over a device with the features `like`'s
+/// device has (cooperative matrices included) and `like`'s limits as `limit` changes them.
+pub fn limited_runtime(like: &Runtime, limit: impl FnOnce(&mut tessera::wgpu::Limits)) -> Runtime {
+    use tessera::wgpu;
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    let adapter = adapters
+        .into_iter()
+        .find(|a| a.get_info().name == like.info().name)
+        .expect("the runtime's adapter is enumerable");
+    let required_features = like.device().features();
+    let mut required_limits = like.device().limits();
+    limit(&mut required_limits);
+    let experimental_features =
+        if required_features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+            // SAFETY: as in `Runtime::new`, which took the same opt-in for `like`'s device:
+            // only the pipelines of kernels that declare `features(cooperative_matrix)` use
+            // the experimental feature.
+            unsafe { wgpu::ExperimentalFeatures::enabled() }
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        };
+    let descriptor = wgpu::DeviceDescriptor {
+        required_features,
+        required_limits,
+        experimental_features,
+        ..Default::default()
+    };
+    let (device, queue) = pollster::block_on(adapter.request_device(&descriptor))
+        .expect("a device with the runtime's features and lower limits");
+    let rt = Runtime::from_wgpu(device, queue);
+    rt.set_autotune(Autotune::Off);
+    rt.set_autotune_cache(None);
+    rt
+}
+
 /// A runtime that tunes (whatever `TESSERA_AUTOTUNE` says) and keeps its choices in memory.
 pub fn tuning_runtime() -> Runtime {
     let rt = runtime();
