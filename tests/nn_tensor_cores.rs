@@ -370,8 +370,8 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
     // each.
     // With autotuning off, the forward and the stride-1 input gradient run over a staged
     // window where the summed channels are a multiple of 32 and the filter's reach fits the
-    // window (see `window`): 3x3 in both blockings (the large one in 512 invocations; the
-    // next test runs it in 256), 5x5, dilated, several images, a window
+    // window (see `window`): 3x3 in both blockings (in 512 invocations; the next test runs
+    // them in 256), 5x5, dilated, several images, a window
     // per 32 channels (32 to 128 summed channels), images of up to 34 x 34 (a reach of 74
     // positions). Where the reach does not fit (images 66 and 70 wide), or the stride is 2,
     // they run tap by tap: the forward in the large blocking (64 -> 72 channels of 4 x 70),
@@ -424,10 +424,10 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
             shape.in_channels % block == 0,
             "{shape:?} ran {ran:?}"
         );
-        // Over a window, in the small blocks for at most 64 rows, otherwise the large ones
-        // of 512 invocations.
+        // Over a window, in the small blocks for at most 64 rows, otherwise the large ones,
+        // in workgroups of 512 invocations.
         let window_blocks = |rows: u32| match rows {
-            ..=64 => "block64_invocations256",
+            ..=64 => "block64_invocations512",
             _ => "block128_invocations512",
         };
         let [forward, input] = window(&shape);
@@ -490,7 +490,7 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
 }
 
 /// With at most 256 invocations a workgroup (WebGPU's default), the passes over a staged
-/// window run their large blocks in 256 invocations instead of 512, and the GEMM builds
+/// window run both their blockings in 256 invocations instead of 512, and the GEMM builds
 /// without its wide forward.
 #[test]
 fn convolutions_over_a_window_run_in_256_invocations_where_the_device_has_no_more() {
@@ -509,20 +509,20 @@ fn convolutions_over_a_window_run_in_256_invocations_where_the_device_has_no_mor
     assert!(Gemm::with_precision(&narrow, Precision::TensorCoreF16).is_ok());
     let tensor = Convolution::with_precision(&narrow, Precision::TensorCoreF16).unwrap();
     let strict = Convolution::new(&narrow).unwrap();
-    // The forward's rows are 150 output channels; the input gradient's 72 input channels.
-    let shapes = [
-        Conv2dShape::new(1, 128, [5, 5], 150, [3, 3]).padding(Padding::uniform(1)),
-        Conv2dShape::new(2, 72, [9, 7], 64, [3, 3]).padding(Padding::uniform(1)),
+    let conv = |n, ci, hw, co| Conv2dShape::new(n, ci, hw, co, [3, 3]).padding(Padding::uniform(1));
+    // The pass over a window, and the blocks its rows take: the forward's rows are output
+    // channels, the input gradient's input channels.
+    let cases = [
+        (conv(1, 128, [5, 5], 150), "conv_forward_window_block128"),
+        (conv(2, 64, [6, 6], 40), "conv_forward_window_block64"),
+        (conv(2, 72, [9, 7], 64), "conv_grad_input_window_block128"),
+        (conv(2, 40, [6, 6], 32), "conv_grad_input_window_block64"),
     ];
-    for (seed, (shape, kernel)) in shapes
-        .into_iter()
-        .zip(["conv_forward_window", "conv_grad_input_window"])
-        .enumerate()
-    {
+    for (seed, (shape, kernel)) in cases.into_iter().enumerate() {
         let ran = check_conv(&narrow, &tensor, &strict, shape, 300 + seed as u64);
-        let large = format!("{kernel}_block128_invocations256");
+        let narrow_blocks = format!("{kernel}_invocations256");
         assert!(
-            ran.iter().any(|e| e.starts_with(&large)),
+            ran.iter().any(|e| e.starts_with(&narrow_blocks)),
             "{shape:?} ran {ran:?}"
         );
     }

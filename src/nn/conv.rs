@@ -685,7 +685,7 @@ impl Convolution {
         let operation = "nn::Convolution::forward";
         let (ways, fixed) = match self.fragments {
             Some(_) => {
-                let fixed = Way::fixed_window(rows);
+                let fixed = Way::fixed_split_fragments(rows).over_window();
                 (&Way::SPLIT_FRAGMENTS_OR_WINDOW[..], fixed)
             }
             None => (&Way::ALL[..], Way::fixed(rows)),
@@ -1001,7 +1001,7 @@ impl Convolution {
             Some(_) if by_phases(&p) => (&Way::FRAGMENTS[..], Way::fixed_fragments(p.in_channels)),
             Some(_) => (
                 &Way::SPLIT_FRAGMENTS_OR_WINDOW[..],
-                Way::fixed_window(p.in_channels),
+                Way::fixed_split_fragments(p.in_channels).over_window(),
             ),
             None => (&Way::ALL[..], Way::fixed(p.in_channels)),
         };

@@ -2415,11 +2415,13 @@ mod nn {
     /// `WARP_ROWS` by `WARP_COLS`. `LOADS` and `WINDOW_LOADS` are what an invocation loads of
     /// the filter a step and of the source a window.
     ///
-    /// With 256 invocations a block has two filter slices: the 128-row blocking takes 48 KiB
-    /// of workgroup memory, all that the H100 offers through Vulkan (`MEMORY`: 40 KiB of
-    /// slices, 8 of `spill`), the 64-row one 38 KiB. With 512 invocations (`window_wide`:
-    /// twice the subgroups on the same block, so that the one workgroup an SM holds keeps
-    /// more of them in flight) `spill` takes 16 KiB and a block one slice.
+    /// A block runs in 512 invocations where the device has them: twice the subgroups of
+    /// 256 on the same block, so that the one workgroup an SM holds (the accumulators and the
+    /// 38-48 KiB of workgroup memory allow no more) keeps more of them in flight. `spill`
+    /// then takes 16 KiB and the 128-row blocks leave room for one filter slice (46 KiB in
+    /// all). With 256, a block has two slices: the 128-row blocking takes 48 KiB, all that
+    /// the H100 offers through Vulkan (`MEMORY`: 40 KiB of slices, 8 of `spill`), the
+    /// 64-row one 38 KiB.
     #[constants(
         BLOCK = [128, 64],
         INVOCATIONS = [256, 512],
@@ -4928,10 +4930,6 @@ pub(crate) struct Blocked<K> {
     /// On the tensor cores, for the GEMMs: 128 x 128 blocks of 64-deep slices, where the
     /// device has the workgroup memory they take.
     pub deep: Option<K>,
-    /// On the tensor cores, for the passes over a staged window: the large blocks of 512
-    /// invocations, where the device has the invocations and the workgroup memory they take.
-    /// (The GEMM forward's wide blocks are a kernel of their own.)
-    pub wide: Option<K>,
 }
 
 /// The second instance of [`Blocking`]: 64 x 64 blocks.
@@ -4946,10 +4944,9 @@ pub(crate) fn fixed_blocking(rows: u32) -> usize {
 /// The index of [`Blocked::deep`] for [`Blocked::get`].
 pub(crate) const DEEP: usize = 2;
 
-/// The index of the wide blockings in a [`tune::Way`](super::tune::Way): the tensor-core GEMM
-/// forward's ([`WideTensorBlocking`], a kernel of its own) and the passes over a staged
-/// window's ([`Blocked::wide`]). [`Blocked::get`] gives the large blocking for it where there
-/// is no wide one.
+/// The index of the tensor-core GEMM forward's wide blocking ([`WideTensorBlocking`]) in a
+/// [`tune::Way`](super::tune::Way); [`Blocked::get`] gives the large blocking for it (the
+/// other passes and a forward over scalars have no wide kernel).
 pub(crate) const WIDE: usize = 3;
 
 impl<K> Blocked<K> {
@@ -4967,7 +4964,6 @@ impl<K> Blocked<K> {
             large,
             small,
             deep: None,
-            wide: None,
         })
     }
 
@@ -4984,7 +4980,6 @@ impl<K> Blocked<K> {
                 block: 64,
             })?,
             deep: None,
-            wide: None,
         })
     }
 
@@ -5006,35 +5001,39 @@ impl<K> Blocked<K> {
         })
     }
 
-    /// The blockings of a tensor-core pass over a staged window ([`WindowBlocking`]): 128 and
-    /// 64 result channels by 128 positions, and the 128-row blocks again with 512
-    /// invocations ([`Blocked::wide`]). On a device with the workgroup memory of the small
-    /// blocking only, it serves as the large; `None` on a device without that either (the
-    /// passes then run by taps).
+    /// Both blockings of a tensor-core pass over a staged window ([`WindowBlocking`]): 128 and
+    /// 64 result channels by 128 positions, each in workgroups of 512 invocations where the
+    /// device has them (on an H100 5-10% faster than 256 for every ResNet layer), otherwise
+    /// 256. On a device with the workgroup memory of the small blocking only, it serves as
+    /// the large; `None` on a device without that either (the passes then run by taps).
     pub fn on_windows(
         build: impl Fn(WindowBlocking) -> crate::Result<K>,
     ) -> crate::Result<Option<Self>>
     where
         K: Clone,
     {
-        let blocking = |block, invocations| WindowBlocking { block, invocations };
-        let small = match build(blocking(64, 256)) {
+        let blocks = |block| match build(WindowBlocking {
+            block,
+            invocations: 512,
+        }) {
+            Err(crate::Error::LimitExceeded { .. }) => build(WindowBlocking {
+                block,
+                invocations: 256,
+            }),
+            built => built,
+        };
+        let small = match blocks(64) {
             Err(crate::Error::LimitExceeded { .. }) => return Ok(None),
             built => built?,
         };
-        let large = match build(blocking(128, 256)) {
+        let large = match blocks(128) {
             Err(crate::Error::LimitExceeded { .. }) => small.clone(),
             built => built?,
-        };
-        let wide = match build(blocking(128, 512)) {
-            Err(crate::Error::LimitExceeded { .. }) => None,
-            built => Some(built?),
         };
         Ok(Some(Blocked {
             large,
             small,
             deep: None,
-            wide,
         }))
     }
 
@@ -5043,8 +5042,7 @@ impl<K> Blocked<K> {
         Blocked {
             large: f(self.large),
             small: f(self.small),
-            deep: self.deep.map(&mut f),
-            wide: self.wide.map(f),
+            deep: self.deep.map(f),
         }
     }
 
@@ -5052,9 +5050,8 @@ impl<K> Blocked<K> {
     /// large where there is none), anything else the small.
     pub fn get(&self, choice: usize) -> &K {
         match choice {
-            0 => &self.large,
+            0 | WIDE => &self.large,
             DEEP => self.deep.as_ref().unwrap_or(&self.large),
-            WIDE => self.wide.as_ref().unwrap_or(&self.large),
             _ => &self.small,
         }
     }

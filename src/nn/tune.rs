@@ -11,8 +11,7 @@ use crate::{size_bucket, source_hash, Batch, GpuBuffer, Result, Runtime, TuneKey
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Way {
     /// The index of the blocking in [`kernels::Blocked`]: 0 the large, 1 the small, on the
-    /// tensor cores also [`kernels::DEEP`] and, for the GEMM forward and the passes over a
-    /// staged window, [`kernels::WIDE`].
+    /// tensor cores also [`kernels::DEEP`] and, for the GEMM forward, [`kernels::WIDE`].
     pub blocking: usize,
     /// Whether the op may cut its sum into slices when its output alone cannot fill the GPU
     /// (`Split::of` decides how many); otherwise it runs whole.
@@ -70,15 +69,13 @@ impl Way {
         Way::on_fragments(1),
     ];
 
-    /// Both blockings on the tensor cores over a staged window and the large blocks there
-    /// with 512 invocations ([`kernels::WIDE`]), then each blocking split where the output
-    /// alone cannot fill the GPU and whole, by taps and then as they are: for the
+    /// Both blockings on the tensor cores over a staged window, then each split where the
+    /// output alone cannot fill the GPU and whole, by taps and then as they are: for the
     /// convolution's forward and input gradient (laying the filter out for a pass by taps or
     /// over a window is a pass of its own, which small problems may not recover).
-    pub const SPLIT_FRAGMENTS_OR_WINDOW: [Way; 11] = [
+    pub const SPLIT_FRAGMENTS_OR_WINDOW: [Way; 10] = [
         Way::on_fragments(0).splitting().over_window(),
         Way::on_fragments(1).splitting().over_window(),
-        Way::on_fragments(kernels::WIDE).splitting().over_window(),
         Way::on_fragments(0).splitting().by_tap(),
         Way::on_fragments(1).splitting().by_tap(),
         Way::on_fragments(0).by_tap(),
@@ -185,18 +182,6 @@ impl Way {
     /// [`Way::fixed`] on the tensor cores, split where the output is small.
     pub fn fixed_split_fragments(rows: u32) -> Self {
         Way::fixed_fragments(rows).splitting()
-    }
-
-    /// [`Way::fixed_split_fragments`] over a staged window where the op can, in the large
-    /// blocks' 512 invocations ([`kernels::WIDE`]) where the device has them: on an H100 they
-    /// ran 4-7% faster than the 256 of the large blocks wherever either was the fastest way.
-    pub fn fixed_window(rows: u32) -> Self {
-        let way = Way::fixed_split_fragments(rows);
-        let blocking = match way.blocking {
-            0 => kernels::WIDE,
-            small => small,
-        };
-        Way { blocking, ..way }.over_window()
     }
 }
 
