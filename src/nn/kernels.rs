@@ -690,7 +690,8 @@ mod nn {
 
     /// The blocking of the tensor-core kernels (`Precision::TensorCoreF16`): a workgroup of
     /// `GROUP` invocations (`INVOCATIONS`, as the helpers it shares with `WindowBlocking`
-    /// call it), eight subgroups of 32 in two rows of four, owns a `BLOCK` x
+    /// call it, as they call the rows' slice's `ROWS_HALVES`), eight subgroups of 32 in two
+    /// rows of four, owns a `BLOCK` x
     /// `BLOCK` block of the output, each subgroup `FRAG_ROWS` x `FRAG_COLS` fragments of 16 x
     /// 16 (`WARP_ROWS` x `WARP_COLS` elements). Each step stages `DEPTH`-deep slices of both
     /// operands in half precision: the rows' operand row-major, `BLOCK` rows of `A_STRIDE`,
@@ -713,6 +714,7 @@ mod nn {
         BLOCK = [128, 64],
         STRIDE = BLOCK + 8,
         A_STRIDE = DEPTH + 8,
+        ROWS_HALVES = BLOCK * A_STRIDE,
         INVOCATIONS = GROUP,
         LOADS = DEPTH * BLOCK / INVOCATIONS,
         WARP_ROWS = BLOCK / 2,
@@ -769,9 +771,12 @@ mod nn {
         }
     }
 
-    /// `stage_rows` for the `v`-th vector that `fetch_vectors` fetched.
+    /// `stage_rows` for the `v`-th vector that `fetch_vectors` fetched, into the slice at
+    /// `base` of `slices` (`ROWS_HALVES` halves: one slice, or the window passes' filter
+    /// slices).
     fn stage_row_vector(
-        slice: &mut [f16; BLOCK * A_STRIDE],
+        slices: &mut [f16; ROWS_HALVES],
+        base: u32,
         fetched: Vec4<f32>,
         across: bool,
         t: u32,
@@ -781,23 +786,24 @@ mod nn {
         #[unroll]
         for c in 0..4u32 {
             if across {
-                slice[at.y * A_STRIDE + at.x + c] = fetched[c] as f16;
+                slices[base + at.y * A_STRIDE + at.x + c] = fetched[c] as f16;
             } else {
-                slice[(at.y + c) * A_STRIDE + at.x] = fetched[c] as f16;
+                slices[base + (at.y + c) * A_STRIDE + at.x] = fetched[c] as f16;
             }
         }
     }
 
-    /// `stage_rows` for what `fetch_vectors` fetched.
+    /// `stage_rows` for what `fetch_vectors` fetched, into the slice at `base` of `slices`.
     fn stage_rows_vectors(
-        slice: &mut [f16; BLOCK * A_STRIDE],
+        slices: &mut [f16; ROWS_HALVES],
+        base: u32,
         fetched: &[Vec4<f32>; LOADS / 4],
         across: bool,
         t: u32,
     ) {
         #[unroll]
         for v in 0..LOADS / 4 {
-            stage_row_vector(slice, fetched[v], across, t, v);
+            stage_row_vector(slices, base, fetched[v], across, t, v);
         }
     }
 
@@ -917,7 +923,7 @@ mod nn {
     ) {
         #[unroll]
         for v in 0..LOADS / 4 {
-            stage_row_vector(slice_a, from_a[v], across.x, t, v);
+            stage_row_vector(slice_a, 0, from_a[v], across.x, t, v);
             let at = staged_vector_at(across.y, t, v);
             #[unroll]
             for c in 0..4u32 {
@@ -2355,14 +2361,14 @@ mod nn {
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
         let from_w = fetch_vectors(w_by_tap, shape_w, true, origin.y, summed.x, t);
         let from_s = conv_tap_gather(source, p, grad, at, step, t);
-        stage_rows_vectors(half_w, &from_w, true, t);
+        stage_rows_vectors(half_w, 0, &from_w, true, t);
         stage_half(half_s, &from_s, false, t);
         for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
             step = advance(step, by, p.kernel_w, channels.x);
             let from_w = fetch_vectors(w_by_tap, shape_w, true, origin.y, k0, t);
             let from_s = conv_tap_gather(source, p, grad, at, step, t);
             multiply_fragments(half_w, half_s, false, &mut acc, t);
-            stage_rows_vectors(half_w, &from_w, true, t);
+            stage_rows_vectors(half_w, 0, &from_w, true, t);
             stage_half(half_s, &from_s, false, t);
         }
         multiply_fragments(half_w, half_s, false, &mut acc, t);
@@ -2418,10 +2424,10 @@ mod nn {
     /// A block runs in 512 invocations where the device has them: twice the subgroups of
     /// 256 on the same block, so that the one workgroup an SM holds (the accumulators and the
     /// 38-48 KiB of workgroup memory allow no more) keeps more of them in flight. `spill`
-    /// then takes 16 KiB and the 128-row blocks leave room for one filter slice (46 KiB in
-    /// all). With 256, a block has two slices: the 128-row blocking takes 48 KiB, all that
-    /// the H100 offers through Vulkan (`MEMORY`: 40 KiB of slices, 8 of `spill`), the
-    /// 64-row one 38 KiB.
+    /// then takes 16 KiB, and a block one filter slice (46 KiB in all for 128 rows; two
+    /// slices in the 64-row blocks ran no faster on an H100). With 256, a block has two: the
+    /// 128-row blocking takes 48 KiB, all that the H100 offers through Vulkan (`MEMORY`: 40
+    /// KiB of slices, 8 of `spill`), the 64-row one 38 KiB.
     #[constants(
         BLOCK = [128, 64],
         INVOCATIONS = [256, 512],
@@ -2430,6 +2436,8 @@ mod nn {
         COLS = 128,
         WINDOW = 256,
         A_STRIDE = DEPTH + 8,
+        ROWS_HALVES = SLICES * BLOCK * A_STRIDE,
+        COLUMNS = WINDOW * A_STRIDE,
         LOADS = DEPTH * BLOCK / INVOCATIONS,
         WINDOW_LOADS = DEPTH * WINDOW / INVOCATIONS,
         WARP_ROWS = BLOCK * 128 / INVOCATIONS,
@@ -2458,6 +2466,16 @@ mod nn {
         vec4(result.x + reach.x, result.y + reach.y, result.x, result.y)
     }
 
+    /// Position `at` of the padded grid `grid` as (image, row, column).
+    fn padded_position(grid: Vec4<u32>, at: u32) -> Vec3<u32> {
+        let per_image = grid.x * grid.y;
+        vec3(
+            at / per_image,
+            at % per_image / grid.y,
+            at % per_image % grid.y,
+        )
+    }
+
     /// How far past a position of `grid` its farthest tap reads.
     fn window_reach(p: &ConvParams, grid: Vec4<u32>) -> u32 {
         (p.kernel_h - 1) * p.dilation_h * grid.y + (p.kernel_w - 1) * p.dilation_w
@@ -2479,9 +2497,8 @@ mod nn {
     /// (its offset in the source's first channel plane of its image, 1 if it lies inside the
     /// source and the window's reach, else 0).
     fn window_source(p: &ConvParams, grad: bool, grid: Vec4<u32>, first: u32, j: u32) -> Vec2<u32> {
-        let (at, per_image) = (first + j, grid.x * grid.y);
-        let image = at / per_image;
-        let padded = vec2(at % per_image / grid.y, at % per_image % grid.y);
+        let position = padded_position(grid, first + j);
+        let (image, padded) = (position.x, position.yz);
         // Above or left of the source, a row or column wraps around and fails the test.
         let read = if grad {
             vec2(
@@ -2543,30 +2560,13 @@ mod nn {
         }
     }
 
-    /// Stages what `fetch_vectors` fetched of the filter into the slice at `base` of `half_w`.
-    fn stage_window_filter(
-        half_w: &mut [f16; SLICES * BLOCK * A_STRIDE],
-        fetched: &[Vec4<f32>; LOADS / 4],
-        base: u32,
-        t: u32,
-    ) {
-        #[unroll]
-        for v in 0..LOADS / 4 {
-            let at = staged_vector_at(true, t, v);
-            #[unroll]
-            for c in 0..4u32 {
-                half_w[base + at.y * A_STRIDE + at.x + c] = fetched[v][c] as f16;
-            }
-        }
-    }
-
     /// `acc += w · window` for one tap, `w` the filter slice at `base` of `half_w`: the
-    /// columns' fragments are read from the window `shift` positions past the block's
-    /// (column-major, each position's channels adjacent).
+    /// columns' fragments are read from the window `shift` positions past the block's, as
+    /// `multiply_fragments` reads a columns' slice staged across.
     fn multiply_window(
-        half_w: &[f16; SLICES * BLOCK * A_STRIDE],
+        half_w: &[f16; ROWS_HALVES],
         base: u32,
-        window: &[f16; WINDOW * A_STRIDE],
+        window: &[f16; COLUMNS],
         shift: u32,
         acc: &mut [FragC16<f32>; FRAGS],
         t: u32,
@@ -2575,12 +2575,7 @@ mod nn {
         let (rows, cols) = (warp / 4 * WARP_ROWS, warp % 4 * WARP_COLS + shift);
         #[unroll]
         for kk in 0..DEPTH / 16 {
-            let mut fb: [FragB16<f16>; FRAG_COLS] = [coop_zero(); FRAG_COLS];
-            #[unroll]
-            for j in 0..FRAG_COLS {
-                let first = (cols + j * 16) * A_STRIDE + kk * 16;
-                fb[j] = coop_load_column_major(&window[first], A_STRIDE);
-            }
+            let fb = column_fragments_across(window, cols, kk);
             #[unroll]
             for i in 0..FRAG_ROWS {
                 let first = base + (rows + i * 16) * A_STRIDE + kk * 16;
@@ -2652,7 +2647,7 @@ mod nn {
                     workgroup_barrier();
                 }
                 let base = step % SLICES * (BLOCK * A_STRIDE);
-                stage_window_filter(half_w, &from_w, base, t);
+                stage_rows_vectors(half_w, base, &from_w, true, t);
                 let next = if tap + 1 < taps {
                     (tap + 1) * channels.x + c0
                 } else {
@@ -2685,14 +2680,12 @@ mod nn {
         t: u32,
     ) -> [Vec2<u32>; FRAG_COLS] {
         let grid = window_grid(p, grad);
-        let per_image = grid.x * grid.y;
         let channels = if grad { p.in_channels } else { p.out_channels };
         let mut columns = [vec2(0u32, 0); FRAG_COLS];
         #[unroll]
         for j in 0..FRAG_COLS {
-            let at = origin.x + fragment_element(t, j, 0).x;
-            let image = at / per_image;
-            let padded = vec2(at % per_image / grid.y, at % per_image % grid.y);
+            let position = padded_position(grid, origin.x + fragment_element(t, j, 0).x);
+            let (image, padded) = (position.x, position.yz);
             let inside = image < p.batch && padded.x < grid.z && padded.y < grid.w;
             columns[j] = vec2(
                 (image * channels * grid.z + padded.x) * grid.w + padded.y,
