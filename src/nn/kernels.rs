@@ -315,13 +315,23 @@ mod nn {
         sum_slices_from(partial, 0, slices, len, i)
     }
 
-    /// `sum_slices` of the partial results stored from `base` on.
+    /// `sum_slices` of the partial results stored from `base` on. Four running sums keep four
+    /// loads in flight: a reduce has one invocation per element, too few to hide a load's
+    /// latency when the elements are few and the slices many (on an H100 the reduce of the
+    /// 64@56 ResNet filter gradient on the tensor cores fell from 0.024 to 0.012 ms).
     fn sum_slices_from(partial: &[f32], base: u32, slices: u32, len: u32, i: u32) -> f32 {
-        let mut sum = 0.0;
-        for slice in 0..slices {
-            sum += partial[base + slice * len + i];
+        let mut sums = [0.0f32; 4];
+        let whole = slices / 4 * 4;
+        for slice in (0..whole).step_by(4) {
+            #[unroll]
+            for u in 0..4u32 {
+                sums[u] += partial[base + (slice + u) * len + i];
+            }
         }
-        sum
+        for slice in whole..slices {
+            sums[0] += partial[base + slice * len + i];
+        }
+        (sums[0] + sums[1]) + (sums[2] + sums[3])
     }
 
     /// The sum of an invocation's `SUMS` running sums.
