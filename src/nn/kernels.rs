@@ -699,10 +699,9 @@ mod nn {
     }
 
     /// The blocking of the tensor-core kernels (`Precision::TensorCoreF16`): a workgroup of
-    /// `GROUP` invocations (`INVOCATIONS`, as the helpers it shares with `WindowBlocking`
-    /// call it, as they call the rows' slice's `ROWS_HALVES`), eight subgroups of 32 in two
-    /// rows of four, owns a `BLOCK` x
-    /// `BLOCK` block of the output, each subgroup `FRAG_ROWS` x `FRAG_COLS` fragments of 16 x
+    /// `GROUP` invocations (`INVOCATIONS` to the helpers it shares with `WindowBlocking`,
+    /// which call the rows' slice's size `ROWS_HALVES`), eight subgroups of 32 in two rows of
+    /// four, owns a `BLOCK` x `BLOCK` block of the output, each subgroup `FRAG_ROWS` x `FRAG_COLS` fragments of 16 x
     /// 16 (`WARP_ROWS` x `WARP_COLS` elements). Each step stages `DEPTH`-deep slices of both
     /// operands in half precision: the rows' operand row-major, `BLOCK` rows of `A_STRIDE`,
     /// the columns' `DEPTH` rows of `STRIDE` (8 more than needed: 16 bytes, which keeps every
@@ -2429,7 +2428,9 @@ mod nn {
     /// `WINDOW - COLS`), each `A_STRIDE` halves apart, and `SLICES` filter slices of `BLOCK`
     /// rows taken in turn, for `INVOCATIONS` invocations: subgroups in rows of four, each
     /// `WARP_ROWS` by `WARP_COLS`. `LOADS` and `WINDOW_LOADS` are what an invocation loads of
-    /// the filter a step and of the source a window.
+    /// the filter a step and of the source a window; `ROWS_HALVES` and `COLUMNS` are the
+    /// halves of the filter slices and of the window, named as the helpers shared with
+    /// `TensorBlocking` name its slices.
     ///
     /// A block runs in 512 invocations where the device has them: twice the subgroups of
     /// 256 on the same block, so that the one workgroup an SM holds (the accumulators and the
@@ -2537,9 +2538,9 @@ mod nn {
     }
 
     /// What invocation `t` stages of the window at channels `c0..`: its loads run over the
-    /// window's positions `t / 4`, `t / 4 + INVOCATIONS / 4`, .. (`at`, from `window_source`), and
-    /// 4 adjacent channels of each, so that a subgroup's stores into the window, 8 positions
-    /// by 4 channels, fall in distinct banks.
+    /// window's positions `t / 4`, `t / 4 + INVOCATIONS / 4`, .. (`at`, from
+    /// `window_source`), and 4 adjacent channels of each, so that a subgroup's stores into
+    /// the window, 8 positions by 4 channels, fall in distinct banks.
     fn window_gather(
         source: &[f32],
         plane: u32,
@@ -2561,7 +2562,7 @@ mod nn {
 
     /// Writes what `window_gather` fetched into the window: (position `j`, channel `d`) at
     /// `j * A_STRIDE + d`.
-    fn stage_window(window: &mut [f16; WINDOW * A_STRIDE], staged: &[f32; WINDOW_LOADS], t: u32) {
+    fn stage_window(window: &mut [f16; COLUMNS], staged: &[f32; WINDOW_LOADS], t: u32) {
         #[unroll]
         for r in 0..WINDOW_LOADS {
             let j = r / (DEPTH / 4) * (INVOCATIONS / 4) + t / 4;
@@ -2613,8 +2614,8 @@ mod nn {
     /// still (notes/performance.md). A window's loads are not in flight during a multiply:
     /// held there, they would take registers from the accumulators.
     fn conv_window_tile(
-        half_w: &mut [f16; SLICES * BLOCK * A_STRIDE],
-        window: &mut [f16; WINDOW * A_STRIDE],
+        half_w: &mut [f16; ROWS_HALVES],
+        window: &mut [f16; COLUMNS],
         w_by_tap: &[Vec4<f32>],
         source: &[f32],
         p: &ConvParams,
@@ -2776,8 +2777,8 @@ mod nn {
         #[len(p.out_channels)] bias: &[f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
-        #[workgroup] half_w: &mut [f16; SLICES * BLOCK * A_STRIDE],
-        #[workgroup] window: &mut [f16; WINDOW * A_STRIDE],
+        #[workgroup] half_w: &mut [f16; ROWS_HALVES],
+        #[workgroup] window: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let t = local_index();
@@ -3629,8 +3630,8 @@ mod nn {
         w_transposed: &[Vec4<f32>],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
-        #[workgroup] half_w: &mut [f16; SLICES * BLOCK * A_STRIDE],
-        #[workgroup] window: &mut [f16; WINDOW * A_STRIDE],
+        #[workgroup] half_w: &mut [f16; ROWS_HALVES],
+        #[workgroup] window: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let t = local_index();
