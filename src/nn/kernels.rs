@@ -2610,9 +2610,9 @@ mod nn {
     /// of the `SLICES` in turn and loads the next step's while it multiplies, so that with
     /// two slices a step takes one barrier (and a window one more before it is staged). With
     /// 256 invocations on an H100 that ran 4-7% faster than one filter slice and two barriers
-    /// a step; with 512, which leave room for one slice only, the same blocks ran 4-7% faster
-    /// still (notes/performance.md). A window's loads are not in flight during a multiply:
-    /// held there, they would take registers from the accumulators.
+    /// a step; in 512, with one slice (`WindowBlocking` says why), the same blocks ran 3-10%
+    /// faster still (notes/performance.md). A window's loads are not in flight during a
+    /// multiply: held there, they would take registers from the accumulators.
     fn conv_window_tile(
         half_w: &mut [f16; ROWS_HALVES],
         window: &mut [f16; COLUMNS],
