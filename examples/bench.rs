@@ -105,7 +105,7 @@ fn time(rt: &Runtime, mut record: impl FnMut(&mut Batch<'_>) -> Result<()>) -> R
 fn breakdown(rt: &Runtime, mut record: impl FnMut(&mut Batch<'_>) -> Result<()>) -> Result<String> {
     let mut batch = rt.batch();
     record(&mut batch)?;
-    let timing = batch.submit_timed()?;
+    let timing = batch.submit_profiled()?;
     let parts: Vec<String> = timing
         .dispatches
         .iter()

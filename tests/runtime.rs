@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::runtime;
 use tessera::{
     size_bucket, source_hash, Arg, Autotune, BindingKind, Error, GpuBuffer, PipelineDesc, Runtime,
@@ -307,44 +309,51 @@ fn batch_runs_dependent_dispatches_in_order_and_times_them() {
         .unwrap();
     let (xs, x, mut y, p) = scale_inputs(&rt);
     let grid = [p.row.div_ceil(64), 200, 1];
-    let mut batch = rt.batch();
-    assert!(batch.is_empty());
-    batch
-        .dispatch(
-            &scale,
-            &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
-            grid,
-        )
-        .unwrap();
-    batch
-        .dispatch(
-            &square,
-            &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
-            grid,
-        )
-        .unwrap();
-    assert_eq!(batch.len(), 2);
-    let timing = batch.submit_timed().unwrap();
     let want: Vec<f32> = xs
         .iter()
         .map(|v| (v * 1.5 - 2.0) * (v * 1.5 - 2.0))
         .collect();
-    assert_eq!(y.read(&rt).unwrap(), want);
-
-    let labels: Vec<&str> = timing
-        .dispatches
-        .iter()
-        .map(|(label, _)| label.as_str())
-        .collect();
-    assert_eq!(labels, ["scale_and_shift", "square_in_place"]);
     let expected_source = if rt.info().has_timestamps() {
         TimingSource::GpuTimestamps
     } else {
         TimingSource::WallClock
     };
-    assert_eq!(timing.source, expected_source);
-    if timing.source == TimingSource::GpuTimestamps {
-        assert!(timing.dispatches.iter().all(|(_, time)| time.is_some()));
+    for profiled in [false, true] {
+        y.write(&rt, &vec![0.0; xs.len()]).unwrap();
+        let mut batch = rt.batch();
+        assert!(batch.is_empty());
+        for pipeline in [&scale, &square] {
+            batch
+                .dispatch(
+                    pipeline,
+                    &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
+                    grid,
+                )
+                .unwrap();
+        }
+        assert_eq!(batch.len(), 2);
+        let timing = if profiled {
+            batch.submit_profiled().unwrap()
+        } else {
+            batch.submit_timed().unwrap()
+        };
+        assert_eq!(y.read(&rt).unwrap(), want, "profiled: {profiled}");
+
+        let labels: Vec<&str> = timing
+            .dispatches
+            .iter()
+            .map(|(label, _)| label.as_str())
+            .collect();
+        assert_eq!(labels, ["scale_and_shift", "square_in_place"]);
+        assert_eq!(timing.source, expected_source);
+        // Profiled on timestamps, each dispatch is timed, within the whole.
+        let each: Vec<Duration> = timing.dispatches.iter().filter_map(|(_, t)| *t).collect();
+        if profiled && timing.source == TimingSource::GpuTimestamps {
+            assert_eq!(each.len(), 2);
+            assert!(timing.total >= each.iter().sum::<Duration>());
+        } else {
+            assert!(each.is_empty(), "profiled: {profiled}");
+        }
     }
 }
 

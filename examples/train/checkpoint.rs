@@ -151,7 +151,7 @@ mod tests {
         let mut trained = Net::new(&rt, TINY, SGD, 3).unwrap();
         for step in 0..2 {
             let (images, labels) = data.batch(step * TINY.batch, TINY.batch);
-            trained.train_step(&rt, &images, &labels).unwrap();
+            trained.train_step(&rt, &images, &labels, false).unwrap();
         }
         let file = TempFile::new("round-trip");
         save(&rt, &mut trained, &file.0).unwrap();

@@ -207,19 +207,26 @@ impl Net {
     }
 
     /// One training step on a batch as one submission: forward, backward, update. Returns the
-    /// batch's mean loss before the update and the GPU's timing of every kernel.
+    /// batch's mean loss before the update and the GPU's timing of the step, and of each
+    /// kernel when `profile` (which makes the step itself slower: see
+    /// `Batch::submit_profiled`).
     pub fn train_step(
         &mut self,
         rt: &Runtime,
         images: &[f32],
         labels: &[u32],
+        profile: bool,
     ) -> Result<(f32, Timing)> {
         self.load(rt, images, labels)?;
         let mut batch = rt.batch();
         self.record_forward(&mut batch)?;
         self.record_backward(&mut batch)?;
         self.record_update(&mut batch)?;
-        let timing = batch.submit_timed()?;
+        let timing = if profile {
+            batch.submit_profiled()?
+        } else {
+            batch.submit_timed()?
+        };
         Ok((self.mean_loss(rt)?, timing))
     }
 

@@ -193,19 +193,30 @@ impl<'rt> Batch<'rt> {
         rt.flush_if_full()
     }
 
-    /// Submits the batch, waits for it and says how long its dispatches took on the GPU.
+    /// Submits the batch, waits for it and says how long it took on the GPU.
     ///
     /// Dispatches issued before the batch's first are submitted and waited for first, untimed.
     /// With timestamp queries (see
-    /// [`RuntimeInfo::has_timestamps`](crate::RuntimeInfo::has_timestamps)) each dispatch is
-    /// timed on the GPU, in a compute pass of its own; otherwise the whole batch is timed by
-    /// the wall clock from submission to completion, and [`Timing::source`] says so. A
-    /// dispatch already submitted by an operation that had to come after it (a read or write
-    /// of a buffer, [`Runtime::flush`]) is not in the timing.
+    /// [`RuntimeInfo::has_timestamps`](crate::RuntimeInfo::has_timestamps)) the batch runs
+    /// as [`Batch::submit`] runs it, in one compute pass, timed on the GPU from the pass's
+    /// beginning to its end; otherwise by the wall clock from submission to completion, and
+    /// [`Timing::source`] says so. [`Batch::submit_profiled`] times each dispatch. A dispatch
+    /// already submitted by an operation that had to come after it (a read or write of a
+    /// buffer, [`Runtime::flush`]) is not in the timing.
     pub fn submit_timed(self) -> Result<Timing> {
         let (rt, id) = (self.rt, self.id);
         drop(self);
-        rt.submit_timed(id)
+        rt.submit_timed(id, false)
+    }
+
+    /// [`Batch::submit_timed`], timing each dispatch on the GPU ([`Timing::dispatches`])
+    /// where the device has timestamp queries. Each dispatch then runs in a compute pass of
+    /// its own, which costs the GPU several microseconds a dispatch (7-8 on an H100 through
+    /// Vulkan), so the total exceeds what the batch takes unprofiled.
+    pub fn submit_profiled(self) -> Result<Timing> {
+        let (rt, id) = (self.rt, self.id);
+        drop(self);
+        rt.submit_timed(id, true)
     }
 }
 
@@ -434,50 +445,50 @@ fn encode(
     encoder: &mut wgpu::CommandEncoder,
     recorded: &[Recorded],
     bind_groups: &[wgpu::BindGroup],
-    queries: Option<&timing::Queries>,
+    timed: Option<(&timing::Plan, &timing::Queries)>,
 ) {
-    let record = |pass: &mut wgpu::ComputePass<'_>, dispatch: &Recorded, group| {
-        pass.set_pipeline(dispatch.pipeline.raw());
-        pass.set_bind_group(0, group, &dispatch.offsets);
+    let Some((plan, queries)) = timed else {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("tessera batch"),
+            timestamp_writes: None,
+        });
+        record_pass(&mut pass, recorded, bind_groups);
+        return;
+    };
+    for planned in plan.passes() {
+        let range = planned.dispatches.clone();
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("tessera batch"),
+            timestamp_writes: plan.pass_writes(planned, queries),
+        });
+        record_pass(&mut pass, &recorded[range.clone()], &bind_groups[range]);
+    }
+}
+
+/// Records `recorded` into `pass`, each with its bind group. The pass keeps its pipeline and
+/// bind group from one dispatch to the next: each is set only when it changes.
+fn record_pass(
+    pass: &mut wgpu::ComputePass<'_>,
+    recorded: &[Recorded],
+    bind_groups: &[wgpu::BindGroup],
+) {
+    let mut previous: Option<(&Recorded, &wgpu::BindGroup)> = None;
+    for (dispatch, group) in recorded.iter().zip(bind_groups) {
+        let (same_pipeline, same_group) = previous.map_or((false, false), |(p, g)| {
+            (
+                p.pipeline.raw() == dispatch.pipeline.raw(),
+                g == group && p.offsets == dispatch.offsets,
+            )
+        });
+        if !same_pipeline {
+            pass.set_pipeline(dispatch.pipeline.raw());
+        }
+        if !same_pipeline || !same_group {
+            pass.set_bind_group(0, group, &dispatch.offsets);
+        }
         let [x, y, z] = dispatch.grid;
         pass.dispatch_workgroups(x, y, z);
-    };
-    match queries {
-        None => {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("tessera batch"),
-                timestamp_writes: None,
-            });
-            // The pass keeps its pipeline and bind group from one dispatch to the next: each
-            // is set only when it changes.
-            let mut previous: Option<(&Recorded, &wgpu::BindGroup)> = None;
-            for (dispatch, group) in recorded.iter().zip(bind_groups) {
-                let (same_pipeline, same_group) = previous.map_or((false, false), |(p, g)| {
-                    (
-                        p.pipeline.raw() == dispatch.pipeline.raw(),
-                        g == group && p.offsets == dispatch.offsets,
-                    )
-                });
-                if !same_pipeline {
-                    pass.set_pipeline(dispatch.pipeline.raw());
-                }
-                if !same_pipeline || !same_group {
-                    pass.set_bind_group(0, group, &dispatch.offsets);
-                }
-                let [x, y, z] = dispatch.grid;
-                pass.dispatch_workgroups(x, y, z);
-                previous = Some((dispatch, group));
-            }
-        }
-        Some(queries) => {
-            for (index, (dispatch, group)) in recorded.iter().zip(bind_groups).enumerate() {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some(dispatch.pipeline.label()),
-                    timestamp_writes: Some(queries.pass_writes(index)),
-                });
-                record(&mut pass, dispatch, group);
-            }
-        }
+        previous = Some((dispatch, group));
     }
 }
 
@@ -583,8 +594,8 @@ impl Runtime {
         std::mem::take(&mut *queue).submit(self)
     }
 
-    /// [`Batch::submit_timed`] for the batch `batch`.
-    fn submit_timed(&self, batch: u64) -> Result<Timing> {
+    /// [`Batch::submit_timed`] (or, `each`, [`Batch::submit_profiled`]) for the batch `batch`.
+    fn submit_timed(&self, batch: u64, each: bool) -> Result<Timing> {
         let mut queue = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
         let mut before = std::mem::take(&mut *queue);
         let timed = before.split_at_batch(batch);
@@ -602,17 +613,20 @@ impl Runtime {
             let labels = mine.map(|(label, _)| label).collect();
             return Ok(Timing::wall_clock(start.elapsed(), labels));
         }
-        let readback = timing::submit_with_timestamps(
-            self,
-            labels.len(),
-            timed.describe(),
-            |encoder, queries| {
+        let (labels, mine): (Vec<String>, Vec<bool>) = labels.into_iter().unzip();
+        let plan = timing::Plan::new(&mine, each);
+        let readback =
+            timing::submit_with_timestamps(self, &plan, timed.describe(), |encoder, queries| {
                 let bind_groups = timed.bind_groups(self);
-                encode(encoder, &timed.recorded, &bind_groups, Some(queries))
-            },
-        )?;
+                encode(
+                    encoder,
+                    &timed.recorded,
+                    &bind_groups,
+                    Some((&plan, queries)),
+                )
+            })?;
         // The timestamps are read without the queue: reading waits, and waiting flushes.
         drop(queue);
-        timing::read_timestamps(self, &readback, &labels)
+        timing::read_timestamps(self, &readback, &plan, &labels)
     }
 }

@@ -1,7 +1,9 @@
-//! GPU timing of a [`Batch`](crate::Batch): timestamp queries around each dispatch where the
-//! device has them, the wall clock around the whole batch otherwise. [`Timing`] says which.
+//! GPU timing of a [`Batch`](crate::Batch): timestamp queries around the compute pass that
+//! runs it as an untimed batch runs, or around each of its dispatches when profiled, where the
+//! device has them; the wall clock around the whole batch otherwise. [`Timing`] says which.
 
 use std::fmt;
+use std::ops::Range;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -10,7 +12,8 @@ use crate::runtime::Runtime;
 /// Where a [`Timing`] came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimingSource {
-    /// Timestamp queries written by the GPU at the start and end of each dispatch.
+    /// Timestamp queries written by the GPU at the beginning and end of the batch's compute
+    /// pass, or of each dispatch's (see [`Batch::submit_profiled`](crate::Batch::submit_profiled)).
     GpuTimestamps,
     /// The host's clock from submission until the GPU reported completion; includes submission
     /// and synchronisation overhead, and has no per-dispatch breakdown.
@@ -24,8 +27,9 @@ pub struct Timing {
     pub source: TimingSource,
     /// From the start of the first dispatch to the end of the last.
     pub total: Duration,
-    /// Each dispatch's label (its entry point) and time, in submission order. With
-    /// [`TimingSource::WallClock`] the times are `None`.
+    /// Each dispatch's label (its entry point) and, where the batch was profiled
+    /// ([`Batch::submit_profiled`](crate::Batch::submit_profiled)) on GPU timestamps, its
+    /// time: in submission order. `None` otherwise.
     pub dispatches: Vec<(String, Option<Duration>)>,
 }
 
@@ -55,47 +59,117 @@ impl fmt::Display for Timing {
     }
 }
 
-/// Query sets holding a begin and an end timestamp per dispatch.
+/// The compute passes of a timed submission and the timestamps they write. The submission
+/// holds the timed batch's dispatches and, where other batches recorded into the runtime's
+/// queue after it began, theirs. Timing the whole (`each` false), each maximal run of
+/// consecutive dispatches of the batch, or of others, is a compute pass, as an untimed
+/// submission runs them all in one; profiled (`each`), every dispatch of the batch is a pass
+/// of its own. A pass of the timed batch writes a timestamp at its beginning and its end.
+/// (Timestamps written between the dispatches of one pass would time them without more
+/// passes, but cost the GPU about 8 us each on an H100 through Vulkan: more than a pass.)
+pub(crate) struct Plan {
+    passes: Vec<PlannedPass>,
+    each: bool,
+    queries: usize,
+}
+
+/// One compute pass of a [`Plan`].
+pub(crate) struct PlannedPass {
+    /// The dispatches it runs, as indices into the submission.
+    pub(crate) dispatches: Range<usize>,
+    /// Its first timestamp query (the second follows), in a pass of the timed batch.
+    first_query: Option<usize>,
+}
+
+impl Plan {
+    /// The passes of a submission whose dispatches are the timed batch's where `timed` says
+    /// so; `each`: a pass per dispatch of the batch.
+    pub(crate) fn new(timed: &[bool], each: bool) -> Plan {
+        let mut passes = Vec::new();
+        let mut queries = 0;
+        let mut start = 0;
+        while start < timed.len() {
+            let mine = timed[start];
+            let run = timed[start..].iter().take_while(|&&t| t == mine).count();
+            let len = if mine && each { 1 } else { run };
+            passes.push(PlannedPass {
+                dispatches: start..start + len,
+                first_query: mine.then_some(queries),
+            });
+            if mine {
+                queries += 2;
+            }
+            start += len;
+        }
+        Plan {
+            passes,
+            each,
+            queries,
+        }
+    }
+
+    pub(crate) fn passes(&self) -> &[PlannedPass] {
+        &self.passes
+    }
+
+    /// The timestamps the pass `pass` writes, at its beginning and end, if it is the timed
+    /// batch's.
+    pub(crate) fn pass_writes<'q>(
+        &self,
+        pass: &PlannedPass,
+        queries: &'q Queries,
+    ) -> Option<wgpu::ComputePassTimestampWrites<'q>> {
+        // Queries come in pairs from 0, so a pair never straddles two sets.
+        let (set, index) = queries.at(pass.first_query?);
+        Some(wgpu::ComputePassTimestampWrites {
+            query_set: set,
+            beginning_of_pass_write_index: Some(index),
+            end_of_pass_write_index: Some(index + 1),
+        })
+    }
+}
+
+/// Query sets holding a submission's timestamps, in the order of a [`Plan`]'s queries.
 pub(crate) struct Queries {
     sets: Vec<wgpu::QuerySet>,
 }
 
-/// Dispatches timed by one query set.
-const PASSES_PER_SET: usize = (wgpu::QUERY_SET_MAX_QUERIES / 2) as usize;
+/// Queries in one set (an even number: the pairs of [`Plan::pass_writes`] stay in one set).
+const QUERIES_PER_SET: usize = wgpu::QUERY_SET_MAX_QUERIES as usize;
 
 impl Queries {
-    pub(crate) fn pass_writes(&self, pass: usize) -> wgpu::ComputePassTimestampWrites<'_> {
-        let first = (2 * (pass % PASSES_PER_SET)) as u32;
-        wgpu::ComputePassTimestampWrites {
-            query_set: &self.sets[pass / PASSES_PER_SET],
-            beginning_of_pass_write_index: Some(first),
-            end_of_pass_write_index: Some(first + 1),
-        }
+    /// The set and index within it of query `query`.
+    pub(crate) fn at(&self, query: usize) -> (&wgpu::QuerySet, u32) {
+        (
+            &self.sets[query / QUERIES_PER_SET],
+            (query % QUERIES_PER_SET) as u32,
+        )
     }
 }
 
-/// Encodes `count` dispatches with `encode`, which must write the timestamps of dispatch `i`
-/// through `Queries::pass_writes(i)`, and submits them; returns the buffer the timestamps
-/// will be in (see [`read_timestamps`]).
+/// Encodes a submission with `encode`, which must write the timestamps `plan` says through
+/// `queries`, and submits it; returns the buffer the timestamps will be in (see
+/// [`read_timestamps`]).
 pub(crate) fn submit_with_timestamps(
     rt: &Runtime,
-    count: usize,
+    plan: &Plan,
     operation: impl fmt::Display,
     encode: impl FnOnce(&mut wgpu::CommandEncoder, &Queries),
 ) -> Result<wgpu::Buffer> {
     let device = rt.device();
+    let count = plan.queries;
     rt.scoped(operation, || {
-        let sets: Vec<wgpu::QuerySet> = (0..count.div_ceil(PASSES_PER_SET))
+        let sets: Vec<wgpu::QuerySet> = (0..count.div_ceil(QUERIES_PER_SET))
             .map(|set| {
-                let passes = (count - set * PASSES_PER_SET).min(PASSES_PER_SET);
+                let queries = (count - set * QUERIES_PER_SET).min(QUERIES_PER_SET);
                 device.create_query_set(&wgpu::QuerySetDescriptor {
                     label: Some("tessera timestamps"),
                     ty: wgpu::QueryType::Timestamp,
-                    count: 2 * passes as u32,
+                    count: queries as u32,
                 })
             })
             .collect();
-        let bytes = (2 * count * size_of::<u64>()) as u64;
+        let bytes = (count * size_of::<u64>()) as u64;
         let resolve = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("tessera timestamps"),
             size: bytes,
@@ -112,9 +186,9 @@ pub(crate) fn submit_with_timestamps(
         let mut encoder = device.create_command_encoder(&Default::default());
         encode(&mut encoder, &queries);
         for (index, set) in queries.sets.iter().enumerate() {
-            let offset = (index * PASSES_PER_SET * 2 * size_of::<u64>()) as u64;
-            let passes = (count - index * PASSES_PER_SET).min(PASSES_PER_SET) as u32;
-            encoder.resolve_query_set(set, 0..2 * passes, &resolve, offset);
+            let offset = (index * QUERIES_PER_SET * size_of::<u64>()) as u64;
+            let written = (count - index * QUERIES_PER_SET).min(QUERIES_PER_SET) as u32;
+            encoder.resolve_query_set(set, 0..written, &resolve, offset);
         }
         encoder.copy_buffer_to_buffer(&resolve, 0, &readback, 0, bytes);
         rt.raw_queue().submit([encoder.finish()]);
@@ -122,16 +196,18 @@ pub(crate) fn submit_with_timestamps(
     })
 }
 
-/// Waits for the dispatches [`submit_with_timestamps`] submitted and says how long the ones
-/// marked in `labels` (each dispatch's label, and whether it is timed) took.
+/// Waits for the submission [`submit_with_timestamps`] made and says how long the timed
+/// batch's dispatches (`labels`, one per dispatch of the submission) took.
 pub(crate) fn read_timestamps(
     rt: &Runtime,
     readback: &wgpu::Buffer,
-    labels: &[(String, bool)],
+    plan: &Plan,
+    labels: &[String],
 ) -> Result<Timing> {
     let ticks = read_ticks(rt, readback)?;
     Ok(timing_from_ticks(
         &ticks,
+        plan,
         labels,
         rt.raw_queue().get_timestamp_period(),
     ))
@@ -157,29 +233,29 @@ fn read_ticks(rt: &Runtime, readback: &wgpu::Buffer) -> Result<Vec<u64>> {
     Ok(ticks)
 }
 
-/// Turns the begin/end tick pairs of the dispatches marked in `labels` into durations, and the
-/// total from the first one's begin to the last one's end; `period` is nanoseconds per tick.
-fn timing_from_ticks(ticks: &[u64], labels: &[(String, bool)], period: f32) -> Timing {
+/// The timing of the timed batch's dispatches from the ticks of `plan`'s queries (`period`
+/// nanoseconds each): each dispatch's time where it had a pass of its own, and the total from
+/// the first timed pass's beginning to the last one's end.
+fn timing_from_ticks(ticks: &[u64], plan: &Plan, labels: &[String], period: f32) -> Timing {
     let nanos = |from: u64, to: u64| {
         Duration::from_nanos((to.saturating_sub(from) as f64 * period as f64) as u64)
     };
-    let timed: Vec<(&String, &[u64])> = labels
-        .iter()
-        .zip(ticks.chunks_exact(2))
-        .filter(|((_, timed), _)| *timed)
-        .map(|((label, _), pair)| (label, pair))
-        .collect();
-    let dispatches = timed
-        .iter()
-        .map(|(label, pair)| ((*label).clone(), Some(nanos(pair[0], pair[1]))))
-        .collect();
-    let total = match (timed.first(), timed.last()) {
-        (Some((_, first)), Some((_, last))) => nanos(first[0], last[1]),
-        _ => Duration::ZERO,
-    };
+    let mut dispatches = Vec::new();
+    let mut span: Option<(u64, u64)> = None;
+    for pass in &plan.passes {
+        let Some(first) = pass.first_query else {
+            continue;
+        };
+        let (begin, end) = (ticks[first], ticks[first + 1]);
+        let time = plan.each.then(|| nanos(begin, end));
+        for label in &labels[pass.dispatches.clone()] {
+            dispatches.push((label.clone(), time));
+        }
+        span = Some((span.map_or(begin, |(first_begin, _)| first_begin), end));
+    }
     Timing {
         source: TimingSource::GpuTimestamps,
-        total,
+        total: span.map_or(Duration::ZERO, |(begin, end)| nanos(begin, end)),
         dispatches,
     }
 }
@@ -188,33 +264,55 @@ fn timing_from_ticks(ticks: &[u64], labels: &[(String, bool)], period: f32) -> T
 mod tests {
     use super::*;
 
+    fn labels(names: &[&str]) -> Vec<String> {
+        names.iter().map(|&n| n.to_owned()).collect()
+    }
+
     #[test]
-    fn ticks_become_durations_per_dispatch() {
-        let labels = [("a".to_owned(), true), ("b".to_owned(), true)];
-        let timing = timing_from_ticks(&[100, 300, 400, 1000], &labels, 2.0);
+    fn a_batch_runs_in_one_pass_timed_as_a_whole() {
+        let plan = Plan::new(&[true, true, true], false);
+        assert_eq!(plan.passes().len(), 1);
+        let timing = timing_from_ticks(&[100, 1000], &plan, &labels(&["a", "b", "c"]), 2.0);
+        assert_eq!(timing.total, Duration::from_nanos(1800));
+        let names: Vec<&str> = timing.dispatches.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert!(timing.dispatches.iter().all(|(_, time)| time.is_none()));
+    }
+
+    #[test]
+    fn a_profiled_batch_times_each_dispatch_in_a_pass_of_its_own() {
+        let plan = Plan::new(&[true, true], true);
+        assert_eq!(plan.passes().len(), 2);
+        let timing = timing_from_ticks(&[100, 300, 400, 1000], &plan, &labels(&["a", "b"]), 2.0);
         assert_eq!(timing.total, Duration::from_nanos(1800));
         assert_eq!(
-            timing.dispatches[0],
-            ("a".to_owned(), Some(Duration::from_nanos(400)))
-        );
-        assert_eq!(
-            timing.dispatches[1],
-            ("b".to_owned(), Some(Duration::from_nanos(1200)))
+            timing.dispatches,
+            [
+                ("a".to_owned(), Some(Duration::from_nanos(400))),
+                ("b".to_owned(), Some(Duration::from_nanos(1200))),
+            ]
         );
     }
 
     #[test]
-    fn dispatches_of_other_batches_are_left_out() {
-        let labels = [
-            ("other".to_owned(), false),
-            ("a".to_owned(), true),
-            ("b".to_owned(), true),
-            ("later".to_owned(), false),
-        ];
-        let ticks = [0, 50, 100, 300, 400, 1000, 1000, 5000];
-        let timing = timing_from_ticks(&ticks, &labels, 1.0);
-        assert_eq!(timing.total, Duration::from_nanos(900));
-        let names: Vec<&str> = timing.dispatches.iter().map(|(l, _)| l.as_str()).collect();
-        assert_eq!(names, ["a", "b"]);
+    fn dispatches_of_other_batches_run_in_passes_of_their_own_untimed() {
+        let timed = [false, true, true, false, true];
+        let names = labels(&["other", "a", "b", "later", "c"]);
+        let ranges = |plan: &Plan| -> Vec<Range<usize>> {
+            plan.passes().iter().map(|p| p.dispatches.clone()).collect()
+        };
+        let whole = Plan::new(&timed, false);
+        assert_eq!(ranges(&whole), [0..1, 1..3, 3..4, 4..5]);
+        let timing = timing_from_ticks(&[100, 400, 1000, 5000], &whole, &names, 1.0);
+        let got: Vec<&str> = timing.dispatches.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(got, ["a", "b", "c"]);
+        assert_eq!(timing.total, Duration::from_nanos(4900));
+
+        let profiled = Plan::new(&timed, true);
+        assert_eq!(ranges(&profiled), [0..1, 1..2, 2..3, 3..4, 4..5]);
+        let ticks = [100, 300, 400, 1000, 1200, 5000];
+        let timing = timing_from_ticks(&ticks, &profiled, &names, 1.0);
+        assert_eq!(timing.total, Duration::from_nanos(4900));
+        assert_eq!(timing.dispatches[2].1, Some(Duration::from_nanos(3800)));
     }
 }

@@ -63,7 +63,7 @@
 //! for inference or with [`Activation::None`], where the backward pass needs none either.
 //!
 //! Every op records into a [`Batch`](crate::Batch), so a whole training step is one
-//! submission; `Batch::submit_timed` then times each kernel.
+//! submission; `Batch::submit_timed` times it as it runs, `Batch::submit_profiled` each kernel.
 //!
 //! The GEMM-shaped ops choose how they run by autotuning
 //! ([`Runtime::autotune`](crate::Runtime::autotune)): the first time an op meets a device and a
