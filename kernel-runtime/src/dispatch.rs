@@ -457,8 +457,13 @@ fn encode(
     };
     for planned in plan.passes() {
         let range = planned.dispatches.clone();
+        // A pass of one dispatch (as profiling makes them) is named after its kernel.
+        let label = match &recorded[range.clone()] {
+            [only] => only.pipeline.label(),
+            _ => "tessera batch",
+        };
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("tessera batch"),
+            label: Some(label),
             timestamp_writes: plan.pass_writes(planned, queries),
         });
         record_pass(&mut pass, &recorded[range.clone()], &bind_groups[range]);
