@@ -439,8 +439,8 @@ impl Recording {
     }
 }
 
-/// Records the dispatches: all in one compute pass, or, when timed, each in a pass of its own
-/// with begin and end timestamps.
+/// Records the dispatches: all in one compute pass, or, when timed, in the passes of `timed`'s
+/// plan (one for the timed batch's, or one each when profiled), which write its timestamps.
 fn encode(
     encoder: &mut wgpu::CommandEncoder,
     recorded: &[Recorded],

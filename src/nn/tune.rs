@@ -72,7 +72,7 @@ impl Way {
     /// Both blockings on the tensor cores over a staged window, then each split where the
     /// output alone cannot fill the GPU and whole, by taps and then as they are: for the
     /// convolution's forward and input gradient (laying the filter out for a pass by taps or
-    /// over a window is a pass of its own, which small problems may not recover).
+    /// over a window is a dispatch of its own, which small problems may not recover).
     pub const SPLIT_FRAGMENTS_OR_WINDOW: [Way; 10] = [
         Way::on_fragments(0).splitting().over_window(),
         Way::on_fragments(1).splitting().over_window(),
