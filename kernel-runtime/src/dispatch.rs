@@ -211,8 +211,8 @@ impl<'rt> Batch<'rt> {
 
     /// [`Batch::submit_timed`], timing each dispatch on the GPU ([`Timing::dispatches`])
     /// where the device has timestamp queries. Each dispatch then runs in a compute pass of
-    /// its own, which costs the GPU several microseconds a dispatch (7-8 on an H100 through
-    /// Vulkan), so the total exceeds what the batch takes unprofiled.
+    /// its own, which costs the GPU several microseconds a dispatch (about 10 on an H100
+    /// through Vulkan), so the total exceeds what the batch takes unprofiled.
     pub fn submit_profiled(self) -> Result<Timing> {
         let (rt, id) = (self.rt, self.id);
         drop(self);

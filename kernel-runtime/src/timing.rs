@@ -66,7 +66,8 @@ impl fmt::Display for Timing {
 /// submission runs them all in one; profiled (`each`), every dispatch of the batch is a pass
 /// of its own. A pass of the timed batch writes a timestamp at its beginning and its end.
 /// (Timestamps written between the dispatches of one pass would time them without more
-/// passes, but cost the GPU about 8 us each on an H100 through Vulkan: more than a pass.)
+/// passes, but cost the GPU about 8 us each on an H100 through Vulkan, nearly what a pass of
+/// its own costs, about 10.)
 pub(crate) struct Plan {
     passes: Vec<PlannedPass>,
     each: bool,
