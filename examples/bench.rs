@@ -8,16 +8,16 @@
 //! cargo run --release --example bench -- --conv  # convolutions only (`--gemm`: GEMMs only)
 //! cargo run --release --example bench -- --launch # launch cost against raw wgpu only
 //! cargo run --release --example bench -- --out DIR # also DIR/tessera.csv and DIR/tessera.md
-//! cargo run --release --example bench -- --conv --by-kernel # and each pass's dispatches, profiled
+//! cargo run --release --example bench -- --conv --by-kernel # and each dispatch, profiled
 //! cargo run --release --example bench -- --gemm --only "M=4096 N=4096" # shapes whose label has it
 //! ```
 //!
-//! Each figure is the median of 3 submissions of 10 launches, each submission one batch run as a
-//! program runs it (one compute pass), timed by GPU timestamps at the pass's beginning and end
-//! where the adapter has them (the wall clock otherwise; the header says which). `--by-kernel`
-//! profiles one more launch (`Batch::submit_profiled`: each dispatch in a pass of its own, so
-//! its times add up to more than the figure). Every op is
-//! autotuned first, unless `TESSERA_AUTOTUNE=off`. The CSV (`work,pass,ms,tflops`) uses the
+//! Each figure is the median of 3 submissions of 10 launches, each submission one batch run
+//! as a program runs it (one compute pass), timed by GPU timestamps at the pass's beginning
+//! and end where the adapter has them (the wall clock otherwise; the header says which).
+//! `--by-kernel` profiles one more launch (`Batch::submit_profiled`: each dispatch in a pass
+//! of its own, so its times add up to more than the figure). Every op is autotuned first,
+//! unless `TESSERA_AUTOTUNE=off`. The CSV (`work,pass,ms,tflops`) uses the
 //! `work` labels of `bench/torch_bench.py`, and `cargo xtask bench-report` joins the two.
 
 use std::time::Duration;

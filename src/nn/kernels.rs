@@ -701,17 +701,17 @@ mod nn {
     /// The blocking of the tensor-core kernels (`Precision::TensorCoreF16`): a workgroup of
     /// `GROUP` invocations (`INVOCATIONS` to the helpers it shares with `WindowBlocking`,
     /// which call the rows' slice's size `ROWS_HALVES`), eight subgroups of 32 in two rows of
-    /// four, owns a `BLOCK` x `BLOCK` block of the output, each subgroup `FRAG_ROWS` x `FRAG_COLS` fragments of 16 x
-    /// 16 (`WARP_ROWS` x `WARP_COLS` elements). Each step stages `DEPTH`-deep slices of both
-    /// operands in half precision: the rows' operand row-major, `BLOCK` rows of `A_STRIDE`,
-    /// the columns' `DEPTH` rows of `STRIDE` (8 more than needed: 16 bytes, which keeps every
-    /// fragment's rows aligned and spreads them over the memory banks), or, fetched across,
-    /// as the rows' operand; the columns' slice has room (`COLUMNS` halves) for either. The
-    /// same `fetch` as the f32 kernels reads them (`LOADS` elements per invocation and
-    /// operand). `BLOCK = 64` serves outputs with at most 64 rows or columns. `MEMORY` is the
-    /// workgroup memory a kernel of the blocking takes (both slices and `spill`, whose `SPILL`
-    /// floats are a 16 x 16 tile per subgroup). An invocation writes `OUTPUTS` outputs, 8 of
-    /// each fragment.
+    /// four, owns a `BLOCK` x `BLOCK` block of the output, each subgroup `FRAG_ROWS` x
+    /// `FRAG_COLS` fragments of 16 x 16 (`WARP_ROWS` x `WARP_COLS` elements). Each step stages
+    /// `DEPTH`-deep slices of both operands in half precision: the rows' operand row-major,
+    /// `BLOCK` rows of `A_STRIDE`, the columns' `DEPTH` rows of `STRIDE` (8 more than needed:
+    /// 16 bytes, which keeps every fragment's rows aligned and spreads them over the memory
+    /// banks), or, fetched across, as the rows' operand; the columns' slice has room
+    /// (`COLUMNS` halves) for either. The same `fetch` as the f32 kernels reads them (`LOADS`
+    /// elements per invocation and operand). `BLOCK = 64` serves outputs with at most 64 rows
+    /// or columns. `MEMORY` is the workgroup memory a kernel of the blocking takes (both
+    /// slices and `spill`, whose `SPILL` floats are a 16 x 16 tile per subgroup). An
+    /// invocation writes `OUTPUTS` outputs, 8 of each fragment.
     ///
     /// The GEMMs also have 128 x 128 blocks of 64-deep slices (`on_fragments_with_deep`): half
     /// the steps, so half the barriers, at 44 KiB a workgroup. On an H100 they ran the large
