@@ -42,8 +42,9 @@ fn assert_within_f16_rounding(name: &str, got: &[f32], want: &[f64], bound: &[f6
     worst
 }
 
-/// Forward and backward of `shape` on random data against f64; returns the largest relative
-/// errors of `y`, `grad_a` and `grad_b`, and the entry points that ran.
+/// Forward and backward of `shape` on random data against f64, keeping `pre` for odd seeds
+/// (it must then equal `y`, bit for bit: no activation); returns the largest relative errors
+/// of `y`, `grad_a` and `grad_b`, and the entry points that ran.
 fn check(rt: &Runtime, gemm: &Gemm, shape: GemmShape, seed: u64) -> ([f64; 3], Vec<String>) {
     let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
     let mut rng = rng(seed);
@@ -55,7 +56,11 @@ fn check(rt: &Runtime, gemm: &Gemm, shape: GemmShape, seed: u64) -> ([f64; 3], V
     );
     let up = |v: &[f32]| rt.upload(v).unwrap();
     let (a, b, bias, grad_y) = (up(&av), up(&bv), up(&biasv), up(&gyv));
-    let mut y = rt.zeros::<f32>(m * n).unwrap();
+    let (mut pre, mut y) = (
+        rt.zeros::<f32>(m * n).unwrap(),
+        rt.zeros::<f32>(m * n).unwrap(),
+    );
+    let keep_pre = seed % 2 == 1;
     let (mut grad_a, mut grad_b, mut grad_bias) = (
         rt.zeros::<f32>(m * k).unwrap(),
         rt.zeros::<f32>(k * n).unwrap(),
@@ -70,7 +75,7 @@ fn check(rt: &Runtime, gemm: &Gemm, shape: GemmShape, seed: u64) -> ([f64; 3], V
             a: &a,
             b: &b,
             bias: &bias,
-            pre: None,
+            pre: keep_pre.then_some(&mut pre),
             y: &mut y,
         },
     )
@@ -118,6 +123,12 @@ fn check(rt: &Runtime, gemm: &Gemm, shape: GemmShape, seed: u64) -> ([f64; 3], V
         }
     }
     let label = format!("{m}x{n}x{k}");
+    if keep_pre {
+        let bits = |b: &tessera::GpuBuffer<f32>| -> Vec<u32> {
+            b.read(rt).unwrap().into_iter().map(f32::to_bits).collect()
+        };
+        assert_eq!(bits(&pre), bits(&y), "pre of {label} differs from y");
+    }
     let errors = [
         assert_within_f16_rounding(
             &format!("y {label}"),
@@ -238,18 +249,20 @@ fn a_linear_layer_on_tensor_cores_matches_its_f32_twin_or_is_refused() {
 }
 
 /// The forward (through `activation`, zero bias), input gradient and filter gradient of `conv`
-/// for `shape`, from `x`, `w` and the gradient before the activation `g`, and the entry
-/// points that ran.
+/// for `shape`, from `x`, `w` and the gradient before the activation `g`, then the forward's
+/// `pre` (kept with an activation, else empty), and the entry points that ran.
 fn conv_passes(
     rt: &Runtime,
     conv: &Convolution,
     shape: Conv2dShape,
     activation: Activation,
     [x, w, g]: [&[f32]; 3],
-) -> ([Vec<f32>; 3], Vec<String>) {
+) -> ([Vec<f32>; 4], Vec<String>) {
     let up = |v: &[f32]| rt.upload(v).unwrap();
     let (x, w, g) = (up(x), up(w), up(g));
     let bias = rt.zeros::<f32>(shape.out_channels as usize).unwrap();
+    let keep_pre = activation != Activation::None;
+    let mut pre = rt.zeros::<f32>(if keep_pre { g.len() } else { 1 }).unwrap();
     let mut y = rt.zeros::<f32>(g.len()).unwrap();
     let mut grad_x = rt.zeros::<f32>(x.len()).unwrap();
     let mut grad_w = rt.zeros::<f32>(w.len()).unwrap();
@@ -260,7 +273,7 @@ fn conv_passes(
         x: &x,
         w: &w,
         bias: &bias,
-        pre: None,
+        pre: keep_pre.then_some(&mut pre),
         y: &mut y,
     };
     conv.forward(&mut batch, forward).unwrap();
@@ -279,7 +292,11 @@ fn conv_passes(
     };
     conv.grad_weight(&mut batch, weight).unwrap();
     let ran = kernels_run(batch);
-    ([y, grad_x, grad_w].map(|b| b.read(rt).unwrap()), ran)
+    let mut results = [y, grad_x, grad_w, pre].map(|b| b.read(rt).unwrap());
+    if !keep_pre {
+        results[3].clear();
+    }
+    (results, ran)
 }
 
 /// Runs the three passes of `shape` on `tensor` and checks each against `strict` within f16
@@ -459,7 +476,8 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
         }
     }
 
-    // The forward's epilogue through every activation, whole in the plain kernels (8 input
+    // The forward's epilogue through every activation, keeping `pre` (the passes above keep
+    // none), whole in the plain kernels (8 input
     // channels), over a staged window (64, 9 x 7) and by taps (64, 4 x 70), and in slices
     // (120 input channels of 5 x 5 and 128 of 9 x 9 at stride 2, too small to fill the GPU),
     // whose reduce applies it: no activation's slope exceeds 1.13 (GELU's), so `y` stays
@@ -477,18 +495,24 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
         let w = values(&mut rng, shape.weight_len());
         let abs = |v: &[f32]| v.iter().map(|a| a.abs()).collect::<Vec<f32>>();
         let g = vec![0.0; shape.output_len().unwrap()];
-        let y = |conv, activation, [x, w]: [&[f32]; 2]| {
-            let ([y, _, _], _) = conv_passes(&rt, conv, shape, activation, [x, w, &g]);
-            y
+        // `y`, and `pre` where an activation keeps it.
+        let forward = |conv, activation, [x, w]: [&[f32]; 2]| {
+            let ([y, _, _, pre], _) = conv_passes(&rt, conv, shape, activation, [x, w, &g]);
+            [y, pre]
         };
-        let bound = y(&strict, Activation::None, [&abs(&x), &abs(&w)]);
+        let [bound, _] = forward(&strict, Activation::None, [&abs(&x), &abs(&w)]);
         let bound: Vec<f64> = bound.iter().map(|&v| 1.13 * f64::from(v)).collect();
         for activation in Activation::ALL {
-            let got = y(&tensor, activation, [&x, &w]);
-            let want = y(&strict, activation, [&x, &w]);
-            let want: Vec<f64> = want.iter().map(|&v| f64::from(v)).collect();
-            let name = format!("y through {activation:?} of {shape:?}");
-            assert_within_f16_rounding(&name, &got, &want, &bound);
+            let got = forward(&tensor, activation, [&x, &w]);
+            let want = forward(&strict, activation, [&x, &w]);
+            assert_eq!(got[1].is_empty(), activation == Activation::None);
+            for (output, (got, want)) in ["y", "pre"].into_iter().zip(got.iter().zip(&want)) {
+                if !got.is_empty() {
+                    let want: Vec<f64> = want.iter().map(|&v| f64::from(v)).collect();
+                    let name = format!("{output} through {activation:?} of {shape:?}");
+                    assert_within_f16_rounding(&name, got, &want, &bound);
+                }
+            }
         }
     }
 }

@@ -208,6 +208,7 @@ impl Conv2dShape {
             dilation_h: self.dilation[0],
             dilation_w: self.dilation[1],
             activation: activation.code(),
+            keep_pre: 1,
             splits: 1,
             split_depth: 0,
             // Whole: a slice's end is clamped to the dimension it cuts.
@@ -292,7 +293,7 @@ pub struct Conv2dForward<'a> {
     pub bias: &'a GpuBuffer<f32>,
     /// Output-shaped: `conv(x, w) + bias` before the activation, which the backward pass
     /// reads. `None` when no backward pass follows, or with [`Activation::None`] (then `y`
-    /// holds it).
+    /// holds it); the forward then writes `y` alone, one output-sized store fewer.
     pub pre: Option<&'a mut GpuBuffer<f32>>,
     /// The output images, `[batch, out_channels, out_h, out_w]`.
     pub y: &'a mut GpuBuffer<f32>,
@@ -680,7 +681,10 @@ impl Convolution {
             y,
         } = args;
         let shape = &shape;
-        let p = shape.params(activation)?;
+        let p = kernels::ConvParams {
+            keep_pre: u32::from(pre.is_some()),
+            ..shape.params(activation)?
+        };
         let rows = p.out_channels;
         let operation = "nn::Convolution::forward";
         let (ways, fixed) = match self.fragments {

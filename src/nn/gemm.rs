@@ -33,7 +33,8 @@ pub struct GemmForward<'a> {
     /// `[n]`.
     pub bias: &'a GpuBuffer<f32>,
     /// `[m, n]`: `a · b + bias` before the activation, which the backward pass reads. `None`
-    /// when no backward pass follows, or with [`Activation::None`] (then `y` holds it).
+    /// when no backward pass follows, or with [`Activation::None`] (then `y` holds it); the
+    /// forward then writes `y` alone, one output-sized store fewer.
     pub pre: Option<&'a mut GpuBuffer<f32>>,
     /// `[m, n]`: the output.
     pub y: &'a mut GpuBuffer<f32>,
@@ -288,7 +289,10 @@ impl Gemm {
             pre,
             y,
         } = args;
-        let p = params(shape, activation)?;
+        let p = kernels::GemmParams {
+            keep_pre: u32::from(pre.is_some()),
+            ..params(shape, activation)?
+        };
         let GemmShape { m, n, k } = shape;
         let (ways, fixed) = self.forward_ways(shape);
         let way = tune::way(
@@ -815,6 +819,7 @@ fn params(shape: GemmShape, activation: Activation) -> Result<kernels::GemmParam
         n,
         k,
         activation: activation.code(),
+        keep_pre: 1,
         // Every sum whole: a slice's end is clamped to the dimension it cuts.
         splits: 1,
         split_depth: u32::MAX,

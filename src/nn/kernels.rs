@@ -60,6 +60,9 @@ mod nn {
         pub n: u32,
         pub k: u32,
         pub activation: u32,
+        /// Forward: 1 to store `pre` beside `y`; 0 where the caller keeps no `pre`, which is
+        /// then scratch (the split forward's first slice) or unwritten.
+        pub keep_pre: u32,
         /// Split forward: the slices the summed dimension `k` is cut into (one per `z`).
         /// Backward: those of `grad_a`'s sum, over `n`.
         pub splits: u32,
@@ -95,6 +98,9 @@ mod nn {
         pub dilation_h: u32,
         pub dilation_w: u32,
         pub activation: u32,
+        /// Forward: 1 to store `pre` beside `y`; 0 where the caller keeps no `pre`, which is
+        /// then scratch (the split forward's first slice) or unwritten.
+        pub keep_pre: u32,
         /// Filter gradient: the slices the summed dimension is split into (one per `z`).
         pub splits: u32,
         /// Filter gradient: images x output pixels per slice, a multiple of `DEPTH`.
@@ -1036,12 +1042,12 @@ mod nn {
         bias: &[Vec4<f32>],
         pre: &mut [Vec4<f32>],
         y: &mut [Vec4<f32>],
-        dims: Vec2<u32>,
-        activation: u32,
+        p: &GemmParams,
         spill: &mut [f32; SPILL],
         origin: Vec2<u32>,
         t: u32,
     ) {
+        let dims = vec2(p.n, p.m);
         // Vector `h` of fragment `f` (see `fragment_vector`) is `z[8 f + 4 h..][..4]`.
         let mut z = [0.0f32; OUTPUTS];
         #[unroll]
@@ -1052,7 +1058,9 @@ mod nn {
                 let at = origin + fragment_vector(t, f, h);
                 if at.y < dims.y && at.x < dims.x {
                     let sum = values[h] + bias[at.x / 4];
-                    pre[(at.y * dims.x + at.x) / 4] = sum;
+                    if p.keep_pre != 0 {
+                        pre[(at.y * dims.x + at.x) / 4] = sum;
+                    }
                     #[unroll]
                     for c in 0..4 {
                         z[8 * f + 4 * h + c] = sum[c];
@@ -1060,7 +1068,7 @@ mod nn {
                 }
             }
         }
-        activate_outputs(&mut z, activation);
+        activate_outputs(&mut z, p.activation);
         #[unroll]
         for f in 0..FRAGS {
             #[unroll]
@@ -1117,28 +1125,30 @@ mod nn {
         }
     }
 
-    /// The GEMM forward's output from the register tile of the block at `origin`: `pre =
-    /// acc + bias`, `y = act(pre)` for an output of `dims` (columns, rows).
+    /// The GEMM forward's output from the register tile of the block at `origin`: `y =
+    /// act(pre)` for `pre = acc + bias`, and `pre` itself where `p.keep_pre`.
     fn store_forward(
         acc: &[f32; REG * REG],
         bias: &[f32],
         pre: &mut [f32],
         y: &mut [f32],
-        dims: Vec2<u32>,
-        activation: u32,
+        p: &GemmParams,
         origin: Vec2<u32>,
         t: u32,
     ) {
+        let dims = vec2(p.n, p.m);
         let mut z = [0.0f32; OUTPUTS];
         #[unroll]
         for e in 0..OUTPUTS {
             let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
             if row < dims.y && col < dims.x {
                 z[e] = acc[e] + bias[col];
-                pre[row * dims.x + col] = z[e];
+                if p.keep_pre != 0 {
+                    pre[row * dims.x + col] = z[e];
+                }
             }
         }
-        activate_outputs(&mut z, activation);
+        activate_outputs(&mut z, p.activation);
         #[unroll]
         for e in 0..OUTPUTS {
             let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
@@ -1154,12 +1164,12 @@ mod nn {
         bias: &[f32],
         pre: &mut [f32],
         y: &mut [f32],
-        dims: Vec2<u32>,
-        activation: u32,
+        p: &GemmParams,
         spill: &mut [f32; SPILL],
         origin: Vec2<u32>,
         t: u32,
     ) {
+        let dims = vec2(p.n, p.m);
         let mut z = [0.0f32; OUTPUTS];
         #[unroll]
         for f in 0..FRAGS {
@@ -1169,11 +1179,13 @@ mod nn {
                 let at = origin + fragment_element(t, f, e);
                 if at.y < dims.y && at.x < dims.x {
                     z[8 * f + e] = values[e] + bias[at.x];
-                    pre[at.y * dims.x + at.x] = z[8 * f + e];
+                    if p.keep_pre != 0 {
+                        pre[at.y * dims.x + at.x] = z[8 * f + e];
+                    }
                 }
             }
         }
-        activate_outputs(&mut z, activation);
+        activate_outputs(&mut z, p.activation);
         #[unroll]
         for f in 0..FRAGS {
             #[unroll]
@@ -1187,26 +1199,24 @@ mod nn {
     }
 
     /// The epilogue of slice `split` of a tensor-core GEMM forward whose sum runs in
-    /// `splits` slices, for an output of `dims` (columns, rows): whole, `pre = acc + bias`
-    /// and `y = act(pre)`; in slices, the first slice's products into `pre` and the others'
-    /// into `partial`, one output-shaped partial sum each, for
-    /// `gemm_forward_fragments_reduce`.
+    /// `p.splits` slices: whole, as `store_forward_fragments`; in slices, the first slice's
+    /// products into `pre` (scratch, then, where `p.keep_pre` is 0) and the others' into
+    /// `partial`, one output-shaped partial sum each, for `gemm_forward_fragments_reduce`.
     fn store_forward_slice(
         acc: &[FragC16<f32>; FRAGS],
         bias: &[f32],
         pre: &mut [f32],
         y: &mut [f32],
         partial: &mut [f32],
-        dims: Vec2<u32>,
-        activation: u32,
-        slices: Vec2<u32>,
+        p: &GemmParams,
+        split: u32,
         spill: &mut [f32; SPILL],
         origin: Vec2<u32>,
         t: u32,
     ) {
-        let (split, splits) = (slices.x, slices.y);
-        if splits == 1 {
-            store_forward_fragments(acc, bias, pre, y, dims, activation, spill, origin, t);
+        let dims = vec2(p.n, p.m);
+        if p.splits == 1 {
+            store_forward_fragments(acc, bias, pre, y, p, spill, origin, t);
         } else if split == 0 {
             store_fragments(
                 pre,
@@ -1267,16 +1277,15 @@ mod nn {
         pre: &mut [Vec4<f32>],
         y: &mut [Vec4<f32>],
         partial: &mut [Vec4<f32>],
-        dims: Vec2<u32>,
-        activation: u32,
-        slices: Vec2<u32>,
+        p: &GemmParams,
+        split: u32,
         spill: &mut [f32; SPILL],
         origin: Vec2<u32>,
         t: u32,
     ) {
-        let (split, splits) = (slices.x, slices.y);
-        if splits == 1 {
-            store_forward_fragments_vectors(acc, bias, pre, y, dims, activation, spill, origin, t);
+        let dims = vec2(p.n, p.m);
+        if p.splits == 1 {
+            store_forward_fragments_vectors(acc, bias, pre, y, p, spill, origin, t);
         } else if split == 0 {
             store_fragments_vectors(pre, 0, acc, dims, origin, spill, t);
         } else {
@@ -1320,20 +1329,7 @@ mod nn {
             slice(split, p.split_depth, p.k),
             t,
         );
-        let (dims, slices) = (vec2(p.n, p.m), vec2(split, p.splits));
-        store_forward_slice(
-            &acc,
-            bias,
-            pre,
-            y,
-            partial,
-            dims,
-            p.activation,
-            slices,
-            spill,
-            origin,
-            t,
-        );
+        store_forward_slice(&acc, bias, pre, y, partial, p, split, spill, origin, t);
     }
 
     /// `gemm_forward_fragments` for `k` and `n` multiples of 4, the operands, the bias and the
@@ -1369,20 +1365,7 @@ mod nn {
             slice(split, p.split_depth, p.k),
             t,
         );
-        let (dims, slices) = (vec2(p.n, p.m), vec2(split, p.splits));
-        store_forward_slice_vectors(
-            &acc,
-            bias,
-            pre,
-            y,
-            partial,
-            dims,
-            p.activation,
-            slices,
-            spill,
-            origin,
-            t,
-        );
+        store_forward_slice_vectors(&acc, bias, pre, y, partial, p, split, spill, origin, t);
     }
 
     /// Invocations of a workgroup of `WideTensorBlocking`.
@@ -1541,7 +1524,7 @@ mod nn {
         }
         multiply_fragments(half_a, half_b, false, &mut acc, t);
         let dims = vec2(p.n, p.m);
-        store_forward_fragments_vectors(&acc, bias, pre, y, dims, p.activation, spill, origin, t);
+        store_forward_fragments_vectors(&acc, bias, pre, y, p, spill, origin, t);
     }
 
     /// Adds the slices of a tensor-core GEMM forward in slices: `pre` (the first slice's
@@ -1558,7 +1541,9 @@ mod nn {
         let len = p.m * p.n;
         if i < len {
             let z = pre[i] + bias[i % p.n] + sum_slices(partial, p.splits - 1, len, i);
-            pre[i] = z;
+            if p.keep_pre != 0 {
+                pre[i] = z;
+            }
             y[i] = activate(z, p.activation);
         }
     }
@@ -1592,7 +1577,7 @@ mod nn {
             vec2(0, p.k),
             t,
         );
-        store_forward(&acc, bias, pre, y, vec2(p.n, p.m), p.activation, origin, t);
+        store_forward(&acc, bias, pre, y, p, origin, t);
     }
 
     /// `gemm_forward` for `k` and `n` multiples of 4, the operands bound as vectors.
@@ -1624,7 +1609,7 @@ mod nn {
             vec2(0, p.k),
             t,
         );
-        store_forward(&acc, bias, pre, y, vec2(p.n, p.m), p.activation, origin, t);
+        store_forward(&acc, bias, pre, y, p, origin, t);
     }
 
     /// `gemm_forward` for outputs too small to fill the GPU: the summed dimension is cut into
@@ -1693,7 +1678,9 @@ mod nn {
         let len = p.m * p.n;
         if i < len {
             let z = bias[i % p.n] + sum_slices(partial, p.splits, len, i);
-            pre[i] = z;
+            if p.keep_pre != 0 {
+                pre[i] = z;
+            }
             y[i] = activate(z, p.activation);
         }
     }
@@ -2229,8 +2216,10 @@ mod nn {
                 let at = origin + fragment_element(t, f, e);
                 if at.y < p.out_channels && at.x < columns {
                     z[8 * f + e] = values[e] + bias[at.y];
-                    pre[(at.x / pixels * p.out_channels + at.y) * pixels + at.x % pixels] =
-                        z[8 * f + e];
+                    if p.keep_pre != 0 {
+                        let i = (at.x / pixels * p.out_channels + at.y) * pixels + at.x % pixels;
+                        pre[i] = z[8 * f + e];
+                    }
                 }
             }
         }
@@ -2731,7 +2720,9 @@ mod nn {
                 let row = origin.y + fragment_element(t, f, e).y;
                 if row < p.out_channels && column.y != 0 {
                     z[8 * f + e] = values[e] + bias[row];
-                    pre[column.x + row * pixels] = z[8 * f + e];
+                    if p.keep_pre != 0 {
+                        pre[column.x + row * pixels] = z[8 * f + e];
+                    }
                 }
             }
         }
@@ -2819,7 +2810,9 @@ mod nn {
             let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
             if row < p.out_channels && col < columns {
                 z[e] = acc[e] + bias[row];
-                pre[(col / pixels * p.out_channels + row) * pixels + col % pixels] = z[e];
+                if p.keep_pre != 0 {
+                    pre[(col / pixels * p.out_channels + row) * pixels + col % pixels] = z[e];
+                }
             }
         }
         activate_outputs(&mut z, p.activation);
@@ -2932,7 +2925,9 @@ mod nn {
         let len = p.batch * p.out_channels * pixels;
         if i < len {
             let z = bias[i / pixels % p.out_channels] + sum_slices(partial, p.splits, len, i);
-            pre[i] = z;
+            if p.keep_pre != 0 {
+                pre[i] = z;
+            }
             y[i] = activate(z, p.activation);
         }
     }

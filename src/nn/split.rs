@@ -8,6 +8,10 @@ use super::kernels::{Blocking, TensorBlocking};
 pub(crate) trait Steps: Copy {
     fn block(self) -> u32;
     fn depth(self) -> u32;
+    /// The workgroups a cut aims for: enough for every core of a large GPU.
+    fn workgroups(self) -> u64 {
+        WORKGROUPS
+    }
 }
 
 impl Steps for Blocking {
@@ -25,6 +29,19 @@ impl Steps for TensorBlocking {
     }
     fn depth(self) -> u32 {
         self.depth
+    }
+    /// About one wave of an H100's 132 cores, which run one workgroup of 128 x 128 blocks at
+    /// a time (their registers) or two of 64 x 64: more slices than that only add partial
+    /// sums to write and add up. Cut for 128 workgroups instead of 512, the 128-row blocks
+    /// ran the forward and input gradient of the ResNet 512@7 convolution 25% faster and the
+    /// filter gradients of 128@28 and 256@14 20-25%; the 64-row blocks, cut for 128, ran the
+    /// filter gradient of 64@56 40% slower than for 256 (notes/performance.md).
+    fn workgroups(self) -> u64 {
+        if self.block >= 128 {
+            WORKGROUPS / 4
+        } else {
+            WORKGROUPS / 2
+        }
     }
 }
 
@@ -46,7 +63,7 @@ impl Steps for ColumnSums {
     }
 }
 
-/// Workgroups a split kernel aims for: enough for every core of a large GPU.
+/// Workgroups a split kernel aims for, unless its blocking says otherwise.
 const WORKGROUPS: u64 = 512;
 
 /// The shortest slice of the summed dimension worth a workgroup of its own.
@@ -67,7 +84,7 @@ impl Split {
     };
 
     /// The cut of a summed dimension of `depth` for a kernel of `blocking` whose output is
-    /// `rows x columns`: as many slices as it takes to reach [`WORKGROUPS`] workgroups, none
+    /// `rows x columns`: as many slices as it takes to reach the blocking's workgroups, none
     /// shorter than [`MIN_SLICE`], each a whole number of the blocking's steps, and few enough
     /// that every slice's partial product can be indexed with `u32`. One slice when the output
     /// fills the GPU by itself.
@@ -89,7 +106,7 @@ impl Split {
         let batches = u64::from(batches);
         let blocks = batches * rows.div_ceil(block) * columns.div_ceil(block);
         let output = (batches * rows * columns).max(1);
-        let splits = (WORKGROUPS / blocks.max(1))
+        let splits = (blocking.workgroups() / blocks.max(1))
             .min(depth / MIN_SLICE)
             .min(u64::from(u32::MAX) / output)
             .max(1);
@@ -134,6 +151,31 @@ mod tests {
         // The slices cover the dimension, and the last one is not empty.
         assert!(split.splits * split.depth >= 16384);
         assert!((split.splits - 1) * split.depth < 16384);
+    }
+
+    #[test]
+    fn tensor_core_blockings_aim_for_a_wave_of_an_h100() {
+        let tensor = |block| {
+            TensorBlocking::ALL
+                .iter()
+                .copied()
+                .find(|b| b.block == block && b.depth == 32)
+                .unwrap()
+        };
+        // The filter gradient of a 256-channel 3 x 3 convolution over 32 images of 14 x 14:
+        // 2 x 18 blocks of 128 over a sum of 6272, about 128 workgroups on the tensor cores
+        // and 512 in f32.
+        let workgroups = |blocks: u64, split: Split| blocks * u64::from(split.splits);
+        let (cores, f32s) = (
+            Split::of(tensor(128), 256, 2304, 6272),
+            Split::of(large(), 256, 2304, 6272),
+        );
+        assert_eq!(large().block(), 128);
+        assert!((73..=128).contains(&workgroups(36, cores)), "{cores:?}");
+        assert!((257..=512).contains(&workgroups(36, f32s)), "{f32s:?}");
+        // That of 64 channels over 56 x 56 in 64-row blocks: 1 x 9 blocks, about 256.
+        let small = Split::of(tensor(64), 64, 576, 100352);
+        assert!((129..=256).contains(&workgroups(9, small)), "{small:?}");
     }
 
     #[test]
