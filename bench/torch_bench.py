@@ -143,7 +143,7 @@ def fastest(out, dirs):
                 flop.setdefault(key, float(tflops) * 1e12 * seconds)
                 best[key] = min(best.get(key, seconds), seconds)
         rows = [(work, pass_, s, flop[(work, pass_)] / s) for (work, pass_), s in best.items()]
-        write_csv(os.path.join(out, f"torch_{tag}.csv"), f"{note}, fastest of {len(dirs)}", rows)
+        write_csv(os.path.join(out, f"torch_{tag}.csv"), f"{note}, fastest of {len(dirs)} processes", rows)
 
 
 def main():

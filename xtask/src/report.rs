@@ -210,8 +210,8 @@ fn tensor_core_section(tensor: &Results, strict: &Results, tf32: &Results) -> St
         out,
         "\n## Tensor cores\n\n`Precision::TensorCoreF16` (f16 products on the tensor cores, f32 \
          sums; the caller's buffers stay f32), from `examples/bench.rs --gemm --conv \
-         --tensor-cores --out {TENSOR_CORES}` in the same device command as the PyTorch \
-         files. *over TF32* is its speed over PyTorch's with TF32 on (inputs rounded to a \
+         --tensor-cores --out {TENSOR_CORES}` in the same device command as the table above. \
+         *over TF32* is its speed over PyTorch's with TF32 on (inputs rounded to a \
          10-bit mantissa, as f16's, f32 sums); *tessera f32* is the table above.\n"
     );
     for note in &tensor.notes {
@@ -272,9 +272,11 @@ fn markdown(compared: &[Compared<'_>], notes: &[String], launch: &[&Row], run: &
     let _ = writeln!(out, "# Benchmarks\n");
     let _ = writeln!(
         out,
-        "One device run of `examples/bench.rs` and `bench/torch_bench.py`, {date}, commit \
-         `{commit}`; the raw figures are in `{}`, and `cargo xtask bench-report` turns them \
-         into this page (how to run both: `notes/performance.md`).\n",
+        "One device run of `examples/bench.rs`, {date}, commit `{commit}`, beside \
+         `bench/torch_bench.py` (its note below says how many processes each PyTorch figure \
+         is the fastest of: cuDNN's choices vary between processes); the raw figures are in \
+         `{}`, and `cargo xtask bench-report` turns them into this page (how to run both: \
+         `notes/performance.md`).\n",
         dir.display()
     );
     for note in notes {
