@@ -1310,6 +1310,11 @@ impl Convolution {
                     by_tap_kernel.record(batch, args!(ConvGradWeightFragmentsByTapArgs))?;
                 }
             }
+            // One slice wrote `grad_w` whole: nothing to add (an empty dispatch still costs
+            // its place in the pass).
+            if p.splits == 1 {
+                return Ok(());
+            }
             let args = kernels::ConvGradWeightReduceArgs {
                 p: &p,
                 partial,
