@@ -59,8 +59,9 @@
 //! caller passes the same one.
 //!
 //! The pre-activation output `pre` is what a backward pass reads to differentiate the
-//! activation: an op's forward writes it when given a buffer, and may skip it (`pre: None`)
-//! for inference or with [`Activation::None`], where the backward pass needs none either.
+//! activation: an op's forward writes it when given a buffer, and stores `y` alone with
+//! `pre: None`, for inference or with [`Activation::None`], where the backward pass needs
+//! none either.
 //!
 //! Every op records into a [`Batch`](crate::Batch), so a whole training step is one
 //! submission; `Batch::submit_timed` times it as it runs, `Batch::submit_profiled` each kernel.
