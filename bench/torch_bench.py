@@ -143,13 +143,17 @@ def fastest(out, dirs):
                 flop.setdefault(key, float(tflops) * 1e12 * seconds)
                 best[key] = min(best.get(key, seconds), seconds)
         rows = [(work, pass_, s, flop[(work, pass_)] / s) for (work, pass_), s in best.items()]
-        write_csv(os.path.join(out, f"torch_{tag}.csv"), f"{note}, fastest of {len(dirs)} processes", rows)
+        note = f"{note}, fastest of {len(dirs)} processes"
+        write_csv(os.path.join(out, f"torch_{tag}.csv"), note, rows)
 
 
 def main():
     if "--fastest" in sys.argv:
         at = sys.argv.index("--fastest")
-        out, dirs = sys.argv[at + 1], sys.argv[at + 2:]
+        out, dirs = sys.argv[at + 1:at + 2], sys.argv[at + 2:]
+        if not out or not dirs:
+            sys.exit("--fastest takes the folder to write, then the run folders to merge")
+        out = out[0]
         os.makedirs(out, exist_ok=True)
         fastest(out, dirs)
         return

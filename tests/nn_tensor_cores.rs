@@ -262,7 +262,7 @@ fn conv_passes(
     let (x, w, g) = (up(x), up(w), up(g));
     let bias = rt.zeros::<f32>(shape.out_channels as usize).unwrap();
     let keep_pre = activation != Activation::None;
-    let mut pre = rt.zeros::<f32>(if keep_pre { g.len() } else { 1 }).unwrap();
+    let mut pre = rt.zeros::<f32>(g.len()).unwrap();
     let mut y = rt.zeros::<f32>(g.len()).unwrap();
     let mut grad_x = rt.zeros::<f32>(x.len()).unwrap();
     let mut grad_w = rt.zeros::<f32>(w.len()).unwrap();
@@ -292,11 +292,13 @@ fn conv_passes(
     };
     conv.grad_weight(&mut batch, weight).unwrap();
     let ran = kernels_run(batch);
-    let mut results = [y, grad_x, grad_w, pre].map(|b| b.read(rt).unwrap());
-    if !keep_pre {
-        results[3].clear();
-    }
-    (results, ran)
+    let pre = if keep_pre {
+        pre.read(rt).unwrap()
+    } else {
+        Vec::new()
+    };
+    let [y, grad_x, grad_w] = [y, grad_x, grad_w].map(|b| b.read(rt).unwrap());
+    ([y, grad_x, grad_w, pre], ran)
 }
 
 /// Runs the three passes of `shape` on `tensor` and checks each against `strict` within f16
@@ -477,11 +479,10 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
     }
 
     // The forward's epilogue through every activation, keeping `pre` (the passes above keep
-    // none), whole in the plain kernels (8 input
-    // channels), over a staged window (64, 9 x 7) and by taps (64, 4 x 70), and in slices
-    // (120 input channels of 5 x 5 and 128 of 9 x 9 at stride 2, too small to fill the GPU),
-    // whose reduce applies it: no activation's slope exceeds 1.13 (GELU's), so `y` stays
-    // within 1.13 times the rounding bound of `pre`.
+    // none), whole in the plain kernels (8 input channels), over a staged window (64, 9 x 7)
+    // and by taps (64, 4 x 70), and in slices (120 input channels of 5 x 5 and 128 of 9 x 9
+    // at stride 2, too small to fill the GPU), whose reduce applies it: no activation's slope
+    // exceeds 1.13 (GELU's), so `y` stays within 1.13 times the rounding bound of `pre`.
     let shapes = [
         conv(2, 8, [10, 10], 72, 3, 1, 1),
         conv(2, 64, [9, 7], 72, 3, 1, 1),
