@@ -337,19 +337,39 @@ fn check_conv(
     ran
 }
 
-/// Whether the forward and the input gradient of `shape` run over a staged window with
-/// autotuning off: stride 1, summed channels a multiple of 32, and a filter that reaches at
-/// most 128 positions past one of the result's grid padded by its reach.
-fn window(shape: &Conv2dShape) -> [bool; 2] {
+/// Whether the forward and the input gradient of `shape` may run over a staged window with
+/// autotuning off: stride 1, summed channels a multiple of `step`, and a filter that reaches
+/// at most 128 positions past one of the result's grid padded by its reach.
+fn over_window(shape: &Conv2dShape, step: u32) -> [bool; 2] {
     let [kh, kw] = shape.kernel;
     let [dh, dw] = shape.dilation;
     let [_, out_w] = shape.output().unwrap();
     let reach = |width: u32| (kh - 1) * dh * (width + (kw - 1) * dw) + (kw - 1) * dw;
     let stride_1 = shape.stride == [1, 1];
     [
-        stride_1 && shape.in_channels.is_multiple_of(32) && reach(out_w) <= 128,
-        stride_1 && shape.out_channels.is_multiple_of(32) && reach(shape.input[1]) <= 128,
+        stride_1 && shape.in_channels.is_multiple_of(step) && reach(out_w) <= 128,
+        stride_1 && shape.out_channels.is_multiple_of(step) && reach(shape.input[1]) <= 128,
     ]
+}
+
+/// Whether the forward and the input gradient of `shape` run over a staged window with
+/// every tap's filter slice staged at once, with autotuning off: for at most 64 rows (output
+/// channels, input channels), a filter of at most 9 taps and summed channels a multiple of 16.
+fn all_taps(shape: &Conv2dShape) -> [bool; 2] {
+    let [forward, input] = over_window(shape, 16);
+    let taps = shape.kernel[0] * shape.kernel[1] <= 9;
+    [
+        forward && taps && shape.out_channels <= 64,
+        input && taps && shape.in_channels <= 64,
+    ]
+}
+
+/// Whether the forward and the input gradient of `shape` run over a staged window a tap at a
+/// time, with autotuning off: where they may (a step of 32 channels) and do not stage every
+/// tap at once.
+fn window(shape: &Conv2dShape) -> [bool; 2] {
+    let ([forward, input], [forward_taps, input_taps]) = (over_window(shape, 32), all_taps(shape));
+    [forward && !forward_taps, input && !input_taps]
 }
 
 #[test]
@@ -392,7 +412,9 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
     // window (see `window`): 3x3 in both blockings (in 512 invocations; the next test runs
     // them in 256), 5x5, dilated, several images, a window
     // per 32 channels (32 to 128 summed channels), images of up to 34 x 34 (a reach of 74
-    // positions). Where the reach does not fit (images 66 and 70 wide), or the stride is 2,
+    // positions). For at most 64 rows and at most 9 taps they stage every tap's filter
+    // slice at once (see `all_taps`): 3x3 (16 to 64 summed channels, 16 to 64 rows, dilated
+    // too) and 2x2 (48 -> 56 channels, the general kernel with fewer taps than slices). Where the reach does not fit (images 66 and 70 wide), or the stride is 2,
     // they run tap by tap: the forward in the large blocking (64 -> 72 channels of 4 x 70),
     // strided in both blockings and split (128 -> 150 channels of 9 x 9 at stride 2, the
     // second slice starting at channel 64 of a tap); the input gradient in the large
@@ -433,6 +455,8 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
         conv(1, 128, [9, 9], 150, 3, 2, 1),
         conv(1, 72, [3, 70], 64, 3, 1, 1),
         conv(1, 40, [2, 66], 128, 3, 1, 1),
+        conv(2, 16, [5, 7], 48, 3, 1, 1),
+        conv(2, 48, [7, 9], 56, 2, 1, 1),
     ];
     for (seed, shape) in shapes.into_iter().enumerate() {
         let ran = check_conv(&rt, &tensor, &strict, shape, 100 + seed as u64);
@@ -453,6 +477,17 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
             ..=64 => format!("block64_invocations{invocations}"),
             _ => format!("block128_invocations{invocations}"),
         };
+        let [forward_taps, input_taps] = all_taps(&shape);
+        assert_eq!(
+            ran_any("conv_forward_all_taps"),
+            forward_taps,
+            "{shape:?} ran {ran:?}"
+        );
+        assert_eq!(
+            ran_any("conv_grad_input_all_taps"),
+            input_taps,
+            "{shape:?} ran {ran:?}"
+        );
         let [forward, input] = window(&shape);
         let forward_blocks = window_blocks(shape.out_channels);
         assert_eq!(
@@ -538,14 +573,20 @@ fn convolutions_over_a_window_run_in_256_invocations_where_the_device_has_no_mor
     assert!(Gemm::with_precision(&narrow, Precision::TensorCoreF16).is_ok());
     let tensor = Convolution::with_precision(&narrow, Precision::TensorCoreF16).unwrap();
     let strict = Convolution::new(&narrow).unwrap();
-    let conv = |n, ci, hw, co| Conv2dShape::new(n, ci, hw, co, [3, 3]).padding(Padding::uniform(1));
+    let conv = |n, ci, hw, co, k: u32| {
+        Conv2dShape::new(n, ci, hw, co, [k, k]).padding(Padding::uniform(k / 2))
+    };
     // The pass over a window, and the blocks its rows take: the forward's rows are output
-    // channels, the input gradient's input channels.
+    // channels, the input gradient's input channels. At most 64 rows of a 3 x 3 filter
+    // would stage every tap at once, so those are 5 x 5.
     let cases = [
-        (conv(1, 128, [5, 5], 150), "conv_forward_window_block128"),
-        (conv(2, 64, [6, 6], 40), "conv_forward_window_block64"),
-        (conv(2, 72, [9, 7], 64), "conv_grad_input_window_block128"),
-        (conv(2, 40, [6, 6], 32), "conv_grad_input_window_block64"),
+        (conv(1, 128, [5, 5], 150, 3), "conv_forward_window_block128"),
+        (conv(2, 64, [6, 6], 40, 5), "conv_forward_window_block64"),
+        (
+            conv(2, 72, [9, 7], 64, 3),
+            "conv_grad_input_window_block128",
+        ),
+        (conv(2, 40, [6, 6], 32, 5), "conv_grad_input_window_block64"),
     ];
     for (seed, (shape, kernel)) in cases.into_iter().enumerate() {
         let ran = check_conv(&narrow, &tensor, &strict, shape, 300 + seed as u64);

@@ -243,12 +243,19 @@ fn by_few_channels(p: &kernels::ConvParams) -> bool {
 }
 
 /// Whether a tensor-core pass of `p` may run over a staged window
-/// (`kernels::conv_window_tile`): the forward, or (`grad`) the input gradient, of a
-/// convolution of stride 1 whose summed channels are a multiple of the window blocking's step,
-/// whose filter reaches at most the window's spare positions past a position of the padded
-/// grid, and whose padded grid's positions are counted in `u32`.
-fn over_window(p: &kernels::ConvParams, grad: bool) -> bool {
-    let blocking = kernels::WindowBlocking::ALL[0];
+/// (`kernels::conv_window_tile`, or with `all_taps` `kernels::conv_all_taps_tile`): the
+/// forward, or (`grad`) the input gradient, of a convolution of stride 1 whose summed channels
+/// are a multiple of the blocking's step, whose filter reaches at most the window's spare
+/// positions past a position of the padded grid (and with `all_taps` has at most the
+/// blocking's taps), and whose padded grid's positions are counted in `u32`.
+fn over_window(p: &kernels::ConvParams, grad: bool, all_taps: bool) -> bool {
+    let (depth, window, cols, taps) = if all_taps {
+        let b = kernels::AllTapsBlocking::ALL[0];
+        (b.depth(), b.window(), b.cols(), u64::from(b.taps()))
+    } else {
+        let b = kernels::WindowBlocking::ALL[0];
+        (b.depth(), b.window(), b.cols(), u64::MAX)
+    };
     let (summed, result) = match grad {
         false => (p.in_channels, [p.out_h, p.out_w]),
         true => (p.out_channels, [p.in_h, p.in_w]),
@@ -261,11 +268,12 @@ fn over_window(p: &kernels::ConvParams, grad: bool) -> bool {
         u64::from(result[0]) + reach[0],
         u64::from(result[1]) + reach[1],
     ];
-    let positions = u64::from(p.batch) * grid[0] * grid[1] + u64::from(blocking.window());
+    let positions = u64::from(p.batch) * grid[0] * grid[1] + u64::from(window);
     p.stride_h == 1
         && p.stride_w == 1
-        && summed.is_multiple_of(blocking.depth())
-        && reach[0] * grid[1] + reach[1] <= u64::from(blocking.window() - blocking.cols())
+        && summed.is_multiple_of(depth)
+        && u64::from(p.kernel_h) * u64::from(p.kernel_w) <= taps
+        && reach[0] * grid[1] + reach[1] <= u64::from(window - cols)
         && positions <= u64::from(u32::MAX)
 }
 
@@ -449,6 +457,9 @@ struct Fragments {
     /// The forward over a staged window, for stride 1 and input channels a multiple of the
     /// window blocking's step, where the device has the workgroup memory.
     forward_window: Option<kernels::Blocked<kernels::ConvForwardWindow>>,
+    /// The forward over a staged window with every tap's filter slice staged at once, for
+    /// filters of at most its taps, where the device has the workgroup memory.
+    forward_all_taps: Option<kernels::ConvForwardAllTaps>,
     /// The forward in slices of the summed dimension.
     forward_split: kernels::Blocked<kernels::ConvForwardFragmentsSplit>,
     forward_by_tap_split: kernels::Blocked<kernels::ConvForwardFragmentsByTapSplit>,
@@ -464,12 +475,23 @@ struct Fragments {
     /// The stride-1 input gradient over a staged window, for output channels a multiple of
     /// the window blocking's step, where the device has the workgroup memory.
     grad_input_window: Option<kernels::Blocked<kernels::ConvGradInputWindow>>,
+    /// `forward_all_taps` for the stride-1 input gradient.
+    grad_input_all_taps: Option<kernels::ConvGradInputAllTaps>,
     /// The input gradient of strided convolutions, one stride phase at a time.
     grad_input_phased: kernels::Blocked<kernels::ConvGradInputPhasedFragments>,
     grad_weight: kernels::Blocked<kernels::ConvGradWeightFragments>,
     /// The filter gradient by taps, for input channels a multiple of the blocking's block.
     grad_weight_by_tap: kernels::Blocked<kernels::ConvGradWeightFragmentsByTap>,
     reduce: kernels::ConvGradWeightReduce,
+}
+
+/// A kernel as built, or `None` where the device lacks the workgroup memory or invocations it
+/// takes.
+fn unless_too_large<K>(built: Result<K>) -> Result<Option<K>> {
+    match built {
+        Err(crate::Error::LimitExceeded { .. }) => Ok(None),
+        built => built.map(Some),
+    }
 }
 
 impl Fragments {
@@ -480,7 +502,7 @@ impl Fragments {
         let input_reduce = kernels::ConvGradInputFragmentsReduce::new(rt)?;
         let fragments = Fragments {
             weights_by_tap: kernels::ConvWeightsByTap::new(rt)?,
-            // SAFETY (all eleven): every index is guarded (see "Bounds" in `kernels`; the
+            // SAFETY (all thirteen): every index is guarded (see "Bounds" in `kernels`; the
             // kernels by taps run only for channels a multiple of their blocking's step or, the
             // filter gradient's, of its block, below).
             forward: kernels::Blocked::on_fragments(|b| unsafe {
@@ -499,6 +521,9 @@ impl Fragments {
             })?,
             forward_window: kernels::Blocked::on_windows(|b| unsafe {
                 kernels::ConvForwardWindow::with_constants_unchecked(rt, b)
+            })?,
+            forward_all_taps: unless_too_large(unsafe {
+                kernels::ConvForwardAllTaps::new_unchecked(rt)
             })?,
             forward_by_tap_split: kernels::Blocked::on_fragments(|b| {
                 Ok(kernels::ConvForwardFragmentsByTapSplit::from_members(
@@ -533,6 +558,9 @@ impl Fragments {
             })?,
             grad_input_window: kernels::Blocked::on_windows(|b| unsafe {
                 kernels::ConvGradInputWindow::with_constants_unchecked(rt, b)
+            })?,
+            grad_input_all_taps: unless_too_large(unsafe {
+                kernels::ConvGradInputAllTaps::new_unchecked(rt)
             })?,
             grad_input_phased: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvGradInputPhasedFragments::with_constants_unchecked(rt, b)
@@ -668,8 +696,11 @@ impl Convolution {
     /// positions of the output grid padded by its reach (`(kernel_h - 1) * dilation_h *
     /// (out_w + (kernel_w - 1) * dilation_w) + (kernel_w - 1) * dilation_w`: a 3 x 3 filter
     /// over outputs up to 61 pixels wide), it may also run over a staged window: each block
-    /// stages its input once per 32 channels for every tap (with autotuning off it does,
-    /// where it can, in workgroups of 512 invocations where the device has them).
+    /// stages its input once per 32 channels for every tap, or, for a filter of at most 9
+    /// taps and input channels a multiple of 16, once per 16 channels together with every
+    /// tap's filter (with autotuning off it does, where it can: the latter for at most 64
+    /// output channels, the former in workgroups of 512 invocations where the device has
+    /// them).
     pub fn forward(&self, batch: &mut Batch<'_>, args: Conv2dForward<'_>) -> Result<()> {
         let Conv2dForward {
             shape,
@@ -689,7 +720,7 @@ impl Convolution {
         let operation = "nn::Convolution::forward";
         let (ways, fixed) = match self.fragments {
             Some(_) => {
-                let fixed = Way::fixed_split_fragments(rows).over_window();
+                let fixed = Way::fixed_window(rows);
                 (&Way::SPLIT_FRAGMENTS_OR_WINDOW[..], fixed)
             }
             None => (&Way::ALL[..], Way::fixed(rows)),
@@ -738,13 +769,17 @@ impl Convolution {
             let split = fragments.forward_split.get(way.blocking);
             let blocking = split.conv_forward_fragments_partial().constants();
             let cut = Split::of(blocking, p.out_channels, columns, depth);
+            let all_taps = (fragments.forward_all_taps.as_ref())
+                .filter(|_| way.all_taps && over_window(&p, false, true));
             let window = match &fragments.forward_window {
-                Some(window) if way.window && over_window(&p, false) => {
+                Some(window)
+                    if way.window && all_taps.is_none() && over_window(&p, false, false) =>
+                {
                     Some(window.get(way.blocking))
                 }
                 _ => None,
             };
-            let whole = window.is_some() || !way.split || cut.splits == 1;
+            let whole = window.is_some() || all_taps.is_some() || !way.split || cut.splits == 1;
             if !whole {
                 (p.splits, p.split_depth) = (cut.splits, cut.depth);
             }
@@ -755,12 +790,24 @@ impl Convolution {
                 let len = cut.partials(p.out_channels, columns);
                 Some(partials.at_least(batch.runtime(), len)?)
             };
-            if way.by_tap && p.in_channels.is_multiple_of(blocking.depth()) {
+            let by_tap = way.by_tap && p.in_channels.is_multiple_of(blocking.depth());
+            if by_tap || all_taps.is_some() {
                 let mut by_tap = self.weights_by_tap.lock();
                 let w_by_tap = by_tap.at_least(batch.runtime(), w.len())?;
                 let args = kernels::ConvWeightsByTapArgs { p: &p, w, w_by_tap };
                 fragments.weights_by_tap.record(batch, args)?;
                 let w_by_tap = &w_by_tap.view_as()?;
+                if let Some(all_taps) = all_taps {
+                    let args = kernels::ConvForwardAllTapsArgs {
+                        p: &p,
+                        x,
+                        w_by_tap,
+                        bias,
+                        pre,
+                        y,
+                    };
+                    return all_taps.record(batch, args);
+                }
                 if let Some(window) = window {
                     let args = kernels::ConvForwardWindowArgs {
                         p: &p,
@@ -1005,7 +1052,7 @@ impl Convolution {
             Some(_) if by_phases(&p) => (&Way::FRAGMENTS[..], Way::fixed_fragments(p.in_channels)),
             Some(_) => (
                 &Way::SPLIT_FRAGMENTS_OR_WINDOW[..],
-                Way::fixed_split_fragments(p.in_channels).over_window(),
+                Way::fixed_window(p.in_channels),
             ),
             None => (&Way::ALL[..], Way::fixed(p.in_channels)),
         };
@@ -1084,7 +1131,10 @@ impl Convolution {
         let columns = p.batch * p.in_h * p.in_w;
         if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
             let blocking = fragments.grad_input.get(way.blocking).constants();
-            if way.by_tap && p.out_channels.is_multiple_of(blocking.depth()) {
+            let all_taps = (fragments.grad_input_all_taps.as_ref())
+                .filter(|_| way.all_taps && over_window(&p, true, true));
+            let by_tap = way.by_tap && p.out_channels.is_multiple_of(blocking.depth());
+            if by_tap || all_taps.is_some() {
                 let mut by_tap = self.weights_by_tap.lock();
                 let w_transposed = by_tap.at_least(batch.runtime(), w.len())?;
                 let args = kernels::ConvWeightsTransposedByTapArgs {
@@ -1094,8 +1144,17 @@ impl Convolution {
                 };
                 fragments.weights_transposed_by_tap.record(batch, args)?;
                 let w_transposed = &w_transposed.view_as()?;
+                if let Some(all_taps) = all_taps {
+                    let args = kernels::ConvGradInputAllTapsArgs {
+                        p: &p,
+                        w_transposed,
+                        grad_pre,
+                        grad_x,
+                    };
+                    return all_taps.record(batch, args);
+                }
                 if let (true, Some(window)) = (
-                    way.window && over_window(&p, true),
+                    way.window && over_window(&p, true, false),
                     &fragments.grad_input_window,
                 ) {
                     let args = kernels::ConvGradInputWindowArgs {
@@ -1462,22 +1521,45 @@ mod tests {
         // The ResNet layers: a 3 x 3 filter reaches 2 rows of the padded grid and 2 more.
         for (hw, channels) in [(56, 64), (28, 128), (14, 256), (7, 512)] {
             let p = params(square(32, channels, hw, channels, 3, 1, 1));
-            assert!(over_window(&p, false) && over_window(&p, true), "{hw}");
+            assert!(
+                over_window(&p, false, false) && over_window(&p, true, false),
+                "{hw}"
+            );
         }
         // 3 x 3 over outputs 61 wide reaches 2 * 63 + 2 = 128 positions; 62 wide, 130.
         let p = params(Conv2dShape::new(1, 32, [4, 63], 32, [3, 3]));
-        assert!(over_window(&p, false) && !over_window(&p, true));
+        assert!(over_window(&p, false, false) && !over_window(&p, true, false));
         let p = params(Conv2dShape::new(1, 32, [4, 64], 32, [3, 3]));
-        assert!(!over_window(&p, false));
+        assert!(!over_window(&p, false, false));
         // Dilation widens the reach: 2 * 2 * (9 + 4) + 4 = 56.
         let dilated = square(2, 64, 9, 64, 3, 1, 2).dilation([2, 2]);
-        assert!(over_window(&params(dilated), false));
+        assert!(over_window(&params(dilated), false, false));
         // Strided passes, and summed channels that are not a multiple of 32, do not.
-        assert!(!over_window(&params(square(2, 64, 9, 64, 3, 2, 1)), false));
+        assert!(!over_window(
+            &params(square(2, 64, 9, 64, 3, 2, 1)),
+            false,
+            false
+        ));
         let p = params(square(2, 40, 8, 72, 3, 1, 1));
-        assert!(!over_window(&p, false) && !over_window(&p, true));
+        assert!(!over_window(&p, false, false) && !over_window(&p, true, false));
         let p = params(square(2, 64, 8, 72, 3, 1, 1));
-        assert!(over_window(&p, false) && !over_window(&p, true));
+        assert!(over_window(&p, false, false) && !over_window(&p, true, false));
+        // Every tap's filter slice at once: the ResNet layers, summed channels a multiple of
+        // 16, filters of at most 9 taps.
+        for (hw, channels) in [(56, 64), (28, 128), (14, 256), (7, 512)] {
+            let p = params(square(32, channels, hw, channels, 3, 1, 1));
+            assert!(
+                over_window(&p, false, true) && over_window(&p, true, true),
+                "{hw}"
+            );
+        }
+        let p = params(square(2, 48, 8, 40, 3, 1, 1));
+        assert!(over_window(&p, false, true) && !over_window(&p, true, true));
+        assert!(!over_window(&p, false, false));
+        let p = params(square(2, 64, 8, 64, 5, 1, 2));
+        assert!(!over_window(&p, false, true) && over_window(&p, false, false));
+        let p = params(Conv2dShape::new(1, 32, [4, 64], 32, [3, 3]));
+        assert!(!over_window(&p, false, true));
     }
 
     /// A filter of `co` output and `ci` input channels and 3 x 2 taps, numbered, on the

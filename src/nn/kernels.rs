@@ -2669,6 +2669,131 @@ mod nn {
         acc
     }
 
+    /// The blocking of the passes over a staged window that stage every tap's filter slice
+    /// at once (`conv_all_taps_tile`): `BLOCK` result channels by `COLS` positions, `DEPTH`
+    /// summed channels a step, the window of `WindowBlocking` and `TAPS` filter slices of
+    /// `BLOCK` rows (a filter of at most `TAPS` taps), for `INVOCATIONS` invocations in
+    /// subgroups of `WARP_ROWS` x `WARP_COLS` (2 x 2 fragments), rows of four. The names are
+    /// `WindowBlocking`'s, so the helpers serve both; `MEMORY` is 47 KiB.
+    ///
+    /// A step takes two barriers whatever the taps (`WindowBlocking` takes one or two a tap),
+    /// and the small accumulator lets more than one workgroup share an SM.
+    #[constants(
+        BLOCK = [64],
+        TAPS = 9,
+        INVOCATIONS = 256,
+        DEPTH = 16,
+        COLS = 128,
+        WINDOW = 256,
+        A_STRIDE = DEPTH + 8,
+        ROWS_HALVES = TAPS * BLOCK * A_STRIDE,
+        COLUMNS = WINDOW * A_STRIDE,
+        LOADS = DEPTH * BLOCK / INVOCATIONS,
+        WINDOW_LOADS = DEPTH * WINDOW / INVOCATIONS,
+        WARP_ROWS = BLOCK * 128 / INVOCATIONS,
+        WARP_COLS = COLS / 4,
+        FRAG_ROWS = WARP_ROWS / 16,
+        FRAG_COLS = WARP_COLS / 16,
+        FRAGS = FRAG_ROWS * FRAG_COLS,
+        SPILL = INVOCATIONS * 8,
+        MEMORY = 2 * (TAPS * BLOCK + WINDOW) * A_STRIDE + 4 * SPILL,
+        OUTPUTS = 8 * FRAGS
+    )]
+    pub struct AllTapsBlocking;
+
+    /// `conv_window_tile` with every tap's filter slice staged at once: a step stages the
+    /// window and `taps` slices of `DEPTH` summed channels (tap `i`'s at `i * BLOCK *
+    /// A_STRIDE`), then multiplies each tap's slice by the window at the tap's shift, with no
+    /// barrier between the taps. A step's loads are not in flight during the multiplies (the
+    /// registers go to more workgroups an SM instead).
+    fn conv_all_taps_tile(
+        half_w: &mut [f16; ROWS_HALVES],
+        window: &mut [f16; COLUMNS],
+        w_by_tap: &[Vec4<f32>],
+        source: &[f32],
+        p: &ConvParams,
+        grad: bool,
+        origin: Vec2<u32>,
+        summed: Vec2<u32>,
+        t: u32,
+    ) -> [FragC16<f32>; FRAGS] {
+        let channels = if grad {
+            vec2(p.out_channels, p.in_channels)
+        } else {
+            vec2(p.in_channels, p.out_channels)
+        };
+        let plane = if grad {
+            p.out_h * p.out_w
+        } else {
+            p.in_h * p.in_w
+        };
+        let taps = p.kernel_h * p.kernel_w;
+        let shape_w = vec2(channels.x * taps, channels.y);
+        let grid = window_grid(p, grad);
+        let mut at = [vec2(0u32, 0); WINDOW / (INVOCATIONS / 4)];
+        #[unroll]
+        for g in 0..WINDOW / (INVOCATIONS / 4) {
+            at[g] = window_source(p, grad, grid, origin.x, g * (INVOCATIONS / 4) + t / 4);
+        }
+        let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
+        let mut from_s = window_gather(source, plane, &at, summed.x, t);
+        let mut from_w = fetch_all_taps(w_by_tap, shape_w, taps, origin.y, summed.x, t);
+        for c0 in (summed.x..summed.y).step_by(DEPTH) {
+            // Every subgroup is done with the last step's slices.
+            workgroup_barrier();
+            stage_window(window, &from_s, t);
+            #[unroll]
+            for tap in 0..TAPS {
+                if tap < taps {
+                    #[unroll]
+                    for v in 0..LOADS / 4 {
+                        let fetched = from_w[tap * (LOADS / 4) + v];
+                        stage_row_vector(half_w, tap * BLOCK * A_STRIDE, fetched, true, t, v);
+                    }
+                }
+            }
+            workgroup_barrier();
+            if c0 + DEPTH < summed.y {
+                from_s = window_gather(source, plane, &at, c0 + DEPTH, t);
+                from_w = fetch_all_taps(w_by_tap, shape_w, taps, origin.y, c0 + DEPTH, t);
+            }
+            #[unroll]
+            for tap in 0..TAPS {
+                if tap < taps {
+                    let shift = window_shift(p, grad, grid, tap);
+                    multiply_window(half_w, tap * BLOCK * A_STRIDE, window, shift, &mut acc, t);
+                }
+            }
+        }
+        acc
+    }
+
+    /// What invocation `t` stages of every tap's filter slice (rows `first..`, summed
+    /// channels `c0..` of each of `taps` taps) from the filter `w_by_tap` of `shape` as
+    /// `conv_weights_by_tap` lays it out: tap `i`'s vectors from `i * LOADS / 4` on.
+    fn fetch_all_taps(
+        w_by_tap: &[Vec4<f32>],
+        shape: Vec2<u32>,
+        taps: u32,
+        first: u32,
+        c0: u32,
+        t: u32,
+    ) -> [Vec4<f32>; TAPS * LOADS / 4] {
+        let channels = shape.x / taps;
+        let mut fetched = [vec4(0.0f32, 0.0, 0.0, 0.0); TAPS * LOADS / 4];
+        #[unroll]
+        for tap in 0..TAPS {
+            if tap < taps {
+                let slice = fetch_vectors(w_by_tap, shape, true, first, tap * channels + c0, t);
+                #[unroll]
+                for v in 0..LOADS / 4 {
+                    fetched[tap * (LOADS / 4) + v] = slice[v];
+                }
+            }
+        }
+        fetched
+    }
+
     /// The result's pixels among invocation `t`'s outputs of the block at `origin` of a pass
     /// over a staged window: they lie in `FRAG_COLS` columns (see `fragment_element`), each
     /// at (the offset of its pixel in its image's first channel plane of the result, 1 if
@@ -2776,6 +2901,44 @@ mod nn {
         let origin = vec2(workgroup_id().x * COLS, workgroup_id().y * BLOCK);
         let summed = vec2(0, p.in_channels);
         let acc = conv_window_tile(half_w, window, w_by_tap, x, p, false, origin, summed, t);
+        store_conv_window_forward(&acc, bias, pre, y, p, spill, origin, t);
+    }
+
+    /// `conv_forward_window` with every tap's filter slice staged at once (a filter of at
+    /// most `TAPS` taps, input channels a multiple of `DEPTH`).
+    #[kernel(
+        workgroup = [INVOCATIONS],
+        constants = AllTapsBlocking,
+        grid = [
+            ceil_div(
+                p.batch
+                    * (p.out_h + (p.kernel_h - 1) * p.dilation_h)
+                    * (p.out_w + (p.kernel_w - 1) * p.dilation_w),
+                COLS
+            ),
+            ceil_div(p.out_channels, BLOCK)
+        ],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
+        specialize(p.kernel_h == 3 && p.kernel_w == 3)
+    )]
+    pub fn conv_forward_all_taps(
+        p: &ConvParams,
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] x: &[f32],
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)] w_by_tap: &[Vec4<
+            f32,
+        >],
+        #[len(p.out_channels)] bias: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
+        #[workgroup] half_w: &mut [f16; ROWS_HALVES],
+        #[workgroup] window: &mut [f16; COLUMNS],
+        #[workgroup] spill: &mut [f32; SPILL],
+    ) {
+        let t = local_index();
+        let origin = vec2(workgroup_id().x * COLS, workgroup_id().y * BLOCK);
+        let summed = vec2(0, p.in_channels);
+        let acc = conv_all_taps_tile(half_w, window, w_by_tap, x, p, false, origin, summed, t);
         store_conv_window_forward(&acc, bias, pre, y, p, spill, origin, t);
     }
 
@@ -3643,6 +3806,20 @@ mod nn {
             summed,
             t,
         );
+        store_conv_window_grad_input(&acc, grad_x, p, spill, origin, t);
+    }
+
+    /// The input gradient's epilogue over a staged window's block at `origin`: the
+    /// accumulators into `grad_x` (NCHW) for the positions of the padded grid that are pixels
+    /// of the input.
+    fn store_conv_window_grad_input(
+        acc: &[FragC16<f32>; FRAGS],
+        grad_x: &mut [f32],
+        p: &ConvParams,
+        spill: &mut [f32; SPILL],
+        origin: Vec2<u32>,
+        t: u32,
+    ) {
         let pixels = p.in_h * p.in_w;
         let columns = window_columns(p, true, origin, t);
         #[unroll]
@@ -3657,6 +3834,51 @@ mod nn {
                 }
             }
         }
+    }
+
+    /// `conv_grad_input_window` with every tap's filter slice staged at once (a filter of at
+    /// most `TAPS` taps, output channels a multiple of `DEPTH`).
+    #[kernel(
+        workgroup = [INVOCATIONS],
+        constants = AllTapsBlocking,
+        grid = [
+            ceil_div(
+                p.batch
+                    * (p.in_h + (p.kernel_h - 1) * p.dilation_h)
+                    * (p.in_w + (p.kernel_w - 1) * p.dilation_w),
+                COLS
+            ),
+            ceil_div(p.in_channels, BLOCK)
+        ],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
+        specialize(p.kernel_h == 3 && p.kernel_w == 3)
+    )]
+    pub fn conv_grad_input_all_taps(
+        p: &ConvParams,
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)]
+        w_transposed: &[Vec4<f32>],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
+        #[workgroup] half_w: &mut [f16; ROWS_HALVES],
+        #[workgroup] window: &mut [f16; COLUMNS],
+        #[workgroup] spill: &mut [f32; SPILL],
+    ) {
+        let t = local_index();
+        let origin = vec2(workgroup_id().x * COLS, workgroup_id().y * BLOCK);
+        let summed = vec2(0, p.out_channels);
+        let acc = conv_all_taps_tile(
+            half_w,
+            window,
+            w_transposed,
+            grad_pre,
+            p,
+            true,
+            origin,
+            summed,
+            t,
+        );
+        store_conv_window_grad_input(&acc, grad_x, p, spill, origin, t);
     }
 
     /// `ConvGradInputFragmentsSplit` by taps.

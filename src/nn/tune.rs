@@ -36,6 +36,11 @@ pub(crate) struct Way {
     /// summed channels are a multiple of the window blocking's step, the filter's reach fits
     /// its window and the device has its workgroup memory; otherwise the way runs by taps.
     pub window: bool,
+    /// Whether a pass over a staged window stages every tap's filter slice at once
+    /// (`kernels::conv_all_taps_tile`, in `kernels::AllTapsBlocking`) where the filter has at
+    /// most its taps, the summed channels are a multiple of its step and the device has its
+    /// workgroup memory; otherwise the way runs as `window` says. Only with `window`.
+    pub all_taps: bool,
 }
 
 impl Way {
@@ -69,13 +74,15 @@ impl Way {
         Way::on_fragments(1),
     ];
 
-    /// Both blockings on the tensor cores over a staged window, then each split where the
-    /// output alone cannot fill the GPU and whole, by taps and then as they are: for the
-    /// convolution's forward and input gradient (laying the filter out for a pass by taps or
-    /// over a window is a dispatch of its own, which small problems may not recover).
-    pub const SPLIT_FRAGMENTS_OR_WINDOW: [Way; 10] = [
+    /// Both blockings on the tensor cores over a staged window, the window with every tap's
+    /// filter slice staged at once, then both blockings each split where the output alone
+    /// cannot fill the GPU and whole, by taps and then as they are: for the convolution's
+    /// forward and input gradient (laying the filter out for a pass by taps or over a window
+    /// is a dispatch of its own, which small problems may not recover).
+    pub const SPLIT_FRAGMENTS_OR_WINDOW: [Way; 11] = [
         Way::on_fragments(0).splitting().over_window(),
         Way::on_fragments(1).splitting().over_window(),
+        Way::on_fragments(1).splitting().over_all_taps(),
         Way::on_fragments(0).splitting().by_tap(),
         Way::on_fragments(1).splitting().by_tap(),
         Way::on_fragments(0).by_tap(),
@@ -123,6 +130,7 @@ impl Way {
             fragments: false,
             by_tap: false,
             window: false,
+            all_taps: false,
         }
     }
 
@@ -160,6 +168,15 @@ impl Way {
         }
     }
 
+    /// [`Way::over_window`], every tap's filter slice staged at once where the op can
+    /// (otherwise the way runs as [`Way::over_window`] says).
+    pub const fn over_all_taps(self) -> Self {
+        Way {
+            all_taps: true,
+            ..self.over_window()
+        }
+    }
+
     /// The same blocking and split, by Winograd's minimal filtering.
     pub const fn by_winograd(self) -> Self {
         Way {
@@ -182,6 +199,17 @@ impl Way {
     /// [`Way::fixed`] on the tensor cores, split where the output is small.
     pub fn fixed_split_fragments(rows: u32) -> Self {
         Way::fixed_fragments(rows).splitting()
+    }
+
+    /// [`Way::fixed_split_fragments`] over a staged window where the op can: for at most 64
+    /// rows, every tap's filter slice staged at once where it can (the blocks of
+    /// `kernels::AllTapsBlocking` have 64 rows).
+    pub fn fixed_window(rows: u32) -> Self {
+        let way = Way::fixed_split_fragments(rows);
+        match way.blocking {
+            0 => way.over_window(),
+            _ => way.over_all_taps(),
+        }
     }
 }
 
