@@ -2676,8 +2676,10 @@ mod nn {
     /// subgroups of `WARP_ROWS` x `WARP_COLS` (2 x 2 fragments), rows of four. The names are
     /// `WindowBlocking`'s, so the helpers serve both; `MEMORY` is 47 KiB.
     ///
-    /// A step takes two barriers whatever the taps (`WindowBlocking` takes one or two a tap),
-    /// and the small accumulator lets more than one workgroup share an SM.
+    /// A step takes two barriers whatever the taps (`WindowBlocking` takes one or two a tap).
+    /// On an H100 the tuner takes it for the ResNet layers of 64 and 256 channels (input
+    /// gradient of 64 x 56 x 56: 0.100 -> 0.088 ms); `WindowBlocking`'s 128-row blocks stay
+    /// faster at 128 channels (notes/performance.md).
     #[constants(
         BLOCK = [64],
         TAPS = 9,
@@ -2704,8 +2706,10 @@ mod nn {
     /// `conv_window_tile` with every tap's filter slice staged at once: a step stages the
     /// window and `taps` slices of `DEPTH` summed channels (tap `i`'s at `i * BLOCK *
     /// A_STRIDE`), then multiplies each tap's slice by the window at the tap's shift, with no
-    /// barrier between the taps. A step's loads are not in flight during the multiplies (the
-    /// registers go to more workgroups an SM instead).
+    /// barrier between the taps, while the next step's loads are in flight. The taps are
+    /// unrolled: the H100's compiler then gives the kernel 165-190 registers, one workgroup
+    /// an SM, yet with a loop over them (105-115 registers without the loads in flight, two
+    /// workgroups an SM) it lost to the passes by taps on every ResNet layer.
     fn conv_all_taps_tile(
         half_w: &mut [f16; ROWS_HALVES],
         window: &mut [f16; COLUMNS],
