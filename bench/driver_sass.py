@@ -7,10 +7,11 @@ in `.bin` files of zstd frames. Each frame that holds a compiled shader starts w
 and the instructions start 8 bytes past that offset; the word 8 bytes before that offset is the
 number of registers each invocation takes (which decides how many workgroups share an SM: 64K
 registers each on an H100). This script writes each shader's code to `OUT/shaderNNN.bin`, a
-line per shader to `OUT/summary.txt` (code size, registers) and, given `nvdisasm`, the
-disassembly to `OUT/shaderNNN.sass` with instruction counts that matter for the GEMMs on its
-summary line (tensor-core multiply-adds, fragment loads, global loads, shared stores, barriers,
-moves).
+line per shader to `OUT/summary.txt` (code size, registers, and the tensor-core multiply-adds,
+fragment loads and barriers counted from the instructions' encoding, which tells the kernels
+apart) and, given `nvdisasm`, the disassembly to `OUT/shaderNNN.sass` with instruction counts
+that matter for the GEMMs on its summary line (tensor-core multiply-adds, fragment loads,
+global loads, shared stores, barriers, moves).
 
 On the GPU machine (CUDA's nvdisasm is at /usr/local/cuda-13.0/bin there; zstd may not be, so
 copy the cache back and extract here, then disassemble there):
@@ -84,6 +85,19 @@ def summary(sass):
     return " ".join(counts)
 
 
+# Opcodes (the low 12 bits of an sm_90 instruction's first word) that tell the kernels apart
+# without a disassembler, found by matching counts against the kernels' source: 0x23c is
+# HMMA (two per 16 x 16 x 16 fragment product), 0x83b LDSM (one per fragment load), 0xb1d
+# BAR (a workgroup barrier).
+OPCODES = [("hmma", 0x23C), ("ldsm", 0x83B), ("bar", 0xB1D)]
+
+
+def opcode_counts(body):
+    """Counts of the `OPCODES` in a shader's instructions, read from their encoding."""
+    opcodes = [struct.unpack_from("<Q", body, at)[0] & 0xFFF for at in range(0, len(body), 16)]
+    return " ".join(f"{name}={opcodes.count(op)}" for name, op in OPCODES)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("cache", help="the __GL_SHADER_DISK_CACHE_PATH directory")
@@ -103,7 +117,8 @@ def main():
             name = os.path.join(args.out, f"shader{len(written):03d}")
             with open(name + ".bin", "wb") as f:
                 f.write(body)
-            written.append((name, f"bytes={len(body)} registers={registers}"))
+            line = f"bytes={len(body)} registers={registers}"
+            written.append((name, f"{line} encoded: {opcode_counts(body)}"))
     lines = []
     for name, line in written:
         if args.nvdisasm:
@@ -112,7 +127,7 @@ def main():
             )
             with open(name + ".sass", "w") as f:
                 f.write(run.stdout + run.stderr)
-            line += " " + summary(run.stdout)
+            line += " " + "disassembled: " + summary(run.stdout)
         lines.append(f"{os.path.basename(name)} {line}")
     with open(os.path.join(args.out, "summary.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
