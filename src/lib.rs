@@ -99,8 +99,11 @@
 //!   instances, `KernelConstants { reg: 8 }` and `KernelConstants { reg: 4 }`. Several lists
 //!   combine: `constants(REG = [8, 4], UNROLL = [1, 2])` gives four instances, every value of
 //!   each with every value of the other, in that order (`reg: 8, unroll: 1`, then `unroll:
-//!   2`, then `reg: 4`); to vary constants together, list one and derive the others. A value
-//!   listed twice is an error.
+//!   2`, then `reg: 4`). To vary constants together, list one and derive the others, or zip
+//!   their lists: `constants(zip(BLOCK = [128, 128, 64], GROUP = [512, 256, 256]))` gives three
+//!   instances, the `i`-th value of each list with the `i`-th of the others (lists of one
+//!   length), and combines with the other lists as one list would. A value (or a zipped
+//!   combination) listed twice is an error.
 //! - **Named sets of constants.** Several kernels share one set declared once in the module,
 //!   as a unit struct the macro fills in:
 //!

@@ -1,7 +1,7 @@
 //! Device functions and constant sets on a real adapter, against CPU references: a helper
 //! over a workgroup array called from two instances with different constants, a helper with
 //! barriers, a helper lent a local array, a helper lent a buffer and the parameters, and a
-//! named set of constants with derived ones.
+//! named set of constants with lists zipped together and derived ones.
 
 mod common;
 
@@ -16,8 +16,8 @@ pub mod composed {
     }
 
     /// `TILE` invocations sum `TILE * WIDTH` elements; `SPAN` is derived, not part of an
-    /// instance's identity.
-    #[constants(TILE = [4, 8], WIDTH = [2], SPAN = TILE * WIDTH)]
+    /// instance's identity. `TILE` and `WIDTH` vary together: three instances, not six.
+    #[constants(zip(TILE = [4, 8, 8], WIDTH = [2, 2, 1]), SPAN = TILE * WIDTH)]
     pub struct Tiling;
 
     /// Every element of the block this invocation is responsible for, staged in `tile`, then a
@@ -79,7 +79,11 @@ fn helper_over_workgroup_memory_follows_each_instances_constants() {
     let rt = runtime();
     assert_eq!(
         Tiling::ALL,
-        &[Tiling { tile: 4, width: 2 }, Tiling { tile: 8, width: 2 }]
+        &[
+            Tiling { tile: 4, width: 2 },
+            Tiling { tile: 8, width: 2 },
+            Tiling { tile: 8, width: 1 }
+        ]
     );
     for constants in Tiling::ALL {
         let kernel = HalfDifference::with_constants(&rt, *constants).unwrap();

@@ -155,7 +155,13 @@ impl Gen<'_> {
         let mut attr = format!("workgroup = [{size}], grid = [ceil_div(p.n, {size})]");
         let kept_constants = self.constants.len();
         if self.rng.percent(25) {
-            attr += ", constants(K = [2, 4])";
+            // A list of its own, or zipped with another that varies beside it.
+            if self.rng.percent(50) {
+                attr += ", constants(K = [2, 4])";
+            } else {
+                attr += ", constants(zip(K = [2, 4, 4], J = [1, 1, 3]))";
+                self.constants.push("J".into());
+            }
             self.constants.push("K".into());
         }
         if self.rng.percent(20) {

@@ -50,11 +50,13 @@ const DEFAULT_CASES: u64 = 10_000;
 const DEFAULT_SEED: u64 = 0x7e55_e4a0_f022_0001;
 
 /// A case slower than this is a failure: the macro runs inside every `cargo build`. The bound
-/// catches runaway work, not a slow machine: unoptimized, the whole `nn` module takes about
-/// 2.5 s on a busy 2-core machine.
+/// catches runaway work, not a slow machine: the whole `nn` module takes about 2.7 s on a
+/// 2-core machine while the harness's other cases run beside it, with the macro optimized as
+/// the dev profile builds it too (so the bound of a release test run is not much lower; at 2
+/// s it failed on that module alone).
 const SLOW: Duration = match cfg!(debug_assertions) {
     true => Duration::from_secs(10),
-    false => Duration::from_secs(2),
+    false => Duration::from_secs(5),
 };
 
 /// A case not finished after this is given up on (its thread is left running).

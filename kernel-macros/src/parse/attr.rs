@@ -145,17 +145,25 @@ pub enum Constants {
 pub enum ConstDecl {
     /// `NAME = [v1, v2]`: the values an instance may have; part of what identifies it.
     Listed(syn::Ident, Vec<syn::Expr>),
+    /// `zip(A = [a1, a2], B = [b1, b2])`: lists whose `i`-th values go together (`a1` with
+    /// `b1`), each constant part of the identity.
+    Zipped(Vec<(syn::Ident, Vec<syn::Expr>)>),
     /// `NAME = expr`: computed from the constants before it; not part of the identity.
     Derived(syn::Ident, Box<syn::Expr>),
 }
 
 impl ConstDecl {
-    pub fn name(&self) -> &syn::Ident {
+    /// The constants it declares, in order.
+    pub fn names(&self) -> Vec<&syn::Ident> {
         match self {
-            ConstDecl::Listed(name, _) | ConstDecl::Derived(name, _) => name,
+            ConstDecl::Listed(name, _) | ConstDecl::Derived(name, _) => vec![name],
+            ConstDecl::Zipped(lists) => lists.iter().map(|(name, _)| name).collect(),
         }
     }
 }
+
+/// The keyword of lists that vary together in `constants(...)`.
+const ZIP: &str = "zip";
 
 /// The `NAME = [..]` and `NAME = expr` entries of a `constants(...)` list.
 pub fn constant_decls(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<Vec<ConstDecl>> {
@@ -169,10 +177,58 @@ pub fn constant_decls(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<Vec<
 
 fn constant_decl(constant: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<ConstDecl> {
     let name = constant.path.require_ident()?.clone();
+    if name == ZIP && constant.input.peek(syn::token::Paren) {
+        return zipped_lists(name, constant);
+    }
     Ok(match constant.value()?.parse::<syn::Expr>()? {
         syn::Expr::Array(array) => ConstDecl::Listed(name, array.elems.into_iter().collect()),
         single => ConstDecl::Derived(name, Box::new(single)),
     })
+}
+
+/// `zip(A = [..], B = [..])`: lists of one length, each value of one going with the values
+/// at the same place in the others.
+fn zipped_lists(zip: syn::Ident, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<ConstDecl> {
+    let empty = "`zip(..)` needs lists that vary together, like `zip(BLOCK = [128, 64], \
+                 INVOCATIONS = [512, 256])`";
+    let inside = meta.input.fork();
+    let content;
+    syn::parenthesized!(content in inside);
+    if content.is_empty() {
+        return Err(syn::Error::new_spanned(&zip, empty));
+    }
+    let mut lists: Vec<(syn::Ident, Vec<syn::Expr>)> = Vec::new();
+    meta.parse_nested_meta(|constant| {
+        let name = constant.path.require_ident()?.clone();
+        match constant.value()?.parse::<syn::Expr>()? {
+            syn::Expr::Array(array) => {
+                lists.push((name, array.elems.into_iter().collect()));
+                Ok(())
+            }
+            single => Err(syn::Error::new_spanned(
+                single,
+                format!(
+                    "`{name}` inside `zip(..)` needs a list of values, like `{name} = [128, 64]`; \
+                     declare a derived constant after the `zip(..)`"
+                ),
+            )),
+        }
+    })?;
+    let Some((first, values)) = lists.first() else {
+        return Err(syn::Error::new_spanned(&zip, empty));
+    };
+    if let Some((name, other)) = lists.iter().find(|(_, other)| other.len() != values.len()) {
+        return Err(syn::Error::new_spanned(
+            name,
+            format!(
+                "the lists of `zip(..)` go together value by value, so they need one length: \
+                 `{first}` has {} values and `{name}` {}",
+                values.len(),
+                other.len()
+            ),
+        ));
+    }
+    Ok(ConstDecl::Zipped(lists))
 }
 
 /// `#[constants(REG = [8, 4], BLOCK = SPAN * REG)]` on a unit struct of the module: a named

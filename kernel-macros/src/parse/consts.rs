@@ -154,8 +154,9 @@ pub fn set(
                 }
                 envs = next;
             }
+            ConstDecl::Zipped(lists) => envs = zipped(&envs, lists, errors),
             ConstDecl::Derived(name, expr) => {
-                let names: Vec<&syn::Ident> = decls.iter().map(|d| d.name()).collect();
+                let names: Vec<&syn::Ident> = decls.iter().flat_map(|d| d.names()).collect();
                 if let Some(host) = derived_expr(expr, &names, module, errors) {
                     derived.push((name.clone(), host));
                 }
@@ -168,10 +169,9 @@ pub fn set(
     }
     let identity = decls
         .iter()
-        .filter_map(|d| match d {
-            ConstDecl::Listed(name, _) => Some(name.clone()),
-            ConstDecl::Derived(..) => None,
-        })
+        .filter(|d| !matches!(d, ConstDecl::Derived(..)))
+        .flat_map(|d| d.names())
+        .cloned()
         .collect();
     let (envs, instances): (Vec<Consts>, Vec<Vec<u32>>) = envs.into_iter().unzip();
     let set = ir::ConstantSet {
@@ -185,12 +185,65 @@ pub fn set(
     (set, envs)
 }
 
+/// The instances so far (`envs`: each one's constants and identity) each with every row of
+/// the zipped `lists` (their `i`-th values). A row whose value fails to evaluate is left out
+/// (reported), and so is a row listed twice (reported once).
+fn zipped(
+    envs: &[(Consts, Vec<u32>)],
+    lists: &[(syn::Ident, Vec<syn::Expr>)],
+    errors: &mut Errors,
+) -> Vec<(Consts, Vec<u32>)> {
+    let rows = lists.first().map_or(0, |(_, values)| values.len());
+    let mut repeated = vec![false; rows];
+    let mut next = Vec::new();
+    for (env, identity) in envs {
+        let mut seen: Vec<Vec<u32>> = Vec::new();
+        for (row, repeated) in repeated.iter_mut().enumerate() {
+            let (mut env, mut values) = (env.clone(), Vec::new());
+            for (name, list) in lists {
+                let Some(v) = eval_u32(name, &list[row], &env, errors) else {
+                    break;
+                };
+                env = env.with(&name.to_string(), Value::U32(v));
+                values.push(v);
+            }
+            if values.len() < lists.len() {
+                continue;
+            }
+            if seen.contains(&values) {
+                if !std::mem::replace(repeated, true) {
+                    errors.spanned(&lists[0].1[row], repeated_row(lists, &values));
+                }
+                continue;
+            }
+            seen.push(values.clone());
+            next.push((env, [identity.clone(), values].concat()));
+        }
+    }
+    next
+}
+
+/// The error for a row of `zip(..)` listed twice.
+fn repeated_row(lists: &[(syn::Ident, Vec<syn::Expr>)], values: &[u32]) -> String {
+    let row: Vec<String> = lists
+        .iter()
+        .zip(values)
+        .map(|((name, _), v)| format!("{name} = {v}"))
+        .collect();
+    format!(
+        "`zip(..)` lists `{}` twice, which would make the same instances twice; list each \
+         combination once",
+        row.join(", ")
+    )
+}
+
 /// The error for a value listed twice for the constant `name`.
 fn repeated_value(name: &syn::Ident, value: u32) -> String {
     format!(
         "`{name}` lists {value} twice, which would make the same instances twice; list each \
          value once. The lists of `constants(..)` combine: every value of each with every \
-         value of the others. To vary constants together, list one of them and derive the \
+         value of the others. To vary constants together, list them in `zip(..)` \
+         (`zip(BLOCK = [128, 64], GROUP = [512, 256])`), or list one of them and derive the \
          others from it (`BLOCK = SPAN * REG`)"
     )
 }

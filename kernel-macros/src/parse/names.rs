@@ -115,19 +115,26 @@ pub fn distinct_constants<'d>(decls: &'d [ConstDecl], errors: &mut Errors) -> Ve
     decls
         .iter()
         .filter(|decl| {
-            let name = decl.name();
-            let member = constant_member(name);
-            if matches!(member.as_str(), "self" | "super" | "crate") {
-                errors.spanned(
-                    name,
-                    format!(
-                        "the constant `{name}` would be the field `{member}` of its constants \
-                         type, which Rust reserves; rename it"
-                    ),
-                );
-                return false;
-            }
-            declared.declare_as(&member, name, "constant", errors)
+            // Every name is checked (and reported), and a declaration with a bad one dropped.
+            let checked: Vec<bool> = decl
+                .names()
+                .into_iter()
+                .map(|name| {
+                    let member = constant_member(name);
+                    if matches!(member.as_str(), "self" | "super" | "crate") {
+                        errors.spanned(
+                            name,
+                            format!(
+                                "the constant `{name}` would be the field `{member}` of its \
+                                 constants type, which Rust reserves; rename it"
+                            ),
+                        );
+                        return false;
+                    }
+                    declared.declare_as(&member, name, "constant", errors)
+                })
+                .collect();
+            checked.into_iter().all(|ok| ok)
         })
         .collect()
 }
