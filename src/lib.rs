@@ -457,7 +457,8 @@ pub use kernel_macros::kernels;
 /// `#[kernel(workgroup = [x, y, z], grid = [gx, gy, gz], ...)]`: the workgroup size
 /// (literals or module constants) and the number of workgroups as expressions of the
 /// parameters (`ceil_div(p.n, 64)`, `x.len()`). Optional, in any order: `constants(TILE = [8,
-/// 16])` (one instance per value) or `constants = Set` (a named set), `specialize(p.stride ==
+/// 16])` (one instance per value; lists that vary together go in `zip(A = [..], B = [..])`)
+/// or `constants = Set` (a named set), `specialize(p.stride ==
 /// 1)` (a copy of the body with those values folded in, chosen at launch), `types(T = [f32,
 /// f16])`, `limits(invocations = 1024, workgroup_memory = 49152)` and `features(subgroups,
 /// f16)`. Parameters: `&[T]` and `&mut [T]` storage buffers (`#[len(expr)]` states the length
