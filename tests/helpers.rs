@@ -20,6 +20,10 @@ pub mod composed {
     #[constants(zip(TILE = [4, 8, 8], WIDTH = [2, 2, 1]), SPAN = TILE * WIDTH)]
     pub struct Tiling;
 
+    /// A zip beside another list: each of its rows with each `ROUNDS`, as one list would.
+    #[constants(ROUNDS = [1, 2], zip(TILE = [4, 8], WIDTH = [2, 1]), SPAN = TILE * WIDTH)]
+    pub struct Rounds;
+
     /// Every element of the block this invocation is responsible for, staged in `tile`, then a
     /// barrier so the whole workgroup sees it.
     fn stage(tile: &mut [f32; SPAN], x: &[f32], p: &Len, t: u32, base: u32) {
@@ -110,6 +114,26 @@ fn helper_over_workgroup_memory_follows_each_instances_constants() {
             assert_close(&out.read(&rt).unwrap(), &want, 1e-5);
         }
     }
+}
+
+#[test]
+fn zipped_lists_combine_with_the_others_as_one_list() {
+    use composed::Rounds;
+    let instance = |rounds, tile, width| Rounds {
+        rounds,
+        tile,
+        width,
+    };
+    assert_eq!(
+        Rounds::ALL,
+        &[
+            instance(1, 4, 2),
+            instance(1, 8, 1),
+            instance(2, 4, 2),
+            instance(2, 8, 1)
+        ]
+    );
+    assert!(Rounds::ALL.iter().all(|r| r.span() == 8));
 }
 
 #[test]
