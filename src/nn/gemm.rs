@@ -883,8 +883,9 @@ mod tests {
             .collect()
     }
 
-    /// The deep and wide tensor-core blockings run only where the tuner picks them, so no test
-    /// through the public API reaches them with autotuning off: run them directly, forward
+    /// The deep, wide and 512-invocation tensor-core blockings run only where the tuner picks
+    /// them, so no test through the public API reaches them with autotuning off: run them
+    /// directly, forward
     /// through an activation (over operands bound as vectors where `k` and `n` are multiples
     /// of 4, as scalars otherwise; whole, and over a sum long enough to run in two slices)
     /// and backward, on shapes ragged in every dimension and with tail steps, against f64
@@ -892,7 +893,7 @@ mod tests {
     /// (each epilogue chooses it once for all its outputs). Skipped on a device without
     /// tensor cores (lavapipe).
     #[test]
-    fn deep_tensor_core_blocking_matches_the_reference() {
+    fn tuned_tensor_core_blockings_match_the_reference() {
         let rt = Runtime::new().unwrap();
         let gemm = match Gemm::with_precision(&rt, Precision::TensorCoreF16) {
             Err(crate::Error::MissingFeature { .. }) => return,
@@ -901,26 +902,39 @@ mod tests {
         let fragments = gemm.fragments.as_ref().unwrap();
         assert!(fragments.forward.deep.is_some() && fragments.operands.deep.is_some());
         assert!(fragments.wide.is_some());
-        let (deep, wide) = (
+        assert!(fragments.forward.many.is_some() && fragments.operands.many.is_some());
+        let (deep, wide, many) = (
             Way::on_fragments(kernels::DEEP),
             Way::on_fragments(kernels::WIDE),
+            Way::on_fragments(kernels::MANY),
         );
-        let vectors = "gemm_forward_fragments_vectors_depth64_block128";
-        let scalars = "gemm_forward_fragments_depth64_block128";
-        let backward = "d_operands_fragments_depth64_block128";
+        let vectors = "gemm_forward_fragments_vectors_depth64_block128_invocations256";
+        let scalars = "gemm_forward_fragments_depth64_block128_invocations256";
+        let backward = "d_operands_fragments_depth64_block128_invocations256";
         let reduce = "gemm_forward_fragments_reduce";
         // The wide blocking: its own forward over vectors, the large blocking's otherwise
         // and for the backward.
         let wide_vectors = "gemm_forward_fragments_wide_depth32_block256";
-        let large_scalars = "gemm_forward_fragments_depth32_block128";
-        let large_backward = "d_operands_fragments_depth32_block128";
-        let cases: [(usize, Way, &[&str]); 6] = [
+        let large_scalars = "gemm_forward_fragments_depth32_block128_invocations256";
+        let large_backward = "d_operands_fragments_depth32_block128_invocations256";
+        // The large blocks in 512 invocations.
+        let many_vectors = "gemm_forward_fragments_vectors_depth32_block128_invocations512";
+        let many_scalars = "gemm_forward_fragments_depth32_block128_invocations512";
+        let many_backward = "d_operands_fragments_depth32_block128_invocations512";
+        let cases: [(usize, Way, &[&str]); 9] = [
             (300, deep, &[vectors, backward]),
             (301, deep, &[scalars, backward]),
             (1300, deep.splitting(), &[vectors, reduce, backward]),
             (1301, deep.splitting(), &[scalars, reduce, backward]),
             (300, wide, &[wide_vectors, large_backward]),
             (301, wide, &[large_scalars, large_backward]),
+            (300, many, &[many_vectors, many_backward]),
+            (301, many, &[many_scalars, many_backward]),
+            (
+                1300,
+                many.splitting(),
+                &[many_vectors, reduce, many_backward],
+            ),
         ];
         for (k, way, entry_points) in cases {
             check_deep(&rt, &gemm, k, way, entry_points);

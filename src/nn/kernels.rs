@@ -276,7 +276,7 @@ mod nn {
     /// The output row (`across_row`) or summed index (`along_depth`) of the element an
     /// invocation stages in its `r`-th load.
     fn across_row(t: u32, r: u32) -> u32 {
-        t / DEPTH + r * (GROUP / DEPTH)
+        t / DEPTH + r * (INVOCATIONS / DEPTH)
     }
 
     fn along_depth(t: u32, r: u32) -> u32 {
@@ -705,10 +705,10 @@ mod nn {
     }
 
     /// The blocking of the tensor-core kernels (`Precision::TensorCoreF16`): a workgroup of
-    /// `GROUP` invocations (`INVOCATIONS` to the helpers it shares with `WindowBlocking`,
-    /// which call the rows' slice's size `ROWS_HALVES`), eight subgroups of 32 in two rows of
-    /// four, owns a `BLOCK` x `BLOCK` block of the output, each subgroup `FRAG_ROWS` x
-    /// `FRAG_COLS` fragments of 16 x 16 (`WARP_ROWS` x `WARP_COLS` elements). Each step stages
+    /// `INVOCATIONS` invocations, subgroups of 32 in rows of four, owns a `BLOCK` x `BLOCK`
+    /// block of the output, each subgroup `FRAG_ROWS` x `FRAG_COLS` fragments of 16 x 16
+    /// (`WARP_ROWS` x `WARP_COLS` elements; the rows' slice's size is `ROWS_HALVES`, as the
+    /// helpers shared with `WindowBlocking` call it). Each step stages
     /// `DEPTH`-deep slices of both operands in half precision: the rows' operand row-major,
     /// `BLOCK` rows of `A_STRIDE`, the columns' `DEPTH` rows of `STRIDE` (8 more than needed:
     /// 16 bytes, which keeps every fragment's rows aligned and spreads them over the memory
@@ -719,25 +719,32 @@ mod nn {
     /// slices and `spill`, whose `SPILL` floats are a 16 x 16 tile per subgroup). An
     /// invocation writes `OUTPUTS` outputs, 8 of each fragment.
     ///
-    /// The GEMMs also have 128 x 128 blocks of 64-deep slices (`on_fragments_with_deep`): half
-    /// the steps, so half the barriers, at 44 KiB a workgroup. On an H100 they ran the large
-    /// forwards 7-13% faster and their operand gradients 3-5%, some other shapes much slower,
-    /// so the tuner picks. The convolutions do not build them (offered, they gained nothing
-    /// measurable on an H100; notes/performance.md).
+    /// The instances: 128 x 128 blocks of 32-deep slices in 256 invocations (8 subgroups of
+    /// 4 x 2 fragments), 64 x 64 ones (8 of 2 x 1), and, for the tuner:
+    /// - 128 x 128 blocks of 64-deep slices (`on_fragments_with_deep`): half the steps, so half
+    ///   the barriers, at 44 KiB a workgroup. On an H100 they ran the large GEMM forwards
+    ///   7-13% faster and their operand gradients 3-5%, some other shapes much slower. The
+    ///   convolutions do not build them (offered, they gained nothing measurable on an H100).
+    /// - 128 x 128 blocks of 32-deep slices in 512 invocations (16 subgroups of 2 x 2
+    ///   fragments; the compiler holds them to 128 registers), where the device has them: on
+    ///   an H100 the convolutions' filter gradients of 128 and 256 channels ran 4-12% faster
+    ///   in them, 512 x 7 x 7's forward 5% slower (notes/performance.md).
     #[constants(
-        DEPTH = [32, 64],
-        BLOCK = [128, 64],
+        zip(
+            DEPTH = [32, 32, 64, 32],
+            BLOCK = [128, 64, 128, 128],
+            INVOCATIONS = [256, 256, 256, 512]
+        ),
         STRIDE = BLOCK + 8,
         A_STRIDE = DEPTH + 8,
         ROWS_HALVES = BLOCK * A_STRIDE,
-        INVOCATIONS = GROUP,
         LOADS = DEPTH * BLOCK / INVOCATIONS,
-        WARP_ROWS = BLOCK / 2,
+        WARP_ROWS = BLOCK * 128 / INVOCATIONS,
         WARP_COLS = BLOCK / 4,
         FRAG_ROWS = WARP_ROWS / 16,
         FRAG_COLS = WARP_COLS / 16,
         FRAGS = FRAG_ROWS * FRAG_COLS,
-        SPILL = GROUP * 8,
+        SPILL = INVOCATIONS * 8,
         COLUMNS = BLOCK * A_STRIDE,
         MEMORY = 2 * (BLOCK * A_STRIDE + COLUMNS) + 4 * SPILL,
         OUTPUTS = 8 * FRAGS
@@ -1299,11 +1306,11 @@ mod nn {
     /// first slice's products go to `pre`, the others' to `partial`, and
     /// `gemm_forward_fragments_reduce` adds them up with the bias and the activation.
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK), p.splits],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY)
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS)
     )]
     pub fn gemm_forward_fragments(
         p: &GemmParams,
@@ -1335,11 +1342,11 @@ mod nn {
     /// `gemm_forward_fragments` for `k` and `n` multiples of 4, the operands, the bias and the
     /// outputs bound as vectors (the epilogue stores whole vectors).
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK), p.splits],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY)
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS)
     )]
     pub fn gemm_forward_fragments_vectors(
         p: &GemmParams,
@@ -1881,14 +1888,14 @@ mod nn {
     /// the same way (recorded between the members of `GemmBackward` that compute `grad_pre`
     /// and `grad_bias`).
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [
             ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK) * p.splits
                 + ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK) * p.b_splits
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY)
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS)
     )]
     pub fn d_operands_fragments(
         p: &GemmParams,
@@ -2376,11 +2383,11 @@ mod nn {
     /// `conv_forward_fragments` by taps (`ConvForwardFragmentsByTapSplit` cuts its sum), from
     /// the filter as `conv_weights_by_tap` lays it out (`w_by_tap`).
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [ceil_div(p.batch * p.out_h * p.out_w, BLOCK), ceil_div(p.out_channels, BLOCK)],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
         specialize(p.kernel_h == 3 && p.kernel_w == 3)
     )]
     pub fn conv_forward_fragments_by_tap(
@@ -2994,11 +3001,11 @@ mod nn {
 
     /// `conv_forward` on the tensor cores (`ConvForwardFragmentsSplit` cuts its sum).
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [ceil_div(p.batch * p.out_h * p.out_w, BLOCK), ceil_div(p.out_channels, BLOCK)],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
         specialize(p.kernel_h == 3 && p.kernel_w == 3)
     )]
     pub fn conv_forward_fragments(
@@ -3136,7 +3143,7 @@ mod nn {
 
     /// `conv_forward_partial` on the tensor cores.
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [
             ceil_div(p.batch * p.out_h * p.out_w, BLOCK),
@@ -3144,7 +3151,7 @@ mod nn {
             p.splits
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
         specialize(p.kernel_h == 3 && p.kernel_w == 3)
     )]
     pub fn conv_forward_fragments_partial(
@@ -3219,7 +3226,7 @@ mod nn {
 
     /// `conv_forward_fragments_partial` by taps.
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [
             ceil_div(p.batch * p.out_h * p.out_w, BLOCK),
@@ -3227,7 +3234,7 @@ mod nn {
             p.splits
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
         specialize(p.kernel_h == 3 && p.kernel_w == 3)
     )]
     pub fn conv_forward_fragments_by_tap_partial(
@@ -3504,11 +3511,11 @@ mod nn {
     /// `conv_grad_input` on the tensor cores (the host takes it for stride 1 and more than
     /// `FEW` input channels; `ConvGradInputFragmentsSplit` cuts its sum).
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [ceil_div(p.batch * p.in_h * p.in_w, BLOCK), ceil_div(p.in_channels, BLOCK)],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
         specialize(p.stride_h == 1 && p.stride_w == 1 && p.kernel_h == 3 && p.kernel_w == 3),
         specialize(p.stride_h == 1 && p.stride_w == 1)
     )]
@@ -3629,7 +3636,7 @@ mod nn {
 
     /// `conv_grad_input_partial` on the tensor cores.
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [
             ceil_div(p.batch * p.in_h * p.in_w, BLOCK),
@@ -3637,7 +3644,7 @@ mod nn {
             p.splits
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
         specialize(p.stride_h == 1 && p.stride_w == 1 && p.kernel_h == 3 && p.kernel_w == 3),
         specialize(p.stride_h == 1 && p.stride_w == 1)
     )]
@@ -3723,11 +3730,11 @@ mod nn {
     /// `conv_grad_input_fragments` by taps, for stride 1 (`ConvGradInputFragmentsByTapSplit`
     /// cuts its sum), from the filter as `conv_weights_transposed_by_tap` lays it out.
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [ceil_div(p.batch * p.in_h * p.in_w, BLOCK), ceil_div(p.in_channels, BLOCK)],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
         specialize(p.kernel_h == 3 && p.kernel_w == 3)
     )]
     pub fn conv_grad_input_fragments_by_tap(
@@ -3906,7 +3913,7 @@ mod nn {
 
     /// `conv_grad_input_fragments_partial` by taps.
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [
             ceil_div(p.batch * p.in_h * p.in_w, BLOCK),
@@ -3914,7 +3921,7 @@ mod nn {
             p.splits
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
         specialize(p.kernel_h == 3 && p.kernel_w == 3)
     )]
     pub fn conv_grad_input_fragments_by_tap_partial(
@@ -4256,7 +4263,7 @@ mod nn {
 
     /// `conv_grad_input_phased` on the tensor cores.
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [
             ceil_div(p.batch * ceil_div(p.in_h, p.stride_h) * ceil_div(p.in_w, p.stride_w), BLOCK),
@@ -4264,7 +4271,7 @@ mod nn {
             p.stride_h * p.stride_w
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY)
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS)
     )]
     pub fn conv_grad_input_phased_fragments(
         p: &ConvParams,
@@ -4559,7 +4566,7 @@ mod nn {
     /// `conv_grad_weight` on the tensor cores, split the same way (`conv_grad_weight_reduce`
     /// adds the slices after the first).
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [
             ceil_div(p.in_channels * p.kernel_h * p.kernel_w, BLOCK),
@@ -4567,7 +4574,7 @@ mod nn {
             p.splits
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY)
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS)
     )]
     pub fn conv_grad_weight_fragments(
         p: &ConvParams,
@@ -4593,7 +4600,7 @@ mod nn {
     /// test of the window covers an invocation's loads at a step. It stores the filter as it
     /// is laid out.
     #[kernel(
-        workgroup = [GROUP],
+        workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [
             ceil_div(p.in_channels * p.kernel_h * p.kernel_w, BLOCK),
@@ -4601,7 +4608,7 @@ mod nn {
             p.splits
         ],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY)
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS)
     )]
     pub fn conv_grad_weight_fragments_by_tap(
         p: &ConvParams,
@@ -5155,6 +5162,9 @@ pub(crate) struct Blocked<K> {
     /// On the tensor cores, for the GEMMs: 128 x 128 blocks of 64-deep slices, where the
     /// device has the workgroup memory they take.
     pub deep: Option<K>,
+    /// On the tensor cores: 128 x 128 blocks of 32-deep slices in 512 invocations, where the
+    /// device has them.
+    pub many: Option<K>,
 }
 
 /// The second instance of [`Blocking`]: 64 x 64 blocks.
@@ -5168,6 +5178,9 @@ pub(crate) fn fixed_blocking(rows: u32) -> usize {
 
 /// The index of [`Blocked::deep`] for [`Blocked::get`].
 pub(crate) const DEEP: usize = 2;
+
+/// The index of [`Blocked::many`] for [`Blocked::get`].
+pub(crate) const MANY: usize = 4;
 
 /// The index of the tensor-core GEMM forward's wide blocking ([`WideTensorBlocking`]) in a
 /// [`tune::Way`](super::tune::Way); [`Blocked::get`] gives the large blocking for it (the
@@ -5189,22 +5202,30 @@ impl<K> Blocked<K> {
             large,
             small,
             deep: None,
+            many: None,
         })
     }
 
     /// Both blockings of a tensor-core kernel ([`TensorBlocking`]): 128 x 128 and 64 x 64
-    /// blocks of 32-deep slices.
+    /// blocks of 32-deep slices in 256 invocations, and the 128 x 128 blocks in 512 where the
+    /// device has them.
     pub fn on_fragments(build: impl Fn(TensorBlocking) -> crate::Result<K>) -> crate::Result<Self> {
+        let blocks = |block, invocations| {
+            build(TensorBlocking {
+                depth: 32,
+                block,
+                invocations,
+            })
+        };
+        let many = match blocks(128, 512) {
+            Err(crate::Error::LimitExceeded { .. }) => None,
+            built => Some(built?),
+        };
         Ok(Blocked {
-            large: build(TensorBlocking {
-                depth: 32,
-                block: 128,
-            })?,
-            small: build(TensorBlocking {
-                depth: 32,
-                block: 64,
-            })?,
+            large: blocks(128, 256)?,
+            small: blocks(64, 256)?,
             deep: None,
+            many,
         })
     }
 
@@ -5216,6 +5237,7 @@ impl<K> Blocked<K> {
         let deep = match build(TensorBlocking {
             depth: 64,
             block: 128,
+            invocations: 256,
         }) {
             Err(crate::Error::LimitExceeded { .. }) => None,
             built => Some(built?),
@@ -5259,6 +5281,7 @@ impl<K> Blocked<K> {
             large,
             small,
             deep: None,
+            many: None,
         }))
     }
 
@@ -5267,16 +5290,19 @@ impl<K> Blocked<K> {
         Blocked {
             large: f(self.large),
             small: f(self.small),
-            deep: self.deep.map(f),
+            deep: self.deep.map(&mut f),
+            many: self.many.map(f),
         }
     }
 
-    /// The blocking of index `choice`: 0 and [`WIDE`] the large, [`DEEP`] the deep one (the
-    /// large where there is none), anything else the small.
+    /// The blocking of index `choice`: 0 and [`WIDE`] the large, [`DEEP`] the deep one and
+    /// [`MANY`] the one in 512 invocations (each the large where there is none), anything
+    /// else the small.
     pub fn get(&self, choice: usize) -> &K {
         match choice {
             0 | WIDE => &self.large,
             DEEP => self.deep.as_ref().unwrap_or(&self.large),
+            MANY => self.many.as_ref().unwrap_or(&self.large),
             _ => &self.small,
         }
     }

@@ -11,7 +11,8 @@ use crate::{size_bucket, source_hash, Batch, GpuBuffer, Result, Runtime, TuneKey
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Way {
     /// The index of the blocking in [`kernels::Blocked`]: 0 the large, 1 the small, on the
-    /// tensor cores also [`kernels::DEEP`] and, for the GEMM forward, [`kernels::WIDE`].
+    /// tensor cores also [`kernels::DEEP`], [`kernels::MANY`] and, for the GEMM forward,
+    /// [`kernels::WIDE`].
     pub blocking: usize,
     /// Whether the op may cut its sum into slices when its output alone cannot fill the GPU
     /// (`Split::of` decides how many); otherwise it runs whole.
@@ -62,60 +63,76 @@ impl Way {
         Way::new(1, true).by_winograd(),
     ];
 
-    /// Both blockings on the tensor cores.
-    pub const FRAGMENTS: [Way; 2] = [Way::on_fragments(0), Way::on_fragments(1)];
-
-    /// Both blockings on the tensor cores, by taps and then as they are: for the
-    /// convolution's filter gradient (which always may split its sum).
-    pub const FRAGMENTS_BY_TAP: [Way; 4] = [
-        Way::on_fragments(0).by_tap(),
-        Way::on_fragments(1).by_tap(),
+    /// Both blockings on the tensor cores, and the large blocks in 512 invocations
+    /// ([`kernels::MANY`]).
+    pub const FRAGMENTS: [Way; 3] = [
         Way::on_fragments(0),
         Way::on_fragments(1),
+        Way::on_fragments(kernels::MANY),
+    ];
+
+    /// [`Way::FRAGMENTS`] by taps and then as they are: for the convolution's filter
+    /// gradient (which always may split its sum).
+    pub const FRAGMENTS_BY_TAP: [Way; 6] = [
+        Way::on_fragments(0).by_tap(),
+        Way::on_fragments(1).by_tap(),
+        Way::on_fragments(kernels::MANY).by_tap(),
+        Way::on_fragments(0),
+        Way::on_fragments(1),
+        Way::on_fragments(kernels::MANY),
     ];
 
     /// Both blockings on the tensor cores over a staged window, the window with every tap's
-    /// filter slice staged at once, then both blockings each split where the output alone
+    /// filter slice staged at once, then [`Way::FRAGMENTS`] each split where the output alone
     /// cannot fill the GPU and whole, by taps and then as they are: for the convolution's
     /// forward and input gradient (laying the filter out for a pass by taps or over a window
     /// is a dispatch of its own, which small problems may not recover).
-    pub const SPLIT_FRAGMENTS_OR_WINDOW: [Way; 11] = [
+    pub const SPLIT_FRAGMENTS_OR_WINDOW: [Way; 15] = [
         Way::on_fragments(0).splitting().over_window(),
         Way::on_fragments(1).splitting().over_window(),
         Way::on_fragments(1).splitting().over_all_taps(),
         Way::on_fragments(0).splitting().by_tap(),
         Way::on_fragments(1).splitting().by_tap(),
+        Way::on_fragments(kernels::MANY).splitting().by_tap(),
         Way::on_fragments(0).by_tap(),
         Way::on_fragments(1).by_tap(),
+        Way::on_fragments(kernels::MANY).by_tap(),
         Way::on_fragments(0).splitting(),
         Way::on_fragments(1).splitting(),
+        Way::on_fragments(kernels::MANY).splitting(),
         Way::on_fragments(0),
         Way::on_fragments(1),
+        Way::on_fragments(kernels::MANY),
     ];
 
-    /// Both blockings on the tensor cores and the deep one ([`kernels::DEEP`]: 128 x 128
-    /// blocks of 64-deep slices), each split where the output alone cannot fill the GPU and
-    /// whole: for the GEMM backward (and, with the f32 ways, its forward).
-    pub const SPLIT_DEEP_FRAGMENTS: [Way; 6] = [
+    /// Both blockings on the tensor cores, the deep one ([`kernels::DEEP`]: 128 x 128 blocks
+    /// of 64-deep slices) and the large blocks in 512 invocations ([`kernels::MANY`]), each
+    /// split where the output alone cannot fill the GPU and whole: for the GEMM backward
+    /// (and, with the f32 ways, its forward).
+    pub const SPLIT_DEEP_FRAGMENTS: [Way; 8] = [
         Way::on_fragments(0).splitting(),
         Way::on_fragments(1).splitting(),
         Way::on_fragments(kernels::DEEP).splitting(),
+        Way::on_fragments(kernels::MANY).splitting(),
         Way::on_fragments(0),
         Way::on_fragments(1),
         Way::on_fragments(kernels::DEEP),
+        Way::on_fragments(kernels::MANY),
     ];
 
     /// [`Way::SPLIT_DEEP_FRAGMENTS`], the wide blocking ([`kernels::WIDE`]), then
     /// [`Way::ALL`] in strict f32: for a GEMM forward in tensor-core precision (an output
     /// narrower than a fragment may run faster in f32).
-    pub const FRAGMENTS_OR_SPLIT: [Way; 11] = [
+    pub const FRAGMENTS_OR_SPLIT: [Way; 13] = [
         Way::on_fragments(kernels::WIDE),
         Way::on_fragments(0).splitting(),
         Way::on_fragments(1).splitting(),
         Way::on_fragments(kernels::DEEP).splitting(),
+        Way::on_fragments(kernels::MANY).splitting(),
         Way::on_fragments(0),
         Way::on_fragments(1),
         Way::on_fragments(kernels::DEEP),
+        Way::on_fragments(kernels::MANY),
         Way::new(0, true),
         Way::new(1, true),
         Way::new(0, false),
