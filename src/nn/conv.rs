@@ -485,15 +485,6 @@ struct Fragments {
     reduce: kernels::ConvGradWeightReduce,
 }
 
-/// A kernel as built, or `None` where the device lacks the workgroup memory or invocations it
-/// takes.
-fn unless_too_large<K>(built: Result<K>) -> Result<Option<K>> {
-    match built {
-        Err(crate::Error::LimitExceeded { .. }) => Ok(None),
-        built => built.map(Some),
-    }
-}
-
 impl Fragments {
     fn new(rt: &Runtime) -> Result<Self> {
         let forward_reduce = kernels::ConvForwardFragmentsReduce::new(rt)?;
@@ -522,7 +513,7 @@ impl Fragments {
             forward_window: kernels::Blocked::on_windows(|b| unsafe {
                 kernels::ConvForwardWindow::with_constants_unchecked(rt, b)
             })?,
-            forward_all_taps: unless_too_large(unsafe {
+            forward_all_taps: kernels::unless_too_large(unsafe {
                 kernels::ConvForwardAllTaps::new_unchecked(rt)
             })?,
             forward_by_tap_split: kernels::Blocked::on_fragments(|b| {
@@ -559,7 +550,7 @@ impl Fragments {
             grad_input_window: kernels::Blocked::on_windows(|b| unsafe {
                 kernels::ConvGradInputWindow::with_constants_unchecked(rt, b)
             })?,
-            grad_input_all_taps: unless_too_large(unsafe {
+            grad_input_all_taps: kernels::unless_too_large(unsafe {
                 kernels::ConvGradInputAllTaps::new_unchecked(rt)
             })?,
             grad_input_phased: kernels::Blocked::on_fragments(|b| unsafe {

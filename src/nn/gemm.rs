@@ -168,7 +168,7 @@ impl Fragments {
             })?,
             forward_reduce: kernels::GemmForwardFragmentsReduce::new(rt)?,
             // SAFETY: every index is guarded (see "Bounds" in `kernels`).
-            wide: match unsafe {
+            wide: kernels::unless_too_large(unsafe {
                 kernels::GemmForwardFragmentsWide::with_constants_unchecked(
                     rt,
                     kernels::WideTensorBlocking {
@@ -176,10 +176,7 @@ impl Fragments {
                         block: 256,
                     },
                 )
-            } {
-                Err(crate::Error::LimitExceeded { .. }) => None,
-                built => Some(built?),
-            },
+            })?,
         };
         // After the kernels, which refuse a device without tensor cores first.
         precision::check_tensor_core_subgroups(rt, "nn::Gemm")?;

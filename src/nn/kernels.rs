@@ -5176,6 +5176,15 @@ pub(crate) fn fixed_blocking(rows: u32) -> usize {
     usize::from(rows <= SMALL.block())
 }
 
+/// A kernel as built, or `None` where the device lacks the workgroup memory or invocations it
+/// takes (any other error stays one).
+pub(crate) fn unless_too_large<K>(built: crate::Result<K>) -> crate::Result<Option<K>> {
+    match built {
+        Err(crate::Error::LimitExceeded { .. }) => Ok(None),
+        built => built.map(Some),
+    }
+}
+
 /// The index of [`Blocked::deep`] for [`Blocked::get`].
 pub(crate) const DEEP: usize = 2;
 
@@ -5217,10 +5226,7 @@ impl<K> Blocked<K> {
                 invocations,
             })
         };
-        let many = match blocks(128, 512) {
-            Err(crate::Error::LimitExceeded { .. }) => None,
-            built => Some(built?),
-        };
+        let many = unless_too_large(blocks(128, 512))?;
         Ok(Blocked {
             large: blocks(128, 256)?,
             small: blocks(64, 256)?,
@@ -5234,14 +5240,11 @@ impl<K> Blocked<K> {
     pub fn on_fragments_with_deep(
         build: impl Fn(TensorBlocking) -> crate::Result<K>,
     ) -> crate::Result<Self> {
-        let deep = match build(TensorBlocking {
+        let deep = unless_too_large(build(TensorBlocking {
             depth: 64,
             block: 128,
             invocations: 256,
-        }) {
-            Err(crate::Error::LimitExceeded { .. }) => None,
-            built => Some(built?),
-        };
+        }))?;
         Ok(Blocked {
             deep,
             ..Blocked::on_fragments(build)?
