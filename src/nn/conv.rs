@@ -781,8 +781,8 @@ impl Convolution {
                 let len = cut.partials(p.out_channels, columns);
                 Some(partials.at_least(batch.runtime(), len)?)
             };
-            let by_tap = way.by_tap && p.in_channels.is_multiple_of(blocking.depth());
-            if by_tap || all_taps.is_some() {
+            let taps_fit = way.by_tap && p.in_channels.is_multiple_of(blocking.depth());
+            if taps_fit || all_taps.is_some() {
                 let mut by_tap = self.weights_by_tap.lock();
                 let w_by_tap = by_tap.at_least(batch.runtime(), w.len())?;
                 let args = kernels::ConvWeightsByTapArgs { p: &p, w, w_by_tap };
@@ -1124,8 +1124,8 @@ impl Convolution {
             let blocking = fragments.grad_input.get(way.blocking).constants();
             let all_taps = (fragments.grad_input_all_taps.as_ref())
                 .filter(|_| way.all_taps && over_window(&p, true, true));
-            let by_tap = way.by_tap && p.out_channels.is_multiple_of(blocking.depth());
-            if by_tap || all_taps.is_some() {
+            let taps_fit = way.by_tap && p.out_channels.is_multiple_of(blocking.depth());
+            if taps_fit || all_taps.is_some() {
                 let mut by_tap = self.weights_by_tap.lock();
                 let w_transposed = by_tap.at_least(batch.runtime(), w.len())?;
                 let args = kernels::ConvWeightsTransposedByTapArgs {
