@@ -473,18 +473,20 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
             512.. => 512,
             _ => 256,
         };
+        // Tap by tap, 32-deep steps; every tap at once, 64 rows of 16-deep steps.
         let window_blocks = |rows: u32| match rows {
-            ..=64 => format!("block64_invocations{invocations}"),
-            _ => format!("block128_invocations{invocations}"),
+            ..=64 => format!("block64_invocations{invocations}_depth32"),
+            _ => format!("block128_invocations{invocations}_depth32"),
         };
+        let all_taps_blocks = "block64_invocations256_depth16_slices9_all_taps1";
         let [forward_taps, input_taps] = all_taps(&shape);
         assert_eq!(
-            ran_any("conv_forward_all_taps"),
+            ran_any(&format!("conv_forward_window_{all_taps_blocks}")),
             forward_taps,
             "{shape:?} ran {ran:?}"
         );
         assert_eq!(
-            ran_any("conv_grad_input_all_taps"),
+            ran_any(&format!("conv_grad_input_window_{all_taps_blocks}")),
             input_taps,
             "{shape:?} ran {ran:?}"
         );
@@ -590,7 +592,7 @@ fn convolutions_over_a_window_run_in_256_invocations_where_the_device_has_no_mor
     ];
     for (seed, (shape, kernel)) in cases.into_iter().enumerate() {
         let ran = check_conv(&narrow, &tensor, &strict, shape, 300 + seed as u64);
-        let narrow_blocks = format!("{kernel}_invocations256");
+        let narrow_blocks = format!("{kernel}_invocations256_depth32");
         assert!(
             ran.iter().any(|e| e.starts_with(&narrow_blocks)),
             "{shape:?} ran {ran:?}"

@@ -242,20 +242,18 @@ fn by_few_channels(p: &kernels::ConvParams) -> bool {
     p.in_channels <= kernels::FEW && p.dilation_h == 1 && p.dilation_w == 1
 }
 
-/// Whether a tensor-core pass of `p` may run over a staged window
-/// (`kernels::conv_window_tile`, or with `all_taps` `kernels::conv_all_taps_tile`): the
-/// forward, or (`grad`) the input gradient, of a convolution of stride 1 whose summed channels
-/// are a multiple of the blocking's step, whose filter reaches at most the window's spare
-/// positions past a position of the padded grid (and with `all_taps` has at most the
-/// blocking's taps), and whose padded grid's positions are counted in `u32`.
-fn over_window(p: &kernels::ConvParams, grad: bool, all_taps: bool) -> bool {
-    let (depth, window, cols, taps) = if all_taps {
-        let b = kernels::AllTapsBlocking::ALL[0];
-        (b.depth(), b.window(), b.cols(), u64::from(b.taps()))
-    } else {
-        let b = kernels::WindowBlocking::ALL[0];
-        (b.depth(), b.window(), b.cols(), u64::MAX)
+/// Whether a tensor-core pass of `p` may run over a staged window in the blocking `b`
+/// (`kernels::conv_window_tile`): the forward, or (`grad`) the input gradient, of a
+/// convolution of stride 1 whose summed channels are a multiple of the blocking's step, whose
+/// filter reaches at most the window's spare positions past a position of the padded grid
+/// (and, staging every tap's slice at once, has at most the blocking's slices of taps), and
+/// whose padded grid's positions are counted in `u32`.
+fn over_window(p: &kernels::ConvParams, grad: bool, b: kernels::WindowBlocking) -> bool {
+    let taps = match b.all_taps {
+        0 => u64::MAX,
+        _ => u64::from(b.slices),
     };
+    let (depth, window, cols) = (b.depth, b.window(), b.cols());
     let (summed, result) = match grad {
         false => (p.in_channels, [p.out_h, p.out_w]),
         true => (p.out_channels, [p.in_h, p.in_w]),
@@ -459,7 +457,7 @@ struct Fragments {
     forward_window: Option<kernels::Blocked<kernels::ConvForwardWindow>>,
     /// The forward over a staged window with every tap's filter slice staged at once, for
     /// filters of at most its taps, where the device has the workgroup memory.
-    forward_all_taps: Option<kernels::ConvForwardAllTaps>,
+    forward_all_taps: Option<kernels::ConvForwardWindow>,
     /// The forward in slices of the summed dimension.
     forward_split: kernels::Blocked<kernels::ConvForwardFragmentsSplit>,
     forward_by_tap_split: kernels::Blocked<kernels::ConvForwardFragmentsByTapSplit>,
@@ -476,7 +474,7 @@ struct Fragments {
     /// the window blocking's step, where the device has the workgroup memory.
     grad_input_window: Option<kernels::Blocked<kernels::ConvGradInputWindow>>,
     /// `forward_all_taps` for the stride-1 input gradient.
-    grad_input_all_taps: Option<kernels::ConvGradInputAllTaps>,
+    grad_input_all_taps: Option<kernels::ConvGradInputWindow>,
     /// The input gradient of strided convolutions, one stride phase at a time.
     grad_input_phased: kernels::Blocked<kernels::ConvGradInputPhasedFragments>,
     grad_weight: kernels::Blocked<kernels::ConvGradWeightFragments>,
@@ -514,7 +512,8 @@ impl Fragments {
                 kernels::ConvForwardWindow::with_constants_unchecked(rt, b)
             })?,
             forward_all_taps: kernels::unless_too_large(unsafe {
-                kernels::ConvForwardAllTaps::new_unchecked(rt)
+                let all_taps = kernels::WindowBlocking::ALL_TAPS_AT_ONCE;
+                kernels::ConvForwardWindow::with_constants_unchecked(rt, all_taps)
             })?,
             forward_by_tap_split: kernels::Blocked::on_fragments(|b| {
                 Ok(kernels::ConvForwardFragmentsByTapSplit::from_members(
@@ -551,7 +550,8 @@ impl Fragments {
                 kernels::ConvGradInputWindow::with_constants_unchecked(rt, b)
             })?,
             grad_input_all_taps: kernels::unless_too_large(unsafe {
-                kernels::ConvGradInputAllTaps::new_unchecked(rt)
+                let all_taps = kernels::WindowBlocking::ALL_TAPS_AT_ONCE;
+                kernels::ConvGradInputWindow::with_constants_unchecked(rt, all_taps)
             })?,
             grad_input_phased: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvGradInputPhasedFragments::with_constants_unchecked(rt, b)
@@ -760,17 +760,16 @@ impl Convolution {
             let split = fragments.forward_split.get(way.blocking);
             let blocking = split.conv_forward_fragments_partial().constants();
             let cut = Split::of(blocking, p.out_channels, columns, depth);
-            let all_taps = (fragments.forward_all_taps.as_ref())
-                .filter(|_| way.all_taps && over_window(&p, false, true));
-            let window = match &fragments.forward_window {
-                Some(window)
-                    if way.window && all_taps.is_none() && over_window(&p, false, false) =>
-                {
-                    Some(window.get(way.blocking))
-                }
-                _ => None,
-            };
-            let whole = window.is_some() || all_taps.is_some() || !way.split || cut.splits == 1;
+            let fits =
+                |kernel: &&kernels::ConvForwardWindow| over_window(&p, false, kernel.constants());
+            // Over a staged window, every tap at once where it fits, otherwise tap by tap.
+            let all_taps =
+                (fragments.forward_all_taps.as_ref()).filter(|k| way.all_taps && fits(k));
+            let window = all_taps.or_else(|| {
+                let window = fragments.forward_window.as_ref().filter(|_| way.window)?;
+                Some(window.get(way.blocking)).filter(fits)
+            });
+            let whole = window.is_some() || !way.split || cut.splits == 1;
             if !whole {
                 (p.splits, p.split_depth) = (cut.splits, cut.depth);
             }
@@ -788,17 +787,6 @@ impl Convolution {
                 let args = kernels::ConvWeightsByTapArgs { p: &p, w, w_by_tap };
                 fragments.weights_by_tap.record(batch, args)?;
                 let w_by_tap = &w_by_tap.view_as()?;
-                if let Some(all_taps) = all_taps {
-                    let args = kernels::ConvForwardAllTapsArgs {
-                        p: &p,
-                        x,
-                        w_by_tap,
-                        bias,
-                        pre,
-                        y,
-                    };
-                    return all_taps.record(batch, args);
-                }
                 if let Some(window) = window {
                     let args = kernels::ConvForwardWindowArgs {
                         p: &p,
@@ -1122,8 +1110,18 @@ impl Convolution {
         let columns = p.batch * p.in_h * p.in_w;
         if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
             let blocking = fragments.grad_input.get(way.blocking).constants();
-            let all_taps = (fragments.grad_input_all_taps.as_ref())
-                .filter(|_| way.all_taps && over_window(&p, true, true));
+            let fits =
+                |kernel: &&kernels::ConvGradInputWindow| over_window(&p, true, kernel.constants());
+            // Over a staged window, every tap at once where it fits, otherwise tap by tap.
+            let all_taps =
+                (fragments.grad_input_all_taps.as_ref()).filter(|k| way.all_taps && fits(k));
+            let window = all_taps.or_else(|| {
+                let window = fragments
+                    .grad_input_window
+                    .as_ref()
+                    .filter(|_| way.window)?;
+                Some(window.get(way.blocking)).filter(fits)
+            });
             let taps_fit = way.by_tap && p.out_channels.is_multiple_of(blocking.depth());
             if taps_fit || all_taps.is_some() {
                 let mut by_tap = self.weights_by_tap.lock();
@@ -1135,26 +1133,14 @@ impl Convolution {
                 };
                 fragments.weights_transposed_by_tap.record(batch, args)?;
                 let w_transposed = &w_transposed.view_as()?;
-                if let Some(all_taps) = all_taps {
-                    let args = kernels::ConvGradInputAllTapsArgs {
-                        p: &p,
-                        w_transposed,
-                        grad_pre,
-                        grad_x,
-                    };
-                    return all_taps.record(batch, args);
-                }
-                if let (true, Some(window)) = (
-                    way.window && over_window(&p, true, false),
-                    &fragments.grad_input_window,
-                ) {
+                if let Some(window) = window {
                     let args = kernels::ConvGradInputWindowArgs {
                         p: &p,
                         w_transposed,
                         grad_pre,
                         grad_x,
                     };
-                    return window.get(way.blocking).record(batch, args);
+                    return window.record(batch, args);
                 }
                 if cut.splits == 1 {
                     let args = kernels::ConvGradInputFragmentsByTapArgs {
@@ -1504,6 +1490,10 @@ mod tests {
     #[test]
     fn passes_run_over_a_window_where_the_filter_reaches_at_most_128_positions() {
         let params = |shape: Conv2dShape| shape.params(Activation::None).unwrap();
+        let (by_tap, all) = (
+            kernels::WindowBlocking::tap_by_tap(128, 512),
+            kernels::WindowBlocking::ALL_TAPS_AT_ONCE,
+        );
         let square = |n, ci, hw, co, k, stride, pad| {
             Conv2dShape::new(n, ci, [hw, hw], co, [k, k])
                 .stride([stride, stride])
@@ -1513,44 +1503,44 @@ mod tests {
         for (hw, channels) in [(56, 64), (28, 128), (14, 256), (7, 512)] {
             let p = params(square(32, channels, hw, channels, 3, 1, 1));
             assert!(
-                over_window(&p, false, false) && over_window(&p, true, false),
+                over_window(&p, false, by_tap) && over_window(&p, true, by_tap),
                 "{hw}"
             );
         }
         // 3 x 3 over outputs 61 wide reaches 2 * 63 + 2 = 128 positions; 62 wide, 130.
         let p = params(Conv2dShape::new(1, 32, [4, 63], 32, [3, 3]));
-        assert!(over_window(&p, false, false) && !over_window(&p, true, false));
+        assert!(over_window(&p, false, by_tap) && !over_window(&p, true, by_tap));
         let p = params(Conv2dShape::new(1, 32, [4, 64], 32, [3, 3]));
-        assert!(!over_window(&p, false, false));
+        assert!(!over_window(&p, false, by_tap));
         // Dilation widens the reach: 2 * 2 * (9 + 4) + 4 = 56.
         let dilated = square(2, 64, 9, 64, 3, 1, 2).dilation([2, 2]);
-        assert!(over_window(&params(dilated), false, false));
+        assert!(over_window(&params(dilated), false, by_tap));
         // Strided passes, and summed channels that are not a multiple of 32, do not.
         assert!(!over_window(
             &params(square(2, 64, 9, 64, 3, 2, 1)),
             false,
-            false
+            by_tap
         ));
         let p = params(square(2, 40, 8, 72, 3, 1, 1));
-        assert!(!over_window(&p, false, false) && !over_window(&p, true, false));
+        assert!(!over_window(&p, false, by_tap) && !over_window(&p, true, by_tap));
         let p = params(square(2, 64, 8, 72, 3, 1, 1));
-        assert!(over_window(&p, false, false) && !over_window(&p, true, false));
+        assert!(over_window(&p, false, by_tap) && !over_window(&p, true, by_tap));
         // Every tap's filter slice at once: the ResNet layers, summed channels a multiple of
         // 16, filters of at most 9 taps.
         for (hw, channels) in [(56, 64), (28, 128), (14, 256), (7, 512)] {
             let p = params(square(32, channels, hw, channels, 3, 1, 1));
             assert!(
-                over_window(&p, false, true) && over_window(&p, true, true),
+                over_window(&p, false, all) && over_window(&p, true, all),
                 "{hw}"
             );
         }
         let p = params(square(2, 48, 8, 40, 3, 1, 1));
-        assert!(over_window(&p, false, true) && !over_window(&p, true, true));
-        assert!(!over_window(&p, false, false));
+        assert!(over_window(&p, false, all) && !over_window(&p, true, all));
+        assert!(!over_window(&p, false, by_tap));
         let p = params(square(2, 64, 8, 64, 5, 1, 2));
-        assert!(!over_window(&p, false, true) && over_window(&p, false, false));
+        assert!(!over_window(&p, false, all) && over_window(&p, false, by_tap));
         let p = params(Conv2dShape::new(1, 32, [4, 64], 32, [3, 3]));
-        assert!(!over_window(&p, false, true));
+        assert!(!over_window(&p, false, all));
     }
 
     /// A filter of `co` output and `ci` input channels and 3 x 2 taps, numbered, on the

@@ -28,8 +28,9 @@
 //! `BLOCK`, so that every block's columns lie inside one tap. The passes over a staged window
 //! (`conv_forward_window`, `conv_grad_input_window`) likewise test each staged position, not
 //! each load's channel, and read their window up to the filter's reach past their block: the
-//! host runs them only for summed channels a multiple of `DEPTH` and a reach of at most
-//! `WINDOW - COLS` (`over_window` in `conv.rs`).
+//! host runs them only for summed channels a multiple of `DEPTH`, a reach of at most
+//! `WINDOW - COLS` and, staging every tap at once, a filter of at most `SLICES` taps
+//! (`over_window` in `conv.rs`).
 
 #[crate::kernels]
 mod nn {
@@ -2422,24 +2423,36 @@ mod nn {
     /// channels (rows) by `COLS` positions of the padded grid, `DEPTH` summed channels a
     /// step, a window of `WINDOW` staged positions (so a reach, `window_reach`, of at most
     /// `WINDOW - COLS`), each `A_STRIDE` halves apart, and `SLICES` filter slices of `BLOCK`
-    /// rows taken in turn, for `INVOCATIONS` invocations: subgroups in rows of four, each
-    /// `WARP_ROWS` by `WARP_COLS`. `LOADS` and `WINDOW_LOADS` are what an invocation loads of
-    /// the filter a step and of the source a window; `ROWS_HALVES` and `COLUMNS` are the
+    /// rows, for `INVOCATIONS` invocations: subgroups in rows of four, each `WARP_ROWS` by
+    /// `WARP_COLS`. Tap by tap (`ALL_TAPS` 0) a step stages one tap's filter slice into one of
+    /// the `SLICES` in turn; with `ALL_TAPS` 1 it stages every tap's slice at once (a filter
+    /// of at most `SLICES` taps). `LOADS` and `WINDOW_LOADS` are what an invocation loads of
+    /// a filter slice a step and of the source a window; `ROWS_HALVES` and `COLUMNS` are the
     /// halves of the filter slices and of the window, named as the helpers shared with
     /// `TensorBlocking` name its slices.
     ///
-    /// A block runs in 512 invocations where the device has them: twice the subgroups of
-    /// 256 on the same block, so that the one workgroup an SM holds (the accumulators and the
-    /// 38-48 KiB of workgroup memory allow no more) keeps more of them in flight. `spill`
-    /// then takes 16 KiB, and a block one filter slice (46 KiB in all for 128 rows; two
-    /// slices in the 64-row blocks ran no faster on an H100). With 256, a block has two: the
-    /// 128-row blocking takes 48 KiB, all that the H100 offers through Vulkan (`MEMORY`: 40
-    /// KiB of slices, 8 of `spill`), the 64-row one 38 KiB.
+    /// Tap by tap, a block runs in 512 invocations where the device has them: twice the
+    /// subgroups of 256 on the same block, so that the one workgroup an SM holds (the
+    /// accumulators and the 38-48 KiB of workgroup memory allow no more) keeps more of them in
+    /// flight. `spill` then takes 16 KiB, and a block one filter slice (46 KiB in all for 128
+    /// rows; two slices in the 64-row blocks ran no faster on an H100). With 256, a block has
+    /// two: the 128-row blocking takes 48 KiB, all that the H100 offers through Vulkan
+    /// (`MEMORY`: 40 KiB of slices, 8 of `spill`), the 64-row one 38 KiB.
+    ///
+    /// Every tap at once: 64 rows of 16 summed channels make all 9 taps' slices 27 KiB,
+    /// beside a 16-channel window (12 KiB) and the 8 KiB `spill` of 256 invocations: 47 KiB.
+    /// A step then takes two barriers whatever the taps (tap by tap, one or two a tap). On an
+    /// H100 the tuner takes it for the ResNet layers of 64 and 256 channels (input gradient of
+    /// 64 x 56 x 56: 0.100 -> 0.088 ms); the 128-row blocks tap by tap stay faster at 128
+    /// channels (notes/performance.md).
     #[constants(
-        BLOCK = [128, 64],
-        INVOCATIONS = [256, 512],
-        SLICES = 512 / INVOCATIONS,
-        DEPTH = 32,
+        zip(
+            BLOCK = [128, 128, 64, 64, 64],
+            INVOCATIONS = [256, 512, 256, 512, 256],
+            DEPTH = [32, 32, 32, 32, 16],
+            SLICES = [2, 1, 2, 1, 9],
+            ALL_TAPS = [0, 0, 0, 0, 1]
+        ),
         COLS = 128,
         WINDOW = 256,
         A_STRIDE = DEPTH + 8,
@@ -2602,13 +2615,22 @@ mod nn {
     /// `conv_weights_by_tap` lays it out, or (`grad`) the stride-1 input gradient from
     /// `grad_pre` and the filter as `conv_weights_transposed_by_tap` lays it out.
     ///
-    /// A step multiplies one tap's filter slice by the window: it stages that slice into one
-    /// of the `SLICES` in turn and loads the next step's while it multiplies, so that with
-    /// two slices a step takes one barrier (and a window one more before it is staged). With
-    /// 256 invocations on an H100 that ran 4-7% faster than one filter slice and two barriers
-    /// a step; in 512, with one slice (`WindowBlocking` says why), the same blocks ran 3-10%
-    /// faster still (notes/performance.md). A window's loads are not in flight during a
-    /// multiply: held there, they would take registers from the accumulators.
+    /// Tap by tap, a step multiplies one tap's filter slice by the window: it stages that
+    /// slice into one of the `SLICES` in turn and loads the next step's while it multiplies,
+    /// so that with two slices a step takes one barrier (and a window one more before it is
+    /// staged). With 256 invocations on an H100 that ran 4-7% faster than one filter slice
+    /// and two barriers a step; in 512, with one slice (`WindowBlocking` says why), the same
+    /// blocks ran 3-10% faster still (notes/performance.md). A window's loads are not in
+    /// flight during a multiply: held there, they would take registers from the
+    /// accumulators.
+    ///
+    /// With every tap at once (`ALL_TAPS`), a step stages the window and `taps` slices of
+    /// `DEPTH` summed channels (tap `i`'s at `i * BLOCK * A_STRIDE`), then multiplies each
+    /// tap's slice by the window at the tap's shift, with no barrier between the taps, while
+    /// the next step's loads are in flight. The taps are unrolled: the H100's compiler then
+    /// gives the kernel 165-190 registers, one workgroup an SM, yet with a loop over them
+    /// (105-115 registers without the loads in flight, two workgroups an SM) it lost to the
+    /// passes tap by tap on every ResNet layer.
     fn conv_window_tile(
         half_w: &mut [f16; ROWS_HALVES],
         window: &mut [f16; COLUMNS],
@@ -2640,139 +2662,68 @@ mod nn {
             at[g] = window_source(p, grad, grid, origin.x, g * (INVOCATIONS / 4) + t / 4);
         }
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
-        let mut from_w = fetch_vectors(w_by_tap, shape_w, true, origin.y, summed.x, t);
-        let mut step = 0u32;
-        for c0 in (summed.x..summed.y).step_by(DEPTH) {
-            let from_s = window_gather(source, plane, &at, c0, t);
-            // Every subgroup is done with the last window.
-            workgroup_barrier();
-            stage_window(window, &from_s, t);
-            for tap in 0..taps {
-                // Two filter slices, taken in turn: one barrier a step. One slice: every
-                // subgroup is done with the last tap's before it is staged again.
-                if SLICES == 1 && tap > 0 {
-                    workgroup_barrier();
-                }
-                let base = step % SLICES * (BLOCK * A_STRIDE);
-                stage_rows_vectors(half_w, base, &from_w, true, t);
-                let next = if tap + 1 < taps {
-                    (tap + 1) * channels.x + c0
-                } else {
-                    c0 + DEPTH
-                };
-                from_w = fetch_vectors(w_by_tap, shape_w, true, origin.y, next, t);
+        if ALL_TAPS == 1 {
+            let mut from_s = window_gather(source, plane, &at, summed.x, t);
+            let mut from_w = fetch_all_taps(w_by_tap, shape_w, taps, origin.y, summed.x, t);
+            for c0 in (summed.x..summed.y).step_by(DEPTH) {
+                // Every subgroup is done with the last step's slices.
                 workgroup_barrier();
-                multiply_window(
-                    half_w,
-                    base,
-                    window,
-                    window_shift(p, grad, grid, tap),
-                    &mut acc,
-                    t,
-                );
-                step += 1;
-            }
-        }
-        acc
-    }
-
-    /// The blocking of the passes over a staged window that stage every tap's filter slice
-    /// at once (`conv_all_taps_tile`): `BLOCK` result channels by `COLS` positions, `DEPTH`
-    /// summed channels a step, the window of `WindowBlocking` and `TAPS` filter slices of
-    /// `BLOCK` rows (a filter of at most `TAPS` taps), for `INVOCATIONS` invocations in
-    /// subgroups of `WARP_ROWS` x `WARP_COLS` (2 x 2 fragments), rows of four. The names are
-    /// `WindowBlocking`'s, so the helpers serve both; `MEMORY` is 47 KiB.
-    ///
-    /// A step takes two barriers whatever the taps (`WindowBlocking` takes one or two a tap).
-    /// On an H100 the tuner takes it for the ResNet layers of 64 and 256 channels (input
-    /// gradient of 64 x 56 x 56: 0.100 -> 0.088 ms); `WindowBlocking`'s 128-row blocks stay
-    /// faster at 128 channels (notes/performance.md).
-    #[constants(
-        BLOCK = [64],
-        TAPS = 9,
-        INVOCATIONS = 256,
-        DEPTH = 16,
-        COLS = 128,
-        WINDOW = 256,
-        A_STRIDE = DEPTH + 8,
-        ROWS_HALVES = TAPS * BLOCK * A_STRIDE,
-        COLUMNS = WINDOW * A_STRIDE,
-        LOADS = DEPTH * BLOCK / INVOCATIONS,
-        WINDOW_LOADS = DEPTH * WINDOW / INVOCATIONS,
-        WARP_ROWS = BLOCK * 128 / INVOCATIONS,
-        WARP_COLS = COLS / 4,
-        FRAG_ROWS = WARP_ROWS / 16,
-        FRAG_COLS = WARP_COLS / 16,
-        FRAGS = FRAG_ROWS * FRAG_COLS,
-        SPILL = INVOCATIONS * 8,
-        MEMORY = 2 * (TAPS * BLOCK + WINDOW) * A_STRIDE + 4 * SPILL,
-        OUTPUTS = 8 * FRAGS
-    )]
-    pub struct AllTapsBlocking;
-
-    /// `conv_window_tile` with every tap's filter slice staged at once: a step stages the
-    /// window and `taps` slices of `DEPTH` summed channels (tap `i`'s at `i * BLOCK *
-    /// A_STRIDE`), then multiplies each tap's slice by the window at the tap's shift, with no
-    /// barrier between the taps, while the next step's loads are in flight. The taps are
-    /// unrolled: the H100's compiler then gives the kernel 165-190 registers, one workgroup
-    /// an SM, yet with a loop over them (105-115 registers without the loads in flight, two
-    /// workgroups an SM) it lost to the passes by taps on every ResNet layer.
-    fn conv_all_taps_tile(
-        half_w: &mut [f16; ROWS_HALVES],
-        window: &mut [f16; COLUMNS],
-        w_by_tap: &[Vec4<f32>],
-        source: &[f32],
-        p: &ConvParams,
-        grad: bool,
-        origin: Vec2<u32>,
-        summed: Vec2<u32>,
-        t: u32,
-    ) -> [FragC16<f32>; FRAGS] {
-        let channels = if grad {
-            vec2(p.out_channels, p.in_channels)
-        } else {
-            vec2(p.in_channels, p.out_channels)
-        };
-        let plane = if grad {
-            p.out_h * p.out_w
-        } else {
-            p.in_h * p.in_w
-        };
-        let taps = p.kernel_h * p.kernel_w;
-        let shape_w = vec2(channels.x * taps, channels.y);
-        let grid = window_grid(p, grad);
-        let mut at = [vec2(0u32, 0); WINDOW / (INVOCATIONS / 4)];
-        #[unroll]
-        for g in 0..WINDOW / (INVOCATIONS / 4) {
-            at[g] = window_source(p, grad, grid, origin.x, g * (INVOCATIONS / 4) + t / 4);
-        }
-        let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
-        let mut from_s = window_gather(source, plane, &at, summed.x, t);
-        let mut from_w = fetch_all_taps(w_by_tap, shape_w, taps, origin.y, summed.x, t);
-        for c0 in (summed.x..summed.y).step_by(DEPTH) {
-            // Every subgroup is done with the last step's slices.
-            workgroup_barrier();
-            stage_window(window, &from_s, t);
-            #[unroll]
-            for tap in 0..TAPS {
-                if tap < taps {
-                    #[unroll]
-                    for v in 0..LOADS / 4 {
-                        let fetched = from_w[tap * (LOADS / 4) + v];
-                        stage_row_vector(half_w, tap * BLOCK * A_STRIDE, fetched, true, t, v);
+                stage_window(window, &from_s, t);
+                #[unroll]
+                for tap in 0..SLICES {
+                    if tap < taps {
+                        #[unroll]
+                        for v in 0..LOADS / 4 {
+                            let fetched = from_w[tap * (LOADS / 4) + v];
+                            stage_row_vector(half_w, tap * BLOCK * A_STRIDE, fetched, true, t, v);
+                        }
+                    }
+                }
+                workgroup_barrier();
+                if c0 + DEPTH < summed.y {
+                    from_s = window_gather(source, plane, &at, c0 + DEPTH, t);
+                    from_w = fetch_all_taps(w_by_tap, shape_w, taps, origin.y, c0 + DEPTH, t);
+                }
+                #[unroll]
+                for tap in 0..SLICES {
+                    if tap < taps {
+                        let shift = window_shift(p, grad, grid, tap);
+                        multiply_window(half_w, tap * BLOCK * A_STRIDE, window, shift, &mut acc, t);
                     }
                 }
             }
-            workgroup_barrier();
-            if c0 + DEPTH < summed.y {
-                from_s = window_gather(source, plane, &at, c0 + DEPTH, t);
-                from_w = fetch_all_taps(w_by_tap, shape_w, taps, origin.y, c0 + DEPTH, t);
-            }
-            #[unroll]
-            for tap in 0..TAPS {
-                if tap < taps {
-                    let shift = window_shift(p, grad, grid, tap);
-                    multiply_window(half_w, tap * BLOCK * A_STRIDE, window, shift, &mut acc, t);
+        } else {
+            let mut from_w = fetch_vectors(w_by_tap, shape_w, true, origin.y, summed.x, t);
+            let mut step = 0u32;
+            for c0 in (summed.x..summed.y).step_by(DEPTH) {
+                let from_s = window_gather(source, plane, &at, c0, t);
+                // Every subgroup is done with the last window.
+                workgroup_barrier();
+                stage_window(window, &from_s, t);
+                for tap in 0..taps {
+                    // Two filter slices, taken in turn: one barrier a step. One slice: every
+                    // subgroup is done with the last tap's before it is staged again.
+                    if SLICES == 1 && tap > 0 {
+                        workgroup_barrier();
+                    }
+                    let base = step % SLICES * (BLOCK * A_STRIDE);
+                    stage_rows_vectors(half_w, base, &from_w, true, t);
+                    let next = if tap + 1 < taps {
+                        (tap + 1) * channels.x + c0
+                    } else {
+                        c0 + DEPTH
+                    };
+                    from_w = fetch_vectors(w_by_tap, shape_w, true, origin.y, next, t);
+                    workgroup_barrier();
+                    multiply_window(
+                        half_w,
+                        base,
+                        window,
+                        window_shift(p, grad, grid, tap),
+                        &mut acc,
+                        t,
+                    );
+                    step += 1;
                 }
             }
         }
@@ -2789,11 +2740,11 @@ mod nn {
         first: u32,
         c0: u32,
         t: u32,
-    ) -> [Vec4<f32>; TAPS * LOADS / 4] {
+    ) -> [Vec4<f32>; SLICES * LOADS / 4] {
         let channels = shape.x / taps;
-        let mut fetched = [vec4(0.0f32, 0.0, 0.0, 0.0); TAPS * LOADS / 4];
+        let mut fetched = [vec4(0.0f32, 0.0, 0.0, 0.0); SLICES * LOADS / 4];
         #[unroll]
-        for tap in 0..TAPS {
+        for tap in 0..SLICES {
             if tap < taps {
                 let slice = fetch_vectors(w_by_tap, shape, true, first, tap * channels + c0, t);
                 #[unroll]
@@ -2877,8 +2828,8 @@ mod nn {
     }
 
     /// `conv_forward_fragments_by_tap` over a staged window (stride 1, input channels a
-    /// multiple of `DEPTH`, a reach of at most `WINDOW - COLS`), from the filter as
-    /// `conv_weights_by_tap` lays it out.
+    /// multiple of `DEPTH`, a reach of at most `WINDOW - COLS`, and with `ALL_TAPS` a filter
+    /// of at most `SLICES` taps), from the filter as `conv_weights_by_tap` lays it out.
     #[kernel(
         workgroup = [INVOCATIONS],
         constants = WindowBlocking,
@@ -2912,44 +2863,6 @@ mod nn {
         let origin = vec2(workgroup_id().x * COLS, workgroup_id().y * BLOCK);
         let summed = vec2(0, p.in_channels);
         let acc = conv_window_tile(half_w, window, w_by_tap, x, p, false, origin, summed, t);
-        store_conv_window_forward(&acc, bias, pre, y, p, spill, origin, t);
-    }
-
-    /// `conv_forward_window` with every tap's filter slice staged at once (a filter of at
-    /// most `TAPS` taps, input channels a multiple of `DEPTH`).
-    #[kernel(
-        workgroup = [INVOCATIONS],
-        constants = AllTapsBlocking,
-        grid = [
-            ceil_div(
-                p.batch
-                    * (p.out_h + (p.kernel_h - 1) * p.dilation_h)
-                    * (p.out_w + (p.kernel_w - 1) * p.dilation_w),
-                COLS
-            ),
-            ceil_div(p.out_channels, BLOCK)
-        ],
-        features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
-        specialize(p.kernel_h == 3 && p.kernel_w == 3)
-    )]
-    pub fn conv_forward_all_taps(
-        p: &ConvParams,
-        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] x: &[f32],
-        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)] w_by_tap: &[Vec4<
-            f32,
-        >],
-        #[len(p.out_channels)] bias: &[f32],
-        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
-        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
-        #[workgroup] half_w: &mut [f16; ROWS_HALVES],
-        #[workgroup] window: &mut [f16; COLUMNS],
-        #[workgroup] spill: &mut [f32; SPILL],
-    ) {
-        let t = local_index();
-        let origin = vec2(workgroup_id().x * COLS, workgroup_id().y * BLOCK);
-        let summed = vec2(0, p.in_channels);
-        let acc = conv_all_taps_tile(half_w, window, w_by_tap, x, p, false, origin, summed, t);
         store_conv_window_forward(&acc, bias, pre, y, p, spill, origin, t);
     }
 
@@ -3775,8 +3688,9 @@ mod nn {
     }
 
     /// `conv_grad_input_fragments_by_tap` over a staged window (stride 1, output channels a
-    /// multiple of `DEPTH`, a reach of at most `WINDOW - COLS`), from the filter as
-    /// `conv_weights_transposed_by_tap` lays it out.
+    /// multiple of `DEPTH`, a reach of at most `WINDOW - COLS`, and with `ALL_TAPS` a filter
+    /// of at most `SLICES` taps), from the filter as `conv_weights_transposed_by_tap` lays it
+    /// out.
     #[kernel(
         workgroup = [INVOCATIONS],
         constants = WindowBlocking,
@@ -3845,51 +3759,6 @@ mod nn {
                 }
             }
         }
-    }
-
-    /// `conv_grad_input_window` with every tap's filter slice staged at once (a filter of at
-    /// most `TAPS` taps, output channels a multiple of `DEPTH`).
-    #[kernel(
-        workgroup = [INVOCATIONS],
-        constants = AllTapsBlocking,
-        grid = [
-            ceil_div(
-                p.batch
-                    * (p.in_h + (p.kernel_h - 1) * p.dilation_h)
-                    * (p.in_w + (p.kernel_w - 1) * p.dilation_w),
-                COLS
-            ),
-            ceil_div(p.in_channels, BLOCK)
-        ],
-        features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
-        specialize(p.kernel_h == 3 && p.kernel_w == 3)
-    )]
-    pub fn conv_grad_input_all_taps(
-        p: &ConvParams,
-        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)]
-        w_transposed: &[Vec4<f32>],
-        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
-        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
-        #[workgroup] half_w: &mut [f16; ROWS_HALVES],
-        #[workgroup] window: &mut [f16; COLUMNS],
-        #[workgroup] spill: &mut [f32; SPILL],
-    ) {
-        let t = local_index();
-        let origin = vec2(workgroup_id().x * COLS, workgroup_id().y * BLOCK);
-        let summed = vec2(0, p.out_channels);
-        let acc = conv_all_taps_tile(
-            half_w,
-            window,
-            w_transposed,
-            grad_pre,
-            p,
-            true,
-            origin,
-            summed,
-            t,
-        );
-        store_conv_window_grad_input(&acc, grad_x, p, spill, origin, t);
     }
 
     /// `ConvGradInputFragmentsSplit` by taps.
@@ -5185,6 +5054,31 @@ pub(crate) fn unless_too_large<K>(built: crate::Result<K>) -> crate::Result<Opti
     }
 }
 
+impl WindowBlocking {
+    /// The blocking of a pass over a staged window that stages every tap's filter slice at
+    /// once: 64 rows, 16-deep steps, 256 invocations, a filter of at most 9 taps.
+    pub(crate) const ALL_TAPS_AT_ONCE: WindowBlocking = WindowBlocking {
+        block: 64,
+        invocations: 256,
+        depth: 16,
+        slices: 9,
+        all_taps: 1,
+    };
+
+    /// The blocking of a pass over a staged window tap by tap: `block` rows in `invocations`
+    /// invocations, 32-deep steps, the filter slices taken in turn from two (256 invocations)
+    /// or one (512).
+    pub(crate) const fn tap_by_tap(block: u32, invocations: u32) -> Self {
+        WindowBlocking {
+            block,
+            invocations,
+            depth: 32,
+            slices: 512 / invocations,
+            all_taps: 0,
+        }
+    }
+}
+
 /// The index of [`Blocked::deep`] for [`Blocked::get`].
 pub(crate) const DEEP: usize = 2;
 
@@ -5251,25 +5145,22 @@ impl<K> Blocked<K> {
         })
     }
 
-    /// Both blockings of a tensor-core pass over a staged window ([`WindowBlocking`]): 128 and
-    /// 64 result channels by 128 positions, each in workgroups of 512 invocations where the
-    /// device has them (on an H100 5-10% faster than 256 for every ResNet layer), otherwise
-    /// 256. On a device with the workgroup memory of the small blocking only, it serves as
-    /// the large; `None` on a device without that either (the passes then run by taps).
+    /// Both blockings of a tensor-core pass over a staged window tap by tap
+    /// ([`WindowBlocking`]): 128 and 64 result channels by 128 positions, each in workgroups
+    /// of 512 invocations where the device has them (on an H100 5-10% faster than 256 for
+    /// every ResNet layer), otherwise 256. On a device with the workgroup memory of the small
+    /// blocking only, it serves as the large; `None` on a device without that either (the
+    /// passes then run by taps).
     pub fn on_windows(
         build: impl Fn(WindowBlocking) -> crate::Result<K>,
     ) -> crate::Result<Option<Self>>
     where
         K: Clone,
     {
-        let blocks = |block| match build(WindowBlocking {
-            block,
-            invocations: 512,
-        }) {
-            Err(crate::Error::LimitExceeded { .. }) => build(WindowBlocking {
-                block,
-                invocations: 256,
-            }),
+        let blocks = |block| match build(WindowBlocking::tap_by_tap(block, 512)) {
+            Err(crate::Error::LimitExceeded { .. }) => {
+                build(WindowBlocking::tap_by_tap(block, 256))
+            }
             built => built,
         };
         let small = match blocks(64) {
@@ -5308,5 +5199,25 @@ impl<K> Blocked<K> {
             MANY => self.many.as_ref().unwrap_or(&self.large),
             _ => &self.small,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_blockings_the_host_names_are_declared() {
+        let named = [
+            WindowBlocking::tap_by_tap(128, 256),
+            WindowBlocking::tap_by_tap(128, 512),
+            WindowBlocking::tap_by_tap(64, 256),
+            WindowBlocking::tap_by_tap(64, 512),
+            WindowBlocking::ALL_TAPS_AT_ONCE,
+        ];
+        for blocking in named {
+            assert!(WindowBlocking::ALL.contains(&blocking), "{blocking:?}");
+        }
+        assert_eq!(WindowBlocking::ALL.len(), named.len());
     }
 }

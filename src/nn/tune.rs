@@ -38,9 +38,10 @@ pub(crate) struct Way {
     /// its window and the device has its workgroup memory; otherwise the way runs by taps.
     pub window: bool,
     /// Whether a pass over a staged window stages every tap's filter slice at once
-    /// (`kernels::conv_all_taps_tile`, in `kernels::AllTapsBlocking`) where the filter has at
-    /// most its taps, the summed channels are a multiple of its step and the device has its
-    /// workgroup memory; otherwise the way runs as `window` says. Only with `window`.
+    /// (`kernels::conv_window_tile` in `kernels::WindowBlocking::ALL_TAPS_AT_ONCE`) where the
+    /// filter has at most its taps, the summed channels are a multiple of its step and the
+    /// device has its workgroup memory; otherwise the way runs as `window` says. Only with
+    /// `window`.
     pub all_taps: bool,
 }
 
@@ -220,7 +221,7 @@ impl Way {
 
     /// [`Way::fixed_split_fragments`] over a staged window where the op can: for at most 64
     /// rows, every tap's filter slice staged at once where it can (the blocks of
-    /// `kernels::AllTapsBlocking` have 64 rows).
+    /// `kernels::WindowBlocking::ALL_TAPS_AT_ONCE` have 64 rows).
     pub fn fixed_window(rows: u32) -> Self {
         let way = Way::fixed_split_fragments(rows);
         match way.blocking {
