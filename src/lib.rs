@@ -29,7 +29,7 @@
 //! let rt = tessera::Runtime::new()?;
 //! let x = rt.upload(&[1.0f32, 2.0, 3.0])?;
 //! let mut y = rt.zeros::<f32>(3)?;
-//! let saxpy = kernels::Saxpy::new(&rt)?; // the pipeline, built once
+//! let saxpy = kernels::Saxpy::new(&rt)?; // its pipeline is built at the first launch, once
 //! saxpy.launch(&rt, kernels::SaxpyArgs { p: &kernels::SaxpyParams { a: 2.0, n: 3 }, x: &x, y: &mut y })?;
 //! assert_eq!(y.read(&rt)?, vec![2.0, 4.0, 6.0]);
 //! # Ok(()) }
@@ -408,9 +408,9 @@ extern crate self as tessera;
 /// constants, WebGPU's limits) and validated by naga while it expands, and each `#[kernel]`
 /// function `foo_bar` becomes:
 ///
-/// - a launcher `FooBar`: `FooBar::new(&rt)` builds its pipeline once (an error value on a
-///   device without a declared feature or limit); `launch(&rt, args)` checks the buffers'
-///   lengths and dispatches; `record(&mut batch, args)` adds the dispatch to a [`Batch`];
+/// - a launcher `FooBar`: `FooBar::new(&rt)` makes it (an error value on a device without a
+///   declared feature or limit), and its pipeline is built, once, at its first dispatch (or
+///   by `prepare(&rt)`); `launch(&rt, args)` checks the buffers' lengths and dispatches; `record(&mut batch, args)` adds the dispatch to a [`Batch`];
 ///   `grid(&args)`, `variant(&args)`, `check_lengths(&args)`, `workgroup_size()`,
 ///   `entry_point()`, `INSTANCES`, `VARIANTS` and `BINDINGS` describe it; kernels with
 ///   `constants(..)` also have `with_constants(&rt, FooBarConstants { .. })`;

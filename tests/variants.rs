@@ -201,6 +201,40 @@ fn specialized_and_general_variants_agree_and_the_launcher_picks_the_specialized
     assert_folded(strided::WGSL, "gather_stride1", "p.stride");
 }
 
+#[test]
+fn each_variant_is_built_at_its_first_dispatch_or_by_prepare() {
+    let rt = runtime();
+    let kernel = strided::Gather::new(&rt).unwrap();
+    let clone = kernel.clone();
+    assert_eq!(rt.cached_pipelines(), 0, "`new` builds nothing");
+    let xs: Vec<f32> = (0..40).map(|i| i as f32).collect();
+    let x = rt.upload(&xs).unwrap();
+    let mut out = rt.zeros::<f32>(8).unwrap();
+    let mut launch = |kernel: &strided::Gather, stride| {
+        let p = strided::GatherParams {
+            n: 8,
+            stride,
+            offset: 1,
+        };
+        let args = strided::GatherArgs {
+            p: &p,
+            x: &x,
+            out: &mut out,
+        };
+        kernel.launch(&rt, args).unwrap();
+        assert_eq!(out.read(&rt).unwrap(), gather_ref(8, stride, 1, &xs));
+    };
+    // Stride 1 runs the first specialization, stride 3 the general body; a clone shares the
+    // launcher's pipelines.
+    launch(&kernel, 1);
+    assert_eq!(rt.cached_pipelines(), 1);
+    launch(&clone, 1);
+    launch(&kernel, 3);
+    assert_eq!(rt.cached_pipelines(), 2);
+    clone.prepare(&rt).unwrap();
+    assert_eq!(rt.cached_pipelines(), strided::Gather::VARIANTS.len());
+}
+
 /// The WGSL function `name`, up to its closing brace.
 fn wgsl_fn<'a>(wgsl: &'a str, name: &str) -> &'a str {
     let start = wgsl.find(&format!("fn {name}(")).unwrap();

@@ -214,12 +214,14 @@ pub fn launcher(
         quote! {
             let limit = batch.runtime().info().limits.max_compute_workgroups_per_dimension;
             let folded = #rt::fold_grid(#rust_name, logical, limit)?;
-            batch.dispatch(&self.pipelines[variant], &[#(#dispatch_args),*], folded.dispatch)
+            let pipeline = self.pipeline(batch.runtime(), variant)?;
+            batch.dispatch(pipeline, &[#(#dispatch_args),*], folded.dispatch)
         }
     } else {
         quote! {
             let grid = logical.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
-            batch.dispatch(&self.pipelines[variant], &[#(#dispatch_args),*], grid)
+            let pipeline = self.pipeline(batch.runtime(), variant)?;
+            batch.dispatch(pipeline, &[#(#dispatch_args),*], grid)
         }
     };
 
@@ -234,8 +236,11 @@ pub fn launcher(
         #[derive(Clone, Debug)]
         pub struct #launcher #declare {
             instance: usize,
-            /// The instance's pipelines: the general body, then each specialization.
-            pipelines: ::std::vec::Vec<#rt::Pipeline>,
+            /// Whether the pipelines check bounds (not when built by an `unsafe` constructor).
+            bounds_checks: bool,
+            /// The instance's pipelines, each built when a dispatch first needs it (and shared
+            /// by clones): the general body, then each specialization.
+            pipelines: ::std::sync::Arc<[::std::sync::OnceLock<#rt::Pipeline>]>,
             #phantom
         }
 
@@ -259,8 +264,9 @@ pub fn launcher(
             const WORKGROUP_MEMORY: [u32; #instance_count] = [#(#memories),*];
             const SOURCES: [&'static str; #instance_count] = [#(#sources),*];
 
-            /// Builds the pipelines of `instance`; without bounds checks only when called by
-            /// the `unsafe` constructors.
+            /// The launcher of `instance`, after checking the device; its pipelines, without
+            /// bounds checks only when called by the `unsafe` constructors, are built at first
+            /// use.
             fn build(rt: &#rt::Runtime, instance: usize, bounds_checks: bool) -> #rt::Result<Self> {
                 // Only an element type implemented outside tessera can point past the list.
                 if instance >= #instance_count {
@@ -273,15 +279,43 @@ pub fn launcher(
                 Self::check_device(rt, instance)?;
                 let pipelines = Self::ENTRY_POINTS[instance]
                     .iter()
-                    .map(|entry| {
-                        let desc = #rt::PipelineDesc::new(Self::SOURCES[instance], entry, Self::BINDINGS);
-                        // SAFETY: `bounds_checks` is false only in the `unsafe` constructors,
-                        // whose callers promise what `without_bounds_checks` asks.
-                        let desc = if bounds_checks { desc } else { unsafe { desc.without_bounds_checks() } };
-                        rt.pipeline(&desc)
-                    })
-                    .collect::<#rt::Result<::std::vec::Vec<_>>>()?;
-                Ok(Self { instance, pipelines, #phantom_value })
+                    .map(|_| ::std::sync::OnceLock::new())
+                    .collect();
+                Ok(Self { instance, bounds_checks, pipelines, #phantom_value })
+            }
+
+            /// The pipeline of `variant` (an index `variant` returns), built on `rt` (or
+            /// fetched from its cache) the first time it is asked for.
+            fn pipeline(&self, rt: &#rt::Runtime, variant: usize) -> #rt::Result<&#rt::Pipeline> {
+                let (Some(cell), Some(entry)) = (
+                    self.pipelines.get(variant),
+                    Self::ENTRY_POINTS[self.instance].get(variant),
+                ) else {
+                    return Err(#rt::Error::UnknownInstance {
+                        kernel: #rust_name.into(),
+                        requested: format!("variant {variant}"),
+                        available: (0..self.pipelines.len()).map(|v| format!("variant {v}")).collect(),
+                    });
+                };
+                if let Some(pipeline) = cell.get() {
+                    return Ok(pipeline);
+                }
+                let desc = #rt::PipelineDesc::new(Self::SOURCES[self.instance], entry, Self::BINDINGS);
+                // SAFETY: `bounds_checks` is false only in the `unsafe` constructors, whose
+                // callers promise what `without_bounds_checks` asks.
+                let desc = if self.bounds_checks { desc } else { unsafe { desc.without_bounds_checks() } };
+                let built = rt.pipeline(&desc)?;
+                Ok(cell.get_or_init(|| built))
+            }
+
+            /// Builds every pipeline of this instance now (or fetches it from the runtime's
+            /// cache) instead of at its first dispatch: where a program would rather pay the
+            /// driver's compilation, and see its errors, before its first step than during it.
+            pub fn prepare(&self, rt: &#rt::Runtime) -> #rt::Result<()> {
+                for variant in 0..self.pipelines.len() {
+                    self.pipeline(rt, variant)?;
+                }
+                Ok(())
             }
 
             /// Checks that the device has the limits and features this instance needs.
@@ -516,10 +550,13 @@ fn constants_items(
         None => quote!(0),
     };
     let new_doc = if generics.param.is_some() {
-        "Builds (or fetches from the runtime's cache) the pipelines of the first instance for \
-         this element type."
+        "The first instance for this element type, after checking that the device has the \
+         features and limits it needs; each pipeline is built (or fetched from the runtime's \
+         cache) at its first dispatch, or by `prepare`."
     } else {
-        "Builds (or fetches from the runtime's cache) the pipelines of the first instance."
+        "The first instance, after checking that the device has the features and limits it \
+         needs; each pipeline is built (or fetched from the runtime's cache) at its first \
+         dispatch, or by `prepare`."
     };
     let new = quote! {
         impl #implement #launcher #apply {
@@ -562,7 +599,7 @@ fn constants_items(
             /// The instances the kernel declares, in order; [`Self::new`] builds the first.
             pub const INSTANCES: &'static [#constants_ty] = &[#(#values),*];
 
-            /// Builds the pipelines of the instance with these constants.
+            /// The instance with these constants, as [`Self::new`] makes the first.
             pub fn with_constants(rt: &#rt::Runtime, constants: #constants_ty) -> #rt::Result<Self> {
                 Self::build(rt, #first + Self::instance_of(constants)?, true)
             }
