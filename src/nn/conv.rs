@@ -573,6 +573,10 @@ impl Fragments {
 impl Convolution {
     /// Builds the forward and backward pipelines, in strict f32 ([`Precision::F32`]).
     ///
+    /// Each kernel's pipeline is compiled when a call first runs it, so the first call of a
+    /// shape pays for compiling the kernels it runs (with autotuning, those of every
+    /// candidate it times), and kernels no call runs are never compiled.
+    ///
     /// As [`Gemm::new`](super::Gemm::new): on a device with only WebGPU's default 16 KiB of
     /// workgroup memory, every pass runs in the 64 x 64 blocking.
     pub fn new(rt: &Runtime) -> Result<Self> {
