@@ -809,7 +809,8 @@ fn launcher_doc(module: &Module, kernel: &Kernel, field_docs: &[String]) -> Stri
         })
         .collect();
     format!(
-        "{own}{sep}Launcher of the kernel `{name}` (module `{module}`). Build it once with `new`, then \
+        "{own}{sep}Launcher of the kernel `{name}` (module `{module}`). Make it once with `new` (each \
+         variant's pipeline is built at its first dispatch, or all of them by `prepare`), then \
          `launch` it or `record` it into a batch.\n\n# Bindings\n\n{bindings}\n\n# Variants\n\n\
          | entry point | constants | specialization | workgroup | workgroup memory |\n| --- | --- | --- | --- | --- |\n{rows}",
         sep = if own.is_empty() { "" } else { "\n\n" },
