@@ -227,7 +227,10 @@ fn domain(name: &str) -> &'static str {
         "sqrt" => "it takes numbers from 0 up",
         "ln" | "log2" => "it takes numbers above 0",
         "asin" | "acos" => "it takes numbers from -1 to 1",
-        "powf" => "a negative base needs a whole exponent, and 0 a positive one",
+        "powf" => {
+            "it takes a positive base, or 0 with a positive exponent: WGSL computes \
+             `exp2(y * log2(x))`"
+        }
         "recip" => "0 has no reciprocal",
         _ => "the result would be infinite or NaN",
     }

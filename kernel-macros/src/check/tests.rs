@@ -679,3 +679,34 @@ fn branches_a_constant_condition_never_takes_are_not_written() {
         "{errors:#?}"
     );
 }
+
+#[test]
+fn constants_wgsl_cannot_represent_are_errors_where_rust_would_compute_them() {
+    // Rust's `powf` gives 4 and 1; WGSL's `pow` is `exp2(y * log2(x))`, NaN for both.
+    for (base, exponent) in [(-2.0f32, 2.0f32), (0.0, 0.0)] {
+        let error = first_error(quote! {
+            mod m {
+                #[kernel(workgroup = [64], grid = [1])]
+                fn k(y: &mut [f32]) {
+                    y[0] = (#base).powf(#exponent);
+                }
+            }
+        });
+        assert!(
+            error.starts_with(
+                "`powf` of this constant has no finite value (it takes a positive base"
+            ),
+            "{base} ^ {exponent}: {error}"
+        );
+    }
+    // 65505 rounds to 65504 in Rust's `as f16`; WGSL refuses anything past 65504.
+    let error = first_error(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1], features(f16))]
+            fn k(y: &mut [f16]) {
+                y[0] = (65504.0f16 as f32 + 1.0) as f16;
+            }
+        }
+    });
+    assert!(error.starts_with("this constant is infinite"), "{error}");
+}

@@ -690,8 +690,9 @@ pub fn float(value: f64, scalar: Scalar) -> Result<Value, Problem> {
         return Err(Problem::NotANumber);
     }
     let rounded = match scalar {
-        // Values from 65520 up round to infinity in f16.
-        Scalar::F16 if value.abs() >= 65520.0 => f64::INFINITY,
+        // WGSL (Tint) refuses an `f16` constant past 65504, the largest finite `f16`, even
+        // one that rounds down to it.
+        Scalar::F16 if value.abs() > 65504.0 => f64::INFINITY,
         Scalar::F16 => value,
         _ => f64::from(value as f32),
     };
@@ -882,6 +883,9 @@ pub fn math(builtin: &'static Builtin, args: &[Value]) -> Option<Result<Value, P
         "ln" => x.ln(),
         "log2" => x.log2(),
         "sqrt" => x.sqrt(),
+        // WGSL's `pow(x, y)` is `exp2(y * log2(x))`: NaN for a negative base (where Rust's
+        // `powf` has whole powers) and for 0 to the power 0 (where Rust's is 1).
+        "powf" if x < 0.0 || (x == 0.0 && y() <= 0.0) => f64::NAN,
         "powf" => x.powf(y()),
         "tanh" => x.tanh(),
         "sinh" => x.sinh(),
@@ -1000,6 +1004,15 @@ mod tests {
             float(70000.0, Scalar::F16),
             Err(Problem::Infinite),
             "past f16's largest value"
+        );
+        assert_eq!(
+            float(65505.0, Scalar::F16),
+            Err(Problem::Infinite),
+            "65505 would round to 65504, but WGSL refuses it"
+        );
+        assert_eq!(
+            float(65504.0, Scalar::F16),
+            Ok(Value::Float(65504.0, Scalar::F16))
         );
     }
 }
