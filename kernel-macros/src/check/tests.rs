@@ -709,4 +709,16 @@ fn constants_wgsl_cannot_represent_are_errors_where_rust_would_compute_them() {
         }
     });
     assert!(error.starts_with("this constant is infinite"), "{error}");
+    let error = first_error(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1], features(f16))]
+            fn k(y: &mut [f16]) {
+                y[0] = 65510.0f16;
+            }
+        }
+    });
+    assert!(
+        error.starts_with("this literal does not fit in `f16`"),
+        "Tint refuses 65510.0h too: {error}"
+    );
 }
