@@ -624,6 +624,59 @@ pub mod loops {
         float[5] = core::f32::consts::FRAC_1_SQRT_2;
         float[6] = f32::consts::TAU;
     }
+
+    /// Where a walk over `codes` stops: at the first 0 or 7 (a `break` in a `match` arm,
+    /// which leaves the loop as in Rust), skipping the code after each 1, or at the end.
+    #[kernel(workgroup = [1], grid = [1])]
+    pub fn first_stop(codes: &[u32], out: &mut [u32]) {
+        let mut i = 0u32;
+        loop {
+            if i >= codes.len() {
+                break;
+            }
+            match codes[i] {
+                0 | 7 => break,
+                1 => {
+                    i += 1;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        out[0] = i;
+    }
+}
+
+#[test]
+fn a_break_in_a_match_arm_leaves_the_loop() {
+    let rt = runtime();
+    let kernel = loops::FirstStop::new(&rt).unwrap();
+    let first_stop = |codes: &[u32]| {
+        let mut i = 0;
+        while i < codes.len() {
+            match codes[i] {
+                0 | 7 => break,
+                1 => i += 2,
+                _ => i += 1,
+            }
+        }
+        i as u32
+    };
+    for codes in [
+        &[3, 1, 0, 5, 7, 2][..],
+        &[0, 1],
+        &[1, 7, 1, 0, 2, 7],
+        &[4, 5, 6],
+    ] {
+        let gpu_codes = rt.upload(codes).unwrap();
+        let mut out = rt.zeros::<u32>(1).unwrap();
+        let args = loops::FirstStopArgs {
+            codes: &gpu_codes,
+            out: &mut out,
+        };
+        kernel.launch(&rt, args).unwrap();
+        assert_eq!(out.read(&rt).unwrap(), [first_stop(codes)], "{codes:?}");
+    }
 }
 
 fn digest(values: impl Iterator<Item = u32>) -> (u32, u32) {

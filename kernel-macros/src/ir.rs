@@ -936,6 +936,30 @@ pub fn leaves(block: &Block) -> bool {
     own || in_values
 }
 
+/// Whether `block` holds a `break` of the loop around it (one not inside a loop of its own).
+/// Lowered inside a WGSL `switch`, such a `break` would leave only the `switch`.
+pub fn breaks_out(block: &Block) -> bool {
+    let own = block.iter().any(|stmt| match &stmt.kind {
+        StmtKind::Break => true,
+        StmtKind::If {
+            then, otherwise, ..
+        } => breaks_out(then) || otherwise.as_ref().is_some_and(breaks_out),
+        StmtKind::Block(body) => breaks_out(body),
+        StmtKind::Match { arms, .. } => arms.iter().any(|arm| breaks_out(&arm.body)),
+        _ => false,
+    });
+    // Value blocks may hold a `break` too; those inside a nested loop count as well, which
+    // only costs a `switch` where one would do.
+    let mut in_values = false;
+    visit_exprs(block, &mut |e| match &e.kind {
+        ExprKind::Block(b) => in_values |= breaks_out(&b.stmts),
+        ExprKind::If(_, a, b) => in_values |= breaks_out(&a.stmts) || breaks_out(&b.stmts),
+        ExprKind::Match(_, arms) => in_values |= arms.iter().any(|arm| breaks_out(&arm.body.stmts)),
+        _ => {}
+    });
+    own || in_values
+}
+
 /// Calls `f` on every expression of `block`, outer before inner (used by analyses that only
 /// look, such as finding the builtins a kernel uses).
 pub fn visit_exprs(block: &Block, f: &mut impl FnMut(&Expr)) {

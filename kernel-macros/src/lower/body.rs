@@ -355,12 +355,13 @@ impl<'g> FnLowerer<'g> {
             }
             StmtKind::Match { scrutinee, arms } => {
                 let scrutinee_text = self.expr(w, scrutinee);
+                let breaks = arms.iter().any(|arm| breaks_out(&arm.body));
                 self.switch(
                     w,
-                    &scrutinee_text,
-                    &scrutinee.ty,
+                    (&scrutinee_text, &scrutinee.ty),
                     arms,
                     span,
+                    breaks,
                     |this, w, body| this.block(w, body),
                 );
             }
@@ -581,17 +582,52 @@ impl<'g> FnLowerer<'g> {
     }
 
     /// Writes `switch`; `arm` lowers each arm's body.
+    /// A `match`: a WGSL `switch`, or, where an arm holds a `break` of the loop around the
+    /// `match` (`breaks`), an `if` chain over the value, since a `break` inside a `switch`
+    /// leaves only the `switch`. `_` is taken last either way, as a `switch` takes `default`.
     fn switch<T>(
         &mut self,
         w: &mut Writer,
-        scrutinee: &str,
-        ty: &Ty,
+        (scrutinee, ty): (&str, &Ty),
         arms: &[MatchArm<T>],
         span: Span,
+        breaks: bool,
         mut arm: impl FnMut(&mut Self, &mut Writer, &T),
     ) {
-        w.open(format!("switch {scrutinee}"), span);
         self.branches += 1;
+        if breaks {
+            let value = self.names.generated("s");
+            w.mapped_line(format!("let {value}: {} = {scrutinee};", wgsl_ty(ty)), span);
+            let mut first = true;
+            for match_arm in arms.iter().filter(|a| !a.values.is_empty()) {
+                let tests: Vec<String> = (match_arm.values.iter())
+                    .map(|(v, _)| format!("({value} == {})", signed_literal(*v, ty)))
+                    .collect();
+                let test = tests.join(" || ");
+                if first {
+                    w.open(format!("if {test}"), match_arm.span);
+                    first = false;
+                } else {
+                    w.close(&format!(" else if {test} {{"));
+                }
+                arm(self, w, &match_arm.body);
+            }
+            if let Some(default) = arms.iter().find(|a| a.values.is_empty()) {
+                if first {
+                    w.open_plain("");
+                    first = false;
+                } else {
+                    w.close(" else {");
+                }
+                arm(self, w, &default.body);
+            }
+            if !first {
+                w.close("");
+            }
+            self.branches -= 1;
+            return;
+        }
+        w.open(format!("switch {scrutinee}"), span);
         for match_arm in arms {
             let mut selectors: Vec<String> = match_arm
                 .values
@@ -755,12 +791,13 @@ impl<'g> FnLowerer<'g> {
             ExprKind::Match(scrutinee, arms) => {
                 let temp = self.temp(w, &e.ty, e.span);
                 let scrutinee_text = self.expr(w, scrutinee);
+                let breaks = arms.iter().any(|arm| breaks_out(&arm.body.stmts));
                 self.switch(
                     w,
-                    &scrutinee_text,
-                    &scrutinee.ty,
+                    (&scrutinee_text, &scrutinee.ty),
                     arms,
                     e.span,
+                    breaks,
                     |this, w, body| this.assign_block(w, &temp, body),
                 );
                 temp

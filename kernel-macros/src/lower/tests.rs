@@ -347,3 +347,36 @@ fn comparisons_as_arguments_keep_their_parentheses() {
     .unwrap();
     assert!(text.contains("(i < 4u), (j > 2u)"), "{text}");
 }
+
+#[test]
+fn a_match_whose_arm_breaks_out_of_a_loop_becomes_an_if_chain() {
+    // In a WGSL `switch`, `break` leaves the `switch`: the loop would never end.
+    let text = wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1])]
+            fn k(u: &[u32], y: &mut [u32]) {
+                let mut i = 0u32;
+                loop {
+                    match u[i] {
+                        0 | 7 => break,
+                        1 => { i += 2; }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                y[0] = i;
+                match u[1] {
+                    3 => { y[1] = 3; }
+                    _ => { y[1] = 0; }
+                }
+            }
+        }
+    })
+    .unwrap();
+    let body = &text[text.find("fn k(").expect("the entry point")..];
+    let chain = body.find("if (tsr_s0 == 0u) || (tsr_s0 == 7u) {");
+    let other = body.find("} else if (tsr_s0 == 1u) {");
+    assert!(chain.is_some() && other > chain, "{body}");
+    // A `match` whose arms stay in the loop, or that is in none, is still a `switch`.
+    assert_eq!(body.matches("switch ").count(), 1, "{body}");
+}

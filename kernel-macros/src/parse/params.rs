@@ -51,6 +51,13 @@ pub fn params_struct(item: &syn::ItemStruct, errors: &mut Errors) -> ir::ParamsS
         let Some(name) = field.ident.clone() else {
             continue;
         };
+        if fields.iter().any(|f: &ir::ParamsField| f.name == name) || refused.contains(&name) {
+            errors.spanned(
+                &name,
+                format!("`{name}` is already a field of this struct; give this one another name"),
+            );
+            continue;
+        }
         match field_ty(&field.ty) {
             Ok(ty) => fields.push(ir::ParamsField {
                 name,

@@ -252,3 +252,20 @@ fn a_refused_params_field_is_named_as_written() {
         "{errors:#?}"
     );
 }
+
+#[test]
+fn a_params_field_declared_twice_is_an_error_at_the_second() {
+    let errors = checked(quote! {
+        mod m {
+            #[repr(C)] #[derive(Params)] struct P { a: f32, a: f32, n: u32 }
+            #[kernel(workgroup = [64], grid = [1])]
+            fn k(p: &P, y: &mut [f32]) { y[0] = p.a; }
+        }
+    })
+    .err()
+    .unwrap_or_default();
+    assert_eq!(
+        errors,
+        ["`a` is already a field of this struct; give this one another name"]
+    );
+}
