@@ -721,4 +721,14 @@ fn constants_wgsl_cannot_represent_are_errors_where_rust_would_compute_them() {
         error.starts_with("this literal does not fit in `f16`"),
         "Tint refuses 65510.0h too: {error}"
     );
+    // An integer `signum` is a constant too: these bits are a NaN.
+    let error = first_error(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1])]
+            fn k(y: &mut [f32]) {
+                y[0] = f32::from_bits((-(1i32.signum())) as u32);
+            }
+        }
+    });
+    assert!(error.starts_with("this constant is NaN"), "{error}");
 }

@@ -932,6 +932,7 @@ fn integer_math(name: &str, args: &[Value], scalar: Scalar) -> Option<Result<Val
     let count = |n: u32| Ok(Value::Int(i64::from(n), Scalar::U32));
     Some(match name {
         "abs" => int(x.abs(), scalar),
+        "signum" => int(x.signum(), scalar),
         "min" => int(x.min(y()?), scalar),
         "max" => int(x.max(y()?), scalar),
         "clamp" => int(x.max(y()?).min(*ints.get(2)?), scalar),
