@@ -79,7 +79,8 @@ pub fn family(module: &Module, family: &Family) -> TokenStream {
         }
 
         impl #name {
-            /// Builds every kernel of the family.
+            /// Makes every kernel of the family (each builds its pipelines at their first
+            /// dispatch, or by its own `prepare`).
             pub fn new(rt: &#rt::Runtime) -> #rt::Result<Self> {
                 Ok(Self { #(#slots: #launchers::new(rt)?,)* })
             }
