@@ -95,7 +95,8 @@ fn is_constant(cond: &Expr, value: bool) -> bool {
 }
 
 /// Whether `block` holds a `return`, or, when `own` (the body of the loop in question, or
-/// code of it outside nested loops), a `break` of that loop.
+/// code of it outside nested loops), a `break` of that loop; in its statements or in the
+/// value blocks of their expressions (`let step = match c { 0 => { if d { break; } 1 } .. }`).
 fn can_leave(block: &Block, own: bool) -> bool {
     block.iter().any(|stmt| match &stmt.kind {
         StmtKind::Break => own,
@@ -105,16 +106,61 @@ fn can_leave(block: &Block, own: bool) -> bool {
             then,
             otherwise,
         } => {
-            (!is_constant(cond, false) && can_leave(then, own))
+            value_can_leave(cond, own)
+                || (!is_constant(cond, false) && can_leave(then, own))
                 || (!is_constant(cond, true)
                     && otherwise.as_ref().is_some_and(|o| can_leave(o, own)))
         }
         StmtKind::Block(body) => can_leave(body, own),
-        StmtKind::Match { arms, .. } => arms.iter().any(|arm| can_leave(&arm.body, own)),
-        StmtKind::Loop(body) | StmtKind::While { body, .. } => can_leave(body, false),
-        StmtKind::For(f) => can_leave(&f.body, false),
-        _ => false,
+        StmtKind::Match { scrutinee, arms } => {
+            value_can_leave(scrutinee, own) || arms.iter().any(|arm| can_leave(&arm.body, own))
+        }
+        StmtKind::Loop(body) => can_leave(body, false),
+        StmtKind::While { cond, body } => value_can_leave(cond, own) || can_leave(body, false),
+        StmtKind::For(f) => {
+            [&f.start, &f.end]
+                .into_iter()
+                .chain(&f.step)
+                .any(|e| value_can_leave(e, own))
+                || can_leave(&f.body, false)
+        }
+        StmtKind::Let { init, .. } => init.as_ref().is_some_and(|e| value_can_leave(e, own)),
+        StmtKind::Assign { target, value, .. } => {
+            value_can_leave(target, own) || value_can_leave(value, own)
+        }
+        StmtKind::Expr(e) => value_can_leave(e, own),
+        StmtKind::Continue => false,
     })
+}
+
+/// Whether a value block inside `e` can leave, as [`can_leave`] says.
+fn value_can_leave(e: &Expr, own: bool) -> bool {
+    let block =
+        |b: &crate::ir::BlockExpr| can_leave(&b.stmts, own) || value_can_leave(&b.tail, own);
+    let any = |es: &[Expr]| es.iter().any(|e| value_can_leave(e, own));
+    match &e.kind {
+        ExprKind::Block(b) => block(b),
+        ExprKind::If(cond, then, otherwise) => {
+            value_can_leave(cond, own)
+                || (!is_constant(cond, false) && block(then))
+                || (!is_constant(cond, true) && block(otherwise))
+        }
+        ExprKind::Match(scrutinee, arms) => {
+            value_can_leave(scrutinee, own) || arms.iter().any(|arm| block(&arm.body))
+        }
+        ExprKind::Field(a, _)
+        | ExprKind::Unary(_, a)
+        | ExprKind::Cast(a, _)
+        | ExprKind::Bitcast(a, _)
+        | ExprKind::Ref(_, a)
+        | ExprKind::Repeat(a, _) => value_can_leave(a, own),
+        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
+            value_can_leave(a, own) || value_can_leave(b, own)
+        }
+        ExprKind::Call(_, args) | ExprKind::Builtin(_, args) | ExprKind::Array(args) => any(args),
+        ExprKind::Method(receiver, _, args) => value_can_leave(receiver, own) || any(args),
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Path(..) => false,
+    }
 }
 
 /// `-x` where `x` is a `u32` (an unsuffixed literal becomes one where its use needs a `u32`).

@@ -380,3 +380,37 @@ fn a_match_whose_arm_breaks_out_of_a_loop_becomes_an_if_chain() {
     // A `match` whose arms stay in the loop, or that is in none, is still a `switch`.
     assert_eq!(body.matches("switch ").count(), 1, "{body}");
 }
+
+#[test]
+fn a_loop_left_from_a_value_match_is_accepted_and_left() {
+    // The only `break` sits in a value block: the loop can end (the check once said it could
+    // not), and the `match` becomes an `if` chain so that the `break` leaves the loop.
+    let text = wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1])]
+            fn k(u: &[u32], y: &mut [u32]) {
+                let mut i = 0u32;
+                let mut total = 0u32;
+                loop {
+                    let step = match u[i] {
+                        0 => {
+                            if i > 2 {
+                                break;
+                            }
+                            4
+                        }
+                        3 => 2,
+                        _ => 1,
+                    };
+                    total += step;
+                    i += 1;
+                }
+                y[0] = total;
+            }
+        }
+    })
+    .unwrap();
+    let body = &text[text.find("fn k(").expect("the entry point")..];
+    assert!(!body.contains("switch "), "{body}");
+    assert!(body.contains("if (tsr_s0 == 0u) {"), "{body}");
+}
