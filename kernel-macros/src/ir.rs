@@ -916,45 +916,43 @@ impl BinOp {
 /// may be dropped for a constant condition: a loop whose only exit sat in a dropped branch
 /// would have none left, which WGSL rejects (Rust accepts `loop { if false { break; } }`).
 pub fn leaves(block: &Block) -> bool {
-    let own = block.iter().any(|stmt| match &stmt.kind {
-        StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => true,
-        StmtKind::If {
-            then, otherwise, ..
-        } => leaves(then) || otherwise.as_ref().is_some_and(leaves),
-        StmtKind::For(l) => leaves(&l.body),
-        StmtKind::While { body, .. } | StmtKind::Loop(body) | StmtKind::Block(body) => leaves(body),
-        StmtKind::Match { arms, .. } => arms.iter().any(|arm| leaves(&arm.body)),
-        StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Expr(_) => false,
-    });
-    let mut in_values = false;
-    visit_exprs(block, &mut |e| match &e.kind {
-        ExprKind::Block(b) => in_values |= leaves(&b.stmts),
-        ExprKind::If(_, a, b) => in_values |= leaves(&a.stmts) || leaves(&b.stmts),
-        ExprKind::Match(_, arms) => in_values |= arms.iter().any(|arm| leaves(&arm.body.stmts)),
-        _ => {}
-    });
-    own || in_values
+    let exit = |kind: &StmtKind| {
+        matches!(
+            kind,
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(_)
+        )
+    };
+    holds(block, &exit, true)
 }
 
 /// Whether `block` holds a `break` of the loop around it (one not inside a loop of its own).
-/// Lowered inside a WGSL `switch`, such a `break` would leave only the `switch`.
+/// Lowered inside a WGSL `switch`, such a `break` would leave only the `switch`. (Those in
+/// value blocks inside a nested loop count as well, which only costs a `switch` where one
+/// would do.)
 pub fn breaks_out(block: &Block) -> bool {
+    holds(block, &|kind| matches!(kind, StmtKind::Break), false)
+}
+
+/// Whether `block` holds a statement `wanted` picks, in its statements (in nested loops only
+/// `into_loops`) or in the value blocks of any of its expressions.
+fn holds(block: &Block, wanted: &impl Fn(&StmtKind) -> bool, into_loops: bool) -> bool {
+    let inner = |body: &Block| holds(body, wanted, into_loops);
     let own = block.iter().any(|stmt| match &stmt.kind {
-        StmtKind::Break => true,
+        kind if wanted(kind) => true,
         StmtKind::If {
             then, otherwise, ..
-        } => breaks_out(then) || otherwise.as_ref().is_some_and(breaks_out),
-        StmtKind::Block(body) => breaks_out(body),
-        StmtKind::Match { arms, .. } => arms.iter().any(|arm| breaks_out(&arm.body)),
+        } => inner(then) || otherwise.as_ref().is_some_and(inner),
+        StmtKind::Block(body) => inner(body),
+        StmtKind::Match { arms, .. } => arms.iter().any(|arm| inner(&arm.body)),
+        StmtKind::For(l) => into_loops && inner(&l.body),
+        StmtKind::While { body, .. } | StmtKind::Loop(body) => into_loops && inner(body),
         _ => false,
     });
-    // Value blocks may hold a `break` too; those inside a nested loop count as well, which
-    // only costs a `switch` where one would do.
     let mut in_values = false;
     visit_exprs(block, &mut |e| match &e.kind {
-        ExprKind::Block(b) => in_values |= breaks_out(&b.stmts),
-        ExprKind::If(_, a, b) => in_values |= breaks_out(&a.stmts) || breaks_out(&b.stmts),
-        ExprKind::Match(_, arms) => in_values |= arms.iter().any(|arm| breaks_out(&arm.body.stmts)),
+        ExprKind::Block(b) => in_values |= inner(&b.stmts),
+        ExprKind::If(_, a, b) => in_values |= inner(&a.stmts) || inner(&b.stmts),
+        ExprKind::Match(_, arms) => in_values |= arms.iter().any(|arm| inner(&arm.body.stmts)),
         _ => {}
     });
     own || in_values

@@ -581,10 +581,9 @@ impl<'g> FnLowerer<'g> {
         self.locals[f.local.0 as usize] = var;
     }
 
-    /// Writes `switch`; `arm` lowers each arm's body.
     /// A `match`: a WGSL `switch`, or, where an arm holds a `break` of the loop around the
-    /// `match` (`breaks`), an `if` chain over the value, since a `break` inside a `switch`
-    /// leaves only the `switch`. `_` is taken last either way, as a `switch` takes `default`.
+    /// `match` (`breaks`), an `if` chain over the value ([`FnLowerer::if_chain`]), since a
+    /// `break` inside a `switch` leaves only the `switch`. `arm` lowers each arm's body.
     fn switch<T>(
         &mut self,
         w: &mut Writer,
@@ -594,39 +593,10 @@ impl<'g> FnLowerer<'g> {
         breaks: bool,
         mut arm: impl FnMut(&mut Self, &mut Writer, &T),
     ) {
-        self.branches += 1;
         if breaks {
-            let value = self.names.generated("s");
-            w.mapped_line(format!("let {value}: {} = {scrutinee};", wgsl_ty(ty)), span);
-            let mut first = true;
-            for match_arm in arms.iter().filter(|a| !a.values.is_empty()) {
-                let tests: Vec<String> = (match_arm.values.iter())
-                    .map(|(v, _)| format!("({value} == {})", signed_literal(*v, ty)))
-                    .collect();
-                let test = tests.join(" || ");
-                if first {
-                    w.open(format!("if {test}"), match_arm.span);
-                    first = false;
-                } else {
-                    w.close(&format!(" else if {test} {{"));
-                }
-                arm(self, w, &match_arm.body);
-            }
-            if let Some(default) = arms.iter().find(|a| a.values.is_empty()) {
-                if first {
-                    w.open_plain("");
-                    first = false;
-                } else {
-                    w.close(" else {");
-                }
-                arm(self, w, &default.body);
-            }
-            if !first {
-                w.close("");
-            }
-            self.branches -= 1;
-            return;
+            return self.if_chain(w, (scrutinee, ty), arms, span, arm);
         }
+        self.branches += 1;
         w.open(format!("switch {scrutinee}"), span);
         for match_arm in arms {
             let mut selectors: Vec<String> = match_arm
@@ -647,6 +617,48 @@ impl<'g> FnLowerer<'g> {
         }
         self.branches -= 1;
         w.close("");
+    }
+
+    /// A `match` as `if` tests of its value, arm by arm, `_` last (as a `switch` takes
+    /// `default`).
+    fn if_chain<T>(
+        &mut self,
+        w: &mut Writer,
+        (scrutinee, ty): (&str, &Ty),
+        arms: &[MatchArm<T>],
+        span: Span,
+        mut arm: impl FnMut(&mut Self, &mut Writer, &T),
+    ) {
+        self.branches += 1;
+        let value = self.names.generated("s");
+        w.mapped_line(format!("let {value}: {} = {scrutinee};", wgsl_ty(ty)), span);
+        let mut first = true;
+        for match_arm in arms.iter().filter(|a| !a.values.is_empty()) {
+            let tests: Vec<String> = (match_arm.values.iter())
+                .map(|(v, _)| format!("({value} == {})", signed_literal(*v, ty)))
+                .collect();
+            let test = tests.join(" || ");
+            if first {
+                w.open(format!("if {test}"), match_arm.span);
+                first = false;
+            } else {
+                w.close(&format!(" else if {test} {{"));
+            }
+            arm(self, w, &match_arm.body);
+        }
+        if let Some(default) = arms.iter().find(|a| a.values.is_empty()) {
+            if first {
+                w.open_plain("");
+                first = false;
+            } else {
+                w.close(" else {");
+            }
+            arm(self, w, &default.body);
+        }
+        if !first {
+            w.close("");
+        }
+        self.branches -= 1;
     }
 
     // ---- expressions ---------------------------------------------------------------------
