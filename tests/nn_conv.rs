@@ -778,6 +778,27 @@ fn three_by_three_filter_gradients_run_by_winograd() {
 }
 
 #[test]
+fn after_prepare_no_call_compiles_a_kernel() {
+    let rt = runtime();
+    let conv = Convolution::new(&rt).unwrap();
+    assert_eq!(rt.cached_pipelines(), 0, "`new` compiles nothing");
+    conv.prepare(&rt).unwrap();
+    let prepared = rt.cached_pipelines();
+    assert!(prepared > 0);
+    let mut rng = rng(29);
+    // By Winograd and not; strided (by stride phases); few input channels.
+    let shape = Conv2dShape::new(2, 5, [9, 9], 6, [3, 3]).padding(Padding::uniform(1));
+    for shape in [
+        shape,
+        shape.stride([2, 2]),
+        Conv2dShape::new(1, 2, [7, 6], 3, [2, 3]),
+    ] {
+        check(&rt, &conv, shape, true, &mut rng);
+    }
+    assert_eq!(rt.cached_pipelines(), prepared);
+}
+
+#[test]
 fn strided_input_gradients_run_one_stride_phase_at_a_time() {
     let rt = runtime();
     let conv = Convolution::new(&rt).unwrap();

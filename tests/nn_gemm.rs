@@ -188,6 +188,28 @@ fn gemm_handles_dimensions_of_one_and_ragged_tiles() {
 }
 
 #[test]
+fn after_prepare_no_call_compiles_a_kernel() {
+    let rt = runtime();
+    let gemm = Gemm::new(&rt).unwrap();
+    assert_eq!(rt.cached_pipelines(), 0, "`new` compiles nothing");
+    gemm.prepare(&rt).unwrap();
+    let prepared = rt.cached_pipelines();
+    assert!(prepared > 0);
+    let mut rng = rng(23);
+    // Small and large blocks, vectors and scalars, and a long sum split over a small output.
+    for (m, n, k) in [(5, 7, 3), (130, 128, 64), (4, 4, 3000)] {
+        check_shape(
+            &rt,
+            &gemm,
+            GemmShape { m, n, k },
+            Activation::Relu,
+            &mut rng,
+        );
+    }
+    assert_eq!(rt.cached_pipelines(), prepared);
+}
+
+#[test]
 fn gemm_splits_a_long_sum_over_a_small_output() {
     let rt = runtime();
     let gemm = Gemm::new(&rt).unwrap();

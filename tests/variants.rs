@@ -457,6 +457,20 @@ fn family_members_take_subsets_of_its_bindings_and_skip_absent_ones() {
 }
 
 #[test]
+fn a_family_builds_its_members_pipelines_at_first_dispatch_or_by_prepare() {
+    use linear_backward::{GradPre, LinearBackward, DB, DW, DX};
+    let rt = runtime();
+    let family = LinearBackward::new(&rt).unwrap();
+    assert_eq!(rt.cached_pipelines(), 0, "`new` builds nothing");
+    family.prepare(&rt).unwrap();
+    let members = [GradPre::VARIANTS, DX::VARIANTS, DW::VARIANTS, DB::VARIANTS];
+    let variants: usize = members.iter().map(|v| v.len()).sum();
+    assert_eq!(rt.cached_pipelines(), variants);
+    family.clone().prepare(&rt).unwrap();
+    assert_eq!(rt.cached_pipelines(), variants, "built once");
+}
+
+#[test]
 fn family_checks_every_member_before_recording_any() {
     use linear_backward::{LinearBackward, LinearBackwardArgs, Shape};
     let rt = runtime();

@@ -484,6 +484,38 @@ struct Fragments {
 }
 
 impl Fragments {
+    /// Builds every pipeline (see [`Convolution::prepare`]).
+    fn prepare(&self, rt: &Runtime) -> Result<()> {
+        self.weights_by_tap.prepare(rt)?;
+        self.weights_transposed_by_tap.prepare(rt)?;
+        self.reduce.prepare(rt)?;
+        self.forward.try_for_each(|k| k.prepare(rt))?;
+        self.forward_by_tap.try_for_each(|k| k.prepare(rt))?;
+        self.forward_split.try_for_each(|k| k.prepare(rt))?;
+        self.forward_by_tap_split.try_for_each(|k| k.prepare(rt))?;
+        self.grad_input.try_for_each(|k| k.prepare(rt))?;
+        self.grad_input_split.try_for_each(|k| k.prepare(rt))?;
+        self.grad_input_by_tap.try_for_each(|k| k.prepare(rt))?;
+        self.grad_input_by_tap_split
+            .try_for_each(|k| k.prepare(rt))?;
+        self.grad_input_phased.try_for_each(|k| k.prepare(rt))?;
+        self.grad_weight.try_for_each(|k| k.prepare(rt))?;
+        self.grad_weight_by_tap.try_for_each(|k| k.prepare(rt))?;
+        if let Some(forward) = &self.forward_window {
+            forward.try_for_each(|k| k.prepare(rt))?;
+        }
+        if let Some(grad_input) = &self.grad_input_window {
+            grad_input.try_for_each(|k| k.prepare(rt))?;
+        }
+        if let Some(forward) = &self.forward_all_taps {
+            forward.prepare(rt)?;
+        }
+        if let Some(grad_input) = &self.grad_input_all_taps {
+            grad_input.prepare(rt)?;
+        }
+        Ok(())
+    }
+
     fn new(rt: &Runtime) -> Result<Self> {
         let forward_reduce = kernels::ConvForwardFragmentsReduce::new(rt)?;
         let by_tap_reduce = kernels::ConvForwardFragmentsByTapReduce::new(rt)?;
@@ -575,7 +607,8 @@ impl Convolution {
     ///
     /// Each kernel's pipeline is compiled when a call first runs it, so the first call of a
     /// shape pays for compiling the kernels it runs (with autotuning, those of every
-    /// candidate it times), and kernels no call runs are never compiled.
+    /// candidate it times), and kernels no call runs are never compiled;
+    /// [`Convolution::prepare`] compiles them all up front.
     ///
     /// As [`Gemm::new`](super::Gemm::new): on a device with only WebGPU's default 16 KiB of
     /// workgroup memory, every pass runs in the 64 x 64 blocking.
@@ -670,6 +703,33 @@ impl Convolution {
             bias_sums: Spare::default(),
             winograd: Default::default(),
         })
+    }
+
+    /// Builds every pipeline the op may run now, instead of each at the first call that
+    /// runs it: for a program that would rather pay the driver's compilation (seconds on
+    /// the tensor cores) before its first step, or time its first steps at full speed.
+    ///
+    /// ```no_run
+    /// # fn main() -> tessera::Result<()> {
+    /// let rt = tessera::Runtime::new()?;
+    /// let conv = tessera::nn::Convolution::new(&rt)?;
+    /// conv.prepare(&rt)?; // every shape's first call now compiles nothing
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn prepare(&self, rt: &Runtime) -> Result<()> {
+        if let Some(fragments) = &self.fragments {
+            fragments.prepare(rt)?;
+        }
+        self.grad_input_few.prepare(rt)?;
+        self.add_up_bias.prepare(rt)?;
+        self.forward.try_for_each(|k| k.prepare(rt))?;
+        self.forward_split.try_for_each(|k| k.prepare(rt))?;
+        self.backward.try_for_each(|k| k.prepare(rt))?;
+        self.grad_weight.try_for_each(|k| k.prepare(rt))?;
+        self.grad_weight_winograd.try_for_each(|k| k.prepare(rt))?;
+        self.grad_input_split.try_for_each(|k| k.prepare(rt))?;
+        self.grad_input_phased.try_for_each(|k| k.prepare(rt))
     }
 
     /// How the op multiplies.

@@ -154,6 +154,15 @@ struct Fragments {
 }
 
 impl Fragments {
+    /// Builds every pipeline (see [`Gemm::prepare`]).
+    fn prepare(&self, rt: &Runtime) -> Result<()> {
+        self.forward.try_for_each(|k| k.prepare(rt))?;
+        self.forward_vectors.try_for_each(|k| k.prepare(rt))?;
+        self.forward_reduce.prepare(rt)?;
+        self.operands.try_for_each(|k| k.prepare(rt))?;
+        self.wide.as_ref().map_or(Ok(()), |k| k.prepare(rt))
+    }
+
     fn new(rt: &Runtime) -> Result<Self> {
         let fragments = Fragments {
             // SAFETY (all three): every index is guarded (see "Bounds" in `kernels`).
@@ -194,7 +203,8 @@ impl Gemm {
     ///
     /// Each kernel's pipeline is compiled when a call first runs it, so the first call of a
     /// shape pays for compiling the kernels it runs (with autotuning, those of every
-    /// candidate it times), and kernels no call runs are never compiled.
+    /// candidate it times), and kernels no call runs are never compiled;
+    /// [`Gemm::prepare`] compiles them all up front.
     ///
     /// The 128 x 128 blocks stage 16.5 KiB of workgroup memory: on a device with only
     /// WebGPU's default 16 KiB (one made with `wgpu::Limits::default()` and adopted by
@@ -245,6 +255,29 @@ impl Gemm {
             grad_pre: Spare::default(),
             grad_a: Spare::default(),
         })
+    }
+
+    /// Builds every pipeline the op may run now, instead of each at the first call that
+    /// runs it: for a program that would rather pay the driver's compilation (seconds on
+    /// the tensor cores) before its first step, or time its first steps at full speed.
+    ///
+    /// ```no_run
+    /// # fn main() -> tessera::Result<()> {
+    /// let rt = tessera::Runtime::new()?;
+    /// let gemm = tessera::nn::Gemm::new(&rt)?;
+    /// gemm.prepare(&rt)?; // every shape's first call now compiles nothing
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn prepare(&self, rt: &Runtime) -> Result<()> {
+        if let Some(fragments) = &self.fragments {
+            fragments.prepare(rt)?;
+        }
+        self.forward.try_for_each(|k| k.prepare(rt))?;
+        self.forward_vectors.try_for_each(|k| k.prepare(rt))?;
+        self.split.try_for_each(|k| k.prepare(rt))?;
+        self.backward.try_for_each(|k| k.prepare(rt))?;
+        self.operands_vectors.try_for_each(|k| k.prepare(rt))
     }
 
     /// How the op multiplies.

@@ -5179,6 +5179,19 @@ impl<K> Blocked<K> {
         }))
     }
 
+    /// `f` on each blocking's kernel, up to the first error.
+    pub fn try_for_each(&self, f: impl FnMut(&K) -> crate::Result<()>) -> crate::Result<()> {
+        [
+            Some(&self.large),
+            Some(&self.small),
+            self.deep.as_ref(),
+            self.many.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .try_for_each(f)
+    }
+
     /// Each blocking's kernel made into another by `f`.
     pub fn map<L>(self, mut f: impl FnMut(K) -> L) -> Blocked<L> {
         Blocked {

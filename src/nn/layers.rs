@@ -180,6 +180,12 @@ impl Linear {
         &self.config
     }
 
+    /// Compiles every kernel the layer may run now rather than at the first call that runs
+    /// it (see [`Gemm::prepare`]).
+    pub fn prepare(&self, rt: &Runtime) -> Result<()> {
+        self.op.prepare(rt)
+    }
+
     /// The shape of the GEMM for an input `x`: its rows, checked.
     fn shape(&self, x: &GpuBuffer<f32>) -> Result<GemmShape> {
         let LinearConfig {
@@ -430,6 +436,12 @@ impl Conv2d {
     /// The layer's sizes and options.
     pub fn config(&self) -> &Conv2dConfig {
         &self.config
+    }
+
+    /// Compiles every kernel the layer may run now rather than at the first call that runs
+    /// it (see [`Convolution::prepare`]).
+    pub fn prepare(&self, rt: &Runtime) -> Result<()> {
+        self.op.prepare(rt)
     }
 
     /// Height and width of the output images.

@@ -85,6 +85,13 @@ pub fn family(module: &Module, family: &Family) -> TokenStream {
                 Ok(Self { #(#slots: #launchers::new(rt)?,)* })
             }
 
+            /// Builds every member's pipelines now instead of at their first dispatch (see
+            /// a launcher's `prepare`).
+            pub fn prepare(&self, rt: &#rt::Runtime) -> #rt::Result<()> {
+                #(self.#slots.prepare(rt)?;)*
+                Ok(())
+            }
+
             /// The family of these launchers, e.g. of instances built with `with_constants`.
             pub fn from_members(#(#slots: #launchers),*) -> Self {
                 Self { #(#slots,)* }
