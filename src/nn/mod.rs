@@ -51,6 +51,13 @@
 //! - [`SoftmaxCrossEntropy`]: the classification loss and its gradient.
 //! - [`Sgd`] (with momentum) and [`Adam`]: parameter updates.
 //!
+//! Building an op or a layer compiles nothing: each kernel is compiled at the first call
+//! that runs it (with autotuning, the first call of a shape also compiles and times the
+//! candidates). `prepare(&rt)` on an op or a layer compiles all of its kernels at once, for a
+//! program that would rather pay for that before its first step, or time its first steps:
+//! on an H100 a kernel compiled between two timed calls left the GPU idle long enough for
+//! its clocks to drop, and the next calls ran up to 4x slow.
+//!
 //! # Gradients
 //!
 //! Every backward pass **overwrites** the gradients it writes; none adds to what a buffer
