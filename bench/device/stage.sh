@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds, here, what the device scripts run and packs it beside .gpu/run.sh: the bench example
-# (`bench`), the library's unit tests (`libtest`, the tuned tensor-core GEMM test among them)
-# and tests/nn_tensor_cores.rs (`tc`), stripped, in .gpu/bins.tar.xz (about 6 MB; `carry`
+# (`bench`), the library's unit tests (`libtest`, the tuned tensor-core GEMM test among them),
+# tests/nn_tensor_cores.rs (`tc`) and the training example's tests (`train`: the digits
+# learned in f32 and on the tensor cores), stripped, in .gpu/bins.tar.xz (`carry`
 # takes 64 MiB). ../shared/device/stage.sh makes .gpu/run.sh and the driver's packages first
 # where they are missing. Extra arguments NAME=PATH add binaries (an A/B's other side):
 #
@@ -13,7 +14,8 @@ cd "$(dirname "$0")/../.."
 [ -x .gpu/run.sh ] || bash ../shared/device/stage.sh
 cargo build --release --example bench
 # The test binaries' paths, from cargo's messages.
-tests=$(cargo test --release --lib --test nn_tensor_cores --no-run --message-format=json |
+tests=$(cargo test --release --lib --test nn_tensor_cores --example train --no-run \
+  --message-format=json |
   python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -23,7 +25,11 @@ for line in sys.stdin:
 stage=$(mktemp -d)
 cp target/release/examples/bench "$stage/bench"
 while read -r kind path; do
-  case $kind in lib) cp "$path" "$stage/libtest" ;; test) cp "$path" "$stage/tc" ;; esac
+  case $kind in
+    lib) cp "$path" "$stage/libtest" ;;
+    test) cp "$path" "$stage/tc" ;;
+    example) cp "$path" "$stage/train" ;;
+  esac
 done <<< "$tests"
 for extra in "$@"; do cp "${extra#*=}" "$stage/${extra%%=*}"; done
 strip "$stage"/*
