@@ -486,34 +486,54 @@ struct Fragments {
 impl Fragments {
     /// Builds every pipeline (see [`Convolution::prepare`]).
     fn prepare(&self, rt: &Runtime) -> Result<()> {
-        self.weights_by_tap.prepare(rt)?;
-        self.weights_transposed_by_tap.prepare(rt)?;
-        self.reduce.prepare(rt)?;
-        self.forward.try_for_each(|k| k.prepare(rt))?;
-        self.forward_by_tap.try_for_each(|k| k.prepare(rt))?;
-        self.forward_split.try_for_each(|k| k.prepare(rt))?;
-        self.forward_by_tap_split.try_for_each(|k| k.prepare(rt))?;
-        self.grad_input.try_for_each(|k| k.prepare(rt))?;
-        self.grad_input_split.try_for_each(|k| k.prepare(rt))?;
-        self.grad_input_by_tap.try_for_each(|k| k.prepare(rt))?;
-        self.grad_input_by_tap_split
-            .try_for_each(|k| k.prepare(rt))?;
-        self.grad_input_phased.try_for_each(|k| k.prepare(rt))?;
-        self.grad_weight.try_for_each(|k| k.prepare(rt))?;
-        self.grad_weight_by_tap.try_for_each(|k| k.prepare(rt))?;
-        if let Some(forward) = &self.forward_window {
+        // Every field named: a kernel added to the struct must be added here.
+        let Fragments {
+            weights_by_tap,
+            forward,
+            forward_by_tap,
+            forward_window,
+            forward_all_taps,
+            forward_split,
+            forward_by_tap_split,
+            grad_input,
+            grad_input_split,
+            weights_transposed_by_tap,
+            grad_input_by_tap,
+            grad_input_by_tap_split,
+            grad_input_window,
+            grad_input_all_taps,
+            grad_input_phased,
+            grad_weight,
+            grad_weight_by_tap,
+            reduce,
+        } = self;
+        weights_by_tap.prepare(rt)?;
+        weights_transposed_by_tap.prepare(rt)?;
+        reduce.prepare(rt)?;
+        forward.try_for_each(|k| k.prepare(rt))?;
+        forward_by_tap.try_for_each(|k| k.prepare(rt))?;
+        forward_split.try_for_each(|k| k.prepare(rt))?;
+        forward_by_tap_split.try_for_each(|k| k.prepare(rt))?;
+        grad_input.try_for_each(|k| k.prepare(rt))?;
+        grad_input_split.try_for_each(|k| k.prepare(rt))?;
+        grad_input_by_tap.try_for_each(|k| k.prepare(rt))?;
+        grad_input_by_tap_split.try_for_each(|k| k.prepare(rt))?;
+        grad_input_phased.try_for_each(|k| k.prepare(rt))?;
+        grad_weight.try_for_each(|k| k.prepare(rt))?;
+        grad_weight_by_tap.try_for_each(|k| k.prepare(rt))?;
+        if let Some(forward) = forward_window {
             forward.try_for_each(|k| k.prepare(rt))?;
         }
-        if let Some(grad_input) = &self.grad_input_window {
+        if let Some(grad_input) = grad_input_window {
             grad_input.try_for_each(|k| k.prepare(rt))?;
         }
-        if let Some(forward) = &self.forward_all_taps {
+        if let Some(forward) = forward_all_taps {
             forward.prepare(rt)?;
         }
-        if let Some(grad_input) = &self.grad_input_all_taps {
-            grad_input.prepare(rt)?;
+        match grad_input_all_taps {
+            Some(grad_input) => grad_input.prepare(rt),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn new(rt: &Runtime) -> Result<Self> {
@@ -718,18 +738,37 @@ impl Convolution {
     /// # }
     /// ```
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
-        if let Some(fragments) = &self.fragments {
+        // Every field named: a kernel added to the struct must be added here.
+        let Convolution {
+            fragments,
+            forward,
+            forward_split,
+            backward,
+            grad_weight,
+            grad_weight_winograd,
+            grad_input_split,
+            grad_input_few,
+            grad_input_phased,
+            add_up_bias,
+            partials: _,
+            pre: _,
+            weights_by_tap: _,
+            grad_pre: _,
+            bias_sums: _,
+            winograd: _,
+        } = self;
+        if let Some(fragments) = fragments {
             fragments.prepare(rt)?;
         }
-        self.grad_input_few.prepare(rt)?;
-        self.add_up_bias.prepare(rt)?;
-        self.forward.try_for_each(|k| k.prepare(rt))?;
-        self.forward_split.try_for_each(|k| k.prepare(rt))?;
-        self.backward.try_for_each(|k| k.prepare(rt))?;
-        self.grad_weight.try_for_each(|k| k.prepare(rt))?;
-        self.grad_weight_winograd.try_for_each(|k| k.prepare(rt))?;
-        self.grad_input_split.try_for_each(|k| k.prepare(rt))?;
-        self.grad_input_phased.try_for_each(|k| k.prepare(rt))
+        grad_input_few.prepare(rt)?;
+        add_up_bias.prepare(rt)?;
+        forward.try_for_each(|k| k.prepare(rt))?;
+        forward_split.try_for_each(|k| k.prepare(rt))?;
+        backward.try_for_each(|k| k.prepare(rt))?;
+        grad_weight.try_for_each(|k| k.prepare(rt))?;
+        grad_weight_winograd.try_for_each(|k| k.prepare(rt))?;
+        grad_input_split.try_for_each(|k| k.prepare(rt))?;
+        grad_input_phased.try_for_each(|k| k.prepare(rt))
     }
 
     /// How the op multiplies.

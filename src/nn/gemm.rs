@@ -156,11 +156,19 @@ struct Fragments {
 impl Fragments {
     /// Builds every pipeline (see [`Gemm::prepare`]).
     fn prepare(&self, rt: &Runtime) -> Result<()> {
-        self.forward.try_for_each(|k| k.prepare(rt))?;
-        self.forward_vectors.try_for_each(|k| k.prepare(rt))?;
-        self.forward_reduce.prepare(rt)?;
-        self.operands.try_for_each(|k| k.prepare(rt))?;
-        self.wide.as_ref().map_or(Ok(()), |k| k.prepare(rt))
+        // Every field named: a kernel added to the struct must be added here.
+        let Fragments {
+            forward,
+            forward_vectors,
+            forward_reduce,
+            operands,
+            wide,
+        } = self;
+        forward.try_for_each(|k| k.prepare(rt))?;
+        forward_vectors.try_for_each(|k| k.prepare(rt))?;
+        forward_reduce.prepare(rt)?;
+        operands.try_for_each(|k| k.prepare(rt))?;
+        wide.as_ref().map_or(Ok(()), |k| k.prepare(rt))
     }
 
     fn new(rt: &Runtime) -> Result<Self> {
@@ -270,14 +278,28 @@ impl Gemm {
     /// # }
     /// ```
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
-        if let Some(fragments) = &self.fragments {
+        // Every field named: a kernel added to the struct must be added here.
+        let Gemm {
+            fragments,
+            forward,
+            forward_vectors,
+            split,
+            backward,
+            operands_vectors,
+            partials: _,
+            bias_sums: _,
+            pre: _,
+            grad_pre: _,
+            grad_a: _,
+        } = self;
+        if let Some(fragments) = fragments {
             fragments.prepare(rt)?;
         }
-        self.forward.try_for_each(|k| k.prepare(rt))?;
-        self.forward_vectors.try_for_each(|k| k.prepare(rt))?;
-        self.split.try_for_each(|k| k.prepare(rt))?;
-        self.backward.try_for_each(|k| k.prepare(rt))?;
-        self.operands_vectors.try_for_each(|k| k.prepare(rt))
+        forward.try_for_each(|k| k.prepare(rt))?;
+        forward_vectors.try_for_each(|k| k.prepare(rt))?;
+        split.try_for_each(|k| k.prepare(rt))?;
+        backward.try_for_each(|k| k.prepare(rt))?;
+        operands_vectors.try_for_each(|k| k.prepare(rt))
     }
 
     /// How the op multiplies.
