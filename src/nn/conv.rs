@@ -433,7 +433,7 @@ pub struct Convolution {
     /// `pre` when the caller keeps none.
     pre: Spare,
     /// The filter as a tensor-core pass by taps reads it (`kernels::conv_weights_by_tap`,
-    /// `kernels::conv_weights_transposed_by_tap`).
+    /// `kernels::conv_weights_transposed_by_tap`), in halves (two to each of its `f32`s).
     weights_by_tap: Spare,
     /// The backward's gradient before the activation.
     grad_pre: Spare,
@@ -886,8 +886,12 @@ impl Convolution {
             let taps_fit = way.by_tap && p.in_channels.is_multiple_of(blocking.depth());
             if taps_fit || all_taps.is_some() {
                 let mut by_tap = self.weights_by_tap.lock();
-                let w_by_tap = by_tap.at_least(batch.runtime(), w.len())?;
-                let args = kernels::ConvWeightsByTapArgs { p: &p, w, w_by_tap };
+                let w_by_tap = by_tap.at_least(batch.runtime(), w.len().div_ceil(2))?;
+                let args = kernels::ConvWeightsByTapArgs {
+                    p: &p,
+                    w,
+                    w_by_tap: &mut *w_by_tap.view_as_mut()?,
+                };
                 fragments.weights_by_tap.record(batch, args)?;
                 let w_by_tap = &w_by_tap.view_as()?;
                 if let Some(window) = window {
@@ -1228,11 +1232,11 @@ impl Convolution {
             let taps_fit = way.by_tap && p.out_channels.is_multiple_of(blocking.depth());
             if taps_fit || all_taps.is_some() {
                 let mut by_tap = self.weights_by_tap.lock();
-                let w_transposed = by_tap.at_least(batch.runtime(), w.len())?;
+                let w_transposed = by_tap.at_least(batch.runtime(), w.len().div_ceil(2))?;
                 let args = kernels::ConvWeightsTransposedByTapArgs {
                     p: &p,
                     w,
-                    w_transposed,
+                    w_transposed: &mut *w_transposed.view_as_mut()?,
                 };
                 fragments.weights_transposed_by_tap.record(batch, args)?;
                 let w_transposed = &w_transposed.view_as()?;
@@ -1588,6 +1592,7 @@ impl Scratch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::half::f16;
     use crate::nn::Padding;
 
     #[test]
@@ -1667,15 +1672,15 @@ mod tests {
         (w, p, at)
     }
 
-    /// The tensor-core forward's filter layout, on any device (lavapipe included): element
-    /// (output channel, tap row, tap column, input channel) of `w` at that position of the
-    /// result, for a filter whose every size differs.
+    /// The tensor-core forward's filter layout, on any device with `f16` (lavapipe
+    /// included): element (output channel, tap row, tap column, input channel) of `w`, as a
+    /// half, at that position of the result, for a filter whose every size differs.
     #[test]
     fn weights_by_tap_put_each_filter_tap_outermost() {
         let rt = Runtime::new().unwrap();
         let (co, ci) = (3, 5);
         let (w, p, at) = numbered_filter(&rt, co, ci);
-        let mut w_by_tap = rt.zeros::<f32>(w.len()).unwrap();
+        let mut w_by_tap = rt.zeros::<f16>(w.len()).unwrap();
         let kernel = kernels::ConvWeightsByTap::new(&rt).unwrap();
         let args = kernels::ConvWeightsByTapArgs {
             p: &p,
@@ -1688,7 +1693,7 @@ mod tests {
             for r in 0..3 {
                 for c in 0..2 {
                     for i in 0..ci {
-                        want.push(at(o, i, r, c));
+                        want.push(f16::from_f32(at(o, i, r, c)));
                     }
                 }
             }
@@ -1697,14 +1702,14 @@ mod tests {
     }
 
     /// The tensor-core input gradient's filter layout: element (input channel, tap row, tap
-    /// column, output channel) of `w` at that position, for channels that fill one tile of
-    /// the copy and part of the next.
+    /// column, output channel) of `w`, as a half, at that position, for channels that fill
+    /// one tile of the copy and part of the next (and values past 2048, which `f16` rounds).
     #[test]
     fn weights_transposed_by_tap_put_input_channels_outermost() {
         let rt = Runtime::new().unwrap();
         let (co, ci) = (20, 18);
         let (w, p, at) = numbered_filter(&rt, co, ci);
-        let mut w_transposed = rt.zeros::<f32>(w.len()).unwrap();
+        let mut w_transposed = rt.zeros::<f16>(w.len()).unwrap();
         let kernel = kernels::ConvWeightsTransposedByTap::new(&rt).unwrap();
         let args = kernels::ConvWeightsTransposedByTapArgs {
             p: &p,
@@ -1717,7 +1722,7 @@ mod tests {
             for r in 0..3 {
                 for c in 0..2 {
                     for o in 0..co {
-                        want.push(at(o, i, r, c));
+                        want.push(f16::from_f32(at(o, i, r, c)));
                     }
                 }
             }

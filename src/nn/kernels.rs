@@ -580,18 +580,57 @@ mod nn {
         let mut fetched = [vec4(0.0f32, 0.0, 0.0, 0.0); LOADS / 4];
         #[unroll]
         for v in 0..LOADS / 4 {
-            let at = staged_vector_at(across, t, v);
-            // (row, column) of the vector's first element in `m`.
-            let first_element = if across {
-                vec2(first + at.y, k0 + at.x)
-            } else {
-                vec2(k0 + at.x, first + at.y)
-            };
-            if first_element.x < shape.y && first_element.y < shape.x {
-                fetched[v] = m[(first_element.x * shape.x + first_element.y) / 4];
+            let at = fetched_vector(shape, across, first, k0, t, v);
+            if at.y != 0 {
+                fetched[v] = m[at.x];
             }
         }
         fetched
+    }
+
+    /// `fetch_vectors` from a matrix of halves (the tensor-core convolutions' filter
+    /// layouts).
+    fn fetch_half_vectors(
+        m: &[Vec4<f16>],
+        shape: Vec2<u32>,
+        across: bool,
+        first: u32,
+        k0: u32,
+        t: u32,
+    ) -> [Vec4<f16>; LOADS / 4] {
+        let mut fetched = [vec4(0.0f16, 0.0, 0.0, 0.0); LOADS / 4];
+        #[unroll]
+        for v in 0..LOADS / 4 {
+            let at = fetched_vector(shape, across, first, k0, t, v);
+            if at.y != 0 {
+                fetched[v] = m[at.x];
+            }
+        }
+        fetched
+    }
+
+    /// Where the `v`-th vector that invocation `t` fetches for `fetch_vectors` lies: (its
+    /// index among the matrix's vectors, 1 if it lies inside the matrix, else 0).
+    fn fetched_vector(
+        shape: Vec2<u32>,
+        across: bool,
+        first: u32,
+        k0: u32,
+        t: u32,
+        v: u32,
+    ) -> Vec2<u32> {
+        let at = staged_vector_at(across, t, v);
+        // (row, column) of the vector's first element in the matrix.
+        let first_element = if across {
+            vec2(first + at.y, k0 + at.x)
+        } else {
+            vec2(k0 + at.x, first + at.y)
+        };
+        let inside = first_element.x < shape.y && first_element.y < shape.x;
+        vec2(
+            (first_element.x * shape.x + first_element.y) / 4,
+            inside as u32,
+        )
     }
 
     /// `stage` for what `fetch_vectors` fetched.
@@ -794,13 +833,13 @@ mod nn {
         }
     }
 
-    /// `stage_rows` for the `v`-th vector that `fetch_vectors` fetched, into the slice at
-    /// `base` of `slices` (`ROWS_HALVES` halves: one slice, or the window passes' filter
-    /// slices).
+    /// `stage_rows` for the `v`-th vector that `fetch_vectors` (converted) or
+    /// `fetch_half_vectors` fetched, into the slice at `base` of `slices` (`ROWS_HALVES`
+    /// halves: one slice, or the window passes' filter slices).
     fn stage_row_vector(
         slices: &mut [f16; ROWS_HALVES],
         base: u32,
-        fetched: Vec4<f32>,
+        fetched: Vec4<f16>,
         across: bool,
         t: u32,
         v: u32,
@@ -809,18 +848,19 @@ mod nn {
         #[unroll]
         for c in 0..4u32 {
             if across {
-                slices[base + at.y * A_STRIDE + at.x + c] = fetched[c] as f16;
+                slices[base + at.y * A_STRIDE + at.x + c] = fetched[c];
             } else {
-                slices[base + (at.y + c) * A_STRIDE + at.x] = fetched[c] as f16;
+                slices[base + (at.y + c) * A_STRIDE + at.x] = fetched[c];
             }
         }
     }
 
-    /// `stage_rows` for what `fetch_vectors` fetched, into the slice at `base` of `slices`.
-    fn stage_rows_vectors(
+    /// `stage_rows` for what `fetch_half_vectors` fetched, into the slice at `base` of
+    /// `slices`.
+    fn stage_rows_halves(
         slices: &mut [f16; ROWS_HALVES],
         base: u32,
-        fetched: &[Vec4<f32>; LOADS / 4],
+        fetched: &[Vec4<f16>; LOADS / 4],
         across: bool,
         t: u32,
     ) {
@@ -946,7 +986,7 @@ mod nn {
     ) {
         #[unroll]
         for v in 0..LOADS / 4 {
-            stage_row_vector(slice_a, 0, from_a[v], across.x, t, v);
+            stage_row_vector(slice_a, 0, from_a[v] as Vec4<f16>, across.x, t, v);
             let at = staged_vector_at(across.y, t, v);
             #[unroll]
             for c in 0..4u32 {
@@ -2256,23 +2296,28 @@ mod nn {
 
     /// The filter `w` (output channel, input channel, tap row, tap column) with its taps
     /// outermost in each output channel: (output channel, tap row, tap column, input
-    /// channel). Each invocation moves the taps of one (output, input) channel pair, so that
-    /// both its reads and, tap by tap, the workgroup's writes are adjacent.
+    /// channel), in halves, as the tensor cores take it. Each invocation moves the taps of
+    /// one (output, input) channel pair, so that both its reads and, tap by tap, the
+    /// workgroup's writes are adjacent. Halves rather than `f32`s: the passes that read the
+    /// layout read it once per block of positions, so it is most of their memory traffic; on
+    /// an H100 the ResNet 3x3 forwards and input gradients ran 2-6% faster for it, but
+    /// 256 x 14 x 14's 3% slower (notes/performance.md).
     #[kernel(
         workgroup = [GROUP],
-        grid = [ceil_div(p.out_channels * p.in_channels, GROUP)]
+        grid = [ceil_div(p.out_channels * p.in_channels, GROUP)],
+        features(f16)
     )]
     pub fn conv_weights_by_tap(
         p: &ConvParams,
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w: &[f32],
-        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w_by_tap: &mut [f32],
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w_by_tap: &mut [f16],
     ) {
         let pair = global_id().x;
         let taps = p.kernel_h * p.kernel_w;
         if pair < p.out_channels * p.in_channels {
             let (co, ci) = (pair / p.in_channels, pair % p.in_channels);
             for tap in 0..taps {
-                w_by_tap[(co * taps + tap) * p.in_channels + ci] = w[pair * taps + tap];
+                w_by_tap[(co * taps + tap) * p.in_channels + ci] = w[pair * taps + tap] as f16;
             }
         }
     }
@@ -2337,12 +2382,12 @@ mod nn {
     /// of `DEPTH`: the forward from `x` (`source`) and the filter as `conv_weights_by_tap`
     /// lays it out, or, `grad`, the stride-1 input gradient from `grad_pre` and the filter as
     /// `conv_weights_transposed_by_tap` lays it out. Its rows being a multiple of `DEPTH`
-    /// long, the filter binds as vectors (`fetch_vectors`), which ran the ResNet 3x3 passes
-    /// 4-17% faster on an H100 than scalar loads.
+    /// long, the filter binds as vectors (`fetch_half_vectors`), which ran the ResNet 3x3
+    /// passes 4-17% faster on an H100 than scalar loads.
     fn conv_fragments_by_tap_tile(
         half_w: &mut [f16; BLOCK * A_STRIDE],
         half_s: &mut [f16; COLUMNS],
-        w_by_tap: &[Vec4<f32>],
+        w_by_tap: &[Vec4<f16>],
         source: &[f32],
         p: &ConvParams,
         grad: bool,
@@ -2365,16 +2410,16 @@ mod nn {
         let by = digits(DEPTH, p.kernel_w, channels.x);
         let mut step = digits(summed.x, p.kernel_w, channels.x);
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
-        let from_w = fetch_vectors(w_by_tap, shape_w, true, origin.y, summed.x, t);
+        let from_w = fetch_half_vectors(w_by_tap, shape_w, true, origin.y, summed.x, t);
         let from_s = conv_tap_gather(source, p, grad, at, step, t);
-        stage_rows_vectors(half_w, 0, &from_w, true, t);
+        stage_rows_halves(half_w, 0, &from_w, true, t);
         stage_half(half_s, &from_s, false, t);
         for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
             step = advance(step, by, p.kernel_w, channels.x);
-            let from_w = fetch_vectors(w_by_tap, shape_w, true, origin.y, k0, t);
+            let from_w = fetch_half_vectors(w_by_tap, shape_w, true, origin.y, k0, t);
             let from_s = conv_tap_gather(source, p, grad, at, step, t);
             multiply_fragments(half_w, half_s, false, &mut acc, t);
-            stage_rows_vectors(half_w, 0, &from_w, true, t);
+            stage_rows_halves(half_w, 0, &from_w, true, t);
             stage_half(half_s, &from_s, false, t);
         }
         multiply_fragments(half_w, half_s, false, &mut acc, t);
@@ -2395,7 +2440,7 @@ mod nn {
         p: &ConvParams,
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] x: &[f32],
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)] w_by_tap: &[Vec4<
-            f32,
+            f16,
         >],
         #[len(p.out_channels)] bias: &[f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
@@ -2634,7 +2679,7 @@ mod nn {
     fn conv_window_tile(
         half_w: &mut [f16; ROWS_HALVES],
         window: &mut [f16; COLUMNS],
-        w_by_tap: &[Vec4<f32>],
+        w_by_tap: &[Vec4<f16>],
         source: &[f32],
         p: &ConvParams,
         grad: bool,
@@ -2693,7 +2738,7 @@ mod nn {
                 }
             }
         } else {
-            let mut from_w = fetch_vectors(w_by_tap, shape_w, true, origin.y, summed.x, t);
+            let mut from_w = fetch_half_vectors(w_by_tap, shape_w, true, origin.y, summed.x, t);
             let mut step = 0u32;
             for c0 in (summed.x..summed.y).step_by(DEPTH) {
                 let from_s = window_gather(source, plane, &at, c0, t);
@@ -2707,13 +2752,13 @@ mod nn {
                         workgroup_barrier();
                     }
                     let base = step % SLICES * (BLOCK * A_STRIDE);
-                    stage_rows_vectors(half_w, base, &from_w, true, t);
+                    stage_rows_halves(half_w, base, &from_w, true, t);
                     let next = if tap + 1 < taps {
                         (tap + 1) * channels.x + c0
                     } else {
                         c0 + DEPTH
                     };
-                    from_w = fetch_vectors(w_by_tap, shape_w, true, origin.y, next, t);
+                    from_w = fetch_half_vectors(w_by_tap, shape_w, true, origin.y, next, t);
                     workgroup_barrier();
                     multiply_window(
                         half_w,
@@ -2734,19 +2779,20 @@ mod nn {
     /// channels `c0..` of each of `taps` taps) from the filter `w_by_tap` of `shape` as
     /// `conv_weights_by_tap` lays it out: tap `i`'s vectors from `i * LOADS / 4` on.
     fn fetch_all_taps(
-        w_by_tap: &[Vec4<f32>],
+        w_by_tap: &[Vec4<f16>],
         shape: Vec2<u32>,
         taps: u32,
         first: u32,
         c0: u32,
         t: u32,
-    ) -> [Vec4<f32>; SLICES * LOADS / 4] {
+    ) -> [Vec4<f16>; SLICES * LOADS / 4] {
         let channels = shape.x / taps;
-        let mut fetched = [vec4(0.0f32, 0.0, 0.0, 0.0); SLICES * LOADS / 4];
+        let mut fetched = [vec4(0.0f16, 0.0, 0.0, 0.0); SLICES * LOADS / 4];
         #[unroll]
         for tap in 0..SLICES {
             if tap < taps {
-                let slice = fetch_vectors(w_by_tap, shape, true, first, tap * channels + c0, t);
+                let first_channel = tap * channels + c0;
+                let slice = fetch_half_vectors(w_by_tap, shape, true, first, first_channel, t);
                 #[unroll]
                 for v in 0..LOADS / 4 {
                     fetched[tap * (LOADS / 4) + v] = slice[v];
@@ -2850,7 +2896,7 @@ mod nn {
         p: &ConvParams,
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] x: &[f32],
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)] w_by_tap: &[Vec4<
-            f32,
+            f16,
         >],
         #[len(p.out_channels)] bias: &[f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
@@ -3125,7 +3171,7 @@ mod nn {
         x: &[f32],
         /// The filter as `conv_weights_by_tap` lays it out.
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)]
-        w_by_tap: &[Vec4<f32>],
+        w_by_tap: &[Vec4<f16>],
         #[len(p.out_channels)]
         bias: &[f32],
         /// Scratch: one output-shaped partial sum per slice.
@@ -3153,7 +3199,7 @@ mod nn {
     pub fn conv_forward_fragments_by_tap_partial(
         p: &ConvParams,
         x: &[f32],
-        w_by_tap: &[Vec4<f32>],
+        w_by_tap: &[Vec4<f16>],
         partial: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_x: &mut [f16; COLUMNS],
@@ -3608,17 +3654,19 @@ mod nn {
     // column, output channel) by `conv_weights_transposed_by_tap`.
 
     /// The filter `w` (output channel, input channel, tap row, tap column) as the input
-    /// gradient by taps reads it: (input channel, tap row, tap column, output channel). A
+    /// gradient by taps reads it: (input channel, tap row, tap column, output channel), in
+    /// halves (see `conv_weights_by_tap`). A
     /// workgroup moves a `SPAN` x `SPAN` tile of channel pairs tap by tap through `tile`, so
     /// that it reads along input channels and writes along output channels.
     #[kernel(
         workgroup = [GROUP],
-        grid = [ceil_div(p.in_channels, SPAN), ceil_div(p.out_channels, SPAN)]
+        grid = [ceil_div(p.in_channels, SPAN), ceil_div(p.out_channels, SPAN)],
+        features(f16)
     )]
     pub fn conv_weights_transposed_by_tap(
         p: &ConvParams,
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w: &[f32],
-        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w_transposed: &mut [f32],
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w_transposed: &mut [f16],
         #[workgroup] tile: &mut [f32; GROUP],
     ) {
         let t = local_index();
@@ -3634,7 +3682,8 @@ mod nn {
             }
             workgroup_barrier();
             if written.x < p.in_channels && written.y < p.out_channels {
-                w_transposed[(written.x * taps + tap) * p.out_channels + written.y] = tile[t];
+                w_transposed[(written.x * taps + tap) * p.out_channels + written.y] =
+                    tile[t] as f16;
             }
             workgroup_barrier();
         }
@@ -3653,7 +3702,7 @@ mod nn {
     pub fn conv_grad_input_fragments_by_tap(
         p: &ConvParams,
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)]
-        w_transposed: &[Vec4<f32>],
+        w_transposed: &[Vec4<f16>],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
@@ -3710,7 +3759,7 @@ mod nn {
     pub fn conv_grad_input_window(
         p: &ConvParams,
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)]
-        w_transposed: &[Vec4<f32>],
+        w_transposed: &[Vec4<f16>],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
         #[workgroup] half_w: &mut [f16; ROWS_HALVES],
@@ -3770,7 +3819,7 @@ mod nn {
         p: &ConvParams,
         /// The filter as `conv_weights_transposed_by_tap` lays it out.
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)]
-        w_transposed: &[Vec4<f32>],
+        w_transposed: &[Vec4<f16>],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
         grad_pre: &[f32],
         /// Scratch: one input-shaped partial sum per slice.
@@ -3795,7 +3844,7 @@ mod nn {
     )]
     pub fn conv_grad_input_fragments_by_tap_partial(
         p: &ConvParams,
-        w_transposed: &[Vec4<f32>],
+        w_transposed: &[Vec4<f16>],
         grad_pre: &[f32],
         partial: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
