@@ -142,10 +142,11 @@ pub fn module(
         .flat_map(ir::Kernel::variants)
         .flat_map(|v| v.helpers.iter().map(|h| h.name.to_string()))
         .collect();
-    let unused = helpers
+    let unused: Vec<syn::Ident> = helpers
         .iter()
         .map(|f| f.sig.ident.clone())
         .filter(|name| !called.contains(&name.to_string()))
+        .filter(|name| !names_set_constants(name, &helpers, &sets.sets, &module_consts, errors))
         .collect();
     module.helpers =
         kernel::instance_helpers(unused, &helpers, &module_consts, &module.params, errors);
@@ -156,6 +157,75 @@ pub fn module(
         attrs: input.attrs,
         vis: input.vis,
     })
+}
+
+/// Whether the helper `root`, which no kernel calls, or a helper it calls, names a constant of
+/// a set: those take their values from the kernels that call a helper, so such a helper
+/// cannot be checked on its own. It then gets one error, at its name, saying so (instead of
+/// one at each use of a constant, and at each use of a parameter whose type needs one).
+fn names_set_constants(
+    root: &syn::Ident,
+    helpers: &[syn::ItemFn],
+    sets: &[ir::ConstantSet],
+    module_consts: &consts::Consts,
+    errors: &mut Errors,
+) -> bool {
+    let set_of = |name: &str| {
+        sets.iter().find(|set| {
+            set.identity.iter().any(|c| c == name) || set.derived.iter().any(|(c, _)| c == name)
+        })
+    };
+    let mut pending = vec![root.clone()];
+    let mut seen: Vec<syn::Ident> = Vec::new();
+    while let Some(name) = pending.pop() {
+        if seen.contains(&name) {
+            continue;
+        }
+        seen.push(name.clone());
+        let Some(function) = helpers.iter().find(|h| h.sig.ident == name) else {
+            continue;
+        };
+        let mut idents = Vec::new();
+        idents_of(quote::ToTokens::to_token_stream(function), &mut idents);
+        for ident in idents {
+            let text = ident.to_string();
+            if module_consts.get(&text).is_some() {
+                continue;
+            }
+            if let Some(set) = set_of(&text) {
+                let through = match name == *root {
+                    true => String::new(),
+                    false => format!(" (through `{name}`)"),
+                };
+                errors.at(
+                    root.span(),
+                    format!(
+                        "no kernel calls `{root}`, and it uses `{text}`{through}, a constant \
+                         of `{}`: a helper takes such constants from the kernels that call \
+                         it, so tessera cannot check it alone. Call it from a kernel with \
+                         `constants = {}`, or remove it",
+                        set.name, set.name
+                    ),
+                );
+                return true;
+            }
+            if helpers.iter().any(|h| h.sig.ident == ident) {
+                pending.push(ident);
+            }
+        }
+    }
+    false
+}
+
+/// Every identifier in `tokens`, groups included, in order.
+fn idents_of(tokens: proc_macro2::TokenStream, out: &mut Vec<syn::Ident>) {
+    for token in tokens {
+        match token {
+            proc_macro2::TokenTree::Ident(ident) => out.push(ident),
+            proc_macro2::TokenTree::Group(group) => idents_of(group.stream(), out),
+            _ => {}
+        }
+    }
 }
 
 /// `#[constants(...)] struct Name;`: a set of constants kernels name with `constants = Name`.

@@ -269,3 +269,39 @@ fn a_params_field_declared_twice_is_an_error_at_the_second() {
         ["`a` is already a field of this struct; give this one another name"]
     );
 }
+
+/// A helper no kernel calls is checked alone, with the module's constants: one that needs a
+/// set's constants, itself or through a helper it calls, gets one error at its name instead
+/// of an error at each use (which blamed the helpers the kernels do call).
+#[test]
+fn a_helper_no_kernel_calls_that_needs_a_sets_constants_gets_one_error_at_its_name() {
+    let Err(errors) = crate::tests::checked(quote! {
+        mod m {
+            #[constants(TILE = [8, 16], HALF = TILE / 2)]
+            struct Tiles;
+            const LANES: u32 = 32;
+            fn lane(t: u32) -> u32 { t % TILE }
+            fn unused(x: &mut [f32; HALF], t: u32) { x[0] = lane(t) as f32; }
+            fn also_unused(t: u32) -> u32 { lane(t) + 1 }
+            fn checked_alone(t: u32) -> u32 { t % LANES }
+            #[kernel(workgroup = [TILE], grid = [1], constants = Tiles)]
+            fn k(y: &mut [u32]) { y[0] = lane(local_index()); }
+        }
+    }) else {
+        panic!("accepted");
+    };
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    let wanted = [
+        "no kernel calls `unused`, and it uses `HALF`, a constant of `Tiles`",
+        "no kernel calls `also_unused`, and it uses `TILE` (through `lane`), a constant of `Tiles`",
+    ];
+    for want in wanted {
+        assert!(
+            errors.iter().any(|e| e.contains(want)),
+            "{want}: {errors:?}"
+        );
+    }
+    assert!(errors
+        .iter()
+        .all(|e| e.contains("Call it from a kernel with `constants = Tiles`")));
+}
