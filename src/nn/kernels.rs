@@ -609,8 +609,8 @@ mod nn {
         fetched
     }
 
-    /// Where the `v`-th vector that invocation `t` fetches for `fetch_vectors` lies: (its
-    /// index among the matrix's vectors, 1 if it lies inside the matrix, else 0).
+    /// Where the `v`-th vector that invocation `t` fetches (`fetch_vectors` and its halves'
+    /// twin) lies: (its index among the matrix's vectors, 1 if inside the matrix, else 0).
     fn fetched_vector(
         shape: Vec2<u32>,
         across: bool,
