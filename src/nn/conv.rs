@@ -214,6 +214,7 @@ impl Conv2dShape {
             // Whole: a slice's end is clamped to the dimension it cuts.
             bias_splits: 1,
             bias_split_depth: u32::MAX,
+            workers: 0,
         })
     }
 }
@@ -461,6 +462,8 @@ struct Fragments {
     /// The forward in slices of the summed dimension.
     forward_split: kernels::Blocked<kernels::ConvForwardFragmentsSplit>,
     forward_by_tap_split: kernels::Blocked<kernels::ConvForwardFragmentsByTapSplit>,
+    /// The forward by taps as a stream of workgroups sharing the blocks' steps evenly.
+    forward_by_tap_stream: kernels::Blocked<kernels::ConvForwardFragmentsByTapStream>,
     grad_input: kernels::Blocked<kernels::ConvGradInputFragments>,
     /// The input gradient in slices of the summed dimension.
     grad_input_split: kernels::Blocked<kernels::ConvGradInputFragmentsSplit>,
@@ -470,6 +473,8 @@ struct Fragments {
     /// blocking's depth, whole and in slices.
     grad_input_by_tap: kernels::Blocked<kernels::ConvGradInputFragmentsByTap>,
     grad_input_by_tap_split: kernels::Blocked<kernels::ConvGradInputFragmentsByTapSplit>,
+    /// The input gradient by taps as a stream (see `forward_by_tap_stream`).
+    grad_input_by_tap_stream: kernels::Blocked<kernels::ConvGradInputFragmentsByTapStream>,
     /// The stride-1 input gradient over a staged window, for output channels a multiple of
     /// the window blocking's step, where the device has the workgroup memory.
     grad_input_window: Option<kernels::Blocked<kernels::ConvGradInputWindow>>,
@@ -495,11 +500,13 @@ impl Fragments {
             forward_all_taps,
             forward_split,
             forward_by_tap_split,
+            forward_by_tap_stream,
             grad_input,
             grad_input_split,
             weights_transposed_by_tap,
             grad_input_by_tap,
             grad_input_by_tap_split,
+            grad_input_by_tap_stream,
             grad_input_window,
             grad_input_all_taps,
             grad_input_phased,
@@ -514,10 +521,12 @@ impl Fragments {
         forward_by_tap.try_for_each(|k| k.prepare(rt))?;
         forward_split.try_for_each(|k| k.prepare(rt))?;
         forward_by_tap_split.try_for_each(|k| k.prepare(rt))?;
+        forward_by_tap_stream.try_for_each(|k| k.prepare(rt))?;
         grad_input.try_for_each(|k| k.prepare(rt))?;
         grad_input_split.try_for_each(|k| k.prepare(rt))?;
         grad_input_by_tap.try_for_each(|k| k.prepare(rt))?;
         grad_input_by_tap_split.try_for_each(|k| k.prepare(rt))?;
+        grad_input_by_tap_stream.try_for_each(|k| k.prepare(rt))?;
         grad_input_phased.try_for_each(|k| k.prepare(rt))?;
         grad_weight.try_for_each(|k| k.prepare(rt))?;
         grad_weight_by_tap.try_for_each(|k| k.prepare(rt))?;
@@ -543,9 +552,10 @@ impl Fragments {
         let input_reduce = kernels::ConvGradInputFragmentsReduce::new(rt)?;
         let fragments = Fragments {
             weights_by_tap: kernels::ConvWeightsByTap::new(rt)?,
-            // SAFETY (all thirteen): every index is guarded (see "Bounds" in `kernels`; the
-            // kernels by taps run only for channels a multiple of their blocking's step or, the
-            // filter gradient's, of its block, below).
+            // SAFETY (every unchecked constructor below): every index is guarded (see "Bounds"
+            // in `kernels`; the kernels by taps run only for channels a multiple of their
+            // blocking's step or, the filter gradient's, of its block, below; a stream's slots
+            // of `partial`, two a workgroup, are what its binding's length asks for).
             forward: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvForwardFragments::with_constants_unchecked(rt, b)
             })?,
@@ -575,6 +585,14 @@ impl Fragments {
                     by_tap_reduce.clone(),
                 ))
             })?,
+            forward_by_tap_stream: kernels::Blocked::on_fragments(|b| {
+                Ok(kernels::ConvForwardFragmentsByTapStream::from_members(
+                    unsafe {
+                        kernels::ConvForwardFragmentsByTapStreamed::with_constants_unchecked(rt, b)
+                    }?,
+                    unsafe { kernels::ConvForwardStreamedFixup::with_constants_unchecked(rt, b) }?,
+                ))
+            })?,
             grad_input: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvGradInputFragments::with_constants_unchecked(rt, b)
             })?,
@@ -596,6 +614,18 @@ impl Fragments {
                         kernels::ConvGradInputFragmentsByTapPartial::with_constants_unchecked(rt, b)
                     }?,
                     input_by_tap_reduce.clone(),
+                ))
+            })?,
+            grad_input_by_tap_stream: kernels::Blocked::on_fragments(|b| {
+                Ok(kernels::ConvGradInputFragmentsByTapStream::from_members(
+                    unsafe {
+                        kernels::ConvGradInputFragmentsByTapStreamed::with_constants_unchecked(
+                            rt, b,
+                        )
+                    }?,
+                    unsafe {
+                        kernels::ConvGradInputStreamedFixup::with_constants_unchecked(rt, b)
+                    }?,
                 ))
             })?,
             grad_input_window: kernels::Blocked::on_windows(|b| unsafe {
@@ -872,18 +902,24 @@ impl Convolution {
                 let window = fragments.forward_window.as_ref().filter(|_| way.window)?;
                 Some(window.get(way.blocking)).filter(fits)
             });
-            let whole = window.is_some() || !way.split || cut.splits == 1;
+            let taps_fit = way.by_tap && p.in_channels.is_multiple_of(blocking.depth());
+            // As a stream where the way says so and the pass runs by taps.
+            let streamed = window.is_none() && taps_fit && way.workers > 0;
+            let whole = window.is_some() || streamed || !way.split || cut.splits == 1;
             if !whole {
                 (p.splits, p.split_depth) = (cut.splits, cut.depth);
             }
             let mut partials = self.partials.lock();
-            let partial = if whole {
+            let partial = if streamed {
+                p.workers = way.workers;
+                let len = 2 * p.workers as usize * kernels::STREAM_SLOT;
+                Some(partials.at_least(batch.runtime(), len)?)
+            } else if whole {
                 None
             } else {
                 let len = cut.partials(p.out_channels, columns);
                 Some(partials.at_least(batch.runtime(), len)?)
             };
-            let taps_fit = way.by_tap && p.in_channels.is_multiple_of(blocking.depth());
             if taps_fit || all_taps.is_some() {
                 let mut by_tap = self.weights_by_tap.lock();
                 let w_by_tap = by_tap.at_least(batch.runtime(), w.len().div_ceil(2))?;
@@ -906,6 +942,19 @@ impl Convolution {
                     return window.record(batch, args);
                 }
                 return match partial {
+                    Some(partial) if streamed => {
+                        let args = kernels::ConvForwardFragmentsByTapStreamArgs {
+                            p: &p,
+                            x,
+                            w_by_tap,
+                            bias,
+                            partial,
+                            pre,
+                            y,
+                        };
+                        let stream = fragments.forward_by_tap_stream.get(way.blocking);
+                        stream.record(batch, args)
+                    }
                     None => {
                         let args = kernels::ConvForwardFragmentsByTapArgs {
                             p: &p,
@@ -1248,6 +1297,20 @@ impl Convolution {
                         grad_x,
                     };
                     return window.record(batch, args);
+                }
+                if way.workers > 0 {
+                    p.workers = way.workers;
+                    let mut partials = self.partials.lock();
+                    let len = 2 * p.workers as usize * kernels::STREAM_SLOT;
+                    let args = kernels::ConvGradInputFragmentsByTapStreamArgs {
+                        p: &p,
+                        w_transposed,
+                        grad_pre,
+                        partial: partials.at_least(batch.runtime(), len)?,
+                        grad_x,
+                    };
+                    let stream = fragments.grad_input_by_tap_stream.get(way.blocking);
+                    return stream.record(batch, args);
                 }
                 if cut.splits == 1 {
                     let args = kernels::ConvGradInputFragmentsByTapArgs {
@@ -1728,5 +1791,66 @@ mod tests {
             }
         }
         assert_eq!(w_transposed.read(&rt).unwrap(), want);
+    }
+
+    /// The forward and the input gradient as streams of workgroups against the same passes
+    /// by taps whole, on a device with tensor cores. 160 -> 96 channels over 3 images of 10 x
+    /// 10: the forward 3 ragged blocks of 45 steps, the input gradient 6 of 27. Run by one
+    /// workgroup (every block whole), by 2 and 4 (whole blocks, then the rest in parts), by 5,
+    /// 7 and 13 (every block shared, ranges over two or three blocks), by 100 (an iteration
+    /// or two each) and by more than there are iterations.
+    #[test]
+    fn passes_as_streams_match_the_passes_by_taps() {
+        let rt = Runtime::new().unwrap();
+        let tensor = match Convolution::with_precision(&rt, Precision::TensorCoreF16) {
+            Err(crate::Error::MissingFeature { .. }) => return,
+            built => built.unwrap(),
+        };
+        let shape = Conv2dShape::new(3, 160, [10, 10], 96, [3, 3]).padding(Padding::uniform(1));
+        let p = shape.params(Activation::Relu).unwrap();
+        let wave = |len: usize, f: f32| -> Vec<f32> {
+            (0..len).map(|i| (i as f32 * f).sin() * 0.5).collect()
+        };
+        let up = |v: &[f32]| rt.upload(v).unwrap();
+        let len = shape.output_len().unwrap();
+        let x = up(&wave(shape.input_len(), 0.37));
+        let w = up(&wave(shape.weight_len(), 0.11));
+        let bias = up(&wave(96, 0.7));
+        let grad_pre = up(&wave(len, 0.23));
+        let zeros = |len: usize| rt.zeros::<f32>(len).unwrap();
+        // pre, y and grad_x, and the kernels that ran.
+        let run = |way: Way| {
+            let (mut pre, mut y, mut grad_x) = (zeros(len), zeros(len), zeros(shape.input_len()));
+            let mut batch = rt.batch();
+            (tensor.record_forward(&mut batch, way, p, &x, &w, &bias, &mut pre, &mut y)).unwrap();
+            (tensor.record_grad_input(&mut batch, way, p, &w, &grad_pre, &mut grad_x)).unwrap();
+            let ran: Vec<String> = (batch.submit_timed().unwrap().dispatches.into_iter())
+                .map(|(label, _)| label)
+                .collect();
+            let [pre, y, grad_x] = [pre, y, grad_x].map(|b| b.read(&rt).unwrap());
+            ([pre, y, grad_x], ran)
+        };
+        let by_tap = Way::on_fragments(kernels::MANY).by_tap();
+        let (want, _) = run(by_tap);
+        let streams = [
+            "conv_forward_fragments_by_tap_streamed_depth32_block128_invocations512_kernel_h3_kernel_w3",
+            "conv_grad_input_fragments_by_tap_streamed_depth32_block128_invocations512_kernel_h3_kernel_w3",
+        ];
+        for workers in [1, 2, 4, 5, 7, 13, 100, 500] {
+            let (got, ran) = run(by_tap.streamed(workers));
+            for stream in streams {
+                assert!(ran.iter().any(|r| r == stream), "{ran:?}");
+            }
+            for (name, (got, want)) in ["pre", "y", "grad_x"]
+                .into_iter()
+                .zip(got.iter().zip(&want))
+            {
+                let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+                for (i, (g, w)) in got.iter().zip(want).enumerate() {
+                    let close = (g - w).abs() <= 1e-5 * scale;
+                    assert!(close, "{name}[{i}] with {workers} workers: {g} against {w}");
+                }
+            }
+        }
     }
 }

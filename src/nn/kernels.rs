@@ -110,6 +110,9 @@ mod nn {
         pub bias_splits: u32,
         /// The length of each of those slices but the last.
         pub bias_split_depth: u32,
+        /// A pass as a stream (`conv_forward_fragments_by_tap_streamed`): its workgroups, at
+        /// most its (block, step) iterations.
+        pub workers: u32,
     }
 
     #[repr(C)]
@@ -3244,6 +3247,334 @@ mod nn {
         sum_forward_slices(p, partial, bias, pre, y, global_id().x);
     }
 
+    // A pass as a stream: an output whose blocks do not fill the GPU's waves evenly (196
+    // blocks of 128 x 128 are 1.5 waves of an H100's 132 workgroups, so the second wave half
+    // idles) runs as `p.workers` workgroups, as many as the GPU holds at once. Each runs
+    // the whole blocks that fill whole waves, `p.workers` apart, then an even share of the
+    // (block, step) iterations of the blocks left over: a contiguous range of them, whose
+    // first and last block it may sum in part. A block summed whole is stored as the pass
+    // stores it; a part goes to the workgroup's slot of `partial` (two a workgroup: its
+    // range's first block and its last), and a second kernel adds up the parts of each
+    // block that more than one workgroup summed.
+
+    /// The iterations `first..end` of a stream of `total` that workgroup `worker` of
+    /// `workers` runs, as (first, end): `total / workers` each, the first `total % workers`
+    /// one more.
+    fn stream_range(total: u32, workers: u32, worker: u32) -> Vec2<u32> {
+        let (each, longer) = (total / workers, total % workers);
+        let first = worker * each + worker.min(longer);
+        vec2(first, first + each + (worker < longer) as u32)
+    }
+
+    /// The workgroup of `stream_range` that runs iteration `i`.
+    fn stream_worker(total: u32, workers: u32, i: u32) -> u32 {
+        let (each, longer) = (total / workers, total % workers);
+        let long = longer * (each + 1);
+        if i < long {
+            i / (each + 1)
+        } else {
+            longer + (i - long) / each
+        }
+    }
+
+    /// A stream's blocks of `BLOCK` result channels by `BLOCK` of `columns` positions,
+    /// numbered along the positions first, of `steps` steps each: (blocks along the
+    /// positions, blocks run whole, blocks shared out by iterations).
+    fn stream_blocks(channels: u32, columns: u32, workers: u32) -> Vec3<u32> {
+        let across = ceil_div(columns, BLOCK);
+        let blocks = across * ceil_div(channels, BLOCK);
+        let whole = blocks / workers * workers;
+        vec3(across, whole, blocks - whole)
+    }
+
+    /// What workgroup `worker` of a stream of `blocks` (`stream_blocks`) of `steps` steps
+    /// runs: (the steps of its whole blocks, then its range of the iterations shared out,
+    /// `stream_range`, as first and end), to be walked by `stream_part`. One loop over both,
+    /// so that a kernel writes its tile out once.
+    fn stream_share(blocks: Vec3<u32>, steps: u32, workers: u32, worker: u32) -> Vec3<u32> {
+        let range = stream_range(blocks.z * steps, workers, worker);
+        vec3(blocks.y / workers * steps, range.x, range.y)
+    }
+
+    /// The part of a block that workgroup `worker` of a stream runs from step `j` of its
+    /// `share` on: (the block, its first step and its end, and the workgroup's slot of
+    /// `partial` should the part not be the whole block: its range's first block or not).
+    fn stream_part(
+        blocks: Vec3<u32>,
+        steps: u32,
+        workers: u32,
+        worker: u32,
+        share: Vec3<u32>,
+        j: u32,
+    ) -> Vec4<u32> {
+        if j < share.x {
+            vec4(worker + j / steps * workers, 0, steps, 0)
+        } else {
+            let i = share.y + j - share.x;
+            let first = i % steps;
+            let end = (first + share.z - i).min(steps);
+            vec4(
+                blocks.y + i / steps,
+                first,
+                end,
+                2 * worker + (i != share.y) as u32,
+            )
+        }
+    }
+
+    /// The sum of the parts of element `e` of the block `shared` describes (see
+    /// `stream_shared_block`) that workgroups up to `last` wrote to `partial`.
+    fn stream_sum(partial: &[f32], shared: Vec4<u32>, last: u32, e: u32) -> f32 {
+        let mut z = partial[shared.z * BLOCK * BLOCK + e];
+        for worker in shared.y + 1..last + 1 {
+            z += partial[2 * worker * BLOCK * BLOCK + e];
+        }
+        z
+    }
+
+    /// Writes the accumulators of a block into `out` from `offset` on, row-major, `BLOCK`
+    /// columns: one slot of a stream's `partial`.
+    fn store_block_fragments(out: &mut [f32], offset: u32, acc: &[FragC16<f32>; FRAGS], t: u32) {
+        let warp = t / 32;
+        let (rows, cols) = (warp / 4 * WARP_ROWS, warp % 4 * WARP_COLS);
+        #[unroll]
+        for i in 0..FRAG_ROWS {
+            #[unroll]
+            for j in 0..FRAG_COLS {
+                let first = offset + (rows + i * 16) * BLOCK + cols + j * 16;
+                coop_store_row_major(acc[i * FRAG_COLS + j], &mut out[first], BLOCK);
+            }
+        }
+    }
+
+    /// `conv_forward_fragments_by_tap` as a stream (see above), `DEPTH` summed indices a
+    /// step.
+    #[kernel(
+        workgroup = [INVOCATIONS],
+        constants = TensorBlocking,
+        grid = [p.workers],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
+        specialize(p.kernel_h == 3 && p.kernel_w == 3)
+    )]
+    pub fn conv_forward_fragments_by_tap_streamed(
+        p: &ConvParams,
+        x: &[f32],
+        w_by_tap: &[Vec4<f16>],
+        bias: &[f32],
+        partial: &mut [f32],
+        pre: &mut [f32],
+        y: &mut [f32],
+        #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_x: &mut [f16; COLUMNS],
+        #[workgroup] spill: &mut [f32; SPILL],
+    ) {
+        let (t, worker) = (local_index(), workgroup_id().x);
+        let blocks = stream_blocks(p.out_channels, p.batch * p.out_h * p.out_w, p.workers);
+        let steps = p.in_channels * p.kernel_h * p.kernel_w / DEPTH;
+        let share = stream_share(blocks, steps, p.workers, worker);
+        let mut j = 0u32;
+        while j < share.x + share.z - share.y {
+            let part = stream_part(blocks, steps, p.workers, worker, share, j);
+            let origin = vec2(part.x % blocks.x, part.x / blocks.x) * BLOCK;
+            let summed = vec2(part.y, part.z) * DEPTH;
+            let acc = conv_fragments_by_tap_tile(
+                half_w, half_x, w_by_tap, x, p, false, origin, summed, t,
+            );
+            if part.y == 0 && part.z == steps {
+                store_conv_forward_fragments(&acc, bias, pre, y, p, spill, origin, t);
+            } else {
+                store_block_fragments(partial, part.w * BLOCK * BLOCK, &acc, t);
+            }
+            j += part.z - part.y;
+        }
+    }
+
+    /// The block that workgroup `last` of a stream of `total` iterations of `steps` finishes
+    /// for others, if any: the block its range starts inside of, where its range runs to the
+    /// block's end. As (that block among those shared out, the first workgroup that summed a
+    /// part of it, that workgroup's slot of `partial`, 1 if there is such a block, else 0).
+    fn stream_shared_block(total: u32, workers: u32, last: u32, steps: u32) -> Vec4<u32> {
+        let (each, longer) = (total / workers, total % workers);
+        let range = stream_range(total, workers, last);
+        let block = range.x / steps;
+        let start = block * steps;
+        let shared = range.x < range.y && range.x != start && range.y >= start + steps;
+        let first = stream_worker(total, workers, start);
+        // The block is the first workgroup's first unless its range starts before the block.
+        let later = first * each + first.min(longer) < start;
+        vec4(block, first, 2 * first + later as u32, shared as u32)
+    }
+
+    /// Adds up the parts of each block of `conv_forward_fragments_by_tap_streamed` that more
+    /// than one workgroup summed, then `pre` = the sum + `bias` and `y = act(pre)`. Each such
+    /// block falls to the last of its workgroups (grid `y`, see `stream_shared_block`), whose
+    /// other slots hold the parts of the workgroups between; an invocation adds up 4 of the
+    /// block's elements, `GROUP` apart.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [BLOCK * BLOCK / (4 * GROUP), p.workers]
+    )]
+    pub fn conv_forward_streamed_fixup(
+        p: &ConvParams,
+        partial: &[f32],
+        bias: &[f32],
+        pre: &mut [f32],
+        y: &mut [f32],
+    ) {
+        let (t, quarter, last) = (local_index(), workgroup_id().x, workgroup_id().y);
+        let pixels = p.out_h * p.out_w;
+        let columns = p.batch * pixels;
+        let blocks = stream_blocks(p.out_channels, columns, p.workers);
+        let steps = p.in_channels * p.kernel_h * p.kernel_w / DEPTH;
+        let shared = stream_shared_block(blocks.z * steps, p.workers, last, steps);
+        if shared.w != 0 {
+            let block = blocks.y + shared.x;
+            let origin = vec2(block % blocks.x, block / blocks.x) * BLOCK;
+            #[unroll]
+            for r in 0..4 {
+                let e = (quarter * 4 + r) * GROUP + t;
+                let at = origin + vec2(e % BLOCK, e / BLOCK);
+                if at.y < p.out_channels && at.x < columns {
+                    let z = bias[at.y] + stream_sum(partial, shared, last, e);
+                    let i = (at.x / pixels * p.out_channels + at.y) * pixels + at.x % pixels;
+                    if p.keep_pre != 0 {
+                        pre[i] = z;
+                    }
+                    y[i] = activate(z, p.activation);
+                }
+            }
+        }
+    }
+
+    /// `conv_forward_fragments_by_tap` as a stream.
+    #[family(conv_forward_fragments_by_tap_streamed, conv_forward_streamed_fixup)]
+    pub struct ConvForwardFragmentsByTapStream {
+        p: &ConvParams,
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
+        x: &[f32],
+        /// The filter as `conv_weights_by_tap` lays it out.
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)]
+        w_by_tap: &[Vec4<f16>],
+        #[len(p.out_channels)]
+        bias: &[f32],
+        /// Scratch: two blocks per workgroup, `BLOCK * BLOCK` each, at most `STREAM_SLOT`.
+        #[len(2 * p.workers * 16384)]
+        partial: &mut [f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        pre: &mut [f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        y: &mut [f32],
+    }
+
+    /// `conv_grad_input_fragments_by_tap` as a stream (see `conv_forward_fragments_by_tap_streamed`).
+    #[kernel(
+        workgroup = [INVOCATIONS],
+        constants = TensorBlocking,
+        grid = [p.workers],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
+        specialize(p.kernel_h == 3 && p.kernel_w == 3)
+    )]
+    pub fn conv_grad_input_fragments_by_tap_streamed(
+        p: &ConvParams,
+        w_transposed: &[Vec4<f16>],
+        grad_pre: &[f32],
+        partial: &mut [f32],
+        grad_x: &mut [f32],
+        #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_g: &mut [f16; COLUMNS],
+        #[workgroup] spill: &mut [f32; SPILL],
+    ) {
+        let (t, worker) = (local_index(), workgroup_id().x);
+        let pixels = p.in_h * p.in_w;
+        let blocks = stream_blocks(p.in_channels, p.batch * pixels, p.workers);
+        let steps = p.out_channels * p.kernel_h * p.kernel_w / DEPTH;
+        let share = stream_share(blocks, steps, p.workers, worker);
+        let mut j = 0u32;
+        while j < share.x + share.z - share.y {
+            let part = stream_part(blocks, steps, p.workers, worker, share, j);
+            let origin = vec2(part.x % blocks.x, part.x / blocks.x) * BLOCK;
+            let summed = vec2(part.y, part.z) * DEPTH;
+            let acc = conv_fragments_by_tap_tile(
+                half_w,
+                half_g,
+                w_transposed,
+                grad_pre,
+                p,
+                true,
+                origin,
+                summed,
+                t,
+            );
+            if part.y == 0 && part.z == steps {
+                store_fragments(
+                    grad_x,
+                    0,
+                    &acc,
+                    p.in_channels,
+                    p.batch * pixels,
+                    images_layout(p.in_channels, pixels),
+                    origin,
+                    spill,
+                    t,
+                );
+            } else {
+                store_block_fragments(partial, part.w * BLOCK * BLOCK, &acc, t);
+            }
+            j += part.z - part.y;
+        }
+    }
+
+    /// `conv_forward_streamed_fixup` for `conv_grad_input_fragments_by_tap_streamed`:
+    /// `grad_x` = the sum.
+    #[kernel(
+        workgroup = [GROUP],
+        constants = TensorBlocking,
+        grid = [BLOCK * BLOCK / (4 * GROUP), p.workers]
+    )]
+    pub fn conv_grad_input_streamed_fixup(p: &ConvParams, partial: &[f32], grad_x: &mut [f32]) {
+        let (t, quarter, last) = (local_index(), workgroup_id().x, workgroup_id().y);
+        let pixels = p.in_h * p.in_w;
+        let columns = p.batch * pixels;
+        let blocks = stream_blocks(p.in_channels, columns, p.workers);
+        let steps = p.out_channels * p.kernel_h * p.kernel_w / DEPTH;
+        let shared = stream_shared_block(blocks.z * steps, p.workers, last, steps);
+        if shared.w != 0 {
+            let block = blocks.y + shared.x;
+            let origin = vec2(block % blocks.x, block / blocks.x) * BLOCK;
+            #[unroll]
+            for r in 0..4 {
+                let e = (quarter * 4 + r) * GROUP + t;
+                let at = origin + vec2(e % BLOCK, e / BLOCK);
+                if at.y < p.in_channels && at.x < columns {
+                    let i = (at.x / pixels * p.in_channels + at.y) * pixels + at.x % pixels;
+                    grad_x[i] = stream_sum(partial, shared, last, e);
+                }
+            }
+        }
+    }
+
+    /// `conv_grad_input_fragments_by_tap` as a stream.
+    #[family(
+        conv_grad_input_fragments_by_tap_streamed,
+        conv_grad_input_streamed_fixup
+    )]
+    pub struct ConvGradInputFragmentsByTapStream {
+        p: &ConvParams,
+        /// The filter as `conv_weights_transposed_by_tap` lays it out.
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)]
+        w_transposed: &[Vec4<f16>],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
+        grad_pre: &[f32],
+        /// Scratch: two blocks per workgroup, `BLOCK * BLOCK` each, at most `STREAM_SLOT`.
+        #[len(2 * p.workers * 16384)]
+        partial: &mut [f32],
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
+        grad_x: &mut [f32],
+    }
+
     /// The backward pass of `conv_forward` but the filter's gradient: the gradient before the
     /// activation, then the gradients of the input (when asked for) and the bias from it. The
     /// filter's gradient follows from `grad_pre` (`ConvGradWeightSplit` or
@@ -5127,6 +5458,10 @@ impl WindowBlocking {
         }
     }
 }
+
+/// The elements of a slot of a stream's partial sums (`ConvForwardFragmentsByTapStream`):
+/// a block of the largest [`TensorBlocking`].
+pub(crate) const STREAM_SLOT: usize = 128 * 128;
 
 /// The index of [`Blocked::deep`] for [`Blocked::get`].
 pub(crate) const DEEP: usize = 2;

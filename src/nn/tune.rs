@@ -43,6 +43,11 @@ pub(crate) struct Way {
     /// device has its workgroup memory; otherwise the way runs as `window` says. Only with
     /// `window`.
     pub all_taps: bool,
+    /// The workgroups of a convolution pass by taps run as a stream
+    /// (`kernels::conv_forward_fragments_by_tap_streamed`), 0 for none: as many as the GPU
+    /// holds at once, sharing the blocks' steps evenly. Only with `by_tap`, and only where the
+    /// pass runs by taps.
+    pub workers: u32,
 }
 
 impl Way {
@@ -85,10 +90,16 @@ impl Way {
 
     /// Both blockings on the tensor cores over a staged window, the window with every tap's
     /// filter slice staged at once, then [`Way::FRAGMENTS`] each split where the output alone
-    /// cannot fill the GPU and whole, by taps and then as they are: for the convolution's
-    /// forward and input gradient (laying the filter out for a pass by taps or over a window
-    /// is a dispatch of its own, which small problems may not recover).
-    pub const SPLIT_FRAGMENTS_OR_WINDOW: [Way; 15] = [
+    /// cannot fill the GPU and whole, by taps and then as they are, then by taps as streams:
+    /// for the convolution's forward and input gradient (laying the filter out for a pass by
+    /// taps or over a window is a dispatch of its own, which small problems may not recover).
+    ///
+    /// A stream wants as many workgroups as the GPU runs at once, which wgpu does not tell:
+    /// these blockings run one workgroup a core, and the streams offer the core counts of
+    /// NVIDIA's H100 (SXM 132, PCIe 114) and A100 (108). On a GPU with fewer cores a stream's
+    /// last workgroups wait for the first (slower, never wrong), and the tuner takes another
+    /// way.
+    pub const SPLIT_FRAGMENTS_OR_WINDOW: [Way; 19] = [
         Way::on_fragments(0).splitting().over_window(),
         Way::on_fragments(1).splitting().over_window(),
         Way::on_fragments(1).splitting().over_all_taps(),
@@ -104,6 +115,10 @@ impl Way {
         Way::on_fragments(0),
         Way::on_fragments(1),
         Way::on_fragments(kernels::MANY),
+        Way::on_fragments(kernels::MANY).by_tap().streamed(132),
+        Way::on_fragments(kernels::MANY).by_tap().streamed(114),
+        Way::on_fragments(kernels::MANY).by_tap().streamed(108),
+        Way::on_fragments(0).by_tap().streamed(132),
     ];
 
     /// Both blockings on the tensor cores, the deep one ([`kernels::DEEP`]: 128 x 128 blocks
@@ -149,6 +164,7 @@ impl Way {
             by_tap: false,
             window: false,
             all_taps: false,
+            workers: 0,
         }
     }
 
@@ -193,6 +209,11 @@ impl Way {
             all_taps: true,
             ..self.over_window()
         }
+    }
+
+    /// The same way as a stream of `workers` workgroups (see [`Way::workers`]).
+    pub const fn streamed(self, workers: u32) -> Self {
+        Way { workers, ..self }
     }
 
     /// The same blocking and split, by Winograd's minimal filtering.
