@@ -590,7 +590,9 @@ impl Fragments {
                     unsafe {
                         kernels::ConvForwardFragmentsByTapStreamed::with_constants_unchecked(rt, b)
                     }?,
-                    unsafe { kernels::ConvForwardStreamedFixup::with_constants_unchecked(rt, b) }?,
+                    unsafe {
+                        kernels::ConvForwardFragmentsByTapFixup::with_constants_unchecked(rt, b)
+                    }?,
                 ))
             })?,
             grad_input: kernels::Blocked::on_fragments(|b| unsafe {
@@ -624,7 +626,7 @@ impl Fragments {
                         )
                     }?,
                     unsafe {
-                        kernels::ConvGradInputStreamedFixup::with_constants_unchecked(rt, b)
+                        kernels::ConvGradInputFragmentsByTapFixup::with_constants_unchecked(rt, b)
                     }?,
                 ))
             })?,
@@ -824,7 +826,9 @@ impl Convolution {
     /// taps and input channels a multiple of 16, once per 16 channels together with every
     /// tap's filter (with autotuning off it does, where it can: the latter for at most 64
     /// output channels, the former in workgroups of 512 invocations where the device has
-    /// them).
+    /// them). Tap by tap, it may also run as a stream: as many workgroups as the GPU holds at
+    /// once share the blocks' steps evenly, and a second kernel adds up the blocks they
+    /// shared, for outputs whose blocks would leave the GPU's last wave part idle.
     pub fn forward(&self, batch: &mut Batch<'_>, args: Conv2dForward<'_>) -> Result<()> {
         let Conv2dForward {
             shape,
@@ -871,9 +875,9 @@ impl Convolution {
 
     /// The forward run `way`: whole, or in slices of the summed dimension when the way allows
     /// it and the output alone cannot fill the GPU; on the tensor cores over a staged window
-    /// (whole) or tap by tap, the filter laid out for it first, when the way allows it and
-    /// the shape fits (see [`over_window`]; tap by tap: input channels a multiple of the
-    /// blocking's step).
+    /// (whole) or tap by tap (whole, split or as a stream, `Way::workers`), the filter laid
+    /// out for it first, when the way allows it and the shape fits (see [`over_window`]; tap
+    /// by tap: input channels a multiple of the blocking's step).
     #[allow(clippy::too_many_arguments)]
     fn record_forward(
         &self,
@@ -1163,7 +1167,7 @@ impl Convolution {
     /// The blocking is autotuned; with autotuning off it is the small one for at most 64
     /// input channels. On the tensor cores, for stride 1 and output channels a multiple of the
     /// blocking's step, it may first copy the filter into a layout of its own and run by taps
-    /// or over a staged window, as the forward may.
+    /// (whole, in slices or as a stream) or over a staged window, as the forward may.
     pub fn grad_input(&self, batch: &mut Batch<'_>, args: Conv2dGradInput<'_>) -> Result<()> {
         let Conv2dGradInput {
             shape,
@@ -1217,9 +1221,9 @@ impl Convolution {
 
     /// The input gradient run `way`: directly for few input channels, one stride phase at a
     /// time when strided, otherwise whole or in slices of the summed dimension, on the tensor
-    /// cores over a staged window (whole) or tap by tap when the way allows it and the shape
-    /// fits (see [`over_window`]; tap by tap: output channels a multiple of the blocking's
-    /// step).
+    /// cores over a staged window (whole) or tap by tap (whole, split or as a stream) when the
+    /// way allows it and the shape fits (see [`over_window`]; tap by tap: output channels a
+    /// multiple of the blocking's step).
     fn record_grad_input(
         &self,
         batch: &mut Batch<'_>,

@@ -3416,7 +3416,7 @@ mod nn {
         constants = TensorBlocking,
         grid = [BLOCK * BLOCK / (4 * GROUP), p.workers]
     )]
-    pub fn conv_forward_streamed_fixup(
+    pub fn conv_forward_fragments_by_tap_fixup(
         p: &ConvParams,
         partial: &[f32],
         bias: &[f32],
@@ -3449,7 +3449,10 @@ mod nn {
     }
 
     /// `conv_forward_fragments_by_tap` as a stream.
-    #[family(conv_forward_fragments_by_tap_streamed, conv_forward_streamed_fixup)]
+    #[family(
+        conv_forward_fragments_by_tap_streamed,
+        conv_forward_fragments_by_tap_fixup
+    )]
     pub struct ConvForwardFragmentsByTapStream {
         p: &ConvParams,
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
@@ -3527,14 +3530,18 @@ mod nn {
         }
     }
 
-    /// `conv_forward_streamed_fixup` for `conv_grad_input_fragments_by_tap_streamed`:
+    /// `conv_forward_fragments_by_tap_fixup` for `conv_grad_input_fragments_by_tap_streamed`:
     /// `grad_x` = the sum.
     #[kernel(
         workgroup = [GROUP],
         constants = TensorBlocking,
         grid = [BLOCK * BLOCK / (4 * GROUP), p.workers]
     )]
-    pub fn conv_grad_input_streamed_fixup(p: &ConvParams, partial: &[f32], grad_x: &mut [f32]) {
+    pub fn conv_grad_input_fragments_by_tap_fixup(
+        p: &ConvParams,
+        partial: &[f32],
+        grad_x: &mut [f32],
+    ) {
         let (t, quarter, last) = (local_index(), workgroup_id().x, workgroup_id().y);
         let pixels = p.in_h * p.in_w;
         let columns = p.batch * pixels;
@@ -3559,7 +3566,7 @@ mod nn {
     /// `conv_grad_input_fragments_by_tap` as a stream.
     #[family(
         conv_grad_input_fragments_by_tap_streamed,
-        conv_grad_input_streamed_fixup
+        conv_grad_input_fragments_by_tap_fixup
     )]
     pub struct ConvGradInputFragmentsByTapStream {
         p: &ConvParams,
