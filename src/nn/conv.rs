@@ -243,6 +243,13 @@ fn by_few_channels(p: &kernels::ConvParams) -> bool {
     p.in_channels <= kernels::FEW && p.dilation_h == 1 && p.dilation_w == 1
 }
 
+/// Whether a tensor-core pass by taps of an output of `rows x columns`, summing `depth`, may
+/// run as a stream in the blocking `b`: its (block, step) iterations are counted in `u32`.
+fn streams(rows: u32, columns: u32, depth: u32, b: kernels::TensorBlocking) -> bool {
+    let blocks = u64::from(rows.div_ceil(b.block)) * u64::from(columns.div_ceil(b.block));
+    blocks * u64::from(depth / b.depth) <= u64::from(u32::MAX)
+}
+
 /// Whether a tensor-core pass of `p` may run over a staged window in the blocking `b`
 /// (`kernels::conv_window_tile`): the forward, or (`grad`) the input gradient, of a
 /// convolution of stride 1 whose summed channels are a multiple of the blocking's step, whose
@@ -908,7 +915,10 @@ impl Convolution {
             });
             let taps_fit = way.by_tap && p.in_channels.is_multiple_of(blocking.depth());
             // As a stream where the way says so and the pass runs by taps.
-            let streamed = window.is_none() && taps_fit && way.workers > 0;
+            let streamed = window.is_none()
+                && taps_fit
+                && way.workers > 0
+                && streams(p.out_channels, columns, depth, blocking);
             let whole = window.is_some() || streamed || !way.split || cut.splits == 1;
             if !whole {
                 (p.splits, p.split_depth) = (cut.splits, cut.depth);
@@ -1302,7 +1312,8 @@ impl Convolution {
                     };
                     return window.record(batch, args);
                 }
-                if way.workers > 0 {
+                let depth = p.out_channels * p.kernel_h * p.kernel_w;
+                if way.workers > 0 && streams(p.in_channels, columns, depth, blocking) {
                     p.workers = way.workers;
                     let mut partials = self.partials.lock();
                     let len = 2 * p.workers as usize * kernels::STREAM_SLOT;
@@ -1716,6 +1727,18 @@ mod tests {
         assert!(!over_window(&p, false, all) && over_window(&p, false, by_tap));
         let p = params(Conv2dShape::new(1, 32, [4, 64], 32, [3, 3]));
         assert!(!over_window(&p, false, all));
+    }
+
+    #[test]
+    fn a_pass_streams_only_where_its_iterations_are_counted_in_u32() {
+        let many = kernels::TensorBlocking::ALL[3];
+        assert_eq!((many.block, many.depth, many.invocations), (128, 32, 512));
+        // 128@28: 196 blocks of 36 steps.
+        assert!(streams(128, 32 * 28 * 28, 128 * 9, many));
+        // 2^16 blocks of 128 positions, of 2^16 - 1 steps: the most iterations `u32` counts,
+        // less 2^16; one step more is 2^32.
+        assert!(streams(128, 1 << 23, 32 * 65535, many));
+        assert!(!streams(128, 1 << 23, 32 * 65536, many));
     }
 
     /// A filter of `co` output and `ci` input channels and 3 x 2 taps, numbered, on the
