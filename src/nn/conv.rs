@@ -1880,4 +1880,112 @@ mod tests {
             }
         }
     }
+
+    /// The parts a stream's workgroups write (see `conv_forward_fragments_by_tap_streamed`),
+    /// modelled here: for `blocks` of `steps` steps shared by `workers`, each part's slot of
+    /// `partial` and its block.
+    fn stream_parts(blocks: u32, steps: u32, workers: u32) -> Vec<(u32, u32)> {
+        let whole = blocks / workers * workers;
+        let total = (blocks - whole) * steps;
+        let (each, longer) = (total / workers, total % workers);
+        let mut parts = Vec::new();
+        for worker in 0..workers {
+            let first = worker * each + worker.min(longer);
+            let end = first + each + u32::from(worker < longer);
+            let mut i = first;
+            while i < end {
+                let (step, block) = (i % steps, whole + i / steps);
+                let last = steps.min(step + end - i);
+                if step != 0 || last != steps {
+                    parts.push((2 * worker + u32::from(i != first), block));
+                }
+                i += last - step;
+            }
+        }
+        parts
+    }
+
+    /// The fixups of both streams, on any device: parts written from the host where the
+    /// model above puts them, and every other element of `pre`, `y` and `grad_x` a sentinel
+    /// that a fixup must leave alone. Every blocking, over blocks of 128 and 64 rows, ragged
+    /// at the bottom and the right, shared by workgroups that also run whole blocks (4, 5) or
+    /// only parts (7, 13, 40), some ranges inside one block, some over three.
+    #[test]
+    fn stream_fixups_add_up_the_parts_of_the_blocks_workgroups_shared() {
+        let rt = Runtime::new().unwrap();
+        let sentinel = -99.0f32;
+        let value = |slot: u32, e: u32| ((slot * 7 + e) % 13) as f32 * 0.25;
+        for &blocking in kernels::TensorBlocking::ALL {
+            let (block, depth) = (blocking.block, blocking.depth);
+            let forward =
+                kernels::ConvForwardFragmentsByTapFixup::with_constants(&rt, blocking).unwrap();
+            let input =
+                kernels::ConvGradInputFragmentsByTapFixup::with_constants(&rt, blocking).unwrap();
+            let mut shared = 0;
+            for workers in [4, 5, 7, 13, 40] {
+                for grad in [false, true] {
+                    // 136 rows (ragged for both blocks) of 3 images of 10 x 10 (300 columns),
+                    // summing 64 channels x 9 taps.
+                    let (ci, co) = if grad { (136, 64) } else { (64, 136) };
+                    let shape =
+                        Conv2dShape::new(3, ci, [10, 10], co, [3, 3]).padding(Padding::uniform(1));
+                    let mut p = shape.params(Activation::None).unwrap();
+                    p.workers = workers;
+                    let (rows, columns, steps) = (136u32, 300u32, 64 * 9 / depth);
+                    let across = columns.div_ceil(block);
+                    let blocks = rows.div_ceil(block) * across;
+                    let parts = stream_parts(blocks, steps, workers);
+                    let area = (block * block) as usize;
+                    let mut partial = vec![0.0f32; 2 * workers as usize * kernels::STREAM_SLOT];
+                    let mut want = vec![sentinel; 3 * 136 * 100];
+                    let bias: Vec<f32> = (0..136).map(|c| c as f32).collect();
+                    for &(slot, b) in &parts {
+                        for e in 0..block * block {
+                            partial[slot as usize * area + e as usize] = value(slot, e);
+                            let row = b / across * block + e / block;
+                            let column = b % across * block + e % block;
+                            if row < rows && column < columns {
+                                let i = (column / 100 * rows + row) * 100 + column % 100;
+                                let base = if grad { 0.0 } else { bias[row as usize] };
+                                let was = want[i as usize];
+                                let sum = if was == sentinel { base } else { was };
+                                want[i as usize] = sum + value(slot, e);
+                            }
+                        }
+                    }
+                    shared += parts.len();
+                    let partial = rt.upload(&partial).unwrap();
+                    let mut batch = rt.batch();
+                    let outputs = if grad {
+                        let mut grad_x = rt.upload(&vec![sentinel; want.len()]).unwrap();
+                        let args = kernels::ConvGradInputFragmentsByTapFixupArgs {
+                            p: &p,
+                            partial: &partial,
+                            grad_x: &mut grad_x,
+                        };
+                        input.record(&mut batch, args).unwrap();
+                        batch.submit().unwrap();
+                        vec![("grad_x", grad_x.read(&rt).unwrap())]
+                    } else {
+                        let sentinels = || rt.upload(&vec![sentinel; want.len()]).unwrap();
+                        let (mut pre, mut y) = (sentinels(), sentinels());
+                        let args = kernels::ConvForwardFragmentsByTapFixupArgs {
+                            p: &p,
+                            partial: &partial,
+                            bias: &rt.upload(&bias).unwrap(),
+                            pre: &mut pre,
+                            y: &mut y,
+                        };
+                        forward.record(&mut batch, args).unwrap();
+                        batch.submit().unwrap();
+                        vec![("pre", pre.read(&rt).unwrap()), ("y", y.read(&rt).unwrap())]
+                    };
+                    for (name, got) in outputs {
+                        assert_eq!(got, want, "{name} of {blocking:?}, {workers} workers");
+                    }
+                }
+            }
+            assert!(shared > 0, "{blocking:?}: no worker count shared a block");
+        }
+    }
 }
