@@ -3323,7 +3323,7 @@ mod nn {
     }
 
     /// The sum of the parts of element `e` of the block `shared` describes (see
-    /// `stream_shared_block`) that workgroups up to `last` wrote to `partial`.
+    /// `stream_fixup_block`) that workgroups up to `last` wrote to `partial`.
     fn stream_sum(partial: &[f32], shared: Vec4<u32>, last: u32, e: u32) -> f32 {
         let mut z = partial[shared.z * BLOCK * BLOCK + e];
         for worker in shared.y + 1..last + 1 {
@@ -3390,11 +3390,12 @@ mod nn {
         }
     }
 
-    /// The block that workgroup `last` of a stream of `total` iterations of `steps` finishes
-    /// for others, if any: the block its range starts inside of, where its range runs to the
-    /// block's end. As (that block among those shared out, the first workgroup that summed a
-    /// part of it, that workgroup's slot of `partial`, 1 if there is such a block, else 0).
-    fn stream_shared_block(total: u32, workers: u32, last: u32, steps: u32) -> Vec4<u32> {
+    /// The block that workgroup `last` of a stream of `blocks` (`stream_blocks`) of `steps`
+    /// steps finishes for others, if any: the block its range starts inside of, where its
+    /// range runs to the block's end. As (that block, the first workgroup that summed a part
+    /// of it, that workgroup's slot of `partial`, 1 if there is such a block, else 0).
+    fn stream_fixup_block(blocks: Vec3<u32>, steps: u32, workers: u32, last: u32) -> Vec4<u32> {
+        let total = blocks.z * steps;
         let (each, longer) = (total / workers, total % workers);
         let range = stream_range(total, workers, last);
         let block = range.x / steps;
@@ -3403,12 +3404,33 @@ mod nn {
         let first = stream_worker(total, workers, start);
         // The block is the first workgroup's first unless its range starts before the block.
         let later = first * each + first.min(longer) < start;
-        vec4(block, first, 2 * first + later as u32, shared as u32)
+        vec4(
+            blocks.y + block,
+            first,
+            2 * first + later as u32,
+            shared as u32,
+        )
+    }
+
+    /// Element `GROUP * run + t` of the block at `origin` of a stream's `result` (channels,
+    /// images, pixels an image): (the element, its channel, its index in the NCHW result, 1
+    /// if it lies in the result, else 0).
+    fn stream_fixup_element(result: Vec3<u32>, origin: Vec2<u32>, run: u32, t: u32) -> Vec4<u32> {
+        let (channels, pixels) = (result.x, result.z);
+        let e = run * GROUP + t;
+        let at = origin + vec2(e % BLOCK, e / BLOCK);
+        let inside = at.y < channels && at.x < result.y * pixels;
+        vec4(
+            e,
+            at.y,
+            (at.x / pixels * channels + at.y) * pixels + at.x % pixels,
+            inside as u32,
+        )
     }
 
     /// Adds up the parts of each block of `conv_forward_fragments_by_tap_streamed` that more
     /// than one workgroup summed, then `pre` = the sum + `bias` and `y = act(pre)`. Each such
-    /// block falls to the last of its workgroups (grid `y`, see `stream_shared_block`), whose
+    /// block falls to the last of its workgroups (grid `y`, see `stream_fixup_block`), whose
     /// other slots hold the parts of the workgroups between; an invocation adds up 4 of the
     /// block's elements, `GROUP` apart.
     #[kernel(
@@ -3424,25 +3446,21 @@ mod nn {
         y: &mut [f32],
     ) {
         let (t, quarter, last) = (local_index(), workgroup_id().x, workgroup_id().y);
-        let pixels = p.out_h * p.out_w;
-        let columns = p.batch * pixels;
-        let blocks = stream_blocks(p.out_channels, columns, p.workers);
         let steps = p.in_channels * p.kernel_h * p.kernel_w / DEPTH;
-        let shared = stream_shared_block(blocks.z * steps, p.workers, last, steps);
+        let result = vec3(p.out_channels, p.batch, p.out_h * p.out_w);
+        let blocks = stream_blocks(result.x, result.y * result.z, p.workers);
+        let shared = stream_fixup_block(blocks, steps, p.workers, last);
         if shared.w != 0 {
-            let block = blocks.y + shared.x;
-            let origin = vec2(block % blocks.x, block / blocks.x) * BLOCK;
+            let origin = vec2(shared.x % blocks.x, shared.x / blocks.x) * BLOCK;
             #[unroll]
             for r in 0..4 {
-                let e = (quarter * 4 + r) * GROUP + t;
-                let at = origin + vec2(e % BLOCK, e / BLOCK);
-                if at.y < p.out_channels && at.x < columns {
-                    let z = bias[at.y] + stream_sum(partial, shared, last, e);
-                    let i = (at.x / pixels * p.out_channels + at.y) * pixels + at.x % pixels;
+                let at = stream_fixup_element(result, origin, quarter * 4 + r, t);
+                if at.w != 0 {
+                    let z = bias[at.y] + stream_sum(partial, shared, last, at.x);
                     if p.keep_pre != 0 {
-                        pre[i] = z;
+                        pre[at.z] = z;
                     }
-                    y[i] = activate(z, p.activation);
+                    y[at.z] = activate(z, p.activation);
                 }
             }
         }
@@ -3543,21 +3561,17 @@ mod nn {
         grad_x: &mut [f32],
     ) {
         let (t, quarter, last) = (local_index(), workgroup_id().x, workgroup_id().y);
-        let pixels = p.in_h * p.in_w;
-        let columns = p.batch * pixels;
-        let blocks = stream_blocks(p.in_channels, columns, p.workers);
         let steps = p.out_channels * p.kernel_h * p.kernel_w / DEPTH;
-        let shared = stream_shared_block(blocks.z * steps, p.workers, last, steps);
+        let result = vec3(p.in_channels, p.batch, p.in_h * p.in_w);
+        let blocks = stream_blocks(result.x, result.y * result.z, p.workers);
+        let shared = stream_fixup_block(blocks, steps, p.workers, last);
         if shared.w != 0 {
-            let block = blocks.y + shared.x;
-            let origin = vec2(block % blocks.x, block / blocks.x) * BLOCK;
+            let origin = vec2(shared.x % blocks.x, shared.x / blocks.x) * BLOCK;
             #[unroll]
             for r in 0..4 {
-                let e = (quarter * 4 + r) * GROUP + t;
-                let at = origin + vec2(e % BLOCK, e / BLOCK);
-                if at.y < p.in_channels && at.x < columns {
-                    let i = (at.x / pixels * p.in_channels + at.y) * pixels + at.x % pixels;
-                    grad_x[i] = stream_sum(partial, shared, last, e);
+                let at = stream_fixup_element(result, origin, quarter * 4 + r, t);
+                if at.w != 0 {
+                    grad_x[at.z] = stream_sum(partial, shared, last, at.x);
                 }
             }
         }
