@@ -1823,9 +1823,9 @@ mod tests {
     /// The forward and the input gradient as streams of workgroups against the same passes
     /// by taps whole, on a device with tensor cores. 160 -> 96 channels over 3 images of 10 x
     /// 10: the forward 3 ragged blocks of 45 steps, the input gradient 6 of 27. Run by one
-    /// workgroup (every block whole), by 2 and 4 (whole blocks, then the rest in parts), by 5,
-    /// 7 and 13 (every block shared, ranges over two or three blocks), by 100 (an iteration
-    /// or two each) and by more than there are iterations.
+    /// workgroup (every block whole); by 2, 4 and 5, whole blocks first where there are as
+    /// many, then the rest in parts; by 7 and 13, every block in parts, some ranges over
+    /// three blocks; by 100, an iteration or two each; by more than there are iterations.
     #[test]
     fn passes_as_streams_match_the_passes_by_taps() {
         let rt = Runtime::new().unwrap();

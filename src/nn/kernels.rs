@@ -3489,7 +3489,8 @@ mod nn {
         y: &mut [f32],
     }
 
-    /// `conv_grad_input_fragments_by_tap` as a stream (see `conv_forward_fragments_by_tap_streamed`).
+    /// `conv_grad_input_fragments_by_tap` as a stream (see
+    /// `conv_forward_fragments_by_tap_streamed`).
     #[kernel(
         workgroup = [INVOCATIONS],
         constants = TensorBlocking,
@@ -5480,8 +5481,8 @@ impl WindowBlocking {
     }
 }
 
-/// The elements of a slot of a stream's partial sums (`ConvForwardFragmentsByTapStream`):
-/// a block of the largest [`TensorBlocking`].
+/// The elements of a slot of a stream's partial sums (`ConvForwardFragmentsByTapStream`,
+/// whose bindings' lengths spell it out): a block of the largest [`TensorBlocking`].
 pub(crate) const STREAM_SLOT: usize = 128 * 128;
 
 /// The index of [`Blocked::deep`] for [`Blocked::get`].
