@@ -74,9 +74,10 @@
 //!
 //! `workgroup` is the workgroup size (literals; at most 256 invocations, WebGPU's default
 //! limit). `grid` gives the number of workgroups per dimension as expressions of the
-//! parameters' integer fields (`p.n`), buffer lengths (`x.len()`), literals, `+ - * / %`,
-//! `ceil_div(a, b)`, `min(a, b)` and `max(a, b)`; the launcher evaluates it (saturating, never
-//! panicking). Missing dimensions are 1.
+//! parameters' integer fields (`p.n`), buffer lengths (`x.len()`), literals, the module's
+//! integer constants and the kernel's own (`constants`), `+ - * / %`, `ceil_div(a, b)`,
+//! `min(a, b)` and `max(a, b)`; the launcher evaluates it (saturating, never panicking).
+//! Missing dimensions are 1.
 //!
 //! ## `#[derive(Params)]`
 //!
@@ -165,7 +166,9 @@
 //!
 //!   Each member takes the bindings it uses, by name and without `#[len]` (the family's
 //!   lengths apply), and may read one the family declares writable; its workgroup size, grid,
-//!   constants and workgroup arrays stay its own. `Backward::launch`/`record` take one
+//!   constants and workgroup arrays stay its own. The family's lengths hold for every member,
+//!   so they may use the module's constants (`#[len(s.m * LANES)]`) but not a constant set's,
+//!   whose instances differ between members. `Backward::launch`/`record` take one
 //!   `BackwardArgs` of every binding, check the buffers of every member first, then record
 //!   the members as ordered passes of one submission. An `Option` binding may be `None`: the
 //!   members that use it are skipped. `Backward::new` builds each member's first instance;

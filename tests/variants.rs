@@ -989,3 +989,60 @@ fn a_kernel_with_one_instance_runs_it() {
     kernel.launch(&rt, args).unwrap();
     assert_eq!(x.read(&rt).unwrap(), vec![2.0, 4.0, 6.0]);
 }
+
+/// A family whose lengths use a constant of the module (a family's lengths hold for every
+/// member, so the module's constants, not a set's).
+mod lanes {
+    #[tessera::kernels]
+    pub mod doubling {
+        /// Values per element.
+        pub const LANES: u32 = 4;
+
+        #[repr(C)]
+        #[derive(Clone, Copy, tessera::Params)]
+        pub struct Len {
+            pub n: u32,
+        }
+
+        #[kernel(workgroup = [64], grid = [ceil_div(p.n * LANES, 64)])]
+        pub fn double(p: &Len, x: &mut [f32]) {
+            let i = global_id().x;
+            if i < p.n * LANES {
+                x[i] = x[i] * 2.0;
+            }
+        }
+
+        #[family(double)]
+        pub struct Doubling {
+            p: &Len,
+            #[len(p.n * LANES)]
+            x: &mut [f32],
+        }
+    }
+}
+
+#[test]
+fn a_familys_lengths_may_use_the_modules_constants() {
+    use lanes::doubling::{Doubling, DoublingArgs, Len};
+    let rt = runtime();
+    let family = Doubling::new(&rt).unwrap();
+    let p = Len { n: 3 };
+    // 3 elements of 4 values: 11 values are too few.
+    let mut short = rt.upload(&[1.0f32; 11]).unwrap();
+    let refused = family.launch(
+        &rt,
+        DoublingArgs {
+            p: &p,
+            x: &mut short,
+        },
+    );
+    assert!(
+        matches!(refused, Err(Error::BufferTooShort { .. })),
+        "{refused:?}"
+    );
+    let mut x = rt.upload(&[1.0f32; 12]).unwrap();
+    family
+        .launch(&rt, DoublingArgs { p: &p, x: &mut x })
+        .unwrap();
+    assert_eq!(x.read(&rt).unwrap(), vec![2.0; 12]);
+}

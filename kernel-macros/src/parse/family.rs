@@ -4,6 +4,7 @@
 
 use crate::diag::Errors;
 use crate::ir::{self, Span};
+use crate::parse::consts::Consts;
 use crate::parse::keywords::{FAMILY, LEN, WORKGROUP_MEMORY};
 use crate::parse::{host, kernel, names};
 
@@ -12,10 +13,13 @@ pub fn family_attr(item: &syn::ItemStruct) -> Option<&syn::Attribute> {
     item.attrs.iter().find(|a| a.path().is_ident(FAMILY))
 }
 
-/// A family struct. Bindings that cannot be read are reported and left out.
+/// A family struct; its lengths may use the module's constants (`consts`), not those of a
+/// set, whose instances differ between members. Bindings that cannot be read are reported
+/// and left out.
 pub fn family(
     item: &syn::ItemStruct,
     params: &[ir::ParamsStruct],
+    consts: &Consts,
     errors: &mut Errors,
 ) -> Option<ir::Family> {
     let attr = family_attr(item)?;
@@ -61,7 +65,11 @@ pub fn family(
         matches!(b.binding.kind, ir::BindingKind::Uniform { .. }).then(|| b.binding.name.clone())
     });
     for (index, expr) in lens {
-        declared[index].binding.len = host::host_expr(&expr, uniform.as_ref(), false, errors);
+        let Some(expr) = consts.apply(&expr).map_err(|e| errors.push(e)).ok() else {
+            continue;
+        };
+        declared[index].binding.len =
+            host::host_expr(&expr, uniform.as_ref(), host::Place::FamilyLen, errors);
     }
     Some(ir::Family {
         name: item.ident.clone(),

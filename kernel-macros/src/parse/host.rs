@@ -1,23 +1,41 @@
 //! Host expressions -> IR: the grid and `#[len(..)]` expressions the launcher evaluates
 //! (integer literals, fields of the uniform parameters, `buffer.len()`, `+ - * / %`,
-//! `ceil_div`, `min`, `max`).
+//! `ceil_div`, `min`, `max`; constants arrive here as the literals they stand for).
 
 use crate::diag::Errors;
 use crate::ir::{HostExpr, HostFn, HostOp, Span};
 use crate::parse::keywords::CEIL_DIV;
 
-const SUPPORTED: &str = "grid and length expressions may use integer literals, fields of the \
-                         parameters (`p.n`), `+ - * / %`, `ceil_div(a, b)`, `min(a, b)` and `max(a, b)`";
+/// What a host expression may use, for messages: `x.len()` in grids only.
+fn supported(allow_len: bool) -> String {
+    let len = if allow_len { "`x.len()`, " } else { "" };
+    format!(
+        "grid and length expressions may use integer literals, constants, fields of the \
+         parameters (`p.n`), {len}`+ - * / %`, `ceil_div(a, b)`, `min(a, b)` and `max(a, b)`"
+    )
+}
 
-/// Converts `expr`; `uniform` is the name of the kernel's `Params` parameter, if any, and
-/// `allow_len` admits `buffer.len()` (grid expressions only).
+/// Where a host expression stands, which decides what it may use.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// A kernel's grid: also `buffer.len()`.
+    Grid,
+    /// A kernel's `#[len(..)]`.
+    KernelLen,
+    /// A family's `#[len(..)]`: the module's constants, not a set's.
+    FamilyLen,
+}
+
+/// Converts `expr` (its constants already replaced by their values); `uniform` is the name of
+/// the kernel's `Params` parameter, if any.
 pub fn host_expr(
     expr: &syn::Expr,
     uniform: Option<&syn::Ident>,
-    allow_len: bool,
+    place: Place,
     errors: &mut Errors,
 ) -> Option<HostExpr> {
-    let convert = |e: &syn::Expr, errors: &mut Errors| host_expr(e, uniform, allow_len, errors);
+    let allow_len = place == Place::Grid;
+    let convert = |e: &syn::Expr, errors: &mut Errors| host_expr(e, uniform, place, errors);
     match expr {
         syn::Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Int(int),
@@ -33,7 +51,10 @@ pub fn host_expr(
         syn::Expr::Field(field) => field_expr(field, uniform, errors),
         syn::Expr::Binary(binary) => {
             let Some(op) = host_op(&binary.op) else {
-                errors.spanned(binary.op, format!("unsupported operator; {SUPPORTED}"));
+                errors.spanned(
+                    binary.op,
+                    format!("unsupported operator; {}", supported(allow_len)),
+                );
                 return None;
             };
             let (left, right) = (
@@ -48,7 +69,7 @@ pub fn host_expr(
                 syn::Expr::Path(path) if path.path.is_ident("min") => HostFn::Min,
                 syn::Expr::Path(path) if path.path.is_ident("max") => HostFn::Max,
                 other => {
-                    errors.spanned(other, format!("unknown function; {SUPPORTED}"));
+                    errors.spanned(other, format!("unknown function; {}", supported(allow_len)));
                     return None;
                 }
             };
@@ -79,9 +100,26 @@ pub fn host_expr(
                 }
             }
         }
+        syn::Expr::Path(path) if path.path.get_ident().is_some() => {
+            let name = path.path.get_ident()?;
+            let message = match place {
+                Place::FamilyLen => format!(
+                    "`{name}` is not a constant of this module; a family's lengths hold for every \
+                     member kernel, so they may use the module's constants but not a constant \
+                     set's: write the value, or declare it as a constant of the module"
+                ),
+                Place::Grid | Place::KernelLen => format!(
+                    "`{name}` is not a constant of this module or of the kernel's constant set; \
+                     {}",
+                    supported(allow_len)
+                ),
+            };
+            errors.spanned(path, message);
+            None
+        }
         other => {
-            let extra = if allow_len { ", `x.len()`" } else { "" };
-            errors.spanned(other, format!("unsupported expression; {SUPPORTED}{extra}"));
+            let message = format!("unsupported expression; {}", supported(allow_len));
+            errors.spanned(other, message);
             None
         }
     }

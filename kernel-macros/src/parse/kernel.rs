@@ -386,14 +386,20 @@ fn instance(
         }
         None => {
             for (index, expr) in lens {
-                bindings[index].len = host::host_expr(&expr, uniform.as_ref(), false, errors);
+                bindings[index].len =
+                    host::host_expr(&expr, uniform.as_ref(), host::Place::KernelLen, errors);
             }
         }
     }
     let mut grid = Vec::new();
     for expr in args.grid.iter().flatten() {
         if let Some(expr) = substituted(expr, errors) {
-            grid.extend(host::host_expr(&expr, uniform.as_ref(), true, errors));
+            grid.extend(host::host_expr(
+                &expr,
+                uniform.as_ref(),
+                host::Place::Grid,
+                errors,
+            ));
         }
     }
     let specializations = args

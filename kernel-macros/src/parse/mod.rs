@@ -107,7 +107,7 @@ pub fn module(
     }
     let families = family_items
         .iter()
-        .filter_map(|item| family::family(item, &params, errors))
+        .filter_map(|item| family::family(item, &params, &module_consts, errors))
         .collect();
     let mut module = ir::Module {
         name: input.ident,
