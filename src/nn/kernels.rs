@@ -3254,8 +3254,8 @@ mod nn {
     // (block, step) iterations of the blocks left over: a contiguous range of them, whose
     // first and last block it may sum in part. A block summed whole is stored as the pass
     // stores it; a part goes to the workgroup's slot of `partial` (two a workgroup: its
-    // range's first block and its last), and a second kernel adds up the parts of each
-    // block that more than one workgroup summed.
+    // range's first block and its last), and the last of a shared block's workgroups to
+    // write its part adds up the block's parts (`stream_arrive`).
 
     /// The iterations `first..end` of a stream of `total` that workgroup `worker` of
     /// `workers` runs, as (first, end): `total / workers` each, the first `total % workers`
@@ -3322,14 +3322,140 @@ mod nn {
         }
     }
 
-    /// The sum of the parts of element `e` of the block `shared` describes (see
-    /// `stream_fixup_block`) that workgroups up to `last` wrote to `partial`.
-    fn stream_sum(partial: &[f32], shared: Vec4<u32>, last: u32, e: u32) -> f32 {
-        let mut z = partial[shared.z * BLOCK * BLOCK + e];
-        for worker in shared.y + 1..last + 1 {
-            z += partial[2 * worker * BLOCK * BLOCK + e];
+    /// The workgroups of a stream of `blocks` (`stream_blocks`) of `steps` steps that sum
+    /// parts of its `shared`-th shared block: (the first, the last, the first's slot of
+    /// `partial`). The others' slots are those of their range's first block, `2 * worker`.
+    fn stream_sharers(blocks: Vec3<u32>, steps: u32, workers: u32, shared: u32) -> Vec3<u32> {
+        let total = blocks.z * steps;
+        let start = shared * steps;
+        let first = stream_worker(total, workers, start);
+        // The block is the first workgroup's range's first unless its range starts before it.
+        let later = stream_range(total, workers, first).x < start;
+        vec3(
+            first,
+            stream_worker(total, workers, start + steps - 1),
+            2 * first + later as u32,
+        )
+    }
+
+    /// Counts a part of the `shared`-th shared block of a stream as written, once every
+    /// invocation has stored its share of it to `partial`, and says whether this workgroup's
+    /// was the last of the block's `parts`: then the block's parts are visible to every
+    /// invocation, for it to add them up, and the count is 0 again for the next dispatch.
+    ///
+    /// WGSL's memory model promises nothing between workgroups but atomics; naga writes
+    /// `storage_barrier` for Vulkan as a control barrier with acquire-release semantics on
+    /// storage memory at device scope, so the first barrier makes the part available before
+    /// the count, and the second makes the other workgroups' parts visible after it (the
+    /// fence-to-fence synchronization of the Vulkan memory model).
+    fn stream_arrive(
+        arrivals: &mut [AtomicU32],
+        shared: u32,
+        parts: u32,
+        finishing: &mut [u32; 1],
+        t: u32,
+    ) -> bool {
+        storage_barrier();
+        if t == 0 {
+            let arrived = arrivals[shared].fetch_add(1) + 1;
+            if arrived == parts {
+                arrivals[shared].store(0);
+            }
+            finishing[0] = (arrived == parts) as u32;
+        }
+        workgroup_barrier();
+        storage_barrier();
+        finishing[0] != 0
+    }
+
+    /// Invocation `t`'s elements of the sum of the parts of a block that the workgroups
+    /// `sharers` (`stream_sharers`) wrote to `partial`: element `t + INVOCATIONS * run` in
+    /// `run` (a block has `OUTPUTS` elements an invocation). Each part's loads are all in
+    /// flight at once.
+    fn stream_sums(partial: &[f32], sharers: Vec3<u32>, t: u32) -> [f32; OUTPUTS] {
+        let mut z = [0.0f32; OUTPUTS];
+        let mut slot = sharers.z;
+        for worker in sharers.x..sharers.y + 1 {
+            let first = slot * BLOCK * BLOCK + t;
+            #[unroll]
+            for run in 0..OUTPUTS {
+                z[run] += partial[first + run * INVOCATIONS];
+            }
+            slot = 2 * (worker + 1);
         }
         z
+    }
+
+    /// Where invocation `t`'s elements of the block at `origin` of a stream's `result`
+    /// (channels, images, pixels an image) lie, those of `stream_sums`: column `t % BLOCK`,
+    /// rows `t / BLOCK` and every `INVOCATIONS / BLOCK` on. As (the index of the column's
+    /// channel 0 in the NCHW result, 1 if the column lies in the result, else 0).
+    fn stream_column(result: Vec3<u32>, origin: Vec2<u32>, t: u32) -> Vec2<u32> {
+        let (channels, pixels) = (result.x, result.z);
+        let column = origin.x + t % BLOCK;
+        vec2(
+            column / pixels * channels * pixels + column % pixels,
+            (column < result.y * pixels) as u32,
+        )
+    }
+
+    /// Adds up the parts of the block at `origin` of `conv_forward_fragments_by_tap_streamed`
+    /// that the workgroups `sharers` summed, then `pre` = the sum + `bias` and `y = act(pre)`.
+    fn finish_forward_block(
+        partial: &[f32],
+        sharers: Vec3<u32>,
+        bias: &[f32],
+        pre: &mut [f32],
+        y: &mut [f32],
+        p: &ConvParams,
+        origin: Vec2<u32>,
+        t: u32,
+    ) {
+        let pixels = p.out_h * p.out_w;
+        let column = stream_column(vec3(p.out_channels, p.batch, pixels), origin, t);
+        let first = origin.y + t / BLOCK;
+        let mut z = stream_sums(partial, sharers, t);
+        #[unroll]
+        for run in 0..OUTPUTS {
+            let channel = first + run * (INVOCATIONS / BLOCK);
+            if column.y != 0 && channel < p.out_channels {
+                z[run] += bias[channel];
+                if p.keep_pre != 0 {
+                    pre[column.x + channel * pixels] = z[run];
+                }
+            }
+        }
+        activate_outputs(&mut z, p.activation);
+        #[unroll]
+        for run in 0..OUTPUTS {
+            let channel = first + run * (INVOCATIONS / BLOCK);
+            if column.y != 0 && channel < p.out_channels {
+                y[column.x + channel * pixels] = z[run];
+            }
+        }
+    }
+
+    /// `finish_forward_block` for `conv_grad_input_fragments_by_tap_streamed`: `grad_x` = the
+    /// sum.
+    fn finish_grad_input_block(
+        partial: &[f32],
+        sharers: Vec3<u32>,
+        grad_x: &mut [f32],
+        p: &ConvParams,
+        origin: Vec2<u32>,
+        t: u32,
+    ) {
+        let pixels = p.in_h * p.in_w;
+        let column = stream_column(vec3(p.in_channels, p.batch, pixels), origin, t);
+        let first = origin.y + t / BLOCK;
+        let z = stream_sums(partial, sharers, t);
+        #[unroll]
+        for run in 0..OUTPUTS {
+            let channel = first + run * (INVOCATIONS / BLOCK);
+            if column.y != 0 && channel < p.in_channels {
+                grad_x[column.x + channel * pixels] = z[run];
+            }
+        }
     }
 
     /// Writes the accumulators of a block into `out` from `offset` on, row-major, `BLOCK`
@@ -3348,26 +3474,34 @@ mod nn {
     }
 
     /// `conv_forward_fragments_by_tap` as a stream (see above), `DEPTH` summed indices a
-    /// step.
+    /// step. The last of a shared block's workgroups to write its part to `partial` adds the
+    /// block's parts up (`finish_forward_block`).
     #[kernel(
         workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [p.workers],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
+        limits(workgroup_memory = MEMORY + 4, invocations = INVOCATIONS),
         specialize(p.kernel_h == 3 && p.kernel_w == 3)
     )]
     pub fn conv_forward_fragments_by_tap_streamed(
         p: &ConvParams,
-        x: &[f32],
-        w_by_tap: &[Vec4<f16>],
-        bias: &[f32],
-        partial: &mut [f32],
-        pre: &mut [f32],
-        y: &mut [f32],
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] x: &[f32],
+        // The filter as `conv_weights_by_tap` lays it out.
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)] w_by_tap: &[Vec4<
+            f16,
+        >],
+        #[len(p.out_channels)] bias: &[f32],
+        // Scratch: two blocks per workgroup, `BLOCK * BLOCK` each, at most `STREAM_SLOT`.
+        #[len(2 * p.workers * 16384)] partial: &mut [f32],
+        // Scratch: a count per workgroup, zeros before the dispatch and after it.
+        #[len(p.workers)] arrivals: &mut [AtomicU32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_x: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
+        #[workgroup] finishing: &mut [u32; 1],
     ) {
         let (t, worker) = (local_index(), workgroup_id().x);
         let blocks = stream_blocks(p.out_channels, p.batch * p.out_h * p.out_w, p.workers);
@@ -3385,129 +3519,43 @@ mod nn {
                 store_conv_forward_fragments(&acc, bias, pre, y, p, spill, origin, t);
             } else {
                 store_block_fragments(partial, part.w * BLOCK * BLOCK, &acc, t);
+                let shared = part.x - blocks.y;
+                let sharers = stream_sharers(blocks, steps, p.workers, shared);
+                let parts = sharers.y - sharers.x + 1;
+                if stream_arrive(arrivals, shared, parts, finishing, t) {
+                    finish_forward_block(partial, sharers, bias, pre, y, p, origin, t);
+                }
             }
             j += part.z - part.y;
         }
     }
 
-    /// The block that workgroup `last` of a stream of `blocks` (`stream_blocks`) of `steps`
-    /// steps finishes for others, if any: the block its range starts inside of, where its
-    /// range runs to the block's end. As (that block, the first workgroup that summed a part
-    /// of it, that workgroup's slot of `partial`, 1 if there is such a block, else 0).
-    fn stream_fixup_block(blocks: Vec3<u32>, steps: u32, workers: u32, last: u32) -> Vec4<u32> {
-        let total = blocks.z * steps;
-        let (each, longer) = (total / workers, total % workers);
-        let range = stream_range(total, workers, last);
-        let block = range.x / steps;
-        let start = block * steps;
-        let shared = range.x < range.y && range.x != start && range.y >= start + steps;
-        let first = stream_worker(total, workers, start);
-        // The block is the first workgroup's first unless its range starts before the block.
-        let later = first * each + first.min(longer) < start;
-        vec4(
-            blocks.y + block,
-            first,
-            2 * first + later as u32,
-            shared as u32,
-        )
-    }
-
-    /// Element `GROUP * run + t` of the block at `origin` of a stream's `result` (channels,
-    /// images, pixels an image): (the element, its channel, its index in the NCHW result, 1
-    /// if it lies in the result, else 0).
-    fn stream_fixup_element(result: Vec3<u32>, origin: Vec2<u32>, run: u32, t: u32) -> Vec4<u32> {
-        let (channels, pixels) = (result.x, result.z);
-        let e = run * GROUP + t;
-        let at = origin + vec2(e % BLOCK, e / BLOCK);
-        let inside = at.y < channels && at.x < result.y * pixels;
-        vec4(
-            e,
-            at.y,
-            (at.x / pixels * channels + at.y) * pixels + at.x % pixels,
-            inside as u32,
-        )
-    }
-
-    /// Adds up the parts of each block of `conv_forward_fragments_by_tap_streamed` that more
-    /// than one workgroup summed, then `pre` = the sum + `bias` and `y = act(pre)`. Each such
-    /// block falls to the last of its workgroups (grid `y`, see `stream_fixup_block`), whose
-    /// other slots hold the parts of the workgroups between; an invocation adds up 4 of the
-    /// block's elements, `GROUP` apart.
-    #[kernel(
-        workgroup = [GROUP],
-        constants = TensorBlocking,
-        grid = [BLOCK * BLOCK / (4 * GROUP), p.workers]
-    )]
-    pub fn conv_forward_fragments_by_tap_fixup(
-        p: &ConvParams,
-        partial: &[f32],
-        bias: &[f32],
-        pre: &mut [f32],
-        y: &mut [f32],
-    ) {
-        let (t, quarter, last) = (local_index(), workgroup_id().x, workgroup_id().y);
-        let steps = p.in_channels * p.kernel_h * p.kernel_w / DEPTH;
-        let result = vec3(p.out_channels, p.batch, p.out_h * p.out_w);
-        let blocks = stream_blocks(result.x, result.y * result.z, p.workers);
-        let shared = stream_fixup_block(blocks, steps, p.workers, last);
-        if shared.w != 0 {
-            let origin = vec2(shared.x % blocks.x, shared.x / blocks.x) * BLOCK;
-            #[unroll]
-            for r in 0..4 {
-                let at = stream_fixup_element(result, origin, quarter * 4 + r, t);
-                if at.w != 0 {
-                    let z = bias[at.y] + stream_sum(partial, shared, last, at.x);
-                    if p.keep_pre != 0 {
-                        pre[at.z] = z;
-                    }
-                    y[at.z] = activate(z, p.activation);
-                }
-            }
-        }
-    }
-
-    /// `conv_forward_fragments_by_tap` as a stream.
-    #[family(
-        conv_forward_fragments_by_tap_streamed,
-        conv_forward_fragments_by_tap_fixup
-    )]
-    pub struct ConvForwardFragmentsByTapStream {
-        p: &ConvParams,
-        #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
-        x: &[f32],
-        /// The filter as `conv_weights_by_tap` lays it out.
-        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)]
-        w_by_tap: &[Vec4<f16>],
-        #[len(p.out_channels)]
-        bias: &[f32],
-        /// Scratch: two blocks per workgroup, `BLOCK * BLOCK` each, at most `STREAM_SLOT`.
-        #[len(2 * p.workers * 16384)]
-        partial: &mut [f32],
-        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
-        pre: &mut [f32],
-        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
-        y: &mut [f32],
-    }
-
     /// `conv_grad_input_fragments_by_tap` as a stream (see
-    /// `conv_forward_fragments_by_tap_streamed`).
+    /// `conv_forward_fragments_by_tap_streamed`): the last of a shared block's workgroups adds
+    /// its parts up (`finish_grad_input_block`).
     #[kernel(
         workgroup = [INVOCATIONS],
         constants = TensorBlocking,
         grid = [p.workers],
         features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
+        limits(workgroup_memory = MEMORY + 4, invocations = INVOCATIONS),
         specialize(p.kernel_h == 3 && p.kernel_w == 3)
     )]
     pub fn conv_grad_input_fragments_by_tap_streamed(
         p: &ConvParams,
+        // The filter as `conv_weights_transposed_by_tap` lays it out.
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)]
         w_transposed: &[Vec4<f16>],
-        grad_pre: &[f32],
-        partial: &mut [f32],
-        grad_x: &mut [f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
+        // Scratch: two blocks per workgroup, `BLOCK * BLOCK` each, at most `STREAM_SLOT`.
+        #[len(2 * p.workers * 16384)] partial: &mut [f32],
+        // Scratch: a count per workgroup, zeros before the dispatch and after it.
+        #[len(p.workers)] arrivals: &mut [AtomicU32],
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
         #[workgroup] half_w: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_g: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
+        #[workgroup] finishing: &mut [u32; 1],
     ) {
         let (t, worker) = (local_index(), workgroup_id().x);
         let pixels = p.in_h * p.in_w;
@@ -3544,57 +3592,15 @@ mod nn {
                 );
             } else {
                 store_block_fragments(partial, part.w * BLOCK * BLOCK, &acc, t);
+                let shared = part.x - blocks.y;
+                let sharers = stream_sharers(blocks, steps, p.workers, shared);
+                let parts = sharers.y - sharers.x + 1;
+                if stream_arrive(arrivals, shared, parts, finishing, t) {
+                    finish_grad_input_block(partial, sharers, grad_x, p, origin, t);
+                }
             }
             j += part.z - part.y;
         }
-    }
-
-    /// `conv_forward_fragments_by_tap_fixup` for `conv_grad_input_fragments_by_tap_streamed`:
-    /// `grad_x` = the sum.
-    #[kernel(
-        workgroup = [GROUP],
-        constants = TensorBlocking,
-        grid = [BLOCK * BLOCK / (4 * GROUP), p.workers]
-    )]
-    pub fn conv_grad_input_fragments_by_tap_fixup(
-        p: &ConvParams,
-        partial: &[f32],
-        grad_x: &mut [f32],
-    ) {
-        let (t, quarter, last) = (local_index(), workgroup_id().x, workgroup_id().y);
-        let steps = p.out_channels * p.kernel_h * p.kernel_w / DEPTH;
-        let result = vec3(p.in_channels, p.batch, p.in_h * p.in_w);
-        let blocks = stream_blocks(result.x, result.y * result.z, p.workers);
-        let shared = stream_fixup_block(blocks, steps, p.workers, last);
-        if shared.w != 0 {
-            let origin = vec2(shared.x % blocks.x, shared.x / blocks.x) * BLOCK;
-            #[unroll]
-            for r in 0..4 {
-                let at = stream_fixup_element(result, origin, quarter * 4 + r, t);
-                if at.w != 0 {
-                    grad_x[at.z] = stream_sum(partial, shared, last, at.x);
-                }
-            }
-        }
-    }
-
-    /// `conv_grad_input_fragments_by_tap` as a stream.
-    #[family(
-        conv_grad_input_fragments_by_tap_streamed,
-        conv_grad_input_fragments_by_tap_fixup
-    )]
-    pub struct ConvGradInputFragmentsByTapStream {
-        p: &ConvParams,
-        /// The filter as `conv_weights_transposed_by_tap` lays it out.
-        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)]
-        w_transposed: &[Vec4<f16>],
-        #[len(p.batch * p.out_channels * p.out_h * p.out_w)]
-        grad_pre: &[f32],
-        /// Scratch: two blocks per workgroup, `BLOCK * BLOCK` each, at most `STREAM_SLOT`.
-        #[len(2 * p.workers * 16384)]
-        partial: &mut [f32],
-        #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
-        grad_x: &mut [f32],
     }
 
     /// The backward pass of `conv_forward` but the filter's gradient: the gradient before the
@@ -5481,7 +5487,7 @@ impl WindowBlocking {
     }
 }
 
-/// The elements of a slot of a stream's partial sums (`ConvForwardFragmentsByTapStream`,
+/// The elements of a slot of a stream's partial sums (`ConvForwardFragmentsByTapStreamed`,
 /// whose bindings' lengths spell it out): a block of the largest [`TensorBlocking`].
 pub(crate) const STREAM_SLOT: usize = 128 * 128;
 
