@@ -1733,18 +1733,18 @@ mod tests {
         assert!(!streams(128, 1 << 23, 32 * 65536, many));
     }
 
-    /// A filter of `co` output and `ci` input channels and 3 x 2 taps, numbered, on the
+    /// A filter of `co` output and `ci` input channels and `kh` x `kw` taps, numbered, on the
     /// device; its shape's parameters; and element (`o`, `i`, `r`, `c`) of it on the host.
     fn numbered_filter(
         rt: &Runtime,
         co: usize,
         ci: usize,
+        [kh, kw]: [usize; 2],
     ) -> (
         GpuBuffer<f32>,
         kernels::ConvParams,
         impl Fn(usize, usize, usize, usize) -> f32,
     ) {
-        let (kh, kw) = (3, 2);
         let shape = Conv2dShape::new(1, ci as u32, [6, 6], co as u32, [kh as u32, kw as u32])
             .padding(Padding::uniform(1));
         let p = shape.params(Activation::None).unwrap();
@@ -1754,33 +1754,40 @@ mod tests {
         (w, p, at)
     }
 
+    /// The filters the copies' tests lay out: taps of every size differing from the
+    /// channels', fewer than `kernels::COPY_TAPS`, as many, and more (two rounds and part of a
+    /// third), one tap.
+    const COPIED_FILTERS: [[usize; 2]; 4] = [[3, 2], [3, 3], [4, 5], [1, 1]];
+
     /// The tensor-core forward's filter layout, on any device with `f16` (lavapipe
     /// included): element (output channel, tap row, tap column, input channel) of `w`, as a
-    /// half, at that position of the result, for a filter whose every size differs.
+    /// half, at that position of the result, for filters whose every size differs.
     #[test]
     fn weights_by_tap_put_each_filter_tap_outermost() {
         let rt = Runtime::new().unwrap();
         let (co, ci) = (3, 5);
-        let (w, p, at) = numbered_filter(&rt, co, ci);
-        let mut w_by_tap = rt.zeros::<f16>(w.len()).unwrap();
         let kernel = kernels::ConvWeightsByTap::new(&rt).unwrap();
-        let args = kernels::ConvWeightsByTapArgs {
-            p: &p,
-            w: &w,
-            w_by_tap: &mut w_by_tap,
-        };
-        kernel.launch(&rt, args).unwrap();
-        let mut want = Vec::new();
-        for o in 0..co {
-            for r in 0..3 {
-                for c in 0..2 {
-                    for i in 0..ci {
-                        want.push(f16::from_f32(at(o, i, r, c)));
+        for [kh, kw] in COPIED_FILTERS {
+            let (w, p, at) = numbered_filter(&rt, co, ci, [kh, kw]);
+            let mut w_by_tap = rt.zeros::<f16>(w.len()).unwrap();
+            let args = kernels::ConvWeightsByTapArgs {
+                p: &p,
+                w: &w,
+                w_by_tap: &mut w_by_tap,
+            };
+            kernel.launch(&rt, args).unwrap();
+            let mut want = Vec::new();
+            for o in 0..co {
+                for r in 0..kh {
+                    for c in 0..kw {
+                        for i in 0..ci {
+                            want.push(f16::from_f32(at(o, i, r, c)));
+                        }
                     }
                 }
             }
+            assert_eq!(w_by_tap.read(&rt).unwrap(), want, "{kh} x {kw}");
         }
-        assert_eq!(w_by_tap.read(&rt).unwrap(), want);
     }
 
     /// The tensor-core input gradient's filter layout: element (input channel, tap row, tap
@@ -1790,26 +1797,28 @@ mod tests {
     fn weights_transposed_by_tap_put_input_channels_outermost() {
         let rt = Runtime::new().unwrap();
         let (co, ci) = (20, 18);
-        let (w, p, at) = numbered_filter(&rt, co, ci);
-        let mut w_transposed = rt.zeros::<f16>(w.len()).unwrap();
         let kernel = kernels::ConvWeightsTransposedByTap::new(&rt).unwrap();
-        let args = kernels::ConvWeightsTransposedByTapArgs {
-            p: &p,
-            w: &w,
-            w_transposed: &mut w_transposed,
-        };
-        kernel.launch(&rt, args).unwrap();
-        let mut want = Vec::new();
-        for i in 0..ci {
-            for r in 0..3 {
-                for c in 0..2 {
-                    for o in 0..co {
-                        want.push(f16::from_f32(at(o, i, r, c)));
+        for [kh, kw] in COPIED_FILTERS {
+            let (w, p, at) = numbered_filter(&rt, co, ci, [kh, kw]);
+            let mut w_transposed = rt.zeros::<f16>(w.len()).unwrap();
+            let args = kernels::ConvWeightsTransposedByTapArgs {
+                p: &p,
+                w: &w,
+                w_transposed: &mut w_transposed,
+            };
+            kernel.launch(&rt, args).unwrap();
+            let mut want = Vec::new();
+            for i in 0..ci {
+                for r in 0..kh {
+                    for c in 0..kw {
+                        for o in 0..co {
+                            want.push(f16::from_f32(at(o, i, r, c)));
+                        }
                     }
                 }
             }
+            assert_eq!(w_transposed.read(&rt).unwrap(), want, "{kh} x {kw}");
         }
-        assert_eq!(w_transposed.read(&rt).unwrap(), want);
     }
 
     /// The forward and the input gradient as streams of workgroups against the same passes
@@ -1849,7 +1858,13 @@ mod tests {
                 .map(|(label, _)| label)
                 .collect();
             // Each stream leaves its counts of the shared blocks' parts as it found them.
-            let arrivals = tensor.arrivals.lock().at_least(&rt, 1).unwrap().read(&rt).unwrap();
+            let arrivals = tensor
+                .arrivals
+                .lock()
+                .at_least(&rt, 1)
+                .unwrap()
+                .read(&rt)
+                .unwrap();
             assert!(arrivals.iter().all(|&count| count == 0), "{arrivals:?}");
             let [pre, y, grad_x] = [pre, y, grad_x].map(|b| b.read(&rt).unwrap());
             ([pre, y, grad_x], ran)

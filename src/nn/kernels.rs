@@ -54,6 +54,11 @@ mod nn {
     /// The input pixels along a row each invocation of `conv_grad_input_few` computes.
     pub const RUN: u32 = 4;
 
+    /// The filter taps that the filter's copies (`conv_weights_by_tap`,
+    /// `conv_weights_transposed_by_tap`) load at once before storing them: all of a 3 x 3
+    /// filter's.
+    pub const COPY_TAPS: u32 = 9;
+
     #[repr(C)]
     #[derive(Clone, Copy, tessera::Params)]
     pub struct GemmParams {
@@ -2301,10 +2306,12 @@ mod nn {
     /// outermost in each output channel: (output channel, tap row, tap column, input
     /// channel), in halves, as the tensor cores take it. Each invocation moves the taps of
     /// one (output, input) channel pair, so that both its reads and, tap by tap, the
-    /// workgroup's writes are adjacent. Halves rather than `f32`s: the passes that read the
-    /// layout read it once per block of positions, so it is most of their memory traffic; on
-    /// an H100 the ResNet 3x3 forwards and input gradients ran 2-6% faster for it, but
-    /// 256 x 14 x 14's 3% slower (notes/performance.md).
+    /// workgroup's writes are adjacent; it loads `COPY_TAPS` taps before it stores any (one
+    /// tap at a time, each load waited for the store before it, and on an H100 the copy
+    /// cost the ResNet 3x3 forwards 5-8 us; notes/performance.md). Halves rather than
+    /// `f32`s: the passes that read the layout read it once per block of positions, so it is
+    /// most of their memory traffic; on an H100 the ResNet 3x3 forwards and input gradients
+    /// ran 2-6% faster for it, but 256 x 14 x 14's 3% slower (notes/performance.md).
     #[kernel(
         workgroup = [GROUP],
         grid = [ceil_div(p.out_channels * p.in_channels, GROUP)],
@@ -2319,8 +2326,20 @@ mod nn {
         let taps = p.kernel_h * p.kernel_w;
         if pair < p.out_channels * p.in_channels {
             let (co, ci) = (pair / p.in_channels, pair % p.in_channels);
-            for tap in 0..taps {
-                w_by_tap[(co * taps + tap) * p.in_channels + ci] = w[pair * taps + tap] as f16;
+            for first in (0..taps).step_by(COPY_TAPS) {
+                let mut loaded = [0.0f32; COPY_TAPS];
+                #[unroll]
+                for c in 0..COPY_TAPS {
+                    if first + c < taps {
+                        loaded[c] = w[pair * taps + first + c];
+                    }
+                }
+                #[unroll]
+                for c in 0..COPY_TAPS {
+                    if first + c < taps {
+                        w_by_tap[(co * taps + first + c) * p.in_channels + ci] = loaded[c] as f16;
+                    }
+                }
             }
         }
     }
@@ -4014,9 +4033,9 @@ mod nn {
 
     /// The filter `w` (output channel, input channel, tap row, tap column) as the input
     /// gradient by taps reads it: (input channel, tap row, tap column, output channel), in
-    /// halves (see `conv_weights_by_tap`). A
-    /// workgroup moves a `SPAN` x `SPAN` tile of channel pairs tap by tap through `tile`, so
-    /// that it reads along input channels and writes along output channels.
+    /// halves (see `conv_weights_by_tap`). A workgroup moves a `SPAN` x `SPAN` tile of
+    /// channel pairs through `tile`, `COPY_TAPS` taps at a time, so that it reads along
+    /// input channels and writes along output channels.
     #[kernel(
         workgroup = [GROUP],
         grid = [ceil_div(p.in_channels, SPAN), ceil_div(p.out_channels, SPAN)],
@@ -4026,7 +4045,7 @@ mod nn {
         p: &ConvParams,
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w: &[f32],
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] w_transposed: &mut [f16],
-        #[workgroup] tile: &mut [f32; GROUP],
+        #[workgroup] tile: &mut [f32; GROUP * COPY_TAPS],
     ) {
         let t = local_index();
         let taps = p.kernel_h * p.kernel_w;
@@ -4034,15 +4053,30 @@ mod nn {
         // (input channel, output channel) that invocation `t` reads, and that it writes.
         let read = first + vec2(t % SPAN, t / SPAN);
         let written = first + vec2(t / SPAN, t % SPAN);
-        for tap in 0..taps {
-            if read.x < p.in_channels && read.y < p.out_channels {
-                tile[t % SPAN * SPAN + t / SPAN] =
-                    w[(read.y * p.in_channels + read.x) * taps + tap];
+        let (reads, writes) = (
+            read.x < p.in_channels && read.y < p.out_channels,
+            written.x < p.in_channels && written.y < p.out_channels,
+        );
+        for first_tap in (0..taps).step_by(COPY_TAPS) {
+            let mut loaded = [0.0f32; COPY_TAPS];
+            #[unroll]
+            for c in 0..COPY_TAPS {
+                if reads && first_tap + c < taps {
+                    loaded[c] = w[(read.y * p.in_channels + read.x) * taps + first_tap + c];
+                }
+            }
+            #[unroll]
+            for c in 0..COPY_TAPS {
+                tile[c * GROUP + t % SPAN * SPAN + t / SPAN] = loaded[c];
             }
             workgroup_barrier();
-            if written.x < p.in_channels && written.y < p.out_channels {
-                w_transposed[(written.x * taps + tap) * p.out_channels + written.y] =
-                    tile[t] as f16;
+            #[unroll]
+            for c in 0..COPY_TAPS {
+                let tap = first_tap + c;
+                if writes && tap < taps {
+                    w_transposed[(written.x * taps + tap) * p.out_channels + written.y] =
+                        tile[c * GROUP + t] as f16;
+                }
             }
             workgroup_barrier();
         }
