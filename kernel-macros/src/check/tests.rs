@@ -394,6 +394,39 @@ fn mismatch_suggestions_convert_the_literal() {
         .all(|m| !m.contains('{')));
 }
 
+/// A vector of integer literals is `VecN<i32>`; beside a vector of another integer type the
+/// message says how to write it as one, on either side of the operator.
+#[test]
+fn a_vector_of_literals_beside_another_integer_vector_gets_suffixes() {
+    let messages = |body: proc_macro2::TokenStream| {
+        crate::tests::checked(quote::quote! {
+            mod m {
+                #[kernel(workgroup = [1], grid = [1])]
+                fn k(n: &[u32], y: &mut [u32]) { let v = vec3(n[0], n[1], n[2]); #body }
+            }
+        })
+        .err()
+        .unwrap_or_default()
+    };
+    assert_eq!(
+        messages(quote::quote!(y[0] = (v + vec3(0, 1, 0)).x;)),
+        [
+            "`Vec3<u32>` and `Vec3<i32>` cannot be added; a vector of integer literals is a \
+             `Vec3<i32>`: write `v + vec3(0u32, 1u32, 0u32)`"
+        ]
+    );
+    assert_eq!(
+        messages(quote::quote!(y[0] = (vec3(2, 2, 2) * v).y;)),
+        [
+            "`Vec3<i32>` and `Vec3<u32>` cannot be multiplied; a vector of integer literals is \
+             a `Vec3<i32>`: write `vec3(2u32, 2u32, 2u32) * v`"
+        ]
+    );
+    // Not all literals: no suggestion to rewrite it.
+    let mixed = messages(quote::quote!(let k = n[0] as i32; y[0] = (v + vec3(k, 1, 0)).x;));
+    assert_eq!(mixed, ["`Vec3<u32>` and `Vec3<i32>` cannot be added"]);
+}
+
 /// `n[0] == 3 & ok` is `n[0] == (3 & ok)` in Rust: the error names the precedence, not a
 /// conversion to `bool` (which Rust has no cast for).
 #[test]

@@ -906,6 +906,23 @@ impl<'m, 'e> Checker<'m, 'e> {
             self.errors.at(span, message);
             return;
         }
+        // A vector of integer literals is `VecN<i32>`, as Rust would not infer either: say how
+        // to give it the other vector's type.
+        if let (Ty::Vector(n, ls), Ty::Vector(m, rs)) = (l, r) {
+            let written = match (ls, rs) {
+                _ if n != m => None,
+                (Scalar::I32, _) => suffixed_literals(left, *rs).map(|v| format!("{v} {sym} {b}")),
+                (_, Scalar::I32) => suffixed_literals(right, *ls).map(|v| format!("{a} {sym} {v}")),
+                _ => None,
+            };
+            if let Some(written) = written {
+                let message = format!(
+                    "{what}; a vector of integer literals is a `Vec{n}<i32>`: write `{written}`"
+                );
+                self.errors.at(span, message);
+                return;
+            }
+        }
         let scalars = matches!(l, Ty::Scalar(_) | Ty::IntVar(_) | Ty::FloatVar(_))
             && matches!(r, Ty::Scalar(_) | Ty::IntVar(_) | Ty::FloatVar(_));
         // A float literal is not made an integer: the integer operand is converted instead.
@@ -1630,6 +1647,25 @@ fn shown(ty: &Ty) -> String {
         Ty::FloatVar(_) => "a float literal".to_owned(),
         other => format!("`{}`", other.rust_name()),
     }
+}
+
+/// `e`, a `vec2`/`vec3`/`vec4` of integer literals only, with each literal suffixed by
+/// `scalar`, an integer type (`vec3(0u32, 1u32, 0u32)`); `None` for anything else.
+fn suffixed_literals(e: &Expr, scalar: Scalar) -> Option<String> {
+    let ExprKind::Builtin(builtin, args) = &e.kind else {
+        return None;
+    };
+    if !matches!(builtin.signature, Signature::Vector(_)) || !scalar.is_integer() {
+        return None;
+    }
+    let components = args
+        .iter()
+        .map(|arg| match arg.kind {
+            ExprKind::Int(v) => Some(format!("{v}{}", scalar.rust_name())),
+            _ => None,
+        })
+        .collect::<Option<Vec<String>>>()?;
+    Some(format!("{}({})", builtin.name, components.join(", ")))
 }
 
 fn is_literal(ty: &Ty) -> bool {
