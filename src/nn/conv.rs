@@ -250,6 +250,15 @@ fn streams(rows: u32, columns: u32, depth: u32, b: kernels::TensorBlocking) -> b
     blocks * u64::from(depth / b.depth) <= u64::from(u32::MAX)
 }
 
+/// Whether passes may run as streams on `rt`'s device: on Vulkan only. A stream's workgroups
+/// pass their parts of a shared block to one another within one dispatch, which WGSL's
+/// memory model does not order; naga's Vulkan code makes `storage_barrier` a device-scope
+/// fence, which does (`kernels::stream_arrive`). Elsewhere (Metal's barriers order device
+/// memory for one threadgroup) a way with a stream runs by taps whole instead.
+fn streams_on(rt: &Runtime) -> bool {
+    rt.info().backend == crate::wgpu::Backend::Vulkan
+}
+
 /// Whether a tensor-core pass of `p` may run over a staged window in the blocking `b`
 /// (`kernels::conv_window_tile`): the forward, or (`grad`) the input gradient, of a
 /// convolution of stride 1 whose summed channels are a multiple of the blocking's step, whose
@@ -906,7 +915,8 @@ impl Convolution {
             let streamed = window.is_none()
                 && taps_fit
                 && way.workers > 0
-                && streams(p.out_channels, columns, depth, blocking);
+                && streams(p.out_channels, columns, depth, blocking)
+                && streams_on(batch.runtime());
             let whole = window.is_some() || streamed || !way.split || cut.splits == 1;
             if !whole {
                 (p.splits, p.split_depth) = (cut.splits, cut.depth);
@@ -1303,7 +1313,10 @@ impl Convolution {
                     return window.record(batch, args);
                 }
                 let depth = p.out_channels * p.kernel_h * p.kernel_w;
-                if way.workers > 0 && streams(p.in_channels, columns, depth, blocking) {
+                if way.workers > 0
+                    && streams(p.in_channels, columns, depth, blocking)
+                    && streams_on(batch.runtime())
+                {
                     p.workers = way.workers;
                     let mut partials = self.partials.lock();
                     let mut arrivals = self.arrivals.lock();

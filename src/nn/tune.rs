@@ -45,8 +45,8 @@ pub(crate) struct Way {
     pub all_taps: bool,
     /// The workgroups of a convolution pass by taps run as a stream
     /// (`kernels::conv_forward_fragments_by_tap_streamed`), 0 for none: as many as the GPU
-    /// holds at once, sharing the blocks' steps evenly. Only with `by_tap`, and only where the
-    /// pass runs by taps.
+    /// holds at once, sharing the blocks' steps evenly. Only with `by_tap`, only where the
+    /// pass runs by taps, and only on Vulkan (`conv::streams_on` says why).
     pub workers: u32,
 }
 
