@@ -830,9 +830,10 @@ impl Convolution {
     /// taps and input channels a multiple of 16, once per 16 channels together with every
     /// tap's filter (with autotuning off it does, where it can: the latter for at most 64
     /// output channels, the former in workgroups of 512 invocations where the device has
-    /// them). Tap by tap, it may also run as a stream: as many workgroups as the GPU holds at
-    /// once share the blocks' steps evenly, and a second kernel adds up the blocks they
-    /// shared, for outputs whose blocks would leave the GPU's last wave part idle.
+    /// them). Tap by tap, it may also run as a stream (on Vulkan): as many workgroups as the
+    /// GPU holds at once share the blocks' steps evenly, and the last of a shared block's
+    /// workgroups to finish its part adds up the block's parts, for outputs whose blocks
+    /// would leave the GPU's last wave part idle.
     pub fn forward(&self, batch: &mut Batch<'_>, args: Conv2dForward<'_>) -> Result<()> {
         let Conv2dForward {
             shape,
