@@ -1835,6 +1835,55 @@ mod tests {
         }
     }
 
+    /// The streams' schedule and hand-over of parts (`kernels::stream_schedule_model`), on any
+    /// device: every blocking, over 136 output channels (ragged blocks of 128 and 64 rows) of
+    /// 3 images of 10 x 10 (ragged columns), summing 64 channels x 9 taps; by 1 workgroup
+    /// (every block whole), 3 and 4 (whole blocks, then the rest in parts), 5, 7, 13 and 40
+    /// (every block in parts, some ranges over three blocks) and 500 (more than there are
+    /// iterations). Each runs twice on the same counts, which must be back at zero after each.
+    #[test]
+    fn stream_schedules_finish_every_block_once_whoever_shares_it() {
+        let rt = Runtime::new().unwrap();
+        let shape = Conv2dShape::new(3, 64, [10, 10], 136, [3, 3]).padding(Padding::uniform(1));
+        let mut p = shape.params(Activation::None).unwrap();
+        let len = shape.output_len().unwrap();
+        let bias: Vec<f32> = (0..136).map(|c| c as f32).collect();
+        let bias_buffer = rt.upload(&bias).unwrap();
+        let mut arrivals = rt.zeros::<u32>(500).unwrap();
+        for &blocking in kernels::TensorBlocking::ALL {
+            let model = kernels::StreamScheduleModel::with_constants(&rt, blocking).unwrap();
+            let steps = 64 * 9 / blocking.depth;
+            let sum = (steps * (steps + 1) / 2) as f32;
+            for workers in [1, 3, 4, 5, 7, 13, 40, 500] {
+                p.workers = workers;
+                let mut partial = rt
+                    .zeros(2 * workers as usize * kernels::STREAM_SLOT)
+                    .unwrap();
+                for round in 0..2 {
+                    let (mut pre, mut y) = (rt.zeros(len).unwrap(), rt.zeros(len).unwrap());
+                    let args = kernels::StreamScheduleModelArgs {
+                        p: &p,
+                        bias: &bias_buffer,
+                        partial: &mut partial,
+                        arrivals: &mut arrivals,
+                        pre: &mut pre,
+                        y: &mut y,
+                    };
+                    model.launch(&rt, args).unwrap();
+                    let at = |i: usize| bias[i / 100 % 136] + sum;
+                    let want: Vec<f32> = (0..len).map(at).collect();
+                    let case = format!("{blocking:?}, {workers} workers, round {round}");
+                    assert_eq!(pre.read(&rt).unwrap(), want, "pre, {case}");
+                    assert_eq!(y.read(&rt).unwrap(), want, "y, {case}");
+                    let counts = arrivals.read(&rt).unwrap();
+                    let left: Vec<(usize, &u32)> =
+                        counts.iter().enumerate().filter(|(_, &c)| c != 0).collect();
+                    assert!(left.is_empty(), "{case}: counts left {left:?}");
+                }
+            }
+        }
+    }
+
     /// The forward and the input gradient as streams of workgroups against the same passes
     /// by taps whole, on a device with tensor cores. 160 -> 96 channels over 3 images of 10 x
     /// 10: the forward 3 ragged blocks of 45 steps, the input gradient 6 of 27. Run by one

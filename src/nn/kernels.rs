@@ -3387,6 +3387,24 @@ mod nn {
         finishing[0] != 0
     }
 
+    /// Hands on the part `part` (`stream_part`) of a shared block that this workgroup stored
+    /// to `partial`: counts it (`stream_arrive`) and says which workgroups summed the block
+    /// (`stream_sharers`, in `xyz`) and whether this one is to add the parts up (`w`, 1 or 0).
+    fn stream_hand_over(
+        arrivals: &mut [AtomicU32],
+        finishing: &mut [u32; 1],
+        blocks: Vec3<u32>,
+        steps: u32,
+        workers: u32,
+        part: Vec4<u32>,
+        t: u32,
+    ) -> Vec4<u32> {
+        let shared = part.x - blocks.y;
+        let sharers = stream_sharers(blocks, steps, workers, shared);
+        let last = stream_arrive(arrivals, shared, sharers.y - sharers.x + 1, finishing, t);
+        vec4(sharers.x, sharers.y, sharers.z, last as u32)
+    }
+
     /// Invocation `t`'s elements of the sum of the parts of a block that the workgroups
     /// `sharers` (`stream_sharers`) wrote to `partial`: element `t + INVOCATIONS * run` in
     /// `run` (a block has `OUTPUTS` elements an invocation). Each part's loads are all in
@@ -3538,11 +3556,61 @@ mod nn {
                 store_conv_forward_fragments(&acc, bias, pre, y, p, spill, origin, t);
             } else {
                 store_block_fragments(partial, part.w * BLOCK * BLOCK, &acc, t);
-                let shared = part.x - blocks.y;
-                let sharers = stream_sharers(blocks, steps, p.workers, shared);
-                let parts = sharers.y - sharers.x + 1;
-                if stream_arrive(arrivals, shared, parts, finishing, t) {
-                    finish_forward_block(partial, sharers, bias, pre, y, p, origin, t);
+                let hand = stream_hand_over(arrivals, finishing, blocks, steps, p.workers, part, t);
+                if hand.w != 0 {
+                    finish_forward_block(partial, hand.xyz, bias, pre, y, p, origin, t);
+                }
+            }
+            j += part.z - part.y;
+        }
+    }
+
+    /// The schedule of `conv_forward_fragments_by_tap_streamed` and its hand-over of parts,
+    /// without the tensor cores, so that tests run them on any device (the streams need
+    /// cooperative matrices). A part of steps `first..end` of a block adds `s + 1` for each
+    /// of its steps `s` to every element, so that every element of `pre` and `y` (a
+    /// convolution without activation) comes out as its channel's bias plus `steps *
+    /// (steps + 1) / 2` whichever workgroups summed it, and a block left unfinished or
+    /// summed twice shows. A block run whole goes through the workgroup's first slot (the
+    /// stream stores it through `spill`).
+    #[kernel(
+        workgroup = [INVOCATIONS],
+        constants = TensorBlocking,
+        grid = [p.workers],
+        limits(invocations = INVOCATIONS)
+    )]
+    pub fn stream_schedule_model(
+        p: &ConvParams,
+        #[len(p.out_channels)] bias: &[f32],
+        #[len(2 * p.workers * 16384)] partial: &mut [f32],
+        #[len(p.workers)] arrivals: &mut [AtomicU32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
+        #[workgroup] finishing: &mut [u32; 1],
+    ) {
+        let (t, worker) = (local_index(), workgroup_id().x);
+        let blocks = stream_blocks(p.out_channels, p.batch * p.out_h * p.out_w, p.workers);
+        let steps = p.in_channels * p.kernel_h * p.kernel_w / DEPTH;
+        let share = stream_share(blocks, steps, p.workers, worker);
+        let mut j = 0u32;
+        while j < share.x + share.z - share.y {
+            let part = stream_part(blocks, steps, p.workers, worker, share, j);
+            let origin = vec2(part.x % blocks.x, part.x / blocks.x) * BLOCK;
+            let value = ((part.z * (part.z + 1) - part.y * (part.y + 1)) / 2) as f32;
+            let whole = part.y == 0 && part.z == steps;
+            let slot = if whole { 2 * worker } else { part.w };
+            // An invocation writes, and a workgroup that finishes alone reads back, elements
+            // `t + INVOCATIONS * run` (`stream_sums`).
+            for run in 0..OUTPUTS {
+                partial[slot * BLOCK * BLOCK + run * INVOCATIONS + t] = value;
+            }
+            if whole {
+                let alone = vec3(worker, worker, slot);
+                finish_forward_block(partial, alone, bias, pre, y, p, origin, t);
+            } else {
+                let hand = stream_hand_over(arrivals, finishing, blocks, steps, p.workers, part, t);
+                if hand.w != 0 {
+                    finish_forward_block(partial, hand.xyz, bias, pre, y, p, origin, t);
                 }
             }
             j += part.z - part.y;
@@ -3611,11 +3679,9 @@ mod nn {
                 );
             } else {
                 store_block_fragments(partial, part.w * BLOCK * BLOCK, &acc, t);
-                let shared = part.x - blocks.y;
-                let sharers = stream_sharers(blocks, steps, p.workers, shared);
-                let parts = sharers.y - sharers.x + 1;
-                if stream_arrive(arrivals, shared, parts, finishing, t) {
-                    finish_grad_input_block(partial, sharers, grad_x, p, origin, t);
+                let hand = stream_hand_over(arrivals, finishing, blocks, steps, p.workers, part, t);
+                if hand.w != 0 {
+                    finish_grad_input_block(partial, hand.xyz, grad_x, p, origin, t);
                 }
             }
             j += part.z - part.y;
