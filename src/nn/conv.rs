@@ -1842,7 +1842,7 @@ mod tests {
     /// (every block in parts, some ranges over three blocks) and 500 (more than there are
     /// iterations). Each runs twice on the same counts, which must be back at zero after each.
     #[test]
-    fn stream_schedules_finish_every_block_once_whoever_shares_it() {
+    fn stream_schedules_add_up_every_part_of_every_block() {
         let rt = Runtime::new().unwrap();
         let shape = Conv2dShape::new(3, 64, [10, 10], 136, [3, 3]).padding(Padding::uniform(1));
         let mut p = shape.params(Activation::None).unwrap();

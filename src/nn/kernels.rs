@@ -3570,9 +3570,9 @@ mod nn {
     /// cooperative matrices). A part of steps `first..end` of a block adds `s + 1` for each
     /// of its steps `s` to every element, so that every element of `pre` and `y` (a
     /// convolution without activation) comes out as its channel's bias plus `steps *
-    /// (steps + 1) / 2` whichever workgroups summed it, and a block left unfinished or
-    /// summed twice shows. A block run whole goes through the workgroup's first slot (the
-    /// stream stores it through `spill`).
+    /// (steps + 1) / 2` whichever workgroups summed it, and a block left unfinished, or a
+    /// part missing from its sum or added twice, shows. A block run whole goes through the
+    /// workgroup's first slot (the stream stores it through `spill`).
     #[kernel(
         workgroup = [INVOCATIONS],
         constants = TensorBlocking,
