@@ -243,18 +243,34 @@ fn by_few_channels(p: &kernels::ConvParams) -> bool {
     p.in_channels <= kernels::FEW && p.dilation_h == 1 && p.dilation_w == 1
 }
 
-/// Whether a tensor-core pass by taps of an output of `rows x columns`, summing `depth`, may
-/// run as a stream in the blocking `b`: its (block, step) iterations are counted in `u32`.
-fn streams(rows: u32, columns: u32, depth: u32, b: kernels::TensorBlocking) -> bool {
-    let blocks = u64::from(rows.div_ceil(b.block)) * u64::from(columns.div_ceil(b.block));
-    blocks * u64::from(depth / b.depth) <= u64::from(u32::MAX)
+/// Whether a tensor-core pass of an output of `rows x columns`, summing `depth`, may run as a
+/// stream in the blocking `b`: its (block, step) iterations are counted in `u32`.
+fn streams(rows: u32, columns: u32, depth: u32, b: kernels::StreamBlocking) -> bool {
+    let blocks = u64::from(rows.div_ceil(b.block)) * u64::from(columns.div_ceil(b.cols));
+    blocks * u64::from(depth.div_ceil(b.depth())) <= u64::from(u32::MAX)
+}
+
+/// The kernel of `streams` (a pass's, each with its `blocking`) that `way` runs an output of
+/// `rows x columns` summing `depth` as: none where the way is no stream, where the device
+/// runs none ([`streams_on`]) or where the iterations are not counted in `u32` ([`streams`]).
+fn stream_for<'k, K>(
+    streams: Option<&'k kernels::Streams<K>>,
+    blocking: impl Fn(&K) -> kernels::StreamBlocking,
+    way: Way,
+    [rows, columns, depth]: [u32; 3],
+    rt: &Runtime,
+) -> Option<&'k K> {
+    let stream = streams?.get(way.blocking);
+    let counted = self::streams(rows, columns, depth, blocking(stream));
+    (way.workers > 0 && counted && streams_on(rt)).then_some(stream)
 }
 
 /// Whether passes may run as streams on `rt`'s device: on Vulkan only. A stream's workgroups
 /// pass their parts of a shared block to one another within one dispatch, which WGSL's
 /// memory model does not order; naga's Vulkan code makes `storage_barrier` a device-scope
 /// fence, which does (`kernels::stream_arrive`). Elsewhere (Metal's barriers order device
-/// memory for one threadgroup) a way with a stream runs by taps whole instead.
+/// memory for one threadgroup) a way with a stream runs as it would whole (the forward and
+/// the input gradient by taps).
 fn streams_on(rt: &Runtime) -> bool {
     rt.info().backend == crate::wgpu::Backend::Vulkan
 }
@@ -480,8 +496,9 @@ struct Fragments {
     /// The forward in slices of the summed dimension.
     forward_split: kernels::Blocked<kernels::ConvForwardFragmentsSplit>,
     forward_by_tap_split: kernels::Blocked<kernels::ConvForwardFragmentsByTapSplit>,
-    /// The forward by taps as a stream of workgroups sharing the blocks' steps evenly.
-    forward_by_tap_stream: kernels::Blocked<kernels::ConvForwardFragmentsByTapStreamed>,
+    /// The forward by taps as a stream of workgroups sharing the blocks' steps evenly, where
+    /// the device has the invocations.
+    forward_by_tap_stream: Option<kernels::Streams<kernels::ConvForwardFragmentsByTapStreamed>>,
     grad_input: kernels::Blocked<kernels::ConvGradInputFragments>,
     /// The input gradient in slices of the summed dimension.
     grad_input_split: kernels::Blocked<kernels::ConvGradInputFragmentsSplit>,
@@ -492,7 +509,8 @@ struct Fragments {
     grad_input_by_tap: kernels::Blocked<kernels::ConvGradInputFragmentsByTap>,
     grad_input_by_tap_split: kernels::Blocked<kernels::ConvGradInputFragmentsByTapSplit>,
     /// The input gradient by taps as a stream (see `forward_by_tap_stream`).
-    grad_input_by_tap_stream: kernels::Blocked<kernels::ConvGradInputFragmentsByTapStreamed>,
+    grad_input_by_tap_stream:
+        Option<kernels::Streams<kernels::ConvGradInputFragmentsByTapStreamed>>,
     /// The stride-1 input gradient over a staged window, for output channels a multiple of
     /// the window blocking's step, where the device has the workgroup memory.
     grad_input_window: Option<kernels::Blocked<kernels::ConvGradInputWindow>>,
@@ -503,6 +521,8 @@ struct Fragments {
     grad_weight: kernels::Blocked<kernels::ConvGradWeightFragments>,
     /// The filter gradient by taps, for input channels a multiple of the blocking's block.
     grad_weight_by_tap: kernels::Blocked<kernels::ConvGradWeightFragmentsByTap>,
+    /// The filter gradient as a stream (see `forward_by_tap_stream`).
+    grad_weight_stream: Option<kernels::Streams<kernels::ConvGradWeightFragmentsStreamed>>,
     reduce: kernels::ConvGradWeightReduce,
 }
 
@@ -530,6 +550,7 @@ impl Fragments {
             grad_input_phased,
             grad_weight,
             grad_weight_by_tap,
+            grad_weight_stream,
             reduce,
         } = self;
         weights_by_tap.prepare(rt)?;
@@ -539,15 +560,22 @@ impl Fragments {
         forward_by_tap.try_for_each(|k| k.prepare(rt))?;
         forward_split.try_for_each(|k| k.prepare(rt))?;
         forward_by_tap_split.try_for_each(|k| k.prepare(rt))?;
-        forward_by_tap_stream.try_for_each(|k| k.prepare(rt))?;
+        if let Some(streams) = forward_by_tap_stream {
+            streams.try_for_each(|k| k.prepare(rt))?;
+        }
         grad_input.try_for_each(|k| k.prepare(rt))?;
         grad_input_split.try_for_each(|k| k.prepare(rt))?;
         grad_input_by_tap.try_for_each(|k| k.prepare(rt))?;
         grad_input_by_tap_split.try_for_each(|k| k.prepare(rt))?;
-        grad_input_by_tap_stream.try_for_each(|k| k.prepare(rt))?;
+        if let Some(streams) = grad_input_by_tap_stream {
+            streams.try_for_each(|k| k.prepare(rt))?;
+        }
         grad_input_phased.try_for_each(|k| k.prepare(rt))?;
         grad_weight.try_for_each(|k| k.prepare(rt))?;
         grad_weight_by_tap.try_for_each(|k| k.prepare(rt))?;
+        if let Some(streams) = grad_weight_stream {
+            streams.try_for_each(|k| k.prepare(rt))?;
+        }
         if let Some(forward) = forward_window {
             forward.try_for_each(|k| k.prepare(rt))?;
         }
@@ -603,7 +631,7 @@ impl Fragments {
                     by_tap_reduce.clone(),
                 ))
             })?,
-            forward_by_tap_stream: kernels::Blocked::on_fragments(|b| unsafe {
+            forward_by_tap_stream: kernels::Streams::new(|b| unsafe {
                 kernels::ConvForwardFragmentsByTapStreamed::with_constants_unchecked(rt, b)
             })?,
             grad_input: kernels::Blocked::on_fragments(|b| unsafe {
@@ -629,7 +657,7 @@ impl Fragments {
                     input_by_tap_reduce.clone(),
                 ))
             })?,
-            grad_input_by_tap_stream: kernels::Blocked::on_fragments(|b| unsafe {
+            grad_input_by_tap_stream: kernels::Streams::new(|b| unsafe {
                 kernels::ConvGradInputFragmentsByTapStreamed::with_constants_unchecked(rt, b)
             })?,
             grad_input_window: kernels::Blocked::on_windows(|b| unsafe {
@@ -647,6 +675,9 @@ impl Fragments {
             })?,
             grad_weight_by_tap: kernels::Blocked::on_fragments(|b| unsafe {
                 kernels::ConvGradWeightFragmentsByTap::with_constants_unchecked(rt, b)
+            })?,
+            grad_weight_stream: kernels::Streams::new(|b| unsafe {
+                kernels::ConvGradWeightFragmentsStreamed::with_constants_unchecked(rt, b)
             })?,
             reduce: kernels::ConvGradWeightReduce::new(rt)?,
         };
@@ -833,7 +864,8 @@ impl Convolution {
     /// them). Tap by tap, it may also run as a stream (on Vulkan): as many workgroups as the
     /// GPU holds at once share the blocks' steps evenly, and the last of a shared block's
     /// workgroups to finish its part adds up the block's parts, for outputs whose blocks
-    /// would leave the GPU's last wave part idle.
+    /// would leave the GPU's last wave part idle; a stream's blocks are 128 x 128, or 256
+    /// output channels by 128 positions, or 128 by 256, as the tuner finds faster.
     pub fn forward(&self, batch: &mut Batch<'_>, args: Conv2dForward<'_>) -> Result<()> {
         let Conv2dForward {
             shape,
@@ -913,19 +945,22 @@ impl Convolution {
             });
             let taps_fit = way.by_tap && p.in_channels.is_multiple_of(blocking.depth());
             // As a stream where the way says so and the pass runs by taps.
-            let streamed = window.is_none()
-                && taps_fit
-                && way.workers > 0
-                && streams(p.out_channels, columns, depth, blocking)
-                && streams_on(batch.runtime());
-            let whole = window.is_some() || streamed || !way.split || cut.splits == 1;
+            let stream = stream_for(
+                fragments.forward_by_tap_stream.as_ref(),
+                |k| k.constants(),
+                way,
+                [p.out_channels, columns, depth],
+                batch.runtime(),
+            )
+            .filter(|_| window.is_none() && taps_fit);
+            let whole = window.is_some() || stream.is_some() || !way.split || cut.splits == 1;
             if !whole {
                 (p.splits, p.split_depth) = (cut.splits, cut.depth);
             }
             let mut partials = self.partials.lock();
-            let partial = if streamed {
+            let partial = if let Some(stream) = stream {
                 p.workers = way.workers;
-                let len = 2 * p.workers as usize * kernels::STREAM_SLOT;
+                let len = stream.constants().partials(p.workers);
                 Some(partials.at_least(batch.runtime(), len)?)
             } else if whole {
                 None
@@ -954,8 +989,8 @@ impl Convolution {
                     };
                     return window.record(batch, args);
                 }
-                return match partial {
-                    Some(partial) if streamed => {
+                return match (partial, stream) {
+                    (Some(partial), Some(stream)) => {
                         let mut arrivals = self.arrivals.lock();
                         let args = kernels::ConvForwardFragmentsByTapStreamedArgs {
                             p: &p,
@@ -967,10 +1002,9 @@ impl Convolution {
                             pre,
                             y,
                         };
-                        let stream = fragments.forward_by_tap_stream.get(way.blocking);
                         stream.record(batch, args)
                     }
-                    None => {
+                    (None, _) => {
                         let args = kernels::ConvForwardFragmentsByTapArgs {
                             p: &p,
                             x,
@@ -984,7 +1018,7 @@ impl Convolution {
                             .get(way.blocking)
                             .record(batch, args)
                     }
-                    Some(partial) => {
+                    (Some(partial), None) => {
                         let args = kernels::ConvForwardFragmentsByTapSplitArgs {
                             p: &p,
                             x,
@@ -1314,14 +1348,18 @@ impl Convolution {
                     return window.record(batch, args);
                 }
                 let depth = p.out_channels * p.kernel_h * p.kernel_w;
-                if way.workers > 0
-                    && streams(p.in_channels, columns, depth, blocking)
-                    && streams_on(batch.runtime())
-                {
+                let stream = stream_for(
+                    fragments.grad_input_by_tap_stream.as_ref(),
+                    |k| k.constants(),
+                    way,
+                    [p.in_channels, columns, depth],
+                    batch.runtime(),
+                );
+                if let Some(stream) = stream {
                     p.workers = way.workers;
                     let mut partials = self.partials.lock();
                     let mut arrivals = self.arrivals.lock();
-                    let len = 2 * p.workers as usize * kernels::STREAM_SLOT;
+                    let len = stream.constants().partials(p.workers);
                     let args = kernels::ConvGradInputFragmentsByTapStreamedArgs {
                         p: &p,
                         w_transposed,
@@ -1330,7 +1368,6 @@ impl Convolution {
                         arrivals: arrivals.at_least(batch.runtime(), p.workers as usize)?,
                         grad_x,
                     };
-                    let stream = fragments.grad_input_by_tap_stream.get(way.blocking);
                     return stream.record(batch, args);
                 }
                 if cut.splits == 1 {
@@ -1418,7 +1455,9 @@ impl Convolution {
     /// The blocking is autotuned; with autotuning off it is the small one for at most 64
     /// output channels. On the tensor cores, with input channels a multiple of the blocking's
     /// block (128 in the large blocking, 64 in the small), each block of the filter may cover
-    /// a single filter tap, which makes larger convolutions faster; the tuner decides.
+    /// a single filter tap, which makes larger convolutions faster, and on Vulkan the pass
+    /// may run as a stream, as the forward's (see [`Convolution::forward`]), for filters of
+    /// few blocks with a long sum; the tuner decides.
     pub fn grad_weight(&self, batch: &mut Batch<'_>, args: Conv2dGradWeight<'_>) -> Result<()> {
         let Conv2dGradWeight {
             shape,
@@ -1434,13 +1473,13 @@ impl Convolution {
     /// How the filter gradient runs for `shape`: as an implicit GEMM in either blocking
     /// (always split as `split_weight_grad` says), or for the shapes Winograd's F(3x3, 4x4)
     /// fits, by it in either blocking; with autotuning off, by Winograd where it fits. On the
-    /// tensor cores, as an implicit GEMM in either blocking, by taps or not; with autotuning
-    /// off, by taps.
+    /// tensor cores, as an implicit GEMM in either blocking, by taps or not, or as a stream;
+    /// with autotuning off, by taps.
     fn weight_way(&self, rt: &Runtime, shape: &Conv2dShape, p: kernels::ConvParams) -> Result<Way> {
         let operation = "nn::Convolution::grad_weight";
         let (ways, fixed) = if self.fragments.is_some() {
             (
-                Way::FRAGMENTS_BY_TAP.to_vec(),
+                Way::FRAGMENTS_BY_TAP_OR_STREAMED.to_vec(),
                 Way::fixed_fragments(p.out_channels).by_tap(),
             )
         } else if by_winograd(&p, rt) {
@@ -1504,6 +1543,32 @@ impl Convolution {
             };
         }
         if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
+            let columns = p.in_channels * p.kernel_h * p.kernel_w;
+            let depth = p.batch * p.out_h * p.out_w;
+            let stream = stream_for(
+                fragments.grad_weight_stream.as_ref(),
+                |k| k.constants(),
+                way,
+                [p.out_channels, columns, depth],
+                batch.runtime(),
+            );
+            if let Some(stream) = stream {
+                p.workers = way.workers;
+                let (mut partials, mut arrivals) = (self.partials.lock(), self.arrivals.lock());
+                let len = stream.constants().partials(p.workers);
+                let args = kernels::ConvGradWeightFragmentsStreamedArgs {
+                    p: &p,
+                    x,
+                    grad_pre,
+                    partial: partials.at_least(batch.runtime(), len)?,
+                    arrivals: arrivals.at_least(batch.runtime(), p.workers as usize)?,
+                    grad_w,
+                };
+                return match pass {
+                    WeightPass::Check => stream.check_lengths(&args),
+                    WeightPass::Record => stream.record(batch, args),
+                };
+            }
             let kernel = fragments.grad_weight.get(way.blocking);
             let blocking = kernel.constants();
             split_weight_grad(&mut p, blocking);
@@ -1737,14 +1802,21 @@ mod tests {
 
     #[test]
     fn a_pass_streams_only_where_its_iterations_are_counted_in_u32() {
-        let many = kernels::TensorBlocking::ALL[3];
-        assert_eq!((many.block, many.depth, many.invocations), (128, 32, 512));
+        let [square, wide, long] = [(128, 128), (256, 128), (128, 256)]
+            .map(|(block, cols)| kernels::StreamBlocking { block, cols });
+        assert_eq!(kernels::StreamBlocking::ALL, [square, wide, long]);
+        assert_eq!((square.depth(), square.invocations()), (32, 512));
         // 128@28: 196 blocks of 36 steps.
-        assert!(streams(128, 32 * 28 * 28, 128 * 9, many));
+        assert!(streams(128, 32 * 28 * 28, 128 * 9, square));
         // 2^16 blocks of 128 positions, of 2^16 - 1 steps: the most iterations `u32` counts,
         // less 2^16; one step more is 2^32.
-        assert!(streams(128, 1 << 23, 32 * 65535, many));
-        assert!(!streams(128, 1 << 23, 32 * 65536, many));
+        assert!(streams(128, 1 << 23, 32 * 65535, square));
+        assert!(!streams(128, 1 << 23, 32 * 65536, square));
+        // The oblong blocks hold twice the outputs: 256 rows make the same 2^16 blocks.
+        for oblong in [wide, long] {
+            assert!(streams(256, 1 << 23, 32 * 65535, oblong));
+            assert!(!streams(256, 1 << 23, 32 * 65536, oblong));
+        }
     }
 
     /// A filter of `co` output and `ci` input channels and `kh` x `kw` taps, numbered, on the
@@ -1836,8 +1908,9 @@ mod tests {
     }
 
     /// The streams' schedule and hand-over of parts (`kernels::stream_schedule_model`), on any
-    /// device: every blocking, over 136 output channels (ragged blocks of 128 and 64 rows) of
-    /// 3 images of 10 x 10 (ragged columns), summing 64 channels x 9 taps; by 1 workgroup
+    /// device: every blocking, over 136 output channels (ragged blocks of 128 and 256 rows) of
+    /// 3 images of 10 x 10 (ragged blocks of 128 and 256 columns), summing 64 channels x 9
+    /// taps; by 1 workgroup
     /// (every block whole), 3 and 4 (whole blocks, then the rest in parts), 5, 7, 13 and 40
     /// (every block in parts, some ranges over three blocks) and 500 (more than there are
     /// iterations). Each runs twice on the same counts, which must be back at zero after each.
@@ -1850,15 +1923,13 @@ mod tests {
         let bias: Vec<f32> = (0..136).map(|c| c as f32).collect();
         let bias_buffer = rt.upload(&bias).unwrap();
         let mut arrivals = rt.zeros::<u32>(500).unwrap();
-        for &blocking in kernels::TensorBlocking::ALL {
+        for &blocking in kernels::StreamBlocking::ALL {
             let model = kernels::StreamScheduleModel::with_constants(&rt, blocking).unwrap();
-            let steps = 64 * 9 / blocking.depth;
+            let steps = 64 * 9 / blocking.depth();
             let sum = (steps * (steps + 1) / 2) as f32;
             for workers in [1, 3, 4, 5, 7, 13, 40, 500] {
                 p.workers = workers;
-                let mut partial = rt
-                    .zeros(2 * workers as usize * kernels::STREAM_SLOT)
-                    .unwrap();
+                let mut partial = rt.zeros(blocking.partials(workers)).unwrap();
                 for round in 0..2 {
                     let (mut pre, mut y) = (rt.zeros(len).unwrap(), rt.zeros(len).unwrap());
                     let args = kernels::StreamScheduleModelArgs {
@@ -1884,16 +1955,18 @@ mod tests {
         }
     }
 
-    /// The forward and the input gradient as streams of workgroups against the same passes
-    /// by taps whole, on a device with tensor cores. 160 -> 96 channels over 3 images of 10 x
-    /// 10: the forward 3 ragged blocks of 45 steps, the input gradient 6 of 27. Run by one
+    /// Every pass as a stream of workgroups against the same pass not streamed (the forward
+    /// and the input gradient by taps whole), on a device with tensor cores, in every stream
+    /// blocking. 160 -> 96 channels over 3 images of 10 x 10: the forward ragged blocks of 45
+    /// steps (3 of 128 x 128 or 256 x 128, 2 of 128 x 256), the input gradient of 27 (6, 3
+    /// and 4), the filter gradient 96 x 1440 of 10, the last 12 deep (12, 12 and 6). Run by one
     /// workgroup (every block whole); by 2, 4 and 5, whole blocks first where there are as
     /// many, then the rest in parts; by 7 and 13, every block in parts, some ranges over
     /// three blocks; by 100, an iteration or two each; by more than there are iterations.
     /// The streams run one after another on the same counts, so a count left above zero
     /// would show as a block nobody finished.
     #[test]
-    fn passes_as_streams_match_the_passes_by_taps() {
+    fn passes_as_streams_match_the_passes_whole() {
         let rt = Runtime::new().unwrap();
         let tensor = match Convolution::with_precision(&rt, Precision::TensorCoreF16) {
             Err(crate::Error::MissingFeature { .. }) => return,
@@ -1911,12 +1984,15 @@ mod tests {
         let bias = up(&wave(96, 0.7));
         let grad_pre = up(&wave(len, 0.23));
         let zeros = |len: usize| rt.zeros::<f32>(len).unwrap();
-        // pre, y and grad_x, and the kernels that ran.
+        // pre, y, grad_x and grad_w, and the kernels that ran.
         let run = |way: Way| {
             let (mut pre, mut y, mut grad_x) = (zeros(len), zeros(len), zeros(shape.input_len()));
+            let mut grad_w = zeros(shape.weight_len());
             let mut batch = rt.batch();
             (tensor.record_forward(&mut batch, way, p, &x, &w, &bias, &mut pre, &mut y)).unwrap();
             (tensor.record_grad_input(&mut batch, way, p, &w, &grad_pre, &mut grad_x)).unwrap();
+            let pass = WeightPass::Record;
+            (tensor.weight_pass(&mut batch, pass, way, p, &x, &grad_pre, &mut grad_w)).unwrap();
             let ran: Vec<String> = (batch.submit_timed().unwrap().dispatches.into_iter())
                 .map(|(label, _)| label)
                 .collect();
@@ -1929,28 +2005,36 @@ mod tests {
                 .read(&rt)
                 .unwrap();
             assert!(arrivals.iter().all(|&count| count == 0), "{arrivals:?}");
-            let [pre, y, grad_x] = [pre, y, grad_x].map(|b| b.read(&rt).unwrap());
-            ([pre, y, grad_x], ran)
+            let [pre, y, grad_x, grad_w] = [pre, y, grad_x, grad_w].map(|b| b.read(&rt).unwrap());
+            ([pre, y, grad_x, grad_w], ran)
         };
-        let by_tap = Way::on_fragments(kernels::MANY).by_tap();
-        let (want, _) = run(by_tap);
-        let streams = [
-            "conv_forward_fragments_by_tap_streamed_depth32_block128_invocations512_kernel_h3_kernel_w3",
-            "conv_grad_input_fragments_by_tap_streamed_depth32_block128_invocations512_kernel_h3_kernel_w3",
+        let (want, _) = run(Way::on_fragments(kernels::MANY).by_tap());
+        let blockings = [
+            (kernels::MANY, "block128_cols128"),
+            (kernels::WIDE, "block256_cols128"),
+            (kernels::LONG, "block128_cols256"),
         ];
-        for workers in [1, 2, 4, 5, 7, 13, 100, 500] {
-            let (got, ran) = run(by_tap.streamed(workers));
-            for stream in streams {
-                assert!(ran.iter().any(|r| r == stream), "{ran:?}");
+        for ((blocking, blocks), workers) in blockings
+            .into_iter()
+            .flat_map(|b| [1, 2, 4, 5, 7, 13, 100, 500].map(|workers| (b, workers)))
+        {
+            let (got, ran) = run(Way::on_fragments(blocking).by_tap().streamed(workers));
+            for pass in ["forward", "grad_input"] {
+                let stream =
+                    format!("conv_{pass}_fragments_by_tap_streamed_{blocks}_kernel_h3_kernel_w3");
+                assert!(ran.contains(&stream), "{stream} not in {ran:?}");
             }
-            for (name, (got, want)) in ["pre", "y", "grad_x"]
+            let stream = format!("conv_grad_weight_fragments_streamed_{blocks}");
+            assert!(ran.contains(&stream), "{stream} not in {ran:?}");
+            for (name, (got, want)) in ["pre", "y", "grad_x", "grad_w"]
                 .into_iter()
                 .zip(got.iter().zip(&want))
             {
                 let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
                 for (i, (g, w)) in got.iter().zip(want).enumerate() {
                     let close = (g - w).abs() <= 1e-5 * scale;
-                    assert!(close, "{name}[{i}] with {workers} workers: {g} against {w}");
+                    let case = format!("{blocks}, {workers} workers");
+                    assert!(close, "{name}[{i}] in {case}: {g} against {w}");
                 }
             }
         }

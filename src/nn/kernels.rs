@@ -258,8 +258,10 @@ mod nn {
     /// blocking keeps 1: double-buffered, its convolutions ran up to 20% slower.
     ///
     /// `OUTPUTS` is how many outputs an invocation writes (its register tile), as in every
-    /// blocking, for `activate_outputs`; `INVOCATIONS` is `GROUP`, the workgroup's size, as
-    /// the helpers it shares with the tensor-core blockings call it.
+    /// blocking, for `activate_outputs`; `INVOCATIONS` is `GROUP`, the workgroup's size, and
+    /// `COLS` and `COL_LOADS` are `BLOCK` and `LOADS` again (a block's columns and what an
+    /// invocation stages of the columns' operand), as the helpers it shares with the
+    /// tensor-core blockings call them.
     #[constants(
         REG = [8, 4],
         BUFFERS = REG / 4,
@@ -269,6 +271,8 @@ mod nn {
         SLICE = DEPTH * ROW,
         INVOCATIONS = GROUP,
         LOADS = DEPTH * BLOCK / INVOCATIONS,
+        COLS = BLOCK,
+        COL_LOADS = LOADS,
         OUTPUTS = REG * REG
     )]
     pub struct Blocking;
@@ -289,7 +293,7 @@ mod nn {
     }
 
     fn along_depth(t: u32, r: u32) -> u32 {
-        t / BLOCK + r * (DEPTH / LOADS)
+        t / COLS + r * (DEPTH / COL_LOADS)
     }
 
     /// The digits of `k` in the mixed radix (any, `mids`, `inners`): `k` as (outer, mid,
@@ -409,7 +413,7 @@ mod nn {
         if across {
             vec2(t % DEPTH, across_row(t, r))
         } else {
-            vec2(along_depth(t, r), t % BLOCK)
+            vec2(along_depth(t, r), t % COLS)
         }
     }
 
@@ -762,7 +766,9 @@ mod nn {
     /// 16 bytes, which keeps every fragment's rows aligned and spreads them over the memory
     /// banks), or, fetched across, as the rows' operand; the columns' slice has room
     /// (`COLUMNS` halves) for either. The same `fetch` as the f32 kernels reads them (`LOADS`
-    /// elements per invocation and operand). `BLOCK = 64` serves outputs with at most 64 rows
+    /// elements per invocation and operand; `COLS` and `COL_LOADS` are `BLOCK` and `LOADS`
+    /// again, as the helpers shared with `StreamBlocking`'s oblong blocks name the columns'
+    /// side). `BLOCK = 64` serves outputs with at most 64 rows
     /// or columns. `MEMORY` is the workgroup memory a kernel of the blocking takes (both
     /// slices and `spill`, whose `SPILL` floats are a 16 x 16 tile per subgroup). An
     /// invocation writes `OUTPUTS` outputs, 8 of each fragment.
@@ -783,10 +789,12 @@ mod nn {
             BLOCK = [128, 64, 128, 128],
             INVOCATIONS = [256, 256, 256, 512]
         ),
-        STRIDE = BLOCK + 8,
+        COLS = BLOCK,
+        STRIDE = COLS + 8,
         A_STRIDE = DEPTH + 8,
         ROWS_HALVES = BLOCK * A_STRIDE,
         LOADS = DEPTH * BLOCK / INVOCATIONS,
+        COL_LOADS = LOADS,
         WARP_ROWS = BLOCK * 128 / INVOCATIONS,
         WARP_COLS = BLOCK / 4,
         FRAG_ROWS = WARP_ROWS / 16,
@@ -814,9 +822,9 @@ mod nn {
     // 4096^3 from 2.5-3.2 ms to 2.35.
     // Fragments leave through `spill`, a 16 x 16 tile of workgroup memory per subgroup.
 
-    fn stage_half(slice: &mut [f16; COLUMNS], fetched: &[f32; LOADS], across: bool, t: u32) {
+    fn stage_half(slice: &mut [f16; COLUMNS], fetched: &[f32; COL_LOADS], across: bool, t: u32) {
         #[unroll]
-        for r in 0..LOADS {
+        for r in 0..COL_LOADS {
             let at = staged_at(across, t, r);
             if across {
                 slice[at.y * A_STRIDE + at.x] = fetched[r] as f16;
@@ -946,7 +954,7 @@ mod nn {
         slice_a: &mut [f16; BLOCK * A_STRIDE],
         from_a: &[f32; LOADS],
         slice_b: &mut [f16; COLUMNS],
-        from_b: &[f32; LOADS],
+        from_b: &[f32; COL_LOADS],
         b_across: bool,
         t: u32,
     ) {
@@ -2122,7 +2130,7 @@ mod nn {
     /// step: (column, offset of its image, top and left of its window).
     fn conv_forward_column(p: &ConvParams, origin: Vec2<u32>, t: u32) -> Vec4<u32> {
         let pixels = p.out_h * p.out_w;
-        let staged = origin.x + t % BLOCK;
+        let staged = origin.x + t % COLS;
         vec4(
             staged,
             (staged / pixels) * p.in_channels * p.in_h * p.in_w,
@@ -2357,7 +2365,7 @@ mod nn {
         at: Vec4<u32>,
         step: Vec3<u32>,
         t: u32,
-    ) -> [f32; LOADS] {
+    ) -> [f32; COL_LOADS] {
         let reach = vec2(step.x * p.dilation_h, step.y * p.dilation_w);
         let columns = if grad {
             p.batch * p.in_h * p.in_w
@@ -2387,12 +2395,12 @@ mod nn {
         } else {
             at.y
         };
-        let mut staged = [0.0f32; LOADS];
+        let mut staged = [0.0f32; COL_LOADS];
         if at.x < columns && read.x < image.x && read.y < image.y {
             let channel = step.z + along_depth(t, 0);
             let first = image_start + channel * plane + read.x * image.y + read.y;
             #[unroll]
-            for r in 0..LOADS {
+            for r in 0..COL_LOADS {
                 staged[r] = source[first + (along_depth(t, r) - along_depth(t, 0)) * plane];
             }
         }
@@ -3266,6 +3274,40 @@ mod nn {
         sum_forward_slices(p, partial, bias, pre, y, global_id().x);
     }
 
+    /// The blockings of the convolution passes as streams (below): `BLOCK` result channels
+    /// (rows) by `COLS` positions, 32-deep steps, in 512 invocations, sixteen subgroups in
+    /// four rows of four, each `FRAG_ROWS` x `FRAG_COLS` fragments; the rest is named as in
+    /// `TensorBlocking`, whose helpers these blocks share, with `COL_LOADS` what an
+    /// invocation stages of the columns' operand a step. 128 x 128 blocks (2 x 2 fragments a
+    /// subgroup), and oblong ones of 256 x 128 and 128 x 256 (4 x 2 and 2 x 4, 46 KiB a
+    /// workgroup): a step of an oblong block does twice the multiply-adds between the same
+    /// two barriers, and the operands it stages are 3/4 of the bytes per product, as in the
+    /// GEMM's `WideTensorBlocking`; fewer blocks, though, make more of them shared between
+    /// workgroups, whose parts travel through `partial`. On an H100 the tuner took 128 x 256
+    /// for the forward and input gradient of 128 x 28 x 28 (4-8% faster than 128 x 128) and
+    /// 256 x 128 for the filter gradient of 512 x 7 x 7; the square blocks stayed fastest for
+    /// the other ResNet layers (notes/performance.md).
+    #[constants(
+        zip(BLOCK = [128, 256, 128], COLS = [128, 128, 256]),
+        DEPTH = 32,
+        INVOCATIONS = 512,
+        STRIDE = COLS + 8,
+        A_STRIDE = DEPTH + 8,
+        ROWS_HALVES = BLOCK * A_STRIDE,
+        LOADS = DEPTH * BLOCK / INVOCATIONS,
+        COL_LOADS = DEPTH * COLS / INVOCATIONS,
+        WARP_ROWS = BLOCK / 4,
+        WARP_COLS = COLS / 4,
+        FRAG_ROWS = WARP_ROWS / 16,
+        FRAG_COLS = WARP_COLS / 16,
+        FRAGS = FRAG_ROWS * FRAG_COLS,
+        SPILL = INVOCATIONS * 8,
+        COLUMNS = COLS * A_STRIDE,
+        MEMORY = 2 * (BLOCK * A_STRIDE + COLUMNS) + 4 * SPILL,
+        OUTPUTS = 8 * FRAGS
+    )]
+    pub struct StreamBlocking;
+
     // A pass as a stream: an output whose blocks do not fill the GPU's waves evenly (196
     // blocks of 128 x 128 are 1.5 waves of an H100's 132 workgroups, so the second wave half
     // idles) runs as `p.workers` workgroups, as many as the GPU holds at once. Each runs
@@ -3296,11 +3338,11 @@ mod nn {
         }
     }
 
-    /// A stream's blocks of `BLOCK` result channels by `BLOCK` of `columns` positions,
+    /// A stream's blocks of `BLOCK` result channels by `COLS` of `columns` positions,
     /// numbered along the positions first, of `steps` steps each: (blocks along the
     /// positions, blocks run whole, blocks shared out by iterations).
     fn stream_blocks(channels: u32, columns: u32, workers: u32) -> Vec3<u32> {
-        let across = ceil_div(columns, BLOCK);
+        let across = ceil_div(columns, COLS);
         let blocks = across * ceil_div(channels, BLOCK);
         let whole = blocks / workers * workers;
         vec3(across, whole, blocks - whole)
@@ -3413,7 +3455,7 @@ mod nn {
         let mut z = [0.0f32; OUTPUTS];
         let mut slot = sharers.z;
         for worker in sharers.x..sharers.y + 1 {
-            let first = slot * BLOCK * BLOCK + t;
+            let first = slot * BLOCK * COLS + t;
             #[unroll]
             for run in 0..OUTPUTS {
                 z[run] += partial[first + run * INVOCATIONS];
@@ -3424,12 +3466,12 @@ mod nn {
     }
 
     /// Where invocation `t`'s elements of the block at `origin` of a stream's `result`
-    /// (channels, images, pixels an image) lie, those of `stream_sums`: column `t % BLOCK`,
-    /// rows `t / BLOCK` and every `INVOCATIONS / BLOCK` on. As (the index of the column's
+    /// (channels, images, pixels an image) lie, those of `stream_sums`: column `t % COLS`,
+    /// rows `t / COLS` and every `INVOCATIONS / COLS` on. As (the index of the column's
     /// channel 0 in the NCHW result, 1 if the column lies in the result, else 0).
     fn stream_column(result: Vec3<u32>, origin: Vec2<u32>, t: u32) -> Vec2<u32> {
         let (channels, pixels) = (result.x, result.z);
-        let column = origin.x + t % BLOCK;
+        let column = origin.x + t % COLS;
         vec2(
             column / pixels * channels * pixels + column % pixels,
             (column < result.y * pixels) as u32,
@@ -3450,11 +3492,11 @@ mod nn {
     ) {
         let pixels = p.out_h * p.out_w;
         let column = stream_column(vec3(p.out_channels, p.batch, pixels), origin, t);
-        let first = origin.y + t / BLOCK;
+        let first = origin.y + t / COLS;
         let mut z = stream_sums(partial, sharers, t);
         #[unroll]
         for run in 0..OUTPUTS {
-            let channel = first + run * (INVOCATIONS / BLOCK);
+            let channel = first + run * (INVOCATIONS / COLS);
             if column.y != 0 && channel < p.out_channels {
                 z[run] += bias[channel];
                 if p.keep_pre != 0 {
@@ -3465,7 +3507,7 @@ mod nn {
         activate_outputs(&mut z, p.activation);
         #[unroll]
         for run in 0..OUTPUTS {
-            let channel = first + run * (INVOCATIONS / BLOCK);
+            let channel = first + run * (INVOCATIONS / COLS);
             if column.y != 0 && channel < p.out_channels {
                 y[column.x + channel * pixels] = z[run];
             }
@@ -3484,18 +3526,18 @@ mod nn {
     ) {
         let pixels = p.in_h * p.in_w;
         let column = stream_column(vec3(p.in_channels, p.batch, pixels), origin, t);
-        let first = origin.y + t / BLOCK;
+        let first = origin.y + t / COLS;
         let z = stream_sums(partial, sharers, t);
         #[unroll]
         for run in 0..OUTPUTS {
-            let channel = first + run * (INVOCATIONS / BLOCK);
+            let channel = first + run * (INVOCATIONS / COLS);
             if column.y != 0 && channel < p.in_channels {
                 grad_x[column.x + channel * pixels] = z[run];
             }
         }
     }
 
-    /// Writes the accumulators of a block into `out` from `offset` on, row-major, `BLOCK`
+    /// Writes the accumulators of a block into `out` from `offset` on, row-major, `COLS`
     /// columns: one slot of a stream's `partial`.
     fn store_block_fragments(out: &mut [f32], offset: u32, acc: &[FragC16<f32>; FRAGS], t: u32) {
         let warp = t / 32;
@@ -3504,8 +3546,8 @@ mod nn {
         for i in 0..FRAG_ROWS {
             #[unroll]
             for j in 0..FRAG_COLS {
-                let first = offset + (rows + i * 16) * BLOCK + cols + j * 16;
-                coop_store_row_major(acc[i * FRAG_COLS + j], &mut out[first], BLOCK);
+                let first = offset + (rows + i * 16) * COLS + cols + j * 16;
+                coop_store_row_major(acc[i * FRAG_COLS + j], &mut out[first], COLS);
             }
         }
     }
@@ -3515,7 +3557,7 @@ mod nn {
     /// block's parts up (`finish_forward_block`).
     #[kernel(
         workgroup = [INVOCATIONS],
-        constants = TensorBlocking,
+        constants = StreamBlocking,
         grid = [p.workers],
         features(f16, cooperative_matrix),
         limits(workgroup_memory = MEMORY + 4, invocations = INVOCATIONS),
@@ -3529,8 +3571,8 @@ mod nn {
             f16,
         >],
         #[len(p.out_channels)] bias: &[f32],
-        // Scratch: two blocks per workgroup, `BLOCK * BLOCK` each, at most `STREAM_SLOT`.
-        #[len(2 * p.workers * 16384)] partial: &mut [f32],
+        // Scratch: two blocks per workgroup, `BLOCK * COLS` elements each.
+        #[len(2 * p.workers * BLOCK * COLS)] partial: &mut [f32],
         // Scratch: a count per workgroup, zeros before the dispatch and after it.
         #[len(p.workers)] arrivals: &mut [AtomicU32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
@@ -3547,7 +3589,7 @@ mod nn {
         let mut j = 0u32;
         while j < share.x + share.z - share.y {
             let part = stream_part(blocks, steps, p.workers, worker, share, j);
-            let origin = vec2(part.x % blocks.x, part.x / blocks.x) * BLOCK;
+            let origin = vec2(part.x % blocks.x * COLS, part.x / blocks.x * BLOCK);
             let summed = vec2(part.y, part.z) * DEPTH;
             let acc = conv_fragments_by_tap_tile(
                 half_w, half_x, w_by_tap, x, p, false, origin, summed, t,
@@ -3555,7 +3597,7 @@ mod nn {
             if part.y == 0 && part.z == steps {
                 store_conv_forward_fragments(&acc, bias, pre, y, p, spill, origin, t);
             } else {
-                store_block_fragments(partial, part.w * BLOCK * BLOCK, &acc, t);
+                store_block_fragments(partial, part.w * BLOCK * COLS, &acc, t);
                 let hand = stream_hand_over(arrivals, finishing, blocks, steps, p.workers, part, t);
                 if hand.w != 0 {
                     finish_forward_block(partial, hand.xyz, bias, pre, y, p, origin, t);
@@ -3575,14 +3617,14 @@ mod nn {
     /// workgroup's first slot (the stream stores it through `spill`).
     #[kernel(
         workgroup = [INVOCATIONS],
-        constants = TensorBlocking,
+        constants = StreamBlocking,
         grid = [p.workers],
         limits(invocations = INVOCATIONS)
     )]
     pub fn stream_schedule_model(
         p: &ConvParams,
         #[len(p.out_channels)] bias: &[f32],
-        #[len(2 * p.workers * 16384)] partial: &mut [f32],
+        #[len(2 * p.workers * BLOCK * COLS)] partial: &mut [f32],
         #[len(p.workers)] arrivals: &mut [AtomicU32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] pre: &mut [f32],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] y: &mut [f32],
@@ -3595,14 +3637,14 @@ mod nn {
         let mut j = 0u32;
         while j < share.x + share.z - share.y {
             let part = stream_part(blocks, steps, p.workers, worker, share, j);
-            let origin = vec2(part.x % blocks.x, part.x / blocks.x) * BLOCK;
+            let origin = vec2(part.x % blocks.x * COLS, part.x / blocks.x * BLOCK);
             let value = ((part.z * (part.z + 1) - part.y * (part.y + 1)) / 2) as f32;
             let whole = part.y == 0 && part.z == steps;
             let slot = if whole { 2 * worker } else { part.w };
             // An invocation writes, and a workgroup that finishes alone reads back, elements
             // `t + INVOCATIONS * run` (`stream_sums`).
             for run in 0..OUTPUTS {
-                partial[slot * BLOCK * BLOCK + run * INVOCATIONS + t] = value;
+                partial[slot * BLOCK * COLS + run * INVOCATIONS + t] = value;
             }
             if whole {
                 let alone = vec3(worker, worker, slot);
@@ -3622,7 +3664,7 @@ mod nn {
     /// its parts up (`finish_grad_input_block`).
     #[kernel(
         workgroup = [INVOCATIONS],
-        constants = TensorBlocking,
+        constants = StreamBlocking,
         grid = [p.workers],
         features(f16, cooperative_matrix),
         limits(workgroup_memory = MEMORY + 4, invocations = INVOCATIONS),
@@ -3634,8 +3676,8 @@ mod nn {
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w / 4)]
         w_transposed: &[Vec4<f16>],
         #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
-        // Scratch: two blocks per workgroup, `BLOCK * BLOCK` each, at most `STREAM_SLOT`.
-        #[len(2 * p.workers * 16384)] partial: &mut [f32],
+        // Scratch: two blocks per workgroup, `BLOCK * COLS` elements each.
+        #[len(2 * p.workers * BLOCK * COLS)] partial: &mut [f32],
         // Scratch: a count per workgroup, zeros before the dispatch and after it.
         #[len(p.workers)] arrivals: &mut [AtomicU32],
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)] grad_x: &mut [f32],
@@ -3652,7 +3694,7 @@ mod nn {
         let mut j = 0u32;
         while j < share.x + share.z - share.y {
             let part = stream_part(blocks, steps, p.workers, worker, share, j);
-            let origin = vec2(part.x % blocks.x, part.x / blocks.x) * BLOCK;
+            let origin = vec2(part.x % blocks.x * COLS, part.x / blocks.x * BLOCK);
             let summed = vec2(part.y, part.z) * DEPTH;
             let acc = conv_fragments_by_tap_tile(
                 half_w,
@@ -3678,7 +3720,7 @@ mod nn {
                     t,
                 );
             } else {
-                store_block_fragments(partial, part.w * BLOCK * BLOCK, &acc, t);
+                store_block_fragments(partial, part.w * BLOCK * COLS, &acc, t);
                 let hand = stream_hand_over(arrivals, finishing, blocks, steps, p.workers, part, t);
                 if hand.w != 0 {
                     finish_grad_input_block(partial, hand.xyz, grad_x, p, origin, t);
@@ -3745,7 +3787,7 @@ mod nn {
     /// step: (column, image, row and column in padded coordinates).
     fn conv_grad_input_pixel(p: &ConvParams, origin: Vec2<u32>, t: u32) -> Vec4<u32> {
         let pixels = p.in_h * p.in_w;
-        let staged = origin.x + t % BLOCK;
+        let staged = origin.x + t % COLS;
         vec4(
             staged,
             staged / pixels,
@@ -4698,11 +4740,11 @@ mod nn {
     /// are staged across, each invocation loading from both at the same position along the
     /// summed dimension, so that a subgroup's loads from `x` are runs of 8 adjacent pixels of
     /// 4 columns.
-    fn conv_weight_columns(p: &ConvParams, origin: Vec2<u32>, t: u32) -> [Vec3<u32>; LOADS] {
+    fn conv_weight_columns(p: &ConvParams, origin: Vec2<u32>, t: u32) -> [Vec3<u32>; COL_LOADS] {
         let taps = p.kernel_h * p.kernel_w;
-        let mut columns_at = [vec3(0u32, 0, 0); LOADS];
+        let mut columns_at = [vec3(0u32, 0, 0); COL_LOADS];
         #[unroll]
-        for r in 0..LOADS {
+        for r in 0..COL_LOADS {
             let column = origin.x + across_row(t, r);
             columns_at[r] = vec3(
                 column / taps,
@@ -4741,17 +4783,17 @@ mod nn {
     fn conv_weight_gather(
         x: &[f32],
         p: &ConvParams,
-        columns_at: &[Vec3<u32>; LOADS],
+        columns_at: &[Vec3<u32>; COL_LOADS],
         at: Vec3<u32>,
         inside: bool,
         origin: Vec2<u32>,
         t: u32,
-    ) -> [f32; LOADS] {
+    ) -> [f32; COL_LOADS] {
         let columns = p.in_channels * p.kernel_h * p.kernel_w;
         let (top, left) = (at.y * p.stride_h, at.z * p.stride_w);
-        let mut from_x = [0.0f32; LOADS];
+        let mut from_x = [0.0f32; COL_LOADS];
         #[unroll]
-        for r in 0..LOADS {
+        for r in 0..COL_LOADS {
             let tap = columns_at[r];
             let ih = (top + tap.y).wrapping_sub(p.pad_top);
             let iw = (left + tap.z).wrapping_sub(p.pad_left);
@@ -4846,24 +4888,24 @@ mod nn {
         x: &[f32],
         p: &ConvParams,
         by_tap: bool,
-        columns_at: &[Vec3<u32>; LOADS],
+        columns_at: &[Vec3<u32>; COL_LOADS],
         tap_column: Vec3<u32>,
         at: Vec3<u32>,
         inside: bool,
         origin: Vec2<u32>,
         t: u32,
-    ) -> [f32; LOADS] {
+    ) -> [f32; COL_LOADS] {
         if !by_tap {
             return conv_weight_gather(x, p, columns_at, at, inside, origin, t);
         }
         let plane = p.in_h * p.in_w;
         let ih = (at.y * p.stride_h + tap_column.y).wrapping_sub(p.pad_top);
         let iw = (at.z * p.stride_w + tap_column.z).wrapping_sub(p.pad_left);
-        let mut from_x = [0.0f32; LOADS];
+        let mut from_x = [0.0f32; COL_LOADS];
         if inside && ih < p.in_h && iw < p.in_w {
             let first = (at.x * p.in_channels + tap_column.x) * plane + ih * p.in_w + iw;
             #[unroll]
-            for r in 0..LOADS {
+            for r in 0..COL_LOADS {
                 from_x[r] = x[first + (across_row(t, r) - across_row(t, 0)) * plane];
             }
         }
@@ -5004,6 +5046,83 @@ mod nn {
             half_g, half_x, x, grad_pre, p, true, origin, summed, t,
         );
         store_grad_weight_fragments(&acc, grad_w, partial, p, true, split, origin, spill, t);
+    }
+
+    /// Adds up the parts of the block at `origin` of `conv_grad_weight_fragments_streamed`
+    /// that the workgroups `sharers` summed into `grad_w`, laid out as the filter is (rows of
+    /// (input channel, tap)).
+    fn finish_grad_weight_block(
+        partial: &[f32],
+        sharers: Vec3<u32>,
+        grad_w: &mut [f32],
+        p: &ConvParams,
+        origin: Vec2<u32>,
+        t: u32,
+    ) {
+        let columns = p.in_channels * p.kernel_h * p.kernel_w;
+        let (column, first) = (origin.x + t % COLS, origin.y + t / COLS);
+        let z = stream_sums(partial, sharers, t);
+        #[unroll]
+        for run in 0..OUTPUTS {
+            let channel = first + run * (INVOCATIONS / COLS);
+            if column < columns && channel < p.out_channels {
+                grad_w[channel * columns + column] = z[run];
+            }
+        }
+    }
+
+    /// `conv_grad_weight_fragments` as a stream (see `conv_forward_fragments_by_tap_streamed`),
+    /// its steps `DEPTH` of (image, output pixel) (the last may be short): a filter gradient
+    /// of few blocks with a long sum (512 x 7 x 7's are 144 blocks of 128 x 128 for an H100's
+    /// 132 cores) runs on every core to the end instead of in slices or waves.
+    #[kernel(
+        workgroup = [INVOCATIONS],
+        constants = StreamBlocking,
+        grid = [p.workers],
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY + 4, invocations = INVOCATIONS)
+    )]
+    pub fn conv_grad_weight_fragments_streamed(
+        p: &ConvParams,
+        #[len(p.batch * p.in_channels * p.in_h * p.in_w)] x: &[f32],
+        #[len(p.batch * p.out_channels * p.out_h * p.out_w)] grad_pre: &[f32],
+        // Scratch: two blocks per workgroup, `BLOCK * COLS` elements each.
+        #[len(2 * p.workers * BLOCK * COLS)] partial: &mut [f32],
+        // Scratch: a count per workgroup, zeros before the dispatch and after it.
+        #[len(p.workers)] arrivals: &mut [AtomicU32],
+        #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)] grad_w: &mut [f32],
+        #[workgroup] half_g: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] half_x: &mut [f16; COLUMNS],
+        #[workgroup] spill: &mut [f32; SPILL],
+        #[workgroup] finishing: &mut [u32; 1],
+    ) {
+        let (t, worker) = (local_index(), workgroup_id().x);
+        let columns = p.in_channels * p.kernel_h * p.kernel_w;
+        let depth = p.batch * p.out_h * p.out_w;
+        let blocks = stream_blocks(p.out_channels, columns, p.workers);
+        let steps = ceil_div(depth, DEPTH);
+        let share = stream_share(blocks, steps, p.workers, worker);
+        let mut j = 0u32;
+        while j < share.x + share.z - share.y {
+            let part = stream_part(blocks, steps, p.workers, worker, share, j);
+            let origin = vec2(part.x % blocks.x * COLS, part.x / blocks.x * BLOCK);
+            let summed = vec2(part.y * DEPTH, (part.z * DEPTH).min(depth));
+            let acc = conv_grad_weight_fragments_tile(
+                half_g, half_x, x, grad_pre, p, false, origin, summed, t,
+            );
+            if part.y == 0 && part.z == steps {
+                let layout = matrix_layout(columns);
+                let rows = p.out_channels;
+                store_fragments(grad_w, 0, &acc, rows, columns, layout, origin, spill, t);
+            } else {
+                store_block_fragments(partial, part.w * BLOCK * COLS, &acc, t);
+                let hand = stream_hand_over(arrivals, finishing, blocks, steps, p.workers, part, t);
+                if hand.w != 0 {
+                    finish_grad_weight_block(partial, hand.xyz, grad_w, p, origin, t);
+                }
+            }
+            j += part.z - part.y;
+        }
     }
 
     /// `grad_w += ` the filter gradient's other `p.splits - 1` partial sums; no workgroups
@@ -5587,9 +5706,66 @@ impl WindowBlocking {
     }
 }
 
-/// The elements of a slot of a stream's partial sums (`ConvForwardFragmentsByTapStreamed`,
-/// whose bindings' lengths spell it out): a block of the largest [`TensorBlocking`].
-pub(crate) const STREAM_SLOT: usize = 128 * 128;
+/// A convolution pass as a stream in each blocking of [`StreamBlocking`], chosen by a way's
+/// blocking index ([`Streams::get`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Streams<K> {
+    /// 128 x 128 blocks.
+    square: K,
+    /// 256 result channels by 128 positions, where the device has the workgroup memory;
+    /// otherwise the square blocks again.
+    wide: K,
+    /// 128 result channels by 256 positions (as `wide`).
+    long: K,
+}
+
+/// The index of [`StreamBlocking`]'s 128 x 256 blocks for [`Streams::get`]; [`Blocked::get`]
+/// gives the large blocking for it.
+pub(crate) const LONG: usize = 5;
+
+impl<K: Clone> Streams<K> {
+    /// The pass in each blocking, built by `build`; `None` on a device without the 512
+    /// invocations they take (the passes then run by taps whole).
+    pub fn new(build: impl Fn(StreamBlocking) -> crate::Result<K>) -> crate::Result<Option<Self>> {
+        let blocks = |block, cols| unless_too_large(build(StreamBlocking { block, cols }));
+        let Some(square) = blocks(128, 128)? else {
+            return Ok(None);
+        };
+        let oblong = |built: Option<K>| built.unwrap_or_else(|| square.clone());
+        Ok(Some(Streams {
+            wide: oblong(blocks(256, 128)?),
+            long: oblong(blocks(128, 256)?),
+            square,
+        }))
+    }
+}
+
+impl<K> Streams<K> {
+    /// The blocking of index `choice`: [`WIDE`] 256 x 128, [`LONG`] 128 x 256, anything else
+    /// (a way's [`MANY`]) 128 x 128.
+    pub fn get(&self, choice: usize) -> &K {
+        match choice {
+            WIDE => &self.wide,
+            LONG => &self.long,
+            _ => &self.square,
+        }
+    }
+
+    /// `f` on each blocking's kernel, up to the first error.
+    pub fn try_for_each(&self, f: impl FnMut(&K) -> crate::Result<()>) -> crate::Result<()> {
+        [&self.square, &self.wide, &self.long]
+            .into_iter()
+            .try_for_each(f)
+    }
+}
+
+impl StreamBlocking {
+    /// The elements of a stream's `partial` for `workers` workgroups (two blocks each), as
+    /// the kernels' bindings ask for.
+    pub(crate) const fn partials(self, workers: u32) -> usize {
+        2 * workers as usize * (self.block * self.cols) as usize
+    }
+}
 
 /// The index of [`Blocked::deep`] for [`Blocked::get`].
 pub(crate) const DEEP: usize = 2;
@@ -5597,7 +5773,8 @@ pub(crate) const DEEP: usize = 2;
 /// The index of [`Blocked::many`] for [`Blocked::get`].
 pub(crate) const MANY: usize = 4;
 
-/// The index of the tensor-core GEMM forward's wide blocking ([`WideTensorBlocking`]) in a
+/// The index of the tensor-core GEMM forward's wide blocking ([`WideTensorBlocking`]), and
+/// of the convolution streams' 256 x 128 blocks ([`Streams::get`]), in a
 /// [`tune::Way`](super::tune::Way); [`Blocked::get`] gives the large blocking for it (the
 /// other passes and a forward over scalars have no wide kernel).
 pub(crate) const WIDE: usize = 3;
@@ -5714,12 +5891,12 @@ impl<K> Blocked<K> {
         }
     }
 
-    /// The blocking of index `choice`: 0 and [`WIDE`] the large, [`DEEP`] the deep one and
-    /// [`MANY`] the one in 512 invocations (each the large where there is none), anything
-    /// else the small.
+    /// The blocking of index `choice`: 0, [`WIDE`] and [`LONG`] the large, [`DEEP`] the deep
+    /// one and [`MANY`] the one in 512 invocations (each the large where there is none),
+    /// anything else the small.
     pub fn get(&self, choice: usize) -> &K {
         match choice {
-            0 | WIDE => &self.large,
+            0 | WIDE | LONG => &self.large,
             DEEP => self.deep.as_ref().unwrap_or(&self.large),
             MANY => self.many.as_ref().unwrap_or(&self.large),
             _ => &self.small,

@@ -81,8 +81,10 @@
 //! gradient), each whole or split; the filter gradient of a 3x3 convolution of stride 1 is
 //! timed by Winograd too. On the tensor cores the ways also include the 128 x 128 blocks in
 //! workgroups of 512 invocations where the device has them, 64-deep slices for the GEMMs,
-//! and the convolutions' passes by taps (also, on Vulkan, as streams of as many workgroups as
-//! an H100 or A100 runs at once) and over a staged window. With autotuning off (`TESSERA_AUTOTUNE=off`, the default on
+//! and the convolutions' passes by taps and over a staged window, and, on Vulkan, as streams
+//! of as many workgroups as an H100 or A100 runs at once (the forward and the input gradient
+//! by taps, the filter gradient as it is), in 128 x 128 blocks or oblong ones of 256 x 128 and
+//! 128 x 256. With autotuning off (`TESSERA_AUTOTUNE=off`, the default on
 //! software adapters, and in the tests) each takes its fixed rule: the 64 x 64 blocks when the
 //! output has at most 64 rows (for [`Gemm`]'s forward, rows or columns; for convolutions,
 //! output channels, or input channels for the input gradient), the 128 x 128 blocks

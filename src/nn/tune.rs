@@ -12,7 +12,8 @@ use crate::{size_bucket, source_hash, Batch, GpuBuffer, Result, Runtime, TuneKey
 pub(crate) struct Way {
     /// The index of the blocking in [`kernels::Blocked`]: 0 the large, 1 the small, on the
     /// tensor cores also [`kernels::DEEP`], [`kernels::MANY`] and, for the GEMM forward,
-    /// [`kernels::WIDE`].
+    /// [`kernels::WIDE`]; a convolution's stream takes [`kernels::MANY`], [`kernels::WIDE`]
+    /// or [`kernels::LONG`] from [`kernels::Streams`].
     pub blocking: usize,
     /// Whether the op may cut its sum into slices when its output alone cannot fill the GPU
     /// (`Split::of` decides how many); otherwise it runs whole.
@@ -43,10 +44,12 @@ pub(crate) struct Way {
     /// device has its workgroup memory; otherwise the way runs as `window` says. Only with
     /// `window`.
     pub all_taps: bool,
-    /// The workgroups of a convolution pass by taps run as a stream
+    /// The workgroups of a convolution pass that run as a stream
     /// (`kernels::conv_forward_fragments_by_tap_streamed`), 0 for none: as many as the GPU
-    /// holds at once, sharing the blocks' steps evenly. Only with `by_tap`, only where the
-    /// pass runs by taps, and only on Vulkan (`conv::streams_on` says why).
+    /// holds at once, sharing the blocks' steps evenly. The forward and the input gradient
+    /// only with `by_tap` and where the pass runs by taps, the filter gradient as it is
+    /// (`kernels::conv_grad_weight_fragments_streamed`); only on Vulkan (`conv::streams_on`
+    /// says why).
     pub workers: u32,
 }
 
@@ -77,15 +80,19 @@ impl Way {
         Way::on_fragments(kernels::MANY),
     ];
 
-    /// [`Way::FRAGMENTS`] by taps and then as they are: for the convolution's filter
-    /// gradient (which always may split its sum).
-    pub const FRAGMENTS_BY_TAP: [Way; 6] = [
+    /// [`Way::FRAGMENTS`] by taps and then as they are, then as streams of 132 workgroups
+    /// (see [`Way::SPLIT_FRAGMENTS_OR_WINDOW`]) in each stream blocking: for the
+    /// convolution's filter gradient (which always may split its sum).
+    pub const FRAGMENTS_BY_TAP_OR_STREAMED: [Way; 9] = [
         Way::on_fragments(0).by_tap(),
         Way::on_fragments(1).by_tap(),
         Way::on_fragments(kernels::MANY).by_tap(),
         Way::on_fragments(0),
         Way::on_fragments(1),
         Way::on_fragments(kernels::MANY),
+        Way::on_fragments(kernels::MANY).streamed(132),
+        Way::on_fragments(kernels::WIDE).streamed(132),
+        Way::on_fragments(kernels::LONG).streamed(132),
     ];
 
     /// Both blockings on the tensor cores over a staged window, the window with every tap's
@@ -95,11 +102,12 @@ impl Way {
     /// taps or over a window is a dispatch of its own, which small problems may not recover).
     ///
     /// A stream wants as many workgroups as the GPU runs at once, which wgpu does not tell:
-    /// these blockings run one workgroup a core, and the streams offer the core counts of
-    /// NVIDIA's H100 (SXM 132, PCIe 114) and A100 (108). On a GPU with fewer cores a stream's
-    /// last workgroups wait for the first (slower, never wrong), and the tuner takes another
-    /// way.
-    pub const SPLIT_FRAGMENTS_OR_WINDOW: [Way; 19] = [
+    /// its blockings (`kernels::StreamBlocking`) run one workgroup a core, and the streams of
+    /// 128 x 128 blocks offer the core counts of NVIDIA's H100 (SXM 132, PCIe 114) and A100
+    /// (108), the oblong blocks ([`kernels::WIDE`], [`kernels::LONG`]) the first. On a GPU
+    /// with fewer cores a stream's last workgroups wait for the first (slower, never wrong),
+    /// and the tuner takes another way.
+    pub const SPLIT_FRAGMENTS_OR_WINDOW: [Way; 20] = [
         Way::on_fragments(0).splitting().over_window(),
         Way::on_fragments(1).splitting().over_window(),
         Way::on_fragments(1).splitting().over_all_taps(),
@@ -118,7 +126,8 @@ impl Way {
         Way::on_fragments(kernels::MANY).by_tap().streamed(132),
         Way::on_fragments(kernels::MANY).by_tap().streamed(114),
         Way::on_fragments(kernels::MANY).by_tap().streamed(108),
-        Way::on_fragments(0).by_tap().streamed(132),
+        Way::on_fragments(kernels::WIDE).by_tap().streamed(132),
+        Way::on_fragments(kernels::LONG).by_tap().streamed(132),
     ];
 
     /// Both blockings on the tensor cores, the deep one ([`kernels::DEEP`]: 128 x 128 blocks
