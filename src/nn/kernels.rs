@@ -3465,16 +3465,16 @@ mod nn {
         z
     }
 
-    /// Where invocation `t`'s elements of the block at `origin` of a stream's `result`
-    /// (channels, images, pixels an image) lie, those of `stream_sums`: column `t % COLS`,
-    /// rows `t / COLS` and every `INVOCATIONS / COLS` on. As (the index of the column's
-    /// channel 0 in the NCHW result, 1 if the column lies in the result, else 0).
-    fn stream_column(result: Vec3<u32>, origin: Vec2<u32>, t: u32) -> Vec2<u32> {
-        let (channels, pixels) = (result.x, result.z);
+    /// Where invocation `t`'s elements of the block at `origin` lie in a result laid out as
+    /// `layout` says (see `matrix_layout`): those of `stream_sums`, column `t % COLS`, rows
+    /// `t / COLS` and every `INVOCATIONS / COLS` on. As (the index of the column's element in
+    /// row 0, the column, the first row); row `r`'s element is `layout.z * r` further.
+    fn stream_elements(layout: Vec4<u32>, origin: Vec2<u32>, t: u32) -> Vec3<u32> {
         let column = origin.x + t % COLS;
-        vec2(
-            column / pixels * channels * pixels + column % pixels,
-            (column < result.y * pixels) as u32,
+        vec3(
+            column / layout.x * layout.y + column % layout.x * layout.w,
+            column,
+            origin.y + t / COLS,
         )
     }
 
@@ -3491,48 +3491,49 @@ mod nn {
         t: u32,
     ) {
         let pixels = p.out_h * p.out_w;
-        let column = stream_column(vec3(p.out_channels, p.batch, pixels), origin, t);
-        let first = origin.y + t / COLS;
+        let layout = images_layout(p.out_channels, pixels);
+        let (at, columns) = (stream_elements(layout, origin, t), p.batch * pixels);
         let mut z = stream_sums(partial, sharers, t);
         #[unroll]
         for run in 0..OUTPUTS {
-            let channel = first + run * (INVOCATIONS / COLS);
-            if column.y != 0 && channel < p.out_channels {
+            let channel = at.z + run * (INVOCATIONS / COLS);
+            if at.y < columns && channel < p.out_channels {
                 z[run] += bias[channel];
                 if p.keep_pre != 0 {
-                    pre[column.x + channel * pixels] = z[run];
+                    pre[at.x + channel * layout.z] = z[run];
                 }
             }
         }
         activate_outputs(&mut z, p.activation);
         #[unroll]
         for run in 0..OUTPUTS {
-            let channel = first + run * (INVOCATIONS / COLS);
-            if column.y != 0 && channel < p.out_channels {
-                y[column.x + channel * pixels] = z[run];
+            let channel = at.z + run * (INVOCATIONS / COLS);
+            if at.y < columns && channel < p.out_channels {
+                y[at.x + channel * layout.z] = z[run];
             }
         }
     }
 
-    /// `finish_forward_block` for `conv_grad_input_fragments_by_tap_streamed`: `grad_x` = the
-    /// sum.
-    fn finish_grad_input_block(
+    /// Adds up the parts of the block at `origin` of a stream's `rows` x `cols` result that
+    /// the workgroups `sharers` summed into `out`, laid out as `layout` says (see
+    /// `store_fragments`): the input gradient's and the filter gradient's.
+    fn finish_block(
         partial: &[f32],
         sharers: Vec3<u32>,
-        grad_x: &mut [f32],
-        p: &ConvParams,
+        out: &mut [f32],
+        rows: u32,
+        cols: u32,
+        layout: Vec4<u32>,
         origin: Vec2<u32>,
         t: u32,
     ) {
-        let pixels = p.in_h * p.in_w;
-        let column = stream_column(vec3(p.in_channels, p.batch, pixels), origin, t);
-        let first = origin.y + t / COLS;
+        let at = stream_elements(layout, origin, t);
         let z = stream_sums(partial, sharers, t);
         #[unroll]
         for run in 0..OUTPUTS {
-            let channel = first + run * (INVOCATIONS / COLS);
-            if column.y != 0 && channel < p.in_channels {
-                grad_x[column.x + channel * pixels] = z[run];
+            let row = at.z + run * (INVOCATIONS / COLS);
+            if at.y < cols && row < rows {
+                out[at.x + row * layout.z] = z[run];
             }
         }
     }
@@ -3661,7 +3662,7 @@ mod nn {
 
     /// `conv_grad_input_fragments_by_tap` as a stream (see
     /// `conv_forward_fragments_by_tap_streamed`): the last of a shared block's workgroups adds
-    /// its parts up (`finish_grad_input_block`).
+    /// its parts up (`finish_block`).
     #[kernel(
         workgroup = [INVOCATIONS],
         constants = StreamBlocking,
@@ -3723,7 +3724,9 @@ mod nn {
                 store_block_fragments(partial, part.w * BLOCK * COLS, &acc, t);
                 let hand = stream_hand_over(arrivals, finishing, blocks, steps, p.workers, part, t);
                 if hand.w != 0 {
-                    finish_grad_input_block(partial, hand.xyz, grad_x, p, origin, t);
+                    let (rows, columns) = (p.in_channels, p.batch * pixels);
+                    let layout = images_layout(rows, pixels);
+                    finish_block(partial, hand.xyz, grad_x, rows, columns, layout, origin, t);
                 }
             }
             j += part.z - part.y;
@@ -5048,29 +5051,6 @@ mod nn {
         store_grad_weight_fragments(&acc, grad_w, partial, p, true, split, origin, spill, t);
     }
 
-    /// Adds up the parts of the block at `origin` of `conv_grad_weight_fragments_streamed`
-    /// that the workgroups `sharers` summed into `grad_w`, laid out as the filter is (rows of
-    /// (input channel, tap)).
-    fn finish_grad_weight_block(
-        partial: &[f32],
-        sharers: Vec3<u32>,
-        grad_w: &mut [f32],
-        p: &ConvParams,
-        origin: Vec2<u32>,
-        t: u32,
-    ) {
-        let columns = p.in_channels * p.kernel_h * p.kernel_w;
-        let (column, first) = (origin.x + t % COLS, origin.y + t / COLS);
-        let z = stream_sums(partial, sharers, t);
-        #[unroll]
-        for run in 0..OUTPUTS {
-            let channel = first + run * (INVOCATIONS / COLS);
-            if column < columns && channel < p.out_channels {
-                grad_w[channel * columns + column] = z[run];
-            }
-        }
-    }
-
     /// `conv_grad_weight_fragments` as a stream (see `conv_forward_fragments_by_tap_streamed`),
     /// its steps `DEPTH` of (image, output pixel) (the last may be short): a filter gradient
     /// of few blocks with a long sum (512 x 7 x 7's are 144 blocks of 128 x 128 for an H100's
@@ -5118,7 +5098,9 @@ mod nn {
                 store_block_fragments(partial, part.w * BLOCK * COLS, &acc, t);
                 let hand = stream_hand_over(arrivals, finishing, blocks, steps, p.workers, part, t);
                 if hand.w != 0 {
-                    finish_grad_weight_block(partial, hand.xyz, grad_w, p, origin, t);
+                    let layout = matrix_layout(columns);
+                    let rows = p.out_channels;
+                    finish_block(partial, hand.xyz, grad_w, rows, columns, layout, origin, t);
                 }
             }
             j += part.z - part.y;
