@@ -199,7 +199,9 @@
 //! # The body: a subset of Rust
 //!
 //! - `let` and `let mut` (with shadowing), optional type annotations; integer and float
-//!   literals take the type their uses need, as in Rust (`i32`/`f32` by default).
+//!   literals take the type their uses need, as in Rust (`i32`/`f32` by default), and so do
+//!   vectors of literals only: `step + vec3(0, 1, 0)` with `step: Vec3<u32>` adds a
+//!   `Vec3<u32>`.
 //! - Arithmetic, compound assignment, comparisons, `&&`/`||`, bit operations (also `^` on
 //!   `bool`) and shifts; `as` between `f32`, `f16`, `u32`, `i32` (`usize` means `u32`, so
 //!   `x[i as usize]` reads as Rust), and lane by lane between vectors of as many lanes

@@ -106,6 +106,10 @@ pub enum Ty {
     IntVar(u32),
     /// A float literal whose type is decided by inference.
     FloatVar(u32),
+    /// A vector of literals only (`vec3(0, 1, 0)`), of `N` lanes whose type (an `IntVar` or a
+    /// `FloatVar`) is decided by inference, as the literals' own would be: beside a
+    /// `Vec3<u32>` it is one.
+    LiteralVector(u8, Box<Ty>),
     /// The result of a call that returns nothing.
     Unit,
     /// A matrix fragment held by a subgroup (`FragA16<f16>`): the operands and accumulator of
@@ -226,6 +230,7 @@ impl Ty {
             Ty::Atomic(_) => "AtomicU32".to_owned(),
             Ty::IntVar(_) => "i32".to_owned(),
             Ty::FloatVar(_) => "f32".to_owned(),
+            Ty::LiteralVector(n, element) => format!("Vec{n}<{}>", element.rust_name()),
             Ty::Unit => "()".to_owned(),
             Ty::Unknown => "_".to_owned(),
             Ty::Fragment(fragment) => fragment.rust_name(),

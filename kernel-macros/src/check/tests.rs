@@ -394,10 +394,11 @@ fn mismatch_suggestions_convert_the_literal() {
         .all(|m| !m.contains('{')));
 }
 
-/// A vector of integer literals is `VecN<i32>`; beside a vector of another integer type the
-/// message says how to write it as one, on either side of the operator.
+/// A vector of literals only takes its lanes' type from its use, as the literals would in
+/// Rust: beside a `Vec3<u32>`, through a `let`, from an annotation; left to itself it is a
+/// `Vec3<i32>`, and a vector with a lane of another type is that type.
 #[test]
-fn a_vector_of_literals_beside_another_integer_vector_gets_suffixes() {
+fn a_vector_of_literals_takes_its_type_from_its_use() {
     let messages = |body: proc_macro2::TokenStream| {
         crate::tests::checked(quote::quote! {
             mod m {
@@ -408,23 +409,47 @@ fn a_vector_of_literals_beside_another_integer_vector_gets_suffixes() {
         .err()
         .unwrap_or_default()
     };
-    assert_eq!(
-        messages(quote::quote!(y[0] = (v + vec3(0, 1, 0)).x;)),
-        [
-            "`Vec3<u32>` and `Vec3<i32>` cannot be added; a vector of integer literals is a \
-             `Vec3<i32>`: write `v + vec3(0u32, 1u32, 0u32)`"
-        ]
-    );
-    assert_eq!(
-        messages(quote::quote!(y[0] = (vec3(2, 2, 2) * v).y;)),
-        [
-            "`Vec3<i32>` and `Vec3<u32>` cannot be multiplied; a vector of integer literals is \
-             a `Vec3<i32>`: write `vec3(2u32, 2u32, 2u32) * v`"
-        ]
-    );
-    // Not all literals: no suggestion to rewrite it.
+    let inferred = [
+        quote::quote!(y[0] = (v + vec3(0, 1, 0)).x;),
+        quote::quote!(y[0] = (vec3(2, 2, 2) * v).y;),
+        quote::quote!(let d: Vec3<u32> = vec3(0, 1, 0); y[0] = d.z;),
+        quote::quote!(let w = vec3(1, 2, 3); let s = w.xy; y[0] = (v + w).x + s.y;),
+        quote::quote!(let w = vec2(4, 5) * 2; y[0] = (v.xy + w).x;),
+        quote::quote!(let w = vec4(vec2(1, 2), 3, 4); y[0] = (vec4(v, 0u32) - w).w;),
+        quote::quote!(let z = vec3(1, 2, 3); y[0] = (z.x + z[1]) as u32;),
+        quote::quote!(let f = vec2(1.0, 2.0); y[0] = (f.x + 0.5f32) as u32;),
+    ];
+    for body in inferred {
+        assert_eq!(messages(body.clone()), Vec::<String>::new(), "{body}");
+    }
+    // WGSL spells the lanes in the type they took.
+    let wgsl = crate::tests::wgsl(quote::quote! {
+        mod m {
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(n: &[u32], y: &mut [u32]) { y[0] = (vec2(n[0], n[1]) + vec2(7, 9)).y; }
+        }
+    })
+    .unwrap();
+    assert!(wgsl.contains("vec2<u32>(7u, 9u)"), "{wgsl}");
+    // A helper's parameter and result decide it too.
+    let through_helper = crate::tests::checked(quote::quote! {
+        mod m {
+            fn lanes(v: Vec2<u32>) -> Vec2<u32> { v + vec2(1, 1) }
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(y: &mut [u32]) { y[0] = lanes(vec2(2, 3)).y; }
+        }
+    });
+    assert_eq!(through_helper.err(), None);
+    // A lane of another type decides the vector's.
     let mixed = messages(quote::quote!(let k = n[0] as i32; y[0] = (v + vec3(k, 1, 0)).x;));
     assert_eq!(mixed, ["`Vec3<u32>` and `Vec3<i32>` cannot be added"]);
+    // So does a first use.
+    let used = messages(quote::quote!(
+        let w = vec3(1, 2, 3);
+        let i = w + vec3(n[0] as i32, 0, 0);
+        y[0] = (v + w).x + i.x as u32;
+    ));
+    assert_eq!(used, ["`Vec3<u32>` and `Vec3<i32>` cannot be added"]);
 }
 
 /// `n[0] == 3 & ok` is `n[0] == (3 & ok)` in Rust: the error names the precedence, not a

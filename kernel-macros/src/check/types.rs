@@ -142,7 +142,28 @@ impl<'m, 'e> Checker<'m, 'e> {
                 Some(resolved) => self.shallow(resolved),
                 None => ty.clone(),
             },
+            Ty::LiteralVector(n, element) => match self.shallow(element) {
+                Ty::Scalar(s) => Ty::Vector(*n, s),
+                element => Ty::LiteralVector(*n, Box::new(element)),
+            },
             _ => ty.clone(),
+        }
+    }
+
+    /// `ty`, a vector of literals whose lanes are still undecided given the lanes' default
+    /// type (`i32`, `f32`): for the uses that take a vector as it is (casts, methods, bit
+    /// casts) rather than give it a type.
+    fn settled(&mut self, ty: &Ty) -> Ty {
+        match self.shallow(ty) {
+            Ty::LiteralVector(n, element) => {
+                let lane = match *element {
+                    Ty::FloatVar(_) => Scalar::F32,
+                    _ => Scalar::I32,
+                };
+                self.unify(&element, &Ty::Scalar(lane));
+                Ty::Vector(n, lane)
+            }
+            other => other,
         }
     }
 
@@ -168,6 +189,18 @@ impl<'m, 'e> Checker<'m, 'e> {
             (Ty::Vector(n, s), Ty::Vector(m, t)) if n == m => {
                 let element = self.unify(&Ty::Scalar(*s), &Ty::Scalar(*t))?;
                 Some(Ty::Vector(*n, element.scalar()?))
+            }
+            // A vector of literals takes the lanes of the vector it meets.
+            (Ty::LiteralVector(n, lanes), Ty::Vector(m, s))
+            | (Ty::Vector(m, s), Ty::LiteralVector(n, lanes))
+                if n == m =>
+            {
+                self.unify(lanes, &Ty::Scalar(*s))?;
+                Some(Ty::Vector(*n, *s))
+            }
+            (Ty::LiteralVector(n, x), Ty::LiteralVector(m, y)) if n == m => {
+                self.unify(x, y)?;
+                Some(self.shallow(&a))
             }
             (Ty::Array(x, n), Ty::Array(y, m)) if n == m => {
                 let element = self.unify(x, y)?;
@@ -211,6 +244,7 @@ impl<'m, 'e> Checker<'m, 'e> {
     fn is_integer(&self, ty: &Ty) -> bool {
         match self.shallow(ty) {
             Ty::IntVar(_) | Ty::Unknown => true,
+            Ty::LiteralVector(_, lanes) => self.is_integer(&lanes),
             other => {
                 other.scalar().is_some_and(Scalar::is_integer) && !matches!(other, Ty::Atomic(_))
             }
@@ -219,7 +253,7 @@ impl<'m, 'e> Checker<'m, 'e> {
 
     fn is_numeric(&self, ty: &Ty) -> bool {
         match self.shallow(ty) {
-            Ty::IntVar(_) | Ty::FloatVar(_) | Ty::Unknown => true,
+            Ty::IntVar(_) | Ty::FloatVar(_) | Ty::LiteralVector(..) | Ty::Unknown => true,
             Ty::Scalar(s) | Ty::Vector(_, s) => s.is_numeric(),
             _ => false,
         }
@@ -700,6 +734,17 @@ impl<'m, 'e> Checker<'m, 'e> {
         }
         let base_ty = self.expr(base);
         match self.shallow(&base_ty) {
+            Ty::LiteralVector(n, lanes) => match swizzle(&field.to_string(), n) {
+                Some(1) => *lanes,
+                Some(len) => Ty::LiteralVector(len, lanes),
+                None => {
+                    self.errors.at(
+                        field.span(),
+                        format!("a `Vec{n}` has components {}", &"xyzw"[..n as usize]),
+                    );
+                    Ty::Unknown
+                }
+            },
             Ty::Vector(n, s) => match swizzle(&field.to_string(), n) {
                 Some(1) => Ty::Scalar(s),
                 Some(len) => Ty::Vector(len, s),
@@ -765,6 +810,7 @@ impl<'m, 'e> Checker<'m, 'e> {
         match self.shallow(&base_ty) {
             Ty::Array(element, _) => *element,
             Ty::Vector(_, s) => Ty::Scalar(s),
+            Ty::LiteralVector(_, lanes) => *lanes,
             Ty::Unknown => Ty::Unknown,
             other => {
                 self.errors.at(
@@ -781,11 +827,13 @@ impl<'m, 'e> Checker<'m, 'e> {
         let shallow = self.shallow(&ty);
         let ok = match op {
             UnOp::Neg => {
-                matches!(shallow, Ty::IntVar(_) | Ty::FloatVar(_) | Ty::Unknown)
-                    || matches!(
-                        shallow.scalar(),
-                        Some(Scalar::F32 | Scalar::F16 | Scalar::I32)
-                    )
+                matches!(
+                    shallow,
+                    Ty::IntVar(_) | Ty::FloatVar(_) | Ty::LiteralVector(..) | Ty::Unknown
+                ) || matches!(
+                    shallow.scalar(),
+                    Some(Scalar::F32 | Scalar::F16 | Scalar::I32)
+                )
             }
             UnOp::Not => self.is_integer(&shallow) || shallow.scalar() == Some(Scalar::Bool),
         };
@@ -847,12 +895,16 @@ impl<'m, 'e> Checker<'m, 'e> {
             }
             _ => {
                 // A vector combined with a scalar of its element type, as WGSL allows.
+                let vector = |ty: &Ty| matches!(ty, Ty::Vector(..) | Ty::LiteralVector(..));
                 let mixed = match (&ls, &rs) {
-                    (Ty::Vector(n, s), other) | (other, Ty::Vector(n, s))
-                        if other.scalar().is_none() || !matches!(other, Ty::Vector(..)) =>
+                    (Ty::Vector(n, s), other) | (other, Ty::Vector(n, s)) if !vector(other) => self
+                        .unify(&Ty::Scalar(*s), other)
+                        .map(|_| Ty::Vector(*n, *s)),
+                    (Ty::LiteralVector(n, lanes), other) | (other, Ty::LiteralVector(n, lanes))
+                        if !vector(other) =>
                     {
-                        self.unify(&Ty::Scalar(*s), other)
-                            .map(|_| Ty::Vector(*n, *s))
+                        let lanes = self.unify(lanes, other);
+                        lanes.map(|lanes| self.shallow(&Ty::LiteralVector(*n, Box::new(lanes))))
                     }
                     _ => None,
                 };
@@ -877,7 +929,9 @@ impl<'m, 'e> Checker<'m, 'e> {
                     );
                 }
                 match (op.is_comparison(), &ty) {
-                    (true, Ty::Vector(n, _)) => Ty::Vector(*n, Scalar::Bool),
+                    (true, Ty::Vector(n, _) | Ty::LiteralVector(n, _)) => {
+                        Ty::Vector(*n, Scalar::Bool)
+                    }
                     (true, _) => Ty::BOOL,
                     (false, _) => ty,
                 }
@@ -906,23 +960,6 @@ impl<'m, 'e> Checker<'m, 'e> {
             self.errors.at(span, message);
             return;
         }
-        // A vector of integer literals is `VecN<i32>`, as Rust would not infer either: say how
-        // to give it the other vector's type.
-        if let (Ty::Vector(n, ls), Ty::Vector(m, rs)) = (l, r) {
-            let written = match (ls, rs) {
-                _ if n != m => None,
-                (Scalar::I32, _) => suffixed_literals(left, *rs).map(|v| format!("{v} {sym} {b}")),
-                (_, Scalar::I32) => suffixed_literals(right, *ls).map(|v| format!("{a} {sym} {v}")),
-                _ => None,
-            };
-            if let Some(written) = written {
-                let message = format!(
-                    "{what}; a vector of integer literals is a `Vec{n}<i32>`: write `{written}`"
-                );
-                self.errors.at(span, message);
-                return;
-            }
-        }
         let scalars = matches!(l, Ty::Scalar(_) | Ty::IntVar(_) | Ty::FloatVar(_))
             && matches!(r, Ty::Scalar(_) | Ty::IntVar(_) | Ty::FloatVar(_));
         // A float literal is not made an integer: the integer operand is converted instead.
@@ -948,7 +985,7 @@ impl<'m, 'e> Checker<'m, 'e> {
 
     fn cast(&mut self, value: &mut Expr, target: &Ty, span: Span) -> Ty {
         let from = self.expr(value);
-        let from = self.shallow(&from);
+        let from = self.settled(&from);
         if from == Ty::Unknown {
             return target.clone();
         }
@@ -1000,7 +1037,7 @@ impl<'m, 'e> Checker<'m, 'e> {
     /// `Vec2<f16>` <-> `u32`, `Vec4<f16>` <-> `Vec2<f32>`, ...). An integer literal is a `u32`.
     fn bitcast(&mut self, value: &mut Expr, target: &Ty, span: Span) -> Ty {
         let from = self.expr(value);
-        let from = match self.shallow(&from) {
+        let from = match self.settled(&from) {
             Ty::IntVar(_) => self.unify(&from, &Ty::U32).unwrap_or(Ty::U32),
             Ty::FloatVar(_) => self.unify(&from, &Ty::F32).unwrap_or(Ty::F32),
             other => other,
@@ -1404,6 +1441,7 @@ impl<'m, 'e> Checker<'m, 'e> {
         for (ty, arg) in arg_tys.iter().zip(args) {
             let (scalar_ty, count) = match self.shallow(ty) {
                 Ty::Vector(n, s) => (Ty::Scalar(s), n),
+                Ty::LiteralVector(n, lanes) => (*lanes, n),
                 other => (other, 1),
             };
             element = self.expect(
@@ -1418,16 +1456,10 @@ impl<'m, 'e> Checker<'m, 'e> {
             self.errors.at(span, format!("`{name}` needs {width} components (or one to repeat), but {components} were given"));
             return Ty::Unknown;
         }
+        // Of literals only, the lanes' type is decided where the vector is used.
         match self.shallow(&element) {
             Ty::Scalar(s) => Ty::Vector(width, s),
-            Ty::IntVar(_) => {
-                self.unify(&element, &Ty::I32);
-                Ty::Vector(width, Scalar::I32)
-            }
-            Ty::FloatVar(_) => {
-                self.unify(&element, &Ty::F32);
-                Ty::Vector(width, Scalar::F32)
-            }
+            lanes @ (Ty::IntVar(_) | Ty::FloatVar(_)) => Ty::LiteralVector(width, Box::new(lanes)),
             _ => Ty::Unknown,
         }
     }
@@ -1471,7 +1503,7 @@ impl<'m, 'e> Checker<'m, 'e> {
             );
             return (Ty::Unknown, None);
         };
-        let receiver_ty = self.shallow(&receiver_ty);
+        let receiver_ty = self.settled(&receiver_ty);
         if receiver_ty != Ty::Unknown && !receivers.accepts(&receiver_ty) {
             self.errors.at(
                 method.span(),
@@ -1615,6 +1647,10 @@ impl<'m, 'e> Checker<'m, 'e> {
         match self.shallow(ty) {
             Ty::IntVar(_) => Ty::I32,
             Ty::FloatVar(_) => Ty::F32,
+            Ty::LiteralVector(n, lanes) => match self.finish_ty(&lanes) {
+                Ty::Scalar(s) => Ty::Vector(n, s),
+                _ => Ty::Unknown,
+            },
             Ty::Array(element, n) => Ty::Array(Box::new(self.finish_ty(&element)), n),
             other => other,
         }
@@ -1647,25 +1683,6 @@ fn shown(ty: &Ty) -> String {
         Ty::FloatVar(_) => "a float literal".to_owned(),
         other => format!("`{}`", other.rust_name()),
     }
-}
-
-/// `e`, a `vec2`/`vec3`/`vec4` of integer literals only, with each literal suffixed by
-/// `scalar`, an integer type (`vec3(0u32, 1u32, 0u32)`); `None` for anything else.
-fn suffixed_literals(e: &Expr, scalar: Scalar) -> Option<String> {
-    let ExprKind::Builtin(builtin, args) = &e.kind else {
-        return None;
-    };
-    if !matches!(builtin.signature, Signature::Vector(_)) || !scalar.is_integer() {
-        return None;
-    }
-    let components = args
-        .iter()
-        .map(|arg| match arg.kind {
-            ExprKind::Int(v) => Some(format!("{v}{}", scalar.rust_name())),
-            _ => None,
-        })
-        .collect::<Option<Vec<String>>>()?;
-    Some(format!("{}({})", builtin.name, components.join(", ")))
 }
 
 fn is_literal(ty: &Ty) -> bool {

@@ -33,7 +33,9 @@ pub fn wgsl_ty(ty: &Ty) -> String {
             f.role.letter()
         ),
         // Only reachable after errors, when no WGSL is used.
-        Ty::Unknown | Ty::IntVar(_) | Ty::FloatVar(_) | Ty::Unit => "i32".to_owned(),
+        Ty::Unknown | Ty::IntVar(_) | Ty::FloatVar(_) | Ty::LiteralVector(..) | Ty::Unit => {
+            "i32".to_owned()
+        }
     }
 }
 
