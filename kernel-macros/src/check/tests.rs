@@ -418,6 +418,7 @@ fn a_vector_of_literals_takes_its_type_from_its_use() {
         quote::quote!(let w = vec4(vec2(1, 2), 3, 4); y[0] = (vec4(v, 0u32) - w).w;),
         quote::quote!(let z = vec3(1, 2, 3); y[0] = (z.x + z[1]) as u32;),
         quote::quote!(let f = vec2(1.0, 2.0); y[0] = (f.x + 0.5f32) as u32;),
+        quote::quote!(y[0] = vec3(1, 2, 3).max(v).x + v.min(vec3(4, 5, 6)).y;),
     ];
     for body in inferred {
         assert_eq!(messages(body.clone()), Vec::<String>::new(), "{body}");

@@ -1503,6 +1503,15 @@ impl<'m, 'e> Checker<'m, 'e> {
             );
             return (Ty::Unknown, None);
         };
+        // A vector of literals takes its lanes from a vector argument (`vec3(1, 2, 3).max(v)`),
+        // as the method's arguments are of the receiver's type; otherwise the default.
+        if let Ty::LiteralVector(..) = self.shallow(&receiver_ty) {
+            for arg_ty in &arg_tys {
+                if let Ty::Vector(..) = self.shallow(arg_ty) {
+                    self.unify(&receiver_ty, arg_ty);
+                }
+            }
+        }
         let receiver_ty = self.settled(&receiver_ty);
         if receiver_ty != Ty::Unknown && !receivers.accepts(&receiver_ty) {
             self.errors.at(
