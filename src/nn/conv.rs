@@ -1910,10 +1910,10 @@ mod tests {
     /// The streams' schedule and hand-over of parts (`kernels::stream_schedule_model`), on any
     /// device: every blocking, over 136 output channels (ragged blocks of 128 and 256 rows) of
     /// 3 images of 10 x 10 (ragged blocks of 128 and 256 columns), summing 64 channels x 9
-    /// taps; by 1 workgroup
-    /// (every block whole), 3 and 4 (whole blocks, then the rest in parts), 5, 7, 13 and 40
-    /// (every block in parts, some ranges over three blocks) and 500 (more than there are
-    /// iterations). Each runs twice on the same counts, which must be back at zero after each.
+    /// taps; by 1 workgroup (every block whole), 3 and 4 (whole blocks, then the rest in
+    /// parts), 5, 7, 13 and 40 (every block in parts, some ranges over three blocks) and 500
+    /// (more than there are iterations). Each runs twice on the same counts, which must be
+    /// back at zero after each.
     #[test]
     fn stream_schedules_add_up_every_part_of_every_block() {
         let rt = Runtime::new().unwrap();
