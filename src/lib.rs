@@ -229,6 +229,10 @@
 //! - Builtins: `global_id()`, `local_id()`, `workgroup_id()`, `num_workgroups()` (`Vec3<u32>`),
 //!   `local_index()` (`u32`), `workgroup_barrier()`, `storage_barrier()`, `ceil_div(a, b)`,
 //!   `x.len()` for a storage parameter.
+//! - `workgroup_uniform_load(&a[i])` reads one element of a workgroup array after a barrier
+//!   (WGSL's `workgroupUniformLoad`), so that every invocation gets the same value: a barrier
+//!   or fragment operation may then depend on it, which a plain `a[i]` may not. It is a
+//!   barrier itself, so it too must be reached by the whole workgroup.
 //! - Bits: `bitcast::<T>(x)` reads the bits of a number or vector as another of the same size
 //!   (`f32`, `u32`, `i32` and their vectors), `f32::from_bits(w)`, `x.to_bits()`.
 //! - Packed data, for 8-bit images and 16-bit values in `u32` words (byte 0 is the first

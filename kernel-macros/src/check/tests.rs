@@ -791,3 +791,59 @@ fn constants_wgsl_cannot_represent_are_errors_where_rust_would_compute_them() {
     });
     assert!(error.starts_with("this constant is NaN"), "{error}");
 }
+
+#[test]
+fn a_uniform_load_reads_one_element_of_a_workgroup_array() {
+    let errors = |body: &str| {
+        let text = format!(
+            "mod m {{ #[kernel(workgroup = [64], grid = [1])] \
+             fn k(x: &[f32], y: &mut [f32], #[workgroup] t: &mut [f32; 64]) {{ {body} }} }}"
+        );
+        checked(text.parse().unwrap()).err().unwrap_or_default()
+    };
+    let error = |body: &str| {
+        let errors = errors(body);
+        assert_eq!(errors.len(), 1, "{body}: {errors:?}");
+        errors[0].clone()
+    };
+    // A load from workgroup memory may differ between invocations; the uniform load may not.
+    let varying = errors("let v = t[0]; if v > 0.0 { workgroup_barrier(); } y[0] = v;");
+    assert!(is_barrier_error(&varying), "{varying:?}");
+    let uniform = "let v = workgroup_uniform_load(&t[1]); if v > 0.0 { workgroup_barrier(); } \
+                   y[0] = v;";
+    assert_eq!(errors(uniform), Vec::<String>::new());
+    // Its type is the element's.
+    let typed = error("let v: u32 = workgroup_uniform_load(&t[0]); y[0] = 0.0;");
+    assert!(
+        typed.contains("`u32`") && typed.contains("`f32`"),
+        "{typed}"
+    );
+    // Reached in varying flow, it is a barrier like the others.
+    let flow = error("if local_index() == 0 { y[0] = workgroup_uniform_load(&t[0]); }");
+    assert!(
+        flow.starts_with("`workgroup_uniform_load()` must be reached"),
+        "{flow}"
+    );
+    for (body, wanted) in [
+        (
+            "y[0] = workgroup_uniform_load(&x[0]);",
+            "reads one element of a workgroup array",
+        ),
+        (
+            "y[0] = workgroup_uniform_load(&t);",
+            "reads one element of a workgroup array",
+        ),
+        (
+            "y[0] = workgroup_uniform_load(t[0]);",
+            "takes the place of one element",
+        ),
+        (
+            "y[0] = workgroup_uniform_load(&mut t[0]);",
+            "lend the element as `&a[i]`",
+        ),
+        ("y[0] = workgroup_uniform_load();", "takes 1 argument"),
+    ] {
+        let message = error(body);
+        assert!(message.contains(wanted), "{body}: {message}");
+    }
+}

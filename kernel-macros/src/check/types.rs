@@ -1121,6 +1121,13 @@ impl<'m, 'e> Checker<'m, 'e> {
                 return (ty, Some(builtin));
             }
         }
+        if let Some(builtin) =
+            builtins::find(Form::Function, &key).filter(|b| b.signature == Signature::UniformLoad)
+        {
+            if !matches!(self.resolve_name(name), Resolved::Local(_)) {
+                return (self.uniform_load(name, args, span), Some(builtin));
+            }
+        }
         let arg_tys: Vec<Ty> = args.iter_mut().map(|a| self.expr(a)).collect();
         if let Resolved::Local(local) = self.resolve_name(name) {
             if local.ty != Ty::Unknown {
@@ -1195,8 +1202,10 @@ impl<'m, 'e> Checker<'m, 'e> {
                 }
                 ret.clone()
             }
-            // Fragment operations were typed above; methods are not called as functions.
-            Signature::Math(..)
+            // Fragment operations and uniform loads were typed above; methods are not called
+            // as functions.
+            Signature::UniformLoad
+            | Signature::Math(..)
             | Signature::Len
             | Signature::Atomic { .. }
             | Signature::FragmentZero
@@ -1205,6 +1214,63 @@ impl<'m, 'e> Checker<'m, 'e> {
             | Signature::MultiplyAdd => Ty::Unknown,
         };
         (ty, Some(builtin))
+    }
+
+    /// `workgroup_uniform_load(&a[i])`: the element's type, for one element of a workgroup
+    /// array (WGSL's `workgroupUniformLoad` reads workgroup memory only).
+    fn uniform_load(&mut self, name: &Ident, args: &mut [Expr], span: Span) -> Ty {
+        if !self.arity(name, args, 1, span) {
+            for arg in args.iter_mut() {
+                if !matches!(arg.kind, ExprKind::Ref(..)) {
+                    self.expr(arg);
+                }
+            }
+            return Ty::Unknown;
+        }
+        let arg = &mut args[0];
+        let place = match &mut arg.kind {
+            ExprKind::Ref(false, place) => place,
+            ExprKind::Ref(true, place) => {
+                self.errors.at(
+                    arg.span,
+                    format!("`{name}` only reads: lend the element as `&a[i]`, not `&mut`"),
+                );
+                place
+            }
+            _ => {
+                self.expr(arg);
+                self.errors.at(
+                    arg.span,
+                    format!(
+                        "`{name}` takes the place of one element of a workgroup array, `&a[i]`"
+                    ),
+                );
+                return Ty::Unknown;
+            }
+        };
+        let root = place_root(place).cloned();
+        let memory = root.as_ref().map(|root| self.resolve_name(root));
+        match (&place.kind, memory) {
+            (ExprKind::Index(..), Some(Resolved::Shared(_))) => self.expr(place),
+            (_, Some(Resolved::None)) => {
+                self.expr(place);
+                Ty::Unknown
+            }
+            _ => {
+                if !matches!(place.kind, ExprKind::Path(..)) {
+                    self.expr(place);
+                }
+                self.errors.at(
+                    place.span,
+                    format!(
+                        "`{name}` reads one element of a workgroup array, `&a[i]`: it makes a \
+                         value of workgroup memory the same in every invocation; other values \
+                         can be shared through a workgroup array first"
+                    ),
+                );
+                Ty::Unknown
+            }
+        }
     }
 
     fn helper_call(&mut self, name: &Ident, params: &[FnParam], args: &mut [Expr], span: Span) {

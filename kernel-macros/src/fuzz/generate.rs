@@ -489,6 +489,10 @@ impl Gen<'_> {
             options.extend(["p.a", "p.v.x", "x[i]", "x[lid]", "x[i + 1]"]);
             if self.tile.is_some() {
                 options.extend(["tile[lid]", "tile[0]"]);
+                // A barrier too: in varying flow it is an error the macro must report.
+                if self.rng.percent(10) {
+                    options.push("workgroup_uniform_load(&tile[0])");
+                }
             }
         }
         self.rng.pick(&options).to_string()

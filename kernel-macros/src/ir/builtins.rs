@@ -36,6 +36,9 @@ pub enum Signature {
     Id(IdBuiltin),
     /// No arguments, no result: a barrier.
     Barrier,
+    /// `workgroup_uniform_load(&a[i])`: one element of a workgroup array, read by every
+    /// invocation after a barrier, so that the value is the same in all of them.
+    UniformLoad,
     /// `vecN(..)`: components (scalars or vectors) adding up to N, or one to repeat.
     Vector(u8),
     /// `ceil_div(a, b)`: two integers of one type.
@@ -355,6 +358,13 @@ pub static BUILTINS: &[Builtin] = &[
         Uniformity::Barrier,
     ),
     row(
+        "workgroup_uniform_load",
+        Form::Function,
+        Signature::UniformLoad,
+        "workgroupUniformLoad(&{0})",
+        Uniformity::Barrier,
+    ),
+    row(
         "vec2",
         Form::Function,
         Signature::Vector(2),
@@ -647,7 +657,7 @@ mod tests {
                 Signature::Math(_, shape) => 1 + shape.arguments(),
                 Signature::Fixed(args, _) => args.len(),
                 Signature::CeilDiv | Signature::SubgroupShuffle => 2,
-                Signature::SubgroupReduce | Signature::Len => 1,
+                Signature::SubgroupReduce | Signature::Len | Signature::UniformLoad => 1,
                 Signature::Atomic { takes_value, .. } => 1 + usize::from(takes_value),
                 Signature::Id(_)
                 | Signature::Barrier

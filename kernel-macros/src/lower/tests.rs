@@ -414,3 +414,35 @@ fn a_loop_left_from_a_value_match_is_accepted_and_left() {
     assert!(!body.contains("switch "), "{body}");
     assert!(body.contains("if (tsr_s0 == 0u) {"), "{body}");
 }
+
+#[test]
+fn a_uniform_load_gates_a_barrier_in_a_helper() {
+    // The value every invocation reads back is the same, so a barrier may depend on it, in
+    // the kernel and in a helper lent the array; naga validates the WGSL.
+    let text = wgsl(quote! {
+        mod m {
+            fn decided(flag: &mut [u32; 2], y: &mut [f32]) {
+                if workgroup_uniform_load(&flag[1]) != 0 {
+                    workgroup_barrier();
+                    y[1] = 1.0;
+                }
+            }
+            #[kernel(workgroup = [64], grid = [1])]
+            fn k(x: &[f32], y: &mut [f32], #[workgroup] flag: &mut [u32; 2]) {
+                if local_index() == 0 {
+                    flag[0] = (x[0] > 0.0) as u32;
+                    flag[1] = 1;
+                }
+                let go = workgroup_uniform_load(&flag[0]);
+                if go != 0 {
+                    workgroup_barrier();
+                    y[0] = 1.0;
+                }
+                decided(flag, y);
+            }
+        }
+    })
+    .unwrap();
+    assert!(text.contains("workgroupUniformLoad(&flag[0"), "{text}");
+    assert!(text.contains("workgroupUniformLoad(&flag[1"), "{text}");
+}
