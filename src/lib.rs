@@ -352,7 +352,12 @@
 //!
 //! A helper sees the constants of the kernel instance that calls it (`REG`, `DEPTH` and array
 //! lengths built from them are the caller's), may contain barriers (the uniformity check
-//! follows the call into it), and besides values it may borrow the caller's memory:
+//! follows the call into it), and besides values it may borrow the caller's memory. What a
+//! call gives back varies between invocations only as far as what reaches it does: a result
+//! computed from uniform arguments is uniform whatever else the helper is passed (an
+//! invocation index it uses elsewhere), and so is one read through
+//! `workgroup_uniform_load`; a local array lent `&mut` varies as what the helper writes into
+//! it (the value, or which element) does.
 //!
 //! | helper parameter | the caller passes |
 //! | --- | --- |

@@ -847,3 +847,60 @@ fn a_uniform_load_reads_one_element_of_a_workgroup_array() {
         assert!(message.contains(wanted), "{body}: {message}");
     }
 }
+
+/// The errors of a kernel with workgroup memory `t` and helpers `helpers` around `body`.
+fn shared_errors(helpers: &str, body: &str) -> Vec<String> {
+    let text = format!(
+        "mod m {{ {helpers} #[kernel(workgroup = [64], grid = [1])] \
+         fn k(y: &mut [f32], #[workgroup] t: &mut [u32; 64]) {{ {body} }} }}"
+    );
+    checked(text.parse().unwrap()).err().unwrap_or_default()
+}
+
+#[test]
+fn what_a_helper_gives_back_varies_as_what_reaches_it() {
+    // Whether a barrier under `v != 0` passes, `v` from `body` with `helpers` beside.
+    let passes = |helpers: &str, body: &str| {
+        let body = format!("{body} if v != 0 {{ workgroup_barrier(); }} y[0] = 1.0;");
+        let errors = shared_errors(helpers, &body);
+        assert!(errors.is_empty() || is_barrier_error(&errors), "{errors:?}");
+        errors.is_empty()
+    };
+    // A value parameter that does not reach the result does not make it vary.
+    let picks = "fn pick(a: u32, b: u32) -> u32 { let unused = b * 2; a + 1 }";
+    assert!(passes(picks, "let v = pick(3, local_index());"));
+    assert!(!passes(picks, "let v = pick(local_index(), 3);"));
+    // Workgroup memory read through `workgroup_uniform_load` in a helper stays uniform; read
+    // plainly, or with the result chosen under a varying condition, it varies.
+    let uniform = "fn decided(t: &mut [u32; 64], i: u32) -> u32 { \
+                   if i == 0 { t[0] = 1; } workgroup_uniform_load(&t[0]) }";
+    assert!(passes(uniform, "let v = decided(t, local_index());"));
+    let plain = "fn first(t: &mut [u32; 64]) -> u32 { t[0] }";
+    assert!(!passes(plain, "let v = first(t);"));
+    let chosen = "fn chosen(i: u32) -> u32 { if i == 0 { return 1; } 2 }";
+    assert!(!passes(chosen, "let v = chosen(local_index());"));
+}
+
+#[test]
+fn a_local_array_varies_as_what_a_helper_writes_into_it() {
+    // Whether a barrier under `a[1] != 0` passes after `body` with `helpers` beside.
+    let passes = |helpers: &str, body: &str| {
+        let body = format!(
+            "let mut a = [0u32; 2]; {body} if a[1] != 0 {{ workgroup_barrier(); }} y[0] = 1.0;"
+        );
+        let errors = shared_errors(helpers, &body);
+        assert!(errors.is_empty() || is_barrier_error(&errors), "{errors:?}");
+        errors.is_empty()
+    };
+    let set = "fn set(a: &mut [u32; 2], i: u32, v: u32) { a[i] = v; }";
+    assert!(passes(set, "set(&mut a, 1, 7);"));
+    // The value written varies, or which element is written.
+    assert!(!passes(set, "set(&mut a, 1, local_index());"));
+    assert!(!passes(set, "set(&mut a, local_index() % 2, 7);"));
+    // Written under a varying condition, or by a helper the array is passed on to.
+    let under = "fn under(a: &mut [u32; 2], i: u32) { if i == 0 { a[1] = 1; } }";
+    assert!(!passes(under, "under(&mut a, local_index());"));
+    let nested = format!("{set} fn outer(a: &mut [u32; 2], v: u32) {{ set(a, 1, v); }}");
+    assert!(passes(&nested, "outer(&mut a, 7);"));
+    assert!(!passes(&nested, "outer(&mut a, local_index());"));
+}

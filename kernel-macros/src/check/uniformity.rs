@@ -15,6 +15,13 @@
 //! Helpers that execute a barrier are checked once each, callers before callees: a value
 //! parameter varies when some call, in uniform control flow, passes it a varying value. A call
 //! in non-uniform control flow is reported at the call.
+//!
+//! What a call gives back is read from a summary of the helper, made callees first: which of
+//! its value parameters reach its result, and whether something varying inside it does (a
+//! lent array or buffer read, an atomic, a subgroup result); the same for what it writes into
+//! each array it is lent `&mut`, so that a caller's local array written by a helper varies as
+//! what was written does. A helper that reads workgroup memory through
+//! `workgroup_uniform_load` and returns it gives back a uniform value.
 
 use std::collections::{HashMap, HashSet};
 
@@ -25,13 +32,14 @@ use crate::ir::*;
 /// Checks every barrier of `kernel`, including barriers inside helpers it calls.
 pub fn check(kernel: &Variant, errors: &mut Errors) {
     let calls = CallGraph::new(&kernel.helpers);
+    let summaries = summarize(&calls);
     let memory = kernel
         .bindings
         .iter()
         .map(|b| (b.name.to_string(), binding_varies(&b.kind)))
         .chain(kernel.shared.iter().map(|s| (s.name.to_string(), true)))
         .collect();
-    let mut builder = Builder::new(&calls, memory);
+    let mut builder = Builder::new(&calls, &summaries, memory);
     builder.block(&kernel.body, None);
     let mut reached = builder.finish(errors);
     for index in calls.callers_first() {
@@ -39,7 +47,7 @@ pub fn check(kernel: &Variant, errors: &mut Errors) {
         let Some(params) = reached.remove(&helper.name.to_string()) else {
             continue;
         };
-        let mut builder = Builder::new(&calls, lent_memory(helper));
+        let mut builder = Builder::new(&calls, &summaries, lent_memory(helper));
         for (param, varies) in helper.params.iter().zip(params) {
             if varies {
                 let node = builder.local(param.local);
@@ -55,6 +63,79 @@ pub fn check(kernel: &Variant, errors: &mut Errors) {
             }
         }
     }
+}
+
+/// What a value a helper gives back depends on: the value parameters (by index) that reach
+/// it, and whether something varying inside the helper does.
+#[derive(Clone, Default)]
+struct Dependence {
+    source: bool,
+    params: Vec<bool>,
+}
+
+/// What a call of a helper gives back to its caller (see the module's docs).
+#[derive(Clone, Default)]
+struct Summary {
+    returns: Dependence,
+    /// By parameter index: what the helper writes into an array it is lent `&mut`.
+    writes: Vec<Option<Dependence>>,
+}
+
+/// Where a helper being summarized sends what it gives back: a node for its result and one
+/// for each array parameter lent `&mut`, by name and index.
+struct Outputs {
+    returned: Node,
+    written: HashMap<String, (usize, Node)>,
+}
+
+/// Every helper's [`Summary`], by index, made callees first.
+fn summarize(calls: &CallGraph) -> Vec<Summary> {
+    let mut summaries = vec![Summary::default(); calls.helpers.len()];
+    let mut order = calls.callers_first();
+    order.reverse();
+    for index in order {
+        let helper = &calls.helpers[index];
+        let mut builder = Builder::new(calls, &summaries, lent_memory(helper));
+        let returned = builder.graph.node(None);
+        let written = helper
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.kind == ParamKind::Array && p.mutable)
+            .map(|(i, p)| (p.name.to_string(), (i, builder.graph.node(None))))
+            .collect();
+        builder.outputs = Some(Outputs { returned, written });
+        let params: Vec<Option<Node>> = helper
+            .params
+            .iter()
+            .map(|p| (p.kind == ParamKind::Value).then(|| builder.local(p.local)))
+            .collect();
+        builder.block(&helper.body, None);
+        let Some(outputs) = builder.outputs.take() else {
+            continue;
+        };
+        builder.graph.solve();
+        let graph = &builder.graph;
+        let dependence = |node: Node| {
+            let reaching = graph.reaching(node);
+            Dependence {
+                source: graph.varying[node],
+                params: params
+                    .iter()
+                    .map(|p| p.is_some_and(|p| reaching[p]))
+                    .collect(),
+            }
+        };
+        let mut writes = vec![None; helper.params.len()];
+        for (index, node) in outputs.written.values() {
+            writes[*index] = Some(dependence(*node));
+        }
+        summaries[index] = Summary {
+            returns: dependence(outputs.returned),
+            writes,
+        };
+    }
+    summaries
 }
 
 /// Whether reads of a binding may differ between invocations (read-write storage may).
@@ -170,10 +251,6 @@ impl<'k> CallGraph<'k> {
         finished.reverse();
         finished
     }
-
-    fn helper(&self, name: &str) -> Option<&'k Function> {
-        self.index.get(name).map(|&i| &self.helpers[i])
-    }
 }
 
 type Node = usize;
@@ -214,6 +291,27 @@ impl Graph {
         }
     }
 
+    /// Which nodes reach `target` along the edges (`target` included).
+    fn reaching(&self, target: Node) -> Vec<bool> {
+        let mut predecessors = vec![Vec::new(); self.successors.len()];
+        for (from, successors) in self.successors.iter().enumerate() {
+            for &to in successors {
+                predecessors[to].push(from);
+            }
+        }
+        let mut reached = vec![false; self.successors.len()];
+        reached[target] = true;
+        let mut pending = vec![target];
+        while let Some(node) = pending.pop() {
+            for &from in &predecessors[node] {
+                if !std::mem::replace(&mut reached[from], true) {
+                    pending.push(from);
+                }
+            }
+        }
+        reached
+    }
+
     /// Marks everything reachable from the sources as varying. A condition is blamed on
     /// itself; a context inherits the blame of what made it vary.
     fn solve(&mut self) {
@@ -241,6 +339,27 @@ struct Value {
 impl Value {
     fn is_uniform(&self) -> bool {
         !self.source && self.nodes.is_empty()
+    }
+
+    fn extend(&mut self, other: &Value) {
+        self.source |= other.source;
+        self.nodes.extend(&other.nodes);
+    }
+}
+
+impl Dependence {
+    /// The value this gives back for a call with arguments of `values`.
+    fn of(&self, values: &[Value]) -> Value {
+        let mut value = Value {
+            source: self.source,
+            nodes: Vec::new(),
+        };
+        for (arg, reaches) in values.iter().zip(&self.params) {
+            if *reaches {
+                value.extend(arg);
+            }
+        }
+        value
     }
 }
 
@@ -273,6 +392,10 @@ enum SiteKind {
 /// Builds the graph of one function body.
 struct Builder<'c, 'k> {
     calls: &'c CallGraph<'k>,
+    /// The summaries of the helpers this body may call.
+    summaries: &'c [Summary],
+    /// While summarizing a helper: where its result and its writes to lent arrays go.
+    outputs: Option<Outputs>,
     graph: Graph,
     /// Buffers, workgroup arrays and lent arrays by name: whether their contents may differ
     /// between invocations.
@@ -288,9 +411,15 @@ struct Builder<'c, 'k> {
 }
 
 impl<'c, 'k> Builder<'c, 'k> {
-    fn new(calls: &'c CallGraph<'k>, memory: HashMap<String, bool>) -> Self {
+    fn new(
+        calls: &'c CallGraph<'k>,
+        summaries: &'c [Summary],
+        memory: HashMap<String, bool>,
+    ) -> Self {
         Builder {
             calls,
+            summaries,
+            outputs: None,
             graph: Graph::default(),
             memory,
             locals: Vec::new(),
@@ -407,6 +536,14 @@ impl<'c, 'k> Builder<'c, 'k> {
             }
             StmtKind::Assign { target, value, .. } => {
                 let mut value = self.value(value, flow);
+                if let Some(node) = self.written_array(target) {
+                    let mut written = Value {
+                        source: value.source,
+                        nodes: value.nodes.clone(),
+                    };
+                    self.indices_into(target, flow, &mut written);
+                    self.assign(node, &written, flow);
+                }
                 self.value_into(target, flow, &mut value);
                 if let Some(local) = root_local(target) {
                     let node = self.local(local);
@@ -463,7 +600,10 @@ impl<'c, 'k> Builder<'c, 'k> {
             }
             StmtKind::Return(value) => {
                 if let Some(value) = value {
-                    self.value(value, flow);
+                    let value = self.value(value, flow);
+                    if let Some(returned) = self.outputs.as_ref().map(|o| o.returned) {
+                        self.assign(returned, &value, flow);
+                    }
                 }
                 // Invocations that returned miss the later iterations of every enclosing loop.
                 if let Some(flow) = flow {
@@ -562,8 +702,9 @@ impl<'c, 'k> Builder<'c, 'k> {
         self.value_into(&block.tail, flow, out);
     }
 
-    /// A helper call: its result may vary with what the helper reads (a varying value, or
-    /// memory lent to it that varies); a helper that executes a barrier is a barrier here.
+    /// A helper call: its result varies as its summary says (with the arguments that reach
+    /// it, or by itself), and so does each local array it writes through `&mut`; a helper
+    /// that executes a barrier is a barrier here.
     fn call(
         &mut self,
         e: &Expr,
@@ -573,16 +714,25 @@ impl<'c, 'k> Builder<'c, 'k> {
         out: &mut Value,
     ) {
         let key = name.to_string();
-        let helper = self
-            .calls
-            .helper(&key)
+        let index = self.calls.index.get(&key).copied();
+        let summaries = self.summaries;
+        let summary = index.and_then(|i| summaries.get(i));
+        let helper = index
+            .map(|i| &self.calls.helpers[i])
             .filter(|_| self.calls.with_barriers.contains(&key));
         let mut arg_nodes = Vec::new();
+        let mut values = Vec::new();
         for (i, arg) in args.iter().enumerate() {
-            if matches!(&arg.kind, ExprKind::Path(name, None) if self.is_varying_memory(name)) {
-                out.source = true;
-            }
-            let value = self.value(arg, flow);
+            // What is lent is memory, which the summary accounts for; without one, what the
+            // helper reads of it may vary.
+            let value = match (&arg.kind, summary) {
+                (ExprKind::Ref(..), Some(_)) => Value::default(),
+                (ExprKind::Path(name, None), None) if self.is_varying_memory(name) => Value {
+                    source: true,
+                    nodes: Vec::new(),
+                },
+                _ => self.value(arg, flow),
+            };
             let is_value_param = helper
                 .and_then(|h| h.params.get(i))
                 .is_some_and(|p| p.kind == ParamKind::Value);
@@ -591,8 +741,33 @@ impl<'c, 'k> Builder<'c, 'k> {
             } else {
                 None
             });
-            out.source |= value.source;
-            out.nodes.extend(value.nodes);
+            values.push(value);
+        }
+        match summary {
+            Some(summary) => {
+                out.extend(&summary.returns.of(&values));
+                for (arg, write) in args.iter().zip(&summary.writes) {
+                    let Some(write) = write else {
+                        continue;
+                    };
+                    let lent = match &arg.kind {
+                        ExprKind::Ref(_, place) => &**place,
+                        _ => arg,
+                    };
+                    let written = write.of(&values);
+                    if let Some(local) = root_local(lent) {
+                        let node = self.local(local);
+                        self.assign(node, &written, flow);
+                    } else if let Some(node) = self.written_array(lent) {
+                        self.assign(node, &written, flow);
+                    }
+                }
+            }
+            None => {
+                for value in &values {
+                    out.extend(value);
+                }
+            }
         }
         if helper.is_some() {
             self.sites.push(BarrierSite {
@@ -602,6 +777,32 @@ impl<'c, 'k> Builder<'c, 'k> {
                 args: arg_nodes,
                 kind: SiteKind::Helper,
             });
+        }
+    }
+
+    /// While summarizing a helper: the node of the array lent `&mut` that `place` writes
+    /// (`a` or `a[i]` for such a parameter `a`).
+    fn written_array(&self, place: &Expr) -> Option<Node> {
+        let outputs = self.outputs.as_ref()?;
+        let mut root = place;
+        while let ExprKind::Index(base, _) | ExprKind::Field(base, _) = &root.kind {
+            root = base;
+        }
+        match &root.kind {
+            ExprKind::Path(name, None) => outputs.written.get(&name.to_string()).map(|w| w.1),
+            _ => None,
+        }
+    }
+
+    /// The indices of the place `target` into `out` (which element is written).
+    fn indices_into(&mut self, target: &Expr, flow: Flow, out: &mut Value) {
+        match &target.kind {
+            ExprKind::Index(base, index) => {
+                self.value_into(index, flow, out);
+                self.indices_into(base, flow, out);
+            }
+            ExprKind::Field(base, _) => self.indices_into(base, flow, out),
+            _ => {}
         }
     }
 
