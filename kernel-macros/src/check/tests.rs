@@ -904,3 +904,36 @@ fn a_local_array_varies_as_what_a_helper_writes_into_it() {
     assert!(passes(&nested, "outer(&mut a, 7);"));
     assert!(!passes(&nested, "outer(&mut a, local_index());"));
 }
+
+#[test]
+fn memory_lent_to_a_helper_varies_as_the_callers_does() {
+    // Whether a barrier under `v != 0` passes, `v` from `body` with `helpers` beside, in a
+    // kernel with a read-write buffer `y`, a read-only one `x` and workgroup memory `t`.
+    let passes = |helpers: &str, body: &str| {
+        let text = format!(
+            "mod m {{ {helpers} #[kernel(workgroup = [64], grid = [1])] \
+             fn k(x: &[u32], y: &mut [u32], #[workgroup] t: &mut [u32; 64]) {{ \
+             {body} if v != 0 {{ workgroup_barrier(); }} y[0] = 1; }} }}"
+        );
+        let errors = checked(text.parse().unwrap()).err().unwrap_or_default();
+        assert!(errors.is_empty() || is_barrier_error(&errors), "{errors:?}");
+        errors.is_empty()
+    };
+    // The helper's parameter is read-only, but the buffer lent is written by other
+    // invocations; a read-only buffer and a uniform local array are the same everywhere.
+    let first = "fn first(b: &[u32]) -> u32 { b[0] }";
+    assert!(!passes(first, "let v = first(y);"));
+    assert!(passes(first, "let v = first(x);"));
+    let head = "fn head(a: &[u32; 2]) -> u32 { a[0] }";
+    assert!(passes(head, "let a = [1u32, 2]; let v = head(&a);"));
+    assert!(!passes(
+        head,
+        "let a = [local_index(), 2]; let v = head(&a);"
+    ));
+    let top = "fn top(a: &[u32; 64]) -> u32 { a[0] }";
+    assert!(!passes(top, "let v = top(t);"));
+    // Inside a helper with a barrier, lent memory varies as some caller's does.
+    let gate = "fn gate(b: &[u32]) { if b[0] != 0 { workgroup_barrier(); } }";
+    assert!(passes(gate, "gate(x); let v = 0u32;"));
+    assert!(!passes(gate, "gate(y); let v = 0u32;"));
+}

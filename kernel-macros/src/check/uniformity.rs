@@ -12,16 +12,17 @@
 //! the sources (ids, varying memory, atomics). Loop-carried chains of any length are closed
 //! that way without iterating over the body, and the time is linear in the body's size.
 //!
-//! Helpers that execute a barrier are checked once each, callers before callees: a value
-//! parameter varies when some call, in uniform control flow, passes it a varying value. A call
-//! in non-uniform control flow is reported at the call.
+//! Helpers that execute a barrier are checked once each, callers before callees: a parameter
+//! varies when some call, in uniform control flow, passes it a varying value or lends it
+//! memory that varies. A call in non-uniform control flow is reported at the call.
 //!
 //! What a call gives back is read from a summary of the helper, made callees first: which of
-//! its value parameters reach its result, and whether something varying inside it does (a
-//! lent array or buffer read, an atomic, a subgroup result); the same for what it writes into
-//! each array it is lent `&mut`, so that a caller's local array written by a helper varies as
-//! what was written does. A helper that reads workgroup memory through
-//! `workgroup_uniform_load` and returns it gives back a uniform value.
+//! its parameters reach its result (a value, or memory it is lent and reads, which varies as
+//! the caller's does), and whether something varying inside it does (an atomic, a subgroup
+//! result); the same for what it writes into each array it is lent `&mut`, so that a caller's
+//! local array written by a helper varies as what was written does. A helper that reads
+//! workgroup memory through `workgroup_uniform_load` and returns it gives back a uniform
+//! value.
 
 use std::collections::{HashMap, HashSet};
 
@@ -36,8 +37,13 @@ pub fn check(kernel: &Variant, errors: &mut Errors) {
     let memory = kernel
         .bindings
         .iter()
-        .map(|b| (b.name.to_string(), binding_varies(&b.kind)))
-        .chain(kernel.shared.iter().map(|s| (s.name.to_string(), true)))
+        .map(|b| (b.name.to_string(), Memory::Varies(binding_varies(&b.kind))))
+        .chain(
+            kernel
+                .shared
+                .iter()
+                .map(|s| (s.name.to_string(), Memory::Varies(true))),
+        )
         .collect();
     let mut builder = Builder::new(&calls, &summaries, memory);
     builder.block(&kernel.body, None);
@@ -47,9 +53,9 @@ pub fn check(kernel: &Variant, errors: &mut Errors) {
         let Some(params) = reached.remove(&helper.name.to_string()) else {
             continue;
         };
-        let mut builder = Builder::new(&calls, &summaries, lent_memory(helper));
+        let mut builder = Builder::new(&calls, &summaries, lent_memory(helper, &params));
         for (param, varies) in helper.params.iter().zip(params) {
-            if varies {
+            if varies && param.kind == ParamKind::Value {
                 let node = builder.local(param.local);
                 builder.graph.seed(node, None);
             }
@@ -95,29 +101,40 @@ fn summarize(calls: &CallGraph) -> Vec<Summary> {
     order.reverse();
     for index in order {
         let helper = &calls.helpers[index];
-        let mut builder = Builder::new(calls, &summaries, lent_memory(helper));
+        let mut builder = Builder::new(calls, &summaries, HashMap::new());
+        // What the helper is lent varies as the caller's memory does: a node of its own.
+        let mut lent = vec![None; helper.params.len()];
+        for (i, param) in helper.params.iter().enumerate() {
+            if param.kind != ParamKind::Value {
+                let node = builder.graph.node(None);
+                builder
+                    .memory
+                    .insert(param.name.to_string(), Memory::Lent(node));
+                lent[i] = Some(node);
+            }
+        }
         let returned = builder.graph.node(None);
-        let written = helper
+        let written: HashMap<String, (usize, Node)> = helper
             .params
             .iter()
             .enumerate()
             .filter(|(_, p)| p.kind == ParamKind::Array && p.mutable)
             .map(|(i, p)| (p.name.to_string(), (i, builder.graph.node(None))))
             .collect();
+        let arrays: Vec<(usize, Node)> = written.values().copied().collect();
         builder.outputs = Some(Outputs { returned, written });
-        let params: Vec<Option<Node>> = helper
-            .params
-            .iter()
-            .map(|p| (p.kind == ParamKind::Value).then(|| builder.local(p.local)))
+        let params: Vec<Option<Node>> = (helper.params.iter().zip(lent))
+            .map(|(p, lent)| match p.kind {
+                ParamKind::Value => Some(builder.local(p.local)),
+                _ => lent,
+            })
             .collect();
         builder.block(&helper.body, None);
-        let Some(outputs) = builder.outputs.take() else {
-            continue;
-        };
         builder.graph.solve();
         let graph = &builder.graph;
+        let predecessors = graph.predecessors();
         let dependence = |node: Node| {
-            let reaching = graph.reaching(node);
+            let reaching = reaching(&predecessors, node);
             Dependence {
                 source: graph.varying[node],
                 params: params
@@ -127,15 +144,31 @@ fn summarize(calls: &CallGraph) -> Vec<Summary> {
             }
         };
         let mut writes = vec![None; helper.params.len()];
-        for (index, node) in outputs.written.values() {
-            writes[*index] = Some(dependence(*node));
+        for (param, node) in arrays {
+            writes[param] = Some(dependence(node));
         }
         summaries[index] = Summary {
-            returns: dependence(outputs.returned),
+            returns: dependence(returned),
             writes,
         };
     }
     summaries
+}
+
+/// Which nodes reach `target` along the edges of a graph of `predecessors`
+/// ([`Graph::predecessors`]), `target` included.
+fn reaching(predecessors: &[Vec<Node>], target: Node) -> Vec<bool> {
+    let mut reached = vec![false; predecessors.len()];
+    reached[target] = true;
+    let mut pending = vec![target];
+    while let Some(node) = pending.pop() {
+        for &from in &predecessors[node] {
+            if !std::mem::replace(&mut reached[from], true) {
+                pending.push(from);
+            }
+        }
+    }
+    reached
 }
 
 /// Whether reads of a binding may differ between invocations (read-write storage may).
@@ -143,20 +176,26 @@ fn binding_varies(kind: &BindingKind) -> bool {
     matches!(kind, BindingKind::Storage { writable: true, .. })
 }
 
-/// What a helper is lent, by parameter name: whether its contents may differ between
-/// invocations. Lent arrays and read-write buffers may; parameters and read-only buffers do not.
-fn lent_memory(helper: &Function) -> HashMap<String, bool> {
-    helper
-        .reference_params()
-        .map(|p| {
-            let varies = match p.kind {
-                ParamKind::Storage => p.mutable,
-                ParamKind::Uniform(_) => false,
-                ParamKind::Array | ParamKind::Value => true,
-            };
-            (p.name.to_string(), varies)
+/// What a helper is lent, by parameter name, when its callers in uniform control flow lend
+/// it memory that varies as `params` says (by parameter index; a parameter no call reached
+/// varies).
+fn lent_memory(helper: &Function, params: &[bool]) -> HashMap<String, Memory> {
+    (helper.params.iter().enumerate())
+        .filter(|(_, p)| p.kind != ParamKind::Value)
+        .map(|(i, p)| {
+            let varies = params.get(i).copied().unwrap_or(true);
+            (p.name.to_string(), Memory::Varies(varies))
         })
         .collect()
+}
+
+/// What reading a buffer, a workgroup array or a lent array gives.
+#[derive(Clone, Copy)]
+enum Memory {
+    /// Contents that may differ between invocations, or that may not.
+    Varies(bool),
+    /// While summarizing a helper: memory it is lent, as varying as the caller's is.
+    Lent(Node),
 }
 
 /// Whether WGSL requires `builtin` in uniform control flow.
@@ -291,25 +330,15 @@ impl Graph {
         }
     }
 
-    /// Which nodes reach `target` along the edges (`target` included).
-    fn reaching(&self, target: Node) -> Vec<bool> {
+    /// Each node's predecessors: the nodes with an edge to it.
+    fn predecessors(&self) -> Vec<Vec<Node>> {
         let mut predecessors = vec![Vec::new(); self.successors.len()];
         for (from, successors) in self.successors.iter().enumerate() {
             for &to in successors {
                 predecessors[to].push(from);
             }
         }
-        let mut reached = vec![false; self.successors.len()];
-        reached[target] = true;
-        let mut pending = vec![target];
-        while let Some(node) = pending.pop() {
-            for &from in &predecessors[node] {
-                if !std::mem::replace(&mut reached[from], true) {
-                    pending.push(from);
-                }
-            }
-        }
-        reached
+        predecessors
     }
 
     /// Marks everything reachable from the sources as varying. A condition is blamed on
@@ -373,7 +402,8 @@ struct BarrierSite {
     flow: Flow,
     span: Span,
     name: String,
-    /// For a helper: the node of each value argument (`None` when it is uniform for certain).
+    /// For a helper: the node of each argument, a value or how the memory lent varies
+    /// (`None` when it is uniform for certain).
     args: Vec<Option<Node>>,
     kind: SiteKind,
 }
@@ -399,7 +429,7 @@ struct Builder<'c, 'k> {
     graph: Graph,
     /// Buffers, workgroup arrays and lent arrays by name: whether their contents may differ
     /// between invocations.
-    memory: HashMap<String, bool>,
+    memory: HashMap<String, Memory>,
     /// Each local's node, by [`LocalId`].
     locals: Vec<Node>,
     /// For each enclosing loop, the context of its later iterations: non-uniform when some
@@ -414,7 +444,7 @@ impl<'c, 'k> Builder<'c, 'k> {
     fn new(
         calls: &'c CallGraph<'k>,
         summaries: &'c [Summary],
-        memory: HashMap<String, bool>,
+        memory: HashMap<String, Memory>,
     ) -> Self {
         Builder {
             calls,
@@ -650,7 +680,7 @@ impl<'c, 'k> Builder<'c, 'k> {
             ExprKind::Index(base, index) => {
                 self.value_into(index, flow, out);
                 match &base.kind {
-                    ExprKind::Path(name, None) => out.source |= self.is_varying_memory(name),
+                    ExprKind::Path(name, None) => out.extend(&self.memory_read(name)),
                     _ => self.value_into(base, flow, out),
                 }
             }
@@ -717,30 +747,19 @@ impl<'c, 'k> Builder<'c, 'k> {
         let index = self.calls.index.get(&key).copied();
         let summaries = self.summaries;
         let summary = index.and_then(|i| summaries.get(i));
-        let helper = index
-            .map(|i| &self.calls.helpers[i])
-            .filter(|_| self.calls.with_barriers.contains(&key));
+        let callee = index.map(|i| &self.calls.helpers[i]);
+        let helper = callee.filter(|_| self.calls.with_barriers.contains(&key));
         let mut arg_nodes = Vec::new();
         let mut values = Vec::new();
         for (i, arg) in args.iter().enumerate() {
-            // What is lent is memory, which the summary accounts for; without one, what the
-            // helper reads of it may vary.
-            let value = match (&arg.kind, summary) {
-                (ExprKind::Ref(..), Some(_)) => Value::default(),
-                (ExprKind::Path(name, None), None) if self.is_varying_memory(name) => Value {
-                    source: true,
-                    nodes: Vec::new(),
-                },
-                _ => self.value(arg, flow),
+            // A value, or memory lent: how its reads vary.
+            let value = match callee.and_then(|h| h.params.get(i)).map(|p| p.kind) {
+                Some(ParamKind::Value) => self.value(arg, flow),
+                Some(_) => self.lent_value(arg),
+                None if matches!(arg.kind, ExprKind::Ref(..)) => self.lent_value(arg),
+                None => self.value(arg, flow),
             };
-            let is_value_param = helper
-                .and_then(|h| h.params.get(i))
-                .is_some_and(|p| p.kind == ParamKind::Value);
-            arg_nodes.push(if is_value_param {
-                self.node_of(&value, None)
-            } else {
-                None
-            });
+            arg_nodes.push(helper.and_then(|_| self.node_of(&value, None)));
             values.push(value);
         }
         match summary {
@@ -836,9 +855,44 @@ impl<'c, 'k> Builder<'c, 'k> {
         }
     }
 
-    /// Reads of read-write storage and of workgroup memory may differ between invocations.
-    fn is_varying_memory(&self, name: &proc_macro2::Ident) -> bool {
-        self.memory.get(&name.to_string()).copied().unwrap_or(false)
+    /// What a read of the memory `name` gives: reads of read-write storage and of workgroup
+    /// memory may differ between invocations; a lent array varies as the caller's does.
+    fn memory_read(&self, name: &proc_macro2::Ident) -> Value {
+        match self.memory.get(&name.to_string()) {
+            Some(Memory::Varies(varies)) => Value {
+                source: *varies,
+                nodes: Vec::new(),
+            },
+            Some(Memory::Lent(node)) => Value {
+                source: false,
+                nodes: vec![*node],
+            },
+            None => Value::default(),
+        }
+    }
+
+    /// How the memory lent by the argument `arg` (`a`, `&a`, `&mut a`) varies: a local array
+    /// as the local does, a buffer or workgroup array as its reads.
+    fn lent_value(&mut self, arg: &Expr) -> Value {
+        let place = match &arg.kind {
+            ExprKind::Ref(_, place) => &**place,
+            _ => arg,
+        };
+        if let Some(local) = root_local(place) {
+            let node = self.local(local);
+            return Value {
+                source: false,
+                nodes: vec![node],
+            };
+        }
+        let mut root = place;
+        while let ExprKind::Index(base, _) | ExprKind::Field(base, _) = &root.kind {
+            root = base;
+        }
+        match &root.kind {
+            ExprKind::Path(name, None) => self.memory_read(name),
+            _ => Value::default(),
+        }
     }
 }
 

@@ -49,15 +49,29 @@ const DEFAULT_CASES: u64 = 10_000;
 /// The run's seed unless `TESSERA_FUZZ_SEED` says otherwise.
 const DEFAULT_SEED: u64 = 0x7e55_e4a0_f022_0001;
 
-/// A case slower than this is a failure: the macro runs inside every `cargo build`. The bound
-/// catches runaway work, not a slow machine: the whole `nn` module takes about 2.7 s on a
-/// 2-core machine while the harness's other cases run beside it, with the macro optimized as
-/// the dev profile builds it too (so the bound of a release test run is not much lower; at 2
-/// s it failed on that module alone).
+/// A case slower than this, or than [`SLOW_PER_BYTE`] for each byte of its input if that is
+/// longer, is a failure: the macro runs inside every `cargo build`. The bound catches runaway
+/// work, not a slow machine or a large module: the whole `nn` module (about 190 KB as tokens)
+/// takes 3.4-4.1 s on a 2-core machine while the harness's other cases run beside it, with
+/// the macro optimized as the dev profile builds it too (so the bound of a release test run
+/// is not much lower), and took 7.9 s with a build running beside the test.
 const SLOW: Duration = match cfg!(debug_assertions) {
     true => Duration::from_secs(10),
     false => Duration::from_secs(5),
 };
+
+/// The time [`SLOW`] allows a case for each byte of its input, so that a module as large as
+/// `nn` has over twice its time (a runaway is quadratic or worse, and takes far longer).
+const SLOW_PER_BYTE: Duration = match cfg!(debug_assertions) {
+    true => Duration::from_micros(80),
+    false => Duration::from_micros(40),
+};
+
+/// How long a case of `size` bytes may take (see [`SLOW`]).
+fn slow_bound(size: usize) -> Duration {
+    let per_byte = SLOW_PER_BYTE.saturating_mul(u32::try_from(size).unwrap_or(u32::MAX));
+    SLOW.max(per_byte)
+}
 
 /// A case not finished after this is given up on (its thread is left running).
 const HUNG: Duration = Duration::from_secs(60);
@@ -218,12 +232,15 @@ fn record(
     };
     if ran.elapsed > summary.slowest {
         summary.slowest = ran.elapsed;
-        summary.slowest_case = label.to_owned();
+        summary.slowest_case = format!("{label}, {} bytes", ran.size);
     }
-    if ran.elapsed > SLOW {
-        summary
-            .failures
-            .push(finding("slow", format!("took {:?}", ran.elapsed)));
+    let bound = slow_bound(ran.size);
+    if ran.elapsed > bound {
+        let detail = format!(
+            "took {:?} (bound {bound:?} for {} bytes)",
+            ran.elapsed, ran.size
+        );
+        summary.failures.push(finding("slow", detail));
     }
     let input = ran.input.unwrap_or_default();
     match ran.verdict {

@@ -33,6 +33,8 @@ pub enum Verdict {
 pub struct Ran {
     pub verdict: Verdict,
     pub elapsed: Duration,
+    /// The input's length as text, in bytes.
+    pub size: usize,
     /// The input as text, kept for the verdicts that are failures.
     pub input: Option<String>,
 }
@@ -75,6 +77,7 @@ pub fn expand(args: TokenStream, input: TokenStream) -> Ran {
                 .unwrap_or_else(|| "a panic without a message".into()),
         ),
     };
+    let size = text.len();
     let input = match verdict {
         Verdict::Accepted(_) => None,
         _ => Some(text),
@@ -82,6 +85,7 @@ pub fn expand(args: TokenStream, input: TokenStream) -> Ran {
     Ran {
         verdict,
         elapsed,
+        size,
         input,
     }
 }
