@@ -937,3 +937,23 @@ fn memory_lent_to_a_helper_varies_as_the_callers_does() {
     assert!(passes(gate, "gate(x); let v = 0u32;"));
     assert!(!passes(gate, "gate(y); let v = 0u32;"));
 }
+
+#[test]
+fn what_a_helper_writes_into_lent_memory_it_reads_back() {
+    let passes = |helpers: &str, body: &str| {
+        let body = format!("let mut a = [0u32; 2]; {body} y[0] = 1.0;");
+        let errors = shared_errors(helpers, &body);
+        assert!(errors.is_empty() || is_barrier_error(&errors), "{errors:?}");
+        errors.is_empty()
+    };
+    // Read back inside the helper, and returned...
+    let echo = "fn echo(a: &mut [u32; 2], v: u32) -> u32 { a[0] = v; a[0] }";
+    let returned = "let v = echo(&mut a, {}); if v != 0 { workgroup_barrier(); }";
+    assert!(passes(echo, &returned.replace("{}", "7")));
+    assert!(!passes(echo, &returned.replace("{}", "local_index()")));
+    // ...or gating a barrier there.
+    let gate = "fn gate(a: &mut [u32; 2], v: u32) { a[0] = v; \
+                if a[0] != 0 { workgroup_barrier(); } }";
+    assert!(passes(gate, "gate(&mut a, 7);"));
+    assert!(!passes(gate, "gate(&mut a, local_index());"));
+}

@@ -53,10 +53,11 @@ pub fn check(kernel: &Variant, errors: &mut Errors) {
         let Some(params) = reached.remove(&helper.name.to_string()) else {
             continue;
         };
-        let mut builder = Builder::new(&calls, &summaries, lent_memory(helper, &params));
-        for (param, varies) in helper.params.iter().zip(params) {
-            if varies && param.kind == ParamKind::Value {
-                let node = builder.local(param.local);
+        let mut builder = Builder::new(&calls, &summaries, HashMap::new());
+        let nodes = builder.lend(helper);
+        // A parameter that no call passed an argument counts as varying.
+        for (i, node) in nodes.into_iter().enumerate() {
+            if params.get(i).copied().unwrap_or(true) {
                 builder.graph.seed(node, None);
             }
         }
@@ -71,8 +72,8 @@ pub fn check(kernel: &Variant, errors: &mut Errors) {
     }
 }
 
-/// What a value a helper gives back depends on: the value parameters (by index) that reach
-/// it, and whether something varying inside the helper does.
+/// What a value a helper gives back depends on: the parameters (by index: a value, or the
+/// memory lent) that reach it, and whether something varying inside the helper does.
 #[derive(Clone, Default)]
 struct Dependence {
     source: bool,
@@ -83,15 +84,8 @@ struct Dependence {
 #[derive(Clone, Default)]
 struct Summary {
     returns: Dependence,
-    /// By parameter index: what the helper writes into an array it is lent `&mut`.
+    /// By parameter index: what an array lent `&mut` holds after the call.
     writes: Vec<Option<Dependence>>,
-}
-
-/// Where a helper being summarized sends what it gives back: a node for its result and one
-/// for each array parameter lent `&mut`, by name and index.
-struct Outputs {
-    returned: Node,
-    written: HashMap<String, (usize, Node)>,
 }
 
 /// Every helper's [`Summary`], by index, made callees first.
@@ -102,33 +96,9 @@ fn summarize(calls: &CallGraph) -> Vec<Summary> {
     for index in order {
         let helper = &calls.helpers[index];
         let mut builder = Builder::new(calls, &summaries, HashMap::new());
-        // What the helper is lent varies as the caller's memory does: a node of its own.
-        let mut lent = vec![None; helper.params.len()];
-        for (i, param) in helper.params.iter().enumerate() {
-            if param.kind != ParamKind::Value {
-                let node = builder.graph.node(None);
-                builder
-                    .memory
-                    .insert(param.name.to_string(), Memory::Lent(node));
-                lent[i] = Some(node);
-            }
-        }
+        let params = builder.lend(helper);
         let returned = builder.graph.node(None);
-        let written: HashMap<String, (usize, Node)> = helper
-            .params
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.kind == ParamKind::Array && p.mutable)
-            .map(|(i, p)| (p.name.to_string(), (i, builder.graph.node(None))))
-            .collect();
-        let arrays: Vec<(usize, Node)> = written.values().copied().collect();
-        builder.outputs = Some(Outputs { returned, written });
-        let params: Vec<Option<Node>> = (helper.params.iter().zip(lent))
-            .map(|(p, lent)| match p.kind {
-                ParamKind::Value => Some(builder.local(p.local)),
-                _ => lent,
-            })
-            .collect();
+        builder.returned = Some(returned);
         builder.block(&helper.body, None);
         builder.graph.solve();
         let graph = &builder.graph;
@@ -137,16 +107,13 @@ fn summarize(calls: &CallGraph) -> Vec<Summary> {
             let reaching = reaching(&predecessors, node);
             Dependence {
                 source: graph.varying[node],
-                params: params
-                    .iter()
-                    .map(|p| p.is_some_and(|p| reaching[p]))
-                    .collect(),
+                params: params.iter().map(|&p| reaching[p]).collect(),
             }
         };
-        let mut writes = vec![None; helper.params.len()];
-        for (param, node) in arrays {
-            writes[param] = Some(dependence(node));
-        }
+        // What an array lent `&mut` holds after the call (its own contents reach it).
+        let writes = (helper.params.iter().zip(&params))
+            .map(|(p, &node)| (p.kind == ParamKind::Array && p.mutable).then(|| dependence(node)))
+            .collect();
         summaries[index] = Summary {
             returns: dependence(returned),
             writes,
@@ -176,25 +143,14 @@ fn binding_varies(kind: &BindingKind) -> bool {
     matches!(kind, BindingKind::Storage { writable: true, .. })
 }
 
-/// What a helper is lent, by parameter name, when its callers in uniform control flow lend
-/// it memory that varies as `params` says (by parameter index; a parameter no call reached
-/// varies).
-fn lent_memory(helper: &Function, params: &[bool]) -> HashMap<String, Memory> {
-    (helper.params.iter().enumerate())
-        .filter(|(_, p)| p.kind != ParamKind::Value)
-        .map(|(i, p)| {
-            let varies = params.get(i).copied().unwrap_or(true);
-            (p.name.to_string(), Memory::Varies(varies))
-        })
-        .collect()
-}
-
 /// What reading a buffer, a workgroup array or a lent array gives.
 #[derive(Clone, Copy)]
 enum Memory {
     /// Contents that may differ between invocations, or that may not.
     Varies(bool),
-    /// While summarizing a helper: memory it is lent, as varying as the caller's is.
+    /// Memory a helper is lent: it varies as the caller's does (the node is seeded, or
+    /// while summarizing the helper, stands for the caller's memory) and as what the helper
+    /// writes into it.
     Lent(Node),
 }
 
@@ -424,8 +380,8 @@ struct Builder<'c, 'k> {
     calls: &'c CallGraph<'k>,
     /// The summaries of the helpers this body may call.
     summaries: &'c [Summary],
-    /// While summarizing a helper: where its result and its writes to lent arrays go.
-    outputs: Option<Outputs>,
+    /// While summarizing a helper: the node its result goes to.
+    returned: Option<Node>,
     graph: Graph,
     /// Buffers, workgroup arrays and lent arrays by name: whether their contents may differ
     /// between invocations.
@@ -449,7 +405,7 @@ impl<'c, 'k> Builder<'c, 'k> {
         Builder {
             calls,
             summaries,
-            outputs: None,
+            returned: None,
             graph: Graph::default(),
             memory,
             locals: Vec::new(),
@@ -566,7 +522,7 @@ impl<'c, 'k> Builder<'c, 'k> {
             }
             StmtKind::Assign { target, value, .. } => {
                 let mut value = self.value(value, flow);
-                if let Some(node) = self.written_array(target) {
+                if let Some(node) = self.lent_node(target) {
                     let mut written = Value {
                         source: value.source,
                         nodes: value.nodes.clone(),
@@ -631,7 +587,7 @@ impl<'c, 'k> Builder<'c, 'k> {
             StmtKind::Return(value) => {
                 if let Some(value) = value {
                     let value = self.value(value, flow);
-                    if let Some(returned) = self.outputs.as_ref().map(|o| o.returned) {
+                    if let Some(returned) = self.returned {
                         self.assign(returned, &value, flow);
                     }
                 }
@@ -777,7 +733,7 @@ impl<'c, 'k> Builder<'c, 'k> {
                     if let Some(local) = root_local(lent) {
                         let node = self.local(local);
                         self.assign(node, &written, flow);
-                    } else if let Some(node) = self.written_array(lent) {
+                    } else if let Some(node) = self.lent_node(lent) {
                         self.assign(node, &written, flow);
                     }
                 }
@@ -799,18 +755,39 @@ impl<'c, 'k> Builder<'c, 'k> {
         }
     }
 
-    /// While summarizing a helper: the node of the array lent `&mut` that `place` writes
-    /// (`a` or `a[i]` for such a parameter `a`).
-    fn written_array(&self, place: &Expr) -> Option<Node> {
-        let outputs = self.outputs.as_ref()?;
+    /// In a helper: the node of the memory it is lent that `place` is in (`a` or `a[i]` for
+    /// such a parameter `a`).
+    fn lent_node(&self, place: &Expr) -> Option<Node> {
         let mut root = place;
         while let ExprKind::Index(base, _) | ExprKind::Field(base, _) = &root.kind {
             root = base;
         }
         match &root.kind {
-            ExprKind::Path(name, None) => outputs.written.get(&name.to_string()).map(|w| w.1),
+            ExprKind::Path(name, None) => match self.memory.get(&name.to_string()) {
+                Some(Memory::Lent(node)) => Some(*node),
+                _ => None,
+            },
             _ => None,
         }
+    }
+
+    /// Makes a node for each of `helper`'s parameters, by index: its value's local, or the
+    /// memory it is lent (as [`Memory::Lent`]).
+    fn lend(&mut self, helper: &Function) -> Vec<Node> {
+        let mut nodes = Vec::with_capacity(helper.params.len());
+        for param in &helper.params {
+            let node = match param.kind {
+                ParamKind::Value => self.local(param.local),
+                _ => {
+                    let node = self.graph.node(None);
+                    let lent = Memory::Lent(node);
+                    self.memory.insert(param.name.to_string(), lent);
+                    node
+                }
+            };
+            nodes.push(node);
+        }
+        nodes
     }
 
     /// The indices of the place `target` into `out` (which element is written).
