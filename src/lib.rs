@@ -356,8 +356,10 @@
 //! call gives back varies between invocations only as far as what reaches it does: a result
 //! computed from uniform arguments is uniform whatever else the helper is passed (an
 //! invocation index it uses elsewhere), and so is one read through
-//! `workgroup_uniform_load`; a local array lent `&mut` varies as what the helper writes into
-//! it (the value, or which element) does.
+//! `workgroup_uniform_load`; memory lent to a helper varies inside it as the caller's does
+//! (a read-write buffer even through a `&[T]` parameter), and a local array lent `&mut`
+//! varies after the call as what the helper writes into it (the value, or which element)
+//! does.
 //!
 //! | helper parameter | the caller passes |
 //! | --- | --- |
