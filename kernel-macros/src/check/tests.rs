@@ -848,23 +848,27 @@ fn a_uniform_load_reads_one_element_of_a_workgroup_array() {
     }
 }
 
-/// The errors of a kernel with workgroup memory `t` and helpers `helpers` around `body`.
-fn shared_errors(helpers: &str, body: &str) -> Vec<String> {
+/// Whether `body`, beside `helpers`, passes the uniformity check, in a kernel with a
+/// read-only buffer `x`, a read-write one `y` and workgroup memory `t` (all of `u32`); an
+/// error other than one barrier's fails the test.
+fn barrier_passes(helpers: &str, body: &str) -> bool {
     let text = format!(
         "mod m {{ {helpers} #[kernel(workgroup = [64], grid = [1])] \
-         fn k(y: &mut [f32], #[workgroup] t: &mut [u32; 64]) {{ {body} }} }}"
+         fn k(x: &[u32], y: &mut [u32], #[workgroup] t: &mut [u32; 64]) {{ {body} y[0] = 1; }} }}"
     );
-    checked(text.parse().unwrap()).err().unwrap_or_default()
+    let errors = checked(text.parse().unwrap()).err().unwrap_or_default();
+    assert!(errors.is_empty() || is_barrier_error(&errors), "{errors:?}");
+    errors.is_empty()
 }
 
 #[test]
 fn what_a_helper_gives_back_varies_as_what_reaches_it() {
     // Whether a barrier under `v != 0` passes, `v` from `body` with `helpers` beside.
     let passes = |helpers: &str, body: &str| {
-        let body = format!("{body} if v != 0 {{ workgroup_barrier(); }} y[0] = 1.0;");
-        let errors = shared_errors(helpers, &body);
-        assert!(errors.is_empty() || is_barrier_error(&errors), "{errors:?}");
-        errors.is_empty()
+        barrier_passes(
+            helpers,
+            &format!("{body} if v != 0 {{ workgroup_barrier(); }}"),
+        )
     };
     // A value parameter that does not reach the result does not make it vary.
     let picks = "fn pick(a: u32, b: u32) -> u32 { let unused = b * 2; a + 1 }";
@@ -885,12 +889,8 @@ fn what_a_helper_gives_back_varies_as_what_reaches_it() {
 fn a_local_array_varies_as_what_a_helper_writes_into_it() {
     // Whether a barrier under `a[1] != 0` passes after `body` with `helpers` beside.
     let passes = |helpers: &str, body: &str| {
-        let body = format!(
-            "let mut a = [0u32; 2]; {body} if a[1] != 0 {{ workgroup_barrier(); }} y[0] = 1.0;"
-        );
-        let errors = shared_errors(helpers, &body);
-        assert!(errors.is_empty() || is_barrier_error(&errors), "{errors:?}");
-        errors.is_empty()
+        let body = format!("let mut a = [0u32; 2]; {body} if a[1] != 0 {{ workgroup_barrier(); }}");
+        barrier_passes(helpers, &body)
     };
     let set = "fn set(a: &mut [u32; 2], i: u32, v: u32) { a[i] = v; }";
     assert!(passes(set, "set(&mut a, 1, 7);"));
@@ -907,17 +907,12 @@ fn a_local_array_varies_as_what_a_helper_writes_into_it() {
 
 #[test]
 fn memory_lent_to_a_helper_varies_as_the_callers_does() {
-    // Whether a barrier under `v != 0` passes, `v` from `body` with `helpers` beside, in a
-    // kernel with a read-write buffer `y`, a read-only one `x` and workgroup memory `t`.
+    // Whether a barrier under `v != 0` passes, `v` from `body` with `helpers` beside.
     let passes = |helpers: &str, body: &str| {
-        let text = format!(
-            "mod m {{ {helpers} #[kernel(workgroup = [64], grid = [1])] \
-             fn k(x: &[u32], y: &mut [u32], #[workgroup] t: &mut [u32; 64]) {{ \
-             {body} if v != 0 {{ workgroup_barrier(); }} y[0] = 1; }} }}"
-        );
-        let errors = checked(text.parse().unwrap()).err().unwrap_or_default();
-        assert!(errors.is_empty() || is_barrier_error(&errors), "{errors:?}");
-        errors.is_empty()
+        barrier_passes(
+            helpers,
+            &format!("{body} if v != 0 {{ workgroup_barrier(); }}"),
+        )
     };
     // The helper's parameter is read-only, but the buffer lent is written by other
     // invocations; a read-only buffer and a uniform local array are the same everywhere.
@@ -941,10 +936,7 @@ fn memory_lent_to_a_helper_varies_as_the_callers_does() {
 #[test]
 fn what_a_helper_writes_into_lent_memory_it_reads_back() {
     let passes = |helpers: &str, body: &str| {
-        let body = format!("let mut a = [0u32; 2]; {body} y[0] = 1.0;");
-        let errors = shared_errors(helpers, &body);
-        assert!(errors.is_empty() || is_barrier_error(&errors), "{errors:?}");
-        errors.is_empty()
+        barrier_passes(helpers, &format!("let mut a = [0u32; 2]; {body}"))
     };
     // Read back inside the helper, and returned...
     let echo = "fn echo(a: &mut [u32; 2], v: u32) -> u32 { a[0] = v; a[0] }";

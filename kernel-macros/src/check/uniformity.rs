@@ -758,15 +758,8 @@ impl<'c, 'k> Builder<'c, 'k> {
     /// In a helper: the node of the memory it is lent that `place` is in (`a` or `a[i]` for
     /// such a parameter `a`).
     fn lent_node(&self, place: &Expr) -> Option<Node> {
-        let mut root = place;
-        while let ExprKind::Index(base, _) | ExprKind::Field(base, _) = &root.kind {
-            root = base;
-        }
-        match &root.kind {
-            ExprKind::Path(name, None) => match self.memory.get(&name.to_string()) {
-                Some(Memory::Lent(node)) => Some(*node),
-                _ => None,
-            },
+        match self.memory.get(&root_memory(place)?.to_string()) {
+            Some(Memory::Lent(node)) => Some(*node),
             _ => None,
         }
     }
@@ -862,13 +855,9 @@ impl<'c, 'k> Builder<'c, 'k> {
                 nodes: vec![node],
             };
         }
-        let mut root = place;
-        while let ExprKind::Index(base, _) | ExprKind::Field(base, _) = &root.kind {
-            root = base;
-        }
-        match &root.kind {
-            ExprKind::Path(name, None) => self.memory_read(name),
-            _ => Value::default(),
+        match root_memory(place) {
+            Some(name) => self.memory_read(name),
+            None => Value::default(),
         }
     }
 }
@@ -903,6 +892,15 @@ fn barrier_message(site: &BarrierSite, cause: Span) -> String {
          `if`, loop or early `return`, or make the condition depend only on parameters and workgroup ids",
         cause.line()
     )
+}
+
+/// The memory (a buffer, workgroup array or lent array) that the place `e` is in, if any.
+fn root_memory(e: &Expr) -> Option<&proc_macro2::Ident> {
+    match &e.kind {
+        ExprKind::Path(name, None) => Some(name),
+        ExprKind::Index(base, _) | ExprKind::Field(base, _) => root_memory(base),
+        _ => None,
+    }
 }
 
 /// The local an assignment writes through, if any.
