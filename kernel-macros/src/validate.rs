@@ -27,11 +27,78 @@ fn is_constant_evaluation(message: &str) -> bool {
     .any(|words| message.contains(words))
 }
 
-/// Validates `wgsl`; reports problems at the mapped Rust spans (or `fallback`).
-pub fn validate(wgsl: &Wgsl, features: &[Feature], fallback: Span, errors: &mut Errors) {
-    let module = match naga::front::wgsl::parse_str(&wgsl.text) {
+/// naga's verdict on one WGSL text. It is computed from the text alone, so that it can be
+/// computed on a thread of its own (`start`): the spans of the user's tokens stay on the
+/// macro's thread, where `report` maps the verdict onto them.
+pub enum Verdict {
+    Valid,
+    Unparsed(naga::front::wgsl::ParseError),
+    Invalid(Box<naga::WithSpan<naga::valid::ValidationError>>),
+    /// naga panicked, with this message.
+    Panicked(String),
+}
+
+/// Parses and validates `text` with the capabilities of `features`.
+pub fn judge(text: &str, features: &[Feature]) -> Verdict {
+    let module = match naga::front::wgsl::parse_str(text) {
         Ok(module) => module,
-        Err(error) => {
+        Err(error) => return Verdict::Unparsed(error),
+    };
+    let mut validator =
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities(features));
+    match validator.validate(&module) {
+        Ok(_) => Verdict::Valid,
+        Err(error) => Verdict::Invalid(Box::new(error)),
+    }
+}
+
+/// A verdict being computed on a thread of its own (`start`), or already computed.
+pub enum Pending {
+    Running(std::thread::JoinHandle<Verdict>),
+    Done(Verdict),
+}
+
+/// The stack of a validating thread: rustc runs the macro on 8 MiB, and naga recurses over
+/// the user's nesting.
+const STACK: usize = 16 << 20;
+
+/// Starts judging `text` on a thread of its own, so that the macro can lower the next text
+/// meanwhile (the nn module's texts take naga about a second each); where no thread can be
+/// started, judges it here.
+pub fn start(text: &str, features: &[Feature]) -> Pending {
+    let (owned, wanted) = (text.to_owned(), features.to_vec());
+    let thread = std::thread::Builder::new()
+        .name("tessera-validate".to_owned())
+        .stack_size(STACK)
+        .spawn(move || judge(&owned, &wanted));
+    match thread {
+        Ok(thread) => Pending::Running(thread),
+        Err(_) => Pending::Done(judge(text, features)),
+    }
+}
+
+impl Pending {
+    /// The verdict, once its thread is done.
+    pub fn finish(self) -> Verdict {
+        match self {
+            Pending::Done(verdict) => verdict,
+            Pending::Running(thread) => thread.join().unwrap_or_else(|payload| {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Verdict::Panicked(message)
+            }),
+        }
+    }
+}
+
+/// Reports `verdict` on `wgsl` at the mapped Rust spans (or `fallback`).
+pub fn report(verdict: Verdict, wgsl: &Wgsl, fallback: Span, errors: &mut Errors) {
+    match verdict {
+        Verdict::Valid => {}
+        Verdict::Unparsed(error) => {
             let offset = error
                 .labels()
                 .find_map(|(span, _)| span.to_range())
@@ -51,18 +118,23 @@ pub fn validate(wgsl: &Wgsl, features: &[Feature], fallback: Span, errors: &mut 
                 )
             };
             errors.at(span, message);
-            return;
         }
-    };
-    let mut validator =
-        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities(features));
-    if let Err(error) = validator.validate(&module) {
-        let span = error
-            .spans()
-            .filter_map(|(span, _)| map_span(wgsl, *span))
-            .last()
-            .unwrap_or(fallback);
-        errors.at(span, describe(&error, wgsl));
+        Verdict::Invalid(error) => {
+            let span = error
+                .spans()
+                .filter_map(|(span, _)| map_span(wgsl, *span))
+                .last()
+                .unwrap_or(fallback);
+            errors.at(span, describe(&error, wgsl));
+        }
+        Verdict::Panicked(message) => errors.at(
+            fallback,
+            format!(
+                "naga panicked while validating the WGSL generated for this module ({}); this \
+                 is a bug in tessera or naga, please report it",
+                for_the_user(&message, wgsl)
+            ),
+        ),
     }
 }
 
@@ -207,6 +279,36 @@ mod tests {
             for_the_user("not fulfilled because of Expression([7]).", &w),
             "not fulfilled because of a value."
         );
+    }
+
+    #[test]
+    fn a_panic_while_validating_is_reported_as_an_error() {
+        let thread = std::thread::spawn(|| -> Verdict { panic!("naga fell over in scale_tile8") });
+        let mut errors = Errors::default();
+        let verdict = Pending::Running(thread).finish();
+        report(
+            verdict,
+            &wgsl(""),
+            proc_macro2::Span::call_site().into(),
+            &mut errors,
+        );
+        let message = errors.finish().unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "naga panicked while validating the WGSL generated for this module (naga fell over \
+             in the kernel `scale` (instance TILE = 8)); this is a bug in tessera or naga, please \
+             report it"
+        );
+    }
+
+    #[test]
+    fn texts_validate_beside_the_macro_as_they_would_on_its_thread() {
+        let valid = "@compute @workgroup_size(1) fn scale_tile8() {}\n";
+        let invalid = "@group(0) @binding(0) var<storage, read> y: array<f32>;\n\
+                       @compute @workgroup_size(1) fn scale_tile8() { y[0] = 1.0; }\n";
+        assert!(matches!(start(valid, &[]).finish(), Verdict::Valid));
+        assert!(matches!(start(invalid, &[]).finish(), Verdict::Invalid(_)));
+        assert!(matches!(start("fn (", &[]).finish(), Verdict::Unparsed(_)));
     }
 
     #[test]
