@@ -861,15 +861,17 @@ fn barrier_passes(helpers: &str, body: &str) -> bool {
     errors.is_empty()
 }
 
+/// Whether a barrier under `v != 0` passes, `v` from `body` with `helpers` beside.
+fn barrier_under_v_passes(helpers: &str, body: &str) -> bool {
+    barrier_passes(
+        helpers,
+        &format!("{body} if v != 0 {{ workgroup_barrier(); }}"),
+    )
+}
+
 #[test]
 fn what_a_helper_gives_back_varies_as_what_reaches_it() {
-    // Whether a barrier under `v != 0` passes, `v` from `body` with `helpers` beside.
-    let passes = |helpers: &str, body: &str| {
-        barrier_passes(
-            helpers,
-            &format!("{body} if v != 0 {{ workgroup_barrier(); }}"),
-        )
-    };
+    let passes = barrier_under_v_passes;
     // A value parameter that does not reach the result does not make it vary.
     let picks = "fn pick(a: u32, b: u32) -> u32 { let unused = b * 2; a + 1 }";
     assert!(passes(picks, "let v = pick(3, local_index());"));
@@ -907,13 +909,7 @@ fn a_local_array_varies_as_what_a_helper_writes_into_it() {
 
 #[test]
 fn memory_lent_to_a_helper_varies_as_the_callers_does() {
-    // Whether a barrier under `v != 0` passes, `v` from `body` with `helpers` beside.
-    let passes = |helpers: &str, body: &str| {
-        barrier_passes(
-            helpers,
-            &format!("{body} if v != 0 {{ workgroup_barrier(); }}"),
-        )
-    };
+    let passes = barrier_under_v_passes;
     // The helper's parameter is read-only, but the buffer lent is written by other
     // invocations; a read-only buffer and a uniform local array are the same everywhere.
     let first = "fn first(b: &[u32]) -> u32 { b[0] }";
