@@ -468,6 +468,9 @@ extern crate self as tessera;
 #[doc(inline)]
 pub use kernel_macros::kernels;
 
+#[doc(inline)]
+pub use kernel_macros::device;
+
 /// Marks a kernel in a [`kernels`] module, and declares how it runs.
 ///
 /// `#[kernel(workgroup = [x, y, z], grid = [gx, gy, gz], ...)]`: the workgroup size
@@ -617,6 +620,7 @@ pub use kernel_runtime::{
 #[doc(hidden)]
 pub mod __private {
     pub use bytemuck;
+    pub use kernel_macros::__import as import;
     pub use kernel_runtime;
 
     /// `a / b` rounded up; 0 when `b` is 0 (the launcher then dispatches nothing).

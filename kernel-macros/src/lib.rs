@@ -37,6 +37,23 @@ pub fn kernels(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::kernels(args.into(), input.into()).into()
 }
 
+/// Turns a module of helper functions and constants into a device-function library, which any
+/// `#[kernels]` module, in this crate or another, imports with `#[device] use path::to::it;`.
+///
+/// Libraries are documented in the `tessera` crate.
+#[proc_macro_attribute]
+pub fn device(args: TokenStream, input: TokenStream) -> TokenStream {
+    expand::device(args.into(), input.into()).into()
+}
+
+/// Called back by a device library's macro with a kernels module that imports it; not for
+/// direct use.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __import(input: TokenStream) -> TokenStream {
+    expand::import(input.into()).into()
+}
+
 /// Marks a kernel inside a `#[kernels]` module; used anywhere else it is an error.
 #[proc_macro_attribute]
 pub fn kernel(_args: TokenStream, input: TokenStream) -> TokenStream {

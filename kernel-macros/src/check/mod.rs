@@ -63,7 +63,8 @@ fn variant(kernel: &mut Variant, prefix: &str, params: &[ParamsStruct], errors: 
     host_names(kernel, params, errors);
     let recursive = recursion(&kernel.helpers, errors);
     let features = kernel.requirements.feature_set();
-    functions(&mut kernel.helpers, params, Some(features), errors);
+    let name = kernel.name.clone();
+    functions(&mut kernel.helpers, params, Some((&name, features)), errors);
     let mut body = std::mem::take(&mut kernel.body);
     let env = Env {
         params,
@@ -72,6 +73,8 @@ fn variant(kernel: &mut Variant, prefix: &str, params: &[ParamsStruct], errors: 
         shared: &kernel.shared,
         in_kernel: true,
         features: Some(kernel.requirements.feature_set()),
+        caller: None,
+        helper: None,
     };
     let mut checker = Checker::new(&env, errors, None);
     for name in &kernel.rejected_params {
@@ -104,24 +107,27 @@ fn signatures(helpers: &[Function]) -> HashMap<String, (Vec<FnParam>, Option<Ty>
 }
 
 /// Types the bodies of `helpers` (the helpers of one instance, which may call each other).
-/// `features` are those of the kernel the helpers are copied into; `None` for the module's own
-/// copy.
+/// `caller` is the kernel the helpers are copied into, with its features; `None` for the
+/// module's own copy.
 fn functions(
     helpers: &mut [Function],
     params: &[ParamsStruct],
-    features: Option<Vec<Feature>>,
+    caller: Option<(&Ident, Vec<Feature>)>,
     errors: &mut Errors,
 ) {
     let signatures = signatures(helpers);
     for helper in helpers {
         let (bindings, shared) = lent(helper);
+        let name = helper.name.clone();
         let env = Env {
             params,
             helpers: signatures.clone(),
             bindings: &bindings,
             shared: &shared,
             in_kernel: false,
-            features: features.clone(),
+            features: caller.as_ref().map(|(_, features)| features.clone()),
+            caller: caller.as_ref().map(|(kernel, _)| *kernel),
+            helper: Some(&name),
         };
         let mut checker = Checker::new(&env, errors, helper.ret.clone());
         for param in helper

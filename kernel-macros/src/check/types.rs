@@ -28,6 +28,12 @@ pub struct Env<'m> {
     /// for the module's own copy of its helpers, which no kernel's features bound (each
     /// kernel's copy is checked against that kernel's).
     pub features: Option<Vec<Feature>>,
+    /// For a helper copied into a kernel: the kernel's name, where a feature the helper needs
+    /// and the kernel lacks is reported (the helper may come from another crate, and the
+    /// kernel's attribute is what the user changes).
+    pub caller: Option<&'m Ident>,
+    /// The helper's own name, for those messages (`None` in kernels).
+    pub helper: Option<&'m Ident>,
 }
 
 #[derive(Clone)]
@@ -1407,8 +1413,9 @@ impl<'m, 'e> Checker<'m, 'e> {
         }
     }
 
-    /// A builtin that needs a feature is called where the kernel declares it: subgroup
-    /// builtins in kernels, cooperative-matrix builtins in kernels and in the helpers they call.
+    /// A builtin that needs a feature is called where the kernel declares it, directly or
+    /// through the helpers it calls. A helper's use is reported at the kernel, whose attribute
+    /// lacks the feature: the helper may be another crate's.
     fn feature_allowed(&mut self, builtin: &Builtin, name: &Ident, span: Span) {
         let Some(feature) = builtin.feature else {
             return;
@@ -1418,31 +1425,29 @@ impl<'m, 'e> Checker<'m, 'e> {
             .features
             .as_ref()
             .is_none_or(|features| features.contains(&feature));
-        match feature {
-            Feature::Subgroups if !self.env.in_kernel => self.errors.at(
-                span,
-                format!("`{name}` is only available in kernels; call it there and pass the result"),
+        if declared {
+            return;
+        }
+        let (what, checks) = match feature {
+            Feature::CooperativeMatrix => ("runs on the tensor cores", "the device has them"),
+            Feature::Subgroups => ("is a subgroup operation", "the device has subgroups"),
+            Feature::F16 => ("needs `f16`", "the device supports SHADER_F16"),
+        };
+        let declare = feature.name();
+        match (self.env.caller, self.env.helper) {
+            (Some(kernel), Some(helper)) => self.errors.at(
+                kernel.span(),
+                format!(
+                    "`{kernel}` calls `{helper}`, which uses `{name}`; `{name}` {what}: declare \
+                     `features({declare})` in the `#[kernel(...)]` of `{kernel}`, and its \
+                     launcher will check that {checks}"
+                ),
             ),
-            _ if declared => {}
-            Feature::CooperativeMatrix => {
-                let whose = if self.env.in_kernel {
-                    "the kernel's `#[kernel(...)]`"
-                } else {
-                    "the `#[kernel(...)]` of every kernel that calls this helper"
-                };
-                self.errors.at(
-                    span,
-                    format!(
-                        "`{name}` runs on the tensor cores: declare `features(cooperative_matrix)` \
-                         in {whose}, and its launcher will check that the device has them"
-                    ),
-                );
-            }
             _ => self.errors.at(
                 span,
                 format!(
-                    "`{name}` is a subgroup operation: declare `features(subgroups)` in the kernel's \
-                     `#[kernel(...)]`, and its launcher will check that the device has subgroups"
+                    "`{name}` {what}: declare `features({declare})` in the kernel's \
+                     `#[kernel(...)]`, and its launcher will check that {checks}"
                 ),
             ),
         }

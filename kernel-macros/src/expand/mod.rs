@@ -7,6 +7,7 @@ mod constants;
 mod family;
 mod host;
 mod launcher;
+mod library;
 mod params;
 
 use proc_macro2::TokenStream;
@@ -17,6 +18,7 @@ use crate::diag::Errors;
 use crate::ir::Feature;
 use crate::{lower, parse};
 
+pub use library::{device, import};
 pub use params::derive_params;
 
 /// `#[kernels] mod name { ... }`: the module through [`compile`], then its tokens.
@@ -30,6 +32,15 @@ pub fn kernels(args: TokenStream, input: TokenStream) -> TokenStream {
         Ok(item) => item,
         Err(error) => return error.to_compile_error(),
     };
+    kernels_module(args, item)
+}
+
+/// A kernels module read: the call that fetches its next imported library (see
+/// [`library`]), or, once each is in, the module through [`compile`] and then its tokens.
+fn kernels_module(args: TokenStream, item: syn::ItemMod) -> TokenStream {
+    if let Some(call) = library::next_import(&args, &item) {
+        return call;
+    }
     let mut errors = Errors::default();
     let Some(compiled) = compile(args, item, &mut errors) else {
         return compile_errors(errors);

@@ -78,6 +78,11 @@ impl Consts {
         self.0.is_empty()
     }
 
+    /// The names in scope, in the order they were declared.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(name, _)| name.as_str())
+    }
+
     /// `tokens` with every use of a constant replaced by its literal (keeping the use's span).
     /// A name right after `.` is a field or method, not a constant, and stays.
     pub fn substitute(&self, tokens: TokenStream) -> TokenStream {

@@ -39,3 +39,6 @@ pub const FEATURE_SUBGROUPS: &str = "subgroups";
 pub const FEATURE_COOPERATIVE_MATRIX: &str = "cooperative_matrix";
 /// `#[family(first, second)]` on a struct declaring the bindings of kernels launched together.
 pub const FAMILY: &str = "family";
+/// `#[tessera::device]` on a module of device functions, and `#[device] use path;` importing
+/// one into a kernels module.
+pub const DEVICE: &str = "device";

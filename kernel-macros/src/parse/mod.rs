@@ -9,6 +9,7 @@ mod family;
 mod host;
 mod kernel;
 pub mod keywords;
+pub mod library;
 pub mod names;
 pub mod nesting;
 pub mod params;
@@ -62,7 +63,19 @@ pub fn module(
     let mut module_consts = consts::Consts::default();
     let mut set_items = Vec::new();
     let mut family_items = Vec::new();
+    let mut imports = Vec::new();
     for item in items {
+        if let Some(import) = library::imported(&item) {
+            imports.push(import);
+            continue;
+        }
+        if let Some(path) = library::import_path(&item) {
+            // A valid import was resolved before parsing; only a malformed one is left.
+            if let Err(error) = path {
+                errors.push(error);
+            }
+            continue;
+        }
         match item {
             syn::Item::Struct(s) if attr::constant_set_attr(&s).is_some() => set_items.push(s),
             syn::Item::Struct(s) if family::family_attr(&s).is_some() => family_items.push(s),
@@ -101,6 +114,25 @@ pub fn module(
             ),
         }
     }
+    let own_consts: Vec<String> = module_consts.names().map(str::to_owned).collect();
+    library::distinct_imports(&functions, &own_consts, &imports, errors);
+    let mut imported = Vec::new();
+    for (_, items) in imports {
+        for item in items {
+            match item {
+                syn::Item::Const(constant) => {
+                    let value = consts::module_const(&constant, &module_consts, errors)
+                        .unwrap_or_else(|| consts::stand_in(&constant.ty));
+                    module_consts = module_consts.with(&constant.ident.to_string(), value);
+                }
+                syn::Item::Fn(function) => imported.push(function),
+                // The library's own crate reported anything else.
+                _ => {}
+            }
+        }
+    }
+    let imported_names: Vec<syn::Ident> = imported.iter().map(|f| f.sig.ident.clone()).collect();
+    functions.extend(imported);
     let mut sets = kernel::Sets::default();
     for item in &set_items {
         constant_set(item, &module_consts, &mut sets, errors);
@@ -142,10 +174,11 @@ pub fn module(
         .flat_map(ir::Kernel::variants)
         .flat_map(|v| v.helpers.iter().map(|h| h.name.to_string()))
         .collect();
+    // An imported helper no kernel calls was checked in its library's crate.
     let unused: Vec<syn::Ident> = helpers
         .iter()
         .map(|f| f.sig.ident.clone())
-        .filter(|name| !called.contains(&name.to_string()))
+        .filter(|name| !called.contains(&name.to_string()) && !imported_names.contains(name))
         .filter(|name| !names_set_constants(name, &helpers, &sets.sets, &module_consts, errors))
         .collect();
     module.helpers =

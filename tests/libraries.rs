@@ -1,0 +1,262 @@
+//! Device-function libraries on a real adapter, against CPU references: kernels that import
+//! helpers from another crate (`tessera-test-library`, in `tests/library`) and from a library
+//! module of this crate. Covered: a helper holding barriers over the caller's workgroup array,
+//! called from two instances of different sizes; a helper over the caller's element type,
+//! called from an `f32` and a `u32` instance; a library constant; a helper using subgroups;
+//! and tensor-core fragments (naga validates those while the macro expands; a device without
+//! cooperative matrices does not run them).
+
+mod common;
+
+use common::{assert_close, rng, runtime, values};
+use tessera::{wgpu, Error};
+
+/// A library of this crate, imported below as `super::local`.
+#[tessera::device]
+mod local {
+    /// The library's own constant, used by its helper.
+    const SCALE: f32 = 0.5;
+
+    /// `x` scaled by the library's `SCALE`.
+    fn halved(x: f32) -> f32 {
+        x * SCALE
+    }
+}
+
+#[tessera::kernels]
+pub mod imported {
+    #[device]
+    use super::local;
+    #[device]
+    use tessera_test_library::elementwise;
+    #[device]
+    use tessera_test_library::reductions;
+
+    /// Each workgroup of `GROUP` invocations sums its `GROUP` elements of `x` into one element
+    /// of `sums`, through the library's `workgroup_sum` over this kernel's `tile`.
+    #[kernel(workgroup = [GROUP], constants(GROUP = [64, 16]), grid = [ceil_div(x.len(), GROUP)])]
+    pub fn block_sums(x: &[f32], sums: &mut [f32], #[workgroup] tile: &mut [f32; GROUP]) {
+        let i = global_id().x;
+        let value = if i < x.len() { x[i] } else { 0.0 };
+        let total = workgroup_sum(tile, local_index(), value);
+        if local_index() == 0 && workgroup_id().x < sums.len() {
+            sums[workgroup_id().x] = total;
+        }
+    }
+
+    /// `y[i] = a * x[i] + y[i]` in `T`, through the library's `axpy`.
+    #[kernel(workgroup = [64], grid = [ceil_div(y.len(), 64)], types(T = [f32, u32]))]
+    pub fn scaled_add<T>(a: &[T], x: &[T], y: &mut [T]) {
+        let i = global_id().x;
+        if i < y.len() && i < x.len() {
+            y[i] = axpy(a[0], x[i], y[i]);
+        }
+    }
+
+    /// `y[i]` = the sum of `FOLD` squares of `x` from `i * FOLD`, halved by this crate's library.
+    #[kernel(workgroup = [64], grid = [ceil_div(y.len(), 64)])]
+    pub fn folded_squares(x: &[f32], y: &mut [f32]) {
+        let i = global_id().x;
+        if i < y.len() && (i + 1) * FOLD <= x.len() {
+            y[i] = halved(sum_of_squares(x, i * FOLD));
+        }
+    }
+
+    /// Every invocation gets its subgroup's sum of `x`.
+    #[kernel(workgroup = [64], grid = [1], features(subgroups))]
+    pub fn subgroup_sums(x: &[f32], out: &mut [f32], sizes: &mut [u32]) {
+        let i = local_index();
+        out[i] = subgroup_total(x[i]);
+        sizes[i] = subgroup_size();
+    }
+}
+
+#[tessera::kernels]
+pub mod imported_tiles {
+    #[device]
+    use tessera_test_library::tiles;
+
+    /// `c = a · b` for `n x n` matrices, `n` a multiple of 16, one 16 x 16 tile of `c` per
+    /// workgroup of one subgroup of 32, through the library's `multiply_tile`.
+    #[kernel(workgroup = [32], grid = [c.len() / 256], features(f16, cooperative_matrix))]
+    pub fn square_matmul(n: &[u32], a: &[f16], b: &[f16], c: &mut [f32]) {
+        let size = workgroup_uniform_load_n(n);
+        let tiles = size / 16;
+        let (row, col) = (workgroup_id().x / tiles * 16, workgroup_id().x % tiles * 16);
+        let mut acc: FragC16<f32> = coop_zero();
+        for k in (0..size).step_by(16) {
+            acc = multiply_tile(a, b, row * size + k, k * size + col, size, acc);
+        }
+        coop_store_row_major(acc, &mut c[row * size + col], size);
+    }
+
+    fn workgroup_uniform_load_n(n: &[u32]) -> u32 {
+        n[0]
+    }
+}
+
+#[test]
+fn a_library_helper_with_barriers_sums_over_the_callers_workgroup_array() {
+    let rt = runtime();
+    for (group, constants) in [
+        (64, imported::BlockSumsConstants { group: 64 }),
+        (16, imported::BlockSumsConstants { group: 16 }),
+    ] {
+        let n = 3 * group + 5;
+        let x = values(&mut rng(group as u64), n);
+        let want: Vec<f32> = x.chunks(group).map(|c| c.iter().sum()).collect();
+        let kernel = imported::BlockSums::with_constants(&rt, constants).unwrap();
+        let xs = rt.upload(&x).unwrap();
+        let mut sums = rt.zeros::<f32>(want.len()).unwrap();
+        kernel
+            .launch(
+                &rt,
+                imported::BlockSumsArgs {
+                    x: &xs,
+                    sums: &mut sums,
+                },
+            )
+            .unwrap();
+        assert_close(&sums.read(&rt).unwrap(), &want, 1e-5);
+    }
+}
+
+#[test]
+fn a_library_helper_follows_the_callers_element_type() {
+    let rt = runtime();
+    let n = 70;
+    let x: Vec<f32> = values(&mut rng(3), n);
+    let y: Vec<f32> = values(&mut rng(4), n);
+    let kernel = imported::ScaledAdd::<f32>::new(&rt).unwrap();
+    let (a, xs) = (rt.upload(&[1.5f32]).unwrap(), rt.upload(&x).unwrap());
+    let mut ys = rt.upload(&y).unwrap();
+    kernel
+        .launch(
+            &rt,
+            imported::ScaledAddArgs {
+                a: &a,
+                x: &xs,
+                y: &mut ys,
+            },
+        )
+        .unwrap();
+    let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 1.5 * x + y).collect();
+    assert_close(&ys.read(&rt).unwrap(), &want, 1e-6);
+
+    let xu: Vec<u32> = (0..n as u32).collect();
+    let yu: Vec<u32> = (0..n as u32).map(|i| 1000 + 7 * i).collect();
+    let kernel = imported::ScaledAdd::<u32>::new(&rt).unwrap();
+    let (a, xs) = (rt.upload(&[3u32]).unwrap(), rt.upload(&xu).unwrap());
+    let mut ys = rt.upload(&yu).unwrap();
+    kernel
+        .launch(
+            &rt,
+            imported::ScaledAddArgs {
+                a: &a,
+                x: &xs,
+                y: &mut ys,
+            },
+        )
+        .unwrap();
+    let want: Vec<u32> = xu.iter().zip(&yu).map(|(x, y)| 3 * x + y).collect();
+    assert_eq!(ys.read(&rt).unwrap(), want);
+}
+
+#[test]
+fn library_constants_reach_their_helpers_in_the_callers_module() {
+    let rt = runtime();
+    let fold = tessera_test_library::reductions::FOLD as usize;
+    let x = values(&mut rng(5), 2 * 67);
+    let kernel = imported::FoldedSquares::new(&rt).unwrap();
+    let xs = rt.upload(&x).unwrap();
+    let mut y = rt.zeros::<f32>(67).unwrap();
+    kernel
+        .launch(&rt, imported::FoldedSquaresArgs { x: &xs, y: &mut y })
+        .unwrap();
+    let want: Vec<f32> = x
+        .chunks(fold)
+        .map(|c| 0.5 * c.iter().map(|v| v * v).sum::<f32>())
+        .collect();
+    assert_close(&y.read(&rt).unwrap(), &want, 1e-5);
+}
+
+#[test]
+fn a_library_helper_uses_subgroups_where_the_kernel_declares_them() {
+    let rt = runtime();
+    if !rt.info().features.contains(wgpu::Features::SUBGROUP) {
+        eprintln!("skipped: this adapter has no subgroups");
+        return;
+    }
+    let x: Vec<f32> = (0..64).map(|i| (i % 7) as f32).collect();
+    let kernel = imported::SubgroupSums::new(&rt).unwrap();
+    let xs = rt.upload(&x).unwrap();
+    let mut out = rt.zeros::<f32>(64).unwrap();
+    let mut sizes = rt.zeros::<u32>(64).unwrap();
+    kernel
+        .launch(
+            &rt,
+            imported::SubgroupSumsArgs {
+                x: &xs,
+                out: &mut out,
+                sizes: &mut sizes,
+            },
+        )
+        .unwrap();
+    // Invocations map to subgroups in order of `local_index()`, `size` to a subgroup.
+    let size = sizes.read(&rt).unwrap()[0] as usize;
+    assert!(size >= 1 && 64 % size == 0, "subgroup size {size}");
+    let want: Vec<f32> = x
+        .chunks(size)
+        .flat_map(|c| std::iter::repeat_n(c.iter().sum::<f32>(), size))
+        .collect();
+    assert_eq!(out.read(&rt).unwrap(), want);
+}
+
+#[test]
+fn a_library_helper_multiplies_fragments_where_the_device_has_them() {
+    // The module's WGSL holds the library's helper, validated by naga while the macro expanded.
+    assert!(imported_tiles::WGSL.contains("fn multiply_tile"));
+    let rt = runtime();
+    let n = 32usize;
+    let a: Vec<f32> = values(&mut rng(6), n * n);
+    let b: Vec<f32> = values(&mut rng(7), n * n);
+    let kernel = match imported_tiles::SquareMatmul::new(&rt) {
+        Ok(kernel) => kernel,
+        Err(Error::MissingFeature { .. }) => {
+            eprintln!("skipped: this device has no 16 x 16 x 16 f16 tensor cores");
+            return;
+        }
+        Err(other) => panic!("{other}"),
+    };
+    let half = |v: &[f32]| {
+        v.iter()
+            .map(|&x| tessera::half::f16::from_f32(x))
+            .collect::<Vec<_>>()
+    };
+    let (ah, bh) = (half(&a), half(&b));
+    let (nn, ag, bg) = (
+        rt.upload(&[n as u32]).unwrap(),
+        rt.upload(&ah).unwrap(),
+        rt.upload(&bh).unwrap(),
+    );
+    let mut c = rt.zeros::<f32>(n * n).unwrap();
+    kernel
+        .launch(
+            &rt,
+            imported_tiles::SquareMatmulArgs {
+                n: &nn,
+                a: &ag,
+                b: &bg,
+                c: &mut c,
+            },
+        )
+        .unwrap();
+    let want: Vec<f32> = (0..n * n)
+        .map(|e| {
+            (0..n)
+                .map(|k| ah[e / n * n + k].to_f32() * bh[k * n + e % n].to_f32())
+                .sum()
+        })
+        .collect();
+    assert_close(&c.read(&rt).unwrap(), &want, 1e-2);
+}

@@ -1,0 +1,77 @@
+//! A device-function library, published as a crate of its own: the kernels of tessera's tests
+//! (`tests/libraries.rs`, and the ui tests) import its modules with `#[device] use`.
+//!
+//! Each module shows one power a helper has across crates: borrowing the caller's workgroup
+//! memory and holding barriers, using the caller's element type and constants, subgroup
+//! operations and tensor-core fragments, and constants of its own.
+
+/// Reductions over a workgroup, through a workgroup array the calling kernel lends.
+#[tessera::device]
+pub mod reductions {
+    /// How many values [`sum_of_squares`]'s callers fold into one: a constant of the library.
+    pub const FOLD: u32 = 2;
+
+    /// The sum of `value` over the workgroup, by halving `tile` (the caller's workgroup array
+    /// of `GROUP` elements, `GROUP` a power of two) with a barrier between the steps. `i` is
+    /// the caller's `local_index()`. Every invocation gets the sum.
+    fn workgroup_sum(tile: &mut [f32; GROUP], i: u32, value: f32) -> f32 {
+        tile[i] = value;
+        workgroup_barrier();
+        let mut half = GROUP / 2;
+        while half > 0 {
+            if i < half {
+                tile[i] += tile[i + half];
+            }
+            workgroup_barrier();
+            half /= 2;
+        }
+        let total = tile[0];
+        workgroup_barrier();
+        total
+    }
+
+    /// `FOLD` consecutive squares from `x`, starting at `start` (callers pass a bound on their
+    /// own): the library's own constant, and a helper checked when this crate compiles.
+    fn sum_of_squares(x: &[f32], start: u32) -> f32 {
+        let mut total = 0.0;
+        for k in 0..FOLD {
+            let v = x[start + k];
+            total += v * v;
+        }
+        total
+    }
+
+    /// `value` added over the invocation's subgroup (the caller declares `features(subgroups)`).
+    fn subgroup_total(value: f32) -> f32 {
+        subgroup_add(value)
+    }
+}
+
+/// Arithmetic over the caller's element type `T`.
+#[tessera::device]
+pub mod elementwise {
+    /// `a * x + y` in the caller's `T`.
+    fn axpy(a: T, x: T, y: T) -> T {
+        a * x + y
+    }
+}
+
+/// Tensor-core parts over 16 x 16 fragments of `f16` (the caller declares
+/// `features(f16, cooperative_matrix)`).
+#[tessera::device]
+pub mod tiles {
+    /// `acc + a · b` for the 16 x 16 tiles at `a[a_at]` and `b[b_at]`, row-major with `stride`
+    /// elements a row.
+    fn multiply_tile(
+        a: &[f16],
+        b: &[f16],
+        a_at: u32,
+        b_at: u32,
+        stride: u32,
+        acc: FragC16<f32>,
+    ) -> FragC16<f32> {
+        let fa: FragA16<f16> = coop_load_row_major(&a[a_at], stride);
+        let fb: FragB16<f16> = coop_load_row_major(&b[b_at], stride);
+        coop_multiply_add(fa, fb, acc)
+    }
+}
