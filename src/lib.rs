@@ -390,6 +390,92 @@
 //! the kernel and passed in. `src/nn/kernels.rs` builds its six GEMM-shaped kernels on one
 //! such mainloop.
 //!
+//! ## Device-function libraries
+//!
+//! Helpers written once can be shared between kernels modules and between crates. A crate
+//! *publishes* them in a module marked [`#[tessera::device]`](device): helpers and constants
+//! written exactly as in a kernels module.
+//!
+//! ```
+//! // In the library crate (`my_kernels_lib`, say):
+//! #[tessera::device]
+//! pub mod reductions {
+//!     /// The sum of `value` over a workgroup of `GROUP` invocations (a power of two), by
+//!     /// halving the caller's workgroup array `tile`; `i` is the caller's `local_index()`.
+//!     fn workgroup_sum(tile: &mut [f32; GROUP], i: u32, value: f32) -> f32 {
+//!         tile[i] = value;
+//!         workgroup_barrier();
+//!         let mut half = GROUP / 2;
+//!         while half > 0 {
+//!             if i < half {
+//!                 tile[i] += tile[i + half];
+//!             }
+//!             workgroup_barrier();
+//!             half /= 2;
+//!         }
+//!         let total = tile[0];
+//!         workgroup_barrier();
+//!         total
+//!     }
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! A kernels module *imports* a library with `#[device] use path::to::library;` (one item per
+//! library) and calls its helpers by name, as its own:
+//!
+//! ```
+//! # #[tessera::device]
+//! # pub mod reductions {
+//! #     fn workgroup_sum(tile: &mut [f32; GROUP], i: u32, value: f32) -> f32 {
+//! #         tile[i] = value;
+//! #         workgroup_barrier();
+//! #         let total = tile[0];
+//! #         workgroup_barrier();
+//! #         total
+//! #     }
+//! # }
+//! // In any crate that depends on `my_kernels_lib` (here, the same crate: `super::`):
+//! #[tessera::kernels]
+//! mod sums {
+//!     #[device]
+//!     use super::reductions; // `use my_kernels_lib::reductions;` from another crate
+//!
+//!     /// One sum per workgroup of `GROUP` elements of `x`.
+//!     #[kernel(workgroup = [GROUP], constants(GROUP = [256, 64]), grid = [ceil_div(x.len(), GROUP)])]
+//!     pub fn block_sums(x: &[f32], sums: &mut [f32], #[workgroup] tile: &mut [f32; GROUP]) {
+//!         let i = global_id().x;
+//!         let total = workgroup_sum(tile, local_index(), if i < x.len() { x[i] } else { 0.0 });
+//!         if local_index() == 0 && workgroup_id().x < sums.len() {
+//!             sums[workgroup_id().x] = total;
+//!         }
+//!     }
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! - An imported helper has every power of a local one: it borrows the caller's workgroup
+//!   arrays, local arrays, buffers and parameters, holds barriers, uses subgroup operations and
+//!   fragments, and sees the calling instance's constants (`GROUP` above) and element type
+//!   (`T`). Its own module's constants come along with it.
+//! - Checks run through the call as through a local helper's. A wrong argument is reported at
+//!   the caller's tokens. A mistake that only the caller's types or constants reveal is
+//!   reported at the library's tokens. A feature the helper needs (`subgroups`, `f16`,
+//!   `cooperative_matrix`) is reported at the kernel that does not declare it.
+//! - A library's helpers that name no constant or type of their callers are checked once, when
+//!   the library compiles, whether or not anything calls them. The others are checked in each
+//!   kernel that calls them, with its values. Constants are told apart by Rust's convention:
+//!   an UPPER_CASE name that the library does not declare is the caller's.
+//! - Only the helpers a kernel calls reach its WGSL.
+//! - The library's constants stay Rust constants of its module, for the host.
+//!   Its helpers are WGSL only: the module's rustdoc lists them with their signatures.
+//! - A library's name must not be shared: an imported helper or constant whose name the module
+//!   already has, or another import brings, is an error (the library's helpers call each other
+//!   by name). A library cannot import another one yet.
+//! - A path that is no library (`#[device] use std::f32;`) fails with rustc's "cannot find
+//!   macro `tessera_device_library`": each library defines that macro, through which its
+//!   items reach the modules that import it.
+//!
 //! Anything else is a compile error at the offending tokens saying what to write instead, and
 //! so is a type error, a write to a read-only binding, a workgroup over WebGPU's limits, or a
 //! barrier or subgroup operation that not every invocation of the workgroup reaches together. The compile-time
@@ -468,6 +554,41 @@ extern crate self as tessera;
 #[doc(inline)]
 pub use kernel_macros::kernels;
 
+/// Makes a module of helpers and constants a device-function library, which any [`kernels`]
+/// module, in this crate or another, imports with `#[device] use path::to::library;`.
+///
+/// See [Device-function libraries](crate#device-function-libraries) for how a crate publishes
+/// one and how a kernels module imports it, with examples of both.
+///
+/// ```
+/// #[tessera::device]
+/// pub mod scaling {
+///     /// The factor [`scaled`] applies: a Rust constant too, for the host.
+///     pub const FACTOR: f32 = 0.5;
+///
+///     /// `x` times `FACTOR`, in the caller's element type `T`.
+///     fn scaled(x: T) -> T {
+///         x * (FACTOR as T)
+///     }
+/// }
+///
+/// #[tessera::kernels]
+/// mod halve {
+///     #[device]
+///     use super::scaling;
+///
+///     #[kernel(workgroup = [64], grid = [ceil_div(x.len(), 64)], types(T = [f32]))]
+///     pub fn halve<T>(x: &mut [T]) {
+///         let i = global_id().x;
+///         if i < x.len() {
+///             x[i] = scaled(x[i]);
+///         }
+///     }
+/// }
+///
+/// assert_eq!(scaling::FACTOR, 0.5);
+/// assert!(halve::WGSL.contains("fn scaled"));
+/// ```
 #[doc(inline)]
 pub use kernel_macros::device;
 
