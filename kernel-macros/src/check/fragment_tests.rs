@@ -74,10 +74,10 @@ fn helpers_may_use_fragments_when_every_caller_declares_the_feature() {
     );
     let errors = errors_with("f16", helper, body);
     assert!(
-        errors.iter().any(|e| e.contains(
-            "`coop_multiply_add` runs on the tensor cores: declare `features(cooperative_matrix)` \
-             in the `#[kernel(...)]` of every kernel that calls this helper"
-        )),
+        errors.iter().any(|e| e
+            == "`k` calls `mma`, which uses `coop_multiply_add`; `coop_multiply_add` runs on the \
+                tensor cores: declare `features(cooperative_matrix)` in the `#[kernel(...)]` of \
+                `k`, and its launcher will check that the device has them"),
         "{errors:#?}"
     );
 }

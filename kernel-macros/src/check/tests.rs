@@ -182,6 +182,39 @@ fn subgroup_operations_need_uniform_control_flow() {
     })
     .unwrap();
 }
+
+#[test]
+fn helpers_use_subgroups_in_uniform_flow_where_their_kernels_declare_them() {
+    let module = |features: proc_macro2::TokenStream, body: proc_macro2::TokenStream| {
+        quote! {
+            mod m {
+                fn total(v: f32) -> f32 { subgroup_add(v) }
+                #[kernel(workgroup = [64], grid = [1], #features)]
+                fn k(x: &[f32], y: &mut [f32]) { let i = local_index(); #body }
+            }
+        }
+    };
+    checked(module(
+        quote!(features(subgroups)),
+        quote! { y[i] = total(x[i]); },
+    ))
+    .unwrap();
+    // The uniformity check follows the call into the helper.
+    let error = first_error(module(
+        quote!(features(subgroups)),
+        quote! { if i < 32 { y[i] = total(x[i]); } },
+    ));
+    assert!(error.starts_with("`total()` must be reached"), "{error}");
+    // A kernel without the feature is told so, at its name.
+    let error = first_error(module(quote!(), quote! { y[i] = total(x[i]); }));
+    assert_eq!(
+        error,
+        "`k` calls `total`, which uses `subgroup_add`; `subgroup_add` is a subgroup operation: \
+         declare `features(subgroups)` in the `#[kernel(...)]` of `k`, and its launcher will \
+         check that the device has subgroups"
+    );
+}
+
 fn params(fields: &[(&str, Ty)]) -> ParamsStruct {
     let span = proc_macro2::Span::call_site();
     ParamsStruct {

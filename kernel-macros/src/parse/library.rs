@@ -291,3 +291,97 @@ fn item_name(item: &syn::Item) -> Option<&syn::Ident> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    use super::*;
+
+    fn library_of(tokens: proc_macro2::TokenStream) -> Library {
+        let module: syn::ItemMod = syn::parse2(tokens).unwrap();
+        let mut errors = Errors::default();
+        let library = library(module.content.unwrap().1, &mut errors);
+        assert!(errors.is_empty());
+        library
+    }
+
+    #[test]
+    fn helpers_naming_their_callers_constants_or_types_wait_for_a_caller() {
+        let library = library_of(quote! {
+            mod lib {
+                const OWN: u32 = 4;
+                fn alone(x: f32) -> f32 { x * (OWN as f32) + f32::MAX }
+                fn sized(t: &[f32; GROUP]) -> f32 { t[0] }
+                fn typed(x: T) -> T { x }
+                fn through(t: &[f32; GROUP]) -> f32 { sized(t) }
+                fn also_alone(x: f32) -> f32 { alone(x) }
+            }
+        });
+        let names: Vec<String> = checkable_alone(&library)
+            .iter()
+            .map(|f| f.sig.ident.to_string())
+            .collect();
+        assert_eq!(names, ["alone", "also_alone"]);
+    }
+
+    #[test]
+    fn an_import_names_one_library_by_its_path() {
+        let item: syn::Item = syn::parse_quote!(
+            #[device]
+            use my_crate::reductions;
+        );
+        let path = import_path(&item).unwrap().unwrap();
+        assert_eq!(quote!(#path).to_string(), "my_crate :: reductions");
+        let item: syn::Item = syn::parse_quote!(
+            #[device]
+            use my_crate::{a, b};
+        );
+        assert!(import_path(&item).unwrap().is_err());
+        let item: syn::Item = syn::parse_quote!(
+            use my_crate::a;
+        );
+        assert!(import_path(&item).is_none());
+    }
+
+    #[test]
+    fn paths_are_made_to_resolve_from_the_modules_parent() {
+        let from =
+            |path: syn::Path| from_parent(&path).map(|p| quote!(#p).to_string().replace(' ', ""));
+        assert_eq!(from(syn::parse_quote!(super::lib)).unwrap(), "self::lib");
+        assert_eq!(
+            from(syn::parse_quote!(super::super::lib)).unwrap(),
+            "super::lib"
+        );
+        assert_eq!(
+            from(syn::parse_quote!(crate::a::lib)).unwrap(),
+            "crate::a::lib"
+        );
+        assert_eq!(from(syn::parse_quote!(other::lib)).unwrap(), "other::lib");
+        assert!(from(syn::parse_quote!(self::lib)).is_err());
+    }
+
+    #[test]
+    fn a_library_holds_helpers_constants_and_uses_only() {
+        let module: syn::ItemMod = syn::parse_quote! {
+            mod lib {
+                #[kernel(workgroup = [1], grid = [1])]
+                fn k(x: &mut [f32]) {}
+                struct S;
+                #[device] use other::lib;
+            }
+        };
+        let mut errors = Errors::default();
+        library(module.content.unwrap().1, &mut errors);
+        let messages: Vec<String> = errors
+            .finish()
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert_eq!(messages.len(), 3, "{messages:#?}");
+        assert!(messages[0].starts_with("a device library holds helpers and constants"));
+        assert!(messages[1].starts_with("a device library holds helper functions"));
+        assert!(messages[2].starts_with("a device library cannot import another one yet"));
+    }
+}
