@@ -40,6 +40,8 @@
 //! It holds `#[derive(Params)]` structs, `#[kernel]` functions, helper functions (plain `fn`s
 //! the kernels call) and `use` items. It becomes one WGSL module, the constant `WGSL` of the
 //! module, plus for each kernel `foo_bar` a launcher `FooBar` and its arguments `FooBarArgs`.
+//! Its constants (`pub const TILE: u32 = 16;`) stay Rust constants too, so host code reads the
+//! value the kernels use (`kernels::TILE`) instead of writing it again.
 //!
 //! Names: a kernel's name must give a Rust type name in CamelCase (`_3x3` and `self_` do not;
 //! `r#match` gives `Match`), and two kernels must not give the same one (`conv2d` and

@@ -95,6 +95,13 @@ pub mod imported_tiles {
     }
 }
 
+/// The WGSL of the importing modules, pinned so that a change in what an import brings shows
+/// as a diff (and so that `tests/tint.rs` runs it through Tint).
+#[test]
+fn the_importing_modules_wgsl_is_pinned() {
+    insta::assert_snapshot!("imported", imported::WGSL);
+}
+
 #[test]
 fn a_library_helper_with_barriers_sums_over_the_callers_workgroup_array() {
     let rt = runtime();

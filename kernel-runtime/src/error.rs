@@ -153,7 +153,12 @@ pub enum Error {
     Poll(#[from] wgpu::PollError),
 
     /// A kernel needs a device feature this device does not have.
-    #[error("`{kernel}` needs the device feature {feature}, which this adapter does not offer")]
+    #[error(
+        "`{kernel}` needs the device feature {feature}, which this device lacks: its adapter \
+         does not offer it, or the device was created without it (`Runtime::new` asks for every \
+         optional feature the adapter offers; a device handed to `Runtime::from_wgpu` must have \
+         been requested with it)"
+    )]
     MissingFeature {
         /// The kernel or pipeline label.
         kernel: String,

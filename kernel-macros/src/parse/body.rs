@@ -105,11 +105,10 @@ fn split_tuple_let(local: &syn::Local) -> Option<Vec<syn::Local>> {
             _ => None,
         })
         .collect();
-    let mentions_bound = values.elems.iter().any(|value| {
-        quote::ToTokens::to_token_stream(value).into_iter().any(
-            |t| matches!(&t, proc_macro2::TokenTree::Ident(i) if names.contains(&i.to_string())),
-        )
-    });
+    let mentions_bound = values
+        .elems
+        .iter()
+        .any(|value| mentions(quote::ToTokens::to_token_stream(value), &names));
     if mentions_bound {
         return None;
     }
@@ -129,6 +128,33 @@ fn split_tuple_let(local: &syn::Local) -> Option<Vec<syn::Local>> {
         })
         .collect();
     Some(lets)
+}
+
+/// Whether `tokens` name one of `names` as a value: a field or method after `.` (`id.x`,
+/// `v.max(w)`) or a segment after `::` is another name.
+fn mentions(tokens: proc_macro2::TokenStream, names: &[String]) -> bool {
+    let mut after_dot_or_path = false;
+    for token in tokens {
+        match &token {
+            proc_macro2::TokenTree::Ident(ident) => {
+                if !after_dot_or_path && names.contains(&ident.to_string()) {
+                    return true;
+                }
+                after_dot_or_path = false;
+            }
+            proc_macro2::TokenTree::Punct(punct) => {
+                after_dot_or_path = matches!(punct.as_char(), '.' | ':');
+            }
+            proc_macro2::TokenTree::Group(group) => {
+                if mentions(group.stream(), names) {
+                    return true;
+                }
+                after_dot_or_path = false;
+            }
+            proc_macro2::TokenTree::Literal(_) => after_dot_or_path = false,
+        }
+    }
+    false
 }
 
 fn let_stmt(local: &syn::Local, errors: &mut Errors) -> Option<Stmt> {

@@ -240,48 +240,53 @@ pub fn from_parent(path: &syn::Path) -> Result<syn::Path, syn::Error> {
     }
 }
 
-/// Reports the names an import brings that the module, or another import, already has: a
-/// library's helpers call each other by name, so neither may be shadowed.
+/// The imports' items whose names the module, or an earlier import, does not already have; the
+/// others are reported at their import and left out (a library's helpers call each other by
+/// name, so neither may shadow the other).
 pub fn distinct_imports(
     own: &[syn::ItemFn],
     own_consts: &[String],
-    imports: &[(syn::Path, Vec<syn::Item>)],
+    imports: Vec<(syn::Path, Vec<syn::Item>)>,
     errors: &mut Errors,
-) {
-    let mut taken: Vec<(String, Option<&syn::Path>)> = own
+) -> Vec<syn::Item> {
+    let mut taken: Vec<(String, Option<String>)> = own
         .iter()
         .map(|f| f.sig.ident.to_string())
         .chain(own_consts.iter().cloned())
         .map(|n| (n, None))
         .collect();
+    let mut distinct = Vec::new();
     for (path, items) in imports {
-        for name in items.iter().filter_map(item_name) {
-            let text = name.to_string();
-            match taken.iter().find(|(n, _)| *n == text) {
+        let written = quote::ToTokens::to_token_stream(&path)
+            .to_string()
+            .replace(' ', "");
+        for item in items {
+            let Some(name) = item_name(&item).map(ToString::to_string) else {
+                continue;
+            };
+            match taken.iter().find(|(n, _)| *n == name) {
                 Some((_, Some(other))) => errors.spanned(
-                    path,
+                    &path,
                     format!(
-                        "`{text}` is in both `{}` and `{}`; a kernels module can import only \
-                         one of two libraries that share a name",
-                        quote::ToTokens::to_token_stream(other)
-                            .to_string()
-                            .replace(' ', ""),
-                        quote::ToTokens::to_token_stream(path)
-                            .to_string()
-                            .replace(' ', ""),
+                        "`{name}` is in both `{other}` and `{written}`; a kernels module can \
+                         import only one of two libraries that share a name"
                     ),
                 ),
                 Some((_, None)) => errors.spanned(
-                    path,
+                    &path,
                     format!(
-                        "this library has a `{text}`, and so does the kernels module; rename \
-                         the module's, since the library's helpers may call theirs by name"
+                        "`{name}` is in this library and in the kernels module; rename the \
+                         module's, since the library's helpers may call theirs by name"
                     ),
                 ),
-                None => taken.push((text, Some(path))),
+                None => {
+                    taken.push((name, Some(written.clone())));
+                    distinct.push(item);
+                }
             }
         }
     }
+    distinct
 }
 
 fn item_name(item: &syn::Item) -> Option<&syn::Ident> {

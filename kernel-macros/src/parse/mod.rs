@@ -70,9 +70,14 @@ pub fn module(
             continue;
         }
         if let Some(path) = library::import_path(&item) {
-            // A valid import was resolved before parsing; only a malformed one is left.
-            if let Err(error) = path {
-                errors.push(error);
+            // `expand` resolves every valid import before the module is parsed.
+            match path {
+                Err(error) => errors.push(error),
+                Ok(path) => errors.spanned(
+                    path,
+                    "this library's helpers did not reach the module: `#[device] use` is \
+                     resolved by the `#[tessera::kernels]` attribute, and this is a bug in tessera",
+                ),
             }
             continue;
         }
@@ -115,20 +120,17 @@ pub fn module(
         }
     }
     let own_consts: Vec<String> = module_consts.names().map(str::to_owned).collect();
-    library::distinct_imports(&functions, &own_consts, &imports, errors);
     let mut imported = Vec::new();
-    for (_, items) in imports {
-        for item in items {
-            match item {
-                syn::Item::Const(constant) => {
-                    let value = consts::module_const(&constant, &module_consts, errors)
-                        .unwrap_or_else(|| consts::stand_in(&constant.ty));
-                    module_consts = module_consts.with(&constant.ident.to_string(), value);
-                }
-                syn::Item::Fn(function) => imported.push(function),
-                // The library's own crate reported anything else.
-                _ => {}
+    for item in library::distinct_imports(&functions, &own_consts, imports, errors) {
+        match item {
+            syn::Item::Const(constant) => {
+                let value = consts::module_const(&constant, &module_consts, errors)
+                    .unwrap_or_else(|| consts::stand_in(&constant.ty));
+                module_consts = module_consts.with(&constant.ident.to_string(), value);
             }
+            syn::Item::Fn(function) => imported.push(function),
+            // The library's own crate reported anything else.
+            _ => {}
         }
     }
     let imported_names: Vec<syn::Ident> = imported.iter().map(|f| f.sig.ident.clone()).collect();

@@ -305,3 +305,33 @@ fn a_helper_no_kernel_calls_that_needs_a_sets_constants_gets_one_error_at_its_na
         .iter()
         .all(|e| e.contains("Call it from a kernel with `constants = Tiles`")));
 }
+
+#[test]
+fn a_tuple_let_may_name_fields_and_methods_like_its_bindings() {
+    // `.x` and `.y` are fields, not the `x` and `y` being bound.
+    checked(quote! {
+        mod m {
+            #[kernel(workgroup = [8, 8], grid = [1, 1])]
+            fn k(out: &mut [u32]) {
+                let (x, y) = (global_id().x, global_id().y);
+                let (max, v) = (x.max(y), vec2(x, y).y);
+                out[y * 8 + x] = max + v;
+            }
+        }
+    })
+    .unwrap();
+    // A value that names a bound variable itself is still refused.
+    let Err(errors) = checked(quote! {
+        mod m {
+            #[kernel(workgroup = [1], grid = [1])]
+            fn k(out: &mut [u32]) {
+                let x = 1u32;
+                let (x, y) = (2u32, x);
+                out[0] = x + y;
+            }
+        }
+    }) else {
+        panic!("a tuple let whose value names a bound variable was accepted");
+    };
+    assert!(errors[0].starts_with("`let` binds one name"), "{errors:#?}");
+}

@@ -8,7 +8,7 @@
 /// Reductions over a workgroup, through a workgroup array the calling kernel lends.
 #[tessera::device]
 pub mod reductions {
-    /// How many values [`sum_of_squares`]'s callers fold into one: a constant of the library.
+    /// How many values the helper `sum_of_squares` folds into one: a constant of the library.
     pub const FOLD: u32 = 2;
 
     /// The sum of `value` over the workgroup, by halving `tile` (the caller's workgroup array
