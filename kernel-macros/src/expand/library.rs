@@ -134,14 +134,14 @@ fn function_docs(functions: &[syn::ItemFn]) -> Vec<String> {
         String::new(),
     ];
     for function in functions {
-        let signature = quote::ToTokens::to_token_stream(&function.sig).to_string();
+        let signature = signature_text(quote::ToTokens::to_token_stream(&function.sig));
         let summary = function
             .attrs
             .iter()
             .find_map(doc_text)
             .map(|d| format!(": {}", d.trim()))
             .unwrap_or_default();
-        lines.push(format!(" - `{}`{summary}", tidy(&signature)));
+        lines.push(format!(" - `{signature}`{summary}"));
     }
     lines
 }
@@ -162,28 +162,49 @@ fn doc_text(attr: &syn::Attribute) -> Option<String> {
     }
 }
 
-/// A token string's spacing made Rust's: `fn sum(x : & [f32 ; N]) -> f32` reads
-/// `fn sum(x: &[f32; N]) -> f32`.
-fn tidy(text: &str) -> String {
-    [
-        (" : ", ": "),
-        ("& ", "&"),
-        (" ;", ";"),
-        ("[ ", "["),
-        (" ]", "]"),
-        ("( ", "("),
-        (" )", ")"),
-        (" ,", ","),
-        (" <", "<"),
-        ("< ", "<"),
-        (" >", ">"),
-        ("mut[", "mut ["),
-    ]
-    .iter()
-    .fold(text.to_owned(), |text, (from, to)| text.replace(from, to))
-    .replace(">(", "> (")
-    .replace("- >", "->")
-    .replace(")->", ") ->")
+/// Tokens printed as rustfmt would space them, for the few shapes a signature has:
+/// `fn sum(x: &mut [f32; N], i: u32) -> f32`.
+fn signature_text(tokens: TokenStream) -> String {
+    let mut out = String::new();
+    let mut previous: Option<TokenTree> = None;
+    for token in tokens {
+        let space = match (&previous, &token) {
+            (None, _) => false,
+            (Some(TokenTree::Punct(p)), _) if p.spacing() == Spacing::Joint => false,
+            // After `,`, `;`, a lone `:` and the `>` of `->`; not after `::` or a generic's `>`.
+            (Some(TokenTree::Punct(p)), _) => match p.as_char() {
+                ',' | ';' => true,
+                ':' => !out.ends_with("::"),
+                '>' => out.ends_with("->"),
+                _ => false,
+            },
+            (Some(_), TokenTree::Punct(p)) => p.as_char() == '-',
+            (Some(TokenTree::Ident(i)), TokenTree::Group(g)) => {
+                g.delimiter() != proc_macro2::Delimiter::Parenthesis || i == "mut"
+            }
+            (Some(TokenTree::Group(_)), _) => true,
+            (Some(_), _) => true,
+        };
+        if space {
+            out.push(' ');
+        }
+        match &token {
+            TokenTree::Group(group) => {
+                let (open, close) = match group.delimiter() {
+                    proc_macro2::Delimiter::Parenthesis => ("(", ")"),
+                    proc_macro2::Delimiter::Bracket => ("[", "]"),
+                    proc_macro2::Delimiter::Brace => ("{", "}"),
+                    proc_macro2::Delimiter::None => ("", ""),
+                };
+                out.push_str(open);
+                out.push_str(&signature_text(group.stream()));
+                out.push_str(close);
+            }
+            other => out.push_str(&other.to_string()),
+        }
+        previous = Some(token);
+    }
+    out
 }
 
 /// The module's first import that is still a `#[device] use`, as the call of its library's
@@ -276,5 +297,26 @@ fn compile_errors(errors: Errors) -> TokenStream {
     match errors.finish() {
         Ok(()) => TokenStream::new(),
         Err(error) => error.to_compile_error(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_are_listed_as_rust_writes_them() {
+        let function: syn::ItemFn = syn::parse_quote! {
+            fn workgroup_sum(tile: &mut [f32; GROUP], i: u32, x: Vec4<f32>, f: FragC16<f32>) -> f32 { 0.0 }
+        };
+        assert_eq!(
+            signature_text(quote::ToTokens::to_token_stream(&function.sig)),
+            "fn workgroup_sum(tile: &mut [f32; GROUP], i: u32, x: Vec4<f32>, f: FragC16<f32>) -> f32"
+        );
+        let function: syn::ItemFn = syn::parse_quote! { fn nudge(x: T) { } };
+        assert_eq!(
+            signature_text(quote::ToTokens::to_token_stream(&function.sig)),
+            "fn nudge(x: T)"
+        );
     }
 }
