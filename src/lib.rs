@@ -476,7 +476,8 @@
 //!   by name). A library cannot import another one yet.
 //! - A path that is no library (`#[device] use std::f32;`) fails with rustc's "cannot find
 //!   macro `tessera_device_library`": each library defines that macro, through which its
-//!   items reach the modules that import it.
+//!   items reach the modules that import it. Libraries, and the modules that import them, are
+//!   items of a module, not of a function's body, where such paths do not reach.
 //!
 //! Anything else is a compile error at the offending tokens saying what to write instead, and
 //! so is a type error, a write to a read-only binding, a workgroup over WebGPU's limits, or a
@@ -588,8 +589,10 @@ pub use kernel_macros::kernels;
 ///     }
 /// }
 ///
-/// assert_eq!(scaling::FACTOR, 0.5);
-/// assert!(halve::WGSL.contains("fn scaled"));
+/// fn main() {
+///     assert_eq!(scaling::FACTOR, 0.5);
+///     assert!(halve::WGSL.contains("fn scaled"));
+/// }
 /// ```
 #[doc(inline)]
 pub use kernel_macros::device;
