@@ -1158,7 +1158,9 @@ impl<'m, 'e> Checker<'m, 'e> {
         };
         if builtin.feature.is_some() {
             self.feature_allowed(builtin, name, span);
-        } else if builtin.id().is_some() && !self.env.in_kernel {
+        }
+        // The subgroup ids need a feature too, and are only in kernels all the same.
+        if builtin.id().is_some() && !self.env.in_kernel {
             self.errors.at(
                 span,
                 format!(
