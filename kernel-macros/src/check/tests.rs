@@ -321,6 +321,22 @@ fn the_lane_of_a_broadcast_is_a_constant_below_128() {
     );
 }
 
+#[test]
+fn subgroup_ids_need_a_one_dimensional_workgroup() {
+    let error = first_error(quote! {
+        mod m {
+            #[kernel(workgroup = [8, 8], grid = [1], features(subgroups))]
+            fn k(y: &mut [u32]) { y[local_index()] = subgroup_id() + subgroup_size(); }
+        }
+    });
+    assert_eq!(
+        error,
+        "`subgroup_id()` needs a one-dimensional workgroup, but this one is [8, 8, 1] (naga \
+         refuses the subgroup ids in more than one dimension); declare `workgroup = [64]` and \
+         compute the 2-D position from `local_index()`"
+    );
+}
+
 fn params(fields: &[(&str, Ty)]) -> ParamsStruct {
     let span = proc_macro2::Span::call_site();
     ParamsStruct {
