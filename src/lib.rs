@@ -183,11 +183,8 @@
 //! - **Limits and features.** A kernel whose workgroup exceeds WebGPU's defaults (256
 //!   invocations, 16 KiB of workgroup memory) declares `limits(invocations = 1024,
 //!   workgroup_memory = 49152)`, each instance its own when a limit uses its constants
-//!   (`workgroup_memory = 8 * BLOCK * DEPTH`); `features(subgroups)` unlocks `subgroup_add/min/max`,
-//!   `subgroup_broadcast_first`, `subgroup_shuffle`, `subgroup_size()` and
-//!   `subgroup_invocation_id()` (the operations among a subgroup, like barriers, must be
-//!   reached in uniform control flow: WGSL requires it; how wide a subgroup may be, the
-//!   driver decides, within [`RuntimeInfo::subgroup_sizes`]); `features(f16)` unlocks the `f16` type (annotations, `as f16`,
+//!   (`workgroup_memory = 8 * BLOCK * DEPTH`); `features(subgroups)` unlocks the subgroup
+//!   operations and ids (see [Subgroups](#subgroups) below); `features(f16)` unlocks the `f16` type (annotations, `as f16`,
 //!   `1.0f16` literals, `&[f16]`/`&mut [f16]` storage, which the host reads and writes as
 //!   `GpuBuffer<half::f16>`, re-exported as [`half`]). Using either without declaring it is a compile error. The
 //!   launcher's `new` returns [`Error::LimitExceeded`] or [`Error::MissingFeature`] on a device
@@ -277,6 +274,50 @@
 //!   and/or/xor`, with or without a trailing `Ordering::Relaxed`.
 //! - Helper functions beside the kernels, with parameters (also `mut`) and a return value.
 //!   See below: helpers are device functions.
+//!
+//! ## Subgroups
+//!
+//! A kernel that declares `features(subgroups)` computes among the invocations of a
+//! *subgroup* (a warp, a wave, a SIMD group), which the driver forms out of the workgroup; how
+//! wide they are, it decides, within [`RuntimeInfo::subgroup_sizes`]. In practice drivers
+//! make them of contiguous runs of `local_index()`, `subgroup_size()` each (the last one
+//! shorter where the workgroup is not a multiple of it), and `tests/subgroups.rs` checks
+//! that on its adapter, but WGSL does not promise it: a kernel that relies on which
+//! invocations share a subgroup relies on the driver. Every operation below is taken by the
+//! whole subgroup, so, like barriers, it must be reached in uniform control flow (WGSL
+//! requires it). "Numbers" are `f32`, `f16`, `u32`, `i32` and their vectors; "integers"
+//! `u32`, `i32` and their vectors; the result has the argument's type unless said.
+//!
+//! - `subgroup_size()`: the subgroup width (`u32`), the same in every invocation of a
+//!   kernel, so a loop `while off < subgroup_size() { .. }` is uniform control flow.
+//! - `subgroup_invocation_id()`: the invocation's lane in its subgroup, `0..subgroup_size()`.
+//! - `subgroup_id()`: the invocation's subgroup in the workgroup; `num_subgroups()`: how
+//!   many subgroups the workgroup has (the same in every invocation; lavapipe rounds it
+//!   down when the last subgroup is short). These two and `subgroup_invocation_id()` need a
+//!   one-dimensional workgroup (naga refuses them in `workgroup = [x, y]`).
+//! - `subgroup_add(x)`, `subgroup_mul(x)`, `subgroup_min(x)`, `subgroup_max(x)`: the sum,
+//!   product, minimum or maximum of the numbers `x` of the whole subgroup, in every
+//!   invocation.
+//! - `subgroup_inclusive_add(x)`, `subgroup_inclusive_mul(x)`: the sum or product of `x` over
+//!   the lanes up to and including this one; `subgroup_exclusive_add(x)`,
+//!   `subgroup_exclusive_mul(x)`: over the lanes before this one (0 or 1 in lane 0).
+//! - `subgroup_and(x)`, `subgroup_or(x)`, `subgroup_xor(x)`: the bitwise and, or, xor of the
+//!   integers `x` of the subgroup.
+//! - `subgroup_all(c)`, `subgroup_any(c)`: whether the `bool` `c` holds in every lane, in
+//!   some lane; `subgroup_ballot(c)`: a `Vec4<u32>` whose bit `l % 32` of component `l / 32`
+//!   is set where `c` holds in lane `l`.
+//! - `subgroup_broadcast_first(x)`: `x` of the subgroup's first active lane;
+//!   `subgroup_broadcast(x, lane)`: `x` of lane `lane`, a constant `u32` below 128 (WGSL
+//!   requires a const-expression: a literal, a constant, a constant `let`, an unrolled loop's
+//!   variable).
+//! - `subgroup_shuffle(x, lane)`: `x` of lane `lane` (a `u32` computed at run time);
+//!   `subgroup_shuffle_up(x, delta)`, `subgroup_shuffle_down(x, delta)`: `x` of the lane
+//!   `delta` below or above this one; `subgroup_shuffle_xor(x, mask)`: `x` of lane `lane ^
+//!   mask`. A lane outside the subgroup gives an indeterminate value.
+//!
+//! WGSL requires `enable subgroups;` in a module using these, but naga 30 (which validates
+//! the module at expansion and compiles it in wgpu) refuses the directive, so tessera does
+//! not write it; a browser's WebGPU (Tint) would need it added.
 //!
 //! ## Tensor cores: matrix fragments
 //!

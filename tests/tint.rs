@@ -3,9 +3,9 @@
 //!
 //! Checked here: `tessera::nn::WGSL_PORTABLE` (every nn kernel but the tensor-core ones, whose
 //! wgpu extension Tint does not know) as this build generated it, and the WGSL of every module
-//! of `tests/kernels.rs` and `tests/variants.rs` through their insta snapshots (which those
-//! tests keep equal to what the macro generates; test crates cannot reach each other's
-//! modules). The macro's fuzz harness (`kernel-macros/src/fuzz`) runs every `#[kernels]`
+//! of `tests/kernels.rs`, `tests/variants.rs` and `tests/subgroups.rs` through their insta
+//! snapshots (every `tests/snapshots/*.snap`, which those tests keep equal to what the macro
+//! generates; test crates cannot reach each other's modules). The macro's fuzz harness (`kernel-macros/src/fuzz`) runs every `#[kernels]`
 //! module of the repository, and the modules it generates, through Tint as well.
 //!
 //! Needs Node and npm (see `tools/tint`); without them the test prints why it skipped, and

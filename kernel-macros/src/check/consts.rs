@@ -251,6 +251,16 @@ fn describe(problem: Problem) -> String {
              overflows `{ty}`; keep `a + b` within `{ty}`",
             ty = scalar.rust_name()
         ),
+        Problem::LaneNotConstant => "the lane of `subgroup_broadcast` must be a constant (WGSL \
+                                     requires a const-expression: a literal, a constant, an \
+                                     unrolled loop's variable, or arithmetic of them); to read \
+                                     from a lane computed at run time, use \
+                                     `subgroup_shuffle(x, lane)`"
+            .to_owned(),
+        Problem::LaneOutOfRange(lane) => format!(
+            "the lane of `subgroup_broadcast` is {lane}, but WGSL requires a lane below 128 \
+             (the largest subgroup); broadcast from a lane in 0..128"
+        ),
         Problem::ZeroVectorNormalized => "this normalizes a constant zero vector, which has no \
                                           direction (WGSL cannot compile it); normalize a vector \
                                           that is not zero"

@@ -18,6 +18,7 @@ use std::collections::{HashMap, HashSet};
 use proc_macro2::Ident;
 
 use crate::diag::Errors;
+use crate::ir::builtins::IdBuiltin;
 use crate::ir::{
     Binding, BindingKind, ExprKind, Feature, FnParam, Function, HostExpr, Instance, Kernel, Module,
     ParamKind, ParamsStruct, SharedVar, Ty, Variant,
@@ -83,6 +84,7 @@ fn variant(kernel: &mut Variant, prefix: &str, params: &[ParamsStruct], errors: 
     checker.block(&mut body);
     checker.finish_block(&mut body);
     kernel.locals = checker.locals;
+    subgroup_ids_in_one_dimension(kernel, &body, prefix, errors);
     unroll::check(&body, errors);
     kernel.body = body;
     resources::check(kernel, prefix, errors);
@@ -96,6 +98,37 @@ fn variant(kernel: &mut Variant, prefix: &str, params: &[ParamsStruct], errors: 
              then checks that the device supports SHADER_F16",
         );
     }
+}
+
+/// `subgroup_id()` and `subgroup_invocation_id()` in a workgroup of more than one dimension,
+/// which naga 30 refuses (its `InvalidMultiDimensionalSubgroupBuiltIn`): reported at the call.
+fn subgroup_ids_in_one_dimension(
+    kernel: &Variant,
+    body: &crate::ir::Block,
+    instance: &str,
+    errors: &mut Errors,
+) {
+    let [x, y, z] = kernel.workgroup_size;
+    if y <= 1 && z <= 1 {
+        return;
+    }
+    crate::ir::visit_exprs(body, &mut |e| {
+        let ExprKind::Builtin(builtin, _) = &e.kind else {
+            return;
+        };
+        if let Some(IdBuiltin::SubgroupId | IdBuiltin::SubgroupInvocationId) = builtin.id() {
+            errors.at(
+                e.span,
+                format!(
+                    "{instance}`{}()` needs a one-dimensional workgroup, but this one is [{x}, {y}, {z}] \
+                     (naga refuses the subgroup ids in more than one dimension); declare \
+                     `workgroup = [{}]` and compute the 2-D position from `local_index()`",
+                    builtin.name,
+                    u64::from(x) * u64::from(y) * u64::from(z)
+                ),
+            );
+        }
+    });
 }
 
 /// Helper signatures by name.

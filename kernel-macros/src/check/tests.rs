@@ -215,6 +215,160 @@ fn helpers_use_subgroups_in_uniform_flow_where_their_kernels_declare_them() {
     );
 }
 
+/// A module whose kernel (64 invocations, `features(subgroups)` unless `features` is empty)
+/// runs `body` with `i = local_index()`, `x: &[f32]`, `u: &[u32]`, `y: &mut [f32]`.
+fn subgroup_kernel(
+    features: proc_macro2::TokenStream,
+    body: proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
+    quote! {
+        mod m {
+            #[repr(C)] #[derive(Params)] struct P { n: u32 }
+            #[kernel(workgroup = [64], grid = [1] #features)]
+            fn k(p: &P, x: &[f32], u: &[u32], y: &mut [f32]) { let i = local_index(); #body }
+        }
+    }
+}
+
+#[test]
+fn subgroup_size_is_uniform_so_a_loop_to_it_may_shuffle() {
+    let features = quote!(, features(subgroups));
+    checked(subgroup_kernel(
+        features.clone(),
+        quote! {
+            let mut total = x[i];
+            let mut off = 1u32;
+            while off < subgroup_size() {
+                total = total + subgroup_shuffle_down(total, off);
+                off = off * 2;
+            }
+            for s in 0..num_subgroups() {
+                total = total + subgroup_broadcast_first(total) * (s as f32);
+            }
+            y[i] = total;
+        },
+    ))
+    .unwrap();
+    // `subgroup_id()` differs between subgroups: a loop to it is not uniform.
+    let error = first_error(subgroup_kernel(
+        features,
+        quote! {
+            for s in 0..subgroup_id() { y[i] = subgroup_add(x[i] + (s as f32)); }
+        },
+    ));
+    assert!(
+        error.starts_with("`subgroup_add()` must be reached"),
+        "{error}"
+    );
+}
+
+#[test]
+fn subgroup_operations_check_their_arguments() {
+    let error = |body| first_error(subgroup_kernel(quote!(, features(subgroups)), body));
+    assert_eq!(
+        error(quote! { y[i] = f32::from_bits(subgroup_and(x[i]).to_bits()); }),
+        "`subgroup_and` takes integers (`u32`, `i32` or their vectors), not `f32`; on floats, \
+         combine their bits: `subgroup_and(x.to_bits())`"
+    );
+    assert_eq!(
+        error(quote! { let b = subgroup_mul(x[i] > 0.0); y[i] = 0.0; }),
+        "`subgroup_mul` takes numbers (`f32`, `f16`, `u32`, `i32` or their vectors), not `bool`; \
+         for a `bool`, use `subgroup_all`, `subgroup_any` or `subgroup_ballot`"
+    );
+    assert_eq!(
+        error(quote! { if subgroup_all(u[i]) { y[i] = 1.0; } }),
+        "`subgroup_all` takes a `bool` condition, not `u32`; compare the value, as in \
+         `subgroup_all(x != 0)` or `subgroup_all(x > 0.0)`"
+    );
+    let shuffle = error(quote! { y[i] = subgroup_shuffle_down(x[i], 1.0); });
+    assert!(
+        shuffle.starts_with("the distance, in lanes, to read from is a `u32`: expected"),
+        "{shuffle}"
+    );
+    assert!(error(quote! { y[i] = subgroup_shuffle_xor(x[i], 1i32); })
+        .starts_with("the mask to xor the lane with is a `u32`: expected"),);
+    assert_eq!(
+        error(quote! { y[i] = subgroup_inclusive_add(x[i], 1); }),
+        "`subgroup_inclusive_add` takes 1 argument(s), but 2 were given"
+    );
+    assert_eq!(
+        error(quote! { y[i] = subgroup_broadcast(x[i]); }),
+        "`subgroup_broadcast` takes 2 argument(s), but 1 were given"
+    );
+    let ballot = error(quote! { let b: u32 = subgroup_ballot(x[i] > 0.0); y[i] = 0.0; });
+    assert!(ballot.contains("Vec4<u32>"), "{ballot}");
+    // Each needs the feature.
+    let error = first_error(subgroup_kernel(
+        quote!(),
+        quote! { y[i] = subgroup_exclusive_mul(x[i]); },
+    ));
+    assert!(
+        error.starts_with(
+            "`subgroup_exclusive_mul` is a subgroup operation: declare `features(subgroups)`"
+        ),
+        "{error}"
+    );
+    let error = first_error(subgroup_kernel(
+        quote!(),
+        quote! { y[i] = num_subgroups() as f32; },
+    ));
+    assert!(
+        error.starts_with("`num_subgroups` is a subgroup operation"),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_lane_of_a_broadcast_is_a_constant_below_128() {
+    let features = quote!(, features(subgroups));
+    checked(subgroup_kernel(
+        features.clone(),
+        quote! {
+            let lane = 3u32;
+            y[i] = subgroup_broadcast(x[i], 2) + subgroup_broadcast(x[i], lane * 2 + 1);
+        },
+    ))
+    .unwrap();
+    let error = first_error(subgroup_kernel(
+        features.clone(),
+        quote! { y[i] = subgroup_broadcast(x[i], p.n); },
+    ));
+    assert!(
+        error.starts_with("the lane of `subgroup_broadcast` must be a constant"),
+        "{error}"
+    );
+    assert!(
+        error.ends_with("use `subgroup_shuffle(x, lane)`"),
+        "{error}"
+    );
+    let error = first_error(subgroup_kernel(
+        features,
+        quote! { y[i] = subgroup_broadcast(x[i], 128); },
+    ));
+    assert!(
+        error.starts_with(
+            "the lane of `subgroup_broadcast` is 128, but WGSL requires a lane below 128"
+        ),
+        "{error}"
+    );
+}
+
+#[test]
+fn subgroup_ids_need_a_one_dimensional_workgroup() {
+    let error = first_error(quote! {
+        mod m {
+            #[kernel(workgroup = [8, 8], grid = [1], features(subgroups))]
+            fn k(y: &mut [u32]) { y[local_index()] = subgroup_id() + subgroup_size(); }
+        }
+    });
+    assert_eq!(
+        error,
+        "`subgroup_id()` needs a one-dimensional workgroup, but this one is [8, 8, 1] (naga \
+         refuses the subgroup ids in more than one dimension); declare `workgroup = [64]` and \
+         compute the 2-D position from `local_index()`"
+    );
+}
+
 fn params(fields: &[(&str, Ty)]) -> ParamsStruct {
     let span = proc_macro2::Span::call_site();
     ParamsStruct {

@@ -1158,7 +1158,9 @@ impl<'m, 'e> Checker<'m, 'e> {
         };
         if builtin.feature.is_some() {
             self.feature_allowed(builtin, name, span);
-        } else if builtin.id().is_some() && !self.env.in_kernel {
+        }
+        // The subgroup ids need a feature too, and are only in kernels all the same.
+        if builtin.id().is_some() && !self.env.in_kernel {
             self.errors.at(
                 span,
                 format!(
@@ -1191,7 +1193,10 @@ impl<'m, 'e> Checker<'m, 'e> {
                 }
                 ty
             }
-            Signature::SubgroupReduce | Signature::SubgroupShuffle => {
+            Signature::SubgroupReduce(_)
+            | Signature::SubgroupShuffle
+            | Signature::SubgroupBroadcast
+            | Signature::SubgroupVote(_) => {
                 self.subgroup(name, builtin.signature, args, &arg_tys, span)
             }
             Signature::Fixed(params, ret) => {
@@ -1453,6 +1458,7 @@ impl<'m, 'e> Checker<'m, 'e> {
         }
     }
 
+    /// A subgroup operation: its value argument, and the lane, distance or mask after it.
     fn subgroup(
         &mut self,
         name: &Ident,
@@ -1461,28 +1467,60 @@ impl<'m, 'e> Checker<'m, 'e> {
         arg_tys: &[Ty],
         span: Span,
     ) -> Ty {
-        if signature == Signature::SubgroupShuffle {
-            if !self.arity(name, args, 2, span) {
-                return Ty::Unknown;
-            }
-            self.expect(
-                &Ty::U32,
-                &arg_tys[1],
-                args[1].span,
-                "the invocation to read from is a `u32`",
-            );
-            return arg_tys[0].clone();
-        }
-        if !self.arity(name, args, 1, span) {
+        let arguments = match signature {
+            Signature::SubgroupShuffle | Signature::SubgroupBroadcast => 2,
+            _ => 1,
+        };
+        if !self.arity(name, args, arguments, span) {
             return Ty::Unknown;
         }
-        if !self.is_numeric(&arg_tys[0]) {
-            self.errors.at(
-                args[0].span,
-                format!("`{name}` takes numbers, not `{}`", arg_tys[0].rust_name()),
-            );
+        let (value, value_ty) = (&args[0], &arg_tys[0]);
+        if let Signature::SubgroupVote(result) = signature {
+            if self.unify(&Ty::BOOL, value_ty).is_none() {
+                self.errors.at(
+                    value.span,
+                    format!(
+                        "`{name}` takes a `bool` condition, not `{}`; compare the value, as in \
+                         `{name}(x != 0)` or `{name}(x > 0.0)`",
+                        self.shallow(value_ty).rust_name()
+                    ),
+                );
+            }
+            return result.clone();
         }
-        arg_tys[0].clone()
+        let integers = signature == Signature::SubgroupReduce(Receivers::Integer);
+        let accepted = if integers {
+            self.is_integer(value_ty)
+        } else {
+            self.is_numeric(value_ty)
+        };
+        if !accepted {
+            let found = self.shallow(value_ty).rust_name();
+            let message = if integers {
+                format!(
+                    "`{name}` takes integers (`u32`, `i32` or their vectors), not `{found}`; \
+                     on floats, combine their bits: `{name}(x.to_bits())`"
+                )
+            } else {
+                format!(
+                    "`{name}` takes numbers (`f32`, `f16`, `u32`, `i32` or their vectors), not \
+                     `{found}`; for a `bool`, use `subgroup_all`, `subgroup_any` or \
+                     `subgroup_ballot`"
+                )
+            };
+            self.errors.at(value.span, message);
+        }
+        if arguments == 2 {
+            let what = match name.to_string().as_str() {
+                "subgroup_shuffle_up" | "subgroup_shuffle_down" => {
+                    "the distance, in lanes, to read from is a `u32`"
+                }
+                "subgroup_shuffle_xor" => "the mask to xor the lane with is a `u32`",
+                _ => "the invocation to read from is a `u32`",
+            };
+            self.expect(&Ty::U32, &arg_tys[1], args[1].span, what);
+        }
+        value_ty.clone()
     }
 
     fn arity(&mut self, name: &Ident, args: &[Expr], n: usize, span: Span) -> bool {

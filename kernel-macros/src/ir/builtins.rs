@@ -43,10 +43,17 @@ pub enum Signature {
     Vector(u8),
     /// `ceil_div(a, b)`: two integers of one type.
     CeilDiv,
-    /// A subgroup reduction or broadcast: one number, the result of its type.
-    SubgroupReduce,
-    /// `subgroup_shuffle(value, lane)`.
+    /// A subgroup reduction, scan or broadcast of one value the receivers accept (numbers;
+    /// integers for the bitwise ones), the result of its type.
+    SubgroupReduce(Receivers),
+    /// `subgroup_shuffle(value, lane)` and the relative shuffles (`subgroup_shuffle_down(value,
+    /// delta)`): a number and a `u32`, the result of the number's type.
     SubgroupShuffle,
+    /// `subgroup_broadcast(value, lane)`: a number and a constant `u32` lane below 128 (WGSL
+    /// requires a const-expression), the result of the number's type.
+    SubgroupBroadcast,
+    /// A vote over a `bool` predicate (`subgroup_all`, `subgroup_ballot`), returning `Ty`.
+    SubgroupVote(&'static Ty),
     /// Fixed argument and result types (the pack and unpack builtins).
     Fixed(&'static [Ty], &'static Ty),
     /// A math method on the receivers it names, its arguments and result typed by `Shape`.
@@ -200,6 +207,8 @@ pub enum IdBuiltin {
     LocalIndex,
     SubgroupSize,
     SubgroupInvocationId,
+    SubgroupId,
+    NumSubgroups,
 }
 
 impl IdBuiltin {
@@ -224,6 +233,8 @@ impl IdBuiltin {
             IdBuiltin::LocalIndex => "local_invocation_index",
             IdBuiltin::SubgroupSize => "subgroup_size",
             IdBuiltin::SubgroupInvocationId => "subgroup_invocation_id",
+            IdBuiltin::SubgroupId => "subgroup_id",
+            IdBuiltin::NumSubgroups => "num_subgroups",
         }
     }
 
@@ -241,6 +252,7 @@ const VEC2_F32: Ty = Ty::Vector(2, Scalar::F32);
 const VEC4_F32: Ty = Ty::Vector(4, Scalar::F32);
 const VEC4_U32: Ty = Ty::Vector(4, Scalar::U32);
 const VEC4_I32: Ty = Ty::Vector(4, Scalar::I32);
+const BOOL: Ty = Ty::Scalar(Scalar::Bool);
 
 const fn row(
     name: &'static str,
@@ -275,6 +287,19 @@ const fn subgroup(name: &'static str, signature: Signature, wgsl: &'static str) 
         )
     }
 }
+
+/// An invocation id of the subgroups (`features(subgroups)`).
+const fn subgroup_id_row(name: &'static str, which: IdBuiltin, uniformity: Uniformity) -> Builtin {
+    Builtin {
+        feature: Some(Feature::Subgroups),
+        ..id(name, which, uniformity)
+    }
+}
+
+/// A reduction or scan of numbers.
+const REDUCE: Signature = Signature::SubgroupReduce(Receivers::Numeric);
+/// A bitwise reduction of integers.
+const BITWISE: Signature = Signature::SubgroupReduce(Receivers::Integer);
 
 const fn cooperative(name: &'static str, signature: Signature, wgsl: &'static str) -> Builtin {
     let uniformity = match signature {
@@ -424,43 +449,87 @@ pub static BUILTINS: &[Builtin] = &[
     fixed("pack_2x16_unorm", &[VEC2_F32], &U32, "pack2x16unorm({0})"),
     fixed("pack_2x16_snorm", &[VEC2_F32], &U32, "pack2x16snorm({0})"),
     fixed("pack_2x16_float", &[VEC2_F32], &U32, "pack2x16float({0})"),
-    // Subgroups.
-    Builtin {
-        feature: Some(Feature::Subgroups),
-        ..id("subgroup_size", IdBuiltin::SubgroupSize, Varying)
-    },
-    Builtin {
-        feature: Some(Feature::Subgroups),
-        ..id(
-            "subgroup_invocation_id",
-            IdBuiltin::SubgroupInvocationId,
-            Varying,
-        )
-    },
+    // Subgroups. Within a compute shader the subgroup size is the same in every invocation
+    // (Tint's uniformity analysis treats it so), and so is the number of subgroups.
+    subgroup_id_row("subgroup_size", IdBuiltin::SubgroupSize, Uniform),
+    subgroup_id_row(
+        "subgroup_invocation_id",
+        IdBuiltin::SubgroupInvocationId,
+        Varying,
+    ),
+    subgroup_id_row("subgroup_id", IdBuiltin::SubgroupId, Varying),
+    subgroup_id_row("num_subgroups", IdBuiltin::NumSubgroups, Uniform),
+    subgroup("subgroup_add", REDUCE, "subgroupAdd({0})"),
+    subgroup("subgroup_mul", REDUCE, "subgroupMul({0})"),
+    subgroup("subgroup_min", REDUCE, "subgroupMin({0})"),
+    subgroup("subgroup_max", REDUCE, "subgroupMax({0})"),
     subgroup(
-        "subgroup_add",
-        Signature::SubgroupReduce,
-        "subgroupAdd({0})",
+        "subgroup_inclusive_add",
+        REDUCE,
+        "subgroupInclusiveAdd({0})",
     ),
     subgroup(
-        "subgroup_min",
-        Signature::SubgroupReduce,
-        "subgroupMin({0})",
+        "subgroup_exclusive_add",
+        REDUCE,
+        "subgroupExclusiveAdd({0})",
     ),
     subgroup(
-        "subgroup_max",
-        Signature::SubgroupReduce,
-        "subgroupMax({0})",
+        "subgroup_inclusive_mul",
+        REDUCE,
+        "subgroupInclusiveMul({0})",
     ),
+    subgroup(
+        "subgroup_exclusive_mul",
+        REDUCE,
+        "subgroupExclusiveMul({0})",
+    ),
+    subgroup("subgroup_and", BITWISE, "subgroupAnd({0})"),
+    subgroup("subgroup_or", BITWISE, "subgroupOr({0})"),
+    subgroup("subgroup_xor", BITWISE, "subgroupXor({0})"),
     subgroup(
         "subgroup_broadcast_first",
-        Signature::SubgroupReduce,
+        REDUCE,
         "subgroupBroadcastFirst({0})",
+    ),
+    subgroup(
+        "subgroup_broadcast",
+        Signature::SubgroupBroadcast,
+        "subgroupBroadcast({0}, {1})",
     ),
     subgroup(
         "subgroup_shuffle",
         Signature::SubgroupShuffle,
         "subgroupShuffle({0}, {1})",
+    ),
+    subgroup(
+        "subgroup_shuffle_up",
+        Signature::SubgroupShuffle,
+        "subgroupShuffleUp({0}, {1})",
+    ),
+    subgroup(
+        "subgroup_shuffle_down",
+        Signature::SubgroupShuffle,
+        "subgroupShuffleDown({0}, {1})",
+    ),
+    subgroup(
+        "subgroup_shuffle_xor",
+        Signature::SubgroupShuffle,
+        "subgroupShuffleXor({0}, {1})",
+    ),
+    subgroup(
+        "subgroup_all",
+        Signature::SubgroupVote(&BOOL),
+        "subgroupAll({0})",
+    ),
+    subgroup(
+        "subgroup_any",
+        Signature::SubgroupVote(&BOOL),
+        "subgroupAny({0})",
+    ),
+    subgroup(
+        "subgroup_ballot",
+        Signature::SubgroupVote(&VEC4_U32),
+        "subgroupBallot({0})",
     ),
     // Cooperative matrices. naga spells the row-major layout with a `T`. The place argument
     // arrives as the place itself (`&` is the template's).
@@ -656,8 +725,11 @@ mod tests {
             let arguments = match b.signature {
                 Signature::Math(_, shape) => 1 + shape.arguments(),
                 Signature::Fixed(args, _) => args.len(),
-                Signature::CeilDiv | Signature::SubgroupShuffle => 2,
-                Signature::SubgroupReduce | Signature::Len | Signature::UniformLoad => 1,
+                Signature::CeilDiv | Signature::SubgroupShuffle | Signature::SubgroupBroadcast => 2,
+                Signature::SubgroupReduce(_)
+                | Signature::SubgroupVote(_)
+                | Signature::Len
+                | Signature::UniformLoad => 1,
                 Signature::Atomic { takes_value, .. } => 1 + usize::from(takes_value),
                 Signature::Id(_)
                 | Signature::Barrier

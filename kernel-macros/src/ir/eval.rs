@@ -61,6 +61,11 @@ pub enum Problem {
     CeilDivOverflow(Scalar),
     /// `v.normalize()` of a constant zero vector.
     ZeroVectorNormalized,
+    /// `subgroup_broadcast(x, lane)` with a lane that is not a constant (WGSL requires a
+    /// const-expression).
+    LaneNotConstant,
+    /// `subgroup_broadcast(x, lane)` with a constant lane of 128 or more (WGSL's bound).
+    LaneOutOfRange(i64),
 }
 
 /// What a walk of a body knows of its locals where it is: each enclosing unrolled loop's
@@ -247,11 +252,37 @@ impl Eval {
     /// The value of `e` if it is a constant scalar; problems of `e` and its parts (vectors
     /// included) are recorded.
     pub fn expr(&mut self, e: &Expr) -> Option<Value> {
+        if let ExprKind::Builtin(builtin, args) = &e.kind {
+            if builtin.signature == Signature::SubgroupBroadcast {
+                self.broadcast_lane(args);
+                return None;
+            }
+        }
         if let Ty::Vector(..) = e.ty {
             self.vector(e);
             return None;
         }
         self.scalar(e)
+    }
+
+    /// `subgroup_broadcast(value, lane)`: the lane must be a constant below 128, which
+    /// `lower/` writes as its value.
+    fn broadcast_lane(&mut self, args: &[Expr]) {
+        let [value, lane] = args else {
+            return;
+        };
+        self.expr(value);
+        let before = self.problems.len();
+        match self.expr(lane) {
+            Some(Value::Int(v, _)) if !(0..128).contains(&v) => {
+                self.report(lane.span, Problem::LaneOutOfRange(v))
+            }
+            Some(_) => {}
+            None if self.problems.len() == before => {
+                self.report(lane.span, Problem::LaneNotConstant)
+            }
+            None => {}
+        }
     }
 
     fn scalar(&mut self, e: &Expr) -> Option<Value> {

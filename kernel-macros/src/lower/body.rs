@@ -25,6 +25,8 @@ pub fn id_variable(id: IdBuiltin) -> &'static str {
         IdBuiltin::LocalIndex => "tsr_local_index",
         IdBuiltin::SubgroupSize => "tsr_subgroup_size",
         IdBuiltin::SubgroupInvocationId => "tsr_subgroup_invocation_id",
+        IdBuiltin::SubgroupId => "tsr_subgroup_id",
+        IdBuiltin::NumSubgroups => "tsr_num_subgroups",
     }
 }
 
@@ -43,7 +45,10 @@ pub fn id_parameter(id: IdBuiltin) -> String {
 pub fn id_comes_from_fold(id: IdBuiltin) -> bool {
     !matches!(
         id,
-        IdBuiltin::SubgroupSize | IdBuiltin::SubgroupInvocationId
+        IdBuiltin::SubgroupSize
+            | IdBuiltin::SubgroupInvocationId
+            | IdBuiltin::SubgroupId
+            | IdBuiltin::NumSubgroups
     )
 }
 
@@ -892,6 +897,13 @@ impl<'g> FnLowerer<'g> {
             .iter()
             .enumerate()
             .map(|(i, a)| {
+                // WGSL requires a const-expression for the lane of `subgroupBroadcast`, which a
+                // `let` is not: `check/` made sure it has a value.
+                if i == 1 && builtin.signature == Signature::SubgroupBroadcast {
+                    if let Some(value) = eval::value(a, &self.locals_known) {
+                        return value_literal(value);
+                    }
+                }
                 let text = self.expr(w, a);
                 // A template that spells an argument more than once (Rust's `round`,
                 // `signum`, `fract`) must not run a helper call or an atomic in it twice.

@@ -243,6 +243,10 @@ pub fn module(module: &Module) -> Wgsl {
     if features.contains(&Feature::CooperativeMatrix) {
         w.line("enable wgpu_cooperative_matrix;");
     }
+    // No `enable subgroups;` for `Feature::Subgroups`, though WGSL (and so Tint, Chrome)
+    // requires it: naga 30, which validates this module here and compiles it in wgpu, refuses
+    // the directive ("the `subgroups` enable-extension is not yet supported", gfx-rs/wgpu#5555).
+    // `tools/tint` adds it in front of the modules it checks.
     for (params, name) in module.params.iter().zip(&globals.structs) {
         w.blank();
         w.open_plain(format!("struct {name}"));

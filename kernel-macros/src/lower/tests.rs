@@ -446,3 +446,38 @@ fn a_uniform_load_gates_a_barrier_in_a_helper() {
     assert!(text.contains("workgroupUniformLoad(&flag[0"), "{text}");
     assert!(text.contains("workgroupUniformLoad(&flag[1"), "{text}");
 }
+
+#[test]
+fn every_subgroup_operation_validates_and_a_broadcast_lane_is_a_literal() {
+    let text = wgsl(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1], features(subgroups))]
+            fn k(x: &[f32], u: &[u32], v: &[i32], y: &mut [f32], w: &mut [u32]) {
+                let i = local_index();
+                let lane = 5u32;
+                let f = subgroup_mul(x[i]) + subgroup_inclusive_add(x[i])
+                    + subgroup_exclusive_add(x[i]) + subgroup_inclusive_mul(x[i])
+                    + subgroup_exclusive_mul(x[i]) + subgroup_shuffle_up(x[i], 1)
+                    + subgroup_shuffle_down(x[i], 2) + subgroup_shuffle_xor(x[i], 3)
+                    + subgroup_broadcast(x[i], lane) + subgroup_broadcast(vec2(x[i], 1.0), 4).y;
+                y[i] = f;
+                let b = subgroup_ballot(x[i] > 0.0);
+                let votes = subgroup_all(x[i] > 0.0) as u32 + subgroup_any(x[i] < 0.0) as u32;
+                let bits = subgroup_and(u[i]) ^ subgroup_or(vec2(u[i], 1u32)).x
+                    ^ subgroup_xor(v[i]) as u32;
+                w[i] = b.x + votes + bits + subgroup_id() + num_subgroups() + subgroup_size();
+            }
+        }
+    })
+    .unwrap();
+    assert!(text.contains("subgroupBroadcast(x[i], 5u)"), "{text}");
+    assert!(
+        text.contains("@builtin(subgroup_id) tsr_subgroup_id: u32"),
+        "{text}"
+    );
+    assert!(
+        text.contains("@builtin(num_subgroups) tsr_num_subgroups: u32"),
+        "{text}"
+    );
+    assert!(!text.contains("enable subgroups;"), "{text}");
+}
