@@ -128,45 +128,33 @@ fn a_library_helper_with_barriers_sums_over_the_callers_workgroup_array() {
     }
 }
 
+/// `a * x + y` through the `T` instance of `scaled_add`.
+fn scaled_add<T: imported::ScaledAddElement + bytemuck::Pod>(a: T, x: &[T], y: &[T]) -> Vec<T> {
+    let rt = runtime();
+    let kernel = imported::ScaledAdd::<T>::new(&rt).unwrap();
+    let (a, xs) = (rt.upload(&[a]).unwrap(), rt.upload(x).unwrap());
+    let mut ys = rt.upload(y).unwrap();
+    let args = imported::ScaledAddArgs {
+        a: &a,
+        x: &xs,
+        y: &mut ys,
+    };
+    kernel.launch(&rt, args).unwrap();
+    ys.read(&rt).unwrap()
+}
+
 #[test]
 fn a_library_helper_follows_the_callers_element_type() {
-    let rt = runtime();
     let n = 70;
     let x: Vec<f32> = values(&mut rng(3), n);
     let y: Vec<f32> = values(&mut rng(4), n);
-    let kernel = imported::ScaledAdd::<f32>::new(&rt).unwrap();
-    let (a, xs) = (rt.upload(&[1.5f32]).unwrap(), rt.upload(&x).unwrap());
-    let mut ys = rt.upload(&y).unwrap();
-    kernel
-        .launch(
-            &rt,
-            imported::ScaledAddArgs {
-                a: &a,
-                x: &xs,
-                y: &mut ys,
-            },
-        )
-        .unwrap();
     let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 1.5 * x + y).collect();
-    assert_close(&ys.read(&rt).unwrap(), &want, 1e-6);
+    assert_close(&scaled_add(1.5f32, &x, &y), &want, 1e-6);
 
-    let xu: Vec<u32> = (0..n as u32).collect();
-    let yu: Vec<u32> = (0..n as u32).map(|i| 1000 + 7 * i).collect();
-    let kernel = imported::ScaledAdd::<u32>::new(&rt).unwrap();
-    let (a, xs) = (rt.upload(&[3u32]).unwrap(), rt.upload(&xu).unwrap());
-    let mut ys = rt.upload(&yu).unwrap();
-    kernel
-        .launch(
-            &rt,
-            imported::ScaledAddArgs {
-                a: &a,
-                x: &xs,
-                y: &mut ys,
-            },
-        )
-        .unwrap();
-    let want: Vec<u32> = xu.iter().zip(&yu).map(|(x, y)| 3 * x + y).collect();
-    assert_eq!(ys.read(&rt).unwrap(), want);
+    let x: Vec<u32> = (0..n as u32).collect();
+    let y: Vec<u32> = (0..n as u32).map(|i| 1000 + 7 * i).collect();
+    let want: Vec<u32> = x.iter().zip(&y).map(|(x, y)| 3 * x + y).collect();
+    assert_eq!(scaled_add(3u32, &x, &y), want);
 }
 
 #[test]

@@ -22,7 +22,6 @@ use syn::parse::{Parse, ParseStream};
 
 use crate::compile::compile;
 use crate::diag::Errors;
-use crate::parse;
 use crate::parse::library::{self, Library};
 
 /// The name a library's macro is reachable by, inside the library's module.
@@ -30,11 +29,7 @@ const LIBRARY_MACRO: &str = "tessera_device_library";
 
 /// `#[tessera::device] mod name { .. }`.
 pub fn device(args: TokenStream, input: TokenStream) -> TokenStream {
-    let nesting = parse::nesting::tokens(args.clone()).and(parse::nesting::tokens(input.clone()));
-    if let Err(error) = nesting {
-        return error.to_compile_error();
-    }
-    let item: syn::ItemMod = match syn::parse2(input) {
+    let item = match super::read_module(&args, input) {
         Ok(item) => item,
         Err(error) => return error.to_compile_error(),
     };
@@ -51,12 +46,12 @@ pub fn device(args: TokenStream, input: TokenStream) -> TokenStream {
             &item,
             "`#[tessera::device]` needs the module's items inline: `mod name { ... }`",
         );
-        return compile_errors(errors);
+        return super::compile_errors(errors);
     };
     let library = library::library(items, &mut errors);
     check_alone(&item, &library, &mut errors);
     let tokens = library_tokens(&item, &library);
-    let errors = compile_errors(errors);
+    let errors = super::compile_errors(errors);
     quote! { #errors #tokens }
 }
 
@@ -291,13 +286,6 @@ pub fn import(input: TokenStream) -> TokenStream {
         }
     }
     super::kernels_module(args, module)
-}
-
-fn compile_errors(errors: Errors) -> TokenStream {
-    match errors.finish() {
-        Ok(()) => TokenStream::new(),
-        Err(error) => error.to_compile_error(),
-    }
 }
 
 #[cfg(test)]

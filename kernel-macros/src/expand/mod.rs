@@ -23,16 +23,18 @@ pub use params::derive_params;
 
 /// `#[kernels] mod name { ... }`: the module through [`compile`], then its tokens.
 pub fn kernels(args: TokenStream, input: TokenStream) -> TokenStream {
-    // syn parses nested code by recursion: too deep a nest must not reach it.
-    let nesting = parse::nesting::tokens(args.clone()).and(parse::nesting::tokens(input.clone()));
-    if let Err(error) = nesting {
-        return error.to_compile_error();
+    match read_module(&args, input) {
+        Ok(item) => kernels_module(args, item),
+        Err(error) => error.to_compile_error(),
     }
-    let item: syn::ItemMod = match syn::parse2(input) {
-        Ok(item) => item,
-        Err(error) => return error.to_compile_error(),
-    };
-    kernels_module(args, item)
+}
+
+/// The module an attribute is on, read by syn once its nesting is known to be within bounds
+/// (syn parses nested code by recursion: too deep a nest must not reach it).
+fn read_module(args: &TokenStream, input: TokenStream) -> syn::Result<syn::ItemMod> {
+    parse::nesting::tokens(args.clone())?;
+    parse::nesting::tokens(input.clone())?;
+    syn::parse2(input)
 }
 
 /// A kernels module read: the call that fetches its next imported library (see
