@@ -149,6 +149,38 @@
 //!   does not compile (`AxpyElement` is implemented for exactly the listed types). An `f16`
 //!   instance needs the device feature on its own: the `f32` instances of the same kernel
 //!   build on a device without it.
+//! - **Widths.** The listed types may also be vectors of 2 or 4 lanes of those scalars, so
+//!   one body serves scalar and wide loads (a `Vec4<f32>` load moves four floats in one
+//!   instruction, which memory-bound kernels need):
+//!
+//!   ```ignore
+//!   #[kernel(workgroup = [64], grid = [ceil_div(p.rows, 64)], types(T = [f32, Vec4<f32>]))]
+//!   pub fn row_sums<T>(p: &Rows, x: &[T], sums: &mut [T::Scalar]) {
+//!       let row = global_id().x;
+//!       if row < p.rows {
+//!           let width = p.cols / T::LANES; // elements of `T` in a row of `cols` scalars
+//!           let mut acc = 0.0 as T;         // a scalar fills every lane
+//!           for k in 0..width {
+//!               acc += x[row * width + k];
+//!           }
+//!           sums[row] = acc.element_sum();  // across the lanes; a scalar is its own sum
+//!       }
+//!   }
+//!   ```
+//!
+//!   - `T::LANES` is the number of lanes (1 for a scalar), `T::Scalar` the scalar type (`f32`
+//!     for both above). A buffer of `T::Scalar` has one type for every instance, so the listed
+//!     types must share their scalar.
+//!   - `x as T` with a scalar `x` fills every lane, converting it first.
+//!   - `element_sum()`, `element_product()`, `max_element()` and `min_element()` reduce the
+//!     lanes of a number to its scalar (glam's names), and `a.dot(b)` multiplies and sums
+//!     them; on a scalar each is the value itself (`a * b` for `dot`). The other operators
+//!     and math methods work lane by lane.
+//!   - The host types follow the instance: the `Vec4<f32>` instance is `RowSums::<[f32;
+//!     4]>`, whose buffers of `T` are `GpuBuffer<[f32; 4]>` (see [`GpuBuffer::view_as`] to
+//!     bind a buffer of scalars there).
+//!   - A helper over `T` (from this module or a device library) follows the width of the
+//!     instance that calls it.
 //! - **Families.** Kernels that run one after another over shared buffers (a backward pass)
 //!   declare those buffers once, as a struct naming its members in launch order:
 //!
@@ -218,7 +250,9 @@
 //!   `loop` 2; a `for` or `match` 3 (a sum of 110 terms is too deep once printed as WGSL: split
 //!   it with `let`).
 //! - Vectors: `vec2(a, b)`, `vec3(..)`, `vec4(..)`, components and swizzles (`v.x`, `v.xy`),
-//!   `dot`, `cross`, `length`, `normalize`, `distance`; types `Vec2<f32>` etc. in annotations.
+//!   `dot`, `cross`, `length`, `normalize`, `distance`, the reductions across lanes
+//!   `element_sum`, `element_product`, `max_element`, `min_element`; types `Vec2<f32>` etc.
+//!   in annotations.
 //! - Math methods: `abs min max clamp exp exp2 ln log2 sqrt powf tanh sinh cosh sin cos tan
 //!   asin acos atan atan2 floor ceil round trunc fract signum recip mul_add to_degrees
 //!   to_radians`, integer `wrapping_add/sub/mul count_ones leading_zeros trailing_zeros

@@ -494,7 +494,7 @@ pub struct Kernel {
 #[derive(Clone)]
 pub struct Instance {
     /// The element type, for a kernel with a type parameter.
-    pub element: Option<Scalar>,
+    pub element: Option<Element>,
     /// The values of the constants that identify the instance, for names and reports.
     pub constants: Vec<(Ident, u32)>,
     /// The general body first, then (after `specialize`) one variant per specialization.
@@ -547,12 +547,44 @@ pub struct Entry<'a> {
     pub variant: &'a Variant,
 }
 
+/// A type a kernel's element-type parameter stands for: a scalar, or a vector of 2 or 4 of one
+/// (`types(T = [f32, Vec4<f32>])`), so that one body serves scalar and wide loads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Element {
+    pub scalar: Scalar,
+    /// 1 for the scalar itself, else 2 or 4.
+    pub lanes: u8,
+}
+
+impl Element {
+    /// The type the body sees.
+    pub fn ty(self) -> Ty {
+        match self.lanes {
+            1 => Ty::Scalar(self.scalar),
+            n => Ty::Vector(n, self.scalar),
+        }
+    }
+
+    /// The Rust spelling: `f32`, `Vec4<f32>`.
+    pub fn rust_name(self) -> String {
+        self.ty().rust_name()
+    }
+
+    /// A part of a WGSL name: `f32`, `vec4_f32`.
+    pub fn name_part(self) -> String {
+        match self.lanes {
+            1 => self.scalar.rust_name().to_owned(),
+            n => format!("vec{n}_{}", self.scalar.rust_name()),
+        }
+    }
+}
+
 /// A kernel's element-type parameter: `T` in `types(T = [f32, f16])`. Each type makes its own
 /// instances (of every instance of the constants), and the launcher is generic over it.
 #[derive(Clone)]
 pub struct TypeParam {
     pub name: Ident,
-    pub types: Vec<Scalar>,
+    pub types: Vec<Element>,
     pub span: Span,
 }
 

@@ -1132,3 +1132,40 @@ fn what_a_helper_writes_into_lent_memory_it_reads_back() {
     assert!(passes(gate, "gate(&mut a, 7);"));
     assert!(!passes(gate, "gate(&mut a, local_index());"));
 }
+
+#[test]
+fn element_types_may_be_vectors_of_two_or_four_lanes() {
+    let module = |types: proc_macro2::TokenStream, body: proc_macro2::TokenStream| {
+        quote! {
+            mod m {
+                #[kernel(workgroup = [64], grid = [1], types(T = #types))]
+                fn k<T>(x: &[T], y: &mut [f32]) { let i = local_index(); #body }
+            }
+        }
+    };
+    let sum = quote! { y[i] = (x[i] * (2 as T)).element_sum() + (T::LANES as f32); };
+    let module_ir = checked(module(quote!([f32, Vec2<f32>, Vec4<f32>]), sum.clone())).unwrap();
+    let lanes: Vec<String> = module_ir.kernels[0]
+        .instances
+        .iter()
+        .filter_map(|i| i.element.map(|e| e.rust_name()))
+        .collect();
+    assert_eq!(lanes, ["f32", "Vec2<f32>", "Vec4<f32>"]);
+    let error = first_error(module(quote!([f32, Vec3<f32>]), sum.clone()));
+    assert_eq!(
+        error,
+        "`T` can stand for `f32`, `f16`, `u32` or `i32`, or a `Vec2` or `Vec4` of one \
+         (`Vec4<f32>`), not `Vec3<f32>`"
+    );
+    // A buffer of `T::Scalar` is one type for every instance.
+    let error = first_error(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1], types(T = [f32, Vec4<u32>]))]
+            fn k<T>(x: &[T], y: &mut [T::Scalar]) { y[0] = x[0].element_sum(); }
+        }
+    });
+    assert!(
+        error.starts_with("a buffer of `T::Scalar` needs one scalar type for every type `T`"),
+        "{error}"
+    );
+}

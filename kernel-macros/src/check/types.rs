@@ -1005,6 +1005,8 @@ impl<'m, 'e> Checker<'m, 'e> {
             (f, t) if scalar(f) && scalar(t) => (f.clone(), t.clone()),
             // Vectors convert lane by lane, like `vec4<f16>(v)` in WGSL.
             (Ty::Vector(n, f), Ty::Vector(m, t)) if n == m => (Ty::Scalar(*f), Ty::Scalar(*t)),
+            // A scalar fills every lane (`x as T` where `T` is `Vec4<f32>`).
+            (f, Ty::Vector(_, t)) if scalar(f) => (f.clone(), Ty::Scalar(*t)),
             (Ty::Vector(n, _), Ty::Vector(m, _)) => {
                 self.errors.at(
                     span,
@@ -1649,9 +1651,11 @@ impl<'m, 'e> Checker<'m, 'e> {
             );
         }
         let ty = match shape {
-            Shape::ToScalar | Shape::BinaryToScalar => {
-                ty.scalar().map(Ty::Scalar).unwrap_or(Ty::Unknown)
-            }
+            Shape::ToScalar | Shape::BinaryToScalar => match self.shallow(&ty) {
+                // A literal's type is decided by its uses, as a scalar's would be.
+                var @ (Ty::IntVar(_) | Ty::FloatVar(_)) => var,
+                other => other.scalar().map(Ty::Scalar).unwrap_or(Ty::Unknown),
+            },
             Shape::ToU32 => match self.shallow(&ty) {
                 Ty::Vector(n, _) => Ty::Vector(n, Scalar::U32),
                 Ty::FloatVar(_) => {

@@ -7,7 +7,9 @@ use quote::{quote, quote_spanned};
 
 use crate::compile::Narrower;
 use crate::expand::host;
-use crate::ir::{Binding, BindingKind, Feature, Instance, Kernel, Module, Scalar, Ty, Variant};
+use crate::ir::{
+    Binding, BindingKind, Element, Feature, Instance, Kernel, Module, Scalar, Ty, Variant,
+};
 
 /// The host type of a buffer element: `f32`, `half::f16`, `u32`, `i32`.
 fn scalar_tokens(scalar: Option<Scalar>) -> TokenStream {
@@ -30,12 +32,23 @@ fn element_tokens(element: &Ty, scalar: TokenStream) -> TokenStream {
     }
 }
 
-/// The type of the argument for `binding`; `element` is the kernel's type parameter, which a
-/// generic binding's buffer holds.
-pub fn field_ty(module: &Module, binding: &Binding, element: Option<&Ident>) -> TokenStream {
+/// The host type of an element type a kernel is instantiated for: `f32`, `[f32; 4]`.
+fn host_element(element: Element) -> TokenStream {
+    element_tokens(&element.ty(), scalar_tokens(Some(element.scalar)))
+}
+
+/// The type of the argument for `binding`; `element` is the kernel's type parameter with the
+/// element type of the instance `binding` comes from. A generic binding's buffer holds the
+/// parameter (`x: &[T]`) or vectors of it (`x: &[Vec4<T>]`, with `T` a scalar).
+pub fn field_ty(
+    module: &Module,
+    binding: &Binding,
+    element: Option<(&Ident, Element)>,
+) -> TokenStream {
     let span = binding.span.first;
     let element_of = |ty: &Ty| match element.filter(|_| binding.generic) {
-        Some(param) => element_tokens(ty, quote!(#param)),
+        Some((param, element)) if *ty == element.ty() => quote!(#param),
+        Some((param, _)) => element_tokens(ty, quote!(#param)),
         None => element_tokens(ty, scalar_tokens(ty.scalar())),
     };
     match &binding.kind {
@@ -147,7 +160,7 @@ pub fn launcher(
     let field_tys: Vec<TokenStream> = general
         .bindings
         .iter()
-        .map(|b| field_ty(module, b, param.as_ref()))
+        .map(|b| field_ty(module, b, param.as_ref().zip(kernel.instances[0].element)))
         .collect();
     let field_docs: Vec<String> = general
         .bindings
@@ -674,8 +687,8 @@ impl Generics {
         let launcher = kernel.launcher_name();
         let element_trait = element_trait(&launcher);
         let param = &type_param.name;
-        let first = scalar_tokens(type_param.types.first().copied());
-        let listed: Vec<&str> = type_param.types.iter().map(|t| t.rust_name()).collect();
+        let first = type_param.types.first().copied().map(host_element);
+        let listed: Vec<String> = type_param.types.iter().map(|t| t.rust_name()).collect();
         let list = listed
             .iter()
             .map(|t| format!("`{t}`"))
@@ -692,8 +705,8 @@ impl Generics {
             " The element types the kernel `{name}` is instantiated for ({list}): the `{param}` \
              of [`{launcher}`]. Implemented by tessera for exactly those types."
         );
-        let impls = type_param.types.iter().enumerate().map(|(index, scalar)| {
-            let ty = scalar_tokens(Some(*scalar));
+        let impls = type_param.types.iter().enumerate().map(|(index, element)| {
+            let ty = host_element(*element);
             quote! {
                 impl #element_trait for #ty {
                     const INDEX: usize = #index;

@@ -179,6 +179,9 @@ pub enum Spelling {
         float: &'static str,
         integer: &'static str,
     },
+    /// A scalar takes the first template, a vector of `N` lanes the `N`-th (a reduction
+    /// across lanes, written once for every width).
+    ByLanes([&'static str; 4]),
 }
 
 impl Spelling {
@@ -193,6 +196,10 @@ impl Spelling {
                     integer
                 }
             }
+            Spelling::ByLanes(templates) => match ty {
+                Ty::Vector(n, _) => templates[usize::from(*n) - 1],
+                _ => templates[0],
+            },
         }
     }
 }
@@ -325,6 +332,15 @@ const fn fixed(
         wgsl,
         Uniformity::Pure,
     )
+}
+
+/// A method reducing the lanes of a numeric vector to one scalar, spelled for a scalar (itself)
+/// and for 2, 3 and 4 lanes.
+const fn across_lanes(name: &'static str, templates: [&'static str; 4]) -> Builtin {
+    Builtin {
+        wgsl: Spelling::ByLanes(templates),
+        ..math(name, Receivers::Numeric, Shape::ToScalar, "")
+    }
 }
 
 const fn math(
@@ -626,7 +642,43 @@ pub static BUILTINS: &[Builtin] = &[
     ),
     math("reverse_bits", Integer, Unary, "reverseBits({0})"),
     math("to_bits", F32, ToU32, "bitcast<{ty}>({0})"),
-    math("dot", FloatVector, BinaryToScalar, "dot({0}, {1})"),
+    // Across the lanes of a vector, and the value itself for a scalar, so that a body over
+    // `T = [f32, Vec4<f32>]` reduces its element once (glam's names).
+    across_lanes(
+        "element_sum",
+        ["{0}", "dot({0}, {one})", "dot({0}, {one})", "dot({0}, {one})"],
+    ),
+    across_lanes(
+        "element_product",
+        [
+            "{0}",
+            "({0}.x * {0}.y)",
+            "({0}.x * {0}.y * {0}.z)",
+            "({0}.x * {0}.y * {0}.z * {0}.w)",
+        ],
+    ),
+    across_lanes(
+        "max_element",
+        [
+            "{0}",
+            "max({0}.x, {0}.y)",
+            "max(max({0}.x, {0}.y), {0}.z)",
+            "max(max({0}.x, {0}.y), max({0}.z, {0}.w))",
+        ],
+    ),
+    across_lanes(
+        "min_element",
+        [
+            "{0}",
+            "min({0}.x, {0}.y)",
+            "min(min({0}.x, {0}.y), {0}.z)",
+            "min(min({0}.x, {0}.y), min({0}.z, {0}.w))",
+        ],
+    ),
+    Builtin {
+        wgsl: Spelling::ByLanes(["({0} * {1})", "dot({0}, {1})", "dot({0}, {1})", "dot({0}, {1})"]),
+        ..math("dot", Numeric, BinaryToScalar, "")
+    },
     math("cross", FloatVec3, Binary, "cross({0}, {1})"),
     math("length", FloatVector, ToScalar, "length({0})"),
     math("normalize", FloatVector, Unary, "normalize({0})"),
@@ -741,6 +793,7 @@ mod tests {
             let templates = match b.wgsl {
                 Spelling::Same(t) => vec![t],
                 Spelling::ByScalar { float, integer } => vec![float, integer],
+                Spelling::ByLanes(templates) => templates.to_vec(),
             };
             for template in templates {
                 for index in arguments..4 {

@@ -305,10 +305,15 @@ impl Eval {
                 let (l, r) = (self.expr(left), self.expr(right));
                 self.operands(*op, l, r, span)
             }
-            ExprKind::Cast(value, target) => {
+            ExprKind::Cast(value, target) if !target.is_vector() => {
                 let v = self.expr(value)?;
                 let result = cast(v, target.scalar()?)?;
                 self.checked(span, result)
+            }
+            // A scalar filling a vector's lanes: `vector` evaluates it.
+            ExprKind::Cast(value, _) => {
+                self.expr(value);
+                None
             }
             ExprKind::Index(base, index) => {
                 self.expr(base);
@@ -455,7 +460,14 @@ impl Eval {
                 self.each_lane(len, span, |i| unary(*op, v[i]))?
             }
             ExprKind::Cast(value, target) => {
-                let (v, to) = (self.vector(value)?, target.scalar()?);
+                let to = target.scalar()?;
+                if !value.ty.is_vector() {
+                    // A scalar fills every lane.
+                    let v = self.expr(value)?;
+                    let lane = self.checked(span, cast(v, to)?)?;
+                    return Some(vec![lane; len]);
+                }
+                let v = self.vector(value)?;
                 if v.len() != len {
                     return None;
                 }

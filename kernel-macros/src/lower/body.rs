@@ -771,7 +771,13 @@ impl<'g> FnLowerer<'g> {
             }
             ExprKind::Cast(value, target) => {
                 let text = self.top_expr(w, value);
-                format!("{}({text})", wgsl_ty(target))
+                match (&value.ty, target) {
+                    // WGSL fills a vector only from a scalar of its own type.
+                    (Ty::Scalar(from), Ty::Vector(_, to)) if from != to => {
+                        format!("{}({}({text}))", wgsl_ty(target), wgsl_ty(&Ty::Scalar(*to)))
+                    }
+                    _ => format!("{}({text})", wgsl_ty(target)),
+                }
             }
             ExprKind::Call(name, args) => self.call(w, name, args),
             ExprKind::Builtin(builtin, args) => self.builtin(w, builtin, args, &e.ty),

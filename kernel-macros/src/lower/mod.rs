@@ -206,7 +206,7 @@ pub fn name_entry_points(module: &mut Module) {
             for variant in &mut instance.variants {
                 let mut name = kernel.name.to_string();
                 if let Some(element) = instance.element {
-                    name.push_str(&format!("_{}", element.rust_name()));
+                    name.push_str(&format!("_{}", element.name_part()));
                 }
                 for (constant, value) in &instance.constants {
                     name.push_str(&format!("_{}{value}", constant.to_string().to_lowercase()));

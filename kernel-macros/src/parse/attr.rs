@@ -21,8 +21,9 @@ pub struct KernelAttr {
     /// `limits(invocations = 1024, workgroup_memory = 49152)`.
     pub limits: Vec<(syn::Ident, syn::Expr)>,
     pub features: Vec<(Feature, Span)>,
-    /// `types(T = [f32, f16])`: a type parameter and the element types it is instantiated for.
-    pub types: Vec<(syn::Ident, Vec<syn::Ident>)>,
+    /// `types(T = [f32, Vec4<f32>])`: a type parameter and the element types it is
+    /// instantiated for.
+    pub types: Vec<(syn::Ident, Vec<syn::Type>)>,
 }
 
 const USAGE: &str = "write `#[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]`, optionally with \
@@ -66,19 +67,16 @@ pub fn kernel_attr(attr: &syn::Attribute, errors: &mut Errors) -> Option<KernelA
                         "list the element types `{name}` stands for: `{name} = [f32, f16]`"
                     ))
                 };
-                let syn::Expr::Array(array) = param.value()?.parse::<syn::Expr>()? else {
+                let input = param.value()?;
+                if !input.peek(syn::token::Bracket) {
                     return Err(list());
-                };
-                let types = array
-                    .elems
-                    .iter()
-                    .map(|e| match e {
-                        syn::Expr::Path(p) if p.path.get_ident().is_some() => {
-                            p.path.get_ident().cloned().ok_or_else(list)
-                        }
-                        other => Err(syn::Error::new_spanned(other, "name a scalar type: `f32`")),
-                    })
-                    .collect::<syn::Result<Vec<_>>>()?;
+                }
+                let content;
+                syn::bracketed!(content in input);
+                let types: Vec<syn::Type> =
+                    Punctuated::<syn::Type, Token![,]>::parse_terminated(&content)?
+                        .into_iter()
+                        .collect();
                 if types.is_empty() {
                     return Err(list());
                 }

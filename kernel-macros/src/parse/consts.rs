@@ -15,23 +15,30 @@ pub enum Value {
     U32(u32),
     I32(i32),
     F32(f32),
-    /// An element type of `types(T = [..])`: its uses become the type's name.
-    Type(ir::Scalar),
+    /// An element type of `types(T = [..])`: its uses become the type's name, and
+    /// `T::LANES` its number of lanes (1 for a scalar).
+    Type(ir::Element),
 }
 
 impl Value {
-    /// The token a use of the constant becomes, at the use's span.
-    fn token(self, span: proc_macro2::Span) -> TokenTree {
+    /// The tokens a use of the constant becomes, at the use's span: a typed literal, or a
+    /// type's name (`f32`, `Vec4<f32>`).
+    fn tokens(self, span: proc_macro2::Span) -> TokenStream {
         let mut literal = match self {
             Value::U32(v) => Literal::u32_suffixed(v),
             Value::I32(v) => Literal::i32_suffixed(v),
             Value::F32(v) => Literal::f32_suffixed(v),
-            Value::Type(scalar) => {
-                return TokenTree::Ident(proc_macro2::Ident::new(scalar.rust_name(), span))
+            Value::Type(element) => {
+                let scalar = proc_macro2::Ident::new(element.scalar.rust_name(), span);
+                if element.lanes == 1 {
+                    return TokenTree::Ident(scalar).into();
+                }
+                let vector = proc_macro2::Ident::new(&format!("Vec{}", element.lanes), span);
+                return quote::quote_spanned!(span=> #vector<#scalar>);
             }
         };
         literal.set_span(span);
-        TokenTree::Literal(literal)
+        TokenTree::Literal(literal).into()
     }
 
     /// The value as a count (array lengths, workgroup sizes), if it is a non-negative integer.
@@ -50,7 +57,7 @@ impl std::fmt::Display for Value {
             Value::U32(v) => write!(f, "{v}"),
             Value::I32(v) => write!(f, "{v}"),
             Value::F32(v) => write!(f, "{v:?}"),
-            Value::Type(scalar) => f.write_str(scalar.rust_name()),
+            Value::Type(element) => f.write_str(&element.rust_name()),
         }
     }
 }
@@ -89,34 +96,76 @@ impl Consts {
         if self.is_empty() {
             return tokens;
         }
+        let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+        let mut out = TokenStream::new();
         // `x.NAME` is a field or method; `a..NAME` is a range ending in a constant.
         let (mut dots, mut after_dot) = (0, false);
-        tokens
-            .into_iter()
-            .map(|tree| {
-                let replaced = match &tree {
-                    TokenTree::Ident(ident) if !after_dot => self
-                        .get(&ident.to_string())
-                        .map(|value| value.token(ident.span())),
-                    TokenTree::Group(group) => {
-                        let mut inner =
-                            Group::new(group.delimiter(), self.substitute(group.stream()));
-                        inner.set_span(group.span());
-                        Some(TokenTree::Group(inner))
+        let mut i = 0;
+        while i < tokens.len() {
+            let tree = &tokens[i];
+            match tree {
+                TokenTree::Ident(ident) if !after_dot => match self.get(&ident.to_string()) {
+                    // `T::LANES` (its number of lanes) and `T::Scalar` (its scalar type).
+                    Some(Value::Type(element)) if associated(&tokens[i + 1..]).is_some() => {
+                        let span = ident.span();
+                        out.extend([match associated(&tokens[i + 1..]) {
+                            Some(Associated::Lanes) => {
+                                let mut literal = Literal::u32_suffixed(u32::from(element.lanes));
+                                literal.set_span(span);
+                                TokenTree::Literal(literal)
+                            }
+                            _ => TokenTree::Ident(proc_macro2::Ident::new(
+                                element.scalar.rust_name(),
+                                span,
+                            )),
+                        }]);
+                        i += 3;
                     }
-                    _ => None,
-                };
-                let dot = matches!(&tree, TokenTree::Punct(p) if p.as_char() == '.');
-                dots = if dot { dots + 1 } else { 0 };
-                after_dot = dots == 1;
-                replaced.unwrap_or(tree)
-            })
-            .collect()
+                    Some(value) => out.extend(value.tokens(ident.span())),
+                    None => out.extend([tree.clone()]),
+                },
+                TokenTree::Group(group) => {
+                    let mut inner = Group::new(group.delimiter(), self.substitute(group.stream()));
+                    inner.set_span(group.span());
+                    out.extend([TokenTree::Group(inner)]);
+                }
+                _ => out.extend([tree.clone()]),
+            }
+            let dot = matches!(tree, TokenTree::Punct(p) if p.as_char() == '.');
+            dots = if dot { dots + 1 } else { 0 };
+            after_dot = dots == 1;
+            i += 1;
+        }
+        out
     }
 
     /// Substitutes and re-parses a syn node.
     pub fn apply<T: syn::parse::Parse + quote::ToTokens>(&self, node: &T) -> syn::Result<T> {
         syn::parse2(self.substitute(node.to_token_stream()))
+    }
+}
+
+/// What an element type's name followed by `::` names.
+enum Associated {
+    /// `T::LANES`: 1 for a scalar, else the vector's lanes.
+    Lanes,
+    /// `T::Scalar`: the type itself, or the vector's scalar.
+    Scalar,
+}
+
+/// The associated item `rest` names after an element type's name, if it starts with
+/// `::LANES` or `::Scalar`.
+fn associated(rest: &[TokenTree]) -> Option<Associated> {
+    let [TokenTree::Punct(a), TokenTree::Punct(b), TokenTree::Ident(name), ..] = rest else {
+        return None;
+    };
+    if a.as_char() != ':' || b.as_char() != ':' {
+        return None;
+    }
+    match name.to_string().as_str() {
+        "LANES" => Some(Associated::Lanes),
+        "Scalar" => Some(Associated::Scalar),
+        _ => None,
     }
 }
 

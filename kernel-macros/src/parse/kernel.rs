@@ -118,11 +118,11 @@ pub fn kernel(
         }
     };
     let type_param = type_param(function, &args, errors);
-    let elements: Vec<Option<Scalar>> = match &type_param {
+    let elements: Vec<Option<ir::Element>> = match &type_param {
         Some(param) => param.types.iter().copied().map(Some).collect(),
         None => vec![None],
     };
-    let generic = generic_params(function, type_param.as_ref());
+    let generic = generic_params(function, type_param.as_ref(), errors);
     if let (Some(param), Some(family)) = (&type_param, family) {
         errors.at(
             param.span,
@@ -140,9 +140,9 @@ pub fn kernel(
             let mut env = env.clone();
             // Limits may use the instance's constants (`workgroup_memory = 4 * BLOCK * DEPTH`).
             let mut requirements = requirements(&args, &env, errors);
-            if let (Some(param), Some(scalar)) = (&type_param, element) {
-                env = env.with(&param.name.to_string(), consts::Value::Type(*scalar));
-                if *scalar == Scalar::F16 && !requirements.has(ir::Feature::F16) {
+            if let (Some(param), Some(element)) = (&type_param, element) {
+                env = env.with(&param.name.to_string(), consts::Value::Type(*element));
+                if element.scalar == Scalar::F16 && !requirements.has(ir::Feature::F16) {
                     requirements.features.push((ir::Feature::F16, param.span));
                 }
             }
@@ -222,21 +222,28 @@ fn type_param(
     }
     let (name, listed) = declared?;
     let mut types = Vec::new();
-    for ident in listed {
-        match ty::scalar(&ident.to_string()).filter(|s| ELEMENT_TYPES.contains(s)) {
-            Some(scalar) if types.contains(&scalar) => {
-                errors.spanned(ident, format!("`{ident}` is listed twice"));
-            }
-            Some(scalar) => types.push(scalar),
+    for listed_ty in listed {
+        match element_type(listed_ty) {
+            Some(element) if types.contains(&element) => errors.spanned(
+                listed_ty,
+                format!("`{}` is listed twice", element.rust_name()),
+            ),
+            Some(element) => types.push(element),
             None => errors.spanned(
-                ident,
-                format!("`{name}` can stand for `f32`, `f16`, `u32` or `i32`, not `{ident}`"),
+                listed_ty,
+                format!(
+                    "`{name}` can stand for `f32`, `f16`, `u32` or `i32`, or a `Vec2` or `Vec4` \
+                     of one (`Vec4<f32>`), not `{}`",
+                    quote::ToTokens::to_token_stream(listed_ty)
+                        .to_string()
+                        .replace(' ', "")
+                ),
             ),
         }
     }
     let span = Span {
-        first: listed.first()?.span(),
-        last: listed.last()?.span(),
+        first: Span::of(listed.first()?).first,
+        last: Span::of(listed.last()?).last,
     };
     (!types.is_empty()).then(|| ir::TypeParam {
         name: name.clone(),
@@ -245,35 +252,85 @@ fn type_param(
     })
 }
 
+/// The element type `ty` names, if a type parameter may stand for it.
+fn element_type(ty: &syn::Type) -> Option<ir::Element> {
+    let (scalar, lanes) = match ty::value_ty(ty).ok()? {
+        Ty::Scalar(scalar) => (scalar, 1),
+        Ty::Vector(lanes @ (2 | 4), scalar) => (scalar, lanes),
+        _ => return None,
+    };
+    ELEMENT_TYPES
+        .contains(&scalar)
+        .then_some(ir::Element { scalar, lanes })
+}
+
 /// The parameters of `function` whose type names the type parameter (`x: &[T]`).
-fn generic_params(function: &syn::ItemFn, param: Option<&ir::TypeParam>) -> Vec<syn::Ident> {
+/// The parameters of `function` whose type names the type parameter (`x: &[T]`). A buffer of
+/// `T::Scalar` is one of a fixed type, so all the listed types must share their scalar:
+/// otherwise an error at the parameter.
+fn generic_params(
+    function: &syn::ItemFn,
+    param: Option<&ir::TypeParam>,
+    errors: &mut Errors,
+) -> Vec<syn::Ident> {
     let Some(param) = param else {
         return Vec::new();
     };
-    let mentions = |tokens: proc_macro2::TokenStream| -> bool {
-        fn walk(tokens: proc_macro2::TokenStream, name: &syn::Ident) -> bool {
-            tokens.into_iter().any(|tree| match tree {
-                proc_macro2::TokenTree::Ident(ident) => ident == *name,
-                proc_macro2::TokenTree::Group(group) => walk(group.stream(), name),
-                _ => false,
-            })
+    let mut generic = Vec::new();
+    for input in &function.sig.inputs {
+        let syn::FnArg::Typed(arg) = input else {
+            continue;
+        };
+        let syn::Pat::Ident(pat) = &*arg.pat else {
+            continue;
+        };
+        let (whole, associated) = mentions(quote::ToTokens::to_token_stream(&arg.ty), &param.name);
+        if whole {
+            generic.push(pat.ident.clone());
+        } else if associated
+            && param
+                .types
+                .iter()
+                .any(|t| t.scalar != param.types[0].scalar)
+        {
+            errors.spanned(
+                &arg.ty,
+                format!(
+                    "a buffer of `{0}::Scalar` needs one scalar type for every type `{0}` \
+                     stands for; list types of one scalar (`f32`, `Vec4<f32>`), or write a \
+                     kernel for each",
+                    param.name
+                ),
+            );
         }
-        walk(tokens, &param.name)
-    };
-    function
-        .sig
-        .inputs
-        .iter()
-        .filter_map(|input| match input {
-            syn::FnArg::Typed(arg) => match &*arg.pat {
-                syn::Pat::Ident(pat) if mentions(quote::ToTokens::to_token_stream(&arg.ty)) => {
-                    Some(pat.ident.clone())
+    }
+    generic
+}
+
+/// Whether `tokens` name `name` itself, and whether they name an item of it (`T::Scalar`).
+fn mentions(tokens: proc_macro2::TokenStream, name: &syn::Ident) -> (bool, bool) {
+    let trees: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+    let (mut whole, mut associated) = (false, false);
+    for (i, tree) in trees.iter().enumerate() {
+        match tree {
+            proc_macro2::TokenTree::Ident(ident) if ident == name => {
+                let path = matches!(trees.get(i + 1),
+                    Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == ':');
+                if path {
+                    associated = true;
+                } else {
+                    whole = true;
                 }
-                _ => None,
-            },
-            syn::FnArg::Receiver(_) => None,
-        })
-        .collect()
+            }
+            proc_macro2::TokenTree::Group(group) => {
+                let (w, a) = mentions(group.stream(), name);
+                whole |= w;
+                associated |= a;
+            }
+            _ => {}
+        }
+    }
+    (whole, associated)
 }
 
 fn requirements(args: &KernelAttr, consts: &Consts, errors: &mut Errors) -> ir::Requirements {
@@ -309,8 +366,9 @@ fn instance(
 ) -> Option<(ir::Variant, Vec<ir::Specialization>)> {
     let substituted =
         |expr: &syn::Expr, errors: &mut Errors| env.apply(expr).map_err(|e| errors.push(e)).ok();
-    let mut function: syn::ItemFn = env.apply(function).map_err(|e| errors.push(e)).ok()?;
-    strip_element_type(&mut function.sig);
+    let function = instantiated(function, env)
+        .map_err(|e| errors.push(e))
+        .ok()?;
     check_plain_signature(&function.sig, errors);
     if let syn::ReturnType::Type(_, ret) = &function.sig.output {
         errors.spanned(
@@ -587,14 +645,10 @@ pub fn instance_helpers(
             continue;
         }
         let mut own = Errors::default();
-        let function = env
-            .apply(&helpers[index])
+        let function = instantiated(&helpers[index], env)
             .map_err(|e| own.push(e))
             .ok()
-            .and_then(|mut f| {
-                strip_element_type(&mut f.sig);
-                helper(&f, params, &mut own)
-            });
+            .and_then(|f| helper(&f, params, &mut own));
         if let Some(function) = &function {
             pending.extend(called_names(&function.body));
         }
@@ -838,16 +892,19 @@ fn shared_ty(ty: &syn::Type) -> syn::Result<Ty> {
 }
 
 /// Rejects what kernels and helpers cannot be: generic, async, unsafe, variadic, const.
-/// Drops `<T>` from a signature whose element type `T` has been replaced by a scalar type
-/// (`fn scale<f32>(..)` after substitution).
-fn strip_element_type(sig: &mut syn::Signature) {
-    let substituted = |param: &syn::GenericParam| {
+/// `function` with its constants and element type substituted (`env.apply`), and without the
+/// `<T>` that declares the element type: `fn scale<Vec4<f32>>` would not parse.
+fn instantiated(function: &syn::ItemFn, env: &Consts) -> syn::Result<syn::ItemFn> {
+    let mut function = function.clone();
+    let element = |param: &syn::GenericParam| {
         matches!(param, syn::GenericParam::Type(t)
-            if t.bounds.is_empty() && ty::scalar(&t.ident.to_string()).is_some())
+            if t.bounds.is_empty()
+                && matches!(env.get(&t.ident.to_string()), Some(consts::Value::Type(_))))
     };
-    if sig.generics.params.iter().all(substituted) {
-        sig.generics = syn::Generics::default();
+    if function.sig.generics.params.iter().all(element) {
+        function.sig.generics = syn::Generics::default();
     }
+    env.apply(&function)
 }
 
 fn check_plain_signature(sig: &syn::Signature, errors: &mut Errors) {

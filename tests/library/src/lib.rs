@@ -47,12 +47,22 @@ pub mod reductions {
     }
 }
 
-/// Arithmetic over the caller's element type `T`.
+/// Arithmetic over the caller's element type `T`, a scalar or a vector of one.
 #[tessera::device]
 pub mod elementwise {
     /// `a * x + y` in the caller's `T`.
     fn axpy(a: T, x: T, y: T) -> T {
         a * x + y
+    }
+
+    /// The sum of the `count` elements of `x` from `start`, and of their lanes where `T` is a
+    /// vector: one body for scalar and wide loads.
+    fn total(x: &[T], start: u32, count: u32) -> T::Scalar {
+        let mut acc = 0 as T;
+        for k in 0..count {
+            acc += x[start + k];
+        }
+        acc.element_sum()
     }
 }
 

@@ -1,0 +1,196 @@
+//! Kernels written once over scalar and vector widths (`types(T = [f32, Vec2<f32>,
+//! Vec4<f32>])`), on a real adapter against CPU references: loads and stores of `T`, a scalar
+//! filling every lane (`a as T`), `T::LANES` and `T::Scalar`, the reductions across lanes
+//! (`element_sum`, `element_product`, `max_element`, `min_element`, `dot`), a device-library
+//! helper over `T` called from every instance, and the host types that follow the instance
+//! (`GpuBuffer<f32>`, `GpuBuffer<[f32; 2]>`, `GpuBuffer<[f32; 4]>`).
+
+mod common;
+
+use common::{assert_close, rng, runtime, values};
+use tessera::{GpuBuffer, Runtime};
+
+#[tessera::kernels]
+pub mod widths {
+    #[device]
+    use tessera_test_library::elementwise;
+
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct Rows {
+        /// Rows of `cols` scalars each.
+        pub rows: u32,
+        /// Scalars a row: a multiple of 4, so that every width reads whole rows.
+        pub cols: u32,
+    }
+
+    /// `y = a * x + y`, one element of `T` an invocation.
+    #[kernel(workgroup = [64], grid = [ceil_div(y.len(), 64)], types(T = [f32, Vec2<f32>, Vec4<f32>]))]
+    pub fn scale_add<T>(a: &[f32], x: &[T], y: &mut [T]) {
+        let i = global_id().x;
+        if i < y.len() && i < x.len() {
+            y[i] = axpy(a[0] as T, x[i], y[i]);
+        }
+    }
+
+    /// For each row, its sum (through the library's `total`), product, largest and smallest
+    /// element, and its dot product with itself: `stats[5 * row + k]`.
+    #[kernel(workgroup = [64], grid = [ceil_div(p.rows, 64)], types(T = [f32, Vec2<f32>, Vec4<f32>]))]
+    pub fn row_stats<T>(p: &Rows, x: &[T], stats: &mut [T::Scalar]) {
+        let row = global_id().x;
+        if row < p.rows {
+            let width = p.cols / T::LANES;
+            let start = row * width;
+            let mut product = 1.0 as T;
+            let mut largest = x[start];
+            let mut smallest = x[start];
+            let mut square: T::Scalar = 0.0;
+            for k in 0..width {
+                let v = x[start + k];
+                product *= v;
+                largest = largest.max(v);
+                smallest = smallest.min(v);
+                square += v.dot(v);
+            }
+            stats[5 * row] = total(x, start, width);
+            stats[5 * row + 1] = product.element_product();
+            stats[5 * row + 2] = largest.max_element();
+            stats[5 * row + 3] = smallest.min_element();
+            stats[5 * row + 4] = square;
+        }
+    }
+
+    /// The sum and largest lane of each `u32` element, over scalar and vector widths.
+    #[kernel(workgroup = [64], grid = [ceil_div(x.len(), 64)], types(T = [u32, Vec4<u32>]))]
+    pub fn lanes_u32<T>(x: &[T], sums: &mut [u32], largest: &mut [u32]) {
+        let i = global_id().x;
+        if i < x.len() {
+            sums[i] = x[i].element_sum();
+            largest[i] = x[i].max_element();
+        }
+    }
+}
+
+/// `a * x + y` through the `T` instance of `scale_add`, the buffers of `T` made from scalars.
+fn scale_add<T: widths::ScaleAddElement>(rt: &Runtime, a: f32, x: &[f32], y: &[f32]) -> Vec<f32> {
+    let kernel = widths::ScaleAdd::<T>::new(rt).unwrap();
+    let of_t =
+        |v: &[f32]| -> GpuBuffer<T> { rt.upload(bytemuck::cast_slice::<f32, T>(v)).unwrap() };
+    let (a, xs) = (rt.upload(&[a]).unwrap(), of_t(x));
+    let mut ys = of_t(y);
+    let args = widths::ScaleAddArgs {
+        a: &a,
+        x: &xs,
+        y: &mut ys,
+    };
+    kernel.launch(rt, args).unwrap();
+    bytemuck::cast_slice(&ys.read(rt).unwrap()).to_vec()
+}
+
+#[test]
+fn one_body_runs_at_every_width_with_the_host_types_of_its_instance() {
+    let rt = runtime();
+    let n = 4 * 37;
+    let (x, y) = (values(&mut rng(11), n), values(&mut rng(12), n));
+    let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 0.75 * x + y).collect();
+    assert_close(&scale_add::<f32>(&rt, 0.75, &x, &y), &want, 1e-6);
+    assert_close(&scale_add::<[f32; 2]>(&rt, 0.75, &x, &y), &want, 1e-6);
+    assert_close(&scale_add::<[f32; 4]>(&rt, 0.75, &x, &y), &want, 1e-6);
+}
+
+/// The five statistics of each row of `x`, through the `T` instance of `row_stats`.
+fn row_stats<T: widths::RowStatsElement>(
+    rt: &Runtime,
+    rows: u32,
+    cols: u32,
+    x: &[f32],
+) -> Vec<f32> {
+    let kernel = widths::RowStats::<T>::new(rt).unwrap();
+    let xs: GpuBuffer<T> = rt.upload(bytemuck::cast_slice::<f32, T>(x)).unwrap();
+    let mut stats = rt.zeros::<f32>(5 * rows as usize).unwrap();
+    let p = widths::Rows { rows, cols };
+    let args = widths::RowStatsArgs {
+        p: &p,
+        x: &xs,
+        stats: &mut stats,
+    };
+    kernel.launch(rt, args).unwrap();
+    stats.read(rt).unwrap()
+}
+
+#[test]
+fn reductions_across_lanes_match_the_reference_at_every_width() {
+    let rt = runtime();
+    let (rows, cols) = (67u32, 12u32);
+    // Values near 1, so that a row's product stays well within `f32`.
+    let x: Vec<f32> = values(&mut rng(13), (rows * cols) as usize)
+        .iter()
+        .map(|v| 1.0 + 0.25 * v)
+        .collect();
+    let want: Vec<f32> = x
+        .chunks(cols as usize)
+        .flat_map(|row| {
+            [
+                row.iter().sum(),
+                row.iter().product(),
+                row.iter().copied().fold(f32::MIN, f32::max),
+                row.iter().copied().fold(f32::MAX, f32::min),
+                row.iter().map(|v| v * v).sum(),
+            ]
+        })
+        .collect();
+    assert_close(&row_stats::<f32>(&rt, rows, cols, &x), &want, 1e-5);
+    assert_close(&row_stats::<[f32; 2]>(&rt, rows, cols, &x), &want, 1e-5);
+    assert_close(&row_stats::<[f32; 4]>(&rt, rows, cols, &x), &want, 1e-5);
+}
+
+#[test]
+fn integer_lanes_reduce_to_their_scalar() {
+    let rt = runtime();
+    let x: Vec<u32> = (0..4 * 70u32)
+        .map(|i| i.wrapping_mul(2654435761) >> 7)
+        .collect();
+    let run = |vectors: bool| {
+        let n = if vectors { x.len() / 4 } else { x.len() };
+        let (mut sums, mut largest) = (rt.zeros::<u32>(n).unwrap(), rt.zeros::<u32>(n).unwrap());
+        if vectors {
+            let xs = rt
+                .upload(bytemuck::cast_slice::<u32, [u32; 4]>(&x))
+                .unwrap();
+            let args = widths::LanesU32Args {
+                x: &xs,
+                sums: &mut sums,
+                largest: &mut largest,
+            };
+            widths::LanesU32::<[u32; 4]>::new(&rt)
+                .unwrap()
+                .launch(&rt, args)
+                .unwrap();
+        } else {
+            let xs = rt.upload(&x).unwrap();
+            let args = widths::LanesU32Args {
+                x: &xs,
+                sums: &mut sums,
+                largest: &mut largest,
+            };
+            widths::LanesU32::<u32>::new(&rt)
+                .unwrap()
+                .launch(&rt, args)
+                .unwrap();
+        }
+        (sums.read(&rt).unwrap(), largest.read(&rt).unwrap())
+    };
+    assert_eq!(run(false), (x.clone(), x.clone()));
+    let sums: Vec<u32> = x
+        .chunks(4)
+        .map(|c| c.iter().fold(0u32, |a, &b| a.wrapping_add(b)))
+        .collect();
+    let largest: Vec<u32> = x.chunks(4).map(|c| *c.iter().max().unwrap()).collect();
+    assert_eq!(run(true), (sums, largest));
+}
+
+/// The WGSL of the module, pinned: each width's instance shows as a readable diff.
+#[test]
+fn the_widths_wgsl_is_pinned() {
+    insta::assert_snapshot!("widths", widths::WGSL);
+}
