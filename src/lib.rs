@@ -72,6 +72,13 @@
 //! checks every such buffer before dispatching and returns [`Error::BufferTooShort`] naming
 //! the binding.
 //!
+//! `#[len]` is optional, because some kernels take their sizes from the buffers themselves
+//! (`grid = [ceil_div(x.len(), 64)]`, `if i < x.len()`). A parameter without it is checked by
+//! nothing but the body: an index past its end does not fault. Under WGSL's bounds checks a
+//! read past the end returns some element of the buffer (or zero) and a write past the end
+//! lands on some element or nowhere, silently. So give every storage parameter either a
+//! `#[len(..)]` or a guard on `x.len()` around its accesses.
+//!
 //! ## `#[kernel(workgroup = [x, y, z], grid = [gx, gy, gz])]`
 //!
 //! `workgroup` is the workgroup size (literals; at most 256 invocations, WebGPU's default
