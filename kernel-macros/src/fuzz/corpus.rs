@@ -17,6 +17,16 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../../examples/quickstart.rs"),
     ),
     ("bench", include_str!("../../../examples/bench.rs")),
+    ("libraries", include_str!("../../../tests/libraries.rs")),
+    ("widths", include_str!("../../../tests/widths.rs")),
+    ("subgroups", include_str!("../../../tests/subgroups.rs")),
+];
+
+/// The files holding `#[tessera::device]` libraries, whose items stand in for the
+/// `#[device] use` of a corpus module as the library's callback would put them.
+const LIBRARIES: &[&str] = &[
+    include_str!("../../../tests/library/src/lib.rs"),
+    include_str!("../../../tests/libraries.rs"),
 ];
 
 /// One module as the macro receives it, kept as text so that threads can share it (token
@@ -72,6 +82,7 @@ fn kernels_module(file: &str, item: syn::Item) -> Option<Module> {
     let syn::Item::Mod(mut module) = item else {
         return None;
     };
+    resolve_imports(&mut module);
     let position = module.attrs.iter().position(|a| {
         a.path()
             .segments
@@ -124,4 +135,44 @@ fn single_kernel_modules(whole: &Module) -> Vec<Module> {
             }
         })
         .collect()
+}
+
+/// Puts each library a module imports (`#[device] use path::name;`) in place of the import, as
+/// `expand` does through the library's macro: the fuzzer calls `compile` directly.
+fn resolve_imports(module: &mut syn::ItemMod) {
+    let Some((_, items)) = &mut module.content else {
+        return;
+    };
+    for item in items.iter_mut() {
+        let Some(Ok(path)) = crate::parse::library::import_path(item) else {
+            continue;
+        };
+        let name = path.segments.last().map(|s| s.ident.clone());
+        let Some(library) = name.and_then(|name| library_items(&name)) else {
+            continue;
+        };
+        let marker = crate::parse::library::resolved_marker(&path);
+        *item = syn::parse_quote! { #marker mod library { #(#library)* } };
+    }
+}
+
+/// The items of the `#[tessera::device]` module `name` of [`LIBRARIES`].
+fn library_items(name: &syn::Ident) -> Option<Vec<syn::Item>> {
+    LIBRARIES.iter().find_map(|text| {
+        let file = syn::parse_file(text).expect("a project source file parses");
+        file.items.into_iter().find_map(|item| match item {
+            syn::Item::Mod(module)
+                if module.ident == *name
+                    && module.attrs.iter().any(|a| {
+                        a.path()
+                            .segments
+                            .last()
+                            .is_some_and(|s| s.ident == "device")
+                    }) =>
+            {
+                module.content.map(|(_, items)| items)
+            }
+            _ => None,
+        })
+    })
 }

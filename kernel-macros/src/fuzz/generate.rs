@@ -595,8 +595,14 @@ impl Gen<'_> {
             12 if self.f16 => format!("({} as f32)", self.expr(Ty::F16, d)),
             13 if self.subgroups => format!(
                 "{}({a})",
-                self.rng
-                    .pick(&["subgroup_add", "subgroup_max", "subgroup_broadcast_first"])
+                self.rng.pick(&[
+                    "subgroup_add",
+                    "subgroup_max",
+                    "subgroup_broadcast_first",
+                    "subgroup_mul",
+                    "subgroup_inclusive_add",
+                    "subgroup_exclusive_mul",
+                ])
             ),
             _ => a,
         }
