@@ -820,12 +820,16 @@ fn vectors_cast_lane_by_lane() {
                 let i = local_index();
                 y[i] = x[i] as Vec4<f16>;
                 z[i] = (x[i].zw as Vec2<i32>) as Vec2<u32> + (vec2(true, false) as Vec2<u32>);
+                z[i] += i as Vec2<u32> + x[i].x as Vec2<u32>;
             }
         }
     })
     .unwrap();
     assert!(wgsl.contains("vec4<f16>(x[i])"), "{wgsl}");
     assert!(wgsl.contains("vec2<u32>(vec2<i32>(x[i].zw))"), "{wgsl}");
+    // A scalar fills every lane, converted first where its type differs.
+    assert!(wgsl.contains("vec2<u32>(i)"), "{wgsl}");
+    assert!(wgsl.contains("vec2<u32>(u32(x[i].x))"), "{wgsl}");
     for (body, error) in [
         (
             "let v = vec4(1.0f32, 2.0, 3.0, 4.0) as Vec2<u32>; y[0] = v.x as f32;",
@@ -833,9 +837,10 @@ fn vectors_cast_lane_by_lane() {
              4 and `Vec2<u32>` 2; take lanes with a swizzle first (`v.xy`)",
         ),
         (
-            "let v = 1.0f32 as Vec2<f32>; y[0] = v.x;",
-            "`as` converts between `f32`, `f16`, `u32`, `i32` and `bool`, and between vectors \
-             of them with as many lanes, not `f32` to `Vec2<f32>`",
+            "let v = vec2(1.0f32, 2.0) as f32; y[0] = v;",
+            "`as` converts between `f32`, `f16`, `u32`, `i32` and `bool`, between vectors of \
+             them with as many lanes, and from a scalar to a vector (every lane), not \
+             `Vec2<f32>` to `f32`",
         ),
         (
             "let v = vec2(1.0f32, 0.0) as Vec2<bool>; if v.x { y[0] = 1.0; }",

@@ -1023,8 +1023,9 @@ impl<'m, 'e> Checker<'m, 'e> {
                 self.errors.at(
                     span,
                     format!(
-                        "`as` converts between `f32`, `f16`, `u32`, `i32` and `bool`, and \
-                         between vectors of them with as many lanes, not `{}` to `{}`",
+                        "`as` converts between `f32`, `f16`, `u32`, `i32` and `bool`, between \
+                         vectors of them with as many lanes, and from a scalar to a vector \
+                         (every lane), not `{}` to `{}`",
                         from.rust_name(),
                         target.rust_name()
                     ),
