@@ -773,7 +773,22 @@ impl<'m, 'e> Checker<'m, 'e> {
 
     fn index(&mut self, base: &mut Expr, index: &mut Expr) -> Ty {
         let index_ty = self.expr(index);
-        if !self.is_integer(&index_ty) {
+        if matches!(
+            self.shallow(&index_ty),
+            Ty::Vector(..) | Ty::LiteralVector(..)
+        ) {
+            // naga would say "Accessing with index can't be done" of the WGSL.
+            self.errors.at(
+                index.span,
+                format!(
+                    "an index is one `u32`, not a vector (`{}`); index with one of its lanes: \
+                     `{}[{}.x]`",
+                    self.shallow(&index_ty).rust_name(),
+                    base.rust_text(),
+                    index.rust_text()
+                ),
+            );
+        } else if !self.is_integer(&index_ty) {
             self.errors.at(
                 index.span,
                 format!(
