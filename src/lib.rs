@@ -231,7 +231,9 @@
 //! - `workgroup_uniform_load(&a[i])` reads one element of a workgroup array after a barrier
 //!   (WGSL's `workgroupUniformLoad`), so that every invocation gets the same value: a barrier
 //!   or fragment operation may then depend on it, which a plain `a[i]` may not. It is a
-//!   barrier itself, so it too must be reached by the whole workgroup.
+//!   barrier itself, so it too must be reached by the whole workgroup, and its index must be
+//!   the same in every invocation (constants, parameters, workgroup ids and what is computed
+//!   from them: not `local_index()`).
 //! - Bits: `bitcast::<T>(x)` reads the bits of a number or vector as another of the same size
 //!   (`f32`, `u32`, `i32` and their vectors), `f32::from_bits(w)`, `x.to_bits()`.
 //! - Packed data, for 8-bit images and 16-bit values in `u32` words (byte 0 is the first
