@@ -58,6 +58,7 @@
 //! | `y: &mut [T]` | `var<storage, read_write>` | `&mut GpuBuffer<T>` |
 //! | `p: &P` (a `#[derive(Params)]` struct) | `var<uniform>` | `&P` |
 //! | `#[workgroup] t: &mut [T; N]` | `var<workgroup>` | none |
+//! | `#[workgroup] s: &mut T` (a scalar or vector) | `var<workgroup>` | none |
 //!
 //! `T` is `f32`, `u32`, `i32`, `f16` (with `features(f16)`; `GpuBuffer<half::f16>` on the host,
 //! `tessera::half` re-exports the crate), `Vec2<S>` or `Vec4<S>` of those scalars (read and
@@ -67,6 +68,14 @@
 //! rejected: WGSL pads each to 16 bytes. Binding numbers follow the parameter order. Because
 //! read-only bindings take `&` and read-write ones `&mut`, passing one buffer as both does not
 //! compile, and a buffer of the wrong element type is a type error.
+//!
+//! A workgroup value (`#[workgroup] total: &mut f32`, or `&mut Vec2<u32>`) is one value shared
+//! by the invocations of a workgroup, as a one-element array would be: read it as `*total`
+//! and write it as `*total = sum;` (`*total += x;`, `range.y = 3;` for a vector's lane), as in
+//! Rust; the bare name `total` reads and writes it too, as WGSL spells it. Like workgroup
+//! arrays, it starts at zero in every workgroup, and a write is seen by the other invocations
+//! after a `workgroup_barrier()`. It cannot be lent to a helper; pass its value, or use a
+//! `[T; 1]` array for a helper to write.
 //!
 //! `#[len(expr)]` on a storage parameter states how many elements it must hold; the launcher
 //! checks every such buffer before dispatching and returns [`Error::BufferTooShort`] naming
@@ -651,7 +660,7 @@ pub use kernel_macros::device;
 /// f16])`, `limits(invocations = 1024, workgroup_memory = 49152)` and `features(subgroups,
 /// f16)`. Parameters: `&[T]` and `&mut [T]` storage buffers (`#[len(expr)]` states the length
 /// the launcher checks), one `&P` of a [`Params`] struct, and `#[workgroup] t: &mut [T; N]`
-/// arrays shared by the workgroup.
+/// arrays (or `#[workgroup] s: &mut T` values) shared by the workgroup.
 ///
 /// ```no_run
 /// #[tessera::kernels]

@@ -628,6 +628,10 @@ impl<'m, 'e> Checker<'m, 'e> {
                     self.errors.at(span, message);
                     Ty::Unknown
                 }
+                // A workgroup value (`#[workgroup] s: &mut f32`), read as `*s` or `s`.
+                Resolved::Shared(shared) if !matches!(shared.ty, Ty::Array(..)) => {
+                    shared.ty.clone()
+                }
                 Resolved::Shared(_) => {
                     self.errors.at(
                         span,

@@ -630,7 +630,8 @@ impl<'c, 'k> Builder<'c, 'k> {
                 let node = self.local(*local);
                 out.nodes.push(node);
             }
-            ExprKind::Path(_, None) => {}
+            // A workgroup value (`#[workgroup] s: &mut f32`) varies as workgroup memory does.
+            ExprKind::Path(name, None) => out.extend(&self.memory_read(name)),
             ExprKind::Field(base, _)
             | ExprKind::Cast(base, _)
             | ExprKind::Bitcast(base, _)

@@ -902,7 +902,8 @@ fn storage_element(ty: &syn::Type) -> syn::Result<Ty> {
 }
 
 fn shared_ty(ty: &syn::Type) -> syn::Result<Ty> {
-    let usage = "workgroup memory is declared as `#[workgroup] name: &mut [T; N]`";
+    let usage = "workgroup memory is declared as `#[workgroup] name: &mut [T; N]` (an array) \
+                 or `#[workgroup] name: &mut T` (one value of a scalar or vector type)";
     let syn::Type::Reference(reference) = ty else {
         return Err(syn::Error::new_spanned(ty, usage));
     };
@@ -917,6 +918,8 @@ fn shared_ty(ty: &syn::Type) -> syn::Result<Ty> {
              them back with `coop_load_row_major`",
         )),
         array @ Ty::Array(..) => Ok(array),
+        // One value, read and written as `*name` (or `name`).
+        value @ (Ty::Scalar(_) | Ty::Vector(..)) => Ok(value),
         _ => Err(syn::Error::new_spanned(ty, usage)),
     }
 }
