@@ -185,10 +185,14 @@ pub fn set(
                             *env = env.with(&name.to_string(), Value::U32(v));
                             return true;
                         }
+                        // Not about one instance: reported once, and a stand-in keeps the
+                        // instances checked.
                         None if undeclared(expr, env).is_some() || identity.is_empty() => {
                             if !std::mem::replace(&mut reported, true) {
                                 report_bad_constant(name, expr, env, errors);
                             }
+                            *env = env.with(&name.to_string(), Value::U32(1));
+                            return true;
                         }
                         None if !std::mem::replace(&mut reported, true) => {
                             let instance: Vec<String> = listed
