@@ -74,7 +74,8 @@
 //! and write it as `*total = sum;` (`*total += x;`, `range.y = 3;` for a vector's lane), as in
 //! Rust; the bare name `total` reads and writes it too, as WGSL spells it. Like workgroup
 //! arrays, it starts at zero in every workgroup, and a write is seen by the other invocations
-//! after a `workgroup_barrier()`. It cannot be lent to a helper; pass its value, or use a
+//! after a `workgroup_barrier()`; `workgroup_uniform_load(&total)` reads it as a value
+//! uniform across the workgroup (see below). It cannot be lent to a helper; pass its value, or use a
 //! `[T; 1]` array for a helper to write.
 //!
 //! `#[len(expr)]` on a storage parameter states how many elements it must hold; the launcher
@@ -115,7 +116,9 @@
 //!   their lists: `constants(zip(BLOCK = [128, 128, 64], GROUP = [512, 256, 256]))` gives three
 //!   instances, the `i`-th value of each list with the `i`-th of the others (lists of one
 //!   length), and combines with the other lists as one list would. A value (or a zipped
-//!   combination) listed twice is an error.
+//!   combination) listed twice is an error, and so is a derived constant without a `u32` value
+//!   in some instance (`B = 8 / A` where `A = 0`; a subtraction below zero; a result past
+//!   `u32::MAX`): the error names the instance and the cause.
 //! - **Named sets of constants.** Several kernels share one set declared once in the module,
 //!   as a unit struct the macro fills in:
 //!
@@ -157,7 +160,9 @@
 //!   builds the `f16` instance, whose `AxpyArgs` take `GpuBuffer<half::f16>`; `Axpy::<u64>`
 //!   does not compile (`AxpyElement` is implemented for exactly the listed types). An `f16`
 //!   instance needs the device feature on its own: the `f32` instances of the same kernel
-//!   build on a device without it.
+//!   build on a device without it. Each type is listed once; the parameter cannot take the
+//!   name of a type of the language (`types(u32 = [..])`). A helper that uses `T` is called
+//!   only from kernels that declare it: from any other kernel, the call is an error.
 //! - **Families.** Kernels that run one after another over shared buffers (a backward pass)
 //!   declare those buffers once, as a struct naming its members in launch order:
 //!
@@ -237,7 +242,8 @@
 //! - Builtins: `global_id()`, `local_id()`, `workgroup_id()`, `num_workgroups()` (`Vec3<u32>`),
 //!   `local_index()` (`u32`), `workgroup_barrier()`, `storage_barrier()`, `ceil_div(a, b)`,
 //!   `x.len()` for a storage parameter.
-//! - `workgroup_uniform_load(&a[i])` reads one element of a workgroup array after a barrier
+//! - `workgroup_uniform_load(&a[i])` reads one element of a workgroup array (or
+//!   `workgroup_uniform_load(&s)` a workgroup value) after a barrier
 //!   (WGSL's `workgroupUniformLoad`), so that every invocation gets the same value: a barrier
 //!   or fragment operation may then depend on it, which a plain `a[i]` may not. It is a
 //!   barrier itself, so it too must be reached by the whole workgroup, and its index must be

@@ -40,8 +40,10 @@ pub mod shared {
             range.y = range.x + 63;
         }
         workgroup_barrier();
-        if i < p.n {
-            share[i] = x[i] / *total;
+        // The same value, read as one uniform across the workgroup.
+        let sum = workgroup_uniform_load(&total);
+        if i < p.n && sum == *total {
+            share[i] = x[i] / sum;
             ends[i] = (*range).y - i + range.x;
         }
     }

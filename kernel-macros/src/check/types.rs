@@ -827,6 +827,15 @@ impl<'m, 'e> Checker<'m, 'e> {
                         base.ty = shared.ty.clone();
                         return (**element).clone();
                     }
+                    self.errors.at(
+                        base.span,
+                        format!(
+                            "`{name}` is one `{0}` of workgroup memory, not an array: read and \
+                             write it as `*{name}` (or declare `&mut [{0}; N]` for an array)",
+                            shared.ty.rust_name()
+                        ),
+                    );
+                    return Ty::Unknown;
                 }
                 _ => {}
             }
@@ -1282,6 +1291,12 @@ impl<'m, 'e> Checker<'m, 'e> {
         let memory = root.as_ref().map(|root| self.resolve_name(root));
         match (&place.kind, memory) {
             (ExprKind::Index(..), Some(Resolved::Shared(_))) => self.expr(place),
+            // A workgroup value, `&s` (`#[workgroup] s: &mut f32`).
+            (ExprKind::Path(..), Some(Resolved::Shared(shared)))
+                if !matches!(shared.ty, Ty::Array(..)) =>
+            {
+                self.expr(place)
+            }
             (_, Some(Resolved::None)) => {
                 self.expr(place);
                 Ty::Unknown

@@ -630,8 +630,12 @@ impl<'c, 'k> Builder<'c, 'k> {
                 let node = self.local(*local);
                 out.nodes.push(node);
             }
-            // A workgroup value (`#[workgroup] s: &mut f32`) varies as workgroup memory does.
-            ExprKind::Path(name, None) => out.extend(&self.memory_read(name)),
+            // A workgroup value (`#[workgroup] s: &mut f32`) varies as workgroup memory does
+            // (a buffer or array named whole is lent, or the receiver of `len()`).
+            ExprKind::Path(name, None) if matches!(e.ty, Ty::Scalar(_) | Ty::Vector(..)) => {
+                out.extend(&self.memory_read(name))
+            }
+            ExprKind::Path(_, None) => {}
             ExprKind::Field(base, _)
             | ExprKind::Cast(base, _)
             | ExprKind::Bitcast(base, _)
