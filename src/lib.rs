@@ -58,6 +58,7 @@
 //! | `y: &mut [T]` | `var<storage, read_write>` | `&mut GpuBuffer<T>` |
 //! | `p: &P` (a `#[derive(Params)]` struct) | `var<uniform>` | `&P` |
 //! | `#[workgroup] t: &mut [T; N]` | `var<workgroup>` | none |
+//! | `#[workgroup] s: &mut T` (a scalar or vector) | `var<workgroup>` | none |
 //!
 //! `T` is `f32`, `u32`, `i32`, `f16` (with `features(f16)`; `GpuBuffer<half::f16>` on the host,
 //! `tessera::half` re-exports the crate), `Vec2<S>` or `Vec4<S>` of those scalars (read and
@@ -67,6 +68,15 @@
 //! rejected: WGSL pads each to 16 bytes. Binding numbers follow the parameter order. Because
 //! read-only bindings take `&` and read-write ones `&mut`, passing one buffer as both does not
 //! compile, and a buffer of the wrong element type is a type error.
+//!
+//! A workgroup value (`#[workgroup] total: &mut f32`, or `&mut Vec2<u32>`) is one value shared
+//! by the invocations of a workgroup, as a one-element array would be: read it as `*total`
+//! and write it as `*total = sum;` (`*total += x;`, `range.y = 3;` for a vector's lane), as in
+//! Rust; the bare name `total` reads and writes it too, as WGSL spells it. Like workgroup
+//! arrays, it starts at zero in every workgroup, and a write is seen by the other invocations
+//! after a `workgroup_barrier()`; `workgroup_uniform_load(&total)` reads it as a value
+//! uniform across the workgroup (see below). It cannot be lent to a helper; pass its value, or use a
+//! `[T; 1]` array for a helper to write.
 //!
 //! `#[len(expr)]` on a storage parameter states how many elements it must hold; the launcher
 //! checks every such buffer before dispatching and returns [`Error::BufferTooShort`] naming
@@ -113,7 +123,9 @@
 //!   their lists: `constants(zip(BLOCK = [128, 128, 64], GROUP = [512, 256, 256]))` gives three
 //!   instances, the `i`-th value of each list with the `i`-th of the others (lists of one
 //!   length), and combines with the other lists as one list would. A value (or a zipped
-//!   combination) listed twice is an error.
+//!   combination) listed twice is an error, and so is a derived constant without a `u32` value
+//!   in some instance (`B = 8 / A` where `A = 0`; a subtraction below zero; a result past
+//!   `u32::MAX`): the error names the instance and the cause.
 //! - **Named sets of constants.** Several kernels share one set declared once in the module,
 //!   as a unit struct the macro fills in:
 //!
@@ -155,7 +167,9 @@
 //!   builds the `f16` instance, whose `AxpyArgs` take `GpuBuffer<half::f16>`; `Axpy::<u64>`
 //!   does not compile (`AxpyElement` is implemented for exactly the listed types). An `f16`
 //!   instance needs the device feature on its own: the `f32` instances of the same kernel
-//!   build on a device without it.
+//!   build on a device without it. Each type is listed once; the parameter cannot take the
+//!   name of a type of the language (`types(u32 = [..])`). A helper that uses `T` is called
+//!   only from kernels that declare it: from any other kernel, the call is an error.
 //! - **Widths.** The listed types may also be vectors of 2 or 4 lanes of those scalars, so
 //!   one body serves scalar and wide loads (a `Vec4<f32>` load moves four floats in one
 //!   instruction, which memory-bound kernels need):
@@ -269,10 +283,13 @@
 //! - Builtins: `global_id()`, `local_id()`, `workgroup_id()`, `num_workgroups()` (`Vec3<u32>`),
 //!   `local_index()` (`u32`), `workgroup_barrier()`, `storage_barrier()`, `ceil_div(a, b)`,
 //!   `x.len()` for a storage parameter.
-//! - `workgroup_uniform_load(&a[i])` reads one element of a workgroup array after a barrier
+//! - `workgroup_uniform_load(&a[i])` reads one element of a workgroup array (or
+//!   `workgroup_uniform_load(&s)` a workgroup value) after a barrier
 //!   (WGSL's `workgroupUniformLoad`), so that every invocation gets the same value: a barrier
 //!   or fragment operation may then depend on it, which a plain `a[i]` may not. It is a
-//!   barrier itself, so it too must be reached by the whole workgroup.
+//!   barrier itself, so it too must be reached by the whole workgroup, and its index must be
+//!   the same in every invocation (constants, parameters, workgroup ids and what is computed
+//!   from them: not `local_index()`).
 //! - Bits: `bitcast::<T>(x)` reads the bits of a number or vector as another of the same size
 //!   (`f32`, `u32`, `i32` and their vectors), `f32::from_bits(w)`, `x.to_bits()`.
 //! - Packed data, for 8-bit images and 16-bit values in `u32` words (byte 0 is the first
@@ -690,7 +707,7 @@ pub use kernel_macros::device;
 /// f16])`, `limits(invocations = 1024, workgroup_memory = 49152)` and `features(subgroups,
 /// f16)`. Parameters: `&[T]` and `&mut [T]` storage buffers (`#[len(expr)]` states the length
 /// the launcher checks), one `&P` of a [`Params`] struct, and `#[workgroup] t: &mut [T; N]`
-/// arrays shared by the workgroup.
+/// arrays (or `#[workgroup] s: &mut T` values) shared by the workgroup.
 ///
 /// ```no_run
 /// #[tessera::kernels]

@@ -261,6 +261,15 @@ fn describe(problem: Problem) -> String {
             "the lane of `subgroup_broadcast` is {lane}, but WGSL requires a lane below 128 \
              (the largest subgroup); broadcast from a lane in 0..128"
         ),
+        Problem::HalfNotFinite => "`unpack_2x16_float` of this constant gives a half that is \
+                                   infinite or NaN (exponent bits all set, as in `0x7c00`), and \
+                                   WGSL has no infinite or NaN constants; unpack a word of finite \
+                                   halves"
+            .to_owned(),
+        Problem::PackedOutOfHalf => "`pack_2x16_float` of this constant has a lane past the range \
+                                     of `f16` (at most 65504 in magnitude), which WGSL cannot \
+                                     compile; keep each lane within -65504..=65504"
+            .to_owned(),
         Problem::ZeroVectorNormalized => "this normalizes a constant zero vector, which has no \
                                           direction (WGSL cannot compile it); normalize a vector \
                                           that is not zero"

@@ -1034,10 +1034,48 @@ fn a_uniform_load_reads_one_element_of_a_workgroup_array() {
             "lend the element as `&a[i]`",
         ),
         ("y[0] = workgroup_uniform_load();", "takes 1 argument"),
+        // Its pointer must be uniform: an index that varies is refused (Tint does).
+        (
+            "let i = local_index() / 2; y[0] = workgroup_uniform_load(&t[i + 1]);",
+            "requires its pointer to be the same in every invocation",
+        ),
     ] {
         let message = error(body);
         assert!(message.contains(wanted), "{body}: {message}");
     }
+    // A uniform index is fine, however computed.
+    let computed = "let i = workgroup_id().x % 32; y[0] = workgroup_uniform_load(&t[i * 2]);";
+    assert_eq!(errors(computed), Vec::<String>::new());
+}
+
+/// A workgroup value (`#[workgroup] s: &mut f32`) is read and written as `*s` or `s`, and
+/// varies as workgroup memory does.
+#[test]
+fn workgroup_values_read_and_write_as_values() {
+    let errors = |body: &str| {
+        let text = format!(
+            "mod m {{ #[kernel(workgroup = [64], grid = [1])] \
+             fn k(y: &mut [f32], #[workgroup] s: &mut f32, #[workgroup] v: &mut Vec2<u32>) \
+             {{ {body} }} }}"
+        );
+        checked(text.parse().unwrap()).err().unwrap_or_default()
+    };
+    let fine = "if local_index() == 0 { *s = 2.0; *v = vec2(1u32, 2); v.y = 3; } \
+                workgroup_barrier(); y[local_index()] = *s + s + (*v).x as f32;";
+    assert_eq!(errors(fine), Vec::<String>::new());
+    let varying = errors("if *s > 0.0 { workgroup_barrier(); }");
+    assert!(
+        varying.len() == 1 && is_barrier_error(&varying),
+        "{varying:?}"
+    );
+    // Read with `workgroup_uniform_load(&s)`, it is uniform.
+    let uniform = "if workgroup_uniform_load(&s) > 0.0 { workgroup_barrier(); }";
+    assert_eq!(errors(uniform), Vec::<String>::new());
+    let indexed = errors("s[0] = 1.0;");
+    assert!(
+        indexed.len() == 1 && indexed[0].contains("not an array"),
+        "{indexed:?}"
+    );
 }
 
 /// Whether `body`, beside `helpers`, passes the uniformity check, in a kernel with a

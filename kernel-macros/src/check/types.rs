@@ -628,6 +628,10 @@ impl<'m, 'e> Checker<'m, 'e> {
                     self.errors.at(span, message);
                     Ty::Unknown
                 }
+                // A workgroup value (`#[workgroup] s: &mut f32`), read as `*s` or `s`.
+                Resolved::Shared(shared) if !matches!(shared.ty, Ty::Array(..)) => {
+                    shared.ty.clone()
+                }
                 Resolved::Shared(_) => {
                     self.errors.at(
                         span,
@@ -773,7 +777,22 @@ impl<'m, 'e> Checker<'m, 'e> {
 
     fn index(&mut self, base: &mut Expr, index: &mut Expr) -> Ty {
         let index_ty = self.expr(index);
-        if !self.is_integer(&index_ty) {
+        if matches!(
+            self.shallow(&index_ty),
+            Ty::Vector(..) | Ty::LiteralVector(..)
+        ) {
+            // naga would say "Accessing with index can't be done" of the WGSL.
+            self.errors.at(
+                index.span,
+                format!(
+                    "an index is one `u32`, not a vector (`{}`); index with one of its lanes: \
+                     `{}[{}.x]`",
+                    self.shallow(&index_ty).rust_name(),
+                    base.rust_text(),
+                    index.rust_text()
+                ),
+            );
+        } else if !self.is_integer(&index_ty) {
             self.errors.at(
                 index.span,
                 format!(
@@ -808,6 +827,15 @@ impl<'m, 'e> Checker<'m, 'e> {
                         base.ty = shared.ty.clone();
                         return (**element).clone();
                     }
+                    self.errors.at(
+                        base.span,
+                        format!(
+                            "`{name}` is one `{0}` of workgroup memory, not an array: read and \
+                             write it as `*{name}` (or declare `&mut [{0}; N]` for an array)",
+                            shared.ty.rust_name()
+                        ),
+                    );
+                    return Ty::Unknown;
                 }
                 _ => {}
             }
@@ -1266,6 +1294,12 @@ impl<'m, 'e> Checker<'m, 'e> {
         let memory = root.as_ref().map(|root| self.resolve_name(root));
         match (&place.kind, memory) {
             (ExprKind::Index(..), Some(Resolved::Shared(_))) => self.expr(place),
+            // A workgroup value, `&s` (`#[workgroup] s: &mut f32`).
+            (ExprKind::Path(..), Some(Resolved::Shared(shared)))
+                if !matches!(shared.ty, Ty::Array(..)) =>
+            {
+                self.expr(place)
+            }
             (_, Some(Resolved::None)) => {
                 self.expr(place);
                 Ty::Unknown

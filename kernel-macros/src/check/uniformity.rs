@@ -27,7 +27,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::diag::Errors;
-use crate::ir::builtins::{Builtin, Uniformity};
+use crate::ir::builtins::{Builtin, Signature, Uniformity};
 use crate::ir::*;
 
 /// Checks every barrier of `kernel`, including barriers inside helpers it calls.
@@ -373,6 +373,9 @@ enum SiteKind {
     /// Arithmetic on matrix fragments (`name` is the operator).
     FragmentArithmetic,
     Helper,
+    /// The index into workgroup memory of `workgroup_uniform_load(&a[i])`: WGSL requires the
+    /// pointer to be uniform (`flow` is the index's node, `name` the place's text).
+    UniformLoadIndex,
 }
 
 /// Builds the graph of one function body.
@@ -627,6 +630,11 @@ impl<'c, 'k> Builder<'c, 'k> {
                 let node = self.local(*local);
                 out.nodes.push(node);
             }
+            // A workgroup value (`#[workgroup] s: &mut f32`) varies as workgroup memory does
+            // (a buffer or array named whole is lent, or the receiver of `len()`).
+            ExprKind::Path(name, None) if matches!(e.ty, Ty::Scalar(_) | Ty::Vector(..)) => {
+                out.extend(&self.memory_read(name))
+            }
             ExprKind::Path(_, None) => {}
             ExprKind::Field(base, _)
             | ExprKind::Cast(base, _)
@@ -805,6 +813,9 @@ impl<'c, 'k> Builder<'c, 'k> {
             _ if builtin.is_cooperative() => SiteKind::Fragment,
             _ => SiteKind::Subgroup,
         };
+        if builtin.signature == Signature::UniformLoad {
+            self.uniform_load_index(args, flow);
+        }
         if needs_uniform_flow(builtin) {
             self.sites.push(BarrierSite {
                 flow,
@@ -822,6 +833,33 @@ impl<'c, 'k> Builder<'c, 'k> {
                 out.source |= value.source;
                 out.nodes.extend(value.nodes);
             }
+        }
+    }
+
+    /// `workgroup_uniform_load(&a[i])`: a site that is reported when the index `i` differs
+    /// between invocations (Tint refuses a pointer that is not uniform; naga does not check).
+    fn uniform_load_index(&mut self, args: &[Expr], flow: Flow) {
+        let Some(arg) = args.first() else {
+            return;
+        };
+        let place = match &arg.kind {
+            ExprKind::Ref(_, place) => &**place,
+            _ => arg,
+        };
+        let mut index = Value::default();
+        self.indices_into(place, flow, &mut index);
+        let span = match &place.kind {
+            ExprKind::Index(_, i) => i.span,
+            _ => place.span,
+        };
+        if let Some(node) = self.node_of(&index, None) {
+            self.sites.push(BarrierSite {
+                flow: Some(node),
+                span,
+                name: place.rust_text(),
+                args: Vec::new(),
+                kind: SiteKind::UniformLoadIndex,
+            });
         }
     }
 
@@ -864,6 +902,15 @@ impl<'c, 'k> Builder<'c, 'k> {
 
 fn barrier_message(site: &BarrierSite, cause: Span) -> String {
     let name = &site.name;
+    if site.kind == SiteKind::UniformLoadIndex {
+        return format!(
+            "`workgroup_uniform_load(&{name})` loads one element for the whole workgroup, so \
+             WGSL requires its pointer to be the same in every invocation, but this index \
+             depends on a value that differs between invocations; index with constants, \
+             parameters and workgroup ids only, or read `{name}` directly after a \
+             `workgroup_barrier()`"
+        );
+    }
     let subject = match site.kind {
         SiteKind::FragmentArithmetic => format!("`{name}` of fragments"),
         _ => format!("`{name}()`"),
@@ -884,7 +931,7 @@ fn barrier_message(site: &BarrierSite, cause: Span) -> String {
             " (a fragment belongs to a whole subgroup, and WGSL requires its operations in \
              uniform control flow)",
         ),
-        SiteKind::Helper => ("the call", ""),
+        SiteKind::Helper | SiteKind::UniformLoadIndex => ("the call", ""),
     };
     format!(
         "{subject} must be reached by every invocation of the workgroup together{rule}, but here it \

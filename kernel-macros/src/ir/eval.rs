@@ -61,6 +61,10 @@ pub enum Problem {
     CeilDivOverflow(Scalar),
     /// `v.normalize()` of a constant zero vector.
     ZeroVectorNormalized,
+    /// `unpack_2x16_float(word)` of a constant word with a half that is infinite or NaN.
+    HalfNotFinite,
+    /// `pack_2x16_float(v)` of a constant lane past `f16`'s range (65504 in magnitude).
+    PackedOutOfHalf,
     /// `subgroup_broadcast(x, lane)` with a lane that is not a constant (WGSL requires a
     /// const-expression).
     LaneNotConstant,
@@ -330,6 +334,16 @@ impl Eval {
                 }
                 None
             }
+            ExprKind::Builtin(builtin, args) if builtin.name == "pack_2x16_float" => {
+                let lanes = args.first().and_then(|a| self.lanes(a))?;
+                let outside = lanes.iter().any(
+                    |lane| matches!(lane, Value::Float(x, _) if float(*x, Scalar::F16).is_err()),
+                );
+                if outside {
+                    self.report(span, Problem::PackedOutOfHalf);
+                }
+                None
+            }
             ExprKind::Builtin(builtin, args) if args.iter().any(|a| a.ty.is_vector()) => {
                 let lanes: Vec<Option<Vec<Value>>> = args.iter().map(|a| self.lanes(a)).collect();
                 let lanes: Vec<Vec<Value>> = lanes.into_iter().collect::<Option<_>>()?;
@@ -423,7 +437,13 @@ impl Eval {
                         }
                     }
                     Signature::Fixed(..) => match parts.as_slice() {
-                        [Some(word)] => unpack(builtin.name, *word.first()?)?,
+                        [Some(word)] => match unpack(builtin.name, *word.first()?)? {
+                            Ok(lanes) => lanes,
+                            Err(problem) => {
+                                self.report(span, problem);
+                                return None;
+                            }
+                        },
                         _ => return None,
                     },
                     Signature::Math(..) if builtin.name == "normalize" => {
@@ -664,8 +684,9 @@ fn vector_to_scalar(name: &str, args: &[Vec<Value>]) -> Option<Result<Value, Pro
     Some(result.map(|x| Value::Float(x, scalar)))
 }
 
-/// The lanes of an unpacking builtin of a constant word.
-fn unpack(name: &str, word: Value) -> Option<Vec<Value>> {
+/// The lanes of an unpacking builtin of a constant word (a half that is infinite or NaN is a
+/// problem: WGSL has no such constants).
+fn unpack(name: &str, word: Value) -> Option<Result<Vec<Value>, Problem>> {
     let Value::Int(word, _) = word else {
         return None;
     };
@@ -678,7 +699,14 @@ fn unpack(name: &str, word: Value) -> Option<Vec<Value>> {
             .map(|x| Value::Float(f64::from(x as f32), Scalar::F32))
             .collect()
     };
-    Some(match name {
+    Some(Ok(match name {
+        "unpack_2x16_float" => {
+            let lanes: Option<Vec<f64>> = halves.iter().map(|&h| half(h)).collect();
+            match lanes {
+                Some(lanes) => f32s(lanes),
+                None => return Some(Err(Problem::HalfNotFinite)),
+            }
+        }
         "unpack_4x8_unorm" => f32s(bytes.iter().map(|&b| f64::from(b) / 255.0).collect()),
         "unpack_4x8_snorm" => f32s(
             bytes
@@ -702,7 +730,19 @@ fn unpack(name: &str, word: Value) -> Option<Vec<Value>> {
                 .collect(),
         ),
         _ => return None,
-    })
+    }))
+}
+
+/// The value of the `f16` with bits `bits`; `None` if it is infinite or NaN.
+fn half(bits: u16) -> Option<f64> {
+    let sign = if bits >> 15 == 1 { -1.0 } else { 1.0 };
+    let exponent = i32::from((bits >> 10) & 0x1f);
+    let mantissa = f64::from(bits & 0x3ff);
+    match exponent {
+        0x1f => None,
+        0 => Some(sign * mantissa * 2f64.powi(-24)),
+        _ => Some(sign * (1.0 + mantissa / 1024.0) * 2f64.powi(exponent - 15)),
+    }
 }
 
 /// `ceil_div(a, b)` as WGSL computes it, `(a + b - 1) / b` (the zero divisor is checked

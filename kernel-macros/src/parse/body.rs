@@ -533,6 +533,15 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Option<Expr> {
             let op = match unary.op {
                 syn::UnOp::Neg(_) => UnOp::Neg,
                 syn::UnOp::Not(_) => UnOp::Not,
+                // `*s` of a workgroup value (`#[workgroup] s: &mut f32`) is `s`, as WGSL
+                // writes it.
+                syn::UnOp::Deref(_) if deref_name(&unary.expr).is_some() => {
+                    let name = deref_name(&unary.expr)?;
+                    return Some(Expr::new(
+                        ExprKind::Path(name.clone(), None),
+                        Span::of(unary),
+                    ));
+                }
                 _ => {
                     errors.spanned(
                         unary.op,
@@ -898,6 +907,15 @@ fn bitcast_target(path: &syn::Path) -> Option<syn::Result<ir::Ty>> {
         {
             Some(Ok(ir::Ty::F32))
         }
+        _ => None,
+    }
+}
+
+/// The name under `*` in `*name`.
+fn deref_name(e: &syn::Expr) -> Option<&syn::Ident> {
+    match e {
+        syn::Expr::Path(path) if path.qself.is_none() => path.path.get_ident(),
+        syn::Expr::Paren(inner) => deref_name(&inner.expr),
         _ => None,
     }
 }

@@ -81,6 +81,11 @@ impl Consts {
         more
     }
 
+    /// Whether an element type (`types(T = [..])`) is in scope.
+    pub fn has_element_type(&self) -> bool {
+        self.0.iter().any(|(_, v)| matches!(v, Value::Type(_)))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -182,7 +187,7 @@ pub fn set(
     let decls = super::names::distinct_constants(decls, errors);
     let mut envs = vec![(module.clone(), Vec::new())];
     let mut derived = Vec::new();
-    for decl in &decls {
+    for (index, decl) in decls.iter().enumerate() {
         match decl {
             ConstDecl::Listed(name, values) => {
                 let mut next = Vec::new();
@@ -214,10 +219,51 @@ pub fn set(
                 if let Some(host) = derived_expr(expr, &names, module, errors) {
                     derived.push((name.clone(), host));
                 }
-                for (env, _) in &mut envs {
-                    let v = eval_u32(name, expr, env, errors).unwrap_or(1);
-                    *env = env.with(&name.to_string(), Value::U32(v));
-                }
+                // An instance where the expression has no `u32` value is reported (the first
+                // one, naming it and the cause) and left out.
+                let listed: Vec<&syn::Ident> = decls
+                    .iter()
+                    .take(index)
+                    .filter(|d| !matches!(d, ConstDecl::Derived(..)))
+                    .flat_map(|d| d.names())
+                    .collect();
+                let mut reported = false;
+                envs.retain_mut(|(env, identity)| {
+                    match eval(expr, env).and_then(|v| u32::try_from(v).ok()) {
+                        Some(v) => {
+                            *env = env.with(&name.to_string(), Value::U32(v));
+                            return true;
+                        }
+                        // Not about one instance: reported once, and a stand-in keeps the
+                        // instances checked.
+                        None if undeclared(expr, env).is_some() || identity.is_empty() => {
+                            if !std::mem::replace(&mut reported, true) {
+                                report_bad_constant(name, expr, env, errors);
+                            }
+                            *env = env.with(&name.to_string(), Value::U32(1));
+                            return true;
+                        }
+                        None if !std::mem::replace(&mut reported, true) => {
+                            let instance: Vec<String> = listed
+                                .iter()
+                                .zip(identity.iter())
+                                .map(|(n, v)| format!("{n} = {v}"))
+                                .collect();
+                            errors.spanned(
+                                expr,
+                                format!(
+                                    "`{name}` has no `u32` value in the instance `{}`: there, \
+                                     {}; list only values for which every derived constant is \
+                                     a `u32`, or change `{name}`'s expression",
+                                    instance.join(", "),
+                                    failure(expr, env),
+                                ),
+                            );
+                        }
+                        None => {}
+                    }
+                    false
+                });
             }
         }
     }
@@ -328,6 +374,38 @@ fn report_bad_constant(name: &syn::Ident, value: &syn::Expr, env: &Consts, error
             value,
             format!("`{name}` needs a `u32` value known at compile time"),
         ),
+    }
+}
+
+/// Why `expr`, which [`eval`] cannot compute as a `u32` with `consts`, has no value: the first
+/// division by zero, or the value out of `u32`'s range, as a clause of a sentence.
+fn failure(expr: &syn::Expr, consts: &Consts) -> String {
+    fn zero_divisor(expr: &syn::Expr, consts: &Consts) -> Option<String> {
+        match expr {
+            syn::Expr::Paren(inner) => zero_divisor(&inner.expr, consts),
+            syn::Expr::Unary(unary) => zero_divisor(&unary.expr, consts),
+            syn::Expr::Binary(binary) => zero_divisor(&binary.left, consts)
+                .or_else(|| zero_divisor(&binary.right, consts))
+                .or_else(|| {
+                    let by_zero = matches!(binary.op, syn::BinOp::Div(_) | syn::BinOp::Rem(_))
+                        && eval(&binary.right, consts) == Some(0);
+                    by_zero.then(|| {
+                        format!(
+                            "`{}` divides by zero",
+                            quote::ToTokens::to_token_stream(expr)
+                        )
+                    })
+                }),
+            _ => None,
+        }
+    }
+    if let Some(division) = zero_divisor(expr, consts) {
+        return division;
+    }
+    match eval(expr, consts) {
+        Some(v) if v < 0 => format!("it is {v}, below zero (the subtraction underflows `u32`)"),
+        Some(v) => format!("it is {v}, past `u32::MAX` (the arithmetic overflows `u32`)"),
+        None => "it cannot be computed".to_owned(),
     }
 }
 

@@ -155,7 +155,8 @@ pub fn kernel(
                 binding.generic = generic.contains(&binding.name);
             }
             let roots = called_names(&variant.body);
-            variant.helpers = instance_helpers(roots, helpers, &env, params, errors);
+            let caller = Some(&function.sig.ident);
+            variant.helpers = instance_helpers(roots, caller, helpers, &env, params, errors);
             variant.requirements = requirements;
             specializations = specs;
             kernel_instances.push(ir::Instance {
@@ -221,12 +222,33 @@ fn type_param(
         }
     }
     let (name, listed) = declared?;
+    if ty::is_known_name(&name.to_string()) {
+        errors.spanned(
+            name,
+            format!(
+                "`{name}` is a type of the kernel language, so it cannot name a type parameter \
+                 (inside the kernel, `{name}` would mean both); name the parameter `T`: \
+                 `types(T = [..])` and `fn {}<T>(..)`",
+                function.sig.ident
+            ),
+        );
+        // No instance is checked: its body would read `u32` as the parameter.
+        return Some(ir::TypeParam {
+            name: name.clone(),
+            types: Vec::new(),
+            span: Span::of(name),
+        });
+    }
     let mut types = Vec::new();
     for listed_ty in listed {
         match element_type(listed_ty) {
             Some(element) if types.contains(&element) => errors.spanned(
                 listed_ty,
-                format!("`{}` is listed twice", element.rust_name()),
+                format!(
+                    "`{name}` lists `{}` twice, which would make the same instance twice; list \
+                     each type once",
+                    element.rust_name()
+                ),
             ),
             Some(element) => types.push(element),
             None => errors.spanned(
@@ -245,7 +267,9 @@ fn type_param(
         first: Span::of(listed.first()?).first,
         last: Span::of(listed.last()?).last,
     };
-    (!types.is_empty()).then(|| ir::TypeParam {
+    // A list with no usable type (`types(T = [f64])`, reported above) still declares `T`:
+    // the kernel then has no instance to check, rather than a body where `T` is unknown.
+    Some(ir::TypeParam {
         name: name.clone(),
         types,
         span,
@@ -628,6 +652,7 @@ fn member_ty(binding: &ir::Binding, params: &[ir::ParamsStruct]) -> String {
 /// constants `env`. Errors are reported only for the helpers that are called.
 pub fn instance_helpers(
     roots: Vec<syn::Ident>,
+    caller: Option<&syn::Ident>,
     helpers: &[syn::ItemFn],
     env: &Consts,
     params: &[ir::ParamsStruct],
@@ -649,6 +674,34 @@ pub fn instance_helpers(
             .map_err(|e| own.push(e))
             .ok()
             .and_then(|f| helper(&f, params, &mut own));
+        // A helper over the element type, where there is none: one error, at the call (or at
+        // the helper, when no kernel calls it), instead of one at each use of the type. The
+        // helper is kept, its types unknown, so that its calls are not reported too.
+        let element = (!env.has_element_type())
+            .then(|| element_type_name(&helpers[index], params))
+            .flatten();
+        if let Some(element) = element {
+            own = Errors::default();
+            let helper_name = &helpers[index].sig.ident;
+            match caller {
+                Some(kernel) => own.spanned(
+                    &name,
+                    format!(
+                        "`{helper_name}` uses the element type `{element}`, which `{kernel}` does \
+                         not declare: add `types({element} = [f32])` to its `#[kernel(..)]` and \
+                         write `fn {kernel}<{element}>(..)`"
+                    ),
+                ),
+                None => own.spanned(
+                    helper_name,
+                    format!(
+                        "no kernel calls `{helper_name}`, and it uses the element type \
+                         `{element}`, which a helper takes from the kernels that call it; call it \
+                         from a kernel that declares `types({element} = [..])`"
+                    ),
+                ),
+            }
+        }
         if let Some(function) = &function {
             pending.extend(called_names(&function.body));
         }
@@ -664,6 +717,35 @@ pub fn instance_helpers(
             function
         })
         .collect()
+}
+
+/// The name of an element type `helper` uses where none is in scope: a type named by one
+/// capitalized identifier that is neither a type of the language nor a `Params` struct.
+fn element_type_name(helper: &syn::ItemFn, params: &[ir::ParamsStruct]) -> Option<syn::Ident> {
+    struct Find<'a> {
+        params: &'a [ir::ParamsStruct],
+        found: Option<syn::Ident>,
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Find<'_> {
+        fn visit_type_path(&mut self, path: &'ast syn::TypePath) {
+            if let (None, Some(ident)) = (&path.qself, path.path.get_ident()) {
+                let name = ident.to_string();
+                let unknown = name.starts_with(|c: char| c.is_ascii_uppercase())
+                    && !ty::is_known_name(&name)
+                    && !self.params.iter().any(|p| p.name == *ident);
+                if unknown && self.found.is_none() {
+                    self.found = Some(ident.clone());
+                }
+            }
+            syn::visit::visit_type_path(self, path);
+        }
+    }
+    let mut find = Find {
+        params,
+        found: None,
+    };
+    syn::visit::Visit::visit_item_fn(&mut find, helper);
+    find.found
 }
 
 /// The names of the functions `body` calls.
@@ -872,7 +954,8 @@ fn storage_element(ty: &syn::Type) -> syn::Result<Ty> {
 }
 
 fn shared_ty(ty: &syn::Type) -> syn::Result<Ty> {
-    let usage = "workgroup memory is declared as `#[workgroup] name: &mut [T; N]`";
+    let usage = "workgroup memory is declared as `#[workgroup] name: &mut [T; N]` (an array) \
+                 or `#[workgroup] name: &mut T` (one value of a scalar or vector type)";
     let syn::Type::Reference(reference) = ty else {
         return Err(syn::Error::new_spanned(ty, usage));
     };
@@ -887,6 +970,8 @@ fn shared_ty(ty: &syn::Type) -> syn::Result<Ty> {
              them back with `coop_load_row_major`",
         )),
         array @ Ty::Array(..) => Ok(array),
+        // One value, read and written as `*name` (or `name`).
+        value @ (Ty::Scalar(_) | Ty::Vector(..)) => Ok(value),
         _ => Err(syn::Error::new_spanned(ty, usage)),
     }
 }
@@ -958,7 +1043,19 @@ pub fn helper(
                 span: Span::of(arg),
                 local: ir::LocalId::default(),
             }),
-            Err(error) => errors.push(error),
+            // Kept, its type unknown, so that calls keep their arity and its uses in the
+            // body are not reported again.
+            Err(error) => {
+                errors.push(error);
+                parsed.push(ir::FnParam {
+                    name: pat.ident.clone(),
+                    ty: Ty::Unknown,
+                    kind: ir::ParamKind::Value,
+                    mutable: pat.mutability.is_some(),
+                    span: Span::of(arg),
+                    local: ir::LocalId::default(),
+                });
+            }
         }
     }
     let ret = match &function.sig.output {
@@ -967,7 +1064,7 @@ pub fn helper(
             Ok(ty) => Some(ty),
             Err(error) => {
                 errors.push(error);
-                None
+                Some(Ty::Unknown)
             }
         },
     };

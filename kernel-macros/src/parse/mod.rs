@@ -162,11 +162,15 @@ pub fn module(
         consts: &module_consts,
         helpers: &helpers,
     };
+    // The kernels that could not be read (reported): the helpers they name are not checked
+    // alone, as if no kernel called them.
+    let mut unread = Vec::new();
     for function in &kernels {
         if let Some(attr) = kernel::kernel_attr(function) {
-            module
-                .kernels
-                .extend(kernel::kernel(function, attr, &scope, &mut sets, errors));
+            match kernel::kernel(function, attr, &scope, &mut sets, errors) {
+                Some(kernel) => module.kernels.push(kernel),
+                None => unread.push(quote::ToTokens::to_token_stream(&function.block)),
+            }
         }
     }
     // A helper no kernel calls is still checked, with the module's constants.
@@ -181,16 +185,32 @@ pub fn module(
         .iter()
         .map(|f| f.sig.ident.clone())
         .filter(|name| !called.contains(&name.to_string()) && !imported_names.contains(name))
+        .filter(|name| !unread.iter().any(|block| names_ident(block.clone(), name)))
         .filter(|name| !names_set_constants(name, &helpers, &sets.sets, &module_consts, errors))
         .collect();
-    module.helpers =
-        kernel::instance_helpers(unused, &helpers, &module_consts, &module.params, errors);
+    module.helpers = kernel::instance_helpers(
+        unused,
+        None,
+        &helpers,
+        &module_consts,
+        &module.params,
+        errors,
+    );
     module.constant_sets = sets.sets;
     Some(Parsed {
         module,
         passthrough,
         attrs: input.attrs,
         vis: input.vis,
+    })
+}
+
+/// Whether `tokens` hold the identifier `name`.
+fn names_ident(tokens: proc_macro2::TokenStream, name: &syn::Ident) -> bool {
+    tokens.into_iter().any(|tree| match tree {
+        proc_macro2::TokenTree::Ident(ident) => ident == *name,
+        proc_macro2::TokenTree::Group(group) => names_ident(group.stream(), name),
+        _ => false,
     })
 }
 

@@ -22,6 +22,14 @@ pub fn scalar(ident: &str) -> Option<Scalar> {
     }
 }
 
+/// Whether `name` is a type the kernel language knows (`u32`, `Vec2`, `AtomicU32`, `FragA16`):
+/// a name a type parameter must not take.
+pub fn is_known_name(name: &str) -> bool {
+    scalar(name).is_some()
+        || matches!(name, "Vec2" | "Vec3" | "Vec4" | ATOMIC_U32 | ATOMIC_I32)
+        || fragment_name(name).is_some()
+}
+
 /// A value type: what `let x: T`, `as T`, helper parameters and workgroup arrays may name.
 pub fn value_ty(ty: &syn::Type) -> syn::Result<Ty> {
     match ty {
