@@ -491,6 +491,45 @@
 //! the kernel and passed in. `src/nn/kernels.rs` builds its six GEMM-shaped kernels on one
 //! such mainloop.
 //!
+//! ### Generic helpers
+//!
+//! A helper may be generic over element types of its own, `fn load<E>(..)`: each call passes
+//! arguments whose types say what `E` is (a buffer's element, an array's element, a value's
+//! type, a literal's default), as Rust infers them, and calls with another `E` use another
+//! copy of the helper, as Rust monomorphizes. `E` stands for a number type or a vector of one;
+//! `E::LANES`, `E::Scalar`, `x as E` and the lane reductions work as with a kernel's `T`. So
+//! one body serves a kernel that reads scalars and one that reads `Vec4`s, without either
+//! declaring `types(..)`:
+//!
+//! ```
+//! #[tessera::kernels]
+//! mod sums {
+//!     /// The sum of `n` elements of `m` from `start`, lane by lane, and of its lanes.
+//!     fn sum_lanes<E>(m: &[E], start: u32, n: u32) -> E::Scalar {
+//!         let mut sum = 0.0 as E;
+//!         for i in start..start + n {
+//!             sum += m[i];
+//!         }
+//!         sum.element_sum()
+//!     }
+//!
+//!     #[kernel(workgroup = [64], grid = [ceil_div(out.len(), 64)])]
+//!     pub fn row_sums(x: &[f32], x4: &[Vec4<f32>], out: &mut [f32]) {
+//!         let row = global_id().x;
+//!         if row < out.len() {
+//!             // Rows of 8 scalars, read once as scalars and once as two vectors.
+//!             out[row] = sum_lanes(x, 8 * row, 8) - sum_lanes(x4, 2 * row, 2);
+//!         }
+//!     }
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! A helper's own type parameter takes no bounds (every element type has what a body may
+//! use), and shadows a kernel's `T` of the same name. A generic helper is checked in each
+//! copy its calls make, with the types in place (one no kernel calls is not checked). Where
+//! no argument says what `E` is (`fn zero<E>() -> E`), the call is an error that says so.
+//!
 //! ## Device-function libraries
 //!
 //! Helpers written once can be shared between kernels modules and between crates. A crate

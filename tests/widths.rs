@@ -3,7 +3,8 @@
 //! filling every lane (`a as T`), `T::LANES` and `T::Scalar`, the reductions across lanes
 //! (`element_sum`, `element_product`, `max_element`, `min_element`, `dot`), a device-library
 //! helper over `T` called from every instance, and the host types that follow the instance
-//! (`GpuBuffer<f32>`, `GpuBuffer<[f32; 2]>`, `GpuBuffer<[f32; 4]>`).
+//! (`GpuBuffer<f32>`, `GpuBuffer<[f32; 2]>`, `GpuBuffer<[f32; 4]>`). Generic helpers
+//! (`fn largest<E>(..)`, one of them a library's) serve scalar and vector loads in one kernel.
 
 mod common;
 
@@ -57,6 +58,35 @@ pub mod widths {
             stats[5 * row + 2] = largest.max_element();
             stats[5 * row + 3] = smallest.min_element();
             stats[5 * row + 4] = square;
+        }
+    }
+
+    /// `v` scaled by `k`, in whatever element type the call passes: one copy for `f32`, one
+    /// for `Vec4<f32>`.
+    fn scaled<E>(v: E, k: f32) -> E {
+        v * (k as E)
+    }
+
+    /// The sum of a lent array's elements, and of their lanes.
+    fn array_sum<E>(a: &[E; 2]) -> E::Scalar {
+        (a[0] + a[1]).element_sum()
+    }
+
+    /// Rows of 8 scalars, read through generic helpers once as scalars and once as two
+    /// vectors: `out[3 row..]` = the row's largest element (the library's `largest`) both
+    /// ways, and twice its sum (through `scaled` and `array_sum`).
+    #[kernel(workgroup = [64], grid = [ceil_div(p.rows, 64)])]
+    pub fn generic_rows(p: &Rows, x: &[f32], x4: &[Vec4<f32>], out: &mut [f32]) {
+        let row = global_id().x;
+        if row < p.rows {
+            out[3 * row] = largest(x, 8 * row, 8);
+            out[3 * row + 1] = largest(x4, 2 * row, 2);
+            let halves = [scaled(x4[2 * row], 2.0), scaled(x4[2 * row + 1], 2.0)];
+            let mut sum = 0.0;
+            for k in 0..8 {
+                sum += scaled(x[8 * row + k], 1.0);
+            }
+            out[3 * row + 2] = array_sum(&halves) - sum;
         }
     }
 
@@ -187,6 +217,37 @@ fn integer_lanes_reduce_to_their_scalar() {
         .collect();
     let largest: Vec<u32> = x.chunks(4).map(|c| *c.iter().max().unwrap()).collect();
     assert_eq!(run(true), (sums, largest));
+}
+
+#[test]
+fn generic_helpers_serve_scalar_and_vector_loads_in_one_kernel() {
+    let rt = runtime();
+    let rows = 75u32;
+    let x = values(&mut rng(14), 8 * rows as usize);
+    let xs = rt.upload(&x).unwrap();
+    let x4 = rt
+        .upload(bytemuck::cast_slice::<f32, [f32; 4]>(&x))
+        .unwrap();
+    let p = widths::Rows { rows, cols: 8 };
+    let mut out = rt.zeros::<f32>(3 * rows as usize).unwrap();
+    let args = widths::GenericRowsArgs {
+        p: &p,
+        x: &xs,
+        x4: &x4,
+        out: &mut out,
+    };
+    widths::GenericRows::new(&rt)
+        .unwrap()
+        .launch(&rt, args)
+        .unwrap();
+    let want: Vec<f32> = x
+        .chunks(8)
+        .flat_map(|row| {
+            let top = row.iter().copied().fold(f32::MIN, f32::max);
+            [top, top, row.iter().sum()]
+        })
+        .collect();
+    assert_close(&out.read(&rt).unwrap(), &want, 1e-5);
 }
 
 /// The WGSL of the module, pinned: each width's instance shows as a readable diff.

@@ -260,7 +260,10 @@ pub struct Module {
     pub name: Ident,
     pub params: Vec<ParamsStruct>,
     pub constant_sets: Vec<ConstantSet>,
+    /// The helpers no kernel calls, checked with the module's constants alone.
     pub helpers: Vec<Function>,
+    /// The generic helpers those call.
+    pub generic_helpers: Vec<GenericHelper>,
     pub kernels: Vec<Kernel>,
     pub families: Vec<Family>,
 }
@@ -534,8 +537,67 @@ pub struct Variant {
     /// Every local's name, indexed by [`LocalId`] (filled by `check/`).
     pub locals: Vec<Ident>,
     /// The helpers this variant calls, directly or not, parsed with its instance's constants
-    /// (and, after `specialize`, with its specialization folded in).
+    /// (and, after `specialize`, with its specialization folded in). `check/` adds a copy of
+    /// a generic helper for each element type the calls pass it.
     pub helpers: Vec<Function>,
+    /// The generic helpers (`fn load<E>(..)`) the variant may call, with its instance's
+    /// constants in place: `check/` makes their copies as it types the calls.
+    pub generic_helpers: Vec<GenericHelper>,
+}
+
+/// A helper generic over element types of its own (`fn load<E>(m: &[E], i: u32) -> E`): each
+/// call passes arguments whose types say what `E` is, and calls with another `E` use another
+/// copy, as Rust monomorphizes.
+#[derive(Clone)]
+pub struct GenericHelper {
+    /// The helper as written, the calling instance's constants in place (its type parameters,
+    /// which may shadow the caller's element type, are left).
+    pub item: syn::ItemFn,
+}
+
+impl GenericHelper {
+    pub fn name(&self) -> &Ident {
+        &self.item.sig.ident
+    }
+
+    /// The helper's type parameters, in order.
+    pub fn type_params(&self) -> impl Iterator<Item = &Ident> {
+        self.item.sig.generics.type_params().map(|p| &p.ident)
+    }
+}
+
+/// What separates a generic helper's name from its element types in the name of one of its
+/// copies (`load·vec4_f32`): a character Rust accepts in identifiers that no one types.
+const COPY_MARK: char = '\u{b7}';
+
+/// The name of the copy of the generic helper `name` for `elements`.
+pub fn generic_copy_name(name: &Ident, elements: &[Element]) -> Ident {
+    let parts: Vec<String> = elements.iter().map(|e| e.name_part()).collect();
+    Ident::new(
+        &format!("{name}{COPY_MARK}{}", parts.join(&COPY_MARK.to_string())),
+        name.span(),
+    )
+}
+
+/// Whether the helper `name` is a copy of a generic helper.
+pub fn is_generic_copy(name: &Ident) -> bool {
+    name.to_string().contains(COPY_MARK)
+}
+
+/// A helper's name as the user wrote it: a generic helper's copy is named for messages by
+/// the helper's name alone.
+pub fn written_name(name: &impl std::fmt::Display) -> String {
+    let name = name.to_string();
+    match name.split_once(COPY_MARK) {
+        Some((written, _)) => written.to_owned(),
+        None => name,
+    }
+}
+
+/// A helper's name as a base for WGSL names: a generic helper's copy becomes
+/// `load_vec4_f32`.
+pub fn wgsl_base_name(name: &Ident) -> String {
+    name.to_string().replace(COPY_MARK, "_")
 }
 
 /// A variant with the instance and kernel it belongs to: what the stages after `specialize`

@@ -13,6 +13,7 @@ mod unroll;
 #[cfg(test)]
 mod fragment_tests;
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use proc_macro2::Ident;
@@ -20,10 +21,11 @@ use proc_macro2::Ident;
 use crate::diag::Errors;
 use crate::ir::builtins::IdBuiltin;
 use crate::ir::{
-    Binding, BindingKind, ExprKind, Feature, FnParam, Function, HostExpr, Instance, Kernel, Module,
-    ParamKind, ParamsStruct, SharedVar, Ty, Variant,
+    is_generic_copy, written_name, Binding, BindingKind, ExprKind, Feature, Function,
+    GenericHelper, HostExpr, Instance, Kernel, Module, ParamKind, ParamsStruct, SharedVar, Ty,
+    Variant,
 };
-use types::{Checker, Env};
+use types::{Checker, Env, GenericCopies, HelperSignature};
 
 /// WebGPU's default `maxComputeInvocationsPerWorkgroup`.
 pub const MAX_INVOCATIONS: u32 = 256;
@@ -35,7 +37,14 @@ pub const MAX_WORKGROUP_MEMORY: u32 = 16 * 1024;
 pub fn check(module: &mut Module, errors: &mut Errors) {
     // Helpers no kernel calls are checked with the module's constants alone.
     if !recursion(&module.helpers, errors) {
-        functions(&mut module.helpers, &module.params, None, errors);
+        let copies = functions(
+            &mut module.helpers,
+            &module.generic_helpers,
+            &module.params,
+            None,
+            errors,
+        );
+        module.helpers.extend(copies);
     }
     for helper in &module.helpers {
         resources::helper(helper, "", errors);
@@ -47,8 +56,9 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
         }
         for instance in &mut kernel.instances {
             let prefix = instance_prefix(instance);
+            let lanes = instance.element.is_some();
             for variant in &mut instance.variants {
-                self::variant(variant, &prefix, &module.params, errors);
+                self::variant(variant, &prefix, lanes, &module.params, errors);
             }
         }
     }
@@ -58,24 +68,44 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
     }
 }
 
-/// Checks one variant (before `specialize`, the general body of one instance).
-fn variant(kernel: &mut Variant, prefix: &str, params: &[ParamsStruct], errors: &mut Errors) {
+/// Checks one variant (before `specialize`, the general body of one instance); `lanes`: its
+/// instance has an element type.
+fn variant(
+    kernel: &mut Variant,
+    prefix: &str,
+    lanes: bool,
+    params: &[ParamsStruct],
+    errors: &mut Errors,
+) {
     limits(kernel, prefix, errors);
     host_names(kernel, params, errors);
-    let recursive = recursion(&kernel.helpers, errors);
     let features = kernel.requirements.feature_set();
     let name = kernel.name.clone();
-    functions(&mut kernel.helpers, params, Some((&name, features)), errors);
+    let signatures = signatures(&kernel.helpers);
+    let copies = RefCell::new(GenericCopies::default());
+    let caller = Some((&name, features));
+    typed_helpers(
+        &mut kernel.helpers,
+        &signatures,
+        &kernel.generic_helpers,
+        &copies,
+        params,
+        (caller.clone(), lanes),
+        errors,
+    );
     let mut body = std::mem::take(&mut kernel.body);
     let env = Env {
         params,
-        helpers: signatures(&kernel.helpers),
+        helpers: &signatures,
+        generic: &kernel.generic_helpers,
+        copies: &copies,
         bindings: &kernel.bindings,
         shared: &kernel.shared,
         in_kernel: true,
         features: Some(kernel.requirements.feature_set()),
         caller: None,
         helper: None,
+        lanes,
     };
     let mut checker = Checker::new(&env, errors, None);
     for name in &kernel.rejected_params {
@@ -84,6 +114,17 @@ fn variant(kernel: &mut Variant, prefix: &str, params: &[ParamsStruct], errors: 
     checker.block(&mut body);
     checker.finish_block(&mut body);
     kernel.locals = checker.locals;
+    let made = generic_copies(
+        &signatures,
+        &kernel.generic_helpers,
+        &copies,
+        params,
+        (caller, lanes),
+        errors,
+    );
+    kernel.helpers.extend(made);
+    // After the copies of generic helpers are made: their calls name them only now.
+    let recursive = recursion(&kernel.helpers, errors);
     subgroup_ids_in_one_dimension(kernel, &body, prefix, errors);
     unroll::check(&body, errors);
     kernel.body = body;
@@ -132,35 +173,103 @@ fn subgroup_ids_in_one_dimension(
 }
 
 /// Helper signatures by name.
-fn signatures(helpers: &[Function]) -> HashMap<String, (Vec<FnParam>, Option<Ty>)> {
+fn signatures(helpers: &[Function]) -> HashMap<String, HelperSignature> {
     helpers
         .iter()
         .map(|h| (h.name.to_string(), (h.params.clone(), h.ret.clone())))
         .collect()
 }
 
-/// Types the bodies of `helpers` (the helpers of one instance, which may call each other).
-/// `caller` is the kernel the helpers are copied into, with its features; `None` for the
-/// module's own copy.
+/// Types the bodies of `helpers` (the helpers of one instance, which may call each other and
+/// the `generic` ones), and of the copies of generic helpers their calls make; returns the
+/// copies. `caller` is the kernel the helpers are copied into, with its features; `None` for
+/// the module's own copy.
 fn functions(
     helpers: &mut [Function],
+    generic: &[GenericHelper],
     params: &[ParamsStruct],
     caller: Option<(&Ident, Vec<Feature>)>,
     errors: &mut Errors,
-) {
+) -> Vec<Function> {
     let signatures = signatures(helpers);
+    let copies = RefCell::new(GenericCopies::default());
+    typed_helpers(
+        helpers,
+        &signatures,
+        generic,
+        &copies,
+        params,
+        (caller.clone(), false),
+        errors,
+    );
+    generic_copies(
+        &signatures,
+        generic,
+        &copies,
+        params,
+        (caller, false),
+        errors,
+    )
+}
+
+/// The kernel a helper is copied into, with its features (`None` for the module's own copy),
+/// and whether that kernel's instance has an element type.
+type Caller<'a> = (Option<(&'a Ident, Vec<Feature>)>, bool);
+
+/// Types the copies of generic helpers made so far, and those their own calls make, until no
+/// call makes a new one; returns them all.
+fn generic_copies(
+    signatures: &HashMap<String, HelperSignature>,
+    generic: &[GenericHelper],
+    copies: &RefCell<GenericCopies>,
+    params: &[ParamsStruct],
+    caller: Caller<'_>,
+    errors: &mut Errors,
+) -> Vec<Function> {
+    let mut made = Vec::new();
+    loop {
+        let mut fresh = copies.borrow_mut().take_unchecked();
+        if fresh.is_empty() {
+            return made;
+        }
+        typed_helpers(
+            &mut fresh,
+            signatures,
+            generic,
+            copies,
+            params,
+            caller.clone(),
+            errors,
+        );
+        made.append(&mut fresh);
+    }
+}
+
+/// Types the bodies of `helpers`, which may call the helpers of `signatures` and `generic`.
+fn typed_helpers(
+    helpers: &mut [Function],
+    signatures: &HashMap<String, HelperSignature>,
+    generic: &[GenericHelper],
+    copies: &RefCell<GenericCopies>,
+    params: &[ParamsStruct],
+    (caller, lanes): Caller<'_>,
+    errors: &mut Errors,
+) {
     for helper in helpers {
         let (bindings, shared) = lent(helper);
         let name = helper.name.clone();
         let env = Env {
             params,
-            helpers: signatures.clone(),
+            helpers: signatures,
+            generic,
+            copies,
             bindings: &bindings,
             shared: &shared,
             in_kernel: false,
             features: caller.as_ref().map(|(_, features)| features.clone()),
             caller: caller.as_ref().map(|(kernel, _)| *kernel),
             helper: Some(&name),
+            lanes: lanes || is_generic_copy(&name),
         };
         let mut checker = Checker::new(&env, errors, helper.ret.clone());
         for param in helper
@@ -220,15 +329,17 @@ fn recursion(helpers: &[Function], errors: &mut Errors) -> bool {
             let Some(path) = path_back(helpers, &callee, &helper.name) else {
                 continue;
             };
+            let name = written_name(&helper.name);
             let how = if callee == helper.name {
-                format!("`{callee}` calls itself")
+                format!("`{name}` calls itself")
             } else {
-                let chain: Vec<String> = path.iter().map(|n| format!("`{n}`")).collect();
+                let chain: Vec<String> = path
+                    .iter()
+                    .map(|n| format!("`{}`", written_name(n)))
+                    .collect();
                 format!(
-                    "`{}` calls {}, which calls `{}` again",
-                    helper.name,
+                    "`{name}` calls {}, which calls `{name}` again",
                     chain.join(", then "),
-                    helper.name
                 )
             };
             errors.at(

@@ -45,7 +45,7 @@ pub fn helper(helper: &Function, instance: &str, errors: &mut Errors) {
         .filter(|p| p.kind == ParamKind::Value && p.mutable)
         .map(|p| u64::from(p.ty.size_align().0))
         .sum();
-    let name = format!("the helper `{}`", helper.name);
+    let name = format!("the helper `{}`", crate::ir::written_name(&helper.name));
     function(&helper.body, copies, &name, instance, errors);
 }
 

@@ -1212,3 +1212,123 @@ fn element_types_may_be_vectors_of_two_or_four_lanes() {
         "{error}"
     );
 }
+
+#[test]
+fn a_generic_helper_learns_its_types_from_the_arguments() {
+    let module = |helper: proc_macro2::TokenStream, body: proc_macro2::TokenStream| {
+        quote! {
+            mod m {
+                #helper
+                #[kernel(workgroup = [64], grid = [1])]
+                fn k(x: &[f32], x4: &[Vec4<f32>], y: &mut [f32]) { let i = local_index(); #body }
+            }
+        }
+    };
+    let load = quote! { fn load<E>(m: &[E], i: u32) -> E { m[i] } };
+    assert!(checked(module(
+        load.clone(),
+        quote! { y[i] = load(x, i) + load(x4, i).w; }
+    ))
+    .is_ok());
+    assert_eq!(
+        first_error(module(load.clone(), quote! { y[i] = load(x4, i); })),
+        "mismatched types in assignment: expected `f32`, found `Vec4<f32>`; convert it with `as f32`"
+    );
+    // The copy's body is checked with the types in place.
+    let shifted = quote! { fn shifted<E>(m: &[E], i: u32) -> E { m[i] << 1u32 } };
+    assert_eq!(
+        first_error(module(shifted, quote! { y[i] = shifted(x, i); })),
+        "shifts take integers on both sides"
+    );
+    assert_eq!(
+        first_error(module(load.clone(), quote! { y[i] = load(x, i, 2); })),
+        "`load` takes 2 argument(s), but 3 were given"
+    );
+    // A type parameter no argument settles.
+    let zero = quote! { fn zero<E>() -> E { 0 as E } };
+    assert_eq!(
+        first_error(module(zero, quote! { y[i] = zero(); })),
+        "cannot tell what `E` of `zero` stands for: no parameter's type names it, so no call can \
+         say what it is; pass values whose types are known (a buffer, an array, a `let` with its \
+         type written)"
+    );
+    // Two arguments that disagree on `E`.
+    let add = quote! { fn add<E>(a: E, b: E) -> E { a + b } };
+    assert_eq!(
+        first_error(module(add.clone(), quote! { y[i] = add(x[i], x4[i]).x; })),
+        "`add` takes `E` as `f32` from an earlier argument, and this one makes it `Vec4<f32>`; \
+         pass arguments of one element type"
+    );
+    assert!(checked(module(add, quote! { y[i] = add(x[i], 1.0); })).is_ok());
+    // Not an element type.
+    let id = quote! { fn id<E>(a: E) -> E { a } };
+    assert_eq!(
+        first_error(module(id, quote! { if id(i < 3) { y[i] = 1.0; } })),
+        "`id` takes `E` as `bool` here, but `E` stands for an element type: a number type or a \
+         vector of one"
+    );
+    // Bounds, lifetimes and const parameters are refused at the helper.
+    let bounded = quote! { fn load<E: Copy>(m: &[E], i: u32) -> E { m[i] } };
+    assert!(first_error(module(bounded, quote! { y[i] = load(x, i); }))
+        .starts_with("a helper's type parameter stands for the element type its calls pass"));
+    let constant = quote! { fn load<const N: u32>(m: &[f32], i: u32) -> f32 { m[i] } };
+    assert!(first_error(module(constant, quote! { y[i] = load(x, i); }))
+        .starts_with("helpers take no const parameters; `N` can be a module constant"));
+    // A copy that calls itself.
+    let again = quote! { fn again<E>(a: E) -> E { again(a) } };
+    assert_eq!(
+        first_error(module(again, quote! { y[i] = again(x[i]); })),
+        "`again` calls itself; kernels cannot recurse (a GPU has no call stack): write it as a loop"
+    );
+}
+
+#[test]
+fn a_generic_helper_shadows_the_callers_element_type() {
+    let module = quote! {
+        mod m {
+            fn widen<T>(v: T) -> Vec4<T> { vec4(v, v, v, v) }
+            #[kernel(workgroup = [64], grid = [1], types(T = [f32, f16]), features(f16))]
+            fn k<T>(x: &[T], y: &mut [Vec4<u32>]) {
+                let i = local_index();
+                y[i] = widen(i);
+                let w: Vec4<T> = widen(x[i]);
+            }
+        }
+    };
+    let module = checked(module).unwrap();
+    let names: Vec<String> = module.kernels[0].instances[0]
+        .general()
+        .helpers
+        .iter()
+        .map(|h| crate::ir::wgsl_base_name(&h.name))
+        .collect();
+    assert_eq!(names, ["widen_u32", "widen_f32"]);
+}
+
+#[test]
+fn a_scalar_has_lanes_only_in_a_body_over_an_element_type() {
+    let error = first_error(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1])]
+            fn k(x: &[f32], y: &mut [f32]) { let v = x[0]; y[0] = v[0]; }
+        }
+    });
+    assert_eq!(
+        error,
+        "a `f32` cannot be indexed (a scalar is read as its own lane 0, `v[0]`, only in a body \
+         over an element type: a kernel's `T` or a generic helper's)"
+    );
+    let error = first_error(quote! {
+        mod m {
+            fn f() -> u32 { 0 }
+            fn lane<E>(v: E) -> E { v[f()] }
+            #[kernel(workgroup = [64], grid = [1])]
+            fn k(x: &[f32], y: &mut [f32]) { y[0] = lane(x[0]); }
+        }
+    });
+    assert_eq!(
+        error,
+        "the lane of a scalar is the scalar, and its index is not evaluated; call this before, \
+         into a `let`"
+    );
+}

@@ -4,6 +4,7 @@
 //! locals, `break` outside loops, ...) at the user's tokens, and writes the resolved type of
 //! every expression, `let` and loop variable into the IR for `lower/`.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use proc_macro2::Ident;
@@ -14,11 +15,18 @@ use crate::ir::*;
 
 mod fragments;
 
+/// A helper's parameters and return type.
+pub type HelperSignature = (Vec<FnParam>, Option<Ty>);
+
 /// What a body can see besides its locals.
 pub struct Env<'m> {
     pub params: &'m [ParamsStruct],
-    /// Helper signatures by name: parameters and return type.
-    pub helpers: HashMap<String, (Vec<FnParam>, Option<Ty>)>,
+    /// Helper signatures by name.
+    pub helpers: &'m HashMap<String, HelperSignature>,
+    /// The generic helpers the body may call.
+    pub generic: &'m [GenericHelper],
+    /// The copies of generic helpers made so far, shared by every body of one variant.
+    pub copies: &'m RefCell<GenericCopies>,
     /// The kernel's bindings and workgroup arrays (empty for helpers).
     pub bindings: &'m [Binding],
     pub shared: &'m [SharedVar],
@@ -34,6 +42,27 @@ pub struct Env<'m> {
     pub caller: Option<&'m Ident>,
     /// The helper's own name, for those messages (`None` in kernels).
     pub helper: Option<&'m Ident>,
+    /// Whether the body is written over an element type (a kernel's `T`, or a generic
+    /// helper's `E`) that may be a scalar: there a scalar reads and writes as its own lane
+    /// 0, `v[c]`, as a vector's lanes do.
+    pub lanes: bool,
+}
+
+/// The copies of generic helpers that calls have made: a copy is made when a call first passes
+/// its element types, and typed after the body that made it.
+#[derive(Default)]
+pub struct GenericCopies {
+    /// Each copy's signature by its name (`None` where the copy did not parse).
+    signatures: HashMap<String, Option<HelperSignature>>,
+    /// The copies whose bodies are not typed yet.
+    unchecked: Vec<Function>,
+}
+
+impl GenericCopies {
+    /// The copies made since the last call, to be typed.
+    pub fn take_unchecked(&mut self) -> Vec<Function> {
+        std::mem::take(&mut self.unchecked)
+    }
 }
 
 #[derive(Clone)]
@@ -65,6 +94,9 @@ pub struct Checker<'m, 'e> {
     /// Checks of literals whose type was not decided where they were used, made again once it
     /// is ([`Checker::finish_block`]).
     deferred: Vec<Deferred>,
+    /// Set by [`Checker::index`] when it typed a scalar's lane (`v[c]` over an element type),
+    /// which [`Checker::expr_kind`] then replaces by the scalar itself.
+    scalar_lane: bool,
 }
 
 /// A check that waits for a literal's type: a use that is valid for some integer or float
@@ -91,6 +123,7 @@ impl<'m, 'e> Checker<'m, 'e> {
             loop_depth: 0,
             ret,
             deferred: Vec::new(),
+            scalar_lane: false,
         }
     }
 
@@ -603,6 +636,18 @@ impl<'m, 'e> Checker<'m, 'e> {
         if matches!(e.kind, ExprKind::Call(..) | ExprKind::Method(..)) {
             return self.call_or_method(e);
         }
+        if let ExprKind::Index(base, index) = &mut e.kind {
+            let ty = self.index(base, index);
+            if std::mem::take(&mut self.scalar_lane) {
+                // A scalar's lane is the scalar: later stages see `v`, not `v[c]`.
+                if let ExprKind::Index(base, _) =
+                    std::mem::replace(&mut e.kind, ExprKind::Bool(false))
+                {
+                    e.kind = base.kind;
+                }
+            }
+            return ty;
+        }
         let span = e.span;
         let preset = e.ty.clone();
         match &mut e.kind {
@@ -846,10 +891,31 @@ impl<'m, 'e> Checker<'m, 'e> {
             Ty::Vector(_, s) => Ty::Scalar(s),
             Ty::LiteralVector(_, lanes) => *lanes,
             Ty::Unknown => Ty::Unknown,
+            Ty::Scalar(s) if self.env.lanes && s != Scalar::Bool => {
+                if let Some(call) = first_call(index) {
+                    self.errors.at(
+                        call,
+                        "the lane of a scalar is the scalar, and its index is not evaluated; \
+                         call this before, into a `let`",
+                    );
+                }
+                self.scalar_lane = true;
+                Ty::Scalar(s)
+            }
+            Ty::IntVar(_) | Ty::FloatVar(_) if self.env.lanes => {
+                self.scalar_lane = true;
+                base_ty
+            }
             other => {
+                let lanes = if self.env.lanes || !matches!(other, Ty::Scalar(_)) {
+                    ""
+                } else {
+                    " (a scalar is read as its own lane 0, `v[0]`, only in a body over an \
+                     element type: a kernel's `T` or a generic helper's)"
+                };
                 self.errors.at(
                     base.span,
-                    format!("a `{}` cannot be indexed", other.rust_name()),
+                    format!("a `{}` cannot be indexed{lanes}", other.rust_name()),
                 );
                 Ty::Unknown
             }
@@ -1119,7 +1185,16 @@ impl<'m, 'e> Checker<'m, 'e> {
         let span = e.span;
         let expected = e.ty.clone();
         let (ty, builtin) = match &mut e.kind {
-            ExprKind::Call(name, args) => self.call(name, args, &expected, span),
+            ExprKind::Call(name, args) => match self.generic(name) {
+                Some(generic) => {
+                    let (ty, copy) = self.generic_call(name, generic, args, span);
+                    if let Some(copy) = copy {
+                        *name = copy;
+                    }
+                    (ty, None)
+                }
+                None => self.call(name, args, &expected, span),
+            },
             ExprKind::Method(receiver, method, args) => self.method(receiver, method, args, span),
             _ => return Ty::Unknown,
         };
@@ -1148,7 +1223,7 @@ impl<'m, 'e> Checker<'m, 'e> {
     ) -> (Ty, Option<&'static Builtin>) {
         let key = name.to_string();
         if let Some((params, ret)) = self.env.helpers.get(&key) {
-            self.helper_call(name, params, args, span);
+            self.helper_call(name, params, args, &[], span);
             return (ret.clone().unwrap_or(Ty::Unit), None);
         }
         if let Some(builtin) = builtins::find(Form::Function, &key).filter(|b| b.is_cooperative()) {
@@ -1321,7 +1396,184 @@ impl<'m, 'e> Checker<'m, 'e> {
         }
     }
 
-    fn helper_call(&mut self, name: &Ident, params: &[FnParam], args: &mut [Expr], span: Span) {
+    /// The generic helper `name` refers to, if it is one.
+    fn generic(&self, name: &Ident) -> Option<&'m GenericHelper> {
+        self.env.generic.iter().find(|g| g.name() == name)
+    }
+
+    /// A call of a generic helper: what its type parameters stand for, read from the
+    /// arguments' types as Rust infers them, then the call typed as one of the helper's copy
+    /// for those types. Returns the call's type and the copy's name.
+    fn generic_call(
+        &mut self,
+        name: &Ident,
+        generic: &'m GenericHelper,
+        args: &mut [Expr],
+        span: Span,
+    ) -> (Ty, Option<Ident>) {
+        let inputs: Vec<&syn::Type> = generic
+            .item
+            .sig
+            .inputs
+            .iter()
+            .filter_map(|input| match input {
+                syn::FnArg::Typed(typed) => Some(&*typed.ty),
+                syn::FnArg::Receiver(_) => None,
+            })
+            .collect();
+        if inputs.len() != args.len() {
+            for arg in args.iter_mut() {
+                if self.lent_ty(arg).is_none() {
+                    self.expr(arg);
+                }
+            }
+            self.errors.at(
+                span,
+                format!(
+                    "`{name}` takes {} argument(s), but {} were given",
+                    inputs.len(),
+                    args.len()
+                ),
+            );
+            return (Ty::Unknown, None);
+        }
+        let type_params: Vec<&Ident> = generic.type_params().collect();
+        let mut bound: Vec<Option<(Ty, Span)>> = vec![None; type_params.len()];
+        let mut typed: Vec<Option<Ty>> = vec![None; args.len()];
+        let mut failed = false;
+        for (i, (input, arg)) in inputs.iter().zip(args.iter_mut()).enumerate() {
+            if !type_params.iter().any(|p| names_type(input, p)) {
+                continue;
+            }
+            // A reference parameter is bound to the lent memory's type (a buffer's element
+            // for `&[E]`); a value parameter to the argument's.
+            let (pattern, found) = match input {
+                syn::Type::Reference(reference) => match (&*reference.elem, self.lent_ty(arg)) {
+                    (syn::Type::Slice(slice), Some(Lent::Buffer(element))) => {
+                        (&*slice.elem, element)
+                    }
+                    (syn::Type::Slice(_), _) | (_, Some(Lent::Buffer(_)) | None) => continue,
+                    (elem, Some(Lent::Array(ty))) => (elem, ty),
+                },
+                _ => {
+                    let ty = self.expr(arg);
+                    typed[i] = Some(ty.clone());
+                    (*input, ty)
+                }
+            };
+            let found = self.settled(&found);
+            if let Err((param, first)) = bind(pattern, &found, &type_params, arg.span, &mut bound) {
+                self.errors.at(
+                    arg.span,
+                    format!(
+                        "`{name}` takes `{param}` as `{}` from an earlier argument, and this one \
+                         makes it `{}`; pass arguments of one element type",
+                        first.rust_name(),
+                        found.rust_name()
+                    ),
+                );
+                failed = true;
+            }
+        }
+        let mut elements = Vec::new();
+        for (param, bound) in type_params.iter().zip(&bound) {
+            match bound.as_ref().map(|(ty, at)| (element_of(ty), ty, at)) {
+                Some((Some(element), _, _)) => elements.push(element),
+                Some((None, ty, at)) => {
+                    self.errors.at(
+                        *at,
+                        format!(
+                            "`{name}` takes `{param}` as `{}` here, but `{param}` stands for an \
+                             element type: a number type or a vector of one",
+                            ty.rust_name()
+                        ),
+                    );
+                    failed = true;
+                }
+                None if !failed => {
+                    let named = inputs.iter().any(|input| names_type(input, param));
+                    let why = if named {
+                        "no argument's type says what it is here"
+                    } else {
+                        "no parameter's type names it, so no call can say what it is"
+                    };
+                    self.errors.at(
+                        span,
+                        format!(
+                            "cannot tell what `{param}` of `{name}` stands for: {why}; pass \
+                             values whose types are known (a buffer, an array, a `let` with \
+                             its type written)"
+                        ),
+                    );
+                    failed = true;
+                }
+                None => {}
+            }
+        }
+        if failed {
+            for (arg, typed) in args.iter_mut().zip(&typed) {
+                if typed.is_none() && !matches!(arg.kind, ExprKind::Ref(..)) {
+                    self.expr(arg);
+                }
+            }
+            return (Ty::Unknown, None);
+        }
+        let copy = generic_copy_name(name, &elements);
+        let key = copy.to_string();
+        let known = self.env.copies.borrow().signatures.get(&key).cloned();
+        let signature = match known {
+            Some(signature) => signature,
+            None => {
+                let function = crate::parse::kernel::generic_copy(
+                    generic,
+                    &elements,
+                    self.env.params,
+                    self.errors,
+                );
+                let signature = function.as_ref().map(|f| (f.params.clone(), f.ret.clone()));
+                let mut copies = self.env.copies.borrow_mut();
+                copies.signatures.insert(key, signature.clone());
+                copies.unchecked.extend(function);
+                signature
+            }
+        };
+        let Some((params, ret)) = signature else {
+            return (Ty::Unknown, None);
+        };
+        self.helper_call(name, &params, args, &typed, span);
+        (ret.unwrap_or(Ty::Unit), Some(copy))
+    }
+
+    /// The type of the memory the argument `arg` lends (`a`, `&a`, `&mut a`), if it names any.
+    fn lent_ty(&self, arg: &Expr) -> Option<Lent> {
+        let place = match &arg.kind {
+            ExprKind::Ref(_, inner) => &**inner,
+            _ => arg,
+        };
+        let ExprKind::Path(name, _) = &place.kind else {
+            return None;
+        };
+        match self.resolve_name(name) {
+            Resolved::Local(local) => Some(Lent::Array(local.ty)),
+            Resolved::Shared(shared) => Some(Lent::Array(shared.ty.clone())),
+            Resolved::Binding(Binding {
+                kind: BindingKind::Storage { element, .. },
+                ..
+            }) => Some(Lent::Buffer(element.clone())),
+            Resolved::Binding(_) | Resolved::None => None,
+        }
+    }
+
+    /// A call of a helper whose parameters are `params`; `typed` holds the types of the value
+    /// arguments typed already (a generic helper's, to learn its types), by position.
+    fn helper_call(
+        &mut self,
+        name: &Ident,
+        params: &[FnParam],
+        args: &mut [Expr],
+        typed: &[Option<Ty>],
+        span: Span,
+    ) {
         if params.len() != args.len() {
             for arg in args.iter_mut() {
                 self.expr(arg);
@@ -1336,10 +1588,15 @@ impl<'m, 'e> Checker<'m, 'e> {
             );
             return;
         }
-        for (param, arg) in params.iter().zip(args.iter_mut()) {
+        for (i, (param, arg)) in params.iter().zip(args.iter_mut()).enumerate() {
             if param.kind == ParamKind::Value {
-                self.expected(arg, &param.ty);
-                let arg_ty = self.expr(arg);
+                let arg_ty = match typed.get(i) {
+                    Some(Some(ty)) => ty.clone(),
+                    _ => {
+                        self.expected(arg, &param.ty);
+                        self.expr(arg)
+                    }
+                };
                 self.expect(
                     &param.ty,
                     &arg_ty,
@@ -1476,7 +1733,7 @@ impl<'m, 'e> Checker<'m, 'e> {
             Feature::F16 => ("needs `f16`", "the device supports SHADER_F16"),
         };
         let declare = feature.name();
-        match (self.env.caller, self.env.helper) {
+        match (self.env.caller, self.env.helper.map(written_name)) {
             (Some(kernel), Some(helper)) => self.errors.at(
                 kernel.span(),
                 format!(
@@ -1817,6 +2074,126 @@ impl<'m, 'e> Checker<'m, 'e> {
 const NEVER_NEGATIVE: &str = "a `u32` is never negative";
 
 /// The span of a `break` or `continue` that would leave or restart this loop (not a nested one).
+/// The span of the first call in `e`, if it makes any.
+fn first_call(e: &Expr) -> Option<Span> {
+    let mut found = None;
+    visit_expr(e, &mut |e| {
+        if found.is_none() && matches!(e.kind, ExprKind::Call(..) | ExprKind::Method(..)) {
+            found = Some(e.span);
+        }
+    });
+    found
+}
+
+/// What an argument lends a generic helper's reference parameter.
+enum Lent {
+    /// A buffer, by its element type.
+    Buffer(Ty),
+    /// A local or workgroup array (or value), by its type.
+    Array(Ty),
+}
+
+/// Whether the type `ty` names the type parameter `param`.
+fn names_type(ty: &syn::Type, param: &Ident) -> bool {
+    fn walk(tokens: proc_macro2::TokenStream, param: &Ident) -> bool {
+        tokens.into_iter().any(|tree| match tree {
+            proc_macro2::TokenTree::Ident(ident) => ident == *param,
+            proc_macro2::TokenTree::Group(group) => walk(group.stream(), param),
+            _ => false,
+        })
+    }
+    walk(quote::ToTokens::to_token_stream(ty), param)
+}
+
+/// Binds the type parameters `params` that `pattern` names to the parts of `found` in their
+/// place (`[E; N]` against `[Vec4<f32>; 2]` makes `E` a `Vec4<f32>`). A parameter bound
+/// before to another type is an error: the parameter and its earlier type.
+fn bind(
+    pattern: &syn::Type,
+    found: &Ty,
+    params: &[&Ident],
+    at: Span,
+    bound: &mut [Option<(Ty, Span)>],
+) -> Result<(), (Ident, Ty)> {
+    match (pattern, found) {
+        (syn::Type::Paren(inner), _) => bind(&inner.elem, found, params, at, bound),
+        (syn::Type::Group(inner), _) => bind(&inner.elem, found, params, at, bound),
+        (syn::Type::Array(array), Ty::Array(element, _)) => {
+            bind(&array.elem, element, params, at, bound)
+        }
+        (syn::Type::Path(path), _) if path.qself.is_none() => {
+            if let Some(index) = path
+                .path
+                .get_ident()
+                .and_then(|ident| params.iter().position(|p| *p == ident))
+            {
+                return match &bound[index] {
+                    // A literal's type is settled by the other arguments, as in Rust.
+                    Some((earlier, _)) if settles(found, earlier) => {
+                        bound[index] = Some((found.clone(), at));
+                        Ok(())
+                    }
+                    Some((earlier, _)) if earlier == found || settles(earlier, found) => Ok(()),
+                    Some((earlier, _)) => Err((params[index].clone(), earlier.clone())),
+                    None => {
+                        bound[index] = Some((found.clone(), at));
+                        Ok(())
+                    }
+                };
+            }
+            // `Vec4<E>` against a `Vec4<f32>`.
+            let Some(last) = path.path.segments.last() else {
+                return Ok(());
+            };
+            let lanes = match last.ident.to_string().as_str() {
+                "Vec2" => 2,
+                "Vec3" => 3,
+                "Vec4" => 4,
+                _ => return Ok(()),
+            };
+            let (syn::PathArguments::AngleBracketed(args), Ty::Vector(n, scalar)) =
+                (&last.arguments, found)
+            else {
+                return Ok(());
+            };
+            match args.args.first() {
+                Some(syn::GenericArgument::Type(inner)) if *n == lanes => {
+                    bind(inner, &Ty::Scalar(*scalar), params, at, bound)
+                }
+                _ => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether the type `ty` is one the literal type `literal` may become (`f32` for a float
+/// literal).
+fn settles(ty: &Ty, literal: &Ty) -> bool {
+    match (ty, literal) {
+        (Ty::Scalar(scalar), Ty::IntVar(_)) => scalar.is_integer(),
+        (Ty::Scalar(scalar), Ty::FloatVar(_)) => scalar.is_float(),
+        (Ty::Vector(n, scalar), Ty::LiteralVector(m, element)) => {
+            n == m && settles(&Ty::Scalar(*scalar), element)
+        }
+        _ => false,
+    }
+}
+
+/// The element type `ty` is, if it is one: a number type or a vector of one (literals take
+/// their default types).
+fn element_of(ty: &Ty) -> Option<Element> {
+    let (scalar, lanes) = match ty {
+        Ty::Scalar(scalar) => (*scalar, 1),
+        Ty::Vector(lanes, scalar) => (*scalar, *lanes),
+        Ty::IntVar(_) => (Scalar::I32, 1),
+        Ty::FloatVar(_) => (Scalar::F32, 1),
+        Ty::LiteralVector(lanes, element) => (default_scalar(element)?, *lanes),
+        _ => return None,
+    };
+    (scalar != Scalar::Bool).then_some(Element { scalar, lanes })
+}
+
 fn own_break_or_continue(block: &Block) -> Option<Span> {
     block.iter().find_map(|stmt| match &stmt.kind {
         StmtKind::Break | StmtKind::Continue => Some(stmt.span),

@@ -901,7 +901,7 @@ impl<'c, 'k> Builder<'c, 'k> {
 }
 
 fn barrier_message(site: &BarrierSite, cause: Span) -> String {
-    let name = &site.name;
+    let name = &crate::ir::written_name(&site.name);
     if site.kind == SiteKind::UniformLoadIndex {
         return format!(
             "`workgroup_uniform_load(&{name})` loads one element for the whole workgroup, so \

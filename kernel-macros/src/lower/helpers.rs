@@ -132,7 +132,7 @@ impl Copies {
         let name = match self.by_content.get(&content_key) {
             Some(name) => name.clone(),
             None => {
-                let name = names.claim(&helper.name.to_string());
+                let name = names.claim(&crate::ir::wgsl_base_name(&helper.name));
                 self.by_content.insert(content_key, name.clone());
                 self.copies.push(Copy {
                     kernel: index,

@@ -481,3 +481,78 @@ fn every_subgroup_operation_validates_and_a_broadcast_lane_is_a_literal() {
     );
     assert!(!text.contains("enable subgroups;"), "{text}");
 }
+
+#[test]
+fn a_generic_helper_gets_one_function_per_element_type_its_calls_pass() {
+    let text = wgsl(quote! {
+        mod m {
+            const N: u32 = 4;
+            /// The `i`-th element of `m`, doubled, and its lanes' sum.
+            fn load<E>(m: &[E], i: u32) -> E {
+                m[i] * (2.0 as E)
+            }
+            fn lanes<E>(v: E) -> E::Scalar {
+                v.element_sum()
+            }
+            fn first<E>(a: &[E; N]) -> E {
+                a[0]
+            }
+            #[kernel(workgroup = [64], grid = [1])]
+            fn k(x: &[f32], x4: &[Vec4<f32>], y: &mut [f32]) {
+                let i = local_index();
+                let v = load(x4, i);
+                let w = [v; N];
+                y[i] = load(x, i) + lanes(v) + lanes(load(x, i)) + first(&w).x;
+            }
+        }
+    })
+    .unwrap();
+    for function in [
+        "fn load_f32(",
+        "fn load_vec4_f32(",
+        "fn lanes_vec4_f32(",
+        "fn lanes_f32(",
+        "fn first_vec4_f32(",
+    ] {
+        assert!(text.contains(function), "{function} in\n{text}");
+    }
+    assert!(!text.contains('\u{b7}'), "{text}");
+}
+
+#[test]
+fn a_scalar_is_its_own_lane_in_a_body_over_an_element_type() {
+    let text = wgsl(quote! {
+        mod m {
+            fn lane_sum<E>(v: E) -> E::Scalar {
+                let mut sum = 0.0;
+                #[unroll]
+                for c in 0..E::LANES {
+                    sum += v[c];
+                }
+                sum
+            }
+            fn first_set<E>(v: E, x: E::Scalar) -> E {
+                let mut w = v;
+                w[0] = x;
+                w
+            }
+            #[kernel(workgroup = [64], grid = [1])]
+            fn k(x: &[f32], x4: &[Vec4<f32>], y: &mut [f32]) {
+                let i = local_index();
+                y[i] = lane_sum(x[i]) + lane_sum(x4[i]) + first_set(x[i], 2.0) + first_set(x4[i], 1.0).y;
+            }
+        }
+    })
+    .unwrap();
+    let copy = |name: &str| {
+        let start = text.find(&format!("fn {name}(")).expect(name);
+        text[start..start + text[start..].find("\n}").unwrap()].to_owned()
+    };
+    assert!(copy("lane_sum_f32").contains("sum += v;"), "{text}");
+    assert!(
+        copy("lane_sum_vec4_f32").contains("sum += v[3u];"),
+        "{text}"
+    );
+    assert!(copy("first_set_f32").contains("w = x;"), "{text}");
+    assert!(copy("first_set_vec4_f32").contains("w[0u] = x;"), "{text}");
+}

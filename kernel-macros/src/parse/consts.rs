@@ -81,6 +81,18 @@ impl Consts {
         more
     }
 
+    /// The constants without those named in `names` (which a generic helper's own type
+    /// parameters shadow).
+    pub fn without(&self, names: &[String]) -> Consts {
+        Consts(
+            self.0
+                .iter()
+                .filter(|(name, _)| !names.contains(name))
+                .cloned()
+                .collect(),
+        )
+    }
+
     /// Whether an element type (`types(T = [..])`) is in scope.
     pub fn has_element_type(&self) -> bool {
         self.0.iter().any(|(_, v)| matches!(v, Value::Type(_)))

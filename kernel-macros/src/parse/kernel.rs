@@ -156,7 +156,8 @@ pub fn kernel(
             }
             let roots = called_names(&variant.body);
             let caller = Some(&function.sig.ident);
-            variant.helpers = instance_helpers(roots, caller, helpers, &env, params, errors);
+            (variant.helpers, variant.generic_helpers) =
+                instance_helpers(roots, caller, helpers, &env, params, errors);
             variant.requirements = requirements;
             specializations = specs;
             kernel_instances.push(ir::Instance {
@@ -503,6 +504,7 @@ fn instance(
         body: body::block(&function.block, errors),
         locals: Vec::new(),
         helpers: Vec::new(),
+        generic_helpers: Vec::new(),
     };
     Some((variant, specializations))
 }
@@ -649,7 +651,9 @@ fn member_ty(binding: &ir::Binding, params: &[ir::ParamsStruct]) -> String {
 }
 
 /// The helpers named in `roots` and those they call, each parsed with the calling instance's
-/// constants `env`. Errors are reported only for the helpers that are called.
+/// constants `env`; the generic ones (`fn load<E>(..)`) are kept unparsed, their constants in
+/// place, for `check/` to copy per element type. Errors are reported only for the helpers
+/// that are called.
 pub fn instance_helpers(
     roots: Vec<syn::Ident>,
     caller: Option<&syn::Ident>,
@@ -657,9 +661,10 @@ pub fn instance_helpers(
     env: &Consts,
     params: &[ir::ParamsStruct],
     errors: &mut Errors,
-) -> Vec<ir::Function> {
+) -> (Vec<ir::Function>, Vec<ir::GenericHelper>) {
     let mut parsed: Vec<Option<(Option<ir::Function>, Errors)>> =
         helpers.iter().map(|_| None).collect();
+    let mut generic = Vec::new();
     let mut pending = roots;
     let mut order = Vec::new();
     while let Some(name) = pending.pop() {
@@ -667,6 +672,16 @@ pub fn instance_helpers(
             continue;
         };
         if parsed[index].is_some() {
+            continue;
+        }
+        if !helpers[index].sig.generics.params.is_empty() {
+            let mut own = Errors::default();
+            if let Some(item) = generic_helper(&helpers[index], env, &mut own) {
+                pending.extend(called_idents(&item.block));
+                generic.push((index, ir::GenericHelper { item }));
+            }
+            parsed[index] = Some((None, own));
+            order.push(index);
             continue;
         }
         let mut own = Errors::default();
@@ -689,7 +704,8 @@ pub fn instance_helpers(
                     format!(
                         "`{helper_name}` uses the element type `{element}`, which `{kernel}` does \
                          not declare: add `types({element} = [f32])` to its `#[kernel(..)]` and \
-                         write `fn {kernel}<{element}>(..)`"
+                         write `fn {kernel}<{element}>(..)`, or make the helper generic over it: \
+                         `fn {helper_name}<{element}>(..)`"
                     ),
                 ),
                 None => own.spanned(
@@ -697,7 +713,8 @@ pub fn instance_helpers(
                     format!(
                         "no kernel calls `{helper_name}`, and it uses the element type \
                          `{element}`, which a helper takes from the kernels that call it; call it \
-                         from a kernel that declares `types({element} = [..])`"
+                         from a kernel that declares `types({element} = [..])`, or make the \
+                         helper generic over it: `fn {helper_name}<{element}>(..)`"
                     ),
                 ),
             }
@@ -709,14 +726,118 @@ pub fn instance_helpers(
         order.push(index);
     }
     order.sort_unstable();
-    order
+    generic.sort_unstable_by_key(|(index, _)| *index);
+    let functions = order
         .into_iter()
         .filter_map(|index| {
             let (function, own) = parsed[index].take()?;
             errors.append(own);
             function
         })
-        .collect()
+        .collect();
+    (functions, generic.into_iter().map(|(_, g)| g).collect())
+}
+
+/// A generic helper with the instance's constants `env` in place, except the names its type
+/// parameters shadow. Its type parameters must be plain (`<E>`): each stands for the element
+/// type (a scalar or a vector) a call passes. `None`, reported, for any other generics.
+fn generic_helper(
+    function: &syn::ItemFn,
+    env: &Consts,
+    errors: &mut Errors,
+) -> Option<syn::ItemFn> {
+    let generics = &function.sig.generics;
+    let mut plain = true;
+    for param in &generics.params {
+        let message = match param {
+            syn::GenericParam::Type(t) if t.bounds.is_empty() && t.default.is_none() => continue,
+            syn::GenericParam::Type(t) => format!(
+                "a helper's type parameter stands for the element type its calls pass (a \
+                 scalar or a vector of one) and takes no bounds or default: write `<{}>`",
+                t.ident
+            ),
+            syn::GenericParam::Lifetime(_) => {
+                "helpers take no lifetimes: a reference parameter lends the caller's memory \
+                 for the call"
+                    .to_owned()
+            }
+            syn::GenericParam::Const(c) => format!(
+                "helpers take no const parameters; `{}` can be a module constant or a \
+                 `constants(..)` set of the kernels that call the helper",
+                c.ident
+            ),
+        };
+        errors.spanned(param, message);
+        plain = false;
+    }
+    if let Some(clause) = &generics.where_clause {
+        errors.spanned(
+            clause,
+            "a helper's type parameters take no bounds: each stands for the element type (a \
+             scalar or a vector of one) its calls pass",
+        );
+        plain = false;
+    }
+    if !plain {
+        return None;
+    }
+    let own: Vec<String> = generics
+        .type_params()
+        .map(|p| p.ident.to_string())
+        .collect();
+    env.without(&own)
+        .apply(function)
+        .map_err(|e| errors.push(e))
+        .ok()
+}
+
+/// The copy of the generic helper `generic` for the element types `elements` (one per type
+/// parameter, in order), named [`ir::generic_copy_name`]; `None` where it does not parse
+/// (reported).
+pub fn generic_copy(
+    generic: &ir::GenericHelper,
+    elements: &[ir::Element],
+    params: &[ir::ParamsStruct],
+    errors: &mut Errors,
+) -> Option<ir::Function> {
+    let env = generic
+        .type_params()
+        .zip(elements)
+        .fold(Consts::default(), |env, (name, element)| {
+            env.with(&name.to_string(), consts::Value::Type(*element))
+        });
+    let mut function = instantiated(&generic.item, &env)
+        .map_err(|e| errors.push(e))
+        .ok()?;
+    function.sig.ident = ir::generic_copy_name(&generic.item.sig.ident, elements);
+    helper(&function, params, errors)
+}
+
+/// The names of the functions `block` calls, read from its tokens (an identifier before a
+/// parenthesized group), for a helper that is not parsed yet.
+fn called_idents(block: &syn::Block) -> Vec<syn::Ident> {
+    fn walk(tokens: proc_macro2::TokenStream, found: &mut Vec<syn::Ident>) {
+        let mut previous: Option<syn::Ident> = None;
+        for tree in tokens {
+            match tree {
+                proc_macro2::TokenTree::Group(group) => {
+                    if group.delimiter() == proc_macro2::Delimiter::Parenthesis {
+                        found.extend(previous.take());
+                    }
+                    walk(group.stream(), found);
+                }
+                proc_macro2::TokenTree::Ident(ident) => {
+                    previous = Some(ident);
+                    continue;
+                }
+                _ => {}
+            }
+            previous = None;
+        }
+    }
+    let mut found = Vec::new();
+    walk(quote::ToTokens::to_token_stream(block), &mut found);
+    found
 }
 
 /// The name of an element type `helper` uses where none is in scope: a type named by one
@@ -976,7 +1097,6 @@ fn shared_ty(ty: &syn::Type) -> syn::Result<Ty> {
     }
 }
 
-/// Rejects what kernels and helpers cannot be: generic, async, unsafe, variadic, const.
 /// `function` with its constants and element type substituted (`env.apply`), and without the
 /// `<T>` that declares the element type: `fn scale<Vec4<f32>>` would not parse.
 fn instantiated(function: &syn::ItemFn, env: &Consts) -> syn::Result<syn::ItemFn> {
@@ -992,13 +1112,14 @@ fn instantiated(function: &syn::ItemFn, env: &Consts) -> syn::Result<syn::ItemFn
     env.apply(&function)
 }
 
+/// Rejects what kernels and helpers cannot be: generic (a kernel's element type aside, whose
+/// `<T>` is gone by now; helpers' type parameters are read before), async, unsafe, const.
 fn check_plain_signature(sig: &syn::Signature, errors: &mut Errors) {
     if !sig.generics.params.is_empty() {
         errors.spanned(
             &sig.generics,
-            "kernels and helpers are not generic, except over a kernel's element type: declare \
-             it with `types(T = [f32, f16])` in `#[kernel(..)]`; helpers use the `T` of the \
-             kernel that calls them",
+            "kernels are not generic, except over their element type: declare it with \
+             `types(T = [f32, f16])` in `#[kernel(..)]`",
         );
     }
     if let Some(token) = &sig.asyncness {

@@ -7,7 +7,7 @@ mod body;
 pub mod consts;
 mod family;
 mod host;
-mod kernel;
+pub mod kernel;
 pub mod keywords;
 pub mod library;
 pub mod names;
@@ -148,6 +148,7 @@ pub fn module(
         constant_sets: Vec::new(),
         params,
         helpers: Vec::new(),
+        generic_helpers: Vec::new(),
         kernels: Vec::new(),
         families,
     };
@@ -188,7 +189,9 @@ pub fn module(
         .filter(|name| !unread.iter().any(|block| names_ident(block.clone(), name)))
         .filter(|name| !names_set_constants(name, &helpers, &sets.sets, &module_consts, errors))
         .collect();
-    module.helpers = kernel::instance_helpers(
+    // A generic helper no kernel calls is not checked: what its type parameters stand for
+    // comes from the calls.
+    (module.helpers, module.generic_helpers) = kernel::instance_helpers(
         unused,
         None,
         &helpers,

@@ -64,6 +64,17 @@ pub mod elementwise {
         }
         acc.element_sum()
     }
+
+    /// The largest lane of the `count` elements of `m` from `start`: generic over its own
+    /// element type `E`, which each call's buffer settles (a kernel without `types(..)` may
+    /// call it over scalars and over vectors).
+    fn largest<E>(m: &[E], start: u32, count: u32) -> E::Scalar {
+        let mut top = m[start];
+        for k in 1..count {
+            top = top.max(m[start + k]);
+        }
+        top.max_element()
+    }
 }
 
 /// Tensor-core parts over 16 x 16 fragments of `f16` (the caller declares

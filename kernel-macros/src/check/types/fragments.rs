@@ -111,6 +111,7 @@ impl Checker<'_, '_> {
         let key = name.to_string();
         let builtin = builtins::find(Form::Function, &key);
         !self.env.helpers.contains_key(&key)
+            && self.generic(name).is_none()
             && !matches!(self.resolve_name(name), Resolved::Local(_))
             && builtin.is_some_and(|b| {
                 matches!(
