@@ -414,8 +414,8 @@
 //!   access.
 //! - A device runs some multiply-adds only: the launcher's `new` returns
 //!   [`Error::MissingFeature`] unless the device has the feature and lists each multiply-add
-//!   the kernel computes (size and element types; an NVIDIA H100: 16 x 16 x 16 of `f16` into
-//!   `f16` or `f32`). [`RuntimeInfo::cooperative_matrices`] lists them;
+//!   the kernel computes (size and element types; an NVIDIA H100, for one, lists 16 x 16 x 16
+//!   of `f16` into `f16` or `f32`). [`RuntimeInfo::cooperative_matrices`] lists them;
 //!   [`Runtime::new`] explains the experimental-feature opt-in that it takes for them.
 //! - A fragment must lie inside its buffer: bounds checks guard its first element only.
 //!

@@ -121,7 +121,7 @@ mod tests {
     use super::*;
 
     /// How long the pipeline takes on `src/nn/kernels.rs`, the largest kernels module of the
-    /// project (the README's "Compile time" quotes it). Not a timed assertion: it checks the
+    /// project (docs/guide.md's "Compile time" quotes it). Not a timed assertion: it checks the
     /// module compiles without errors and prints the time. Run it in the profile the macro is
     /// built with, e.g. `cargo test -p kernel-macros expansion_time -- --ignored --nocapture`.
     #[test]

@@ -12,7 +12,7 @@
 //!
 //! prints that case's input and what the macro made of it. A run is `TESSERA_FUZZ_CASES`
 //! cases (10,000 by default) from `TESSERA_FUZZ_SEED` (a fixed default, so CI is
-//! reproducible); the README's testing section has the command for long runs.
+//! reproducible); docs/guide.md's "Tests" section has the command for long runs.
 //!
 //! The failures: a panic, an expansion that is not Rust, a case over [`SLOW`], an error
 //! message showing a name the user did not write, and a module the macro accepted (so naga
