@@ -913,6 +913,9 @@ pub enum ExprKind {
     Bitcast(Box<Expr>, Ty),
     /// A free function: a helper of the module or a builtin (`global_id`, `vec3`, ...).
     Call(Ident, Vec<Expr>),
+    /// `load::<Vec4<f32>>(m, i)`: a call of a generic helper that names its element types.
+    /// `check/` makes it a [`ExprKind::Call`] of the helper's copy for them.
+    GenericCall(Ident, Vec<Ty>, Vec<Expr>),
     /// A method: math (`x.exp()`), atomics (`a[i].fetch_add(v)`), `x.len()`.
     Method(Box<Expr>, Ident, Vec<Expr>),
     /// A call of a builtin, resolved by `check/` from a `Call` or `Method` (a method's receiver
@@ -1115,9 +1118,10 @@ pub fn visit_expr(e: &Expr, f: &mut impl FnMut(&Expr)) {
             visit_expr(a, f);
             visit_expr(b, f);
         }
-        ExprKind::Call(_, args) | ExprKind::Builtin(_, args) | ExprKind::Array(args) => {
-            args.iter().for_each(|a| visit_expr(a, f))
-        }
+        ExprKind::Call(_, args)
+        | ExprKind::GenericCall(_, _, args)
+        | ExprKind::Builtin(_, args)
+        | ExprKind::Array(args) => args.iter().for_each(|a| visit_expr(a, f)),
         ExprKind::Method(receiver, _, args) => {
             visit_expr(receiver, f);
             args.iter().for_each(|a| visit_expr(a, f));
@@ -1153,7 +1157,11 @@ impl Expr {
             ExprKind::Path(name, _) => name.to_string(),
             ExprKind::Field(base, field) => format!("{}.{field}", base.rust_text()),
             ExprKind::Index(base, index) => format!("{}[{}]", base.rust_text(), index.rust_text()),
-            ExprKind::Call(name, args) => format!("{name}({})", list(args)),
+            ExprKind::Call(name, args) => format!("{}({})", written_name(name), list(args)),
+            ExprKind::GenericCall(name, types, args) => {
+                let types: Vec<String> = types.iter().map(Ty::rust_name).collect();
+                format!("{name}::<{}>({})", types.join(", "), list(args))
+            }
             ExprKind::Method(receiver, name, args) => {
                 format!("{}.{name}({})", receiver.rust_text(), list(args))
             }
@@ -1344,9 +1352,10 @@ pub fn children_mut(e: &mut Expr, visit: &mut impl FnMut(Child<'_>)) {
             expr(a);
             expr(b);
         }
-        ExprKind::Call(_, args) | ExprKind::Builtin(_, args) | ExprKind::Array(args) => {
-            args.iter_mut().for_each(expr)
-        }
+        ExprKind::Call(_, args)
+        | ExprKind::GenericCall(_, _, args)
+        | ExprKind::Builtin(_, args)
+        | ExprKind::Array(args) => args.iter_mut().for_each(expr),
         ExprKind::Method(receiver, _, args) => {
             expr(receiver);
             args.iter_mut().for_each(expr);

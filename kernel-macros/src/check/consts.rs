@@ -157,7 +157,10 @@ fn value_can_leave(e: &Expr, own: bool) -> bool {
         ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
             value_can_leave(a, own) || value_can_leave(b, own)
         }
-        ExprKind::Call(_, args) | ExprKind::Builtin(_, args) | ExprKind::Array(args) => any(args),
+        ExprKind::Call(_, args)
+        | ExprKind::GenericCall(_, _, args)
+        | ExprKind::Builtin(_, args)
+        | ExprKind::Array(args) => any(args),
         ExprKind::Method(receiver, _, args) => value_can_leave(receiver, own) || any(args),
         ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Path(..) => false,
     }

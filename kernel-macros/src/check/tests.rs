@@ -1248,9 +1248,8 @@ fn a_generic_helper_learns_its_types_from_the_arguments() {
     let zero = quote! { fn zero<E>() -> E { 0 as E } };
     assert_eq!(
         first_error(module(zero, quote! { y[i] = zero(); })),
-        "cannot tell what `E` of `zero` stands for: no parameter's type names it, so no call can \
-         say what it is; pass values whose types are known (a buffer, an array, a `let` with its \
-         type written)"
+        "cannot tell what `E` of `zero` stands for: no parameter's type names it; name it in \
+         the call, as in `zero::<f32>(..)`"
     );
     // Two arguments that disagree on `E`.
     let add = quote! { fn add<E>(a: E, b: E) -> E { a + b } };
@@ -1330,5 +1329,35 @@ fn a_scalar_has_lanes_only_in_a_body_over_an_element_type() {
         error,
         "the lane of a scalar is the scalar, and its index is not evaluated; call this before, \
          into a `let`"
+    );
+}
+
+#[test]
+fn a_generic_helper_may_be_called_with_its_types_named() {
+    let module = |body: proc_macro2::TokenStream| {
+        quote! {
+            mod m {
+                fn zero<E>() -> E { 0.0 as E }
+                fn one() -> f32 { 1.0 }
+                #[kernel(workgroup = [64], grid = [1])]
+                fn k(y: &mut [f32]) { let i = local_index(); #body }
+            }
+        }
+    };
+    assert!(checked(module(
+        quote! { y[i] = zero::<f32>() + zero::<Vec4<f32>>().w; }
+    ))
+    .is_ok());
+    assert_eq!(
+        first_error(module(quote! { y[i] = one::<f32>(); })),
+        "`one` is not generic; call it without `::<..>`: `one(..)`"
+    );
+    assert_eq!(
+        first_error(module(quote! { y[i] = zero::<f32, f32>(); })),
+        "`zero` takes 1 type parameter(s), but 2 were given"
+    );
+    assert_eq!(
+        first_error(module(quote! { y[i] = zero::<Vec4<f32>>(); })),
+        "mismatched types in assignment: expected `f32`, found `Vec4<f32>`; convert it with `as f32`"
     );
 }

@@ -633,7 +633,10 @@ impl<'m, 'e> Checker<'m, 'e> {
     }
 
     fn expr_kind(&mut self, e: &mut Expr) -> Ty {
-        if matches!(e.kind, ExprKind::Call(..) | ExprKind::Method(..)) {
+        if matches!(
+            e.kind,
+            ExprKind::Call(..) | ExprKind::GenericCall(..) | ExprKind::Method(..)
+        ) {
             return self.call_or_method(e);
         }
         if let ExprKind::Index(base, index) = &mut e.kind {
@@ -708,7 +711,10 @@ impl<'m, 'e> Checker<'m, 'e> {
                 Ty::Unknown
             }
             // Typed by `call_or_method`; a builtin is only ever checked once.
-            ExprKind::Call(..) | ExprKind::Method(..) | ExprKind::Builtin(..) => preset,
+            ExprKind::Call(..)
+            | ExprKind::GenericCall(..)
+            | ExprKind::Method(..)
+            | ExprKind::Builtin(..) => preset,
             ExprKind::If(cond, then, otherwise) => {
                 self.condition(cond);
                 let a = self.block_expr(then);
@@ -1184,10 +1190,13 @@ impl<'m, 'e> Checker<'m, 'e> {
     fn call_or_method(&mut self, e: &mut Expr) -> Ty {
         let span = e.span;
         let expected = e.ty.clone();
+        if let ExprKind::GenericCall(..) = &e.kind {
+            return self.turbofish_call(e);
+        }
         let (ty, builtin) = match &mut e.kind {
             ExprKind::Call(name, args) => match self.generic(name) {
                 Some(generic) => {
-                    let (ty, copy) = self.generic_call(name, generic, args, span);
+                    let (ty, copy) = self.generic_call(name, generic, None, args, span);
                     if let Some(copy) = copy {
                         *name = copy;
                     }
@@ -1396,6 +1405,43 @@ impl<'m, 'e> Checker<'m, 'e> {
         }
     }
 
+    /// `load::<Vec4<f32>>(m, i)`: a call of the generic helper's copy for the types it names,
+    /// which becomes a plain call of that copy (of the name as written where there is none,
+    /// the mistake reported).
+    fn turbofish_call(&mut self, e: &mut Expr) -> Ty {
+        let span = e.span;
+        let ExprKind::GenericCall(name, types, mut args) =
+            std::mem::replace(&mut e.kind, ExprKind::Bool(false))
+        else {
+            return Ty::Unknown;
+        };
+        let (ty, called) = match self.generic(&name) {
+            Some(generic) => {
+                let (ty, copy) = self.generic_call(&name, generic, Some(&types), &mut args, span);
+                (ty, copy.unwrap_or_else(|| name.clone()))
+            }
+            None => {
+                for arg in args.iter_mut() {
+                    if self.lent_ty(arg).is_none() {
+                        self.expr(arg);
+                    }
+                }
+                let what = if self.env.helpers.contains_key(&name.to_string()) {
+                    "is not generic"
+                } else {
+                    "is no generic helper of this module"
+                };
+                self.errors.at(
+                    name.span(),
+                    format!("`{name}` {what}; call it without `::<..>`: `{name}(..)`"),
+                );
+                (Ty::Unknown, name)
+            }
+        };
+        e.kind = ExprKind::Call(called, args);
+        ty
+    }
+
     /// The generic helper `name` refers to, if it is one.
     fn generic(&self, name: &Ident) -> Option<&'m GenericHelper> {
         self.env.generic.iter().find(|g| g.name() == name)
@@ -1408,6 +1454,7 @@ impl<'m, 'e> Checker<'m, 'e> {
         &mut self,
         name: &Ident,
         generic: &'m GenericHelper,
+        named: Option<&[Ty]>,
         args: &mut [Expr],
         span: Span,
     ) -> (Ty, Option<Ident>) {
@@ -1441,7 +1488,26 @@ impl<'m, 'e> Checker<'m, 'e> {
         let mut bound: Vec<Option<(Ty, Span)>> = vec![None; type_params.len()];
         let mut typed: Vec<Option<Ty>> = vec![None; args.len()];
         let mut failed = false;
+        if let Some(named) = named {
+            if named.len() == type_params.len() {
+                bound = named.iter().map(|ty| Some((ty.clone(), span))).collect();
+            } else {
+                self.errors.at(
+                    span,
+                    format!(
+                        "`{name}` takes {} type parameter(s), but {} were given",
+                        type_params.len(),
+                        named.len()
+                    ),
+                );
+                failed = true;
+            }
+        }
+        let inferred = named.is_none();
         for (i, (input, arg)) in inputs.iter().zip(args.iter_mut()).enumerate() {
+            if !inferred {
+                break;
+            }
             if !type_params.iter().any(|p| names_type(input, p)) {
                 continue;
             }
@@ -1495,14 +1561,13 @@ impl<'m, 'e> Checker<'m, 'e> {
                     let why = if named {
                         "no argument's type says what it is here"
                     } else {
-                        "no parameter's type names it, so no call can say what it is"
+                        "no parameter's type names it"
                     };
                     self.errors.at(
                         span,
                         format!(
-                            "cannot tell what `{param}` of `{name}` stands for: {why}; pass \
-                             values whose types are known (a buffer, an array, a `let` with \
-                             its type written)"
+                            "cannot tell what `{param}` of `{name}` stands for: {why}; name \
+                             it in the call, as in `{name}::<f32>(..)`"
                         ),
                     );
                     failed = true;

@@ -666,7 +666,9 @@ impl<'c, 'k> Builder<'c, 'k> {
                     self.value_into(item, flow, out);
                 }
             }
-            ExprKind::Call(name, args) => self.call(e, name, args, flow, out),
+            ExprKind::Call(name, args) | ExprKind::GenericCall(name, _, args) => {
+                self.call(e, name, args, flow, out)
+            }
             ExprKind::Builtin(builtin, args) => self.builtin(e, builtin, args, flow, out),
             // `check/` resolved every method to a builtin.
             ExprKind::Method(..) => {}

@@ -138,9 +138,10 @@ impl Size {
                 self.expr(a, copies);
                 self.expr(b, copies);
             }
-            ExprKind::Call(_, args) | ExprKind::Builtin(_, args) | ExprKind::Array(args) => {
-                args.iter().for_each(|a| self.expr(a, copies))
-            }
+            ExprKind::Call(_, args)
+            | ExprKind::GenericCall(_, _, args)
+            | ExprKind::Builtin(_, args)
+            | ExprKind::Array(args) => args.iter().for_each(|a| self.expr(a, copies)),
             ExprKind::Method(receiver, _, args) => {
                 self.expr(receiver, copies);
                 args.iter().for_each(|a| self.expr(a, copies));

@@ -390,7 +390,7 @@ impl Eval {
                 self.expr(a);
                 None
             }
-            ExprKind::Call(_, args) | ExprKind::Array(args) => {
+            ExprKind::Call(_, args) | ExprKind::GenericCall(_, _, args) | ExprKind::Array(args) => {
                 args.iter().for_each(|a| {
                     self.expr(a);
                 });

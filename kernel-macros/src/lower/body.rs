@@ -779,7 +779,10 @@ impl<'g> FnLowerer<'g> {
                     _ => format!("{}({text})", wgsl_ty(target)),
                 }
             }
-            ExprKind::Call(name, args) => self.call(w, name, args),
+            // `check/` made every generic call a call of its copy.
+            ExprKind::Call(name, args) | ExprKind::GenericCall(name, _, args) => {
+                self.call(w, name, args)
+            }
             ExprKind::Builtin(builtin, args) => self.builtin(w, builtin, args, &e.ty),
             // `check/` resolved every method to a builtin.
             ExprKind::Method(..) => String::new(),

@@ -584,15 +584,21 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Option<Expr> {
                 };
                 ExprKind::Bitcast(Box::new(value), target)
             } else {
-                let Some(name) = path.path.get_ident() else {
-                    errors.spanned(
-                        path,
-                        "call helpers and builtins by their plain name (no paths or turbofish); \
-                     the exceptions are `bitcast::<T>(x)` and `f32::from_bits(x)`",
-                    );
-                    return None;
-                };
-                ExprKind::Call(name.clone(), args(&call.args, errors)?)
+                if let Some((name, types)) = turbofish(&path.path, errors) {
+                    let types = types?;
+                    ExprKind::GenericCall(name, types, args(&call.args, errors)?)
+                } else {
+                    let Some(name) = path.path.get_ident() else {
+                        errors.spanned(
+                            path,
+                            "call helpers and builtins by their plain name, or a generic helper \
+                             with its element types (`load::<f32>(..)`); the other paths allowed \
+                             are `bitcast::<T>(x)` and `f32::from_bits(x)`",
+                        );
+                        return None;
+                    };
+                    ExprKind::Call(name.clone(), args(&call.args, errors)?)
+                }
             }
         }
         syn::Expr::MethodCall(call) => {
@@ -918,4 +924,33 @@ fn deref_name(e: &syn::Expr) -> Option<&syn::Ident> {
         syn::Expr::Paren(inner) => deref_name(&inner.expr),
         _ => None,
     }
+}
+
+/// The name and element types of `name::<A, B>`, a call that names a generic helper's types:
+/// `None` for any other path; the types `None` where one is no type (reported).
+fn turbofish(path: &syn::Path, errors: &mut Errors) -> Option<(syn::Ident, Option<Vec<Ty>>)> {
+    let [segment] = path.segments.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let syn::PathArguments::AngleBracketed(generics) = &segment.arguments else {
+        return None;
+    };
+    if path.leading_colon.is_some() || segment.ident == "bitcast" {
+        return None;
+    }
+    let types = generics
+        .args
+        .iter()
+        .map(|arg| match arg {
+            syn::GenericArgument::Type(ty) => ty::value_ty(ty).map_err(|e| errors.push(e)).ok(),
+            other => {
+                errors.spanned(
+                    other,
+                    "a generic helper takes element types (`load::<Vec4<f32>>(..)`)",
+                );
+                None
+            }
+        })
+        .collect();
+    Some((segment.ident.clone(), types))
 }

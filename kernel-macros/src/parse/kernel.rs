@@ -873,7 +873,7 @@ fn element_type_name(helper: &syn::ItemFn, params: &[ir::ParamsStruct]) -> Optio
 pub fn called_names(body: &ir::Block) -> Vec<syn::Ident> {
     let mut names = Vec::new();
     ir::visit_exprs(body, &mut |e| {
-        if let ir::ExprKind::Call(name, _) = &e.kind {
+        if let ir::ExprKind::Call(name, _) | ir::ExprKind::GenericCall(name, _, _) = &e.kind {
             names.push(name.clone());
         }
     });
