@@ -525,10 +525,17 @@
 //! # fn main() {}
 //! ```
 //!
-//! A helper's own type parameter takes no bounds (every element type has what a body may
-//! use), and shadows a kernel's `T` of the same name. A generic helper is checked in each
-//! copy its calls make, with the types in place (one no kernel calls is not checked). Where
-//! no argument says what `E` is (`fn zero<E>() -> E`), the call is an error that says so.
+//! Where no argument says what `E` is (`fn zero<E>() -> E`), the call names it, as in Rust:
+//! `zero::<Vec4<f32>>()`. A helper's own type parameter takes no bounds (every element type
+//! has what a body may use), and shadows a kernel's `T` of the same name. A generic helper
+//! is checked in each copy its calls make, with the types in place (one no kernel calls is
+//! not checked).
+//!
+//! In a body over an element type (a generic helper, or a kernel over `types(T = [..])` and
+//! the helpers it calls), a value's lanes are read and written as `v[c]` whatever its width:
+//! a scalar is its own lane 0, so `for c in 0..E::LANES { sum += v[c]; }` serves `f32` and
+//! `Vec4<f32>` alike (a scalar's lane index is not evaluated, so it may not call anything).
+//! Elsewhere indexing a scalar stays an error.
 //!
 //! ## Device-function libraries
 //!

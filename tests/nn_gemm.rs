@@ -347,7 +347,7 @@ fn on_a_device_with_default_limits_the_small_blocking_serves_large_outputs() {
         k: 40,
     };
     let ran = check_shape(&rt, &gemm, shape, Activation::Relu, &mut rng(5));
-    assert!(ran.iter().any(|e| e == "gemm_forward_reg4"), "{ran:?}");
+    assert!(ran.iter().any(|e| e == "gemm_forward_f32_reg4"), "{ran:?}");
     assert!(!ran.iter().any(|e| e.ends_with("_reg8")), "{ran:?}");
 }
 

@@ -322,7 +322,7 @@ fn unsigned_subgroup_operations_votes_and_ballots_match_the_model() {
         let mut bits = 0u32;
         for j in group(i) {
             let lane = j - group(i).start;
-            if xs[j] % 3 == 0 && lane / 32 == word {
+            if xs[j].is_multiple_of(3) && lane / 32 == word {
                 bits |= 1 << (lane % 32);
             }
         }
@@ -496,7 +496,7 @@ fn a_short_last_subgroup_matches_the_model() {
     // lavapipe's `num_subgroups()` rounds down: 7 for 60 invocations in subgroups of 8, where
     // there are 8 (the last of 4). It is compared only when there is no short subgroup.
     let sg = Subgroups::read_counted(&ids, TAIL, false);
-    if TAIL % sg.size == 0 {
+    if TAIL.is_multiple_of(sg.size) {
         eprintln!(
             "a_short_last_subgroup_matches_the_model: subgroups of {} leave no short one",
             sg.size

@@ -879,11 +879,18 @@ impl Expr {
 
     /// Whether the expression is a literal zero (or `false`), the value of WGSL's zero
     /// constructor `T()`.
+    /// Whether the expression is a zero of its type: a zero literal, `false`, a zero cast to
+    /// another number type or filling a vector (`0.0 as E`), or a vector of zeros.
     pub fn is_zero(&self) -> bool {
-        match self.kind {
-            ExprKind::Int(v) => v == 0,
-            ExprKind::Float(v) => v == 0.0,
+        match &self.kind {
+            ExprKind::Int(v) => *v == 0,
+            ExprKind::Float(v) => *v == 0.0,
             ExprKind::Bool(b) => !b,
+            ExprKind::Cast(inner, _) => inner.is_zero(),
+            ExprKind::Builtin(builtin, args) => {
+                matches!(builtin.signature, builtins::Signature::Vector(_))
+                    && args.iter().all(Expr::is_zero)
+            }
             _ => false,
         }
     }

@@ -117,9 +117,9 @@ pub struct GemmBackward<'a> {
 pub struct Gemm {
     /// The tensor-core kernels, built only for [`Precision::TensorCoreF16`].
     fragments: Option<Fragments>,
-    forward: kernels::Blocked<kernels::GemmForward>,
+    forward: kernels::Blocked<kernels::GemmForward<f32>>,
     /// The forward over operands bound as vectors of 4 (see [`vectors`]).
-    forward_vectors: kernels::Blocked<kernels::GemmForwardVectors>,
+    forward_vectors: kernels::Blocked<kernels::GemmForward<[f32; 4]>>,
     split: kernels::Blocked<kernels::GemmForwardSplit>,
     /// The backward's members, recorded one by one (see [`Gemm::record_backward`]).
     backward: kernels::Blocked<kernels::GemmBackward>,
@@ -239,11 +239,11 @@ impl Gemm {
             fragments,
             forward: kernels::Blocked::new(|b| {
                 // SAFETY: every index is guarded (see "Bounds" in `kernels`).
-                unsafe { kernels::GemmForward::with_constants_unchecked(rt, b) }
+                unsafe { kernels::GemmForward::<f32>::with_constants_unchecked(rt, b) }
             })?,
             forward_vectors: kernels::Blocked::new(|b| {
                 // SAFETY: every index is guarded (see "Bounds" in `kernels`).
-                unsafe { kernels::GemmForwardVectors::with_constants_unchecked(rt, b) }
+                unsafe { kernels::GemmForward::<[f32; 4]>::with_constants_unchecked(rt, b) }
             })?,
             split: kernels::Blocked::new(|b| {
                 Ok(kernels::GemmForwardSplit::from_members(
@@ -397,7 +397,7 @@ impl Gemm {
         if let (false, Some((a, b))) = (way.split && cut.splits > 1, &vectors) {
             return self.forward_vectors.get(way.blocking).record(
                 batch,
-                kernels::GemmForwardVectorsArgs {
+                kernels::GemmForwardArgs {
                     p: &p,
                     a,
                     b,

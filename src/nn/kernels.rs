@@ -8,7 +8,7 @@
 //! register tile: two runs of 4 adjacent rows, 64 apart, by two runs of 4 adjacent columns, so
 //! that each step reads its operands from workgroup memory as 4-wide vectors. Only what each
 //! kernel stages, and where it stores, differs. The GEMMs also read their operands from memory
-//! as 4-wide vectors where their rows are a multiple of 4 long (`mainloop_vectors`, bound
+//! as 4-wide vectors where their rows are a multiple of 4 long (`mainloop` over vectors, bound
 //! through `GpuBuffer::view_as`).
 //!
 //! # Bounds
@@ -363,72 +363,91 @@ mod nn {
         sum
     }
 
-    /// Element (`row`, `col`) of the row-major `rows` x `cols` matrix `m`, 0 outside it.
-    fn element(m: &[f32], row: u32, rows: u32, col: u32, cols: u32) -> f32 {
-        if row < rows && col < cols {
-            m[row * cols + col]
+    /// Where the first of the `E::LANES` adjacent elements that invocation `t` fetches in its
+    /// `v`-th load goes in a staged slice, as (depth, position along the row), the others
+    /// following along the depth when `across`, along the row otherwise. Loads of one
+    /// element fall as `across_row` and `along_depth` place them; wider loads take `E::LANES`
+    /// times fewer turns.
+    fn staged_at<E>(across: bool, t: u32, v: u32) -> Vec2<u32> {
+        if across {
+            vec2(
+                t % (DEPTH / E::LANES) * E::LANES,
+                t / (DEPTH / E::LANES) + v * (E::LANES * INVOCATIONS / DEPTH),
+            )
         } else {
-            0.0
+            vec2(
+                t / (BLOCK / E::LANES) + v * (E::LANES * INVOCATIONS / BLOCK),
+                t % (BLOCK / E::LANES) * E::LANES,
+            )
         }
     }
 
     /// What an invocation stages at step `k0` of the row-major matrix `m` of `shape`
     /// (columns, rows): `across`, from output rows `first..` and summed columns `k0..`;
-    /// otherwise from summed rows `k0..` and output columns `first..`.
-    fn fetch(
-        m: &[f32],
+    /// otherwise from summed rows `k0..` and output columns `first..`. Elements outside the
+    /// matrix are zeros. `m` may be bound as vectors of 4 (`GpuBuffer::view_as`) where its
+    /// rows, `first` and `k0` are multiples of 4: a vector then lies wholly inside the matrix
+    /// or wholly outside, and each invocation loads a quarter as many times, with a quarter
+    /// of the bounds tests. On an H100 the f32 GEMM forward ran 3-10% faster that way and its
+    /// operand gradients 3-5%, the tensor-core forward 13-28% (its operand gradients ran
+    /// 15-30% slower, so they keep scalar loads; notes/performance.md).
+    fn fetch<E>(
+        m: &[E],
         shape: Vec2<u32>,
         across: bool,
         first: u32,
         k0: u32,
         t: u32,
-    ) -> [f32; LOADS] {
-        let mut fetched = [0.0f32; LOADS];
+    ) -> [E; LOADS / E::LANES] {
+        let mut fetched = [0.0 as E; LOADS / E::LANES];
         #[unroll]
-        for r in 0..LOADS {
-            fetched[r] = if across {
-                element(
-                    m,
-                    first + across_row(t, r),
-                    shape.y,
-                    k0 + t % DEPTH,
-                    shape.x,
-                )
+        for v in 0..LOADS / E::LANES {
+            let at = staged_at::<E>(across, t, v);
+            // (row, column) of the load's first element in the matrix.
+            let first_element = if across {
+                vec2(first + at.y, k0 + at.x)
             } else {
-                element(
-                    m,
-                    k0 + along_depth(t, r),
-                    shape.y,
-                    first + t % BLOCK,
-                    shape.x,
-                )
+                vec2(k0 + at.x, first + at.y)
+            };
+            let inside = first_element.x < shape.y && first_element.y < shape.x;
+            fetched[v] = if inside {
+                m[(first_element.x * shape.x + first_element.y) / E::LANES]
+            } else {
+                0.0 as E
             };
         }
         fetched
     }
 
-    /// Where the element that invocation `t` fetched in its `r`-th load goes in a staged
-    /// slice, as (depth, position along the row): see `fetch`.
-    fn staged_at(across: bool, t: u32, r: u32) -> Vec2<u32> {
-        if across {
-            vec2(t % DEPTH, across_row(t, r))
-        } else {
-            vec2(along_depth(t, r), t % COLS)
-        }
-    }
-
-    /// Writes what an invocation fetched into the staged slice that starts at vector `base`.
-    fn stage(
+    /// Writes what an invocation fetched (`fetch`) into the staged slice that starts at vector
+    /// `base`.
+    fn stage<E>(
         slice: &mut [Vec4<f32>; BUFFERS * SLICE],
         base: u32,
-        fetched: &[f32; LOADS],
+        fetched: &[E; LOADS / E::LANES],
         across: bool,
         t: u32,
     ) {
         #[unroll]
-        for r in 0..LOADS {
-            let at = staged_at(across, t, r);
-            slice[base + at.x * ROW + at.y / 4][at.y % 4] = fetched[r];
+        for v in 0..LOADS / E::LANES {
+            let at = staged_at::<E>(across, t, v);
+            if E::LANES == 1 {
+                // One lane lies at `at` whichever way the operand runs: no branch.
+                slice[base + at.x * ROW + at.y / 4][at.y % 4] = fetched[v][0];
+            } else if across {
+                #[unroll]
+                for c in 0..E::LANES {
+                    slice[base + (at.x + c) * ROW + at.y / 4][at.y % 4] = fetched[v][c];
+                }
+            } else if E::LANES == 4 {
+                // Four adjacent positions of one row: one vector of the slice.
+                slice[base + at.x * ROW + at.y / 4] = fetched[v] as Vec4<f32>;
+            } else {
+                #[unroll]
+                for c in 0..E::LANES {
+                    slice[base + at.x * ROW + (at.y + c) / 4][(at.y + c) % 4] = fetched[v][c];
+                }
+            }
         }
     }
 
@@ -504,11 +523,11 @@ mod nn {
     /// `shapes.zw` (columns, rows), each staged across or along, summed over `summed.x ..
     /// summed.y` (the whole summed dimension, or a slice of it that starts at a multiple of
     /// `DEPTH` and ends at one or at the dimension's end).
-    fn mainloop(
+    fn mainloop<E>(
         slice_a: &mut [Vec4<f32>; BUFFERS * SLICE],
         slice_b: &mut [Vec4<f32>; BUFFERS * SLICE],
-        a: &[f32],
-        b: &[f32],
+        a: &[E],
+        b: &[E],
         shapes: Vec4<u32>,
         across: Vec2<bool>,
         origin: Vec2<u32>,
@@ -546,164 +565,6 @@ mod nn {
                 }
                 stage(slice_a, 0, &from_a, across.x, t);
                 stage(slice_b, 0, &from_b, across.y, t);
-            }
-            workgroup_barrier();
-            multiply_accumulate(slice_a, slice_b, 0, &mut acc, t);
-        }
-        acc
-    }
-
-    // The same mainloop over operands whose rows are a multiple of 4 long, bound as vectors
-    // of 4 (`GpuBuffer::view_as`): each invocation loads `LOADS / 4` vectors per operand and
-    // step instead of `LOADS` elements, a quarter of the load instructions and their bounds
-    // tests. On an H100 the f32 GEMM forward ran 3-10% faster and its operand gradients 3-5%,
-    // the tensor-core forward 13-28% (its operand gradients ran 15-30% slower, so they keep
-    // scalar loads; notes/performance.md). A vector is 4 adjacent summed indices of a row
-    // staged across, 4 adjacent positions along a row staged along. Writing the loop twice
-    // is the price of bindings whose element type a helper cannot be generic over.
-
-    /// Where the first element of the `v`-th vector that invocation `t` fetches goes in a
-    /// staged slice, as (depth, position along the row); the others follow along the
-    /// depth when `across`, along the row otherwise.
-    fn staged_vector_at(across: bool, t: u32, v: u32) -> Vec2<u32> {
-        if across {
-            vec2(
-                t % (DEPTH / 4) * 4,
-                t / (DEPTH / 4) + v * (4 * INVOCATIONS / DEPTH),
-            )
-        } else {
-            vec2(
-                t / (BLOCK / 4) + v * (4 * INVOCATIONS / BLOCK),
-                t % (BLOCK / 4) * 4,
-            )
-        }
-    }
-
-    /// `fetch` for a matrix of `shape` bound as vectors, its rows, `first` and `k0` multiples of
-    /// 4: a vector lies wholly inside the matrix or wholly outside (then it is zeros).
-    fn fetch_vectors(
-        m: &[Vec4<f32>],
-        shape: Vec2<u32>,
-        across: bool,
-        first: u32,
-        k0: u32,
-        t: u32,
-    ) -> [Vec4<f32>; LOADS / 4] {
-        let mut fetched = [vec4(0.0f32, 0.0, 0.0, 0.0); LOADS / 4];
-        #[unroll]
-        for v in 0..LOADS / 4 {
-            let at = fetched_vector(shape, across, first, k0, t, v);
-            if at.y != 0 {
-                fetched[v] = m[at.x];
-            }
-        }
-        fetched
-    }
-
-    /// `fetch_vectors` from a matrix of halves (the tensor-core convolutions' filter
-    /// layouts).
-    fn fetch_half_vectors(
-        m: &[Vec4<f16>],
-        shape: Vec2<u32>,
-        across: bool,
-        first: u32,
-        k0: u32,
-        t: u32,
-    ) -> [Vec4<f16>; LOADS / 4] {
-        let mut fetched = [vec4(0.0f16, 0.0, 0.0, 0.0); LOADS / 4];
-        #[unroll]
-        for v in 0..LOADS / 4 {
-            let at = fetched_vector(shape, across, first, k0, t, v);
-            if at.y != 0 {
-                fetched[v] = m[at.x];
-            }
-        }
-        fetched
-    }
-
-    /// Where the `v`-th vector that invocation `t` fetches (`fetch_vectors` and its halves'
-    /// twin) lies: (its index among the matrix's vectors, 1 if inside the matrix, else 0).
-    fn fetched_vector(
-        shape: Vec2<u32>,
-        across: bool,
-        first: u32,
-        k0: u32,
-        t: u32,
-        v: u32,
-    ) -> Vec2<u32> {
-        let at = staged_vector_at(across, t, v);
-        // (row, column) of the vector's first element in the matrix.
-        let first_element = if across {
-            vec2(first + at.y, k0 + at.x)
-        } else {
-            vec2(k0 + at.x, first + at.y)
-        };
-        let inside = first_element.x < shape.y && first_element.y < shape.x;
-        vec2(
-            (first_element.x * shape.x + first_element.y) / 4,
-            inside as u32,
-        )
-    }
-
-    /// `stage` for what `fetch_vectors` fetched.
-    fn stage_vectors(
-        slice: &mut [Vec4<f32>; BUFFERS * SLICE],
-        base: u32,
-        fetched: &[Vec4<f32>; LOADS / 4],
-        across: bool,
-        t: u32,
-    ) {
-        #[unroll]
-        for v in 0..LOADS / 4 {
-            let at = staged_vector_at(across, t, v);
-            if across {
-                #[unroll]
-                for c in 0..4 {
-                    slice[base + (at.x + c) * ROW + at.y / 4][at.y % 4] = fetched[v][c];
-                }
-            } else {
-                // Four adjacent positions of one row: one vector of the slice.
-                slice[base + at.x * ROW + at.y / 4] = fetched[v];
-            }
-        }
-    }
-
-    /// `mainloop` over operands bound as vectors (see `fetch_vectors`); the same steps.
-    fn mainloop_vectors(
-        slice_a: &mut [Vec4<f32>; BUFFERS * SLICE],
-        slice_b: &mut [Vec4<f32>; BUFFERS * SLICE],
-        a: &[Vec4<f32>],
-        b: &[Vec4<f32>],
-        shapes: Vec4<u32>,
-        across: Vec2<bool>,
-        origin: Vec2<u32>,
-        summed: Vec2<u32>,
-        t: u32,
-    ) -> [f32; REG * REG] {
-        let mut acc = [0.0f32; REG * REG];
-        if BUFFERS == 2 {
-            let mut from_a = fetch_vectors(a, shapes.xy, across.x, origin.y, summed.x, t);
-            let mut from_b = fetch_vectors(b, shapes.zw, across.y, origin.x, summed.x, t);
-            for k0 in (summed.x..summed.y).step_by(DEPTH) {
-                let base = buffer(k0);
-                stage_vectors(slice_a, base, &from_a, across.x, t);
-                stage_vectors(slice_b, base, &from_b, across.y, t);
-                workgroup_barrier();
-                from_a = fetch_vectors(a, shapes.xy, across.x, origin.y, k0 + DEPTH, t);
-                from_b = fetch_vectors(b, shapes.zw, across.y, origin.x, k0 + DEPTH, t);
-                multiply_accumulate(slice_a, slice_b, base, &mut acc, t);
-            }
-        } else {
-            for k0 in (summed.x..summed.y).step_by(DEPTH) {
-                let from_a = fetch_vectors(a, shapes.xy, across.x, origin.y, k0, t);
-                let from_b = fetch_vectors(b, shapes.zw, across.y, origin.x, k0, t);
-                if k0 > summed.x {
-                    workgroup_barrier();
-                    multiply_accumulate(slice_a, slice_b, 0, &mut acc, t);
-                    workgroup_barrier();
-                }
-                stage_vectors(slice_a, 0, &from_a, across.x, t);
-                stage_vectors(slice_b, 0, &from_b, across.y, t);
             }
             workgroup_barrier();
             multiply_accumulate(slice_a, slice_b, 0, &mut acc, t);
@@ -822,10 +683,17 @@ mod nn {
     // 4096^3 from 2.5-3.2 ms to 2.35.
     // Fragments leave through `spill`, a 16 x 16 tile of workgroup memory per subgroup.
 
+    /// Writes the columns' operand that an invocation fetched into its slice of halves, across
+    /// or along. (Its loads fall as `fetch`'s, over `COLS` columns, which the streamed passes
+    /// make wider than `BLOCK`.)
     fn stage_half(slice: &mut [f16; COLUMNS], fetched: &[f32; COL_LOADS], across: bool, t: u32) {
         #[unroll]
         for r in 0..COL_LOADS {
-            let at = staged_at(across, t, r);
+            let at = if across {
+                vec2(t % DEPTH, across_row(t, r))
+            } else {
+                vec2(along_depth(t, r), t % COLS)
+            };
             if across {
                 slice[at.y * A_STRIDE + at.x] = fetched[r] as f16;
             } else {
@@ -834,55 +702,46 @@ mod nn {
         }
     }
 
-    /// `stage_half` for the rows' operand, row-major: element (output row `i`, summed index
+    /// Writes the rows' operand that an invocation fetched (`fetch`, scalars or vectors of
+    /// 4) into the slice of halves at `base` of `slices` (`ROWS_HALVES` halves: one slice, or
+    /// the window passes' filter slices), row-major: element (output row `i`, summed index
     /// `d`) at `i * A_STRIDE + d`.
-    fn stage_rows(
-        slice: &mut [f16; BLOCK * A_STRIDE],
-        fetched: &[f32; LOADS],
+    fn stage_rows<E>(
+        slices: &mut [f16; ROWS_HALVES],
+        base: u32,
+        fetched: &[E; LOADS / E::LANES],
         across: bool,
         t: u32,
     ) {
         #[unroll]
-        for r in 0..LOADS {
-            let at = staged_at(across, t, r);
-            slice[at.y * A_STRIDE + at.x] = fetched[r] as f16;
+        for v in 0..LOADS / E::LANES {
+            stage_row(slices, base, fetched[v], across, t, v);
         }
     }
 
-    /// `stage_rows` for the `v`-th vector that `fetch_vectors` (converted) or
-    /// `fetch_half_vectors` fetched, into the slice at `base` of `slices` (`ROWS_HALVES`
-    /// halves: one slice, or the window passes' filter slices).
-    fn stage_row_vector(
+    /// `stage_rows` for the `v`-th load alone, `fetched`.
+    fn stage_row<E>(
         slices: &mut [f16; ROWS_HALVES],
         base: u32,
-        fetched: Vec4<f16>,
+        fetched: E,
         across: bool,
         t: u32,
         v: u32,
     ) {
-        let at = staged_vector_at(across, t, v);
-        #[unroll]
-        for c in 0..4u32 {
-            if across {
-                slices[base + at.y * A_STRIDE + at.x + c] = fetched[c];
-            } else {
-                slices[base + (at.y + c) * A_STRIDE + at.x] = fetched[c];
+        let at = staged_at::<E>(across, t, v);
+        if E::LANES == 1 {
+            // One lane lies at `at` whichever way the operand runs: no branch.
+            slices[base + at.y * A_STRIDE + at.x] = fetched[0] as f16;
+        } else if across {
+            #[unroll]
+            for c in 0..E::LANES {
+                slices[base + at.y * A_STRIDE + at.x + c] = fetched[c] as f16;
             }
-        }
-    }
-
-    /// `stage_rows` for what `fetch_half_vectors` fetched, into the slice at `base` of
-    /// `slices`.
-    fn stage_rows_halves(
-        slices: &mut [f16; ROWS_HALVES],
-        base: u32,
-        fetched: &[Vec4<f16>; LOADS / 4],
-        across: bool,
-        t: u32,
-    ) {
-        #[unroll]
-        for v in 0..LOADS / 4 {
-            stage_row_vector(slices, base, fetched[v], across, t, v);
+        } else {
+            #[unroll]
+            for c in 0..E::LANES {
+                slices[base + (at.y + c) * A_STRIDE + at.x] = fetched[c] as f16;
+            }
         }
     }
 
@@ -958,7 +817,7 @@ mod nn {
         b_across: bool,
         t: u32,
     ) {
-        stage_rows(slice_a, from_a, true, t);
+        stage_rows(slice_a, 0, from_a, true, t);
         stage_half(slice_b, from_b, b_across, t);
     }
 
@@ -983,14 +842,14 @@ mod nn {
             if k0 > summed.x {
                 multiply_fragments(slice_a, slice_b, across.y, &mut acc, t);
             }
-            stage_rows(slice_a, &from_a, across.x, t);
+            stage_rows(slice_a, 0, &from_a, across.x, t);
             stage_half(slice_b, &from_b, across.y, t);
         }
         multiply_fragments(slice_a, slice_b, across.y, &mut acc, t);
         acc
     }
 
-    /// `stage_rows` and `stage_half` for what `fetch_vectors` fetched of both operands, a
+    /// `stage_rows` and `stage_half` for what `fetch` fetched as vectors of both operands, a
     /// vector of each in turn (3-4% faster on an H100 than one operand after the other).
     fn stage_vectors_in_halves(
         slice_a: &mut [f16; BLOCK * A_STRIDE],
@@ -1002,8 +861,8 @@ mod nn {
     ) {
         #[unroll]
         for v in 0..LOADS / 4 {
-            stage_row_vector(slice_a, 0, from_a[v] as Vec4<f16>, across.x, t, v);
-            let at = staged_vector_at(across.y, t, v);
+            stage_row(slice_a, 0, from_a[v] as Vec4<f16>, across.x, t, v);
+            let at = staged_at::<Vec4<f32>>(across.y, t, v);
             #[unroll]
             for c in 0..4u32 {
                 if across.y {
@@ -1015,7 +874,7 @@ mod nn {
         }
     }
 
-    /// `mainloop_fragments` over operands bound as vectors (see `fetch_vectors`).
+    /// `mainloop_fragments` over operands bound as vectors (see `fetch`).
     fn mainloop_fragments_vectors(
         slice_a: &mut [f16; BLOCK * A_STRIDE],
         slice_b: &mut [f16; COLUMNS],
@@ -1034,12 +893,12 @@ mod nn {
         // ~510 instructions); peeled, the forward ran 2-4% faster there. (The scalar loop,
         // peeled the same way, ran 2% faster on large shapes and 5-7% slower on M = 35;
         // notes/performance.md.)
-        let from_a = fetch_vectors(a, shapes.xy, across.x, origin.y, summed.x, t);
-        let from_b = fetch_vectors(b, shapes.zw, across.y, origin.x, summed.x, t);
+        let from_a = fetch(a, shapes.xy, across.x, origin.y, summed.x, t);
+        let from_b = fetch(b, shapes.zw, across.y, origin.x, summed.x, t);
         stage_vectors_in_halves(slice_a, &from_a, slice_b, &from_b, across, t);
         for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
-            let from_a = fetch_vectors(a, shapes.xy, across.x, origin.y, k0, t);
-            let from_b = fetch_vectors(b, shapes.zw, across.y, origin.x, k0, t);
+            let from_a = fetch(a, shapes.xy, across.x, origin.y, k0, t);
+            let from_b = fetch(b, shapes.zw, across.y, origin.x, k0, t);
             multiply_fragments(slice_a, slice_b, across.y, &mut acc, t);
             stage_vectors_in_halves(slice_a, &from_a, slice_b, &from_b, across, t);
         }
@@ -1047,103 +906,37 @@ mod nn {
         acc
     }
 
-    /// Where, in the block, the `e`-th element (of 8) that invocation `t` reads back from its
-    /// subgroup's fragment `f` (see `unspill`) lies, as (column, row).
-    fn fragment_element(t: u32, f: u32, e: u32) -> Vec2<u32> {
-        let (warp, at) = (t / 32, e * 32 + t % 32);
+    /// Where, in the block, the `k`-th run of `E::LANES` adjacent elements of a row that
+    /// invocation `t` reads back from its subgroup's fragment `f` (see `unspill`) starts, as
+    /// (column, row): the subgroup's 32 invocations read 32 adjacent runs of its 16 x 16 tile
+    /// at a time.
+    fn fragment_at<E>(t: u32, f: u32, k: u32) -> Vec2<u32> {
+        let (warp, at) = (t / 32, (k * 32 + t % 32) * E::LANES);
         vec2(
             warp % 4 * WARP_COLS + f % FRAG_COLS * 16 + at % 16,
             warp / 4 * WARP_ROWS + f / FRAG_COLS * 16 + at / 16,
         )
     }
 
-    /// The 8 elements of the accumulator fragment `frag` that invocation `t` writes out
-    /// (element `e` lies at `fragment_element(t, f, e)` for the fragment's index `f`), read
-    /// back through its subgroup's 16 x 16 tile of `spill`.
-    fn unspill(frag: FragC16<f32>, spill: &mut [f32; SPILL], t: u32) -> [f32; 8] {
-        coop_store_row_major(frag, &mut spill[t / 32 * 256], 16);
-        workgroup_barrier();
-        let mut values = [0.0f32; 8];
-        #[unroll]
-        for e in 0..8 {
-            values[e] = spill[t / 32 * 256 + e * 32 + t % 32];
-        }
-        workgroup_barrier();
-        values
-    }
-
-    /// Where vector `h` (0 or 1) of the two that invocation `t` reads back of accumulator
-    /// fragment `f` through `unspill_vectors` lies in its block: (column, row) of the
-    /// vector's first element, the next three following along the row.
-    fn fragment_vector(t: u32, f: u32, h: u32) -> Vec2<u32> {
-        let (warp, lane) = (t / 32, t % 32);
-        vec2(
-            warp % 4 * WARP_COLS + f % FRAG_COLS * 16 + lane % 4 * 4,
-            warp / 4 * WARP_ROWS + f / FRAG_COLS * 16 + lane / 4 + h * 8,
-        )
-    }
-
-    /// `unspill` as two vectors of 4 along the fragment's rows (see `fragment_vector`), so
-    /// that an epilogue over outputs bound as vectors stores a quarter as many times.
-    fn unspill_vectors(frag: FragC16<f32>, spill: &mut [f32; SPILL], t: u32) -> [Vec4<f32>; 2] {
-        let (tile, lane) = (t / 32 * 256, t % 32);
+    /// The 8 elements of the accumulator fragment `frag` that invocation `t` writes out, as
+    /// `8 / E::LANES` runs of `E` (run `k` lies at `fragment_at::<E>(t, f, k)` for the
+    /// fragment's index `f`), read back through its subgroup's 16 x 16 tile of `spill`. Runs
+    /// of 4 let an epilogue over outputs bound as vectors store a quarter as many times.
+    fn unspill<E>(frag: FragC16<f32>, spill: &mut [f32; SPILL], t: u32) -> [E; 8 / E::LANES] {
+        let tile = t / 32 * 256;
         coop_store_row_major(frag, &mut spill[tile], 16);
         workgroup_barrier();
-        let mut values = [vec4(0.0f32, 0.0, 0.0, 0.0); 2];
+        let mut values = [0.0 as E; 8 / E::LANES];
         #[unroll]
-        for h in 0..2 {
-            let at = tile + (lane / 4 + h * 8) * 16 + lane % 4 * 4;
-            values[h] = vec4(spill[at], spill[at + 1], spill[at + 2], spill[at + 3]);
+        for k in 0..8 / E::LANES {
+            let at = tile + (k * 32 + t % 32) * E::LANES;
+            #[unroll]
+            for c in 0..E::LANES {
+                values[k][c] = spill[at + c];
+            }
         }
         workgroup_barrier();
         values
-    }
-
-    /// `store_forward_fragments` for an output whose rows are a multiple of 4 long, bound as
-    /// vectors with the bias (a vector lies wholly inside the output or wholly outside).
-    fn store_forward_fragments_vectors(
-        acc: &[FragC16<f32>; FRAGS],
-        bias: &[Vec4<f32>],
-        pre: &mut [Vec4<f32>],
-        y: &mut [Vec4<f32>],
-        p: &GemmParams,
-        spill: &mut [f32; SPILL],
-        origin: Vec2<u32>,
-        t: u32,
-    ) {
-        let dims = vec2(p.n, p.m);
-        // Vector `h` of fragment `f` (see `fragment_vector`) is `z[8 f + 4 h..][..4]`.
-        let mut z = [0.0f32; OUTPUTS];
-        #[unroll]
-        for f in 0..FRAGS {
-            let values = unspill_vectors(acc[f], spill, t);
-            #[unroll]
-            for h in 0..2 {
-                let at = origin + fragment_vector(t, f, h);
-                if at.y < dims.y && at.x < dims.x {
-                    let sum = values[h] + bias[at.x / 4];
-                    if p.keep_pre != 0 {
-                        pre[(at.y * dims.x + at.x) / 4] = sum;
-                    }
-                    #[unroll]
-                    for c in 0..4 {
-                        z[8 * f + 4 * h + c] = sum[c];
-                    }
-                }
-            }
-        }
-        activate_outputs(&mut z, p.activation);
-        #[unroll]
-        for f in 0..FRAGS {
-            #[unroll]
-            for h in 0..2 {
-                let at = origin + fragment_vector(t, f, h);
-                if at.y < dims.y && at.x < dims.x {
-                    let k = 8 * f + 4 * h;
-                    y[(at.y * dims.x + at.x) / 4] = vec4(z[k], z[k + 1], z[k + 2], z[k + 3]);
-                }
-            }
-        }
     }
 
     /// Where a `rows` x `cols` output lies in memory, for `store_fragments`: column `col`
@@ -1163,8 +956,8 @@ mod nn {
     /// `store_tile` for fragments: writes the accumulators of the block at `origin` of a `rows`
     /// x `cols` output to `out` from `offset` on, laid out as `layout` says (see
     /// `matrix_layout`), one fragment at a time through `spill`.
-    fn store_fragments(
-        out: &mut [f32],
+    fn store_fragments<E>(
+        out: &mut [E],
         offset: u32,
         acc: &[FragC16<f32>; FRAGS],
         rows: u32,
@@ -1176,14 +969,15 @@ mod nn {
     ) {
         #[unroll]
         for f in 0..FRAGS {
-            let values = unspill(acc[f], spill, t);
+            let values = unspill::<E>(acc[f], spill, t);
             #[unroll]
-            for e in 0..8 {
-                let at = origin + fragment_element(t, f, e);
+            for k in 0..8 / E::LANES {
+                let at = origin + fragment_at::<E>(t, f, k);
                 if at.y < rows && at.x < cols {
                     let (row, col) = (at.y, at.x);
                     let outer = col / layout.x * layout.y;
-                    out[offset + outer + row * layout.z + col % layout.x * layout.w] = values[e];
+                    let element = offset + outer + row * layout.z + col % layout.x * layout.w;
+                    out[element / E::LANES] = values[k];
                 }
             }
         }
@@ -1222,29 +1016,36 @@ mod nn {
         }
     }
 
-    /// `store_forward` from accumulator fragments, through `spill`.
-    fn store_forward_fragments(
+    /// `store_forward` from accumulator fragments, through `spill`. The bias and the outputs
+    /// may be bound as vectors of 4 where the outputs' rows are a multiple of 4 long (a
+    /// vector then lies wholly inside the output or wholly outside).
+    fn store_forward_fragments<E>(
         acc: &[FragC16<f32>; FRAGS],
-        bias: &[f32],
-        pre: &mut [f32],
-        y: &mut [f32],
+        bias: &[E],
+        pre: &mut [E],
+        y: &mut [E],
         p: &GemmParams,
         spill: &mut [f32; SPILL],
         origin: Vec2<u32>,
         t: u32,
     ) {
         let dims = vec2(p.n, p.m);
+        // Run `k` of fragment `f` (see `fragment_at`) is `z[8 f + E::LANES k..][..E::LANES]`.
         let mut z = [0.0f32; OUTPUTS];
         #[unroll]
         for f in 0..FRAGS {
-            let values = unspill(acc[f], spill, t);
+            let values = unspill::<E>(acc[f], spill, t);
             #[unroll]
-            for e in 0..8 {
-                let at = origin + fragment_element(t, f, e);
+            for k in 0..8 / E::LANES {
+                let at = origin + fragment_at::<E>(t, f, k);
                 if at.y < dims.y && at.x < dims.x {
-                    z[8 * f + e] = values[e] + bias[at.x];
+                    let sum = values[k] + bias[at.x / E::LANES];
                     if p.keep_pre != 0 {
-                        pre[at.y * dims.x + at.x] = z[8 * f + e];
+                        pre[(at.y * dims.x + at.x) / E::LANES] = sum;
+                    }
+                    #[unroll]
+                    for c in 0..E::LANES {
+                        z[8 * f + E::LANES * k + c] = sum[c];
                     }
                 }
             }
@@ -1253,10 +1054,15 @@ mod nn {
         #[unroll]
         for f in 0..FRAGS {
             #[unroll]
-            for e in 0..8 {
-                let at = origin + fragment_element(t, f, e);
+            for k in 0..8 / E::LANES {
+                let at = origin + fragment_at::<E>(t, f, k);
                 if at.y < dims.y && at.x < dims.x {
-                    y[at.y * dims.x + at.x] = z[8 * f + e];
+                    let mut out = 0.0 as E;
+                    #[unroll]
+                    for c in 0..E::LANES {
+                        out[c] = z[8 * f + E::LANES * k + c];
+                    }
+                    y[(at.y * dims.x + at.x) / E::LANES] = out;
                 }
             }
         }
@@ -1266,12 +1072,12 @@ mod nn {
     /// `p.splits` slices: whole, as `store_forward_fragments`; in slices, the first slice's
     /// products into `pre` (scratch, then, where `p.keep_pre` is 0) and the others' into
     /// `partial`, one output-shaped partial sum each, for `gemm_forward_fragments_reduce`.
-    fn store_forward_slice(
+    fn store_forward_slice<E>(
         acc: &[FragC16<f32>; FRAGS],
-        bias: &[f32],
-        pre: &mut [f32],
-        y: &mut [f32],
-        partial: &mut [f32],
+        bias: &[E],
+        pre: &mut [E],
+        y: &mut [E],
+        partial: &mut [E],
         p: &GemmParams,
         split: u32,
         spill: &mut [f32; SPILL],
@@ -1306,55 +1112,6 @@ mod nn {
                 spill,
                 t,
             );
-        }
-    }
-
-    /// `store_fragments` for an output of `dims` (columns, rows) whose rows are a multiple of
-    /// 4 long, bound as vectors: row-major, from the vector `offset` on.
-    fn store_fragments_vectors(
-        out: &mut [Vec4<f32>],
-        offset: u32,
-        acc: &[FragC16<f32>; FRAGS],
-        dims: Vec2<u32>,
-        origin: Vec2<u32>,
-        spill: &mut [f32; SPILL],
-        t: u32,
-    ) {
-        #[unroll]
-        for f in 0..FRAGS {
-            let values = unspill_vectors(acc[f], spill, t);
-            #[unroll]
-            for h in 0..2 {
-                let at = origin + fragment_vector(t, f, h);
-                if at.y < dims.y && at.x < dims.x {
-                    out[offset + (at.y * dims.x + at.x) / 4] = values[h];
-                }
-            }
-        }
-    }
-
-    /// `store_forward_slice` for an output whose rows are a multiple of 4 long, bound as
-    /// vectors with the bias and the slices.
-    fn store_forward_slice_vectors(
-        acc: &[FragC16<f32>; FRAGS],
-        bias: &[Vec4<f32>],
-        pre: &mut [Vec4<f32>],
-        y: &mut [Vec4<f32>],
-        partial: &mut [Vec4<f32>],
-        p: &GemmParams,
-        split: u32,
-        spill: &mut [f32; SPILL],
-        origin: Vec2<u32>,
-        t: u32,
-    ) {
-        let dims = vec2(p.n, p.m);
-        if p.splits == 1 {
-            store_forward_fragments_vectors(acc, bias, pre, y, p, spill, origin, t);
-        } else if split == 0 {
-            store_fragments_vectors(pre, 0, acc, dims, origin, spill, t);
-        } else {
-            let offset = (split - 1) * dims.x * dims.y / 4;
-            store_fragments_vectors(partial, offset, acc, dims, origin, spill, t);
         }
     }
 
@@ -1429,7 +1186,7 @@ mod nn {
             slice(split, p.split_depth, p.k),
             t,
         );
-        store_forward_slice_vectors(&acc, bias, pre, y, partial, p, split, spill, origin, t);
+        store_forward_slice(&acc, bias, pre, y, partial, p, split, spill, origin, t);
     }
 
     /// Invocations of a workgroup of `WideTensorBlocking`.
@@ -1466,10 +1223,10 @@ mod nn {
     )]
     pub struct WideTensorBlocking;
 
-    // The wide blocks' own fetch and staging: `staged_vector_at` and `fetch_vectors` assume
+    // The wide blocks' own fetch and staging: `staged_at` and `fetch` assume
     // square blocks of `GROUP` invocations. (The read-back, `unspill`, serves both.)
 
-    /// `staged_vector_at` for a wide block: the rows' operand `across`, the columns' along.
+    /// `staged_at` of vectors for a wide block: the rows' operand `across`, the columns' along.
     fn wide_vector_at(across: bool, t: u32, v: u32) -> Vec2<u32> {
         if across {
             vec2(
@@ -1484,7 +1241,7 @@ mod nn {
         }
     }
 
-    /// `fetch_vectors` of the rows' operand `m` of `shape` (summed columns, rows), staged
+    /// `fetch` of vectors of the rows' operand `m` of `shape` (summed columns, rows), staged
     /// across: rows `first..`, summed columns `k0..`.
     fn wide_fetch_rows(
         m: &[Vec4<f32>],
@@ -1505,7 +1262,7 @@ mod nn {
         fetched
     }
 
-    /// `fetch_vectors` of the columns' operand `m` of `shape` (columns, summed rows), staged
+    /// `fetch` of vectors of the columns' operand `m` of `shape` (columns, summed rows), staged
     /// along: summed rows `k0..`, columns `first..`.
     fn wide_fetch_columns(
         m: &[Vec4<f32>],
@@ -1588,7 +1345,7 @@ mod nn {
         }
         multiply_fragments(half_a, half_b, false, &mut acc, t);
         let dims = vec2(p.n, p.m);
-        store_forward_fragments_vectors(&acc, bias, pre, y, p, spill, origin, t);
+        store_forward_fragments(&acc, bias, pre, y, p, spill, origin, t);
     }
 
     /// Adds the slices of a tensor-core GEMM forward in slices: `pre` (the first slice's
@@ -1612,17 +1369,19 @@ mod nn {
         }
     }
 
-    /// `pre = a · b + bias`, `y = act(pre)`.
+    /// `pre = a · b + bias`, `y = act(pre)`. Where `k` and `n` are multiples of 4, the
+    /// operands may be bound as vectors of 4 (`T = Vec4<f32>`; see `fetch`).
     #[kernel(
         workgroup = [GROUP],
         constants = Blocking,
+        types(T = [f32, Vec4<f32>]),
         limits(workgroup_memory = 16896),
         grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)]
     )]
-    pub fn gemm_forward(
+    pub fn gemm_forward<T>(
         p: &GemmParams,
-        #[len(p.m * p.k)] a: &[f32],
-        #[len(p.k * p.n)] b: &[f32],
+        #[len(p.m * p.k / T::LANES)] a: &[T],
+        #[len(p.k * p.n / T::LANES)] b: &[T],
         #[len(p.n)] bias: &[f32],
         #[len(p.m * p.n)] pre: &mut [f32],
         #[len(p.m * p.n)] y: &mut [f32],
@@ -1631,38 +1390,6 @@ mod nn {
     ) {
         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
         let acc = mainloop(
-            tile_a,
-            tile_b,
-            a,
-            b,
-            vec4(p.k, p.m, p.n, p.k),
-            vec2(true, false),
-            origin,
-            vec2(0, p.k),
-            t,
-        );
-        store_forward(&acc, bias, pre, y, p, origin, t);
-    }
-
-    /// `gemm_forward` for `k` and `n` multiples of 4, the operands bound as vectors.
-    #[kernel(
-        workgroup = [GROUP],
-        constants = Blocking,
-        limits(workgroup_memory = 16896),
-        grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)]
-    )]
-    pub fn gemm_forward_vectors(
-        p: &GemmParams,
-        #[len(p.m * p.k / 4)] a: &[Vec4<f32>],
-        #[len(p.k * p.n / 4)] b: &[Vec4<f32>],
-        #[len(p.n)] bias: &[f32],
-        #[len(p.m * p.n)] pre: &mut [f32],
-        #[len(p.m * p.n)] y: &mut [f32],
-        #[workgroup] tile_a: &mut [Vec4<f32>; BUFFERS * SLICE],
-        #[workgroup] tile_b: &mut [Vec4<f32>; BUFFERS * SLICE],
-    ) {
-        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
-        let acc = mainloop_vectors(
             tile_a,
             tile_b,
             a,
@@ -1820,6 +1547,56 @@ mod nn {
         }
     }
 
+    /// What workgroup `group` of `d_operands` computes: a block of one slice of `grad_a`'s
+    /// sum or of `grad_b`'s (see there), from operands of scalars or of vectors of 4.
+    fn operand_gradients<E>(
+        p: &GemmParams,
+        a: &[E],
+        grad_a: &mut [f32],
+        b: &[E],
+        grad_b: &mut [f32],
+        grad_pre: &[E],
+        partial: &mut [f32],
+        tile_a: &mut [Vec4<f32>; BUFFERS * SLICE],
+        tile_b: &mut [Vec4<f32>; BUFFERS * SLICE],
+        group: u32,
+        t: u32,
+    ) {
+        let blocks_a = ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK);
+        // Every condition is the same for the whole workgroup, so the branches keep barriers.
+        if group < blocks_a * p.splits {
+            let at = gradient_block(group, blocks_a, p.k);
+            let acc = mainloop(
+                tile_a,
+                tile_b,
+                grad_pre,
+                b,
+                vec4(p.n, p.m, p.n, p.k),
+                vec2(true, true),
+                at.yz,
+                slice(at.x, p.split_depth, p.n),
+                t,
+            );
+            store_gradient_slice(grad_a, partial, 0, at.x, &acc, p.m, p.k, at.yz, t);
+        } else {
+            let x = group - blocks_a * p.splits;
+            let at = gradient_block(x, ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK), p.n);
+            let acc = mainloop(
+                tile_a,
+                tile_b,
+                a,
+                grad_pre,
+                vec4(p.k, p.m, p.n, p.m),
+                vec2(false, false),
+                at.yz,
+                slice(at.x, p.b_split_depth, p.m),
+                t,
+            );
+            let base = (p.splits - 1) * p.m * p.k;
+            store_gradient_slice(grad_b, partial, base, at.x, &acc, p.k, p.n, at.yz, t);
+        }
+    }
+
     /// Both operand gradients in one dispatch, each sum cut into slices when its output alone
     /// cannot fill the GPU: the first `ceil(k / BLOCK) x ceil(m / BLOCK) x p.splits`
     /// workgroups compute `grad_a = grad_pre · bᵀ` (rows `m`, columns `k`, summed over `n` in
@@ -1848,40 +1625,10 @@ mod nn {
         #[workgroup] tile_a: &mut [Vec4<f32>; BUFFERS * SLICE],
         #[workgroup] tile_b: &mut [Vec4<f32>; BUFFERS * SLICE],
     ) {
-        let t = local_index();
-        let blocks_a = ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK);
-        // Every condition is the same for the whole workgroup, so the branches keep barriers.
-        if workgroup_id().x < blocks_a * p.splits {
-            let at = gradient_block(workgroup_id().x, blocks_a, p.k);
-            let acc = mainloop(
-                tile_a,
-                tile_b,
-                grad_pre,
-                b,
-                vec4(p.n, p.m, p.n, p.k),
-                vec2(true, true),
-                at.yz,
-                slice(at.x, p.split_depth, p.n),
-                t,
-            );
-            store_gradient_slice(grad_a, partial, 0, at.x, &acc, p.m, p.k, at.yz, t);
-        } else {
-            let x = workgroup_id().x - blocks_a * p.splits;
-            let at = gradient_block(x, ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK), p.n);
-            let acc = mainloop(
-                tile_a,
-                tile_b,
-                a,
-                grad_pre,
-                vec4(p.k, p.m, p.n, p.m),
-                vec2(false, false),
-                at.yz,
-                slice(at.x, p.b_split_depth, p.m),
-                t,
-            );
-            let base = (p.splits - 1) * p.m * p.k;
-            store_gradient_slice(grad_b, partial, base, at.x, &acc, p.k, p.n, at.yz, t);
-        }
+        let (t, group) = (local_index(), workgroup_id().x);
+        operand_gradients(
+            p, a, grad_a, b, grad_b, grad_pre, partial, tile_a, tile_b, group, t,
+        );
     }
 
     /// `d_operands` for `k` and `n` multiples of 4, the operands bound as vectors (recorded
@@ -1906,39 +1653,10 @@ mod nn {
         #[workgroup] tile_a: &mut [Vec4<f32>; BUFFERS * SLICE],
         #[workgroup] tile_b: &mut [Vec4<f32>; BUFFERS * SLICE],
     ) {
-        let t = local_index();
-        let blocks_a = ceil_div(p.k, BLOCK) * ceil_div(p.m, BLOCK);
-        if workgroup_id().x < blocks_a * p.splits {
-            let at = gradient_block(workgroup_id().x, blocks_a, p.k);
-            let acc = mainloop_vectors(
-                tile_a,
-                tile_b,
-                grad_pre,
-                b,
-                vec4(p.n, p.m, p.n, p.k),
-                vec2(true, true),
-                at.yz,
-                slice(at.x, p.split_depth, p.n),
-                t,
-            );
-            store_gradient_slice(grad_a, partial, 0, at.x, &acc, p.m, p.k, at.yz, t);
-        } else {
-            let x = workgroup_id().x - blocks_a * p.splits;
-            let at = gradient_block(x, ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK), p.n);
-            let acc = mainloop_vectors(
-                tile_a,
-                tile_b,
-                a,
-                grad_pre,
-                vec4(p.k, p.m, p.n, p.m),
-                vec2(false, false),
-                at.yz,
-                slice(at.x, p.b_split_depth, p.m),
-                t,
-            );
-            let base = (p.splits - 1) * p.m * p.k;
-            store_gradient_slice(grad_b, partial, base, at.x, &acc, p.k, p.n, at.yz, t);
-        }
+        let (t, group) = (local_index(), workgroup_id().x);
+        operand_gradients(
+            p, a, grad_a, b, grad_b, grad_pre, partial, tile_a, tile_b, group, t,
+        );
     }
 
     /// `d_operands` on the tensor cores, each sum cut into `p.splits` or `p.b_splits` slices
@@ -2274,10 +1992,10 @@ mod nn {
         let mut z = [0.0f32; OUTPUTS];
         #[unroll]
         for f in 0..FRAGS {
-            let values = unspill(acc[f], spill, t);
+            let values = unspill::<f32>(acc[f], spill, t);
             #[unroll]
             for e in 0..8 {
-                let at = origin + fragment_element(t, f, e);
+                let at = origin + fragment_at::<f32>(t, f, e);
                 if at.y < p.out_channels && at.x < columns {
                     z[8 * f + e] = values[e] + bias[at.y];
                     if p.keep_pre != 0 {
@@ -2292,7 +2010,7 @@ mod nn {
         for f in 0..FRAGS {
             #[unroll]
             for e in 0..8 {
-                let at = origin + fragment_element(t, f, e);
+                let at = origin + fragment_at::<f32>(t, f, e);
                 if at.y < p.out_channels && at.x < columns {
                     y[(at.x / pixels * p.out_channels + at.y) * pixels + at.x % pixels] =
                         z[8 * f + e];
@@ -2412,7 +2130,7 @@ mod nn {
     /// of `DEPTH`: the forward from `x` (`source`) and the filter as `conv_weights_by_tap`
     /// lays it out, or, `grad`, the stride-1 input gradient from `grad_pre` and the filter as
     /// `conv_weights_transposed_by_tap` lays it out. Its rows being a multiple of `DEPTH`
-    /// long, the filter binds as vectors (`fetch_half_vectors`), which ran the ResNet 3x3
+    /// long, the filter binds as vectors of halves (`fetch`), which ran the ResNet 3x3
     /// passes 4-17% faster on an H100 than scalar loads.
     fn conv_fragments_by_tap_tile(
         half_w: &mut [f16; BLOCK * A_STRIDE],
@@ -2440,16 +2158,16 @@ mod nn {
         let by = digits(DEPTH, p.kernel_w, channels.x);
         let mut step = digits(summed.x, p.kernel_w, channels.x);
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
-        let from_w = fetch_half_vectors(w_by_tap, shape_w, true, origin.y, summed.x, t);
+        let from_w = fetch(w_by_tap, shape_w, true, origin.y, summed.x, t);
         let from_s = conv_tap_gather(source, p, grad, at, step, t);
-        stage_rows_halves(half_w, 0, &from_w, true, t);
+        stage_rows(half_w, 0, &from_w, true, t);
         stage_half(half_s, &from_s, false, t);
         for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
             step = advance(step, by, p.kernel_w, channels.x);
-            let from_w = fetch_half_vectors(w_by_tap, shape_w, true, origin.y, k0, t);
+            let from_w = fetch(w_by_tap, shape_w, true, origin.y, k0, t);
             let from_s = conv_tap_gather(source, p, grad, at, step, t);
             multiply_fragments(half_w, half_s, false, &mut acc, t);
-            stage_rows_halves(half_w, 0, &from_w, true, t);
+            stage_rows(half_w, 0, &from_w, true, t);
             stage_half(half_s, &from_s, false, t);
         }
         multiply_fragments(half_w, half_s, false, &mut acc, t);
@@ -2750,7 +2468,7 @@ mod nn {
                         #[unroll]
                         for v in 0..LOADS / 4 {
                             let fetched = from_w[tap * (LOADS / 4) + v];
-                            stage_row_vector(half_w, tap * BLOCK * A_STRIDE, fetched, true, t, v);
+                            stage_row(half_w, tap * BLOCK * A_STRIDE, fetched, true, t, v);
                         }
                     }
                 }
@@ -2768,7 +2486,7 @@ mod nn {
                 }
             }
         } else {
-            let mut from_w = fetch_half_vectors(w_by_tap, shape_w, true, origin.y, summed.x, t);
+            let mut from_w = fetch(w_by_tap, shape_w, true, origin.y, summed.x, t);
             let mut step = 0u32;
             for c0 in (summed.x..summed.y).step_by(DEPTH) {
                 let from_s = window_gather(source, plane, &at, c0, t);
@@ -2782,13 +2500,13 @@ mod nn {
                         workgroup_barrier();
                     }
                     let base = step % SLICES * (BLOCK * A_STRIDE);
-                    stage_rows_halves(half_w, base, &from_w, true, t);
+                    stage_rows(half_w, base, &from_w, true, t);
                     let next = if tap + 1 < taps {
                         (tap + 1) * channels.x + c0
                     } else {
                         c0 + DEPTH
                     };
-                    from_w = fetch_half_vectors(w_by_tap, shape_w, true, origin.y, next, t);
+                    from_w = fetch(w_by_tap, shape_w, true, origin.y, next, t);
                     workgroup_barrier();
                     multiply_window(
                         half_w,
@@ -2822,7 +2540,7 @@ mod nn {
         for tap in 0..SLICES {
             if tap < taps {
                 let first_channel = tap * channels + c0;
-                let slice = fetch_half_vectors(w_by_tap, shape, true, first, first_channel, t);
+                let slice = fetch(w_by_tap, shape, true, first, first_channel, t);
                 #[unroll]
                 for v in 0..LOADS / 4 {
                     fetched[tap * (LOADS / 4) + v] = slice[v];
@@ -2833,7 +2551,7 @@ mod nn {
     }
 
     /// The result's pixels among invocation `t`'s outputs of the block at `origin` of a pass
-    /// over a staged window: they lie in `FRAG_COLS` columns (see `fragment_element`), each
+    /// over a staged window: they lie in `FRAG_COLS` columns (see `fragment_at`), each
     /// at (the offset of its pixel in its image's first channel plane of the result, 1 if
     /// the column's position is a pixel, else 0).
     fn window_columns(
@@ -2847,7 +2565,7 @@ mod nn {
         let mut columns = [vec2(0u32, 0); FRAG_COLS];
         #[unroll]
         for j in 0..FRAG_COLS {
-            let position = padded_position(grid, origin.x + fragment_element(t, j, 0).x);
+            let position = padded_position(grid, origin.x + fragment_at::<f32>(t, j, 0).x);
             let (image, padded) = (position.x, position.yz);
             let inside = image < p.batch && padded.x < grid.z && padded.y < grid.w;
             columns[j] = vec2(
@@ -2876,11 +2594,11 @@ mod nn {
         let mut z = [0.0f32; OUTPUTS];
         #[unroll]
         for f in 0..FRAGS {
-            let values = unspill(acc[f], spill, t);
+            let values = unspill::<f32>(acc[f], spill, t);
             let column = columns[f % FRAG_COLS];
             #[unroll]
             for e in 0..8 {
-                let row = origin.y + fragment_element(t, f, e).y;
+                let row = origin.y + fragment_at::<f32>(t, f, e).y;
                 if row < p.out_channels && column.y != 0 {
                     z[8 * f + e] = values[e] + bias[row];
                     if p.keep_pre != 0 {
@@ -2895,7 +2613,7 @@ mod nn {
             let column = columns[f % FRAG_COLS];
             #[unroll]
             for e in 0..8 {
-                let row = origin.y + fragment_element(t, f, e).y;
+                let row = origin.y + fragment_at::<f32>(t, f, e).y;
                 if row < p.out_channels && column.y != 0 {
                     y[column.x + row * pixels] = z[8 * f + e];
                 }
@@ -4302,11 +4020,11 @@ mod nn {
         let columns = window_columns(p, true, origin, t);
         #[unroll]
         for f in 0..FRAGS {
-            let values = unspill(acc[f], spill, t);
+            let values = unspill::<f32>(acc[f], spill, t);
             let column = columns[f % FRAG_COLS];
             #[unroll]
             for e in 0..8 {
-                let row = origin.y + fragment_element(t, f, e).y;
+                let row = origin.y + fragment_at::<f32>(t, f, e).y;
                 if row < p.in_channels && column.y != 0 {
                     grad_x[column.x + row * pixels] = values[e];
                 }
@@ -4727,10 +4445,10 @@ mod nn {
         multiply_fragments(half_w, half_g, false, &mut acc, t);
         #[unroll]
         for f in 0..FRAGS {
-            let values = unspill(acc[f], spill, t);
+            let values = unspill::<f32>(acc[f], spill, t);
             #[unroll]
             for e in 0..8 {
-                let element = origin + fragment_element(t, f, e);
+                let element = origin + fragment_at::<f32>(t, f, e);
                 if element.y < p.in_channels && element.x < sizes.y {
                     grad_x[phase_input_index(p, grid, element.y, element.x)] = values[e];
                 }

@@ -556,3 +556,26 @@ fn a_scalar_is_its_own_lane_in_a_body_over_an_element_type() {
     assert!(copy("first_set_f32").contains("w = x;"), "{text}");
     assert!(copy("first_set_vec4_f32").contains("w[0u] = x;"), "{text}");
 }
+
+#[test]
+fn a_long_array_of_zeros_is_written_as_the_zero_constructor() {
+    // `[0.0 as E; 32]` in a generic helper, and a vector of zeros: no loop fills them (a loop
+    // indexes the array at run time, which keeps it out of registers).
+    let text = wgsl(quote! {
+        mod m {
+            fn zeros<E>(v: E) -> E {
+                let mut a = [0.0 as E; 32];
+                let mut b = [vec3(0u32, 0, 0); 32];
+                a[3] = v;
+                b[1].x = 2;
+                a[3] + (b[1].x as f32 as E)
+            }
+            #[kernel(workgroup = [64], grid = [1])]
+            fn k(x: &[f32], y: &mut [f32]) { let i = local_index(); y[i] = zeros(x[i]); }
+        }
+    })
+    .unwrap();
+    assert!(!text.contains("for (var"), "{text}");
+    assert!(text.contains("array<f32, 32>()"), "{text}");
+    assert!(text.contains("array<vec3<u32>, 32>()"), "{text}");
+}

@@ -813,26 +813,37 @@ pub fn generic_copy(
     helper(&function, params, errors)
 }
 
-/// The names of the functions `block` calls, read from its tokens (an identifier before a
-/// parenthesized group), for a helper that is not parsed yet.
+/// The names of the functions `block` calls, read from its tokens (an identifier, maybe with
+/// `::<..>`, before a parenthesized group), for a helper that is not parsed yet.
 fn called_idents(block: &syn::Block) -> Vec<syn::Ident> {
     fn walk(tokens: proc_macro2::TokenStream, found: &mut Vec<syn::Ident>) {
-        let mut previous: Option<syn::Ident> = None;
-        for tree in tokens {
+        let trees: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+        let punct = |i: usize, c: char| matches!(trees.get(i), Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == c);
+        for (i, tree) in trees.iter().enumerate() {
             match tree {
-                proc_macro2::TokenTree::Group(group) => {
-                    if group.delimiter() == proc_macro2::Delimiter::Parenthesis {
-                        found.extend(previous.take());
-                    }
-                    walk(group.stream(), found);
-                }
+                proc_macro2::TokenTree::Group(group) => walk(group.stream(), found),
                 proc_macro2::TokenTree::Ident(ident) => {
-                    previous = Some(ident);
-                    continue;
+                    let mut next = i + 1;
+                    // `name::<A, B>`: past the matching `>`.
+                    if punct(next, ':') && punct(next + 1, ':') && punct(next + 2, '<') {
+                        let mut depth = 0;
+                        next += 2;
+                        while next < trees.len() {
+                            depth += i32::from(punct(next, '<')) - i32::from(punct(next, '>'));
+                            next += 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                    }
+                    if matches!(trees.get(next), Some(proc_macro2::TokenTree::Group(g))
+                        if g.delimiter() == proc_macro2::Delimiter::Parenthesis)
+                    {
+                        found.push(ident.clone());
+                    }
                 }
                 _ => {}
             }
-            previous = None;
         }
     }
     let mut found = Vec::new();

@@ -179,7 +179,10 @@ pub fn module(
         .kernels
         .iter()
         .flat_map(ir::Kernel::variants)
-        .flat_map(|v| v.helpers.iter().map(|h| h.name.to_string()))
+        .flat_map(|v| {
+            let generic = v.generic_helpers.iter().map(|g| g.name().to_string());
+            v.helpers.iter().map(|h| h.name.to_string()).chain(generic)
+        })
         .collect();
     // An imported helper no kernel calls was checked in its library's crate.
     let unused: Vec<syn::Ident> = helpers
