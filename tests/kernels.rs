@@ -774,3 +774,74 @@ fn generated_wgsl_is_pinned() {
     insta::assert_snapshot!("loops", loops::WGSL);
     insta::assert_snapshot!("nn", tessera::nn::WGSL);
 }
+
+/// The issue that asked for it: a launcher given a buffer of another runtime returned `Ok`,
+/// and the next flush panicked inside wgpu (or, buffers made in the same order on both
+/// runtimes, the dispatch wrote the launcher's runtime's own buffer).
+#[test]
+fn a_launcher_refuses_another_runtimes_buffers_and_runtime() {
+    let (a, b) = (runtime(), runtime());
+    let p = elementwise::Scale {
+        a: 1.0,
+        b: 0.0,
+        n: 4,
+    };
+    let x_a = a.upload_labeled("x of a", &[10.0f32; 4]).unwrap();
+    let mut y_a = a.upload_labeled("y of a", &[100.0f32; 4]).unwrap();
+    let x_b = b.upload_labeled("x of b", &[10.0f32; 4]).unwrap();
+    let mut y_b = b.upload_labeled("y of b", &[100.0f32; 4]).unwrap();
+    let saxpy = elementwise::Saxpy::new(&a).unwrap();
+    saxpy.prepare(&a).unwrap();
+
+    let error = saxpy
+        .launch(
+            &a,
+            elementwise::SaxpyArgs {
+                p: &p,
+                x: &x_a,
+                y: &mut y_b,
+            },
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::ForeignBuffer { buffer, .. } if buffer == "y of b"),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("`saxpy`") && message.contains("the buffer `y of b`"),
+        "{message}"
+    );
+    // Its pipeline is `a`'s: `b`'s own buffers do not make it `b`'s.
+    let error = saxpy
+        .launch(
+            &b,
+            elementwise::SaxpyArgs {
+                p: &p,
+                x: &x_b,
+                y: &mut y_b,
+            },
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::ForeignPipeline { kernel } if kernel == "saxpy"),
+        "{error:?}"
+    );
+    assert!(error.to_string().starts_with("`saxpy`: "), "{error}");
+
+    a.wait().unwrap();
+    b.wait().unwrap();
+    assert_eq!(y_a.read(&a).unwrap(), [100.0; 4]);
+    assert_eq!(y_b.read(&b).unwrap(), [100.0; 4]);
+    saxpy
+        .launch(
+            &a,
+            elementwise::SaxpyArgs {
+                p: &p,
+                x: &x_a,
+                y: &mut y_a,
+            },
+        )
+        .unwrap();
+    assert_eq!(y_a.read(&a).unwrap(), [110.0; 4]);
+}

@@ -531,6 +531,201 @@ fn wrong_arguments_are_a_bindings_error() {
     assert!(matches!(swapped, Err(Error::Bindings { .. })));
 }
 
+/// Two runtimes on one adapter, `a` and `b`, each with an `x` of 1s and a `y` of 100s made in
+/// the same order. The issue that asked for the checks below saw a dispatch on one runtime
+/// with the other's buffers return `Ok`, then panic inside wgpu, or, buffers made in the same
+/// order, silently add 10 to its own `y` instead of the other's.
+fn two_runtimes_with_buffers() -> [(Runtime, GpuBuffer<f32>, GpuBuffer<f32>); 2] {
+    ["a", "b"].map(|name| {
+        let rt = runtime();
+        let x = rt
+            .upload_labeled(&format!("x of {name}"), &[1.0f32; 4])
+            .unwrap();
+        let y = rt
+            .upload_labeled(&format!("y of {name}"), &[100.0f32; 4])
+            .unwrap();
+        (rt, x, y)
+    })
+}
+
+/// `y += 10` over the buffers of [`two_runtimes_with_buffers`], with `scale_in_place`.
+const ADD_TEN: Params = Params {
+    scale: 1.0,
+    shift: 10.0,
+    n: 4,
+    row: 4,
+};
+
+/// Asserts that `error` is an [`Error::ForeignBuffer`] of `operation` and the buffer `label`,
+/// and that its message names both.
+fn assert_foreign_buffer(error: &Error, operation: &str, label: &str) {
+    assert!(
+        matches!(error, Error::ForeignBuffer { operation: o, buffer } if o == operation && buffer == label),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.starts_with(operation) && message.contains(&format!("the buffer `{label}`")),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_dispatch_refuses_a_buffer_of_another_runtime_and_changes_no_buffer() {
+    let [(a, x_a, mut y_a), (b, x_b, mut y_b)] = two_runtimes_with_buffers();
+    let add_ten = scale_pipeline(&a, "scale_in_place");
+    // `b`'s `y` where `a`'s belongs: the dispatch that wrote `a`'s own `y`.
+    let error = a
+        .dispatch(&add_ten, &scale_args(&x_a, &mut y_b, &ADD_TEN), [1, 1, 1])
+        .unwrap_err();
+    assert_foreign_buffer(&error, "binding 1 of `scale_in_place`", "y of b");
+    // A read-only binding, in a batch: refused, and nothing recorded.
+    let mut batch = a.batch();
+    let error = batch
+        .dispatch(&add_ten, &scale_args(&x_b, &mut y_a, &ADD_TEN), [1, 1, 1])
+        .unwrap_err();
+    assert_foreign_buffer(&error, "binding 0 of `scale_in_place`", "x of b");
+    assert!(batch.is_empty());
+    batch.submit().unwrap();
+    a.wait().unwrap();
+    b.wait().unwrap();
+    let buffers = [
+        (&a, &x_a, 1.0),
+        (&a, &y_a, 100.0),
+        (&b, &x_b, 1.0),
+        (&b, &y_b, 100.0),
+    ];
+    for (rt, buffer, want) in buffers {
+        assert_eq!(buffer.read(rt).unwrap(), [want; 4], "{}", buffer.label());
+    }
+    // With its own buffers, the runtime dispatches as before, and `b`'s stay as they were.
+    a.dispatch(&add_ten, &scale_args(&x_a, &mut y_a, &ADD_TEN), [1, 1, 1])
+        .unwrap();
+    assert_eq!(y_a.read(&a).unwrap(), [110.0; 4]);
+    assert_eq!(y_b.read(&b).unwrap(), [100.0; 4]);
+}
+
+#[test]
+fn reads_writes_fills_and_copies_refuse_a_buffer_of_another_runtime() {
+    let [(a, x_a, mut y_a), (b, x_b, mut y_b)] = two_runtimes_with_buffers();
+    let read = |read: Result<Vec<f32>, Error>| read.unwrap_err();
+    let refused: [(Error, &str, &str); 11] = [
+        (read(x_b.read(&a)), "`GpuBuffer::read`", "x of b"),
+        (
+            read(x_b.read_range(&a, 1..)),
+            "`GpuBuffer::read_range`",
+            "x of b",
+        ),
+        (
+            read(pollster::block_on(x_b.read_async(&a))),
+            "`GpuBuffer::read_async`",
+            "x of b",
+        ),
+        (
+            y_b.write(&a, &[7.0; 4]).unwrap_err(),
+            "`GpuBuffer::write`",
+            "y of b",
+        ),
+        (
+            y_b.write_range(&a, 2, &[7.0]).unwrap_err(),
+            "`GpuBuffer::write_range`",
+            "y of b",
+        ),
+        (
+            y_b.fill(&a, 7.0).unwrap_err(),
+            "`GpuBuffer::fill`",
+            "y of b",
+        ),
+        (y_b.clear(&a).unwrap_err(), "`GpuBuffer::clear`", "y of b"),
+        (
+            y_b.copy_from(&a, &x_a).unwrap_err(),
+            "`GpuBuffer::copy_from` (destination)",
+            "y of b",
+        ),
+        (
+            y_a.copy_from(&a, &x_b).unwrap_err(),
+            "`GpuBuffer::copy_from` (source)",
+            "x of b",
+        ),
+        (
+            y_b.copy_range_from(&a, &x_a, ..2, 0).unwrap_err(),
+            "`GpuBuffer::copy_range_from` (destination)",
+            "y of b",
+        ),
+        (
+            y_a.copy_range_from(&a, &x_b, ..2, 0).unwrap_err(),
+            "`GpuBuffer::copy_range_from` (source)",
+            "x of b",
+        ),
+    ];
+    for (error, operation, label) in &refused {
+        assert_foreign_buffer(error, operation, label);
+    }
+    let buffers = [
+        (&a, &x_a, 1.0),
+        (&a, &y_a, 100.0),
+        (&b, &x_b, 1.0),
+        (&b, &y_b, 100.0),
+    ];
+    for (rt, buffer, want) in buffers {
+        assert_eq!(buffer.read(rt).unwrap(), [want; 4], "{}", buffer.label());
+    }
+}
+
+#[test]
+fn a_pipeline_of_another_runtime_is_refused_by_dispatch_and_batch() {
+    let [(a, _, _), (b, x_b, mut y_b)] = two_runtimes_with_buffers();
+    let add_ten = scale_pipeline(&a, "scale_in_place");
+    let assert_foreign_pipeline = |error: Error| {
+        assert!(
+            matches!(&error, Error::ForeignPipeline { kernel } if kernel == "scale_in_place"),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        assert!(message.starts_with("`scale_in_place`: "), "{message}");
+        assert!(message.contains("built by another Runtime"), "{message}");
+    };
+    let args = scale_args(&x_b, &mut y_b, &ADD_TEN);
+    assert_foreign_pipeline(b.dispatch(&add_ten, &args, [1, 1, 1]).unwrap_err());
+    let mut batch = b.batch();
+    assert_foreign_pipeline(batch.dispatch(&add_ten, &args, [1, 1, 1]).unwrap_err());
+    assert!(batch.is_empty());
+    batch.submit().unwrap();
+    assert_eq!(y_b.read(&b).unwrap(), [100.0; 4]);
+    // The same description on `b` builds `b`'s own pipeline, which runs.
+    let own = scale_pipeline(&b, "scale_in_place");
+    b.dispatch(&own, &scale_args(&x_b, &mut y_b, &ADD_TEN), [1, 1, 1])
+        .unwrap();
+    assert_eq!(y_b.read(&b).unwrap(), [110.0; 4]);
+}
+
+#[test]
+fn a_view_of_a_buffer_of_another_runtime_is_refused_too() {
+    let [(a, x_a, _), (b, _, _)] = two_runtimes_with_buffers();
+    let mut words = b
+        .upload_labeled("words of b", &[100.0f32.to_bits(); 4])
+        .unwrap();
+    let add_ten = scale_pipeline(&a, "scale_in_place");
+    {
+        let mut floats = words.view_as_mut::<f32>().unwrap();
+        let error = floats.read(&a).unwrap_err();
+        assert_foreign_buffer(&error, "`GpuBuffer::read`", "words of b");
+        let error = a
+            .dispatch(
+                &add_ten,
+                &scale_args(&x_a, &mut floats, &ADD_TEN),
+                [1, 1, 1],
+            )
+            .unwrap_err();
+        assert_foreign_buffer(&error, "binding 1 of `scale_in_place`", "words of b");
+        assert_eq!(floats.read(&b).unwrap(), [100.0; 4]);
+    }
+    let pairs = words.view_as::<[u32; 2]>().unwrap();
+    let error = pairs.read(&a).unwrap_err();
+    assert_foreign_buffer(&error, "`GpuBuffer::read`", "words of b");
+    assert_eq!(words.read(&b).unwrap(), [100.0f32.to_bits(); 4]);
+}
+
 #[test]
 fn buffer_smaller_than_the_shader_needs_is_a_validation_error() {
     const FIXED: &str = "
@@ -810,7 +1005,7 @@ fn batches_and_launches_from_many_threads_all_run_in_order() {
 fn dropping_a_runtime_submits_what_it_queued() {
     let rt = runtime();
     let x = rt.upload(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
-    let mut y = rt.zeros::<f32>(4).unwrap();
+    let y = rt.zeros::<f32>(4).unwrap();
     {
         let adopted = Runtime::from_wgpu(rt.device().clone(), rt.queue().clone());
         let pipeline = scale_pipeline(&adopted, "scale_and_shift");
@@ -820,10 +1015,16 @@ fn dropping_a_runtime_submits_what_it_queued() {
             n: 4,
             row: 4,
         };
+        // The buffers are `rt`'s: another runtime, even on the same device, binds them only
+        // as raw wgpu buffers.
         adopted
             .dispatch(
                 &pipeline,
-                &[Arg::read(&x), Arg::read_write(&mut y), Arg::uniform(&p)],
+                &[
+                    Arg::read_raw(x.raw()),
+                    Arg::read_write_raw(y.raw()),
+                    Arg::uniform(&p),
+                ],
                 [1, 1, 1],
             )
             .unwrap();

@@ -13,7 +13,7 @@ use bytemuck::Pod;
 use wgpu::util::DeviceExt;
 
 use crate::error::{Error, Result};
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, RuntimeId};
 
 /// A storage buffer of `len` elements of `T` on the device.
 ///
@@ -23,6 +23,11 @@ use crate::runtime::Runtime;
 ///
 /// Every operation on a buffer (writes, copies, fills, reads, and the dispatches that bind it)
 /// takes effect in the order the program issues it.
+///
+/// A buffer belongs to the [`Runtime`] that made it, and so do its views
+/// ([`GpuBuffer::view_as`]): every method that takes a runtime, and every dispatch that binds
+/// the buffer, returns [`Error::ForeignBuffer`] when given another one, before anything is
+/// read, written or recorded. To move data between runtimes, read it back and upload it.
 ///
 /// ```no_run
 /// # fn main() -> Result<(), kernel_runtime::Error> {
@@ -43,6 +48,8 @@ use crate::runtime::Runtime;
 /// ```
 pub struct GpuBuffer<T: Pod> {
     buffer: wgpu::Buffer,
+    /// The runtime that made the buffer: the only one it can be used with.
+    runtime: RuntimeId,
     len: usize,
     label: String,
     element: PhantomData<T>,
@@ -83,6 +90,7 @@ impl<T: Pod> GpuBuffer<T> {
         })?;
         Ok(GpuBuffer {
             buffer,
+            runtime: rt.id(),
             len: data.len(),
             label: label.to_owned(),
             element: PhantomData,
@@ -108,6 +116,7 @@ impl<T: Pod> GpuBuffer<T> {
         })?;
         Ok(GpuBuffer {
             buffer,
+            runtime: rt.id(),
             len,
             label: label.to_owned(),
             element: PhantomData,
@@ -117,6 +126,22 @@ impl<T: Pod> GpuBuffer<T> {
     /// The buffer's label: what GPU debuggers and this crate's error messages call it.
     pub fn label(&self) -> &str {
         &self.label
+    }
+
+    /// The runtime that made the buffer, for the checks of a dispatch that binds it.
+    pub(crate) fn runtime(&self) -> RuntimeId {
+        self.runtime
+    }
+
+    /// Returns [`Error::ForeignBuffer`], naming `operation`, unless `rt` made the buffer.
+    fn check_runtime(&self, rt: &Runtime, operation: &str) -> Result<()> {
+        if self.runtime == rt.id() {
+            return Ok(());
+        }
+        Err(Error::ForeignBuffer {
+            operation: operation.to_owned(),
+            buffer: self.label.clone(),
+        })
     }
 
     /// The allocation size for `len` elements, checked against the device's limits.
@@ -214,6 +239,7 @@ impl<T: Pod> GpuBuffer<T> {
         }
         Ok(GpuBuffer {
             buffer: self.buffer.clone(),
+            runtime: self.runtime,
             len: (bytes / size) as usize,
             label: self.label.clone(),
             element: PhantomData,
@@ -231,6 +257,7 @@ impl<T: Pod> GpuBuffer<T> {
     /// (queued, or recorded in a [`Batch`](crate::Batch) not yet submitted: those are
     /// submitted first) and before every dispatch issued after it.
     pub fn write(&mut self, rt: &Runtime, data: &[T]) -> Result<()> {
+        self.check_runtime(rt, "`GpuBuffer::write`")?;
         if data.len() != self.len {
             return Err(Error::LengthMismatch {
                 expected: self.len,
@@ -251,6 +278,7 @@ impl<T: Pod> GpuBuffer<T> {
     ///
     /// [`Error::RangeOutOfBounds`] when `start + data.len()` is past the buffer's end.
     pub fn write_range(&mut self, rt: &Runtime, start: usize, data: &[T]) -> Result<()> {
+        self.check_runtime(rt, "`GpuBuffer::write_range`")?;
         let range = self.checked_range(start..start.saturating_add(data.len()))?;
         if range.is_empty() {
             return Ok(());
@@ -276,6 +304,7 @@ impl<T: Pod> GpuBuffer<T> {
 
     /// Sets every element to `value`, in program order.
     pub fn fill(&mut self, rt: &Runtime, value: T) -> Result<()> {
+        self.check_runtime(rt, "`GpuBuffer::fill`")?;
         if bytemuck::bytes_of(&value).iter().all(|&b| b == 0) {
             return self.clear(rt);
         }
@@ -284,6 +313,7 @@ impl<T: Pod> GpuBuffer<T> {
 
     /// Sets every byte to zero on the GPU (nothing is uploaded), in program order.
     pub fn clear(&mut self, rt: &Runtime) -> Result<()> {
+        self.check_runtime(rt, "`GpuBuffer::clear`")?;
         self.encode(
             rt,
             format!("clearing the buffer `{}`", self.label),
@@ -294,6 +324,8 @@ impl<T: Pod> GpuBuffer<T> {
     /// Copies `source`, which must have this buffer's length, into this buffer on the GPU, in
     /// program order: after every dispatch issued before it.
     pub fn copy_from(&mut self, rt: &Runtime, source: &GpuBuffer<T>) -> Result<()> {
+        self.check_runtime(rt, "`GpuBuffer::copy_from` (destination)")?;
+        source.check_runtime(rt, "`GpuBuffer::copy_from` (source)")?;
         if source.len != self.len {
             return Err(Error::LengthMismatch {
                 expected: self.len,
@@ -318,6 +350,8 @@ impl<T: Pod> GpuBuffer<T> {
         range: impl RangeBounds<usize>,
         start: usize,
     ) -> Result<()> {
+        self.check_runtime(rt, "`GpuBuffer::copy_range_from` (destination)")?;
+        source.check_runtime(rt, "`GpuBuffer::copy_range_from` (source)")?;
         let from = source.checked_range(bounds(range, source.len))?;
         let to = self.checked_range(start..start.saturating_add(from.len()))?;
         if from.is_empty() {
@@ -347,6 +381,7 @@ impl<T: Pod> GpuBuffer<T> {
     /// recorded in a batch not yet submitted: those are submitted first). It waits for the GPU
     /// only until that copy is done, not for work issued later from other threads.
     pub fn read(&self, rt: &Runtime) -> Result<Vec<T>> {
+        self.check_runtime(rt, "`GpuBuffer::read`")?;
         self.read_range(rt, ..)
     }
 
@@ -356,6 +391,7 @@ impl<T: Pod> GpuBuffer<T> {
     ///
     /// [`Error::RangeOutOfBounds`] when `range` is past the buffer's end.
     pub fn read_range(&self, rt: &Runtime, range: impl RangeBounds<usize>) -> Result<Vec<T>> {
+        self.check_runtime(rt, "`GpuBuffer::read_range`")?;
         let range = self.checked_range(bounds(range, self.len))?;
         let span = Words::of(range.clone(), size_of::<T>(), self.len);
         let words = self.read_words(rt, &span)?;
@@ -371,11 +407,15 @@ impl<T: Pod> GpuBuffer<T> {
     /// completion each time it is polled and asks to be polled again until the copy is done.
     pub fn read_async<'a>(&'a self, rt: &'a Runtime) -> impl Future<Output = Result<Vec<T>>> + 'a {
         let span = Words::of(0..self.len, size_of::<T>(), self.len);
-        let started = self.copy_to_staging(rt, &span).map(|(staging, _)| {
-            let slot = MapSlot::default();
-            staging.map_async(wgpu::MapMode::Read, .., slot.callback());
-            (staging, slot)
-        });
+        // A foreign buffer is refused before anything is submitted; the future returns it.
+        let started = self
+            .check_runtime(rt, "`GpuBuffer::read_async`")
+            .and_then(|()| self.copy_to_staging(rt, &span))
+            .map(|(staging, _)| {
+                let slot = MapSlot::default();
+                staging.map_async(wgpu::MapMode::Read, .., slot.callback());
+                (staging, slot)
+            });
         async move {
             let (staging, slot) = started?;
             MapFuture { rt, slot }.await?;

@@ -17,45 +17,126 @@ use wgpu::util::DeviceExt;
 use crate::buffer::GpuBuffer;
 use crate::error::{Error, Result};
 use crate::pipeline::{BindingKind, Pipeline};
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, RuntimeId};
 use crate::timing::{self, Timing};
 
 /// One argument of a dispatch, bound at the binding with its position.
 ///
 /// Read-only storage borrows its buffer shared and read-write storage borrows it exclusively,
 /// so the same buffer cannot be passed as both in one argument list.
+///
+/// A storage argument remembers the [`Runtime`] that made its buffer: a dispatch on another
+/// runtime returns [`Error::ForeignBuffer`], naming the binding, the kernel and the buffer's
+/// label, and records nothing. [`Arg::read_raw`] and [`Arg::read_write_raw`] bind a wgpu
+/// buffer the runtime did not make, without that check.
 #[derive(Debug)]
-pub enum Arg<'a> {
-    /// A buffer the kernel only reads.
-    Read(&'a wgpu::Buffer),
-    /// A buffer the kernel may write.
-    ReadWrite(&'a wgpu::Buffer),
+pub struct Arg<'a> {
+    binding: Binding<'a>,
+}
+
+/// What an [`Arg`] binds.
+#[derive(Debug)]
+enum Binding<'a> {
+    /// A storage buffer; `owner` is `None` for a raw wgpu buffer, which is not checked.
+    Storage {
+        buffer: &'a wgpu::Buffer,
+        writable: bool,
+        owner: Option<Owner<'a>>,
+    },
     /// The bytes of a uniform parameter struct (padded to 16 bytes by the runtime).
     Uniform(&'a [u8]),
+}
+
+/// The runtime that made a storage argument's buffer, and the buffer's label for errors.
+#[derive(Debug)]
+struct Owner<'a> {
+    runtime: RuntimeId,
+    label: &'a str,
 }
 
 impl<'a> Arg<'a> {
     /// A read-only storage binding.
     pub fn read<T: Pod>(buffer: &'a GpuBuffer<T>) -> Self {
-        Arg::Read(buffer.raw())
+        Arg::storage(buffer, false)
     }
 
     /// A read-write storage binding.
     pub fn read_write<T: Pod>(buffer: &'a mut GpuBuffer<T>) -> Self {
-        Arg::ReadWrite(buffer.raw())
+        Arg::storage(buffer, true)
     }
 
     /// A uniform binding holding `value`.
     pub fn uniform<P: Pod>(value: &'a P) -> Self {
-        Arg::Uniform(bytemuck::bytes_of(value))
+        Arg {
+            binding: Binding::Uniform(bytemuck::bytes_of(value)),
+        }
+    }
+
+    /// A read-only storage binding of a wgpu buffer the runtime did not make, for
+    /// interoperation: a buffer of the device handed to
+    /// [`Runtime::from_wgpu`](crate::Runtime::from_wgpu), for instance.
+    ///
+    /// Unlike [`Arg::read`], nothing checks where the buffer comes from: it must have been
+    /// created on the dispatching runtime's device ([`Runtime::device`]), with
+    /// `BufferUsages::STORAGE`. wgpu rejects a buffer without that usage when the dispatch is
+    /// submitted, but a buffer of another device can make wgpu panic, or bind a buffer of
+    /// this device in its place. Prefer [`Arg::read`] with a [`GpuBuffer`].
+    pub fn read_raw(buffer: &'a wgpu::Buffer) -> Self {
+        Arg {
+            binding: Binding::Storage {
+                buffer,
+                writable: false,
+                owner: None,
+            },
+        }
+    }
+
+    /// A read-write storage binding of a wgpu buffer the runtime did not make, unchecked as
+    /// [`Arg::read_raw`] is. The buffer is borrowed shared: unlike with [`Arg::read_write`],
+    /// nothing stops it from being bound a second time in the same argument list.
+    pub fn read_write_raw(buffer: &'a wgpu::Buffer) -> Self {
+        Arg {
+            binding: Binding::Storage {
+                buffer,
+                writable: true,
+                owner: None,
+            },
+        }
+    }
+
+    fn storage<T: Pod>(buffer: &'a GpuBuffer<T>, writable: bool) -> Self {
+        let owner = Owner {
+            runtime: buffer.runtime(),
+            label: buffer.label(),
+        };
+        Arg {
+            binding: Binding::Storage {
+                buffer: buffer.raw(),
+                writable,
+                owner: Some(owner),
+            },
+        }
     }
 
     fn kind(&self) -> BindingKind {
-        match self {
-            Arg::Read(_) => BindingKind::ReadOnlyStorage,
-            Arg::ReadWrite(_) => BindingKind::ReadWriteStorage,
-            Arg::Uniform(_) => BindingKind::Uniform,
+        match self.binding {
+            Binding::Storage {
+                writable: false, ..
+            } => BindingKind::ReadOnlyStorage,
+            Binding::Storage { writable: true, .. } => BindingKind::ReadWriteStorage,
+            Binding::Uniform(_) => BindingKind::Uniform,
         }
+    }
+
+    /// The label of the argument's buffer when another runtime than `runtime` made it.
+    fn foreign_to(&self, runtime: RuntimeId) -> Option<&'a str> {
+        let Binding::Storage {
+            owner: Some(owner), ..
+        } = &self.binding
+        else {
+            return None;
+        };
+        (owner.runtime != runtime).then_some(owner.label)
     }
 }
 
@@ -108,6 +189,10 @@ struct Recorded {
 /// does not submit its queue on its own (see [`Runtime::flush`]), so that
 /// [`Batch::submit_timed`] times the whole batch.
 ///
+/// A batch belongs to the runtime that started it ([`Runtime::batch`], [`Batch::runtime`]):
+/// it records pipelines that runtime built and buffers it made, and refuses others
+/// ([`Error::ForeignPipeline`], [`Error::ForeignBuffer`]) before recording anything.
+///
 /// ```no_run
 /// # use kernel_runtime::{Arg, Runtime, Pipeline};
 /// # fn run(rt: &Runtime, scale: &Pipeline, shift: &Pipeline, x: &mut kernel_runtime::GpuBuffer<f32>) -> Result<(), kernel_runtime::Error> {
@@ -131,7 +216,9 @@ impl<'rt> Batch<'rt> {
     ///
     /// # Errors
     ///
-    /// [`Error::Bindings`] when the arguments do not match the pipeline's bindings and
+    /// [`Error::ForeignPipeline`] when another runtime than the batch's built `pipeline`,
+    /// [`Error::Bindings`] when the arguments do not match the pipeline's bindings,
+    /// [`Error::ForeignBuffer`] when another runtime made one of their buffers, and
     /// [`Error::GridTooLarge`] when a grid dimension exceeds the device's limit; nothing is
     /// recorded then. What only wgpu can check is checked when the dispatch is submitted.
     pub fn dispatch(
@@ -140,8 +227,8 @@ impl<'rt> Batch<'rt> {
         args: &[Arg<'_>],
         grid: [u32; 3],
     ) -> Result<()> {
+        check(self.rt, pipeline, args, grid)?;
         let limits = &self.rt.info().limits;
-        check(limits, pipeline, args, grid)?;
         self.rt
             .queued
             .lock()
@@ -236,16 +323,18 @@ pub(crate) struct Recording {
     uniforms: Vec<u8>,
 }
 
-/// Checks a dispatch before it is recorded: its arguments against the pipeline's bindings and
-/// its grid against the device's limit.
-fn check(
-    limits: &wgpu::Limits,
-    pipeline: &Pipeline,
-    args: &[Arg<'_>],
-    grid: [u32; 3],
-) -> Result<()> {
+/// Checks a dispatch on `rt` before it is recorded: that `rt` built the pipeline, its
+/// arguments against the pipeline's bindings, that `rt` made their buffers, and its grid
+/// against the device's limit.
+fn check(rt: &Runtime, pipeline: &Pipeline, args: &[Arg<'_>], grid: [u32; 3]) -> Result<()> {
+    if pipeline.runtime() != rt.id() {
+        return Err(Error::ForeignPipeline {
+            kernel: pipeline.label().to_owned(),
+        });
+    }
     check_args(pipeline, args)?;
-    let limit = limits.max_compute_workgroups_per_dimension;
+    check_owners(rt.id(), pipeline, args)?;
+    let limit = rt.info().limits.max_compute_workgroups_per_dimension;
     if grid.iter().any(|&n| n > limit) {
         return Err(Error::GridTooLarge {
             kernel: pipeline.label().to_owned(),
@@ -272,9 +361,9 @@ impl Recording {
         let mut offsets = Vec::new();
         let bound = args
             .iter()
-            .map(|arg| match arg {
-                Arg::Read(buffer) | Arg::ReadWrite(buffer) => Ok(Bound::Storage((*buffer).clone())),
-                Arg::Uniform(bytes) => {
+            .map(|arg| match &arg.binding {
+                Binding::Storage { buffer, .. } => Ok(Bound::Storage((*buffer).clone())),
+                Binding::Uniform(bytes) => {
                     let size = uniform_size(bytes);
                     // The same bytes as the previous dispatch's uniform at this position are
                     // bound where that one is, so that repeated dispatches keep one bind group
@@ -528,6 +617,22 @@ fn check_args(pipeline: &Pipeline, args: &[Arg<'_>]) -> Result<()> {
         kernel: pipeline.label().to_owned(),
         problem,
     })
+}
+
+/// Returns [`Error::ForeignBuffer`] for the first argument whose buffer was made by another
+/// runtime than `runtime`, naming its binding.
+fn check_owners(runtime: RuntimeId, pipeline: &Pipeline, args: &[Arg<'_>]) -> Result<()> {
+    let foreign = args
+        .iter()
+        .enumerate()
+        .find_map(|(index, arg)| Some((index, arg.foreign_to(runtime)?)));
+    match foreign {
+        Some((index, label)) => Err(Error::ForeignBuffer {
+            operation: format!("binding {index} of `{}`", pipeline.label()),
+            buffer: label.to_owned(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// How far apart the uniform blocks of a recording start.

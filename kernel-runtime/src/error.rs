@@ -140,6 +140,32 @@ pub enum Error {
         problem: String,
     },
 
+    /// A buffer was used with a runtime other than the one that made it (see
+    /// [`Runtime`](crate::Runtime)). Nothing was read, written or recorded.
+    #[error(
+        "{operation}: the buffer `{buffer}` was made by another Runtime; a buffer can only be \
+         used with the Runtime that made it (read it back and upload it to this one)"
+    )]
+    ForeignBuffer {
+        /// What was refused: the method, e.g. `` `GpuBuffer::read` ``, or the binding, e.g.
+        /// `` binding 1 of `saxpy` ``.
+        operation: String,
+        /// The buffer's label.
+        buffer: String,
+    },
+
+    /// A pipeline (or the launcher holding it) was dispatched on a runtime other than the one
+    /// that built it (see [`Runtime`](crate::Runtime)). Nothing was recorded.
+    #[error(
+        "`{kernel}`: its pipeline was built by another Runtime; a pipeline can only be \
+         dispatched on the Runtime that built it (build it, or the kernel's launcher, on this \
+         one)"
+    )]
+    ForeignPipeline {
+        /// The kernel or pipeline label.
+        kernel: String,
+    },
+
     /// Mapping a buffer for reading failed.
     #[error("reading a buffer back failed: {0}")]
     Map(#[from] wgpu::BufferAsyncError),

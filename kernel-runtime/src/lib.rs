@@ -13,6 +13,9 @@
 //!   shape bucket and remembers the fastest, in memory and in a cache file ([`Autotune`]).
 //! - Every failure is an [`Error`] value: wgpu's validation and out-of-memory errors are captured
 //!   in error scopes, never left to wgpu's panicking default handler.
+//! - Buffers, pipelines and batches belong to the [`Runtime`] that made them: one used with
+//!   another runtime is refused with [`Error::ForeignBuffer`] or [`Error::ForeignPipeline`]
+//!   before anything is recorded, not left to panic inside wgpu or to bind another buffer.
 //!
 //! ```no_run
 //! use kernel_runtime::{Arg, BindingKind, PipelineDesc, Runtime};

@@ -7,7 +7,7 @@ use std::hash::Hash;
 use std::sync::{Arc, RwLock};
 
 use crate::error::Result;
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, RuntimeId};
 
 /// How a kernel sees one binding of its bind group. Bindings are numbered in order from 0 in
 /// group 0.
@@ -113,9 +113,16 @@ impl<'a> PipelineDesc<'a> {
 }
 
 /// A compute pipeline together with its bind-group layout. Cloning it is cheap.
+///
+/// A pipeline belongs to the [`Runtime`] that built it: dispatching it on another one
+/// ([`Runtime::dispatch`], [`Batch::dispatch`](crate::Batch::dispatch), a generated launcher's
+/// `launch` or `record`) returns [`Error::ForeignPipeline`](crate::Error::ForeignPipeline)
+/// and records nothing.
 #[derive(Clone, Debug)]
 pub struct Pipeline {
     label: Arc<str>,
+    /// The runtime that built the pipeline: the only one it can be dispatched on.
+    runtime: RuntimeId,
     bindings: Arc<[BindingKind]>,
     layout: Arc<wgpu::BindGroupLayout>,
     raw: wgpu::ComputePipeline,
@@ -140,6 +147,11 @@ impl Pipeline {
     /// The layout of bind group 0.
     pub fn bind_group_layout(&self) -> &wgpu::BindGroupLayout {
         &self.layout
+    }
+
+    /// The runtime that built the pipeline.
+    pub(crate) fn runtime(&self) -> RuntimeId {
+        self.runtime
     }
 }
 
@@ -289,6 +301,7 @@ impl Runtime {
         )?;
         Ok(Pipeline {
             label: desc.entry_point.into(),
+            runtime: self.id(),
             bindings: desc.bindings.into(),
             layout,
             raw,

@@ -2,7 +2,7 @@
 //! error-scope discipline every GPU operation of the crate goes through.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::adapter::{self, ADAPTER_ENV};
@@ -29,6 +29,16 @@ pub const COOPERATIVE_MATRIX_ENV: &str = "TESSERA_COOPERATIVE_MATRIX";
 ///
 /// Create one per application and share it by reference; it is `Send + Sync`.
 ///
+/// What a runtime makes belongs to it: a [`GpuBuffer`](crate::GpuBuffer), a
+/// [`Pipeline`](crate::Pipeline) (and the generated launcher that holds it) and a
+/// [`Batch`](crate::Batch) work only with the runtime that made them. That holds even for two
+/// runtimes on one adapter, or on one device ([`Runtime::from_wgpu`] twice): each orders its
+/// own queue of dispatches, so a buffer shared between them would be read or written out of
+/// program order. Handing one to another runtime is refused before anything is recorded or
+/// submitted: a buffer with [`Error::ForeignBuffer`], a pipeline with
+/// [`Error::ForeignPipeline`]. A runtime on an application's device binds the application's
+/// own wgpu buffers with [`Arg::read_raw`](crate::Arg::read_raw), unchecked.
+///
 /// ```no_run
 /// # fn main() -> Result<(), kernel_runtime::Error> {
 /// let rt = kernel_runtime::Runtime::new()?;
@@ -38,6 +48,8 @@ pub const COOPERATIVE_MATRIX_ENV: &str = "TESSERA_COOPERATIVE_MATRIX";
 /// # Ok(()) }
 /// ```
 pub struct Runtime {
+    /// Which runtime this is, recorded by every handle it makes.
+    id: RuntimeId,
     device: wgpu::Device,
     queue: wgpu::Queue,
     info: RuntimeInfo,
@@ -55,6 +67,18 @@ pub struct Runtime {
     unreported: Mutex<Option<Error>>,
     pub(crate) cache: PipelineCache,
     pub(crate) tuner: Tuner,
+}
+
+/// Which [`Runtime`] made a buffer or a pipeline: unique among the runtimes of the process,
+/// and never reused, so a handle of a dropped runtime matches none made after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RuntimeId(u64);
+
+impl RuntimeId {
+    fn next() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        RuntimeId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
 }
 
 /// What the runtime is running on: the adapter, and the features and limits of its device.
@@ -344,6 +368,7 @@ impl Runtime {
         };
         let info = RuntimeInfo::new(adapter, device.features(), device.limits(), cooperative);
         Runtime {
+            id: RuntimeId::next(),
             tuner: Tuner::new(autotune, problem),
             device,
             queue,
@@ -355,6 +380,12 @@ impl Runtime {
             unreported: Mutex::default(),
             cache: PipelineCache::default(),
         }
+    }
+
+    /// Which runtime this is: what its buffers and pipelines record, and what they are
+    /// checked against when used.
+    pub(crate) fn id(&self) -> RuntimeId {
+        self.id
     }
 
     /// The adapter, features and limits in use. Its `Display` is a one-line report.
