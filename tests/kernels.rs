@@ -828,6 +828,18 @@ fn a_launcher_refuses_another_runtimes_buffers_and_runtime() {
         "{error:?}"
     );
     assert!(error.to_string().starts_with("`saxpy`: "), "{error}");
+    // A launcher belongs to the runtime it was made for even before it builds a pipeline.
+    let unbuilt = elementwise::Saxpy::new(&a).unwrap();
+    let args = elementwise::SaxpyArgs {
+        p: &p,
+        x: &x_b,
+        y: &mut y_b,
+    };
+    let error = unbuilt.launch(&b, args).unwrap_err();
+    assert!(
+        matches!(&error, Error::ForeignPipeline { kernel } if kernel == "saxpy"),
+        "{error:?}"
+    );
 
     a.wait().unwrap();
     b.wait().unwrap();

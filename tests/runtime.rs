@@ -683,7 +683,7 @@ fn a_pipeline_of_another_runtime_is_refused_by_dispatch_and_batch() {
         );
         let message = error.to_string();
         assert!(message.starts_with("`scale_in_place`: "), "{message}");
-        assert!(message.contains("built by another Runtime"), "{message}");
+        assert!(message.contains("made by another Runtime"), "{message}");
     };
     let args = scale_args(&x_b, &mut y_b, &ADD_TEN);
     assert_foreign_pipeline(b.dispatch(&add_ten, &args, [1, 1, 1]).unwrap_err());

@@ -154,12 +154,11 @@ pub enum Error {
         buffer: String,
     },
 
-    /// A pipeline (or the launcher holding it) was dispatched on a runtime other than the one
-    /// that built it (see [`Runtime`](crate::Runtime)). Nothing was recorded.
+    /// A pipeline, or a kernel's launcher, was used on a runtime other than the one that
+    /// made it (see [`Runtime`](crate::Runtime)). Nothing was recorded.
     #[error(
-        "`{kernel}`: its pipeline was built by another Runtime; a pipeline can only be \
-         dispatched on the Runtime that built it (build it, or the kernel's launcher, on this \
-         one)"
+        "`{kernel}`: its pipeline or launcher was made by another Runtime, and runs only on \
+         that one; make the kernel's launcher (or build the pipeline) on this Runtime"
     )]
     ForeignPipeline {
         /// The kernel or pipeline label.

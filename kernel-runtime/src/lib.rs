@@ -58,7 +58,7 @@ pub use dispatch::{Arg, Batch};
 pub use error::{Error, Result};
 pub use grid::{fold_grid, FoldedGrid};
 pub use pipeline::{BindingKind, Pipeline, PipelineDesc};
-pub use runtime::{Runtime, RuntimeInfo, COOPERATIVE_MATRIX_ENV};
+pub use runtime::{Runtime, RuntimeId, RuntimeInfo, COOPERATIVE_MATRIX_ENV};
 pub use timing::{Timing, TimingSource};
 pub use variant::VariantInfo;
 

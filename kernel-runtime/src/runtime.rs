@@ -69,10 +69,11 @@ pub struct Runtime {
     pub(crate) tuner: Tuner,
 }
 
-/// Which [`Runtime`] made a buffer or a pipeline: unique among the runtimes of the process,
-/// and never reused, so a handle of a dropped runtime matches none made after it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RuntimeId(u64);
+/// Which [`Runtime`] made a buffer, a pipeline or a kernel's launcher: unique among the
+/// runtimes of the process, and never reused, so a handle of a dropped runtime matches none
+/// made after it ([`Runtime::id`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RuntimeId(u64);
 
 impl RuntimeId {
     fn next() -> Self {
@@ -382,9 +383,9 @@ impl Runtime {
         }
     }
 
-    /// Which runtime this is: what its buffers and pipelines record, and what they are
-    /// checked against when used.
-    pub(crate) fn id(&self) -> RuntimeId {
+    /// Which runtime this is: what its buffers, pipelines and kernel launchers record, and
+    /// what they are checked against when used.
+    pub fn id(&self) -> RuntimeId {
         self.id
     }
 

@@ -249,6 +249,9 @@ pub fn launcher(
         #[derive(Clone, Debug)]
         pub struct #launcher #declare {
             instance: usize,
+            /// The runtime the launcher was made for: its pipelines are built there, and
+            /// another runtime is refused.
+            runtime: #rt::RuntimeId,
             /// Whether the pipelines check bounds (not when built by an `unsafe` constructor).
             bounds_checks: bool,
             /// The instance's pipelines, each built when a dispatch first needs it (and shared
@@ -294,12 +297,16 @@ pub fn launcher(
                     .iter()
                     .map(|_| ::std::sync::OnceLock::new())
                     .collect();
-                Ok(Self { instance, bounds_checks, pipelines, #phantom_value })
+                Ok(Self { instance, runtime: rt.id(), bounds_checks, pipelines, #phantom_value })
             }
 
             /// The pipeline of `variant` (an index `variant` returns), built on `rt` (or
-            /// fetched from its cache) the first time it is asked for.
+            /// fetched from its cache) the first time it is asked for; `rt` must be the
+            /// runtime the launcher was made for.
             fn pipeline(&self, rt: &#rt::Runtime, variant: usize) -> #rt::Result<&#rt::Pipeline> {
+                if rt.id() != self.runtime {
+                    return Err(#rt::Error::ForeignPipeline { kernel: #rust_name.into() });
+                }
                 let (Some(cell), Some(entry)) = (
                     self.pipelines.get(variant),
                     Self::ENTRY_POINTS[self.instance].get(variant),
