@@ -558,6 +558,23 @@ const ADD_TEN: Params = Params {
 
 /// Asserts that `error` is an [`Error::ForeignBuffer`] of `operation` and the buffer `label`,
 /// and that its message names both.
+/// The buffers of [`two_runtimes_with_buffers`] still hold what they were made with.
+fn assert_untouched(
+    a: &Runtime,
+    [x_a, y_a]: [&GpuBuffer<f32>; 2],
+    b: &Runtime,
+    [x_b, y_b]: [&GpuBuffer<f32>; 2],
+) {
+    for (rt, buffer, want) in [
+        (a, x_a, 1.0),
+        (a, y_a, 100.0),
+        (b, x_b, 1.0),
+        (b, y_b, 100.0),
+    ] {
+        assert_eq!(buffer.read(rt).unwrap(), [want; 4], "{}", buffer.label());
+    }
+}
+
 fn assert_foreign_buffer(error: &Error, operation: &str, label: &str) {
     assert!(
         matches!(error, Error::ForeignBuffer { operation: o, buffer } if o == operation && buffer == label),
@@ -589,15 +606,7 @@ fn a_dispatch_refuses_a_buffer_of_another_runtime_and_changes_no_buffer() {
     batch.submit().unwrap();
     a.wait().unwrap();
     b.wait().unwrap();
-    let buffers = [
-        (&a, &x_a, 1.0),
-        (&a, &y_a, 100.0),
-        (&b, &x_b, 1.0),
-        (&b, &y_b, 100.0),
-    ];
-    for (rt, buffer, want) in buffers {
-        assert_eq!(buffer.read(rt).unwrap(), [want; 4], "{}", buffer.label());
-    }
+    assert_untouched(&a, [&x_a, &y_a], &b, [&x_b, &y_b]);
     // With its own buffers, the runtime dispatches as before, and `b`'s stay as they were.
     a.dispatch(&add_ten, &scale_args(&x_a, &mut y_a, &ADD_TEN), [1, 1, 1])
         .unwrap();
@@ -661,15 +670,7 @@ fn reads_writes_fills_and_copies_refuse_a_buffer_of_another_runtime() {
     for (error, operation, label) in &refused {
         assert_foreign_buffer(error, operation, label);
     }
-    let buffers = [
-        (&a, &x_a, 1.0),
-        (&a, &y_a, 100.0),
-        (&b, &x_b, 1.0),
-        (&b, &y_b, 100.0),
-    ];
-    for (rt, buffer, want) in buffers {
-        assert_eq!(buffer.read(rt).unwrap(), [want; 4], "{}", buffer.label());
-    }
+    assert_untouched(&a, [&x_a, &y_a], &b, [&x_b, &y_b]);
 }
 
 #[test]

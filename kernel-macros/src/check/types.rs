@@ -2160,14 +2160,7 @@ enum Lent {
 
 /// Whether the type `ty` names the type parameter `param`.
 fn names_type(ty: &syn::Type, param: &Ident) -> bool {
-    fn walk(tokens: proc_macro2::TokenStream, param: &Ident) -> bool {
-        tokens.into_iter().any(|tree| match tree {
-            proc_macro2::TokenTree::Ident(ident) => ident == *param,
-            proc_macro2::TokenTree::Group(group) => walk(group.stream(), param),
-            _ => false,
-        })
-    }
-    walk(quote::ToTokens::to_token_stream(ty), param)
+    crate::parse::names_ident(quote::ToTokens::to_token_stream(ty), param)
 }
 
 /// Binds the type parameters `params` that `pattern` names to the parts of `found` in their

@@ -212,7 +212,7 @@ pub fn module(
 }
 
 /// Whether `tokens` hold the identifier `name`.
-fn names_ident(tokens: proc_macro2::TokenStream, name: &syn::Ident) -> bool {
+pub fn names_ident(tokens: proc_macro2::TokenStream, name: &syn::Ident) -> bool {
     tokens.into_iter().any(|tree| match tree {
         proc_macro2::TokenTree::Ident(ident) => ident == *name,
         proc_macro2::TokenTree::Group(group) => names_ident(group.stream(), name),
