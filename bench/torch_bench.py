@@ -1,4 +1,4 @@
-"""PyTorch on the same shapes as `examples/bench.rs`, printed in the same line format.
+"""PyTorch on the same shapes as `nn/examples/bench.rs`, printed in the same line format.
 
 Run on the GPU machine next to the Rust benchmark:
 

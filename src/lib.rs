@@ -447,7 +447,7 @@
 //! # fn main() {}
 //! ```
 //!
-//! [`nn`]'s [`Precision::TensorCoreF16`](nn::Precision::TensorCoreF16) is built this way.
+//! The `tessera-nn` crate's `Precision::TensorCoreF16` is built this way.
 //!
 //! ## Helpers are device functions
 //!
@@ -488,7 +488,7 @@
 //! directly in that copy, borrowed local arrays arrive as `ptr<function, ...>`; copies that
 //! come out the same are written once. A helper cannot call itself, directly or through other
 //! helpers (a GPU has no call stack), and the invocation ids (`local_index()`, ...) are read in
-//! the kernel and passed in. `src/nn/kernels.rs` builds its six GEMM-shaped kernels on one
+//! the kernel and passed in. `tessera-nn` (`nn/src/kernels.rs`) builds its six GEMM-shaped kernels on one
 //! such mainloop.
 //!
 //! ### Generic helpers
@@ -816,8 +816,6 @@ pub use kernel_macros::kernel;
 /// ```
 #[doc(inline)]
 pub use kernel_macros::Params;
-
-pub mod nn;
 
 /// What a `#[kernels]` module generates, to click through: this module holds one, `kernels`,
 /// compiled from the source below, and every item in it (the launchers, their arguments and

@@ -772,7 +772,6 @@ fn generated_wgsl_is_pinned() {
     insta::assert_snapshot!("activations", activations::WGSL);
     insta::assert_snapshot!("tiles", tiles::WGSL);
     insta::assert_snapshot!("loops", loops::WGSL);
-    insta::assert_snapshot!("nn", tessera::nn::WGSL);
 }
 
 /// The issue that asked for it: a launcher given a buffer of another runtime returned `Ok`,

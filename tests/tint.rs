@@ -1,12 +1,12 @@
 //! Tint parity: the WGSL the macro generated for the project's kernels, which naga validated
 //! while the macro expanded, must also pass Tint (Dawn's WGSL compiler, Chrome's WebGPU).
 //!
-//! Checked here: `tessera::nn::WGSL_PORTABLE` (every nn kernel but the tensor-core ones, whose
-//! wgpu extension Tint does not know) as this build generated it, and the WGSL of every module
-//! of `tests/kernels.rs`, `tests/variants.rs` and `tests/subgroups.rs` through their insta
-//! snapshots (every `tests/snapshots/*.snap`, which those tests keep equal to what the macro
-//! generates; test crates cannot reach each other's modules). The macro's fuzz harness (`kernel-macros/src/fuzz`) runs every `#[kernels]`
-//! module of the repository, and the modules it generates, through Tint as well.
+//! Checked here: the WGSL of every module of `tests/kernels.rs`, `tests/variants.rs` and
+//! `tests/subgroups.rs` through their insta snapshots (every `tests/snapshots/*.snap`, which
+//! those tests keep equal to what the macro generates; test crates cannot reach each other's
+//! modules). The nn kernels are checked by `nn/tests/wgsl.rs`. The macro's fuzz harness
+//! (`kernel-macros/src/fuzz`) runs every `#[kernels]` module of the repository, and the
+//! modules it generates, through Tint as well.
 //!
 //! Needs Node and npm (see `tools/tint`); without them the test prints why it skipped, and
 //! fails when `TESSERA_REQUIRE_TINT=1` (CI).
@@ -25,8 +25,6 @@ fn snapshot_body(text: &str) -> Option<&str> {
 #[test]
 fn generated_wgsl_passes_tint() {
     let mut batch = Batch::in_target("tests").expect("a directory for the Tint batch");
-    // The nn kernels Tint can read: all but the tensor-core ones (wgpu's own extension).
-    batch.add("nn", tessera::nn::WGSL_PORTABLE).unwrap();
     let snapshots = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
     let mut entries: Vec<_> = std::fs::read_dir(&snapshots)
         .expect("tests/snapshots")

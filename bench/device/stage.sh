@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds, here, what the device scripts run and packs it beside .gpu/run.sh: the bench example
 # (`bench`), the library's unit tests (`libtest`, the tuned tensor-core GEMM test among them),
-# tests/nn_tensor_cores.rs (`tc`) and the training example's tests (`train`: the digits
+# nn/tests/tensor_cores.rs (`tc`) and the training example's tests (`train`: the digits
 # learned in f32 and on the tensor cores), stripped, in .gpu/bins.tar.xz (`carry`
 # takes 64 MiB). ../shared/device/stage.sh makes .gpu/run.sh and the driver's packages first
 # where they are missing. Extra arguments NAME=PATH add binaries (an A/B's other side):
@@ -12,9 +12,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -x .gpu/run.sh ] || bash ../shared/device/stage.sh
-cargo build --release --example bench
+cargo build --release -p tessera-nn --example bench
 # The test binaries' paths, from cargo's messages.
-tests=$(cargo test --release --lib --test nn_tensor_cores --example train --no-run \
+tests=$(cargo test --release -p tessera-nn --lib --test tensor_cores --example train --no-run \
   --message-format=json |
   python3 -c '
 import json, sys

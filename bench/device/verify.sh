@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU tests, on the GPU machine, from the repository root, with the binaries that
 # bench/device/stage.sh packed: the library's unit tests (the tuned tensor-core GEMM among
-# them) and tests/nn_tensor_cores.rs, each against its f64 or f32 reference, and the
+# them) and nn/tests/tensor_cores.rs, each against its f64 or f32 reference, and the
 # training example's tests (the held-out digits each precision gets right print here).
 # Their output goes to $OUT/libtest.txt, $OUT/tc.txt and $OUT/train.txt; the last lines
 # print here. One to three minutes on an H100, most of it the driver compiling kernels.

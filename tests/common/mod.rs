@@ -123,7 +123,7 @@ pub fn kernels_run(batch: Batch<'_>) -> Vec<String> {
 }
 
 /// How many random cases a property test runs: `TESSERA_PROPERTY_CASES` when set (for long
-/// runs, e.g. `TESSERA_PROPERTY_CASES=500 cargo test --release --test nn_gemm --test nn_conv`),
+/// runs, e.g. `TESSERA_PROPERTY_CASES=500 cargo test --release -p tessera-nn --test gemm --test conv`),
 /// otherwise `default`, the bounded number CI runs.
 pub fn property_cases(default: usize) -> usize {
     std::env::var("TESSERA_PROPERTY_CASES")

@@ -43,7 +43,15 @@ fn main() -> ExitCode {
         }
         Some("example") => ensure_vulkan().and_then(|()| {
             cargo(
-                &["run", "--release", "--example", MAIN_EXAMPLE, "--"],
+                &[
+                    "run",
+                    "--release",
+                    "-p",
+                    "tessera-nn",
+                    "--example",
+                    MAIN_EXAMPLE,
+                    "--",
+                ],
                 &args[1..],
             )
         }),

@@ -1,8 +1,8 @@
 //! `cargo xtask bench-report DIR --commit C --date D`: joins one device run's results,
-//! `DIR/tessera.csv` (from `examples/bench.rs --out DIR`) and `DIR/torch_f32.csv`,
+//! `DIR/tessera.csv` (from `nn/examples/bench.rs --out DIR`) and `DIR/torch_f32.csv`,
 //! `DIR/torch_tf32.csv` (from `bench/torch_bench.py --out DIR`), into `BENCHMARKS.md` and the
 //! plot `docs/benchmarks.png`. Where the run also has `DIR/tensor-cores/tessera.csv` (from
-//! `examples/bench.rs --gemm --conv --tensor-cores --out DIR/tensor-cores`), the page gets a
+//! `nn/examples/bench.rs --gemm --conv --tensor-cores --out DIR/tensor-cores`), the page gets a
 //! second table: those figures against PyTorch TF32.
 //!
 //! Every CSV has the columns `work,pass,ms,tflops`; lines starting with `#` say what ran
@@ -172,7 +172,7 @@ fn second_process_note(first: &Results, second: &Results) -> Option<String> {
     ))
 }
 
-/// What `examples/bench.rs --tensor-cores` appends to each work's label.
+/// What `nn/examples/bench.rs --tensor-cores` appends to each work's label.
 const TENSOR_CORE_LABEL: &str = " tensor-core-f16";
 
 /// The works whose geometric mean the tensor-core section states (issue 13's target: above
@@ -185,7 +185,7 @@ const RESNET_3X3: [&str; 4] = [
 ];
 
 /// The tensor-core run's rows under the labels of the strict-f32 run (the suffix
-/// `examples/bench.rs` adds taken off), so that they join with PyTorch's.
+/// `nn/examples/bench.rs` adds taken off), so that they join with PyTorch's.
 fn without_tensor_core_label(mut results: Results) -> Results {
     for row in &mut results.rows {
         if let Some(work) = row.work.strip_suffix(TENSOR_CORE_LABEL) {
@@ -209,7 +209,7 @@ fn tensor_core_section(tensor: &Results, strict: &Results, tf32: &Results) -> St
     let _ = writeln!(
         out,
         "\n## Tensor cores\n\n`Precision::TensorCoreF16` (f16 products on the tensor cores, f32 \
-         sums; the caller's buffers stay f32), from `examples/bench.rs --gemm --conv \
+         sums; the caller's buffers stay f32), from `nn/examples/bench.rs --gemm --conv \
          --tensor-cores --out {TENSOR_CORES}` in the same device command as the table above. \
          *over TF32* is its speed over PyTorch's with TF32 on (inputs rounded to a \
          10-bit mantissa, as f16's, f32 sums); *tessera f32* is the table above.\n"
@@ -272,7 +272,7 @@ fn markdown(compared: &[Compared<'_>], notes: &[String], launch: &[&Row], run: &
     let _ = writeln!(out, "# Benchmarks\n");
     let _ = writeln!(
         out,
-        "One device run of `examples/bench.rs`, {date}, commit `{commit}`, beside \
+        "One device run of `nn/examples/bench.rs`, {date}, commit `{commit}`, beside \
          `bench/torch_bench.py` (its note below says how many processes each PyTorch figure \
          is the fastest of: cuDNN's choices vary between processes); the raw figures are in \
          `{}`, and `cargo xtask bench-report` turns them into this page (how to run both: \

@@ -6,7 +6,7 @@ use quote::ToTokens;
 
 /// The files holding `#[kernels]` modules.
 const SOURCES: &[(&str, &str)] = &[
-    ("nn", include_str!("../../../src/nn/kernels.rs")),
+    ("nn", include_str!("../../../nn/src/kernels.rs")),
     ("kernels", include_str!("../../../tests/kernels.rs")),
     ("variants", include_str!("../../../tests/variants.rs")),
     ("helpers", include_str!("../../../tests/helpers.rs")),
@@ -16,7 +16,7 @@ const SOURCES: &[(&str, &str)] = &[
         "quickstart",
         include_str!("../../../examples/quickstart.rs"),
     ),
-    ("bench", include_str!("../../../examples/bench.rs")),
+    ("bench", include_str!("../../../nn/examples/bench.rs")),
     ("libraries", include_str!("../../../tests/libraries.rs")),
     ("widths", include_str!("../../../tests/widths.rs")),
     ("subgroups", include_str!("../../../tests/subgroups.rs")),

@@ -1,7 +1,7 @@
 //! Optimizers: SGD with momentum and Adam, one parameter tensor per step call.
 
 use super::{invalid, kernels};
-use crate::{Batch, GpuBuffer, Result, Runtime};
+use tessera::{Batch, GpuBuffer, Result, Runtime};
 
 /// SGD's hyperparameters; PyTorch's `SGD(lr, momentum, weight_decay)` semantics.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -19,7 +19,8 @@ pub struct SgdConfig {
 /// `param -= learning_rate * velocity`.
 ///
 /// ```no_run
-/// # use tessera::{nn::{Sgd, SgdConfig}, Runtime};
+/// # use tessera::Runtime;
+/// # use tessera_nn::{Sgd, SgdConfig};
 /// # fn main() -> Result<(), tessera::Error> {
 /// let rt = Runtime::new()?;
 /// let sgd = Sgd::new(&rt, SgdConfig { learning_rate: 0.1, momentum: 0.9, weight_decay: 0.0 })?;

@@ -1,16 +1,17 @@
 //! The layers `Linear` and `Conv2d`: against an f64 reference (Linear) and against the op
-//! they wrap run on the same parameters (Conv2d, whose op `tests/nn_conv.rs` checks against
+//! they wrap run on the same parameters (Conv2d, whose op `tests/conv.rs` checks against
 //! its reference); buffers that follow the batch size; initialization; errors.
 //! Tolerance for the reference: 1e-4 relative to the larger magnitude or 1.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::{assert_close, rng, runtime, values};
-use tessera::nn::{
+use tessera::{GpuBuffer, Runtime};
+use tessera_nn::{
     Activation, Conv2d, Conv2dBackward, Conv2dConfig, Conv2dForward, Convolution, Init, Linear,
     LinearConfig, Padding,
 };
-use tessera::{GpuBuffer, Runtime};
 
 fn read(rt: &Runtime, buffer: &GpuBuffer<f32>) -> Vec<f32> {
     buffer.read(rt).unwrap()

@@ -5,7 +5,7 @@
 /// are `f32` buffers either way.
 ///
 /// ```no_run
-/// use tessera::nn::{Gemm, Precision};
+/// use tessera_nn::{Gemm, Precision};
 /// # fn main() -> Result<(), tessera::Error> {
 /// let rt = tessera::Runtime::new()?;
 /// // Tensor cores where the device has them, strict f32 elsewhere.
@@ -23,28 +23,28 @@ pub enum Precision {
     F32,
     /// Operands rounded to `f16` as they are staged into workgroup memory, multiplied on the
     /// tensor cores, summed in `f32`: each product is off by f16's rounding of its operands,
-    /// about `1e-3` relative (measured against f64 in `tests/nn_tensor_cores.rs`), and the
+    /// about `1e-3` relative (measured against f64 in `tests/tensor_cores.rs`), and the
     /// sums keep f32's precision. Operands beyond f16's range (65504) become infinite.
     /// Needs a device whose tensor cores multiply 16 x 16 x 16 `f16` fragments into `f32`,
     /// and whose subgroups may be 32 invocations wide (the kernels share a workgroup's
     /// fragments among subgroups of 32; see [`RuntimeInfo::subgroup_sizes`]): the op's
-    /// constructor returns [`Error::MissingFeature`](crate::Error::MissingFeature) otherwise.
+    /// constructor returns [`Error::MissingFeature`](tessera::Error::MissingFeature) otherwise.
     /// A device whose subgroups may also be of other widths (AMD's 32 or 64) is not refused,
     /// and the kernels have run only on NVIDIA's, which are always 32.
     ///
-    /// [`RuntimeInfo::subgroup_sizes`]: crate::RuntimeInfo::subgroup_sizes
+    /// [`RuntimeInfo::subgroup_sizes`]: tessera::RuntimeInfo::subgroup_sizes
     TensorCoreF16,
 }
 
 /// Refuses the tensor-core kernels of `op` on `rt` where its subgroups cannot be 32
 /// invocations wide: they index subgroups as `t / 32` and give each a tile of workgroup
 /// memory (see [`Precision::TensorCoreF16`]).
-pub(crate) fn check_tensor_core_subgroups(rt: &crate::Runtime, op: &str) -> crate::Result<()> {
+pub(crate) fn check_tensor_core_subgroups(rt: &tessera::Runtime, op: &str) -> tessera::Result<()> {
     let [fewest, most] = rt.info().subgroup_sizes;
     if (fewest..=most).contains(&32) {
         return Ok(());
     }
-    Err(crate::Error::MissingFeature {
+    Err(tessera::Error::MissingFeature {
         kernel: op.to_owned(),
         feature: format!(
             "subgroups of 32 invocations for its tensor-core kernels (this adapter's have \
@@ -59,7 +59,7 @@ mod tests {
 
     #[test]
     fn tensor_cores_are_refused_where_subgroups_cannot_be_32_wide() {
-        let rt = crate::Runtime::new().unwrap();
+        let rt = tessera::Runtime::new().unwrap();
         let [fewest, most] = rt.info().subgroup_sizes;
         match check_tensor_core_subgroups(&rt, "nn::Gemm") {
             Ok(()) => assert!(fewest <= 32 && 32 <= most, "{fewest} to {most}"),

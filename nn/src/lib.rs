@@ -1,6 +1,10 @@
 //! Neural-network layers and operations written in tessera: f32; row-major matrices; NCHW
 //! images.
 //!
+//! A crate of its own, so that a crate using only the kernel language (`tessera`) compiles
+//! none of these kernels; depend on both to train with them. Every op runs on a
+//! [`tessera::Runtime`] and records into a [`tessera::Batch`].
+//!
 //! **Layers** own their parameters (initialized as [`Init`] says), the gradients and the
 //! buffers their passes write; the batch size is read off each call's input:
 //!
@@ -8,7 +12,7 @@
 //! - [`Conv2d`]: `y = act(conv(x, w) + bias)`, over [`Convolution`].
 //!
 //! ```no_run
-//! use tessera::nn::{Activation, Conv2d, Conv2dConfig, Init, Linear, LinearConfig, Padding};
+//! use tessera_nn::{Activation, Conv2d, Conv2dConfig, Init, Linear, LinearConfig, Padding};
 //! # fn main() -> Result<(), tessera::Error> {
 //! let rt = tessera::Runtime::new()?;
 //! let conv = Conv2dConfig::new(1, [28, 28], 8, [3, 3])
@@ -70,11 +74,11 @@
 //! `pre: None`, for inference or with [`Activation::None`], where the backward pass needs
 //! none either.
 //!
-//! Every op records into a [`Batch`](crate::Batch), so a whole training step is one
+//! Every op records into a [`Batch`](tessera::Batch), so a whole training step is one
 //! submission; `Batch::submit_timed` times it as it runs, `Batch::submit_profiled` each kernel.
 //!
 //! The GEMM-shaped ops choose how they run by autotuning
-//! ([`Runtime::autotune`](crate::Runtime::autotune)): the first time an op meets a device and a
+//! ([`Runtime::autotune`](tessera::Runtime::autotune)): the first time an op meets a device and a
 //! shape bucket it times its ways on scratch buffers of the problem's sizes (before the
 //! caller's batch is submitted) and keeps the fastest. The ways are both blockings and, for the
 //! passes whose slices cost an extra pass (the GEMM forward, the convolution forward and input
@@ -114,7 +118,7 @@ pub use loss::{LossBackward, LossForward, LossShape, SoftmaxCrossEntropy};
 pub use optim::{Adam, AdamConfig, AdamState, Sgd, SgdConfig};
 pub use precision::Precision;
 
-use crate::Error;
+use tessera::Error;
 
 /// The WGSL of every `nn` kernel, as the kernels module generated it (one module; each
 /// GEMM-shaped kernel in both blockings, with the shared mainloop's helpers written once per

@@ -97,7 +97,7 @@ mod tests {
     use super::*;
     use crate::data::{Dataset, CLASSES};
     use crate::net::NetConfig;
-    use tessera::nn::{Precision, SgdConfig};
+    use tessera_nn::{Precision, SgdConfig};
 
     const TINY: NetConfig = NetConfig {
         batch: 4,

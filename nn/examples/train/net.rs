@@ -2,11 +2,11 @@
 //! conv 3x3 + ReLU, conv 3x3 stride 2 + ReLU, flatten, linear, softmax cross-entropy, and an
 //! SGD-with-momentum update of all six parameter tensors.
 
-use tessera::nn::{
+use tessera::{Batch, GpuBuffer, Result, Runtime, Timing};
+use tessera_nn::{
     Activation, Conv2d, Conv2dConfig, Init, Linear, LinearConfig, LossBackward, LossForward,
     LossShape, Padding, Parameter, Precision, Sgd, SgdConfig, SoftmaxCrossEntropy,
 };
-use tessera::{Batch, GpuBuffer, Result, Runtime, Timing};
 
 /// The network's sizes and how it multiplies.
 #[derive(Clone, Copy, Debug)]

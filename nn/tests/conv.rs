@@ -1,4 +1,4 @@
-//! `tessera::nn::Convolution` against an f64 CPU reference: forward, input gradient (both the
+//! `tessera_nn::Convolution` against an f64 CPU reference: forward, input gradient (both the
 //! stride-1 fast path and the general path), filter gradient and bias gradient, over fixed
 //! edge cases (stride 1 and 2, padding 0, 1 and asymmetric, dilation 2, kernels 1 to 9, sizes
 //! that are not multiples of the 128 x 128 blocks, batch 1, a grid folded past the device's
@@ -7,6 +7,7 @@
 //! Tolerance: 1e-4 relative to the larger magnitude or 1 (f32 accumulation of at most a few
 //! hundred products).
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeSet;
@@ -15,11 +16,11 @@ use common::{
     assert_close, entry_points, kernels_run, plain_device_runtime, property_cases, property_seed,
     rng, runtime, tuning_runtime, values, ChaCha8Rng, RngExt,
 };
-use tessera::nn::{
+use tessera::{Error, Runtime};
+use tessera_nn::{
     Activation, Conv2dBackward, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape,
     Convolution, Padding,
 };
-use tessera::{Error, Runtime};
 
 const TOLERANCE: f32 = 1e-4;
 
@@ -513,7 +514,7 @@ fn conv2d_matches_reference_on_random_shapes_of_every_path() {
         // slices (`..._fragments_reduce`) and the filter layouts of their passes by taps
         // (`conv_weights_by_tap`, `conv_weights_transposed_by_tap`, also checked by
         // themselves in the library's unit tests) run in `nn_tensor_cores`.
-        let all = entry_points(tessera::nn::WGSL_PORTABLE, &["conv_", "winograd_"]);
+        let all = entry_points(tessera_nn::WGSL_PORTABLE, &["conv_", "winograd_"]);
         let missed: Vec<&String> = all
             .iter()
             .filter(|e| {

@@ -1,11 +1,11 @@
 //! How each GEMM-shaped op runs: which blocking, whether a sum too long for its output may be
 //! split into slices, and for the filter gradient of a 3 x 3 convolution, which algorithm. Tuned per device and shape bucket by
-//! [`Runtime::autotune`](crate::Runtime::autotune), or, with autotuning off, [`Way::fixed`].
+//! [`Runtime::autotune`](tessera::Runtime::autotune), or, with autotuning off, [`Way::fixed`].
 
 use std::sync::OnceLock;
 
 use super::kernels;
-use crate::{size_bucket, source_hash, Batch, GpuBuffer, Result, Runtime, TuneKey};
+use tessera::{size_bucket, source_hash, Batch, GpuBuffer, Result, Runtime, TuneKey};
 
 /// One way to run a GEMM-shaped op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use rand::{RngExt, SeedableRng};
 
 use super::{invalid, Activation, Conv2dBackward, Conv2dForward, Conv2dShape, Convolution};
 use super::{Gemm, GemmBackward, GemmForward, GemmShape, Padding, Precision};
-use crate::{Batch, GpuBuffer, Result, Runtime};
+use tessera::{Batch, GpuBuffer, Result, Runtime};
 
 /// How a layer's weights and biases start, drawn from a seeded generator (ChaCha8, which
 /// `rand` documents as reproducible across platforms and versions), so that a seed gives the
@@ -71,7 +71,7 @@ pub struct Parameter<'a> {
 /// The sizes and options of a [`Linear`] layer.
 ///
 /// ```
-/// use tessera::nn::{Activation, Init, LinearConfig};
+/// use tessera_nn::{Activation, Init, LinearConfig};
 /// let config = LinearConfig::new(784, 10)
 ///     .activation(Activation::Relu)
 ///     .init(Init::HeUniform { seed: 7 });
@@ -105,7 +105,7 @@ impl LinearConfig {
 
     /// The same layer computing in `precision` ([`Precision::TensorCoreF16`]: its products on
     /// the tensor cores; [`Linear::new`] then fails with
-    /// [`Error::MissingFeature`](crate::Error::MissingFeature) on a device without them).
+    /// [`Error::MissingFeature`](tessera::Error::MissingFeature) on a device without them).
     pub const fn precision(self, precision: Precision) -> Self {
         LinearConfig { precision, ..self }
     }
@@ -129,7 +129,8 @@ impl LinearConfig {
 /// layer's buffers follow it.
 ///
 /// ```no_run
-/// # use tessera::{nn::{Linear, LinearConfig}, Runtime};
+/// # use tessera::Runtime;
+/// # use tessera_nn::{Linear, LinearConfig};
 /// # fn main() -> Result<(), tessera::Error> {
 /// let rt = Runtime::new()?;
 /// let mut linear = Linear::new(&rt, LinearConfig::new(4, 3))?;
@@ -300,7 +301,7 @@ impl Linear {
 /// activation and initialization.
 ///
 /// ```
-/// use tessera::nn::{Activation, Conv2dConfig, Padding};
+/// use tessera_nn::{Activation, Conv2dConfig, Padding};
 /// let config = Conv2dConfig::new(3, [32, 32], 16, [3, 3])
 ///     .stride([2, 2])
 ///     .padding(Padding::uniform(1))
@@ -338,7 +339,7 @@ impl Conv2dConfig {
 
     /// The same layer computing in `precision` (see [`Convolution::with_precision`] for
     /// which passes [`Precision::TensorCoreF16`] puts on the tensor cores; [`Conv2d::new`]
-    /// fails with [`Error::MissingFeature`](crate::Error::MissingFeature) on a device without
+    /// fails with [`Error::MissingFeature`](tessera::Error::MissingFeature) on a device without
     /// them).
     pub const fn precision(self, precision: Precision) -> Self {
         Conv2dConfig { precision, ..self }
@@ -395,7 +396,8 @@ impl Conv2dConfig {
 /// layer's buffers follow it.
 ///
 /// ```no_run
-/// # use tessera::{nn::{Activation, Conv2d, Conv2dConfig, Init, Padding}, Runtime};
+/// # use tessera::Runtime;
+/// # use tessera_nn::{Activation, Conv2d, Conv2dConfig, Init, Padding};
 /// # fn main() -> Result<(), tessera::Error> {
 /// let rt = Runtime::new()?;
 /// let config = Conv2dConfig::new(1, [8, 8], 4, [3, 3])

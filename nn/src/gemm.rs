@@ -6,7 +6,7 @@ use super::spare::Spare;
 use super::split::{ColumnSums, Split, Steps};
 use super::tune::{self, Way};
 use super::{invalid, Activation, Precision};
-use crate::{Batch, BufferView, GpuBuffer, Result, Runtime};
+use tessera::{Batch, BufferView, GpuBuffer, Result, Runtime};
 
 /// `y[m, n] = act(a[m, k] · b[k, n] + bias[n])`, row-major.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,7 +41,7 @@ pub struct GemmForward<'a> {
 }
 
 /// One [`Gemm::backward`]: from the output's gradient, the gradients of both operands and
-/// the bias. Each gradient is overwritten (see [`crate::nn`]'s "Gradients").
+/// the bias. Each gradient is overwritten (see [`crate`]'s "Gradients").
 #[derive(Debug)]
 pub struct GemmBackward<'a> {
     /// The forward's shape.
@@ -68,7 +68,8 @@ pub struct GemmBackward<'a> {
 /// GEMM + bias + activation, forward and backward, built once per runtime.
 ///
 /// ```no_run
-/// # use tessera::{nn::{Activation, Gemm, GemmForward, GemmShape}, Runtime};
+/// # use tessera::Runtime;
+/// # use tessera_nn::{Activation, Gemm, GemmForward, GemmShape};
 /// # fn main() -> Result<(), tessera::Error> {
 /// let rt = Runtime::new()?;
 /// let gemm = Gemm::new(&rt)?;
@@ -216,7 +217,7 @@ impl Gemm {
     ///
     /// The 128 x 128 blocks stage 16.5 KiB of workgroup memory: on a device with only
     /// WebGPU's default 16 KiB (one made with `wgpu::Limits::default()` and adopted by
-    /// [`Runtime::from_wgpu`](crate::Runtime::from_wgpu)) the op runs every shape in 64 x 64
+    /// [`Runtime::from_wgpu`](tessera::Runtime::from_wgpu)) the op runs every shape in 64 x 64
     /// blocks instead, with the same results, slower on large outputs.
     pub fn new(rt: &Runtime) -> Result<Self> {
         Self::with_precision(rt, Precision::F32)
@@ -226,7 +227,7 @@ impl Gemm {
     ///
     /// # Errors
     ///
-    /// [`Error::MissingFeature`](crate::Error::MissingFeature) for
+    /// [`Error::MissingFeature`](tessera::Error::MissingFeature) for
     /// [`Precision::TensorCoreF16`] on a device without tensor cores for 16 x 16 x 16 `f16`
     /// fragments accumulated in `f32`, or whose subgroups cannot be 32 invocations wide.
     pub fn with_precision(rt: &Runtime, precision: Precision) -> Result<Self> {
@@ -272,7 +273,7 @@ impl Gemm {
     /// ```no_run
     /// # fn main() -> tessera::Result<()> {
     /// let rt = tessera::Runtime::new()?;
-    /// let gemm = tessera::nn::Gemm::new(&rt)?;
+    /// let gemm = tessera_nn::Gemm::new(&rt)?;
     /// gemm.prepare(&rt)?; // every shape's first call now compiles nothing
     /// # Ok(())
     /// # }
@@ -952,7 +953,7 @@ mod tests {
     fn tuned_tensor_core_blockings_match_the_reference() {
         let rt = Runtime::new().unwrap();
         let gemm = match Gemm::with_precision(&rt, Precision::TensorCoreF16) {
-            Err(crate::Error::MissingFeature { .. }) => return,
+            Err(tessera::Error::MissingFeature { .. }) => return,
             built => built.unwrap(),
         };
         let fragments = gemm.fragments.as_ref().unwrap();

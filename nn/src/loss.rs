@@ -1,7 +1,7 @@
 //! Softmax cross-entropy, the classification loss.
 
 use super::{invalid, kernels};
-use crate::{Batch, GpuBuffer, Result, Runtime};
+use tessera::{Batch, GpuBuffer, Result, Runtime};
 
 /// `rows` rows of `classes` scores each: the shape of a classifier's output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,7 +45,8 @@ pub struct LossBackward<'a> {
 /// writes each row's probabilities and loss, the backward the gradient of the mean loss.
 ///
 /// ```no_run
-/// # use tessera::{nn::{LossBackward, LossForward, LossShape, SoftmaxCrossEntropy}, Runtime};
+/// # use tessera::Runtime;
+/// # use tessera_nn::{LossBackward, LossForward, LossShape, SoftmaxCrossEntropy};
 /// # fn main() -> Result<(), tessera::Error> {
 /// let rt = Runtime::new()?;
 /// let loss = SoftmaxCrossEntropy::new(&rt)?;

@@ -6,11 +6,12 @@ mod data;
 #[path = "../examples/train/net.rs"]
 mod net;
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use data::{Dataset, CLASSES};
 use net::{Net, NetConfig};
-use tessera::nn::{Precision, SgdConfig};
+use tessera_nn::{Precision, SgdConfig};
 
 const SGD: SgdConfig = SgdConfig {
     learning_rate: 0.02,

@@ -7,7 +7,7 @@ use super::spare::Spare;
 use super::split::{ColumnSums, Split, Steps, MIN_SLICE};
 use super::tune::{self, Way};
 use super::{invalid, Activation, Precision};
-use crate::{Batch, GpuBuffer, Result, Runtime};
+use tessera::{Batch, GpuBuffer, Result, Runtime};
 
 /// Zero padding added around each image, per side.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -43,7 +43,7 @@ impl Padding {
 /// `[out_channels, in_channels, kernel_h, kernel_w]` filter; all pairs are `[h, w]`.
 ///
 /// ```
-/// use tessera::nn::{Conv2dShape, Padding};
+/// use tessera_nn::{Conv2dShape, Padding};
 /// let shape = Conv2dShape::new(8, 3, [32, 32], 16, [3, 3])
 ///     .stride([2, 2])
 ///     .padding(Padding::uniform(1));
@@ -272,7 +272,7 @@ fn stream_for<'k, K>(
 /// memory for one threadgroup) a way with a stream runs as it would whole (the forward and
 /// the input gradient by taps).
 fn streams_on(rt: &Runtime) -> bool {
-    rt.info().backend == crate::wgpu::Backend::Vulkan
+    rt.info().backend == tessera::wgpu::Backend::Vulkan
 }
 
 /// Whether a tensor-core pass of `p` may run over a staged window in the blocking `b`
@@ -339,7 +339,7 @@ pub struct Conv2dForward<'a> {
 }
 
 /// One [`Convolution::backward`]: from the output's gradient, the gradients of the input
-/// (when asked), the filter and the bias. Each gradient is overwritten (see [`crate::nn`]'s
+/// (when asked), the filter and the bias. Each gradient is overwritten (see [`crate`]'s
 /// "Gradients").
 #[derive(Debug)]
 pub struct Conv2dBackward<'a> {
@@ -396,7 +396,7 @@ pub struct Conv2dGradWeight<'a> {
 /// per runtime.
 ///
 /// All three passes are implicit GEMMs over 128 x 128 or 64 x 64 output blocks (autotuned,
-/// see [`crate::nn`]): the forward over (output channel, output pixel), the input gradient over
+/// see [`crate`]): the forward over (output channel, output pixel), the input gradient over
 /// (input channel, input pixel) with a stride-1 specialization, the filter gradient over
 /// (output channel, input channel x tap). When the output alone would leave the GPU idle (the
 /// forward of small images or a batch of one; the filter gradient, whose output is the
@@ -413,7 +413,8 @@ pub struct Conv2dGradWeight<'a> {
 /// Winograd runs wherever its scratch fits one binding of the device.
 ///
 /// ```no_run
-/// # use tessera::{nn::{Activation, Convolution, Conv2dForward, Conv2dShape, Padding}, Runtime};
+/// # use tessera::Runtime;
+/// # use tessera_nn::{Activation, Convolution, Conv2dForward, Conv2dShape, Padding};
 /// # fn main() -> Result<(), tessera::Error> {
 /// let rt = Runtime::new()?;
 /// let conv = Convolution::new(&rt)?;
@@ -430,7 +431,7 @@ pub struct Conv2dGradWeight<'a> {
 /// # Ok(()) }
 /// ```
 ///
-/// This is the op under the layer [`Conv2d`](crate::nn::Conv2d), which owns its parameters
+/// This is the op under the layer [`Conv2d`](crate::Conv2d), which owns its parameters
 /// and buffers; use it directly to manage them yourself. A clone shares the pipelines and
 /// grows its own scratch memory.
 ///
@@ -705,7 +706,7 @@ impl Convolution {
     ///
     /// # Errors
     ///
-    /// [`Error::MissingFeature`](crate::Error::MissingFeature) for
+    /// [`Error::MissingFeature`](tessera::Error::MissingFeature) for
     /// [`Precision::TensorCoreF16`] on a device without tensor cores for 16 x 16 x 16 `f16`
     /// fragments accumulated in `f32`, or whose subgroups cannot be 32 invocations wide.
     pub fn with_precision(rt: &Runtime, precision: Precision) -> Result<Self> {
@@ -798,7 +799,7 @@ impl Convolution {
     /// ```no_run
     /// # fn main() -> tessera::Result<()> {
     /// let rt = tessera::Runtime::new()?;
-    /// let conv = tessera::nn::Convolution::new(&rt)?;
+    /// let conv = tessera_nn::Convolution::new(&rt)?;
     /// conv.prepare(&rt)?; // every shape's first call now compiles nothing
     /// # Ok(())
     /// # }
@@ -1741,8 +1742,8 @@ impl Scratch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::half::f16;
-    use crate::nn::Padding;
+    use crate::Padding;
+    use tessera::half::f16;
 
     #[test]
     fn passes_run_over_a_window_where_the_filter_reaches_at_most_128_positions() {
@@ -1969,7 +1970,7 @@ mod tests {
     fn passes_as_streams_match_the_passes_whole() {
         let rt = Runtime::new().unwrap();
         let tensor = match Convolution::with_precision(&rt, Precision::TensorCoreF16) {
-            Err(crate::Error::MissingFeature { .. }) => return,
+            Err(tessera::Error::MissingFeature { .. }) => return,
             built => built.unwrap(),
         };
         let shape = Conv2dShape::new(3, 160, [10, 10], 96, [3, 3]).padding(Padding::uniform(1));

@@ -1,8 +1,9 @@
-//! `tessera::nn::Gemm` against an f64 CPU reference: every activation, forward and backward,
+//! `tessera_nn::Gemm` against an f64 CPU reference: every activation, forward and backward,
 //! shapes with M, N, K of 1, shapes that are not multiples of the 128 x 128 block, and a
 //! property test over random shapes of every path. Tolerance: 1e-4 relative (f32
 //! accumulation).
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeSet;
@@ -11,8 +12,8 @@ use common::{
     assert_close, entry_points, kernels_run, plain_device_runtime, property_cases, property_seed,
     rng, runtime, tuning_runtime, values, ChaCha8Rng, RngExt,
 };
-use tessera::nn::{Activation, Gemm, GemmBackward, GemmForward, GemmShape};
 use tessera::{Error, GpuBuffer, Runtime};
+use tessera_nn::{Activation, Gemm, GemmBackward, GemmForward, GemmShape};
 
 fn act(x: f64, a: Activation) -> f64 {
     let sigmoid = |x: f64| 1.0 / (1.0 + (-x).exp());
@@ -323,7 +324,7 @@ fn gemm_matches_reference_on_random_shapes_of_every_path() {
     if cases >= 16 {
         // The strict f32 kernels; the tensor-core ones run in `nn_tensor_cores`.
         let all = entry_points(
-            tessera::nn::WGSL_PORTABLE,
+            tessera_nn::WGSL_PORTABLE,
             &["gemm_", "grad_pre", "d_operands", "d_bias"],
         );
         let missed: Vec<&String> = all

@@ -9,11 +9,11 @@
 //!
 //! ```text
 //! cargo xtask example                                  # the default: digits, under a minute on a CPU
-//! cargo run --release --example train -- --large       # stripes of 32x32, a size worth a GPU
-//! cargo run --release --example train -- --steps 300   # any size, more steps
-//! cargo run --release --example train -- --save model.safetensors
-//! cargo run --release --example train -- --load model.safetensors --steps 0   # evaluate only
-//! cargo run --release --example train -- --help
+//! cargo run --release -p tessera-nn --example train -- --large       # stripes of 32x32, a size worth a GPU
+//! cargo run --release -p tessera-nn --example train -- --steps 300   # any size, more steps
+//! cargo run --release -p tessera-nn --example train -- --save model.safetensors
+//! cargo run --release -p tessera-nn --example train -- --load model.safetensors --steps 0   # evaluate only
+//! cargo run --release -p tessera-nn --example train -- --help
 //! ```
 //!
 //! It prints the adapter, the loss as it falls (with a progress bar when stderr is a terminal),
@@ -23,7 +23,7 @@
 //! starts from one (of the same size: `--large` or not).
 //!
 //! Its tests (the checkpoint round trip, the loss curve, the kernel names) run with the
-//! workspace's (`cargo xtask test`), or alone with `cargo test --release --example train`.
+//! workspace's (`cargo xtask test`), or alone with `cargo test --release -p tessera-nn --example train`.
 
 mod checkpoint;
 mod curve;
@@ -40,14 +40,14 @@ use std::time::{Duration, Instant};
 use data::Dataset;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use net::{Net, NetConfig};
-use tessera::nn::{Precision, SgdConfig};
 use tessera::{Runtime, TimingSource};
+use tessera_nn::{Precision, SgdConfig};
 
 const USAGE: &str = "\
 Trains a small convolutional network to read handwritten digits (or to tell synthetic stripes
 apart), every step in tessera kernels.
 
-usage: cargo run --release --example train -- [OPTIONS]
+usage: cargo run --release -p tessera-nn --example train -- [OPTIONS]
 
 options:
   --data NAME    digits (default: 8x8 handwritten digits, 1442 to train, 355 held out) or
@@ -199,7 +199,7 @@ impl Options {
                 save.with_extension("loss.png"),
             ),
             None => {
-                let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/train");
+                let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/train");
                 (dir.join("loss.csv"), dir.join("loss.png"))
             }
         }

@@ -1,14 +1,15 @@
 //! Softmax cross-entropy, SGD with momentum and Adam against f64 CPU references.
 //! Tolerance: 1e-5 relative to the larger magnitude or 1 (a handful of f32 operations each).
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::{assert_close, property_cases, property_seed, rng, runtime, values, RngExt};
-use tessera::nn::{
+use tessera::{Batch, Error, GpuBuffer};
+use tessera_nn::{
     Adam, AdamConfig, AdamState, LossBackward, LossForward, LossShape, Sgd, SgdConfig,
     SoftmaxCrossEntropy,
 };
-use tessera::{Batch, Error, GpuBuffer};
 
 #[test]
 fn softmax_cross_entropy_matches_reference() {

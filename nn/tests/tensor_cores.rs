@@ -8,16 +8,17 @@
 //! `1.1e-3` times the sum of its products' magnitudes, plus f32's own rounding. The measured
 //! error is printed (relative to the output's largest magnitude).
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::{kernels_run, limited_runtime, rng, runtime, values};
-use tessera::nn::{
+use tessera::wgpu::CooperativeScalarType::{F16, F32};
+use tessera::{Error, Runtime};
+use tessera_nn::{
     Activation, Conv2d, Conv2dConfig, Conv2dForward, Conv2dGradInput, Conv2dGradWeight,
     Conv2dShape, Convolution, Gemm, GemmBackward, GemmForward, GemmShape, Init, Linear,
     LinearConfig, Padding, Precision,
 };
-use tessera::wgpu::CooperativeScalarType::{F16, F32};
-use tessera::{Error, Runtime};
 
 fn tensor_cores(rt: &Runtime) -> bool {
     rt.info().has_cooperative_matrix(16, F16, F32)

@@ -4,7 +4,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use bytemuck::Pod;
 
-use crate::{GpuBuffer, Result, Runtime};
+use tessera::{GpuBuffer, Result, Runtime};
 
 /// A buffer an op keeps for what its caller does not see (the partial sums of a split sum, the
 /// gradient before the activation, an output nobody asked for), grown to the largest

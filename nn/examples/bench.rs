@@ -1,15 +1,15 @@
-//! Throughput of the `tessera::nn` kernels on the shapes `bench/torch_bench.py` runs in PyTorch
+//! Throughput of the `tessera_nn` kernels on the shapes `bench/torch_bench.py` runs in PyTorch
 //! (the workloads of the GPU training crates tessera replaces): GEMM + bias + GELU forward and backward, and convolution
 //! forward, input gradient and filter gradient on ResNet layers.
 //!
 //! ```text
-//! cargo run --release --example bench            # every shape (meant for a GPU)
-//! cargo run --release --example bench -- --small # small shapes, a smoke test on a CPU adapter
-//! cargo run --release --example bench -- --conv  # convolutions only (`--gemm`: GEMMs only)
-//! cargo run --release --example bench -- --launch # launch cost against raw wgpu only
-//! cargo run --release --example bench -- --out DIR # also DIR/tessera.csv and DIR/tessera.md
-//! cargo run --release --example bench -- --conv --by-kernel # and each dispatch, profiled
-//! cargo run --release --example bench -- --gemm --only "M=4096 N=4096" # shapes whose label has it
+//! cargo run --release -p tessera-nn --example bench            # every shape (meant for a GPU)
+//! cargo run --release -p tessera-nn --example bench -- --small # small shapes, a smoke test on a CPU adapter
+//! cargo run --release -p tessera-nn --example bench -- --conv  # convolutions only (`--gemm`: GEMMs only)
+//! cargo run --release -p tessera-nn --example bench -- --launch # launch cost against raw wgpu only
+//! cargo run --release -p tessera-nn --example bench -- --out DIR # also DIR/tessera.csv and DIR/tessera.md
+//! cargo run --release -p tessera-nn --example bench -- --conv --by-kernel # and each dispatch, profiled
+//! cargo run --release -p tessera-nn --example bench -- --gemm --only "M=4096 N=4096" # shapes whose label has it
 //! ```
 //!
 //! Each figure is the median of 3 submissions of 10 launches, each submission one batch run
@@ -26,11 +26,11 @@ use std::fmt::Write as _;
 
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
-use tessera::nn::{
+use tessera::{wgpu, Batch, GpuBuffer, Result, Runtime};
+use tessera_nn::{
     Activation, Conv2dBackward, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape,
     Convolution, Gemm, GemmBackward, GemmForward, GemmShape, Padding, Precision,
 };
-use tessera::{wgpu, Batch, GpuBuffer, Result, Runtime};
 
 #[tessera::kernels]
 mod tiny {

@@ -1,4 +1,4 @@
-//! Every kernel of [`crate::nn`], in one kernels module so the activations and their
+//! Every kernel of [`crate`], in one kernels module so the activations and their
 //! derivatives are written once and shared by the GEMM and convolution epilogues.
 //!
 //! The GEMM-shaped kernels (GEMM forward and its two operand gradients, convolution forward and
@@ -32,7 +32,7 @@
 //! `WINDOW - COLS` and, staging every tap at once, a filter of at most `SLICES` taps
 //! (`over_window` in `conv.rs`).
 
-#[crate::kernels]
+#[tessera::kernels]
 mod nn {
     /// Invocations along each edge of a GEMM-shaped kernel's square workgroup.
     pub const SPAN: u32 = 16;
@@ -5374,9 +5374,9 @@ pub(crate) fn fixed_blocking(rows: u32) -> usize {
 
 /// A kernel as built, or `None` where the device lacks the workgroup memory or invocations it
 /// takes (any other error stays one).
-pub(crate) fn unless_too_large<K>(built: crate::Result<K>) -> crate::Result<Option<K>> {
+pub(crate) fn unless_too_large<K>(built: tessera::Result<K>) -> tessera::Result<Option<K>> {
     match built {
-        Err(crate::Error::LimitExceeded { .. }) => Ok(None),
+        Err(tessera::Error::LimitExceeded { .. }) => Ok(None),
         built => built.map(Some),
     }
 }
@@ -5426,7 +5426,9 @@ pub(crate) const LONG: usize = 5;
 impl<K: Clone> Streams<K> {
     /// The pass in each blocking, built by `build`; `None` on a device without the 512
     /// invocations they take (the passes then run by taps whole).
-    pub fn new(build: impl Fn(StreamBlocking) -> crate::Result<K>) -> crate::Result<Option<Self>> {
+    pub fn new(
+        build: impl Fn(StreamBlocking) -> tessera::Result<K>,
+    ) -> tessera::Result<Option<Self>> {
         let blocks = |block, cols| unless_too_large(build(StreamBlocking { block, cols }));
         let Some(square) = blocks(128, 128)? else {
             return Ok(None);
@@ -5452,7 +5454,7 @@ impl<K> Streams<K> {
     }
 
     /// `f` on each blocking's kernel, up to the first error.
-    pub fn try_for_each(&self, f: impl FnMut(&K) -> crate::Result<()>) -> crate::Result<()> {
+    pub fn try_for_each(&self, f: impl FnMut(&K) -> tessera::Result<()>) -> tessera::Result<()> {
         [&self.square, &self.wide, &self.long]
             .into_iter()
             .try_for_each(f)
@@ -5484,10 +5486,10 @@ impl<K> Blocked<K> {
     /// On a device with less workgroup memory than the large blocking's double-buffered slices
     /// take (WebGPU's default 16 KiB, as a device made with `wgpu::Limits::default()` has), the
     /// small blocking serves as both.
-    pub fn new(build: impl Fn(Blocking) -> crate::Result<K>) -> crate::Result<Self> {
+    pub fn new(build: impl Fn(Blocking) -> tessera::Result<K>) -> tessera::Result<Self> {
         let small = build(SMALL)?;
         let large = match build(Blocking::ALL[0]) {
-            Err(crate::Error::LimitExceeded { .. }) => build(SMALL)?,
+            Err(tessera::Error::LimitExceeded { .. }) => build(SMALL)?,
             built => built?,
         };
         Ok(Blocked {
@@ -5501,7 +5503,9 @@ impl<K> Blocked<K> {
     /// Both blockings of a tensor-core kernel ([`TensorBlocking`]): 128 x 128 and 64 x 64
     /// blocks of 32-deep slices in 256 invocations, and the 128 x 128 blocks in 512 where the
     /// device has them.
-    pub fn on_fragments(build: impl Fn(TensorBlocking) -> crate::Result<K>) -> crate::Result<Self> {
+    pub fn on_fragments(
+        build: impl Fn(TensorBlocking) -> tessera::Result<K>,
+    ) -> tessera::Result<Self> {
         let blocks = |block, invocations| {
             build(TensorBlocking {
                 depth: 32,
@@ -5521,8 +5525,8 @@ impl<K> Blocked<K> {
     /// [`Blocked::on_fragments`] and the deep blocking, 128 x 128 blocks of 64-deep slices,
     /// unless the device lacks the workgroup memory they take.
     pub fn on_fragments_with_deep(
-        build: impl Fn(TensorBlocking) -> crate::Result<K>,
-    ) -> crate::Result<Self> {
+        build: impl Fn(TensorBlocking) -> tessera::Result<K>,
+    ) -> tessera::Result<Self> {
         let deep = unless_too_large(build(TensorBlocking {
             depth: 64,
             block: 128,
@@ -5541,23 +5545,23 @@ impl<K> Blocked<K> {
     /// blocking only, it serves as the large; `None` on a device without that either (the
     /// passes then run by taps).
     pub fn on_windows(
-        build: impl Fn(WindowBlocking) -> crate::Result<K>,
-    ) -> crate::Result<Option<Self>>
+        build: impl Fn(WindowBlocking) -> tessera::Result<K>,
+    ) -> tessera::Result<Option<Self>>
     where
         K: Clone,
     {
         let blocks = |block| match build(WindowBlocking::tap_by_tap(block, 512)) {
-            Err(crate::Error::LimitExceeded { .. }) => {
+            Err(tessera::Error::LimitExceeded { .. }) => {
                 build(WindowBlocking::tap_by_tap(block, 256))
             }
             built => built,
         };
         let small = match blocks(64) {
-            Err(crate::Error::LimitExceeded { .. }) => return Ok(None),
+            Err(tessera::Error::LimitExceeded { .. }) => return Ok(None),
             built => built?,
         };
         let large = match blocks(128) {
-            Err(crate::Error::LimitExceeded { .. }) => small.clone(),
+            Err(tessera::Error::LimitExceeded { .. }) => small.clone(),
             built => built?,
         };
         Ok(Some(Blocked {
@@ -5569,7 +5573,7 @@ impl<K> Blocked<K> {
     }
 
     /// `f` on each blocking's kernel, up to the first error.
-    pub fn try_for_each(&self, f: impl FnMut(&K) -> crate::Result<()>) -> crate::Result<()> {
+    pub fn try_for_each(&self, f: impl FnMut(&K) -> tessera::Result<()>) -> tessera::Result<()> {
         [
             Some(&self.large),
             Some(&self.small),

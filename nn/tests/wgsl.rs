@@ -1,0 +1,178 @@
+//! The WGSL of the nn kernels, pinned so that a change in lowering or in a kernel shows up as
+//! a diff a person can read, and checked by Tint (Dawn's WGSL compiler, Chrome's WebGPU).
+//!
+//! The whole module is about 350,000 lines (every kernel in every instance), far too much to
+//! review as a diff. So two snapshots stand for it, in `tests/snapshots/`:
+//!
+//! - `wgsl__entry_points.snap`: one line per entry point, with the size and a digest of
+//!   everything it reaches (its function, the helpers it calls, the structs, constants and
+//!   workgroup variables they name; `// line N` comments left out, so that moving code in
+//!   `src/kernels.rs` changes nothing). A change shows which instances it touched.
+//! - `wgsl__samples.snap`: that closure in full, for a few instances that cover the parts
+//!   (the f32 and vector GEMM mainloops, the tensor-core mainloop and epilogues, a convolution
+//!   gather, an elementwise kernel), without the `// line N` comments.
+//!
+//! Review with `cargo insta review`, or regenerate with `INSTA_UPDATE=always`.
+
+use std::collections::BTreeSet;
+
+/// One top-level item of the module: a function (with its attributes), a struct, a constant,
+/// a variable or an `enable`.
+struct Item<'a> {
+    name: Option<&'a str>,
+    text: String,
+    entry_point: bool,
+}
+
+/// The identifiers of `text`, in order, comments left out.
+fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    text.lines()
+        .map(without_comment)
+        .flat_map(|line| line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')))
+        .filter(|word| word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+}
+
+fn without_comment(line: &str) -> &str {
+    line.find("//").map_or(line, |at| &line[..at]).trim_end()
+}
+
+/// The module cut into its items: each runs until its braces close on a line ending in `}`,
+/// or to a `;` outside braces.
+fn items(wgsl: &str) -> Vec<Item<'_>> {
+    let mut items = Vec::new();
+    let (mut start, mut depth, mut at) = (None, 0i32, 0);
+    for line in wgsl.split_inclusive('\n') {
+        let code = without_comment(line);
+        if start.is_none() && !code.trim().is_empty() {
+            start = Some(at);
+        }
+        depth += code.matches('{').count() as i32 - code.matches('}').count() as i32;
+        at += line.len();
+        if let Some(first) = start {
+            if depth == 0 && (code.ends_with('}') || code.ends_with(';')) {
+                let text = &wgsl[first..at];
+                items.push(Item {
+                    name: item_name(text),
+                    text: text.to_owned(),
+                    entry_point: text.starts_with("@compute"),
+                });
+                start = None;
+            }
+        }
+    }
+    items
+}
+
+/// `name` in `fn name(`, `struct name {`, `const name`, `var<workgroup> name:`, `override name`.
+fn item_name(text: &str) -> Option<&str> {
+    let mut words = identifiers(text);
+    while let Some(word) = words.next() {
+        match word {
+            "fn" | "struct" | "const" | "override" | "alias" => return words.next(),
+            "var" => return words.find(|w| !matches!(*w, "workgroup" | "private" | "storage")),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The items entry point `entry` reaches, in the module's order.
+fn closure<'a>(items: &'a [Item<'a>], entry: &Item) -> Vec<&'a Item<'a>> {
+    let mut reached: BTreeSet<&str> = BTreeSet::new();
+    let mut pending: Vec<&str> = identifiers(&entry.text).collect();
+    while let Some(name) = pending.pop() {
+        if let Some(item) = items
+            .iter()
+            .find(|i| i.name == Some(name) && !i.entry_point)
+        {
+            if reached.insert(name) {
+                pending.extend(identifiers(&item.text));
+            }
+        }
+    }
+    items
+        .iter()
+        .filter(|i| {
+            i.name.is_some_and(|n| reached.contains(n)) && !i.entry_point || std::ptr::eq(*i, entry)
+        })
+        .collect()
+}
+
+/// The text of `items` without `// line N` comments.
+fn plain(items: &[&Item]) -> String {
+    let mut out = String::new();
+    for item in items {
+        for line in item.text.lines() {
+            let line = match line.find(" // line ") {
+                Some(at) => &line[..at],
+                None => line,
+            };
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn entry_points_are_pinned() {
+    let items = items(tessera_nn::WGSL);
+    let mut table = String::new();
+    for entry in items.iter().filter(|i| i.entry_point) {
+        let reached = closure(&items, entry);
+        let text = plain(&reached);
+        table.push_str(&format!(
+            "{:<72} {:>3} items {:>6} lines  {:016x}\n",
+            entry.name.unwrap_or("?"),
+            reached.len(),
+            text.lines().count(),
+            tessera::source_hash(&text),
+        ));
+    }
+    assert!(
+        table.lines().count() > 100,
+        "too few entry points found:\n{table}"
+    );
+    insta::assert_snapshot!("entry_points", table);
+}
+
+/// Instances whose closures together cover each kind of part once: the f32 GEMM mainloop
+/// over scalar and vector loads, the tensor-core mainloop and epilogue, a tensor-core
+/// convolution gather by taps, a staged window, a reduction and an elementwise kernel.
+const SAMPLES: [&str; 7] = [
+    "gemm_forward_f32_reg4",
+    "gemm_forward_vec4_f32_reg4",
+    "gemm_forward_fragments_depth32_block64_invocations256",
+    "conv_grad_input_fragments_by_tap_depth32_block64_invocations256",
+    "conv_grad_input_window_block64_invocations512_depth32_slices1_all_taps0",
+    "d_bias",
+    "adam_step",
+];
+
+#[test]
+fn sample_instances_are_pinned() {
+    let items = items(tessera_nn::WGSL);
+    let mut samples = String::new();
+    for name in SAMPLES {
+        let entry = items
+            .iter()
+            .find(|i| i.entry_point && i.name == Some(name))
+            .unwrap_or_else(|| panic!("no entry point `{name}` in the nn WGSL"));
+        samples.push_str(&format!("// ===== {name}\n\n"));
+        samples.push_str(&plain(&closure(&items, entry)));
+    }
+    insta::assert_snapshot!("samples", samples);
+}
+
+#[test]
+fn portable_kernels_pass_tint() {
+    let mut batch =
+        tessera_tint::Batch::in_target("tests").expect("a directory for the Tint batch");
+    // All but the tensor-core kernels, whose wgpu extension Tint does not know.
+    batch.add("nn", tessera_nn::WGSL_PORTABLE).unwrap();
+    match batch.validate() {
+        Ok(verdict) => tessera_tint::note(&verdict.to_string()),
+        Err(report) => panic!("Tint rejects WGSL that naga accepted:\n{report}"),
+    }
+}
