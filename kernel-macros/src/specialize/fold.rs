@@ -74,8 +74,10 @@ fn simplify(stmt: Stmt) -> Option<Stmt> {
             then,
             otherwise,
         } => match cond.kind {
-            ExprKind::Bool(true) => block(then),
-            ExprKind::Bool(false) => otherwise.and_then(block),
+            // A dropped branch holding a loop's exit stays: a loop whose only exit sat in it
+            // would have none left, which WGSL rejects.
+            ExprKind::Bool(true) if !otherwise.as_ref().is_some_and(leaves) => block(then),
+            ExprKind::Bool(false) if !leaves(&then) => otherwise.and_then(block),
             _ => Some(Stmt {
                 kind: StmtKind::If {
                     cond,
@@ -92,6 +94,16 @@ fn simplify(stmt: Stmt) -> Option<Stmt> {
                     .iter()
                     .position(|arm| arm.values.iter().any(|(v, _)| i128::from(*v) == value))
                     .or_else(|| arms.iter().position(|arm| arm.values.is_empty()));
+                let dropped_leaves = arms
+                    .iter()
+                    .enumerate()
+                    .any(|(i, other)| Some(i) != arm && leaves(&other.body));
+                if dropped_leaves {
+                    return Some(Stmt {
+                        kind: StmtKind::Match { scrutinee, arms },
+                        span,
+                    });
+                }
                 arm.and_then(|i| arms.into_iter().nth(i))
                     .and_then(|arm| block(arm.body))
             }
@@ -181,17 +193,17 @@ fn folded(e: &Expr) -> Option<Expr> {
             _ => None,
         },
         ExprKind::If(cond, then, otherwise) => match constant(cond)? {
-            Const::Bool(true) => Some(Expr {
+            Const::Bool(true) if !leaves(&otherwise.stmts) => Some(Expr {
                 kind: ExprKind::Block(then.clone()),
                 span,
                 ty: e.ty.clone(),
             }),
-            Const::Bool(false) => Some(Expr {
+            Const::Bool(false) if !leaves(&then.stmts) => Some(Expr {
                 kind: ExprKind::Block(otherwise.clone()),
                 span,
                 ty: e.ty.clone(),
             }),
-            Const::Int(_) => None,
+            _ => None,
         },
         ExprKind::Block(block) if block.stmts.is_empty() => Some(block.tail.clone()),
         _ => None,
@@ -287,6 +299,62 @@ mod tests {
             .expect("a specialized entry point")..];
         assert!(specialized.contains("if i < p.n {"), "{specialized}");
         assert!(specialized.contains("y[i] = x[i];"), "{specialized}");
+    }
+
+    #[test]
+    fn a_body_over_an_element_type_comes_out_as_written_for_each_width() {
+        let text = wgsl(quote! {
+            mod m {
+                #[repr(C)] #[derive(Params)] struct P { n: u32, across: u32 }
+                fn first<E>(x: &[E], i: u32, across: bool) -> E::Scalar {
+                    let mut v = x[i / E::LANES * 1];
+                    if E::LANES > 1 && across {
+                        v = v * (2.0 as E);
+                    }
+                    v[0]
+                }
+                #[kernel(workgroup = [64], grid = [1])]
+                fn k(p: &P, x: &[f32], w: &[Vec4<f32>], y: &mut [f32]) {
+                    let i = global_id().x;
+                    if i < p.n {
+                        y[i] = first(x, i, p.across == 1) + first(w, i, p.across == 1);
+                    }
+                }
+            }
+        })
+        .unwrap();
+        let scalar = &text[text.find("fn first_f32").expect("the scalar copy")..];
+        let scalar = &scalar[..scalar.find("\n}").expect("its end")];
+        assert!(scalar.contains("x[i]"), "{scalar}");
+        assert!(!scalar.contains("1u") && !scalar.contains("if"), "{scalar}");
+        let vector = &text[text.find("fn first_vec4_f32").expect("the vector copy")..];
+        assert!(vector.contains("if across {"), "{vector}");
+    }
+
+    #[test]
+    fn a_loop_keeps_its_only_exit_when_the_branch_holding_it_is_dead() {
+        let text = wgsl(quote! {
+            mod m {
+                #[repr(C)] #[derive(Params)] struct P { n: u32 }
+                #[kernel(workgroup = [64], grid = [1])]
+                fn k(p: &P, y: &mut [u32]) {
+                    let mut i = 0u32;
+                    loop {
+                        i += 1;
+                        if i > p.n || 2 < 1 {
+                            break;
+                        }
+                        if 2 < 1 {
+                            break;
+                        }
+                    }
+                    y[0] = i;
+                }
+            }
+        })
+        .unwrap();
+        assert!(text.contains("if i > p.n {"), "{text}");
+        assert!(text.contains("if false {"), "{text}");
     }
 
     #[test]

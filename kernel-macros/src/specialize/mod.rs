@@ -1,8 +1,12 @@
 //! Specialization: for every `specialize(p.field == value)` of a kernel, a copy of each of its
 //! checked variants with those fields replaced by their values, in the kernel's body and in
-//! every helper it lends its parameters to, and the bodies folded (`x * 1`, `x / 1`, `x % 1`,
-//! always-true tests and dead branches simplified away). The user writes the general body once;
-//! the launcher picks a variant whose condition holds.
+//! every helper it lends its parameters to. The user writes the general body once; the
+//! launcher picks a variant whose condition holds.
+//!
+//! Every variant's body and helpers are then folded (`x * 1`, `x / 1`, `x % 1`, `x + 0`,
+//! always-true tests and dead branches simplified away), the general ones too: a body over an
+//! element type written once for every width (`if E::LANES > 1 && across`, `i * E::LANES`)
+//! comes out for each width as it would have been written for that width alone.
 
 mod fold;
 
@@ -17,6 +21,7 @@ use crate::ir::{
 pub fn specialize(module: &mut Module, errors: &mut Errors) {
     for kernel in &mut module.kernels {
         for instance in &mut kernel.instances {
+            instance.variants.iter_mut().for_each(fold_variant);
             let general = instance.general();
             let specialized: Vec<Variant> = kernel
                 .specializations
@@ -29,6 +34,14 @@ pub fn specialize(module: &mut Module, errors: &mut Errors) {
             }
             instance.variants.extend(specialized);
         }
+    }
+}
+
+/// Folds the body of `variant` and of each of its helpers.
+fn fold_variant(variant: &mut Variant) {
+    fold::fold_block(&mut variant.body);
+    for helper in &mut variant.helpers {
+        fold::fold_block(&mut helper.body);
     }
 }
 
