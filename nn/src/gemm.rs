@@ -143,8 +143,8 @@ pub struct Gemm {
 /// [`kernels::TensorBlocking`].
 #[derive(Clone, Debug)]
 struct Fragments {
-    forward: kernels::Blocked<kernels::GemmForwardFragments>,
-    forward_vectors: kernels::Blocked<kernels::GemmForwardFragmentsVectors>,
+    forward: kernels::Blocked<kernels::GemmForwardFragments<f32>>,
+    forward_vectors: kernels::Blocked<kernels::GemmForwardFragments<[f32; 4]>>,
     /// Adds up the slices of a forward in slices.
     forward_reduce: kernels::GemmForwardFragmentsReduce,
     /// Recorded in place of the backward's `d_operands`.
@@ -176,10 +176,10 @@ impl Fragments {
         let fragments = Fragments {
             // SAFETY (all three): every index is guarded (see "Bounds" in `kernels`).
             forward: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
-                kernels::GemmForwardFragments::with_constants_unchecked(rt, b)
+                kernels::GemmForwardFragments::<f32>::with_constants_unchecked(rt, b)
             })?,
             forward_vectors: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
-                kernels::GemmForwardFragmentsVectors::with_constants_unchecked(rt, b)
+                kernels::GemmForwardFragments::<[f32; 4]>::with_constants_unchecked(rt, b)
             })?,
             operands: kernels::Blocked::on_fragments_with_deep(|b| unsafe {
                 kernels::DOperandsFragments::with_constants_unchecked(rt, b)
@@ -493,7 +493,7 @@ impl Gemm {
         match &vectors {
             Some((a, b)) => fragments.forward_vectors.get(way.blocking).record(
                 batch,
-                kernels::GemmForwardFragmentsVectorsArgs {
+                kernels::GemmForwardFragmentsArgs {
                     p: &p,
                     a,
                     b,
@@ -965,18 +965,18 @@ mod tests {
             Way::on_fragments(kernels::WIDE),
             Way::on_fragments(kernels::MANY),
         );
-        let vectors = "gemm_forward_fragments_vectors_depth64_block128_invocations256";
-        let scalars = "gemm_forward_fragments_depth64_block128_invocations256";
+        let vectors = "gemm_forward_fragments_vec4_f32_depth64_block128_invocations256";
+        let scalars = "gemm_forward_fragments_f32_depth64_block128_invocations256";
         let backward = "d_operands_fragments_depth64_block128_invocations256";
         let reduce = "gemm_forward_fragments_reduce";
         // The wide blocking: its own forward over vectors, the large blocking's otherwise
         // and for the backward.
         let wide_vectors = "gemm_forward_fragments_wide_depth32_block256";
-        let large_scalars = "gemm_forward_fragments_depth32_block128_invocations256";
+        let large_scalars = "gemm_forward_fragments_f32_depth32_block128_invocations256";
         let large_backward = "d_operands_fragments_depth32_block128_invocations256";
         // The large blocks in 512 invocations.
-        let many_vectors = "gemm_forward_fragments_vectors_depth32_block128_invocations512";
-        let many_scalars = "gemm_forward_fragments_depth32_block128_invocations512";
+        let many_vectors = "gemm_forward_fragments_vec4_f32_depth32_block128_invocations512";
+        let many_scalars = "gemm_forward_fragments_f32_depth32_block128_invocations512";
         let many_backward = "d_operands_fragments_depth32_block128_invocations512";
         let cases: [(usize, Way, &[&str]); 9] = [
             (300, deep, &[vectors, backward]),

@@ -822,12 +822,13 @@ mod nn {
     }
 
     /// `mainloop` on the tensor cores: the accumulator fragments of `a · b` for the output
-    /// block at `origin`, with the same operands, shapes and staging directions.
-    fn mainloop_fragments(
+    /// block at `origin`, with the same operands, shapes and staging directions, `a` and `b`
+    /// bound as scalars or as vectors of 4 (see `fetch`).
+    fn mainloop_fragments<E>(
         slice_a: &mut [f16; BLOCK * A_STRIDE],
         slice_b: &mut [f16; COLUMNS],
-        a: &[f32],
-        b: &[f32],
+        a: &[E],
+        b: &[E],
         shapes: Vec4<u32>,
         across: Vec2<bool>,
         origin: Vec2<u32>,
@@ -835,36 +836,48 @@ mod nn {
         t: u32,
     ) -> [FragC16<f32>; FRAGS] {
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
-        for k0 in (summed.x..summed.y).step_by(DEPTH) {
+        // Over vectors the first step only stages. Skipping the multiply inside the loop's
+        // first turn instead made the H100's compiler move the accumulators between two sets
+        // of registers every step (~130 moves in a step of ~510 instructions); peeled, the
+        // forward ran 2-4% faster there. Over scalars the loop is not peeled: peeled, it ran
+        // 2% faster on large shapes and 5-7% slower on M = 35 (notes/performance.md).
+        let peeled = E::LANES > 1;
+        if peeled {
+            let from_a = fetch(a, shapes.xy, across.x, origin.y, summed.x, t);
+            let from_b = fetch(b, shapes.zw, across.y, origin.x, summed.x, t);
+            stage_in_halves(slice_a, &from_a, slice_b, &from_b, across, t);
+        }
+        let first = if peeled { summed.x + DEPTH } else { summed.x };
+        for k0 in (first..summed.y).step_by(DEPTH) {
             let from_a = fetch(a, shapes.xy, across.x, origin.y, k0, t);
             let from_b = fetch(b, shapes.zw, across.y, origin.x, k0, t);
             // The previous step's slices are multiplied while this step's loads are in flight.
-            if k0 > summed.x {
+            if peeled || k0 > summed.x {
                 multiply_fragments(slice_a, slice_b, across.y, &mut acc, t);
             }
-            stage_rows(slice_a, 0, &from_a, across.x, t);
-            stage_half(slice_b, &from_b, across.y, t);
+            stage_in_halves(slice_a, &from_a, slice_b, &from_b, across, t);
         }
         multiply_fragments(slice_a, slice_b, across.y, &mut acc, t);
         acc
     }
 
-    /// `stage_rows` and `stage_half` for what `fetch` fetched as vectors of both operands, a
-    /// vector of each in turn (3-4% faster on an H100 than one operand after the other).
-    fn stage_vectors_in_halves(
+    /// Writes what `fetch` fetched of both operands into their slices of halves, a load of
+    /// each in turn (over vectors, 3-4% faster on an H100 than one operand after the other):
+    /// the rows' operand as `stage_row` lays it out, the columns' as `stage_half` does.
+    fn stage_in_halves<E>(
         slice_a: &mut [f16; BLOCK * A_STRIDE],
-        from_a: &[Vec4<f32>; LOADS / 4],
+        from_a: &[E; LOADS / E::LANES],
         slice_b: &mut [f16; COLUMNS],
-        from_b: &[Vec4<f32>; LOADS / 4],
+        from_b: &[E; LOADS / E::LANES],
         across: Vec2<bool>,
         t: u32,
     ) {
         #[unroll]
-        for v in 0..LOADS / 4 {
-            stage_row(slice_a, 0, from_a[v] as Vec4<f16>, across.x, t, v);
-            let at = staged_at::<Vec4<f32>>(across.y, t, v);
+        for v in 0..LOADS / E::LANES {
+            stage_row(slice_a, 0, from_a[v], across.x, t, v);
+            let at = staged_at::<E>(across.y, t, v);
             #[unroll]
-            for c in 0..4u32 {
+            for c in 0..E::LANES {
                 if across.y {
                     slice_b[at.y * A_STRIDE + at.x + c] = from_b[v][c] as f16;
                 } else {
@@ -872,38 +885,6 @@ mod nn {
                 }
             }
         }
-    }
-
-    /// `mainloop_fragments` over operands bound as vectors (see `fetch`).
-    fn mainloop_fragments_vectors(
-        slice_a: &mut [f16; BLOCK * A_STRIDE],
-        slice_b: &mut [f16; COLUMNS],
-        a: &[Vec4<f32>],
-        b: &[Vec4<f32>],
-        shapes: Vec4<u32>,
-        across: Vec2<bool>,
-        origin: Vec2<u32>,
-        summed: Vec2<u32>,
-        t: u32,
-    ) -> [FragC16<f32>; FRAGS] {
-        let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
-        // The first step only stages. Skipping the multiply inside the loop's first turn
-        // instead (as `mainloop_fragments` does) made the H100's compiler move the
-        // accumulators between two sets of registers every step (~130 moves in a step of
-        // ~510 instructions); peeled, the forward ran 2-4% faster there. (The scalar loop,
-        // peeled the same way, ran 2% faster on large shapes and 5-7% slower on M = 35;
-        // notes/performance.md.)
-        let from_a = fetch(a, shapes.xy, across.x, origin.y, summed.x, t);
-        let from_b = fetch(b, shapes.zw, across.y, origin.x, summed.x, t);
-        stage_vectors_in_halves(slice_a, &from_a, slice_b, &from_b, across, t);
-        for k0 in (summed.x + DEPTH..summed.y).step_by(DEPTH) {
-            let from_a = fetch(a, shapes.xy, across.x, origin.y, k0, t);
-            let from_b = fetch(b, shapes.zw, across.y, origin.x, k0, t);
-            multiply_fragments(slice_a, slice_b, across.y, &mut acc, t);
-            stage_vectors_in_halves(slice_a, &from_a, slice_b, &from_b, across, t);
-        }
-        multiply_fragments(slice_a, slice_b, across.y, &mut acc, t);
-        acc
     }
 
     /// Where, in the block, the `k`-th run of `E::LANES` adjacent elements of a row that
@@ -1118,64 +1099,31 @@ mod nn {
     /// `gemm_forward` on the tensor cores, its sum over `k` cut into `p.splits` slices of
     /// `p.split_depth` (one per `z`) when the output alone cannot fill the GPU: then the
     /// first slice's products go to `pre`, the others' to `partial`, and
-    /// `gemm_forward_fragments_reduce` adds them up with the bias and the activation.
+    /// `gemm_forward_fragments_reduce` adds them up with the bias and the activation. Where
+    /// `k` and `n` are multiples of 4, the operands, the bias and the outputs may be bound as
+    /// vectors of 4 (`T = Vec4<f32>`): the epilogue then stores whole vectors.
     #[kernel(
         workgroup = [INVOCATIONS],
         constants = TensorBlocking,
+        types(T = [f32, Vec4<f32>]),
         grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK), p.splits],
         features(f16, cooperative_matrix),
         limits(workgroup_memory = MEMORY, invocations = INVOCATIONS)
     )]
-    pub fn gemm_forward_fragments(
+    pub fn gemm_forward_fragments<T>(
         p: &GemmParams,
-        #[len(p.m * p.k)] a: &[f32],
-        #[len(p.k * p.n)] b: &[f32],
-        #[len(p.n)] bias: &[f32],
-        #[len(p.m * p.n)] pre: &mut [f32],
-        #[len(p.m * p.n)] y: &mut [f32],
-        #[len((p.splits - 1) * p.m * p.n)] partial: &mut [f32],
+        #[len(p.m * p.k / T::LANES)] a: &[T],
+        #[len(p.k * p.n / T::LANES)] b: &[T],
+        #[len(p.n / T::LANES)] bias: &[T],
+        #[len(p.m * p.n / T::LANES)] pre: &mut [T],
+        #[len(p.m * p.n / T::LANES)] y: &mut [T],
+        #[len((p.splits - 1) * p.m * p.n / T::LANES)] partial: &mut [T],
         #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
         #[workgroup] half_b: &mut [f16; COLUMNS],
         #[workgroup] spill: &mut [f32; SPILL],
     ) {
         let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
         let acc = mainloop_fragments(
-            half_a,
-            half_b,
-            a,
-            b,
-            vec4(p.k, p.m, p.n, p.k),
-            vec2(true, false),
-            origin,
-            slice(split, p.split_depth, p.k),
-            t,
-        );
-        store_forward_slice(&acc, bias, pre, y, partial, p, split, spill, origin, t);
-    }
-
-    /// `gemm_forward_fragments` for `k` and `n` multiples of 4, the operands, the bias and the
-    /// outputs bound as vectors (the epilogue stores whole vectors).
-    #[kernel(
-        workgroup = [INVOCATIONS],
-        constants = TensorBlocking,
-        grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK), p.splits],
-        features(f16, cooperative_matrix),
-        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS)
-    )]
-    pub fn gemm_forward_fragments_vectors(
-        p: &GemmParams,
-        #[len(p.m * p.k / 4)] a: &[Vec4<f32>],
-        #[len(p.k * p.n / 4)] b: &[Vec4<f32>],
-        #[len(p.n / 4)] bias: &[Vec4<f32>],
-        #[len(p.m * p.n / 4)] pre: &mut [Vec4<f32>],
-        #[len(p.m * p.n / 4)] y: &mut [Vec4<f32>],
-        #[len((p.splits - 1) * p.m * p.n / 4)] partial: &mut [Vec4<f32>],
-        #[workgroup] half_a: &mut [f16; BLOCK * A_STRIDE],
-        #[workgroup] half_b: &mut [f16; COLUMNS],
-        #[workgroup] spill: &mut [f32; SPILL],
-    ) {
-        let (t, origin, split) = (local_index(), workgroup_id().xy * BLOCK, workgroup_id().z);
-        let acc = mainloop_fragments_vectors(
             half_a,
             half_b,
             a,
@@ -1283,7 +1231,7 @@ mod nn {
         fetched
     }
 
-    /// `stage_vectors_in_halves` for a wide block's fetches.
+    /// `stage_in_halves` for a wide block's fetches.
     fn wide_stage(
         slice_a: &mut [f16; BLOCK * A_STRIDE],
         from_a: &[Vec4<f32>; LOADS / 4],
@@ -1308,7 +1256,7 @@ mod nn {
         }
     }
 
-    /// `gemm_forward_fragments_vectors` in the wide blocks of `WideTensorBlocking`, whole:
+    /// `gemm_forward_fragments` over vectors in the wide blocks of `WideTensorBlocking`, whole:
     /// the first step only stages, as there. The bias and the outputs are bound as vectors
     /// too, so the epilogue stores whole vectors (on an H100 the epilogue of 4096^3 took ~12%
     /// of the forward with scalar stores; vectors made the whole forward 2-7% faster).

@@ -143,7 +143,7 @@ fn entry_points_are_pinned() {
 const SAMPLES: [&str; 7] = [
     "gemm_forward_f32_reg4",
     "gemm_forward_vec4_f32_reg4",
-    "gemm_forward_fragments_depth32_block64_invocations256",
+    "gemm_forward_fragments_f32_depth32_block64_invocations256",
     "conv_grad_input_fragments_by_tap_depth32_block64_invocations256",
     "conv_grad_input_window_block64_invocations512_depth32_slices1_all_taps0",
     "d_bias",
