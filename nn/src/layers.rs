@@ -104,7 +104,7 @@ impl LinearConfig {
     }
 
     /// The same layer computing in `precision` ([`Precision::TensorCoreF16`]: its products on
-    /// the tensor cores; [`Linear::new`] then fails with
+    /// the tensor cores; [`Layer::new`] then fails with
     /// [`Error::MissingFeature`](tessera::Error::MissingFeature) on a device without them).
     pub const fn precision(self, precision: Precision) -> Self {
         LinearConfig { precision, ..self }
@@ -118,182 +118,6 @@ impl LinearConfig {
     /// The same layer starting from `init`.
     pub const fn init(self, init: Init) -> Self {
         LinearConfig { init, ..self }
-    }
-}
-
-/// A fully connected layer, `y = act(x · weight + bias)` over rows of `x`: the [`Gemm`] op
-/// with its parameters (`weight` is `[in_features, out_features]`, `bias` `[out_features]`),
-/// their gradients, and the buffers its passes write.
-///
-/// The number of rows is read off each call's input (its length over `in_features`); the
-/// layer's buffers follow it.
-///
-/// ```no_run
-/// # use tessera::Runtime;
-/// # use tessera_nn::{Linear, LinearConfig};
-/// # fn main() -> Result<(), tessera::Error> {
-/// let rt = Runtime::new()?;
-/// let mut linear = Linear::new(&rt, LinearConfig::new(4, 3))?;
-/// let x = rt.upload(&[1.0f32; 8])?; // two rows
-/// let grad_y = rt.upload(&[1.0f32; 6])?;
-/// let mut batch = rt.batch();
-/// linear.forward(&mut batch, &x)?;
-/// linear.backward(&mut batch, &x, &grad_y)?; // writes the gradients, returns x's
-/// batch.submit()?;
-/// assert_eq!(linear.output()?.len(), 6);
-/// assert_eq!(linear.grad_bias().read(&rt)?, vec![2.0; 3]); // summed over the rows
-/// # Ok(()) }
-/// ```
-#[derive(Debug)]
-pub struct Linear {
-    op: Gemm,
-    config: LinearConfig,
-    state: State,
-}
-
-impl Linear {
-    /// A layer with parameters drawn as `config.init` says and zero gradients.
-    pub fn new(rt: &Runtime, config: LinearConfig) -> Result<Self> {
-        let LinearConfig {
-            in_features,
-            out_features,
-            ..
-        } = config;
-        if in_features == 0 || out_features == 0 {
-            return Err(invalid(
-                "linear",
-                format!(
-                    "in_features and out_features must be at least 1, got {in_features} and \
-                     {out_features}"
-                ),
-            ));
-        }
-        let (inputs, outputs) = (in_features as usize, out_features as usize);
-        Ok(Linear {
-            op: Gemm::with_precision(rt, config.precision)?,
-            config,
-            state: State::new(rt, "linear", config.init, inputs * outputs, outputs, inputs)?,
-        })
-    }
-
-    /// The layer's sizes and options.
-    pub fn config(&self) -> &LinearConfig {
-        &self.config
-    }
-
-    /// Compiles every kernel the layer may run now rather than at the first call that runs
-    /// it (see [`Gemm::prepare`]).
-    pub fn prepare(&self, rt: &Runtime) -> Result<()> {
-        self.op.prepare(rt)
-    }
-
-    /// The shape of the GEMM for an input `x`: its rows, checked.
-    fn shape(&self, x: &GpuBuffer<f32>) -> Result<GemmShape> {
-        let LinearConfig {
-            in_features: k,
-            out_features: n,
-            ..
-        } = self.config;
-        let m = rows(x.len(), k as usize, "linear", "in_features")?;
-        Ok(GemmShape { m, n, k })
-    }
-
-    /// Records the forward pass of `x` (`[rows, in_features]`) and returns the output buffer,
-    /// `[rows, out_features]`, which stays the layer's (read it after the batch is
-    /// submitted, or pass it to the next layer).
-    pub fn forward(
-        &mut self,
-        batch: &mut Batch<'_>,
-        x: &GpuBuffer<f32>,
-    ) -> Result<&GpuBuffer<f32>> {
-        let shape = self.shape(x)?;
-        let activation = self.config.activation;
-        let out = shape.m as usize * shape.n as usize;
-        let State {
-            weight, bias, keep, ..
-        } = &mut self.state;
-        let (pre, y) = keep.outputs(batch.runtime(), out, activation)?;
-        self.op.forward(
-            batch,
-            GemmForward {
-                shape,
-                activation,
-                a: x,
-                b: weight,
-                bias,
-                pre,
-                y: &mut *y,
-            },
-        )?;
-        Ok(y)
-    }
-
-    /// Records the backward pass for the forward's `x` and the output's gradient `grad_y`:
-    /// the parameters' gradients (overwritten) and the input's, which it returns.
-    pub fn backward(
-        &mut self,
-        batch: &mut Batch<'_>,
-        x: &GpuBuffer<f32>,
-        grad_y: &GpuBuffer<f32>,
-    ) -> Result<&GpuBuffer<f32>> {
-        let shape = self.shape(x)?;
-        let (op, activation) = (&self.op, self.config.activation);
-        let rt = batch.runtime();
-        self.state
-            .backward_with_input(rt, x.len(), |state, grad_a| {
-                let args = state.gemm_backward(shape, activation, x, grad_y, Some(grad_a))?;
-                op.backward(batch, args)
-            })
-    }
-
-    /// The backward pass without the input's gradient, for a network's first layer.
-    pub fn backward_params(
-        &mut self,
-        batch: &mut Batch<'_>,
-        x: &GpuBuffer<f32>,
-        grad_y: &GpuBuffer<f32>,
-    ) -> Result<()> {
-        let shape = self.shape(x)?;
-        let args = self
-            .state
-            .gemm_backward(shape, self.config.activation, x, grad_y, None)?;
-        self.op.backward(batch, args)
-    }
-
-    /// The output of the last forward pass.
-    pub fn output(&self) -> Result<&GpuBuffer<f32>> {
-        self.state.keep.output("linear")
-    }
-
-    /// `[in_features, out_features]`.
-    pub fn weight(&self) -> &GpuBuffer<f32> {
-        &self.state.weight
-    }
-
-    /// `[out_features]`.
-    pub fn bias(&self) -> &GpuBuffer<f32> {
-        &self.state.bias
-    }
-
-    /// The weight's gradient from the last backward pass.
-    pub fn grad_weight(&self) -> &GpuBuffer<f32> {
-        &self.state.grad_weight
-    }
-
-    /// The bias's gradient from the last backward pass.
-    pub fn grad_bias(&self) -> &GpuBuffer<f32> {
-        &self.state.grad_bias
-    }
-
-    /// The weight and the bias with their gradients, for an optimizer or a checkpoint.
-    pub fn parameters(&mut self) -> [Parameter<'_>; 2] {
-        let LinearConfig {
-            in_features,
-            out_features,
-            ..
-        } = self.config;
-        self.state
-            .parameters(vec![in_features as usize, out_features as usize])
     }
 }
 
@@ -338,7 +162,7 @@ impl Conv2dConfig {
     }
 
     /// The same layer computing in `precision` (see [`Convolution::with_precision`] for
-    /// which passes [`Precision::TensorCoreF16`] puts on the tensor cores; [`Conv2d::new`]
+    /// which passes [`Precision::TensorCoreF16`] puts on the tensor cores; [`Layer::new`]
     /// fails with [`Error::MissingFeature`](tessera::Error::MissingFeature) on a device without
     /// them).
     pub const fn precision(self, precision: Precision) -> Self {
@@ -388,6 +212,43 @@ impl Conv2dConfig {
     }
 }
 
+/// A layer: an op ([`Gemm`] or [`Convolution`]) with its parameters (a weight and a bias),
+/// their gradients, and the buffers its passes write. The layers are [`Linear`] and
+/// [`Conv2d`]; what this page lists holds for both.
+///
+/// The batch size is read off each call's input; the layer's buffers follow it.
+#[derive(Debug)]
+pub struct Layer<Op: LayerOp> {
+    op: Op,
+    config: Op::Config,
+    state: State,
+}
+
+/// A fully connected layer, `y = act(x · weight + bias)` over rows of `x`: the [`Gemm`] op
+/// with its parameters (`weight` is `[in_features, out_features]`, `bias` `[out_features]`),
+/// their gradients, and the buffers its passes write.
+///
+/// The number of rows is read off each call's input (its length over `in_features`); the
+/// layer's buffers follow it.
+///
+/// ```no_run
+/// # use tessera::Runtime;
+/// # use tessera_nn::{Linear, LinearConfig};
+/// # fn main() -> Result<(), tessera::Error> {
+/// let rt = Runtime::new()?;
+/// let mut linear = Linear::new(&rt, LinearConfig::new(4, 3))?;
+/// let x = rt.upload(&[1.0f32; 8])?; // two rows
+/// let grad_y = rt.upload(&[1.0f32; 6])?;
+/// let mut batch = rt.batch();
+/// linear.forward(&mut batch, &x)?;
+/// linear.backward(&mut batch, &x, &grad_y)?; // writes the gradients, returns x's
+/// batch.submit()?;
+/// assert_eq!(linear.output()?.len(), 6);
+/// assert_eq!(linear.grad_bias().read(&rt)?, vec![2.0; 3]); // summed over the rows
+/// # Ok(()) }
+/// ```
+pub type Linear = Layer<Gemm>;
+
 /// A 2-D convolution layer over NCHW images, `y = act(conv(x, w) + bias)`: the
 /// [`Convolution`] op with its parameters (the filter `[out_channels, in_channels, kernel_h,
 /// kernel_w]` and `bias` `[out_channels]`), their gradients, and the buffers its passes write.
@@ -412,40 +273,128 @@ impl Conv2dConfig {
 /// batch.submit()?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug)]
-pub struct Conv2d {
-    op: Convolution,
-    config: Conv2dConfig,
-    state: State,
-}
+pub type Conv2d = Layer<Convolution>;
 
-impl Conv2d {
-    /// A layer with parameters drawn as `config.init` says and zero gradients; an error when
-    /// the filter does not fit the padded input.
-    pub fn new(rt: &Runtime, config: Conv2dConfig) -> Result<Self> {
-        let shape = config.shape(1);
-        shape.output()?;
-        let [kh, kw] = shape.kernel;
-        let fan_in = shape.in_channels as usize * kh as usize * kw as usize;
-        let (weights, biases) = (shape.weight_len(), shape.out_channels as usize);
-        Ok(Conv2d {
-            op: Convolution::with_precision(rt, config.precision)?,
+impl<Op: LayerOp> Layer<Op> {
+    /// A layer with parameters drawn as its config's `init` says and zero gradients; an
+    /// error when the config describes no layer (a size of 0, a filter larger than the
+    /// padded input).
+    pub fn new(rt: &Runtime, config: Op::Config) -> Result<Self> {
+        let sizes = Op::sizes(&config)?;
+        Ok(Layer {
+            op: Op::build(rt, &config)?,
+            state: State::new(rt, Op::NAME, Op::init(&config), sizes)?,
             config,
-            state: State::new(rt, "conv2d", config.init, weights, biases, fan_in)?,
         })
     }
 
-    /// The layer's sizes and options.
-    pub fn config(&self) -> &Conv2dConfig {
+    /// The layer's sizes and options ([`LinearConfig`] or [`Conv2dConfig`]).
+    pub fn config(&self) -> &Op::Config {
         &self.config
     }
 
     /// Compiles every kernel the layer may run now rather than at the first call that runs
-    /// it (see [`Convolution::prepare`]).
+    /// it (see [`Gemm::prepare`]).
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
         self.op.prepare(rt)
     }
 
+    /// Records the forward pass of `x` (rows of `in_features` values, or NCHW images) and
+    /// returns the output buffer, which stays the layer's (read it after the batch is
+    /// submitted, or pass it to the next layer).
+    pub fn forward(
+        &mut self,
+        batch: &mut Batch<'_>,
+        x: &GpuBuffer<f32>,
+    ) -> Result<&GpuBuffer<f32>> {
+        let shape = Op::shape(&self.config, x.len())?;
+        let activation = Op::activation(&self.config);
+        let State {
+            weight, bias, keep, ..
+        } = &mut self.state;
+        let (pre, y) = keep.outputs(batch.runtime(), Op::output_len(&shape)?, activation)?;
+        let pass = Forward {
+            shape,
+            activation,
+            x,
+            weight,
+            bias,
+            pre,
+            y: &mut *y,
+        };
+        self.op.forward(batch, pass)?;
+        Ok(y)
+    }
+
+    /// Records the backward pass for the forward's `x` and the output's gradient `grad_y`:
+    /// the parameters' gradients (overwritten) and the input's, which it returns.
+    pub fn backward(
+        &mut self,
+        batch: &mut Batch<'_>,
+        x: &GpuBuffer<f32>,
+        grad_y: &GpuBuffer<f32>,
+    ) -> Result<&GpuBuffer<f32>> {
+        let shape = Op::shape(&self.config, x.len())?;
+        let outputs = Op::output_len(&shape)?;
+        let (op, activation) = (&self.op, Op::activation(&self.config));
+        let rt = batch.runtime();
+        self.state
+            .backward_with_input(rt, x.len(), |state, grad_x| {
+                let pass = state.backward(Op::NAME, (shape, outputs), activation, x, grad_y)?;
+                op.backward(batch, pass, Some(grad_x))
+            })
+    }
+
+    /// The backward pass without the input's gradient, for a network's first layer (a
+    /// [`Conv2d`] does not compute it at all).
+    pub fn backward_params(
+        &mut self,
+        batch: &mut Batch<'_>,
+        x: &GpuBuffer<f32>,
+        grad_y: &GpuBuffer<f32>,
+    ) -> Result<()> {
+        let shape = Op::shape(&self.config, x.len())?;
+        let outputs = Op::output_len(&shape)?;
+        let activation = Op::activation(&self.config);
+        let pass = self
+            .state
+            .backward(Op::NAME, (shape, outputs), activation, x, grad_y)?;
+        self.op.backward(batch, pass, None)
+    }
+
+    /// The output of the last forward pass.
+    pub fn output(&self) -> Result<&GpuBuffer<f32>> {
+        self.state.keep.output(Op::NAME)
+    }
+
+    /// The weight: `[in_features, out_features]`, or the filter `[out_channels, in_channels,
+    /// kernel_h, kernel_w]`.
+    pub fn weight(&self) -> &GpuBuffer<f32> {
+        &self.state.weight
+    }
+
+    /// The bias: `[out_features]` or `[out_channels]`.
+    pub fn bias(&self) -> &GpuBuffer<f32> {
+        &self.state.bias
+    }
+
+    /// The weight's gradient from the last backward pass.
+    pub fn grad_weight(&self) -> &GpuBuffer<f32> {
+        &self.state.grad_weight
+    }
+
+    /// The bias's gradient from the last backward pass.
+    pub fn grad_bias(&self) -> &GpuBuffer<f32> {
+        &self.state.grad_bias
+    }
+
+    /// The weight and the bias with their gradients, for an optimizer or a checkpoint.
+    pub fn parameters(&mut self) -> [Parameter<'_>; 2] {
+        self.state.parameters()
+    }
+}
+
+impl Conv2d {
     /// Height and width of the output images.
     pub fn output_size(&self) -> [u32; 2] {
         // `new` checked the shape.
@@ -458,108 +407,230 @@ impl Conv2d {
         let [h, w] = self.output_size();
         self.config.shape.out_channels * h * w
     }
+}
 
-    /// The convolution's shape for an input `x`: its images, checked.
-    fn shape(&self, x: &GpuBuffer<f32>) -> Result<Conv2dShape> {
-        let image = self.config.shape(1).input_len();
-        let images = rows(x.len(), image, "conv2d", "one input image")?;
-        Ok(self.config.shape(images))
+/// What a layer asks of its op. The trait cannot be named outside the crate: the layers are
+/// [`Linear`] and [`Conv2d`].
+mod op {
+    use super::{Activation, Init};
+    use tessera::{Batch, GpuBuffer, Result, Runtime};
+
+    pub trait LayerOp: Sized + std::fmt::Debug {
+        /// The layer's sizes and options.
+        type Config: Copy + std::fmt::Debug;
+        /// The op's problem for one call.
+        type Shape: Copy;
+        /// The layer's name in errors and buffer labels.
+        const NAME: &'static str;
+        /// The parameters' sizes, or why `config` describes no layer.
+        fn sizes(config: &Self::Config) -> Result<Sizes>;
+        fn build(rt: &Runtime, config: &Self::Config) -> Result<Self>;
+        fn init(config: &Self::Config) -> Init;
+        fn activation(config: &Self::Config) -> Activation;
+        /// The problem for an input of `input_len` values, checked.
+        fn shape(config: &Self::Config, input_len: usize) -> Result<Self::Shape>;
+        fn output_len(shape: &Self::Shape) -> Result<usize>;
+        fn prepare(&self, rt: &Runtime) -> Result<()>;
+        fn forward(&self, batch: &mut Batch<'_>, pass: Forward<'_, Self::Shape>) -> Result<()>;
+        fn backward(
+            &self,
+            batch: &mut Batch<'_>,
+            pass: Backward<'_, Self::Shape>,
+            grad_x: Option<&mut GpuBuffer<f32>>,
+        ) -> Result<()>;
     }
 
-    /// Records the forward pass of `x` (`[images, in_channels, h, w]`) and returns the output
-    /// buffer, which stays the layer's (read it after the batch is submitted, or pass it to
-    /// the next layer).
-    pub fn forward(
-        &mut self,
-        batch: &mut Batch<'_>,
-        x: &GpuBuffer<f32>,
-    ) -> Result<&GpuBuffer<f32>> {
-        let shape = self.shape(x)?;
-        let activation = self.config.activation;
-        let State {
-            weight, bias, keep, ..
-        } = &mut self.state;
-        let (pre, y) = keep.outputs(batch.runtime(), shape.output_len()?, activation)?;
-        self.op.forward(
-            batch,
-            Conv2dForward {
-                shape,
-                activation,
-                x,
-                w: weight,
-                bias,
-                pre,
-                y: &mut *y,
-            },
-        )?;
-        Ok(y)
+    /// A forward pass as a layer hands it to its op.
+    pub struct Forward<'a, S> {
+        pub shape: S,
+        pub activation: Activation,
+        pub x: &'a GpuBuffer<f32>,
+        pub weight: &'a GpuBuffer<f32>,
+        pub bias: &'a GpuBuffer<f32>,
+        pub pre: Option<&'a mut GpuBuffer<f32>>,
+        pub y: &'a mut GpuBuffer<f32>,
     }
 
-    /// Records the backward pass for the forward's `x` and the output's gradient `grad_y`:
-    /// the parameters' gradients (overwritten) and the input's, which it returns.
-    pub fn backward(
-        &mut self,
-        batch: &mut Batch<'_>,
-        x: &GpuBuffer<f32>,
-        grad_y: &GpuBuffer<f32>,
-    ) -> Result<&GpuBuffer<f32>> {
-        let shape = self.shape(x)?;
-        let (op, activation) = (&self.op, self.config.activation);
-        let rt = batch.runtime();
-        self.state
-            .backward_with_input(rt, x.len(), |state, grad_x| {
-                let args = state.conv_backward(shape, activation, x, grad_y, Some(grad_x))?;
-                op.backward(batch, args)
-            })
+    /// A backward pass as a layer hands it to its op, but for the input's gradient.
+    pub struct Backward<'a, S> {
+        pub shape: S,
+        pub activation: Activation,
+        pub x: &'a GpuBuffer<f32>,
+        pub weight: &'a GpuBuffer<f32>,
+        pub pre: Option<&'a GpuBuffer<f32>>,
+        pub grad_y: &'a GpuBuffer<f32>,
+        pub grad_weight: &'a mut GpuBuffer<f32>,
+        pub grad_bias: &'a mut GpuBuffer<f32>,
     }
 
-    /// The backward pass without the input's gradient (not computed at all), for a
-    /// network's first layer.
-    pub fn backward_params(
-        &mut self,
+    /// A layer's parameters: the weight's dimensions (row-major), the bias's length, and how
+    /// many products each output sums (for [`Init`]).
+    pub struct Sizes {
+        pub weight: Vec<usize>,
+        pub bias: usize,
+        pub fan_in: usize,
+    }
+}
+
+use op::{Backward, Forward, LayerOp, Sizes};
+
+impl LayerOp for Gemm {
+    type Config = LinearConfig;
+    type Shape = GemmShape;
+    const NAME: &'static str = "linear";
+
+    fn sizes(config: &LinearConfig) -> Result<Sizes> {
+        let (inputs, outputs) = (config.in_features, config.out_features);
+        if inputs == 0 || outputs == 0 {
+            return Err(invalid(
+                Self::NAME,
+                format!(
+                    "in_features and out_features must be at least 1, got {inputs} and {outputs}"
+                ),
+            ));
+        }
+        let (inputs, outputs) = (inputs as usize, outputs as usize);
+        Ok(Sizes {
+            weight: vec![inputs, outputs],
+            bias: outputs,
+            fan_in: inputs,
+        })
+    }
+
+    fn build(rt: &Runtime, config: &LinearConfig) -> Result<Self> {
+        Gemm::with_precision(rt, config.precision)
+    }
+
+    fn init(config: &LinearConfig) -> Init {
+        config.init
+    }
+
+    fn activation(config: &LinearConfig) -> Activation {
+        config.activation
+    }
+
+    fn shape(config: &LinearConfig, input_len: usize) -> Result<GemmShape> {
+        let (k, n) = (config.in_features, config.out_features);
+        let m = rows(input_len, k as usize, Self::NAME, "in_features")?;
+        Ok(GemmShape { m, n, k })
+    }
+
+    fn output_len(shape: &GemmShape) -> Result<usize> {
+        Ok(shape.m as usize * shape.n as usize)
+    }
+
+    fn prepare(&self, rt: &Runtime) -> Result<()> {
+        Gemm::prepare(self, rt)
+    }
+
+    fn forward(&self, batch: &mut Batch<'_>, pass: Forward<'_, GemmShape>) -> Result<()> {
+        let args = GemmForward {
+            shape: pass.shape,
+            activation: pass.activation,
+            a: pass.x,
+            b: pass.weight,
+            bias: pass.bias,
+            pre: pass.pre,
+            y: pass.y,
+        };
+        Gemm::forward(self, batch, args)
+    }
+
+    fn backward(
+        &self,
         batch: &mut Batch<'_>,
-        x: &GpuBuffer<f32>,
-        grad_y: &GpuBuffer<f32>,
+        pass: Backward<'_, GemmShape>,
+        grad_x: Option<&mut GpuBuffer<f32>>,
     ) -> Result<()> {
-        let shape = self.shape(x)?;
-        let args = self
-            .state
-            .conv_backward(shape, self.config.activation, x, grad_y, None)?;
-        self.op.backward(batch, args)
+        let args = GemmBackward {
+            shape: pass.shape,
+            activation: pass.activation,
+            a: pass.x,
+            b: pass.weight,
+            pre: pass.pre,
+            grad_y: pass.grad_y,
+            grad_a: grad_x,
+            grad_b: pass.grad_weight,
+            grad_bias: pass.grad_bias,
+        };
+        Gemm::backward(self, batch, args)
+    }
+}
+
+impl LayerOp for Convolution {
+    type Config = Conv2dConfig;
+    type Shape = Conv2dShape;
+    const NAME: &'static str = "conv2d";
+
+    fn sizes(config: &Conv2dConfig) -> Result<Sizes> {
+        let shape = config.shape(1);
+        shape.output()?;
+        let [kh, kw] = shape.kernel.map(|k| k as usize);
+        let (outputs, inputs) = (shape.out_channels as usize, shape.in_channels as usize);
+        Ok(Sizes {
+            weight: vec![outputs, inputs, kh, kw],
+            bias: outputs,
+            fan_in: inputs * kh * kw,
+        })
     }
 
-    /// The output of the last forward pass.
-    pub fn output(&self) -> Result<&GpuBuffer<f32>> {
-        self.state.keep.output("conv2d")
+    fn build(rt: &Runtime, config: &Conv2dConfig) -> Result<Self> {
+        Convolution::with_precision(rt, config.precision)
     }
 
-    /// `[out_channels, in_channels, kernel_h, kernel_w]`.
-    pub fn weight(&self) -> &GpuBuffer<f32> {
-        &self.state.weight
+    fn init(config: &Conv2dConfig) -> Init {
+        config.init
     }
 
-    /// `[out_channels]`.
-    pub fn bias(&self) -> &GpuBuffer<f32> {
-        &self.state.bias
+    fn activation(config: &Conv2dConfig) -> Activation {
+        config.activation
     }
 
-    /// The filter's gradient from the last backward pass.
-    pub fn grad_weight(&self) -> &GpuBuffer<f32> {
-        &self.state.grad_weight
+    fn shape(config: &Conv2dConfig, input_len: usize) -> Result<Conv2dShape> {
+        let image = config.shape(1).input_len();
+        let images = rows(input_len, image, Self::NAME, "one input image")?;
+        Ok(config.shape(images))
     }
 
-    /// The bias's gradient from the last backward pass.
-    pub fn grad_bias(&self) -> &GpuBuffer<f32> {
-        &self.state.grad_bias
+    fn output_len(shape: &Conv2dShape) -> Result<usize> {
+        shape.output_len()
     }
 
-    /// The filter and the bias with their gradients, for an optimizer or a checkpoint.
-    pub fn parameters(&mut self) -> [Parameter<'_>; 2] {
-        let shape = self.config.shape;
-        let [kh, kw] = shape.kernel;
-        let (out, inp) = (shape.out_channels as usize, shape.in_channels as usize);
-        self.state
-            .parameters(vec![out, inp, kh as usize, kw as usize])
+    fn prepare(&self, rt: &Runtime) -> Result<()> {
+        Convolution::prepare(self, rt)
+    }
+
+    fn forward(&self, batch: &mut Batch<'_>, pass: Forward<'_, Conv2dShape>) -> Result<()> {
+        let args = Conv2dForward {
+            shape: pass.shape,
+            activation: pass.activation,
+            x: pass.x,
+            w: pass.weight,
+            bias: pass.bias,
+            pre: pass.pre,
+            y: pass.y,
+        };
+        Convolution::forward(self, batch, args)
+    }
+
+    fn backward(
+        &self,
+        batch: &mut Batch<'_>,
+        pass: Backward<'_, Conv2dShape>,
+        grad_x: Option<&mut GpuBuffer<f32>>,
+    ) -> Result<()> {
+        let args = Conv2dBackward {
+            shape: pass.shape,
+            activation: pass.activation,
+            x: pass.x,
+            w: pass.weight,
+            pre: pass.pre,
+            grad_y: pass.grad_y,
+            grad_x,
+            grad_w: pass.grad_weight,
+            grad_bias: pass.grad_bias,
+        };
+        Convolution::backward(self, batch, args)
     }
 }
 
@@ -571,26 +642,23 @@ struct State {
     bias: GpuBuffer<f32>,
     grad_weight: GpuBuffer<f32>,
     grad_bias: GpuBuffer<f32>,
+    /// The weight's dimensions, row-major.
+    weight_shape: Vec<usize>,
     keep: Kept,
 }
 
 impl State {
-    /// Parameters drawn as `init` says for a layer (named `layer` in buffer labels) whose
-    /// every output sums `fan_in` products, and zero gradients.
-    fn new(
-        rt: &Runtime,
-        layer: &str,
-        init: Init,
-        weights: usize,
-        biases: usize,
-        fan_in: usize,
-    ) -> Result<Self> {
-        let (weight, bias) = init.draw(weights, biases, fan_in);
+    /// Parameters of `sizes` drawn as `init` says for a layer (named `layer` in buffer
+    /// labels), and zero gradients.
+    fn new(rt: &Runtime, layer: &str, init: Init, sizes: Sizes) -> Result<Self> {
+        let weights = sizes.weight.iter().product();
+        let (weight, bias) = init.draw(weights, sizes.bias, sizes.fan_in);
         Ok(State {
             weight: rt.upload_labeled(&format!("{layer}.weight"), &weight)?,
             bias: rt.upload_labeled(&format!("{layer}.bias"), &bias)?,
             grad_weight: rt.zeros_labeled(&format!("{layer}.weight gradient"), weights)?,
-            grad_bias: rt.zeros_labeled(&format!("{layer}.bias gradient"), biases)?,
+            grad_bias: rt.zeros_labeled(&format!("{layer}.bias gradient"), sizes.bias)?,
+            weight_shape: sizes.weight,
             keep: Kept::default(),
         })
     }
@@ -609,58 +677,35 @@ impl State {
         recorded.map(|()| &*grad_x)
     }
 
-    /// The arguments of a [`Gemm`]'s backward pass over these parameters.
-    fn gemm_backward<'a>(
+    /// The backward pass of layer `layer` over these parameters, for the forward of `shape`
+    /// (`outputs` values) on `x` whose output's gradient is `grad_y`; an error when no
+    /// forward pass of that size ran.
+    fn backward<'a, S>(
         &'a mut self,
-        shape: GemmShape,
+        layer: &str,
+        (shape, outputs): (S, usize),
         activation: Activation,
         x: &'a GpuBuffer<f32>,
         grad_y: &'a GpuBuffer<f32>,
-        grad_a: Option<&'a mut GpuBuffer<f32>>,
-    ) -> Result<GemmBackward<'a>> {
-        Ok(GemmBackward {
-            shape,
-            activation,
-            a: x,
-            b: &self.weight,
-            pre: self
-                .keep
-                .pre(shape.m as usize * shape.n as usize, "linear")?,
-            grad_y,
-            grad_a,
-            grad_b: &mut self.grad_weight,
-            grad_bias: &mut self.grad_bias,
-        })
-    }
-
-    /// The arguments of a [`Convolution`]'s backward pass over these parameters.
-    fn conv_backward<'a>(
-        &'a mut self,
-        shape: Conv2dShape,
-        activation: Activation,
-        x: &'a GpuBuffer<f32>,
-        grad_y: &'a GpuBuffer<f32>,
-        grad_x: Option<&'a mut GpuBuffer<f32>>,
-    ) -> Result<Conv2dBackward<'a>> {
-        Ok(Conv2dBackward {
+    ) -> Result<Backward<'a, S>> {
+        Ok(Backward {
             shape,
             activation,
             x,
-            w: &self.weight,
-            pre: self.keep.pre(shape.output_len()?, "conv2d")?,
+            weight: &self.weight,
+            pre: self.keep.pre(outputs, layer)?,
             grad_y,
-            grad_x,
-            grad_w: &mut self.grad_weight,
+            grad_weight: &mut self.grad_weight,
             grad_bias: &mut self.grad_bias,
         })
     }
 
-    /// The weight (of `weight_shape`) and the bias with their gradients.
-    fn parameters(&mut self, weight_shape: Vec<usize>) -> [Parameter<'_>; 2] {
+    /// The weight and the bias with their gradients.
+    fn parameters(&mut self) -> [Parameter<'_>; 2] {
         [
             Parameter {
                 name: "weight",
-                shape: weight_shape,
+                shape: self.weight_shape.clone(),
                 value: &mut self.weight,
                 grad: &self.grad_weight,
             },

@@ -113,7 +113,7 @@ pub use conv::{
     Padding,
 };
 pub use gemm::{Gemm, GemmBackward, GemmForward, GemmShape};
-pub use layers::{Conv2d, Conv2dConfig, Init, Linear, LinearConfig, Parameter};
+pub use layers::{Conv2d, Conv2dConfig, Init, Layer, Linear, LinearConfig, Parameter};
 pub use loss::{LossBackward, LossForward, LossShape, SoftmaxCrossEntropy};
 pub use optim::{Adam, AdamConfig, AdamState, Sgd, SgdConfig};
 pub use precision::Precision;
