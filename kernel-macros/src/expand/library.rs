@@ -164,7 +164,8 @@ fn library_tokens(item: &syn::ItemMod, library: &Library) -> TokenStream {
     let reachable = syn::Ident::new(LIBRARY_MACRO, proc_macro2::Span::call_site());
     let dollar = || TokenTree::Punct(Punct::new('$', Spacing::Alone));
     let (d1, d2, d3, d4) = (dollar(), dollar(), dollar(), dollar());
-    let listing = function_docs(functions);
+    let mut listing = function_docs(functions);
+    listing.extend(import_docs(&library.imports));
     quote! {
         #(#attrs)*
         #(#[doc = #listing])*
@@ -247,6 +248,27 @@ fn function_docs(functions: &[syn::ItemFn]) -> Vec<String> {
             .map(|d| format!(": {}", d.trim()))
             .unwrap_or_default();
         lines.push(format!(" - `{signature}`{summary}"));
+    }
+    lines
+}
+
+/// Lines for the library's rustdoc naming the libraries it imports, whose items a module
+/// importing this one gets too.
+fn import_docs(imports: &[Import]) -> Vec<String> {
+    if imports.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![
+        String::new(),
+        " # Imported libraries".to_owned(),
+        String::new(),
+        " A module that imports this library gets their helpers, constants and structs too:"
+            .to_owned(),
+        String::new(),
+    ];
+    for import in imports {
+        let path = signature_text(quote::ToTokens::to_token_stream(&import.path));
+        lines.push(format!(" - `{path}`"));
     }
     lines
 }
@@ -420,6 +442,17 @@ pub fn import(input: TokenStream) -> TokenStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_librarys_imports_are_listed_by_their_paths() {
+        let import = Import {
+            path: syn::parse_quote!(super::activations),
+            groups: Vec::new(),
+        };
+        let lines = import_docs(&[import]);
+        assert_eq!(lines.last().unwrap(), " - `super::activations`");
+        assert!(import_docs(&[]).is_empty());
+    }
 
     #[test]
     fn signatures_are_listed_as_rust_writes_them() {

@@ -101,9 +101,13 @@ fn clash(
     holder: &Holder,
     written: &str,
 ) -> String {
-    let (here, heres) = match importer {
-        Importer::Kernels => ("the kernels module", "the module's"),
-        Importer::Library(_) => ("the library that imports it", "the importing library's"),
+    let (here, heres, whose) = match importer {
+        Importer::Kernels => ("the kernels module", "the module's", "the library's"),
+        Importer::Library(_) => (
+            "the library that imports it",
+            "the importing library's",
+            "each library's",
+        ),
     };
     match (holder, namespace) {
         (Holder::Import { written: other, .. }, _) => {
@@ -117,7 +121,7 @@ fn clash(
             )
         }
         (Holder::Own, Namespace::Value) => format!(
-            "`{name}` is in this library and in {here}; rename {heres}, since the library's \
+            "`{name}` is in this library and in {here}; rename {heres}, since {whose} \
              helpers may call theirs by name"
         ),
         (Holder::Own, Namespace::Type) => format!(

@@ -172,8 +172,8 @@ fn library_struct_is_visible(item: &syn::ItemStruct, errors: &mut Errors) -> boo
                 field_name,
                 format!(
                     "the host sets `{field_name}`, and the launchers of the modules that \
-                     import this library read it: write `pub {field_name}` (or `pub(crate)`, \
-                     as the struct)"
+                     import this library read it: write `pub {field_name}` (or \
+                     `pub(crate) {field_name}` for a library of this crate only)"
                 ),
             );
             visible = false;
