@@ -247,6 +247,8 @@ fn a_library_importing_libraries_hands_their_helpers_on() {
 #[test]
 fn the_importing_modules_wgsl_is_pinned() {
     insta::assert_snapshot!("imported", imported::WGSL);
+    // Through two levels of imports, only the helpers `activated` calls, each once.
+    insta::assert_snapshot!("chained", chained::WGSL);
 }
 
 #[test]

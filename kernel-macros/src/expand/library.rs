@@ -204,7 +204,10 @@ fn reexports(import: &Import) -> Vec<TokenStream> {
         })
         .map(|s| {
             let (vis, name) = (&s.vis, &s.ident);
-            quote! { #vis use #path::#name; }
+            quote! {
+                #[allow(unused_imports)]
+                #vis use #path::#name;
+            }
         })
         .collect()
 }

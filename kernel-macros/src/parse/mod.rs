@@ -252,10 +252,12 @@ fn type_names(
 /// An imported library's `Params` struct, in the importing module: a `use` of the library's
 /// one Rust type by the path the import was written with (`use lib::ConvParams;`), with the
 /// struct's visibility, so that the launchers name it and the host can name it through the
-/// module as well.
+/// module as well. No kernel may use it: the user did not write the `use`, so it is not
+/// reported unused.
 fn imported_struct(path: &syn::Path, item: &syn::ItemStruct) -> syn::Item {
     let (vis, name) = (&item.vis, &item.ident);
     syn::parse_quote! {
+        #[allow(unused_imports)]
         #vis use #path::#name;
     }
 }
