@@ -130,25 +130,17 @@ pub fn module(
         types: type_names(&passthrough, &set_items, &family_items),
     };
     let imports = imports::distinct(library::Importer::Kernels, own, imports, errors);
-    let mut imported = Vec::new();
-    for import in imports {
-        for item in import.groups.into_iter().flat_map(|g| g.items) {
-            match item {
-                syn::Item::Const(constant) => {
-                    let value = consts::module_const(&constant, &module_consts, errors)
-                        .unwrap_or_else(|| consts::stand_in(&constant.ty));
-                    module_consts = module_consts.with(&constant.ident.to_string(), value);
-                }
-                syn::Item::Fn(function) => imported.push(function),
-                syn::Item::Struct(item) => {
-                    params.push(params::params_struct(&item, errors));
-                    passthrough.push(imported_struct(&import.path, &item));
-                }
-                // The library's own crate reported anything else.
-                _ => {}
-            }
-        }
-    }
+    let mut declared = Declared {
+        consts: module_consts,
+        params,
+        passthrough,
+    };
+    let imported = merge_imports(imports, &mut declared, errors);
+    let Declared {
+        consts: module_consts,
+        params,
+        passthrough,
+    } = declared;
     let imported_names: Vec<syn::Ident> = imported.iter().map(|f| f.sig.ident.clone()).collect();
     functions.extend(imported);
     let mut sets = kernel::Sets::default();
@@ -225,6 +217,44 @@ pub fn module(
         attrs: input.attrs,
         vis: input.vis,
     })
+}
+
+/// What the module declares that its imports add to.
+struct Declared {
+    consts: consts::Consts,
+    params: Vec<ir::ParamsStruct>,
+    passthrough: Vec<syn::Item>,
+}
+
+/// Adds the imports' constants and `Params` structs (a `use` of each, see
+/// [`imported_struct`]) to the module's, and returns their helpers.
+fn merge_imports(
+    imports: Vec<library::Import>,
+    declared: &mut Declared,
+    errors: &mut Errors,
+) -> Vec<syn::ItemFn> {
+    let mut helpers = Vec::new();
+    for import in imports {
+        for item in import.groups.into_iter().flat_map(|g| g.items) {
+            match item {
+                syn::Item::Const(constant) => {
+                    let value = consts::module_const(&constant, &declared.consts, errors)
+                        .unwrap_or_else(|| consts::stand_in(&constant.ty));
+                    declared.consts = declared.consts.with(&constant.ident.to_string(), value);
+                }
+                syn::Item::Fn(function) => helpers.push(function),
+                syn::Item::Struct(item) => {
+                    declared.params.push(params::params_struct(&item, errors));
+                    declared
+                        .passthrough
+                        .push(imported_struct(&import.path, &item));
+                }
+                // The library's own crate reported anything else.
+                _ => {}
+            }
+        }
+    }
+    helpers
 }
 
 /// The type names the module declares: its structs (of every kind) and what its `use` items
