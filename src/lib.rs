@@ -616,9 +616,83 @@
 //! - Only the helpers a kernel calls reach its WGSL.
 //! - The library's constants stay Rust constants of its module, for the host.
 //!   Its helpers are WGSL only: the module's rustdoc lists them with their signatures.
-//! - A library's name must not be shared: an imported helper or constant whose name the module
-//!   already has, or another import brings, is an error (the library's helpers call each other
-//!   by name). A library cannot import another one yet.
+//! - A library's names must not be shared: an imported helper, constant or struct whose name
+//!   the module already has (a `use` included, for a struct), or another import brings, is an
+//!   error at the import (the library's helpers call each other by name). The same library
+//!   reached twice, directly and through a library that imports it, is one.
+//!
+//! A library may also declare the parameter structs its helpers take, and import other
+//! libraries:
+//!
+//! ```
+//! #[tessera::device]
+//! pub mod activations {
+//!     /// The slope of `leaky_relu` below zero.
+//!     pub const LEAK: f32 = 0.125;
+//!
+//!     fn leaky_relu(x: f32) -> f32 {
+//!         if x > 0.0 {
+//!             x
+//!         } else {
+//!             LEAK * x
+//!         }
+//!     }
+//! }
+//!
+//! #[tessera::device]
+//! pub mod epilogues {
+//!     #[device]
+//!     use super::activations;
+//!
+//!     /// A bias-and-activation pass over `n` values: the uniform of kernels in any module that
+//!     /// imports this library, one Rust type for all of them.
+//!     #[repr(C)]
+//!     #[derive(Clone, Copy, tessera::Params)]
+//!     pub struct BiasParams {
+//!         pub n: u32,
+//!         pub bias: f32,
+//!     }
+//!
+//!     /// A helper over its own library's struct, calling the imported library's helper.
+//!     fn biased(p: &BiasParams, x: f32) -> f32 {
+//!         leaky_relu(x + p.bias)
+//!     }
+//! }
+//!
+//! #[tessera::kernels]
+//! mod layer {
+//!     #[device]
+//!     use super::epilogues; // `activations`' items come along
+//!
+//!     #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
+//!     pub fn bias_activate(p: &BiasParams, #[len(p.n)] x: &mut [f32]) {
+//!         let i = global_id().x;
+//!         if i < p.n {
+//!             x[i] = biased(p, x[i]);
+//!         }
+//!     }
+//! }
+//!
+//! // The host names the struct through the library, or through the module that imports it.
+//! fn params(n: u32) -> layer::BiasParams {
+//!     epilogues::BiasParams { n, bias: 0.5 }
+//! }
+//! # fn main() { params(1); }
+//! ```
+//!
+//! - A library's structs derive `Params` and are `pub`, with `pub` fields (or `pub(crate)`,
+//!   for a library only this crate imports): the host builds them, and the launchers of every
+//!   importing module read them. Each stays one Rust item of its library's module. A module
+//!   that imports the library gets `use path::Name;` in its place (`path` as the import is
+//!   written), so its kernels take the struct as their uniform, its `#[len(..)]` and `grid`
+//!   read it, its helpers take it, and the host names it `path::Name` or `module::Name`.
+//! - A library imports another with `#[device] use`, as a kernels module does. A module
+//!   importing it gets all of the other library's helpers, constants and structs along with
+//!   its own, not only those its helpers use (so its names can clash too: the library's
+//!   rustdoc lists what it imports). The library re-exports the other's structs, and a module
+//!   that imports it names them through it (`path::Name`), whichever crate declared them. Its helpers that name nothing of their callers are checked in its crate, with the
+//!   other library's items in scope. A library cannot import itself, and two libraries cannot
+//!   import each other (rustc then finds neither).
 //! - A path that is no library (`#[device] use std::f32;`) fails with rustc's "cannot find
 //!   macro `tessera_device_library`": each library defines that macro, through which its
 //!   items reach the modules that import it. Libraries, and the modules that import them, are
@@ -702,8 +776,9 @@ extern crate self as tessera;
 #[doc(inline)]
 pub use kernel_macros::kernels;
 
-/// Makes a module of helpers and constants a device-function library, which any [`kernels`]
-/// module, in this crate or another, imports with `#[device] use path::to::library;`.
+/// Makes a module of helpers, constants and `Params` structs a device-function library, which
+/// any [`kernels`] module or other library, in this crate or another, imports with
+/// `#[device] use path::to::library;`.
 ///
 /// See [Device-function libraries](crate#device-function-libraries) for how a crate publishes
 /// one and how a kernels module imports it, with examples of both.

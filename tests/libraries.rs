@@ -4,7 +4,7 @@
 //! called from two instances of different sizes; a helper over the caller's element type,
 //! called from an `f32` and a `u32` instance; a library constant; a helper using subgroups;
 //! and tensor-core fragments (naga validates those while the macro expands; a device without
-//! cooperative matrices does not run them).
+//! cooperative matrices does not run them). Then library structs and library imports (below).
 
 mod common;
 
@@ -95,11 +95,160 @@ pub mod imported_tiles {
     }
 }
 
+#[tessera::kernels]
+pub mod windowed {
+    #[device]
+    use tessera_test_library::windows;
+
+    /// `y[i]` = the window sum at `i`: the library's struct as this kernel's uniform, in its
+    /// lengths and grid.
+    #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
+    pub fn window_sums(
+        p: &WindowParams,
+        #[len(p.n + p.width - 1)] x: &[f32],
+        #[len(p.n)] y: &mut [f32],
+    ) {
+        let i = global_id().x;
+        if i < p.n && inputs(p) <= x.len() {
+            y[i] = doubled_window(p, x, i);
+        }
+    }
+
+    /// A helper of this module over the library's struct.
+    fn doubled_window(p: &WindowParams, x: &[f32], i: u32) -> f32 {
+        2.0 * window_sum(p, x, i)
+    }
+}
+
+/// A library of this crate importing one of another crate.
+#[tessera::device]
+mod local_epilogue {
+    #[device]
+    use tessera_test_library::epilogues;
+
+    /// `activated_window` halved.
+    fn halved_activated_window(p: &WindowParams, x: &[f32], i: u32, bias: f32) -> f32 {
+        0.5 * activated_window(p, x, i, bias)
+    }
+}
+
+#[tessera::kernels]
+pub mod chained {
+    // `epilogues` brings `activations` and `windows` too; importing them directly as well
+    // brings nothing twice.
+    #[device]
+    use super::local_epilogue;
+    #[device]
+    use tessera_test_library::activations;
+    #[device]
+    use tessera_test_library::epilogues;
+
+    /// `y[i]` = `activated_window` (through this crate's library) and `biased_activation` of
+    /// the raw input, which `epilogues` makes from `activations`' `leaky_relu`.
+    #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
+    pub fn activated(
+        p: &WindowParams,
+        x: &[f32],
+        bias: &[f32],
+        #[len(p.n)] y: &mut [f32],
+        #[len(p.n)] raw: &mut [f32],
+    ) {
+        let i = global_id().x;
+        if i < p.n && p.n + p.width - 1 <= x.len() {
+            y[i] = halved_activated_window(p, x, i, bias[0]);
+            raw[i] = biased_activation(x[i], bias[0]) + leaky_relu(-LEAK);
+        }
+    }
+}
+
+/// The window sums of `x`, as `windows::window_sum` computes them.
+fn window_sums(p: &tessera_test_library::windows::WindowParams, x: &[f32]) -> Vec<f32> {
+    (0..p.n as usize)
+        .map(|i| x[i..i + p.width as usize].iter().sum::<f32>() * p.scale)
+        .collect()
+}
+
+#[test]
+fn a_librarys_params_struct_is_a_kernels_uniform() {
+    let rt = runtime();
+    // The host names the struct through the library, or through the importing module.
+    let p = tessera_test_library::windows::WindowParams {
+        n: 150,
+        width: 5,
+        scale: 0.5,
+    };
+    let same: windowed::WindowParams = p;
+    let x = values(&mut rng(8), (p.n + p.width - 1) as usize);
+    let kernel = windowed::WindowSums::new(&rt).unwrap();
+    let xs = rt.upload(&x).unwrap();
+    let mut y = rt.zeros::<f32>(p.n as usize).unwrap();
+    let args = windowed::WindowSumsArgs {
+        p: &same,
+        x: &xs,
+        y: &mut y,
+    };
+    assert_eq!(kernel.grid(&args), [3, 1, 1]);
+    kernel.launch(&rt, args).unwrap();
+    let want: Vec<f32> = window_sums(&p, &x).iter().map(|v| 2.0 * v).collect();
+    assert_close(&y.read(&rt).unwrap(), &want, 1e-5);
+    // `#[len(p.n + p.width - 1)]`: the launcher reads the library's struct.
+    let short = rt.upload(&x[1..]).unwrap();
+    let args = windowed::WindowSumsArgs {
+        p: &p,
+        x: &short,
+        y: &mut y,
+    };
+    assert!(kernel.launch(&rt, args).is_err());
+}
+
+#[test]
+fn a_library_importing_libraries_hands_their_helpers_on() {
+    let rt = runtime();
+    // `epilogues` re-exports the struct of the library it imports.
+    let p = tessera_test_library::epilogues::WindowParams {
+        n: 70,
+        width: 3,
+        scale: 1.0,
+    };
+    let x = values(&mut rng(9), (p.n + p.width - 1) as usize);
+    let bias = -0.25f32;
+    let kernel = chained::Activated::new(&rt).unwrap();
+    let (xs, bs) = (rt.upload(&x).unwrap(), rt.upload(&[bias]).unwrap());
+    let mut y = rt.zeros::<f32>(p.n as usize).unwrap();
+    let mut raw = rt.zeros::<f32>(p.n as usize).unwrap();
+    kernel
+        .launch(
+            &rt,
+            chained::ActivatedArgs {
+                p: &p,
+                x: &xs,
+                bias: &bs,
+                y: &mut y,
+                raw: &mut raw,
+            },
+        )
+        .unwrap();
+    let leak = tessera_test_library::activations::LEAK;
+    let leaky = |v: f32| if v > 0.0 { v } else { leak * v };
+    let want: Vec<f32> = window_sums(&p, &x)
+        .iter()
+        .map(|v| 0.5 * leaky(v + bias))
+        .collect();
+    assert_close(&y.read(&rt).unwrap(), &want, 1e-5);
+    let want_raw: Vec<f32> = x[..p.n as usize]
+        .iter()
+        .map(|v| leaky(v + bias) + leaky(-leak))
+        .collect();
+    assert_close(&raw.read(&rt).unwrap(), &want_raw, 1e-6);
+}
+
 /// The WGSL of the importing modules, pinned so that a change in what an import brings shows
 /// as a diff (and so that `tests/tint.rs` runs it through Tint).
 #[test]
 fn the_importing_modules_wgsl_is_pinned() {
     insta::assert_snapshot!("imported", imported::WGSL);
+    // Through two levels of imports, only the helpers `activated` calls, each once.
+    insta::assert_snapshot!("chained", chained::WGSL);
 }
 
 #[test]

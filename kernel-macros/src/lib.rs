@@ -37,8 +37,9 @@ pub fn kernels(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::kernels(args.into(), input.into()).into()
 }
 
-/// Turns a module of helper functions and constants into a device-function library, which any
-/// `#[kernels]` module, in this crate or another, imports with `#[device] use path::to::it;`.
+/// Turns a module of helper functions, constants and `Params` structs into a device-function
+/// library, which any `#[kernels]` module or other library, in this crate or another, imports
+/// with `#[device] use path::to::it;`.
 ///
 /// Libraries are documented in the `tessera` crate.
 #[proc_macro_attribute]
@@ -46,8 +47,8 @@ pub fn device(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::device(args.into(), input.into()).into()
 }
 
-/// Called back by a device library's macro with a kernels module that imports it; not for
-/// direct use.
+/// Called back by a device library's macro with a kernels module, or a library, that imports
+/// it; not for direct use.
 #[doc(hidden)]
 #[proc_macro]
 pub fn __import(input: TokenStream) -> TokenStream {

@@ -4,14 +4,20 @@
 //! import it through a macro of its own:
 //!
 //! 1. `#[tessera::device] mod name { .. }` ([`device`]) checks what it can alone, keeps the
-//!    constants (and `use` items) for the host, and defines a hidden `#[macro_export]`
-//!    `macro_rules!` that repeats its items, reachable by path as
+//!    constants, `Params` structs and `use` items for the host, and defines a hidden
+//!    `#[macro_export]` `macro_rules!` that repeats its items, reachable by path as
 //!    `path::to::name::tessera_device_library!`.
 //! 2. `#[kernels] mod m { #[device] use path::to::name; .. }` ([`next_import`]) expands to a
 //!    call of that macro, passing the whole module along.
 //! 3. The library's macro calls back `::tessera::__private::import!` ([`import`]) with the module
 //!    and its items; the items take the place of the `use` (as `#[device(from = path)] mod name
 //!    { .. }`), and the module is expanded again: the next import, or the kernels themselves.
+//!
+//! A library that imports another goes through the same steps first (its call is marked
+//! `device`, so the callback expands a library again): once resolved, its macro repeats the
+//! other library's items too, one group per library they were declared in, so that a module
+//! importing it needs no path into a crate it may not name. It re-exports the other library's
+//! structs, which the module then names through it.
 //!
 //! Tokens keep their spans through every step, so a mistake is reported in the crate where it
 //! was written: in the library, or at the caller's tokens.
@@ -22,17 +28,30 @@ use syn::parse::{Parse, ParseStream};
 
 use crate::compile::compile;
 use crate::diag::Errors;
-use crate::parse::library::{self, Library};
+use crate::parse::imports;
+use crate::parse::library::{self, Group, Import, Importer, Library};
 
 /// The name a library's macro is reachable by, inside the library's module.
 const LIBRARY_MACRO: &str = "tessera_device_library";
 
+/// What a library's call of another library's macro starts with, so that the callback expands
+/// a library again rather than a kernels module.
+const LIBRARY_CALLER: &str = "device";
+
 /// `#[tessera::device] mod name { .. }`.
 pub fn device(args: TokenStream, input: TokenStream) -> TokenStream {
-    let item = match super::read_module(&args, input) {
-        Ok(item) => item,
-        Err(error) => return error.to_compile_error(),
-    };
+    match super::read_module(&args, input) {
+        Ok(item) => device_module(args, item),
+        Err(error) => error.to_compile_error(),
+    }
+}
+
+/// A library read: the call that fetches the next library it imports, or, once each is in,
+/// the library checked and its tokens.
+fn device_module(args: TokenStream, item: syn::ItemMod) -> TokenStream {
+    if let Some(call) = next_import(&args, &item, Importer::Library(&item.ident)) {
+        return call;
+    }
     let mut errors = Errors::default();
     if !args.is_empty() {
         errors.spanned(
@@ -48,52 +67,119 @@ pub fn device(args: TokenStream, input: TokenStream) -> TokenStream {
         );
         return super::compile_errors(errors);
     };
-    let library = library::library(items, &mut errors);
+    let mut library = library::library(items, &mut errors);
+    library.imports = distinct_imports(&item.ident, &library, &mut errors);
     check_alone(&item, &library, &mut errors);
     let tokens = library_tokens(&item, &library);
     let errors = super::compile_errors(errors);
     quote! { #errors #tokens }
 }
 
-/// Compiles the library's constants and the helpers it can check alone (see
-/// [`library::checkable_alone`]) as a kernels module without kernels, so their mistakes are
-/// reported once, here, rather than in every crate that imports them.
+/// The library's imports, with each name once (see [`imports::distinct`]).
+fn distinct_imports(name: &syn::Ident, library: &Library, errors: &mut Errors) -> Vec<Import> {
+    let own = imports::Own {
+        values: library
+            .functions
+            .iter()
+            .map(|f| f.sig.ident.to_string())
+            .chain(library.consts.iter().map(|c| c.ident.to_string()))
+            .collect(),
+        types: library
+            .structs
+            .iter()
+            .map(|s| s.ident.to_string())
+            .chain(library.uses.iter().flat_map(imports::use_names))
+            .collect(),
+    };
+    let imports = library.imports.clone();
+    imports::distinct(Importer::Library(name), own, imports, errors)
+}
+
+/// Compiles the library's constants, structs and the helpers it can check alone (see
+/// [`library::checkable_alone`]), beside its imports, as a kernels module without kernels, so
+/// their mistakes are reported once, here, rather than in every crate that imports them.
 fn check_alone(item: &syn::ItemMod, library: &Library, errors: &mut Errors) {
     let name = &item.ident;
     let consts = &library.consts;
+    let structs = &library.structs;
     let functions = library::checkable_alone(library);
+    let imports = library.imports.iter().map(import_item);
     let module: syn::ItemMod = syn::parse_quote! {
-        mod #name { #(#consts)* #(#functions)* }
+        mod #name { #(#consts)* #(#structs)* #(#functions)* #(#imports)* }
     };
     compile(TokenStream::new(), module, errors);
 }
 
-/// The library's module for Rust: its `use` items and constants, the list of its device
-/// functions in its docs, and the macro that hands its items to importing modules.
+/// A resolved import as the importer's parser reads it: `#[device(from = path)] mod name
+/// { groups }`.
+fn import_item(import: &Import) -> syn::Item {
+    let path = &import.path;
+    let marker = library::resolved_marker(path);
+    let name = import_name(path);
+    let groups = import.groups.iter().map(Group::to_item);
+    syn::parse_quote! {
+        #marker
+        mod #name { #(#groups)* }
+    }
+}
+
+/// The name of a resolved import's module: the path's last segment.
+fn import_name(path: &syn::Path) -> syn::Ident {
+    path.segments.last().map_or_else(
+        || syn::Ident::new("library", path_span(path)),
+        |s| s.ident.clone(),
+    )
+}
+
+/// The library's module for Rust: its `use` items, constants and structs, a re-export of each
+/// struct its imports bring, the list of its device functions in its docs, and the macro that
+/// hands its items (and its imports') to importing modules.
 fn library_tokens(item: &syn::ItemMod, library: &Library) -> TokenStream {
     let syn::ItemMod {
         attrs, vis, ident, ..
     } = item;
     let uses = &library.uses;
     let consts = &library.consts;
+    let structs = &library.structs;
     let functions = &library.functions;
     let unique = unique_name(item);
+    let own = Group {
+        origin: unique.to_string(),
+        name: ident.clone(),
+        items: consts
+            .iter()
+            .cloned()
+            .map(syn::Item::Const)
+            .chain(structs.iter().cloned().map(syn::Item::Struct))
+            .chain(functions.iter().cloned().map(syn::Item::Fn))
+            .collect(),
+    };
+    let groups = std::iter::once(own.to_item()).chain(
+        library
+            .imports
+            .iter()
+            .flat_map(|import| import.groups.iter().map(Group::to_item)),
+    );
+    let reexports = library.imports.iter().flat_map(reexports);
     let reachable = syn::Ident::new(LIBRARY_MACRO, proc_macro2::Span::call_site());
     let dollar = || TokenTree::Punct(Punct::new('$', Spacing::Alone));
     let (d1, d2, d3, d4) = (dollar(), dollar(), dollar(), dollar());
-    let listing = function_docs(functions);
+    let mut listing = function_docs(functions);
+    listing.extend(import_docs(&library.imports));
     quote! {
         #(#attrs)*
         #(#[doc = #listing])*
         #vis mod #ident {
             #(#uses)*
             #(#[allow(dead_code)] #consts)*
+            #(#structs)*
+            #(#reexports)*
 
             #[doc(hidden)]
             #[macro_export]
             macro_rules! #unique {
                 (#d1 (#d2 caller:tt)*) => {
-                    ::tessera::__private::import! { #d3 (#d4 caller)* { #(#consts)* #(#functions)* } }
+                    ::tessera::__private::import! { #d3 (#d4 caller)* { #(#groups)* } }
                 };
             }
 
@@ -103,11 +189,39 @@ fn library_tokens(item: &syn::ItemMod, library: &Library) -> TokenStream {
     }
 }
 
+/// `use path::Name;` for each struct an import brings, with the struct's visibility: a module
+/// importing this library names the struct through it (`this_library::Name`), whichever
+/// crate the struct was declared in.
+fn reexports(import: &Import) -> Vec<TokenStream> {
+    let path = &import.path;
+    import
+        .groups
+        .iter()
+        .flat_map(|group| &group.items)
+        .filter_map(|item| match item {
+            syn::Item::Struct(s) => Some(s),
+            _ => None,
+        })
+        .map(|s| {
+            let (vis, name) = (&s.vis, &s.ident);
+            quote! {
+                #[allow(unused_imports)]
+                #vis use #path::#name;
+            }
+        })
+        .collect()
+}
+
 /// A crate-wide name for a library's macro (`#[macro_export]` puts it at the crate's root):
 /// the module's name and a hash of its tokens.
 fn unique_name(item: &syn::ItemMod) -> syn::Ident {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    // The crate too: the name is the library's identity where its items meet (see
+    // `parse::imports`), and two crates may hold the same tokens.
+    std::env::var("CARGO_CRATE_NAME")
+        .unwrap_or_default()
+        .hash(&mut hasher);
     quote::ToTokens::to_token_stream(item)
         .to_string()
         .hash(&mut hasher);
@@ -137,6 +251,27 @@ fn function_docs(functions: &[syn::ItemFn]) -> Vec<String> {
             .map(|d| format!(": {}", d.trim()))
             .unwrap_or_default();
         lines.push(format!(" - `{signature}`{summary}"));
+    }
+    lines
+}
+
+/// Lines for the library's rustdoc naming the libraries it imports, whose items a module
+/// importing this one gets too.
+fn import_docs(imports: &[Import]) -> Vec<String> {
+    if imports.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![
+        String::new(),
+        " # Imported libraries".to_owned(),
+        String::new(),
+        " A module that imports this library gets their helpers, constants and structs too:"
+            .to_owned(),
+        String::new(),
+    ];
+    for import in imports {
+        let path = signature_text(quote::ToTokens::to_token_stream(&import.path));
+        lines.push(format!(" - `{path}`"));
     }
     lines
 }
@@ -202,21 +337,32 @@ fn signature_text(tokens: TokenStream) -> String {
     out
 }
 
-/// The module's first import that is still a `#[device] use`, as the call of its library's
-/// macro that resolves it; `None` when every import is resolved (or malformed, which the
-/// parser reports).
-pub fn next_import(args: &TokenStream, module: &syn::ItemMod) -> Option<TokenStream> {
+/// The first import of a kernels module or library that is still a `#[device] use`, as the
+/// call of its library's macro that resolves it; `None` when every import is resolved (or
+/// malformed, which the parser reports).
+pub fn next_import(
+    args: &TokenStream,
+    module: &syn::ItemMod,
+    importer: Importer<'_>,
+) -> Option<TokenStream> {
     let (_, items) = module.content.as_ref()?;
     let path = items
         .iter()
         .find_map(|item| library::import_path(item).and_then(Result::ok))?;
-    let from_parent = match library::from_parent(&path) {
+    let from_parent = match library::from_parent(&path, importer) {
         Ok(from_parent) => from_parent,
         Err(error) => return Some(error.to_compile_error()),
     };
     let reachable = syn::Ident::new(LIBRARY_MACRO, path_span(&path));
+    let caller = match importer {
+        Importer::Kernels => None,
+        Importer::Library(_) => Some(syn::Ident::new(
+            LIBRARY_CALLER,
+            proc_macro2::Span::call_site(),
+        )),
+    };
     Some(quote! {
-        #from_parent :: #reachable ! { { #args } #path #module }
+        #from_parent :: #reachable ! { #caller { #args } #path #module }
     })
 }
 
@@ -227,8 +373,10 @@ fn path_span(path: &syn::Path) -> proc_macro2::Span {
         .map_or_else(proc_macro2::Span::call_site, |s| s.ident.span())
 }
 
-/// What a library's macro hands back: `{ args } path module { library items }`.
+/// What a library's macro hands back: `[device] { args } path module { groups }`.
 struct Callback {
+    /// Whether the importer is a library (the call starts with `device`).
+    library: bool,
     args: TokenStream,
     path: syn::Path,
     module: syn::ItemMod,
@@ -237,6 +385,10 @@ struct Callback {
 
 impl Parse for Callback {
     fn parse(input: ParseStream) -> syn::Result<Self> {
+        let library = input.peek(syn::Ident);
+        if library {
+            input.parse::<syn::Ident>()?;
+        }
         let args;
         syn::braced!(args in input);
         let args = args.parse()?;
@@ -249,6 +401,7 @@ impl Parse for Callback {
             items.push(content.parse()?);
         }
         Ok(Callback {
+            library,
             args,
             path,
             module,
@@ -258,9 +411,10 @@ impl Parse for Callback {
 }
 
 /// `::tessera::__private::import!`, called back by a library's macro: puts the library's items
-/// in place of its `#[device] use`, then expands the module again.
+/// in place of its `#[device] use`, then expands the kernels module, or the library, again.
 pub fn import(input: TokenStream) -> TokenStream {
     let Callback {
+        library,
         args,
         path,
         mut module,
@@ -274,10 +428,7 @@ pub fn import(input: TokenStream) -> TokenStream {
             library::import_path(item).is_some_and(|p| p.is_ok_and(|p| p == path))
         });
         if let Some(at) = at {
-            let name = path.segments.last().map_or_else(
-                || syn::Ident::new("library", path_span(&path)),
-                |s| s.ident.clone(),
-            );
+            let name = import_name(&path);
             let marker = library::resolved_marker(&path);
             module_items[at] = syn::parse_quote! {
                 #marker
@@ -285,12 +436,26 @@ pub fn import(input: TokenStream) -> TokenStream {
             };
         }
     }
-    super::kernels_module(args, module)
+    match library {
+        true => device_module(args, module),
+        false => super::kernels_module(args, module),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_librarys_imports_are_listed_by_their_paths() {
+        let import = Import {
+            path: syn::parse_quote!(super::activations),
+            groups: Vec::new(),
+        };
+        let lines = import_docs(&[import]);
+        assert_eq!(lines.last().unwrap(), " - `super::activations`");
+        assert!(import_docs(&[]).is_empty());
+    }
 
     #[test]
     fn signatures_are_listed_as_rust_writes_them() {

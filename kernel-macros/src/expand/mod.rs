@@ -16,6 +16,7 @@ use quote::quote;
 use crate::compile::{compile, Narrower};
 use crate::diag::Errors;
 use crate::ir::Feature;
+use crate::parse::library::Importer;
 use crate::{lower, parse};
 
 pub use library::{device, import};
@@ -40,7 +41,7 @@ fn read_module(args: &TokenStream, input: TokenStream) -> syn::Result<syn::ItemM
 /// A kernels module read: the call that fetches its next imported library (see
 /// [`library`]), or, once each is in, the module through [`compile`] and then its tokens.
 fn kernels_module(args: TokenStream, item: syn::ItemMod) -> TokenStream {
-    if let Some(call) = library::next_import(&args, &item) {
+    if let Some(call) = library::next_import(&args, &item, Importer::Kernels) {
         return call;
     }
     let mut errors = Errors::default();

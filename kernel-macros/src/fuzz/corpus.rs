@@ -148,12 +148,36 @@ fn resolve_imports(module: &mut syn::ItemMod) {
             continue;
         };
         let name = path.segments.last().map(|s| s.ident.clone());
-        let Some(library) = name.and_then(|name| library_items(&name)) else {
+        let Some(groups) = name.and_then(|name| library_groups(&name, 0)) else {
             continue;
         };
         let marker = crate::parse::library::resolved_marker(&path);
-        *item = syn::parse_quote! { #marker mod library { #(#library)* } };
+        let groups = groups.iter().map(crate::parse::library::Group::to_item);
+        *item = syn::parse_quote! { #marker mod library { #(#groups)* } };
     }
+}
+
+/// The library `name`'s items, then those of the libraries it imports, as its macro hands them
+/// over (one group per library, named by the library as origin).
+fn library_groups(name: &syn::Ident, depth: usize) -> Option<Vec<crate::parse::library::Group>> {
+    let mut own = Vec::new();
+    let mut imported = Vec::new();
+    for item in library_items(name)? {
+        match crate::parse::library::import_path(&item) {
+            Some(Ok(path)) if depth < 8 => {
+                let name = path.segments.last().map(|s| s.ident.clone());
+                imported.extend(name.and_then(|name| library_groups(&name, depth + 1))?);
+            }
+            Some(_) => {}
+            None => own.push(item),
+        }
+    }
+    let group = crate::parse::library::Group {
+        origin: name.to_string(),
+        name: name.clone(),
+        items: own,
+    };
+    Some(std::iter::once(group).chain(imported).collect())
 }
 
 /// The items of the `#[tessera::device]` module `name` of [`LIBRARIES`].

@@ -1,40 +1,115 @@
 //! Device-function libraries, as the parser sees them.
 //!
-//! - A library is `#[tessera::device] mod name { .. }`: constants and helpers (plain `fn`s),
-//!   written as in a kernels module. [`library`] reads one; [`checkable_alone`] says which of
-//!   its helpers its own crate can check.
-//! - A kernels module imports one with `#[device] use path::to::name;` ([`import_path`]). The
-//!   library's items reach the module through the library's `macro_rules!` callback (see
-//!   `expand/library.rs`) and stand in its place as `#[device(from = path)] mod name { .. }`
-//!   ([`imported`]), which the module's parser reads as helpers and constants of its own.
+//! - A library is `#[tessera::device] mod name { .. }`: constants, helpers (plain `fn`s) and
+//!   `#[derive(Params)]` structs, written as in a kernels module, and the libraries it imports.
+//!   [`library`] reads one; [`checkable_alone`] says which of its helpers its own crate can
+//!   check.
+//! - A kernels module, or a library, imports one with `#[device] use path::to::name;`
+//!   ([`import_path`]). The library's items reach the importer through the library's
+//!   `macro_rules!` callback (see `expand/library.rs`) and stand in its place as
+//!   `#[device(from = path)] mod name { groups }` ([`imported`]): one group per library the
+//!   items were declared in (the imported one first, then those it imports), each
+//!   `#[device(origin = "..")] mod name { items }` ([`Group`]). `parse/imports.rs` merges them
+//!   into the importer's names.
 //!
 //! Nothing here knows WGSL or emits tokens.
 
 use crate::diag::Errors;
 use crate::parse::keywords::{DEVICE, KERNEL};
+use crate::parse::params;
 
 /// What `#[device] use ..` and the library's own attribute say: `device`.
 fn is_device(attr: &syn::Attribute) -> bool {
     attr.path().is_ident(DEVICE)
 }
 
-/// The items of a library: its constants and helpers, in order, and the `use` items that pass
-/// through to Rust.
+/// The items of a library: its constants, helpers and parameter structs, in order, the `use`
+/// items that pass through to Rust, and the libraries it imports, resolved.
+#[derive(Default)]
 pub struct Library {
     pub consts: Vec<syn::ItemConst>,
     pub functions: Vec<syn::ItemFn>,
+    pub structs: Vec<syn::ItemStruct>,
     pub uses: Vec<syn::ItemUse>,
+    pub imports: Vec<Import>,
 }
 
-/// Reads the items of `#[tessera::device] mod name { items }`; anything a library cannot hold is
-/// reported at its tokens and left out.
+/// A resolved `#[device] use path;`: the path as written, and the items it brought, by the
+/// library that declared them.
+#[derive(Clone)]
+pub struct Import {
+    pub path: syn::Path,
+    pub groups: Vec<Group>,
+}
+
+/// The items one library declared, as they travel: `origin` tells the library apart from any
+/// other (so that its items, reaching a module by two imports, are one), `name` is its
+/// module's name.
+#[derive(Clone)]
+pub struct Group {
+    pub origin: String,
+    pub name: syn::Ident,
+    pub items: Vec<syn::Item>,
+}
+
+impl Group {
+    /// The group as it travels: `#[device(origin = "..")] mod name { items }`.
+    pub fn to_item(&self) -> syn::Item {
+        let Group {
+            origin,
+            name,
+            items,
+        } = self;
+        syn::parse_quote! {
+            #[device(origin = #origin)]
+            mod #name { #(#items)* }
+        }
+    }
+
+    /// The group an item stands for, when it is one (see [`Group::to_item`]).
+    fn of(item: &syn::Item) -> Option<Group> {
+        let syn::Item::Mod(module) = item else {
+            return None;
+        };
+        let attr = module.attrs.iter().find(|a| is_device(a))?;
+        let mut origin = None;
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("origin") {
+                origin = Some(meta.value()?.parse::<syn::LitStr>()?.value());
+            }
+            Ok(())
+        })
+        .ok()?;
+        let (_, items) = module.content.clone()?;
+        Some(Group {
+            origin: origin?,
+            name: module.ident.clone(),
+            items,
+        })
+    }
+}
+
+/// Reads the items of `#[tessera::device] mod name { items }` once its imports are resolved;
+/// anything a library cannot hold is reported at its tokens and left out.
 pub fn library(items: Vec<syn::Item>, errors: &mut Errors) -> Library {
-    let mut library = Library {
-        consts: Vec::new(),
-        functions: Vec::new(),
-        uses: Vec::new(),
-    };
+    let mut library = Library::default();
     for item in items {
+        if let Some(import) = imported(&item) {
+            library.imports.push(import);
+            continue;
+        }
+        if let Some(path) = import_path(&item) {
+            match path {
+                Err(error) => errors.push(error),
+                Ok(path) => errors.spanned(
+                    path,
+                    "this library's items did not reach the library that imports it: \
+                     `#[device] use` is resolved by the `#[tessera::device]` attribute, and \
+                     this is a bug in tessera",
+                ),
+            }
+            continue;
+        }
         match item {
             syn::Item::Const(constant) => library.consts.push(constant),
             syn::Item::Fn(function) if is_kernel(&function) => errors.spanned(
@@ -43,21 +118,68 @@ pub fn library(items: Vec<syn::Item>, errors: &mut Errors) -> Library {
                  `#[tessera::kernels]` module, which imports the library with `#[device] use`",
             ),
             syn::Item::Fn(function) => library.functions.push(function),
-            syn::Item::Use(item) if item.attrs.iter().any(is_device) => errors.spanned(
-                &item,
-                "a device library cannot import another one yet; import both in the kernels \
-                 module that uses them",
+            syn::Item::Struct(item) if params::is_params(&item) => {
+                if library_struct_is_visible(&item, errors) {
+                    library.structs.push(item);
+                }
+            }
+            syn::Item::Struct(item) => errors.spanned(
+                &item.ident,
+                format!(
+                    "a device library's structs are kernels' parameters: derive `Params` \
+                     (`#[repr(C)] #[derive(Clone, Copy, tessera::Params)] pub struct {} {{ .. }}`), \
+                     or move this struct out of the library",
+                    item.ident
+                ),
             ),
             syn::Item::Use(item) => library.uses.push(item),
             other => errors.spanned(
                 &other,
-                "a device library holds helper functions, constants and `use` items; its \
-                 helpers take the caller's parameter structs and memory as arguments, so move \
-                 this item out of the library",
+                "a device library holds helper functions, constants, `#[derive(Params)]` \
+                 structs and `use` items; move this item out of the library",
             ),
         }
     }
     library
+}
+
+/// Whether a library's `Params` struct, and each of its fields, can be named where the library
+/// is imported: `pub`, or `pub(crate)` for a library of the crate only. The host builds the
+/// struct, and the launchers of every importing module read its fields; a struct that is not is
+/// reported and left out.
+fn library_struct_is_visible(item: &syn::ItemStruct, errors: &mut Errors) -> bool {
+    let name = &item.ident;
+    let hidden = |vis: &syn::Visibility| match vis {
+        syn::Visibility::Public(_) => false,
+        syn::Visibility::Restricted(restricted) => !restricted.path.is_ident("crate"),
+        syn::Visibility::Inherited => true,
+    };
+    if hidden(&item.vis) {
+        errors.spanned(
+            name,
+            format!(
+                "`{name}` is a kernel's parameter type in every module that imports this \
+                 library, so it must be visible there: write `pub struct {name}` (or \
+                 `pub(crate) struct {name}` for a library of this crate only)"
+            ),
+        );
+        return false;
+    }
+    let mut visible = true;
+    for field in &item.fields {
+        if let Some(field_name) = field.ident.as_ref().filter(|_| hidden(&field.vis)) {
+            errors.spanned(
+                field_name,
+                format!(
+                    "the host sets `{field_name}`, and the launchers of the modules that \
+                     import this library read it: write `pub {field_name}` (or \
+                     `pub(crate) {field_name}` for a library of this crate only)"
+                ),
+            );
+            visible = false;
+        }
+    }
+    visible
 }
 
 fn is_kernel(function: &syn::ItemFn) -> bool {
@@ -65,19 +187,39 @@ fn is_kernel(function: &syn::ItemFn) -> bool {
 }
 
 /// The library's helpers that its own crate can check: those that name, directly or through
-/// the helpers they call, no constant or type of the library's callers. A helper over the
-/// caller's element type `T`, or sized by the caller's `BLOCK`, is checked where a kernel
-/// calls it, with that kernel's values. Constants are told apart from locals by Rust's naming
-/// convention: an UPPER_CASE name that the library does not declare is the caller's.
+/// the helpers they call (its own or its imports'), no constant or type of the library's
+/// callers. A helper over the caller's element type `T`, or sized by the caller's `BLOCK`, is
+/// checked where a kernel calls it, with that kernel's values. Constants are told apart from
+/// locals by Rust's naming convention: an UPPER_CASE name that neither the library nor its
+/// imports declare is the caller's.
 pub fn checkable_alone(library: &Library) -> Vec<&syn::ItemFn> {
-    let own: Vec<String> = library.consts.iter().map(|c| c.ident.to_string()).collect();
+    let imported = library
+        .imports
+        .iter()
+        .flat_map(|import| &import.groups)
+        .flat_map(|group| &group.items);
+    let imported_consts = imported.clone().filter_map(|item| match item {
+        syn::Item::Const(constant) => Some(constant),
+        _ => None,
+    });
+    let imported_functions = imported.filter_map(|item| match item {
+        syn::Item::Fn(function) => Some(function),
+        _ => None,
+    });
+    let own: Vec<String> = library
+        .consts
+        .iter()
+        .chain(imported_consts)
+        .map(|c| c.ident.to_string())
+        .collect();
+    // The library's own helpers first: the result is the first `library.functions.len()`.
+    let functions: Vec<&syn::ItemFn> = library.functions.iter().chain(imported_functions).collect();
     let names = |f: &syn::ItemFn| {
         let mut idents = Vec::new();
         idents_outside_paths(quote::ToTokens::to_token_stream(f), &mut idents);
         idents
     };
-    let mut deferred: Vec<bool> = library
-        .functions
+    let mut deferred: Vec<bool> = functions
         .iter()
         .map(|f| {
             names(f)
@@ -89,13 +231,12 @@ pub fn checkable_alone(library: &Library) -> Vec<&syn::ItemFn> {
     let mut changed = true;
     while changed {
         changed = false;
-        for (i, function) in library.functions.iter().enumerate() {
+        for (i, function) in functions.iter().enumerate() {
             if deferred[i] {
                 continue;
             }
             let calls_deferred = names(function).iter().any(|n| {
-                library
-                    .functions
+                functions
                     .iter()
                     .position(|g| g.sig.ident == n)
                     .is_some_and(|j| deferred[j])
@@ -106,10 +247,10 @@ pub fn checkable_alone(library: &Library) -> Vec<&syn::ItemFn> {
             }
         }
     }
-    library
-        .functions
-        .iter()
+    functions
+        .into_iter()
         .zip(deferred)
+        .take(library.functions.len())
         .filter(|(_, deferred)| !deferred)
         .map(|(f, _)| f)
         .collect()
@@ -188,8 +329,8 @@ pub fn resolved_marker(path: &syn::Path) -> syn::Attribute {
 }
 
 /// The library an item stands for, when it is a resolved import: the path the user wrote and
-/// the library's items.
-pub fn imported(item: &syn::Item) -> Option<(syn::Path, Vec<syn::Item>)> {
+/// the library's items, by origin.
+pub fn imported(item: &syn::Item) -> Option<Import> {
     let syn::Item::Mod(module) = item else {
         return None;
     };
@@ -202,24 +343,56 @@ pub fn imported(item: &syn::Item) -> Option<(syn::Path, Vec<syn::Item>)> {
         Ok(())
     })
     .ok()?;
-    let (_, items) = module.content.clone()?;
-    Some((from?, items))
+    let (_, items) = module.content.as_ref()?;
+    Some(Import {
+        path: from?,
+        groups: items.iter().filter_map(Group::of).collect(),
+    })
 }
 
-/// `path` as written inside a kernels module, made to resolve from the module's parent, where
-/// the call to the library's callback is emitted: `super::x` becomes `self::x`. A path into
-/// the kernels module itself (`self::x`) cannot be: `Err` at it.
-pub fn from_parent(path: &syn::Path) -> Result<syn::Path, syn::Error> {
+/// Who imports a library: a kernels module, or the library named.
+#[derive(Clone, Copy)]
+pub enum Importer<'a> {
+    Kernels,
+    Library(&'a syn::Ident),
+}
+
+/// `path` as written inside the importer, made to resolve from the importer's parent, where the
+/// call to the library's callback is emitted: `super::x` becomes `self::x`. A path into the
+/// importer itself (`self::x`), or a library's path to itself, cannot be: `Err` at it.
+pub fn from_parent(path: &syn::Path, importer: Importer<'_>) -> Result<syn::Path, syn::Error> {
     let mut path = path.clone();
     let first = path.segments.first().map(|s| s.ident.to_string());
+    let relative = path.leading_colon.is_none();
+    if let Importer::Library(name) = importer {
+        let itself = path.segments.len() == 2 && path.segments[1].ident == *name;
+        if relative && first.as_deref() == Some("super") && itself {
+            return Err(syn::Error::new_spanned(
+                &path,
+                format!(
+                    "`{name}` imports itself; a library's own helpers, constants and structs \
+                     are already its own: remove this `#[device] use`"
+                ),
+            ));
+        }
+    }
     match first.as_deref() {
-        Some("self") if path.leading_colon.is_none() => Err(syn::Error::new_spanned(
+        Some("self") if relative => Err(syn::Error::new_spanned(
             &path,
-            "a device library cannot live inside the kernels module that imports it; declare \
-             it beside the module (`#[tessera::device] mod name { .. }`) and import it with \
-             `#[device] use super::name;`",
+            match importer {
+                Importer::Kernels => {
+                    "a device library cannot live inside the kernels module that imports it; \
+                     declare it beside the module (`#[tessera::device] mod name { .. }`) and \
+                     import it with `#[device] use super::name;`"
+                }
+                Importer::Library(_) => {
+                    "a device library cannot live inside the library that imports it; declare \
+                     it beside that library (`#[tessera::device] mod name { .. }`) and import \
+                     it with `#[device] use super::name;`"
+                }
+            },
         )),
-        Some("super") if path.leading_colon.is_none() => {
+        Some("super") if relative => {
             let first = path
                 .segments
                 .first_mut()
@@ -237,63 +410,6 @@ pub fn from_parent(path: &syn::Path) -> Result<syn::Path, syn::Error> {
             Ok(path)
         }
         _ => Ok(path),
-    }
-}
-
-/// The imports' items whose names the module, or an earlier import, does not already have; the
-/// others are reported at their import and left out (a library's helpers call each other by
-/// name, so neither may shadow the other).
-pub fn distinct_imports(
-    own: &[syn::ItemFn],
-    own_consts: &[String],
-    imports: Vec<(syn::Path, Vec<syn::Item>)>,
-    errors: &mut Errors,
-) -> Vec<syn::Item> {
-    let mut taken: Vec<(String, Option<String>)> = own
-        .iter()
-        .map(|f| f.sig.ident.to_string())
-        .chain(own_consts.iter().cloned())
-        .map(|n| (n, None))
-        .collect();
-    let mut distinct = Vec::new();
-    for (path, items) in imports {
-        let written = quote::ToTokens::to_token_stream(&path)
-            .to_string()
-            .replace(' ', "");
-        for item in items {
-            let Some(name) = item_name(&item).map(ToString::to_string) else {
-                continue;
-            };
-            match taken.iter().find(|(n, _)| *n == name) {
-                Some((_, Some(other))) => errors.spanned(
-                    &path,
-                    format!(
-                        "`{name}` is in both `{other}` and `{written}`; a kernels module can \
-                         import only one of two libraries that share a name"
-                    ),
-                ),
-                Some((_, None)) => errors.spanned(
-                    &path,
-                    format!(
-                        "`{name}` is in this library and in the kernels module; rename the \
-                         module's, since the library's helpers may call theirs by name"
-                    ),
-                ),
-                None => {
-                    taken.push((name, Some(written.clone())));
-                    distinct.push(item);
-                }
-            }
-        }
-    }
-    distinct
-}
-
-fn item_name(item: &syn::Item) -> Option<&syn::Ident> {
-    match item {
-        syn::Item::Fn(f) => Some(&f.sig.ident),
-        syn::Item::Const(c) => Some(&c.ident),
-        _ => None,
     }
 }
 
@@ -351,8 +467,9 @@ mod tests {
 
     #[test]
     fn paths_are_made_to_resolve_from_the_modules_parent() {
-        let from =
-            |path: syn::Path| from_parent(&path).map(|p| quote!(#p).to_string().replace(' ', ""));
+        let from = |path: syn::Path| {
+            from_parent(&path, Importer::Kernels).map(|p| quote!(#p).to_string().replace(' ', ""))
+        };
         assert_eq!(from(syn::parse_quote!(super::lib)).unwrap(), "self::lib");
         assert_eq!(
             from(syn::parse_quote!(super::super::lib)).unwrap(),
@@ -364,20 +481,29 @@ mod tests {
         );
         assert_eq!(from(syn::parse_quote!(other::lib)).unwrap(), "other::lib");
         assert!(from(syn::parse_quote!(self::lib)).is_err());
+        let lib: syn::Ident = syn::parse_quote!(lib);
+        let path: syn::Path = syn::parse_quote!(super::lib);
+        assert!(from_parent(&path, Importer::Library(&lib)).is_err());
+        let path: syn::Path = syn::parse_quote!(super::other);
+        assert!(from_parent(&path, Importer::Library(&lib)).is_ok());
     }
 
     #[test]
-    fn a_library_holds_helpers_constants_and_uses_only() {
+    fn a_library_holds_helpers_constants_params_structs_and_uses_only() {
         let module: syn::ItemMod = syn::parse_quote! {
             mod lib {
                 #[kernel(workgroup = [1], grid = [1])]
                 fn k(x: &mut [f32]) {}
                 struct S;
-                #[device] use other::lib;
+                static X: u32 = 1;
+                #[repr(C)]
+                #[derive(Clone, Copy, tessera::Params)]
+                pub struct P { pub n: u32 }
             }
         };
         let mut errors = Errors::default();
-        library(module.content.unwrap().1, &mut errors);
+        let library = library(module.content.unwrap().1, &mut errors);
+        assert_eq!(library.structs.len(), 1);
         let messages: Vec<String> = errors
             .finish()
             .unwrap_err()
@@ -386,7 +512,97 @@ mod tests {
             .collect();
         assert_eq!(messages.len(), 3, "{messages:#?}");
         assert!(messages[0].starts_with("a device library holds helpers and constants"));
-        assert!(messages[1].starts_with("a device library holds helper functions"));
-        assert!(messages[2].starts_with("a device library cannot import another one yet"));
+        assert!(messages[1].starts_with("a device library's structs are kernels' parameters"));
+        assert!(messages[2].starts_with("a device library holds helper functions"));
+    }
+
+    #[test]
+    fn a_librarys_params_struct_and_its_fields_are_visible_where_it_is_imported() {
+        let module: syn::ItemMod = syn::parse_quote! {
+            mod lib {
+                #[derive(tessera::Params)]
+                struct Hidden { pub n: u32 }
+                #[derive(tessera::Params)]
+                pub struct Sealed { n: u32, pub(crate) m: u32 }
+                #[derive(tessera::Params)]
+                pub(crate) struct Crate { pub(crate) n: u32 }
+            }
+        };
+        let mut errors = Errors::default();
+        let library = library(module.content.unwrap().1, &mut errors);
+        let kept: Vec<String> = library
+            .structs
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        assert_eq!(kept, ["Crate"]);
+        let messages: Vec<String> = errors
+            .finish()
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert_eq!(messages.len(), 2, "{messages:#?}");
+        assert!(messages[0].starts_with("`Hidden` is a kernel's parameter type"));
+        assert!(messages[1].starts_with("the host sets `n`"));
+    }
+
+    #[test]
+    fn an_import_travels_as_groups_by_origin() {
+        let group = Group {
+            origin: "a-1".to_owned(),
+            name: syn::parse_quote!(a),
+            items: vec![syn::parse_quote!(
+                const K: u32 = 1;
+            )],
+        };
+        let inner = group.to_item();
+        let marker = resolved_marker(&syn::parse_quote!(super::b));
+        let item: syn::Item = syn::parse_quote!(#marker mod b { #inner });
+        let import = imported(&item).unwrap();
+        let path = &import.path;
+        assert_eq!(quote!(#path).to_string(), "super :: b");
+        assert_eq!(import.groups.len(), 1);
+        assert_eq!(import.groups[0].origin, "a-1");
+        assert_eq!(import.groups[0].name, "a");
+        assert_eq!(import.groups[0].items.len(), 1);
+    }
+
+    #[test]
+    fn a_helper_calling_an_imported_helper_over_the_callers_constants_waits_too() {
+        let imported_items: Vec<syn::Item> = vec![
+            syn::parse_quote!(
+                const STEP: u32 = 2;
+            ),
+            syn::parse_quote!(
+                fn stepped(x: u32) -> u32 {
+                    x * STEP
+                }
+            ),
+            syn::parse_quote!(
+                fn sized(x: u32) -> u32 {
+                    x * GROUP
+                }
+            ),
+        ];
+        let mut library = library_of(quote! {
+            mod lib {
+                fn alone(x: u32) -> u32 { stepped(x) + STEP }
+                fn waits(x: u32) -> u32 { sized(x) }
+            }
+        });
+        library.imports.push(Import {
+            path: syn::parse_quote!(super::a),
+            groups: vec![Group {
+                origin: "a-1".to_owned(),
+                name: syn::parse_quote!(a),
+                items: imported_items,
+            }],
+        });
+        let names: Vec<String> = checkable_alone(&library)
+            .iter()
+            .map(|f| f.sig.ident.to_string())
+            .collect();
+        assert_eq!(names, ["alone"]);
     }
 }

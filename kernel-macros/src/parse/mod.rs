@@ -7,6 +7,7 @@ mod body;
 pub mod consts;
 mod family;
 mod host;
+pub mod imports;
 pub mod kernel;
 pub mod keywords;
 pub mod library;
@@ -21,7 +22,8 @@ use crate::ir;
 /// What the module attribute hands on: the IR, plus the Rust items that stay in the module.
 pub struct Parsed {
     pub module: ir::Module,
-    /// Items emitted unchanged (the params structs, `use` items, plain Rust structs).
+    /// Items emitted unchanged (the params structs, `use` items, plain Rust structs), and a
+    /// `use` of each imported library's params struct.
     pub passthrough: Vec<syn::Item>,
     /// The module's attributes and visibility.
     pub attrs: Vec<syn::Attribute>,
@@ -119,20 +121,26 @@ pub fn module(
             ),
         }
     }
-    let own_consts: Vec<String> = module_consts.names().map(str::to_owned).collect();
-    let mut imported = Vec::new();
-    for item in library::distinct_imports(&functions, &own_consts, imports, errors) {
-        match item {
-            syn::Item::Const(constant) => {
-                let value = consts::module_const(&constant, &module_consts, errors)
-                    .unwrap_or_else(|| consts::stand_in(&constant.ty));
-                module_consts = module_consts.with(&constant.ident.to_string(), value);
-            }
-            syn::Item::Fn(function) => imported.push(function),
-            // The library's own crate reported anything else.
-            _ => {}
-        }
-    }
+    let own = imports::Own {
+        values: functions
+            .iter()
+            .map(|f| f.sig.ident.to_string())
+            .chain(module_consts.names().map(str::to_owned))
+            .collect(),
+        types: type_names(&passthrough, &set_items, &family_items),
+    };
+    let imports = imports::distinct(library::Importer::Kernels, own, imports, errors);
+    let mut declared = Declared {
+        consts: module_consts,
+        params,
+        passthrough,
+    };
+    let imported = merge_imports(imports, &mut declared, errors);
+    let Declared {
+        consts: module_consts,
+        params,
+        passthrough,
+    } = declared;
     let imported_names: Vec<syn::Ident> = imported.iter().map(|f| f.sig.ident.clone()).collect();
     functions.extend(imported);
     let mut sets = kernel::Sets::default();
@@ -209,6 +217,79 @@ pub fn module(
         attrs: input.attrs,
         vis: input.vis,
     })
+}
+
+/// What the module declares that its imports add to.
+struct Declared {
+    consts: consts::Consts,
+    params: Vec<ir::ParamsStruct>,
+    passthrough: Vec<syn::Item>,
+}
+
+/// Adds the imports' constants and `Params` structs (a `use` of each, see
+/// [`imported_struct`]) to the module's, and returns their helpers.
+fn merge_imports(
+    imports: Vec<library::Import>,
+    declared: &mut Declared,
+    errors: &mut Errors,
+) -> Vec<syn::ItemFn> {
+    let mut helpers = Vec::new();
+    for import in imports {
+        for item in import.groups.into_iter().flat_map(|g| g.items) {
+            match item {
+                syn::Item::Const(constant) => {
+                    let value = consts::module_const(&constant, &declared.consts, errors)
+                        .unwrap_or_else(|| consts::stand_in(&constant.ty));
+                    declared.consts = declared.consts.with(&constant.ident.to_string(), value);
+                }
+                syn::Item::Fn(function) => helpers.push(function),
+                syn::Item::Struct(item) => {
+                    declared.params.push(params::params_struct(&item, errors));
+                    declared
+                        .passthrough
+                        .push(imported_struct(&import.path, &item));
+                }
+                // The library's own crate reported anything else.
+                _ => {}
+            }
+        }
+    }
+    helpers
+}
+
+/// The type names the module declares: its structs (of every kind) and what its `use` items
+/// bring, which an imported struct must not take.
+fn type_names(
+    passthrough: &[syn::Item],
+    set_items: &[syn::ItemStruct],
+    family_items: &[syn::ItemStruct],
+) -> Vec<String> {
+    let mut names: Vec<String> = set_items
+        .iter()
+        .chain(family_items)
+        .map(|s| s.ident.to_string())
+        .collect();
+    for item in passthrough {
+        match item {
+            syn::Item::Struct(s) => names.push(s.ident.to_string()),
+            syn::Item::Use(item) => names.extend(imports::use_names(item)),
+            _ => {}
+        }
+    }
+    names
+}
+
+/// An imported library's `Params` struct, in the importing module: a `use` of the library's
+/// one Rust type by the path the import was written with (`use lib::ConvParams;`), with the
+/// struct's visibility, so that the launchers name it and the host can name it through the
+/// module as well. No kernel may use it: the user did not write the `use`, so it is not
+/// reported unused.
+fn imported_struct(path: &syn::Path, item: &syn::ItemStruct) -> syn::Item {
+    let (vis, name) = (&item.vis, &item.ident);
+    syn::parse_quote! {
+        #[allow(unused_imports)]
+        #vis use #path::#name;
+    }
 }
 
 /// Whether `tokens` hold the identifier `name`.

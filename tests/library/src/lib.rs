@@ -3,7 +3,7 @@
 //!
 //! Each module shows one power a helper has across crates: borrowing the caller's workgroup
 //! memory and holding barriers, using the caller's element type and constants, subgroup
-//! operations and tensor-core fragments, and constants of its own.
+//! operations and tensor-core fragments, its own constants and structs, other libraries.
 
 /// Reductions over a workgroup, through a workgroup array the calling kernel lends.
 #[tessera::device]
@@ -94,5 +94,73 @@ pub mod tiles {
         let fa: FragA16<f16> = coop_load_row_major(&a[a_at], stride);
         let fb: FragB16<f16> = coop_load_row_major(&b[b_at], stride);
         coop_multiply_add(fa, fb, acc)
+    }
+}
+
+/// Sliding windows over a buffer, shaped by a parameter struct the library declares: a kernel
+/// of any importing module takes `&WindowParams` as its uniform, and the host builds it as
+/// `tessera_test_library::windows::WindowParams { .. }`.
+#[tessera::device]
+pub mod windows {
+    /// The shape of a one-dimensional window sum: `n` outputs, each the sum of `width`
+    /// consecutive inputs, times `scale`.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, tessera::Params)]
+    pub struct WindowParams {
+        pub n: u32,
+        pub width: u32,
+        pub scale: f32,
+    }
+
+    /// How many inputs the `p.n` outputs read: checked when this crate compiles, as it names
+    /// nothing of its callers'.
+    fn inputs(p: &WindowParams) -> u32 {
+        p.n + p.width - 1
+    }
+
+    /// Output `i`: the sum of `x[i..i + p.width]`, times `p.scale` (callers check `i < p.n`).
+    fn window_sum(p: &WindowParams, x: &[f32], i: u32) -> f32 {
+        let mut total = 0.0;
+        for k in 0..p.width {
+            total += x[i + k];
+        }
+        total * p.scale
+    }
+}
+
+/// A leaky rectifier, the library `epilogues` builds on.
+#[tessera::device]
+pub mod activations {
+    /// The slope of `leaky_relu` below zero.
+    pub const LEAK: f32 = 0.125;
+
+    /// `x` above zero, `LEAK * x` below.
+    fn leaky_relu(x: f32) -> f32 {
+        if x > 0.0 {
+            x
+        } else {
+            LEAK * x
+        }
+    }
+}
+
+/// What a kernel does with a value before storing it, built on two other libraries: a module
+/// importing `epilogues` gets their helpers, constants and structs too (`WindowParams` is
+/// re-exported here as `epilogues::WindowParams`).
+#[tessera::device]
+pub mod epilogues {
+    #[device]
+    use super::activations;
+    #[device]
+    use crate::windows;
+
+    /// `leaky_relu(x + bias)`: a helper calling another library's.
+    fn biased_activation(x: f32, bias: f32) -> f32 {
+        leaky_relu(x + bias)
+    }
+
+    /// Output `i` of the window sum `p` describes, plus `bias`, through `leaky_relu`.
+    fn activated_window(p: &WindowParams, x: &[f32], i: u32, bias: f32) -> f32 {
+        biased_activation(window_sum(p, x, i), bias)
     }
 }
