@@ -404,6 +404,31 @@ pub struct Convolution {
     arrivals: Spare<u32>,
 }
 
+/// `$kernel` in each blocking of `kernels::Streams` (`streams`) or of the `kernels::Blocked`
+/// constructor `$blockings`, built on `$rt` without bounds checks (the caller's SAFETY comment
+/// says why that is sound).
+macro_rules! unchecked {
+    ($rt:ident, streams, $kernel:ident) => {
+        kernels::Streams::new(|b| unsafe { kernels::$kernel::with_constants_unchecked($rt, b) })?
+    };
+    ($rt:ident, $blockings:ident, $kernel:ident) => {
+        kernels::Blocked::$blockings(|b| unsafe {
+            kernels::$kernel::with_constants_unchecked($rt, b)
+        })?
+    };
+}
+
+/// The split tensor-core pass `$split` in each blocking: its `$partial` built on `$rt`
+/// without bounds checks (as [`unchecked`]), and `$reduce`.
+macro_rules! split {
+    ($rt:ident, $split:ident, $partial:ident, $reduce:ident) => {
+        kernels::Blocked::on_fragments(|b| {
+            let partial = unsafe { kernels::$partial::with_constants_unchecked($rt, b) }?;
+            Ok(kernels::$split::from_members(partial, $reduce.clone()))
+        })?
+    };
+}
+
 /// The kernels of [`Precision::TensorCoreF16`], in both blockings of
 /// [`kernels::TensorBlocking`].
 #[derive(Clone, Debug)]
@@ -522,89 +547,57 @@ impl Fragments {
         let by_tap_reduce = kernels::ConvForwardFragmentsByTapReduce::new(rt)?;
         let input_by_tap_reduce = kernels::ConvGradInputFragmentsByTapReduce::new(rt)?;
         let input_reduce = kernels::ConvGradInputFragmentsReduce::new(rt)?;
+        // SAFETY (every unchecked constructor below): every index is guarded (see "Bounds" in
+        // `kernels`; the kernels by taps run only for channels a multiple of their blocking's
+        // step or, the filter gradient's, of its block, and the windows only where
+        // `plan::over_window` holds: see `plan`; a stream's slots of `partial`, two a
+        // workgroup, are what its binding's length asks for).
+        let all_taps = kernels::WindowBlocking::ALL_TAPS_AT_ONCE;
         let fragments = Fragments {
             weights_by_tap: kernels::ConvWeightsByTap::new(rt)?,
-            // SAFETY (every unchecked constructor below): every index is guarded (see "Bounds"
-            // in `kernels`; the kernels by taps run only for channels a multiple of their
-            // blocking's step or, the filter gradient's, of its block, below; a stream's slots
-            // of `partial`, two a workgroup, are what its binding's length asks for).
-            forward: kernels::Blocked::on_fragments(|b| unsafe {
-                kernels::ConvForwardFragments::with_constants_unchecked(rt, b)
-            })?,
-            forward_split: kernels::Blocked::on_fragments(|b| {
-                Ok(kernels::ConvForwardFragmentsSplit::from_members(
-                    unsafe {
-                        kernels::ConvForwardFragmentsPartial::with_constants_unchecked(rt, b)
-                    }?,
-                    forward_reduce.clone(),
-                ))
-            })?,
-            forward_by_tap: kernels::Blocked::on_fragments(|b| unsafe {
-                kernels::ConvForwardFragmentsByTap::with_constants_unchecked(rt, b)
-            })?,
-            forward_window: kernels::Blocked::on_windows(|b| unsafe {
-                kernels::ConvForwardWindow::with_constants_unchecked(rt, b)
-            })?,
+            forward: unchecked!(rt, on_fragments, ConvForwardFragments),
+            forward_split: split!(
+                rt,
+                ConvForwardFragmentsSplit,
+                ConvForwardFragmentsPartial,
+                forward_reduce
+            ),
+            forward_by_tap: unchecked!(rt, on_fragments, ConvForwardFragmentsByTap),
+            forward_window: unchecked!(rt, on_windows, ConvForwardWindow),
             forward_all_taps: kernels::unless_too_large(unsafe {
-                let all_taps = kernels::WindowBlocking::ALL_TAPS_AT_ONCE;
                 kernels::ConvForwardWindow::with_constants_unchecked(rt, all_taps)
             })?,
-            forward_by_tap_split: kernels::Blocked::on_fragments(|b| {
-                Ok(kernels::ConvForwardFragmentsByTapSplit::from_members(
-                    unsafe {
-                        kernels::ConvForwardFragmentsByTapPartial::with_constants_unchecked(rt, b)
-                    }?,
-                    by_tap_reduce.clone(),
-                ))
-            })?,
-            forward_by_tap_stream: kernels::Streams::new(|b| unsafe {
-                kernels::ConvForwardFragmentsByTapStreamed::with_constants_unchecked(rt, b)
-            })?,
-            grad_input: kernels::Blocked::on_fragments(|b| unsafe {
-                kernels::ConvGradInputFragments::with_constants_unchecked(rt, b)
-            })?,
-            grad_input_split: kernels::Blocked::on_fragments(|b| {
-                Ok(kernels::ConvGradInputFragmentsSplit::from_members(
-                    unsafe {
-                        kernels::ConvGradInputFragmentsPartial::with_constants_unchecked(rt, b)
-                    }?,
-                    input_reduce.clone(),
-                ))
-            })?,
+            forward_by_tap_split: split!(
+                rt,
+                ConvForwardFragmentsByTapSplit,
+                ConvForwardFragmentsByTapPartial,
+                by_tap_reduce
+            ),
+            forward_by_tap_stream: unchecked!(rt, streams, ConvForwardFragmentsByTapStreamed),
+            grad_input: unchecked!(rt, on_fragments, ConvGradInputFragments),
+            grad_input_split: split!(
+                rt,
+                ConvGradInputFragmentsSplit,
+                ConvGradInputFragmentsPartial,
+                input_reduce
+            ),
             weights_transposed_by_tap: kernels::ConvWeightsTransposedByTap::new(rt)?,
-            grad_input_by_tap: kernels::Blocked::on_fragments(|b| unsafe {
-                kernels::ConvGradInputFragmentsByTap::with_constants_unchecked(rt, b)
-            })?,
-            grad_input_by_tap_split: kernels::Blocked::on_fragments(|b| {
-                Ok(kernels::ConvGradInputFragmentsByTapSplit::from_members(
-                    unsafe {
-                        kernels::ConvGradInputFragmentsByTapPartial::with_constants_unchecked(rt, b)
-                    }?,
-                    input_by_tap_reduce.clone(),
-                ))
-            })?,
-            grad_input_by_tap_stream: kernels::Streams::new(|b| unsafe {
-                kernels::ConvGradInputFragmentsByTapStreamed::with_constants_unchecked(rt, b)
-            })?,
-            grad_input_window: kernels::Blocked::on_windows(|b| unsafe {
-                kernels::ConvGradInputWindow::with_constants_unchecked(rt, b)
-            })?,
+            grad_input_by_tap: unchecked!(rt, on_fragments, ConvGradInputFragmentsByTap),
+            grad_input_by_tap_split: split!(
+                rt,
+                ConvGradInputFragmentsByTapSplit,
+                ConvGradInputFragmentsByTapPartial,
+                input_by_tap_reduce
+            ),
+            grad_input_by_tap_stream: unchecked!(rt, streams, ConvGradInputFragmentsByTapStreamed),
+            grad_input_window: unchecked!(rt, on_windows, ConvGradInputWindow),
             grad_input_all_taps: kernels::unless_too_large(unsafe {
-                let all_taps = kernels::WindowBlocking::ALL_TAPS_AT_ONCE;
                 kernels::ConvGradInputWindow::with_constants_unchecked(rt, all_taps)
             })?,
-            grad_input_phased: kernels::Blocked::on_fragments(|b| unsafe {
-                kernels::ConvGradInputPhasedFragments::with_constants_unchecked(rt, b)
-            })?,
-            grad_weight: kernels::Blocked::on_fragments(|b| unsafe {
-                kernels::ConvGradWeightFragments::with_constants_unchecked(rt, b)
-            })?,
-            grad_weight_by_tap: kernels::Blocked::on_fragments(|b| unsafe {
-                kernels::ConvGradWeightFragmentsByTap::with_constants_unchecked(rt, b)
-            })?,
-            grad_weight_stream: kernels::Streams::new(|b| unsafe {
-                kernels::ConvGradWeightFragmentsStreamed::with_constants_unchecked(rt, b)
-            })?,
+            grad_input_phased: unchecked!(rt, on_fragments, ConvGradInputPhasedFragments),
+            grad_weight: unchecked!(rt, on_fragments, ConvGradWeightFragments),
+            grad_weight_by_tap: unchecked!(rt, on_fragments, ConvGradWeightFragmentsByTap),
+            grad_weight_stream: unchecked!(rt, streams, ConvGradWeightFragmentsStreamed),
             reduce: kernels::ConvGradWeightReduce::new(rt)?,
         };
         // After the kernels, which refuse a device without tensor cores first.
@@ -676,19 +669,7 @@ impl Convolution {
                 reduce.clone(),
             ))
         })?;
-        // SAFETY (each): every index is guarded (see "Bounds" in `kernels`).
-        let input_tiles = unsafe { kernels::WinogradInputTiles::new_unchecked(rt) }?;
-        let gradient_tiles = unsafe { kernels::WinogradGradientTiles::new_unchecked(rt) }?;
-        let filter = unsafe { kernels::WinogradFilter::new_unchecked(rt) }?;
-        let grad_weight_winograd = kernels::Blocked::new(|b| {
-            Ok(kernels::ConvGradWeightWinograd::from_members(
-                input_tiles.clone(),
-                gradient_tiles.clone(),
-                // SAFETY: every index is guarded (see "Bounds" in `kernels`).
-                unsafe { kernels::WinogradMultiply::with_constants_unchecked(rt, b) }?,
-                filter.clone(),
-            ))
-        })?;
+        let grad_weight_winograd = winograd_family(rt)?;
         Ok(Convolution {
             fragments,
             forward: kernels::Blocked::new(|b| {
@@ -1828,6 +1809,23 @@ enum WeightPass {
     Record,
 }
 
+/// Winograd's filter gradient in both blockings of its products.
+fn winograd_family(rt: &Runtime) -> Result<kernels::Blocked<kernels::ConvGradWeightWinograd>> {
+    // SAFETY (each): every index is guarded (see "Bounds" in `kernels`).
+    let input_tiles = unsafe { kernels::WinogradInputTiles::new_unchecked(rt) }?;
+    let gradient_tiles = unsafe { kernels::WinogradGradientTiles::new_unchecked(rt) }?;
+    let filter = unsafe { kernels::WinogradFilter::new_unchecked(rt) }?;
+    kernels::Blocked::new(|b| {
+        Ok(kernels::ConvGradWeightWinograd::from_members(
+            input_tiles.clone(),
+            gradient_tiles.clone(),
+            // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+            unsafe { kernels::WinogradMultiply::with_constants_unchecked(rt, b) }?,
+            filter.clone(),
+        ))
+    })
+}
+
 /// Whether the filter gradient of `p` may run by Winograd's F(3x3, 4x4): a 3 x 3 filter of
 /// stride 1 and dilation 1, whose transformed tiles and products fit `u32` indices and one
 /// binding of `rt`'s device.
@@ -2142,6 +2140,32 @@ mod tests {
     /// three blocks; by 100, an iteration or two each; by more than there are iterations.
     /// The streams run one after another on the same counts, so a count left above zero
     /// would show as a block nobody finished.
+    /// Records the forward, the input gradient and the filter gradient of `p` run `ways`,
+    /// from `x`, `w`, `bias` and `grad_pre` into `pre`, `y`, `grad_x` and `grad_w`.
+    fn record_passes(
+        conv: &Convolution,
+        batch: &mut Batch<'_>,
+        (way, weight): (ConvWay, WeightWay),
+        p: kernels::ConvParams,
+        [x, w, bias, grad_pre]: [&GpuBuffer<f32>; 4],
+        [pre, y, grad_x, grad_w]: [&mut GpuBuffer<f32>; 4],
+    ) {
+        let io = ForwardBuffers { x, w, bias, pre, y };
+        conv.forward_way(batch, way, p, io).unwrap();
+        let io = InputBuffers {
+            w,
+            grad_pre,
+            grad_x,
+        };
+        conv.grad_input_way(batch, way, p, io).unwrap();
+        let io = WeightBuffers {
+            x,
+            grad_pre,
+            grad_w,
+        };
+        (conv.weight_pass(batch, WeightPass::Record, weight, p, io)).unwrap();
+    }
+
     #[test]
     fn passes_as_streams_match_the_passes_whole() {
         let rt = Runtime::new().unwrap();
@@ -2166,47 +2190,22 @@ mod tests {
             let (mut pre, mut y, mut grad_x) = (zeros(len), zeros(len), zeros(shape.input_len()));
             let mut grad_w = zeros(shape.weight_len());
             let mut batch = rt.batch();
-            let io = ForwardBuffers {
-                x: &x,
-                w: &w,
-                bias: &bias,
-                pre: &mut pre,
-                y: &mut y,
-            };
-            tensor.forward_way(&mut batch, way, p, io).unwrap();
-            let io = InputBuffers {
-                w: &w,
-                grad_pre: &grad_pre,
-                grad_x: &mut grad_x,
-            };
-            tensor.grad_input_way(&mut batch, way, p, io).unwrap();
-            let (pass, grad_pre) = (WeightPass::Record, &grad_pre);
-            let io = WeightBuffers {
-                x: &x,
-                grad_pre,
-                grad_w: &mut grad_w,
-            };
-            tensor.weight_pass(&mut batch, pass, weight, p, io).unwrap();
+            let ways = (way, weight);
+            let inputs = [&x, &w, &bias, &grad_pre];
+            let outputs = [&mut pre, &mut y, &mut grad_x, &mut grad_w];
+            record_passes(&tensor, &mut batch, ways, p, inputs, outputs);
             let ran: Vec<String> = (batch.submit_timed().unwrap().dispatches.into_iter())
                 .map(|(label, _)| label)
                 .collect();
             // Each stream leaves its counts of the shared blocks' parts as it found them.
-            let arrivals = tensor
-                .arrivals
-                .lock()
-                .at_least(&rt, 1)
-                .unwrap()
-                .read(&rt)
-                .unwrap();
+            let mut arrivals = tensor.arrivals.lock();
+            let arrivals = arrivals.at_least(&rt, 1).unwrap().read(&rt).unwrap();
             assert!(arrivals.iter().all(|&count| count == 0), "{arrivals:?}");
             let [pre, y, grad_x, grad_w] = [pre, y, grad_x, grad_w].map(|b| b.read(&rt).unwrap());
             ([pre, y, grad_x, grad_w], ran)
         };
-        let tile = tune::FragmentTile::Many;
-        let by_tap = ConvWay::TensorCores {
-            tile,
-            schedule: tune::Schedule::ByTap { split: false },
-        };
+        let (tile, schedule) = (FragmentTile::Many, tune::Schedule::ByTap { split: false });
+        let by_tap = ConvWay::TensorCores { tile, schedule };
         let (want, _) = run(by_tap, WeightWay::TensorCores { tile, by_tap: true });
         let blockings = [
             (kernels::StreamTile::Square, "block128_cols128"),

@@ -1177,27 +1177,44 @@ mod tests {
         let want_b = product_of_halves(&at, &gv, k, n, m);
         assert_close("grad_b", &grad_b.read(rt).unwrap(), &want_b);
 
-        // Every activation: `pre` as above, `y` the activation of the `pre` the kernel wrote
-        // (in f64 from GELU's tanh form, which the kernels compute as `x * sigmoid(2u)`).
+        let mut io = ForwardBuffers {
+            a: &a,
+            b: &b,
+            bias: &bias,
+            pre: &mut pre,
+            y: &mut y,
+        };
+        check_activations(rt, gemm, way, shape, &mut io, &want_pre);
+    }
+
+    /// The forward of `shape` run `way` through every activation: `pre` as `want_pre`, `y`
+    /// the activation of the `pre` the kernel wrote (in f64 from GELU's tanh form, which
+    /// the kernels compute as `x * sigmoid(2u)`).
+    fn check_activations(
+        rt: &Runtime,
+        gemm: &Gemm,
+        way: GemmWay,
+        shape: GemmShape,
+        io: &mut ForwardBuffers<'_>,
+        want_pre: &[f64],
+    ) {
         for activation in Activation::ALL {
             let forward = params(shape, activation).unwrap();
             let mut batch = rt.batch();
-            let io = ForwardBuffers {
-                a: &a,
-                b: &b,
-                bias: &bias,
-                pre: &mut pre,
-                y: &mut y,
+            let buffers = ForwardBuffers {
+                pre: &mut *io.pre,
+                y: &mut *io.y,
+                ..*io
             };
-            gemm.forward_way(&mut batch, way, forward, io).unwrap();
+            gemm.forward_way(&mut batch, way, forward, buffers).unwrap();
             batch.submit().unwrap();
-            let got_pre = pre.read(rt).unwrap();
-            assert_close(&format!("pre ({activation:?})"), &got_pre, &want_pre);
+            let got_pre = io.pre.read(rt).unwrap();
+            assert_close(&format!("pre ({activation:?})"), &got_pre, want_pre);
             let want_y: Vec<f64> = got_pre
                 .iter()
                 .map(|&x| activated(activation, f64::from(x)))
                 .collect();
-            let got_y = y.read(rt).unwrap();
+            let got_y = io.y.read(rt).unwrap();
             for (i, (&g, &w)) in got_y.iter().zip(&want_y).enumerate() {
                 assert!(
                     (f64::from(g) - w).abs() <= 1e-5 * (1.0 + w.abs()),
