@@ -1,12 +1,16 @@
 //! 2-D convolution over NCHW images, forward and both gradients.
 
-use super::gemm::add_up_rows;
+use super::gemm::{add_up_rows, forward_pre};
 use super::kernels;
 use super::precision;
 use super::spare::Spare;
-use super::split::{ColumnSums, Split, Steps, MIN_SLICE};
-use super::tune::{self, Way};
+use super::split::{ColumnSums, Split, MIN_SLICE};
+use super::tune::{self, ConvWay, FragmentTile, Stream, Tile, WeightWay};
+use plan::{ForwardPlan, InputPlan, Sum, TapPlan, TensorPlan, WeightPlan};
+
+mod plan;
 use super::{invalid, Activation, Precision};
+use tessera::half::f16;
 use tessera::{Batch, GpuBuffer, Result, Runtime};
 
 /// Zero padding added around each image, per side.
@@ -219,52 +223,6 @@ impl Conv2dShape {
     }
 }
 
-/// Splits the filter gradient's summed dimension (images x output pixels) into slices, so
-/// that a small filter over many pixels still gives every core work. `blocking` is the filter
-/// gradient's instance that runs.
-fn split_weight_grad(p: &mut kernels::ConvParams, blocking: impl Steps) {
-    let columns = p.in_channels * p.kernel_h * p.kernel_w;
-    // `params` checked that the products fit.
-    let depth = p.batch * p.out_h * p.out_w;
-    let split = Split::of(blocking, p.out_channels, columns, depth);
-    p.splits = split.splits;
-    p.split_depth = split.depth;
-}
-
-/// Whether the input gradient is computed one stride phase at a time: for strided
-/// convolutions without dilation (`conv_grad_input_phased`).
-fn by_phases(p: &kernels::ConvParams) -> bool {
-    (p.stride_h > 1 || p.stride_w > 1) && p.dilation_h == 1 && p.dilation_w == 1
-}
-
-/// Whether the input gradient is computed directly, every input channel of a pixel by one
-/// invocation: for at most `FEW` input channels without dilation (`conv_grad_input_few`).
-fn by_few_channels(p: &kernels::ConvParams) -> bool {
-    p.in_channels <= kernels::FEW && p.dilation_h == 1 && p.dilation_w == 1
-}
-
-/// Whether a tensor-core pass of an output of `rows x columns`, summing `depth`, may run as a
-/// stream in the blocking `b`: its (block, step) iterations are counted in `u32`.
-fn streams(rows: u32, columns: u32, depth: u32, b: kernels::StreamBlocking) -> bool {
-    let blocks = u64::from(rows.div_ceil(b.block)) * u64::from(columns.div_ceil(b.cols));
-    blocks * u64::from(depth.div_ceil(b.depth())) <= u64::from(u32::MAX)
-}
-
-/// The kernel of `streams` (a pass's, each with its `blocking`) that `way` runs an output of
-/// `rows x columns` summing `depth` as: none where the way is no stream, where the device
-/// runs none ([`streams_on`]) or where the iterations are not counted in `u32` ([`streams`]).
-fn stream_for<'k, K>(
-    streams: Option<&'k kernels::Streams<K>>,
-    blocking: impl Fn(&K) -> kernels::StreamBlocking,
-    way: Way,
-    [rows, columns, depth]: [u32; 3],
-    rt: &Runtime,
-) -> Option<&'k K> {
-    let stream = streams?.get(way.blocking);
-    let counted = self::streams(rows, columns, depth, blocking(stream));
-    (way.workers > 0 && counted && streams_on(rt)).then_some(stream)
-}
-
 /// Whether passes may run as streams on `rt`'s device: on Vulkan only. A stream's workgroups
 /// pass their parts of a shared block to one another within one dispatch, which WGSL's
 /// memory model does not order; naga's Vulkan code makes `storage_barrier` a device-scope
@@ -273,39 +231,6 @@ fn stream_for<'k, K>(
 /// the input gradient by taps).
 fn streams_on(rt: &Runtime) -> bool {
     rt.info().backend == tessera::wgpu::Backend::Vulkan
-}
-
-/// Whether a tensor-core pass of `p` may run over a staged window in the blocking `b`
-/// (`kernels::conv_window_tile`): the forward, or (`grad`) the input gradient, of a
-/// convolution of stride 1 whose summed channels are a multiple of the blocking's step, whose
-/// filter reaches at most the window's spare positions past a position of the padded grid
-/// (and, staging every tap's slice at once, has at most the blocking's slices of taps), and
-/// whose padded grid's positions are counted in `u32`.
-fn over_window(p: &kernels::ConvParams, grad: bool, b: kernels::WindowBlocking) -> bool {
-    let taps = match b.all_taps {
-        0 => u64::MAX,
-        _ => u64::from(b.slices),
-    };
-    let (depth, window, cols) = (b.depth, b.window(), b.cols());
-    let (summed, result) = match grad {
-        false => (p.in_channels, [p.out_h, p.out_w]),
-        true => (p.out_channels, [p.in_h, p.in_w]),
-    };
-    let reach = [
-        u64::from(p.kernel_h - 1) * u64::from(p.dilation_h),
-        u64::from(p.kernel_w - 1) * u64::from(p.dilation_w),
-    ];
-    let grid = [
-        u64::from(result[0]) + reach[0],
-        u64::from(result[1]) + reach[1],
-    ];
-    let positions = u64::from(p.batch) * grid[0] * grid[1] + u64::from(window);
-    p.stride_h == 1
-        && p.stride_w == 1
-        && summed.is_multiple_of(depth)
-        && u64::from(p.kernel_h) * u64::from(p.kernel_w) <= taps
-        && reach[0] * grid[1] + reach[1] <= u64::from(window - cols)
-        && positions <= u64::from(u32::MAX)
 }
 
 /// The partial sums the filter gradient's slices after the first need.
@@ -479,6 +404,31 @@ pub struct Convolution {
     arrivals: Spare<u32>,
 }
 
+/// `$kernel` in each blocking of `kernels::Streams` (`streams`) or of the `kernels::Blocked`
+/// constructor `$blockings`, built on `$rt` without bounds checks (the caller's SAFETY comment
+/// says why that is sound).
+macro_rules! unchecked {
+    ($rt:ident, streams, $kernel:ident) => {
+        kernels::Streams::new(|b| unsafe { kernels::$kernel::with_constants_unchecked($rt, b) })?
+    };
+    ($rt:ident, $blockings:ident, $kernel:ident) => {
+        kernels::Blocked::$blockings(|b| unsafe {
+            kernels::$kernel::with_constants_unchecked($rt, b)
+        })?
+    };
+}
+
+/// The split tensor-core pass `$split` in each blocking: its `$partial` built on `$rt`
+/// without bounds checks (as [`unchecked`]), and `$reduce`.
+macro_rules! split {
+    ($rt:ident, $split:ident, $partial:ident, $reduce:ident) => {
+        kernels::Blocked::on_fragments(|b| {
+            let partial = unsafe { kernels::$partial::with_constants_unchecked($rt, b) }?;
+            Ok(kernels::$split::from_members(partial, $reduce.clone()))
+        })?
+    };
+}
+
 /// The kernels of [`Precision::TensorCoreF16`], in both blockings of
 /// [`kernels::TensorBlocking`].
 #[derive(Clone, Debug)]
@@ -597,89 +547,57 @@ impl Fragments {
         let by_tap_reduce = kernels::ConvForwardFragmentsByTapReduce::new(rt)?;
         let input_by_tap_reduce = kernels::ConvGradInputFragmentsByTapReduce::new(rt)?;
         let input_reduce = kernels::ConvGradInputFragmentsReduce::new(rt)?;
+        // SAFETY (every unchecked constructor below): every index is guarded (see "Bounds" in
+        // `kernels`; the kernels by taps run only for channels a multiple of their blocking's
+        // step or, the filter gradient's, of its block, and the windows only where
+        // `plan::over_window` holds: see `plan`; a stream's slots of `partial`, two a
+        // workgroup, are what its binding's length asks for).
+        let all_taps = kernels::WindowBlocking::ALL_TAPS_AT_ONCE;
         let fragments = Fragments {
             weights_by_tap: kernels::ConvWeightsByTap::new(rt)?,
-            // SAFETY (every unchecked constructor below): every index is guarded (see "Bounds"
-            // in `kernels`; the kernels by taps run only for channels a multiple of their
-            // blocking's step or, the filter gradient's, of its block, below; a stream's slots
-            // of `partial`, two a workgroup, are what its binding's length asks for).
-            forward: kernels::Blocked::on_fragments(|b| unsafe {
-                kernels::ConvForwardFragments::with_constants_unchecked(rt, b)
-            })?,
-            forward_split: kernels::Blocked::on_fragments(|b| {
-                Ok(kernels::ConvForwardFragmentsSplit::from_members(
-                    unsafe {
-                        kernels::ConvForwardFragmentsPartial::with_constants_unchecked(rt, b)
-                    }?,
-                    forward_reduce.clone(),
-                ))
-            })?,
-            forward_by_tap: kernels::Blocked::on_fragments(|b| unsafe {
-                kernels::ConvForwardFragmentsByTap::with_constants_unchecked(rt, b)
-            })?,
-            forward_window: kernels::Blocked::on_windows(|b| unsafe {
-                kernels::ConvForwardWindow::with_constants_unchecked(rt, b)
-            })?,
+            forward: unchecked!(rt, on_fragments, ConvForwardFragments),
+            forward_split: split!(
+                rt,
+                ConvForwardFragmentsSplit,
+                ConvForwardFragmentsPartial,
+                forward_reduce
+            ),
+            forward_by_tap: unchecked!(rt, on_fragments, ConvForwardFragmentsByTap),
+            forward_window: unchecked!(rt, on_windows, ConvForwardWindow),
             forward_all_taps: kernels::unless_too_large(unsafe {
-                let all_taps = kernels::WindowBlocking::ALL_TAPS_AT_ONCE;
                 kernels::ConvForwardWindow::with_constants_unchecked(rt, all_taps)
             })?,
-            forward_by_tap_split: kernels::Blocked::on_fragments(|b| {
-                Ok(kernels::ConvForwardFragmentsByTapSplit::from_members(
-                    unsafe {
-                        kernels::ConvForwardFragmentsByTapPartial::with_constants_unchecked(rt, b)
-                    }?,
-                    by_tap_reduce.clone(),
-                ))
-            })?,
-            forward_by_tap_stream: kernels::Streams::new(|b| unsafe {
-                kernels::ConvForwardFragmentsByTapStreamed::with_constants_unchecked(rt, b)
-            })?,
-            grad_input: kernels::Blocked::on_fragments(|b| unsafe {
-                kernels::ConvGradInputFragments::with_constants_unchecked(rt, b)
-            })?,
-            grad_input_split: kernels::Blocked::on_fragments(|b| {
-                Ok(kernels::ConvGradInputFragmentsSplit::from_members(
-                    unsafe {
-                        kernels::ConvGradInputFragmentsPartial::with_constants_unchecked(rt, b)
-                    }?,
-                    input_reduce.clone(),
-                ))
-            })?,
+            forward_by_tap_split: split!(
+                rt,
+                ConvForwardFragmentsByTapSplit,
+                ConvForwardFragmentsByTapPartial,
+                by_tap_reduce
+            ),
+            forward_by_tap_stream: unchecked!(rt, streams, ConvForwardFragmentsByTapStreamed),
+            grad_input: unchecked!(rt, on_fragments, ConvGradInputFragments),
+            grad_input_split: split!(
+                rt,
+                ConvGradInputFragmentsSplit,
+                ConvGradInputFragmentsPartial,
+                input_reduce
+            ),
             weights_transposed_by_tap: kernels::ConvWeightsTransposedByTap::new(rt)?,
-            grad_input_by_tap: kernels::Blocked::on_fragments(|b| unsafe {
-                kernels::ConvGradInputFragmentsByTap::with_constants_unchecked(rt, b)
-            })?,
-            grad_input_by_tap_split: kernels::Blocked::on_fragments(|b| {
-                Ok(kernels::ConvGradInputFragmentsByTapSplit::from_members(
-                    unsafe {
-                        kernels::ConvGradInputFragmentsByTapPartial::with_constants_unchecked(rt, b)
-                    }?,
-                    input_by_tap_reduce.clone(),
-                ))
-            })?,
-            grad_input_by_tap_stream: kernels::Streams::new(|b| unsafe {
-                kernels::ConvGradInputFragmentsByTapStreamed::with_constants_unchecked(rt, b)
-            })?,
-            grad_input_window: kernels::Blocked::on_windows(|b| unsafe {
-                kernels::ConvGradInputWindow::with_constants_unchecked(rt, b)
-            })?,
+            grad_input_by_tap: unchecked!(rt, on_fragments, ConvGradInputFragmentsByTap),
+            grad_input_by_tap_split: split!(
+                rt,
+                ConvGradInputFragmentsByTapSplit,
+                ConvGradInputFragmentsByTapPartial,
+                input_by_tap_reduce
+            ),
+            grad_input_by_tap_stream: unchecked!(rt, streams, ConvGradInputFragmentsByTapStreamed),
+            grad_input_window: unchecked!(rt, on_windows, ConvGradInputWindow),
             grad_input_all_taps: kernels::unless_too_large(unsafe {
-                let all_taps = kernels::WindowBlocking::ALL_TAPS_AT_ONCE;
                 kernels::ConvGradInputWindow::with_constants_unchecked(rt, all_taps)
             })?,
-            grad_input_phased: kernels::Blocked::on_fragments(|b| unsafe {
-                kernels::ConvGradInputPhasedFragments::with_constants_unchecked(rt, b)
-            })?,
-            grad_weight: kernels::Blocked::on_fragments(|b| unsafe {
-                kernels::ConvGradWeightFragments::with_constants_unchecked(rt, b)
-            })?,
-            grad_weight_by_tap: kernels::Blocked::on_fragments(|b| unsafe {
-                kernels::ConvGradWeightFragmentsByTap::with_constants_unchecked(rt, b)
-            })?,
-            grad_weight_stream: kernels::Streams::new(|b| unsafe {
-                kernels::ConvGradWeightFragmentsStreamed::with_constants_unchecked(rt, b)
-            })?,
+            grad_input_phased: unchecked!(rt, on_fragments, ConvGradInputPhasedFragments),
+            grad_weight: unchecked!(rt, on_fragments, ConvGradWeightFragments),
+            grad_weight_by_tap: unchecked!(rt, on_fragments, ConvGradWeightFragmentsByTap),
+            grad_weight_stream: unchecked!(rt, streams, ConvGradWeightFragmentsStreamed),
             reduce: kernels::ConvGradWeightReduce::new(rt)?,
         };
         // After the kernels, which refuse a device without tensor cores first.
@@ -751,19 +669,7 @@ impl Convolution {
                 reduce.clone(),
             ))
         })?;
-        // SAFETY (each): every index is guarded (see "Bounds" in `kernels`).
-        let input_tiles = unsafe { kernels::WinogradInputTiles::new_unchecked(rt) }?;
-        let gradient_tiles = unsafe { kernels::WinogradGradientTiles::new_unchecked(rt) }?;
-        let filter = unsafe { kernels::WinogradFilter::new_unchecked(rt) }?;
-        let grad_weight_winograd = kernels::Blocked::new(|b| {
-            Ok(kernels::ConvGradWeightWinograd::from_members(
-                input_tiles.clone(),
-                gradient_tiles.clone(),
-                // SAFETY: every index is guarded (see "Bounds" in `kernels`).
-                unsafe { kernels::WinogradMultiply::with_constants_unchecked(rt, b) }?,
-                filter.clone(),
-            ))
-        })?;
+        let grad_weight_winograd = winograd_family(rt)?;
         Ok(Convolution {
             fragments,
             forward: kernels::Blocked::new(|b| {
@@ -883,14 +789,11 @@ impl Convolution {
             ..shape.params(activation)?
         };
         let rows = p.out_channels;
-        let operation = "nn::Convolution::forward";
         let (ways, fixed) = match self.fragments {
-            Some(_) => {
-                let fixed = Way::fixed_window(rows);
-                (&Way::SPLIT_FRAGMENTS_OR_WINDOW[..], fixed)
-            }
-            None => (&Way::ALL[..], Way::fixed(rows)),
+            Some(_) => (&ConvWay::ON_TENSOR_CORES[..], ConvWay::fixed_window(rows)),
+            None => (&ConvWay::IN_F32[..], ConvWay::fixed(rows)),
         };
+        let operation = "nn::Convolution::forward";
         let way = tuned(
             batch.runtime(),
             operation,
@@ -899,8 +802,14 @@ impl Convolution {
             ways,
             fixed,
             |tune, way, s| {
-                let (pre, y) = (&mut s.pre, &mut s.y);
-                self.record_forward(tune, way, p, &s.x, &s.w, &s.bias, pre, y)
+                let io = ForwardBuffers {
+                    x: &s.x,
+                    w: &s.w,
+                    bias: &s.bias,
+                    pre: &mut s.pre,
+                    y: &mut s.y,
+                };
+                self.forward_way(tune, way, p, io)
             },
         )?;
         let mut spare = self.pre.lock();
@@ -908,185 +817,247 @@ impl Convolution {
             Some(pre) => pre,
             None => spare.at_least(batch.runtime(), shape.output_len()?)?,
         };
-        self.record_forward(batch, way, p, x, w, bias, pre, y)
+        let io = ForwardBuffers { x, w, bias, pre, y };
+        self.forward_way(batch, way, p, io)
     }
 
-    /// The forward run `way`: whole, or in slices of the summed dimension when the way allows
-    /// it and the output alone cannot fill the GPU; on the tensor cores over a staged window
-    /// (whole) or tap by tap (whole, split or as a stream, `Way::workers`), the filter laid
-    /// out for it first, when the way allows it and the shape fits (see [`over_window`]; tap
-    /// by tap: input channels a multiple of the blocking's step).
-    #[allow(clippy::too_many_arguments)]
+    /// The blockings the forward's kernels were built in, for its plans.
+    fn forward_caps(&self, rt: &Runtime) -> plan::Caps {
+        plan::Caps {
+            f32: self
+                .forward_split
+                .each(|k| k.conv_forward_partial().constants()),
+            tensor: self.fragments.as_ref().map(|f| {
+                let cuts =
+                    (f.forward_split).each(|k| k.conv_forward_fragments_partial().constants());
+                plan::TapCaps {
+                    steps: cuts.clone(),
+                    cuts,
+                    window: f.forward_window.as_ref().map(|w| w.each(|k| k.constants())),
+                    all_taps: f.forward_all_taps.as_ref().map(|k| k.constants()),
+                    streams: (f.forward_by_tap_stream.as_ref())
+                        .filter(|_| streams_on(rt))
+                        .map(|s| s.each(|k| k.constants())),
+                }
+            }),
+        }
+    }
+
+    /// The forward run `way`, as [`plan::forward`] plans it.
+    fn forward_way(
+        &self,
+        batch: &mut Batch<'_>,
+        way: ConvWay,
+        p: kernels::ConvParams,
+        io: ForwardBuffers<'_>,
+    ) -> Result<()> {
+        let plan = plan::forward(&p, way, &self.forward_caps(batch.runtime()));
+        self.record_forward(batch, plan, p, io)
+    }
+
+    /// Records the forward as `plan` says.
     fn record_forward(
         &self,
         batch: &mut Batch<'_>,
-        way: Way,
-        mut p: kernels::ConvParams,
-        x: &GpuBuffer<f32>,
-        w: &GpuBuffer<f32>,
-        bias: &GpuBuffer<f32>,
-        pre: &mut GpuBuffer<f32>,
-        y: &mut GpuBuffer<f32>,
+        plan: ForwardPlan,
+        p: kernels::ConvParams,
+        io: ForwardBuffers<'_>,
     ) -> Result<()> {
-        // `params` checked that the products fit.
-        let columns = p.batch * p.out_h * p.out_w;
-        let depth = p.in_channels * p.kernel_h * p.kernel_w;
-        if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
-            let split = fragments.forward_split.get(way.blocking);
-            let blocking = split.conv_forward_fragments_partial().constants();
-            let cut = Split::of(blocking, p.out_channels, columns, depth);
-            let fits =
-                |kernel: &&kernels::ConvForwardWindow| over_window(&p, false, kernel.constants());
-            // Over a staged window, every tap at once where it fits, otherwise tap by tap.
-            let all_taps =
-                (fragments.forward_all_taps.as_ref()).filter(|k| way.all_taps && fits(k));
-            let window = all_taps.or_else(|| {
-                let window = fragments.forward_window.as_ref().filter(|_| way.window)?;
-                Some(window.get(way.blocking)).filter(fits)
-            });
-            let taps_fit = way.by_tap && p.in_channels.is_multiple_of(blocking.depth());
-            // As a stream where the way says so and the pass runs by taps.
-            let stream = stream_for(
-                fragments.forward_by_tap_stream.as_ref(),
-                |k| k.constants(),
-                way,
-                [p.out_channels, columns, depth],
-                batch.runtime(),
-            )
-            .filter(|_| window.is_none() && taps_fit);
-            let whole = window.is_some() || stream.is_some() || !way.split || cut.splits == 1;
-            if !whole {
-                (p.splits, p.split_depth) = (cut.splits, cut.depth);
-            }
-            let mut partials = self.partials.lock();
-            let partial = if let Some(stream) = stream {
-                p.workers = way.workers;
-                let len = stream.constants().partials(p.workers);
-                Some(partials.at_least(batch.runtime(), len)?)
-            } else if whole {
-                None
-            } else {
-                let len = cut.partials(p.out_channels, columns);
-                Some(partials.at_least(batch.runtime(), len)?)
-            };
-            if taps_fit || all_taps.is_some() {
-                let mut by_tap = self.weights_by_tap.lock();
-                let w_by_tap = by_tap.at_least(batch.runtime(), w.len().div_ceil(2))?;
-                let args = kernels::ConvWeightsByTapArgs {
+        macro_rules! args {
+            ($args:ident) => {
+                kernels::$args {
                     p: &p,
-                    w,
-                    w_by_tap: &mut *w_by_tap.view_as_mut()?,
-                };
-                fragments.weights_by_tap.record(batch, args)?;
-                let w_by_tap = &w_by_tap.view_as()?;
-                if let Some(window) = window {
-                    let args = kernels::ConvForwardWindowArgs {
-                        p: &p,
-                        x,
-                        w_by_tap,
-                        bias,
-                        pre,
-                        y,
-                    };
-                    return window.record(batch, args);
+                    x: io.x,
+                    w: io.w,
+                    bias: io.bias,
+                    pre: io.pre,
+                    y: io.y,
                 }
-                return match (partial, stream) {
-                    (Some(partial), Some(stream)) => {
-                        let mut arrivals = self.arrivals.lock();
-                        let args = kernels::ConvForwardFragmentsByTapStreamedArgs {
-                            p: &p,
-                            x,
-                            w_by_tap,
-                            bias,
-                            partial,
-                            arrivals: arrivals.at_least(batch.runtime(), p.workers as usize)?,
-                            pre,
-                            y,
-                        };
-                        stream.record(batch, args)
-                    }
-                    (None, _) => {
-                        let args = kernels::ConvForwardFragmentsByTapArgs {
-                            p: &p,
-                            x,
-                            w_by_tap,
-                            bias,
-                            pre,
-                            y,
-                        };
-                        fragments
-                            .forward_by_tap
-                            .get(way.blocking)
-                            .record(batch, args)
-                    }
-                    (Some(partial), None) => {
-                        let args = kernels::ConvForwardFragmentsByTapSplitArgs {
-                            p: &p,
-                            x,
-                            w_by_tap,
-                            bias,
-                            partial,
-                            pre,
-                            y,
-                        };
-                        let split = fragments.forward_by_tap_split.get(way.blocking);
-                        split.record(batch, args)
-                    }
-                };
+            };
+        }
+        match plan {
+            ForwardPlan::F32 {
+                tile,
+                sum: Sum::Whole,
+            } => (self.forward.get(tile.pick())).record(batch, args!(ConvForwardArgs)),
+            ForwardPlan::F32 {
+                tile,
+                sum: Sum::Sliced(cut),
+            } => self.forward_f32_sliced(batch, tile, cut, p, io),
+            ForwardPlan::TensorCores(TensorPlan::Gather {
+                tile,
+                sum: Sum::Whole,
+            }) => {
+                let gather = self.tensor_cores().forward.get(tile.pick());
+                gather.record(batch, args!(ConvForwardFragmentsArgs))
             }
-            return match partial {
-                None => {
-                    let args = kernels::ConvForwardFragmentsArgs {
-                        p: &p,
-                        x,
-                        w,
-                        bias,
-                        pre,
-                        y,
-                    };
-                    fragments.forward.get(way.blocking).record(batch, args)
-                }
-                Some(partial) => {
-                    let args = kernels::ConvForwardFragmentsSplitArgs {
-                        p: &p,
-                        x,
-                        w,
-                        bias,
-                        partial,
-                        pre,
-                        y,
-                    };
-                    split.record(batch, args)
-                }
-            };
+            ForwardPlan::TensorCores(TensorPlan::Gather {
+                tile,
+                sum: Sum::Sliced(cut),
+            }) => self.forward_gather_sliced(batch, tile, cut, p, io),
+            ForwardPlan::TensorCores(TensorPlan::OverTaps(plan)) => {
+                self.forward_over_taps(batch, plan, p, io)
+            }
         }
-        let split = self.forward_split.get(way.blocking);
-        let blocking = split.conv_forward_partial().constants();
-        let cut = Split::of(blocking, p.out_channels, columns, depth);
-        if !way.split || cut.splits == 1 {
-            let args = kernels::ConvForwardArgs {
-                p: &p,
-                x,
-                w,
-                bias,
-                pre,
-                y,
-            };
-            return self.forward.get(way.blocking).record(batch, args);
-        }
+    }
+
+    /// The tensor-core kernels, which every plan on the tensor cores was made from.
+    fn tensor_cores(&self) -> &Fragments {
+        (self.fragments.as_ref()).expect("plans on the tensor cores come from their kernels")
+    }
+
+    /// The f32 forward in `tile`, its sum cut as `cut` says.
+    fn forward_f32_sliced(
+        &self,
+        batch: &mut Batch<'_>,
+        tile: Tile,
+        cut: Split,
+        mut p: kernels::ConvParams,
+        io: ForwardBuffers<'_>,
+    ) -> Result<()> {
         (p.splits, p.split_depth) = (cut.splits, cut.depth);
         let mut partials = self.partials.lock();
-        let partial = partials.at_least(batch.runtime(), cut.partials(p.out_channels, columns))?;
+        let columns = p.batch * p.out_h * p.out_w;
+        let len = cut.partials(p.out_channels, columns);
         let args = kernels::ConvForwardSplitArgs {
             p: &p,
-            x,
-            w,
-            bias,
-            partial,
-            pre,
-            y,
+            x: io.x,
+            w: io.w,
+            bias: io.bias,
+            partial: partials.at_least(batch.runtime(), len)?,
+            pre: io.pre,
+            y: io.y,
         };
-        split.record(batch, args)
+        self.forward_split.get(tile.pick()).record(batch, args)
+    }
+
+    /// The forward on the tensor cores gathering, in `tile`, its sum cut as `cut` says.
+    fn forward_gather_sliced(
+        &self,
+        batch: &mut Batch<'_>,
+        tile: FragmentTile,
+        cut: Split,
+        mut p: kernels::ConvParams,
+        io: ForwardBuffers<'_>,
+    ) -> Result<()> {
+        (p.splits, p.split_depth) = (cut.splits, cut.depth);
+        let mut partials = self.partials.lock();
+        let columns = p.batch * p.out_h * p.out_w;
+        let len = cut.partials(p.out_channels, columns);
+        let args = kernels::ConvForwardFragmentsSplitArgs {
+            p: &p,
+            x: io.x,
+            w: io.w,
+            bias: io.bias,
+            partial: partials.at_least(batch.runtime(), len)?,
+            pre: io.pre,
+            y: io.y,
+        };
+        (self.tensor_cores().forward_split)
+            .get(tile.pick())
+            .record(batch, args)
+    }
+
+    /// The forward over the filter laid out by taps (its copy recorded first), as `plan`
+    /// says.
+    fn forward_over_taps(
+        &self,
+        batch: &mut Batch<'_>,
+        plan: TapPlan,
+        p: kernels::ConvParams,
+        io: ForwardBuffers<'_>,
+    ) -> Result<()> {
+        let p = plan.params(p);
+        let mut by_tap = self.weights_by_tap.lock();
+        let w_by_tap = by_tap.at_least(batch.runtime(), io.w.len().div_ceil(2))?;
+        let args = kernels::ConvWeightsByTapArgs {
+            p: &p,
+            w: io.w,
+            w_by_tap: &mut *w_by_tap.view_as_mut()?,
+        };
+        self.tensor_cores().weights_by_tap.record(batch, args)?;
+        self.record_forward_taps(batch, plan, &p, &*w_by_tap.view_as()?, io)
+    }
+
+    /// Records the forward over the filter laid out by taps, `w_by_tap`, as `plan` says.
+    fn record_forward_taps(
+        &self,
+        batch: &mut Batch<'_>,
+        plan: TapPlan,
+        p: &kernels::ConvParams,
+        w_by_tap: &GpuBuffer<[f16; 4]>,
+        io: ForwardBuffers<'_>,
+    ) -> Result<()> {
+        let f = self.tensor_cores();
+        let ForwardBuffers {
+            x, bias, pre, y, ..
+        } = io;
+        let mut partials = self.partials.lock();
+        let rt = batch.runtime();
+        macro_rules! args {
+            ($args:ident) => {
+                kernels::$args {
+                    p,
+                    x,
+                    w_by_tap,
+                    bias,
+                    pre,
+                    y,
+                }
+            };
+        }
+        let built = "a plan comes from the kernels built";
+        match plan {
+            TapPlan::AllTaps => {
+                let window = f.forward_all_taps.as_ref().expect(built);
+                window.record(batch, args!(ConvForwardWindowArgs))
+            }
+            TapPlan::Window { tile } => {
+                let window = f.forward_window.as_ref().expect(built).get(tile.pick());
+                window.record(batch, args!(ConvForwardWindowArgs))
+            }
+            TapPlan::ByTap {
+                tile,
+                sum: Sum::Whole,
+            } => {
+                let by_tap = f.forward_by_tap.get(tile.pick());
+                by_tap.record(batch, args!(ConvForwardFragmentsByTapArgs))
+            }
+            TapPlan::ByTap {
+                tile,
+                sum: Sum::Sliced(cut),
+            } => {
+                let columns = p.batch * p.out_h * p.out_w;
+                let len = cut.partials(p.out_channels, columns);
+                let args = kernels::ConvForwardFragmentsByTapSplitArgs {
+                    p,
+                    x,
+                    w_by_tap,
+                    bias,
+                    partial: partials.at_least(rt, len)?,
+                    pre,
+                    y,
+                };
+                f.forward_by_tap_split.get(tile.pick()).record(batch, args)
+            }
+            TapPlan::Stream(stream) => {
+                let streams = f.forward_by_tap_stream.as_ref();
+                let kernel = streams.expect(built).get(stream.tile);
+                let mut arrivals = self.arrivals.lock();
+                let len = kernel.constants().partials(p.workers);
+                let args = kernels::ConvForwardFragmentsByTapStreamedArgs {
+                    p,
+                    x,
+                    w_by_tap,
+                    bias,
+                    partial: partials.at_least(rt, len)?,
+                    arrivals: arrivals.at_least(rt, p.workers as usize)?,
+                    pre,
+                    y,
+                };
+                kernel.record(batch, args)
+            }
+        }
     }
 
     /// Records the backward pass from `grad_y` and the forward's `x`, `w` and `pre`: the
@@ -1108,103 +1079,119 @@ impl Convolution {
             grad_bias,
         } = args;
         let shape = &shape;
-        let mut p = shape.params(activation)?;
-        let pre = match pre {
-            Some(pre) => pre,
-            // Read only through the activation's derivative, which is 1 everywhere.
-            None if activation == Activation::None => grad_y,
-            None => {
-                return Err(invalid(
-                    "conv2d backward",
-                    format!(
-                        "the backward pass of {activation:?} needs the forward's `pre`; pass \
-                         the buffer the forward wrote it to"
-                    ),
-                ))
-            }
-        };
+        let p = shape.params(activation)?;
+        let pre = forward_pre(pre, grad_y, activation, "conv2d backward")?;
+        let rt = batch.runtime();
         let input_way = match grad_x {
-            Some(_) => self.input_way(batch.runtime(), shape, p)?,
-            None => Way::fixed(p.in_channels),
+            Some(_) => self.input_way(rt, shape, p)?,
+            None => ConvWay::fixed(p.in_channels),
         };
-        let weight_way = self.weight_way(batch.runtime(), shape, p)?;
-        let family = self.backward.get(input_way.blocking);
-        let mut spare = self.grad_pre.lock();
-        let grad_pre = spare.at_least(batch.runtime(), shape.output_len()?)?;
+        let weight_way = self.weight_way(rt, shape, p)?;
+        let input_plan = plan::grad_input(&p, input_way, &self.input_caps(rt));
         // An input gradient the family's member does not compute (strided: one stride phase
-        // at a time; few input channels: directly; split: in slices) runs after the family,
-        // from the `grad_pre` it wrote.
-        let on_its_own = input_way.fragments
-            || by_phases(&p)
-            || by_few_channels(&p)
-            || self.input_split(input_way, &p).splits > 1;
-        let (mut grad_x, mut later_x) = match grad_x {
-            Some(grad_x) if on_its_own => (None, Some(grad_x)),
+        // at a time; few input channels: directly; split: in slices; on the tensor cores)
+        // runs after the family, from the `grad_pre` it wrote.
+        let (grad_x, mut later_x) = match grad_x {
+            Some(grad_x) if !input_plan.in_family() => (None, Some(grad_x)),
             grad_x => (grad_x, None),
         };
-        // Every buffer is checked before anything is recorded. (The phased kernel declares
-        // the lengths every input gradient needs; the family's member leaves them to the
-        // family.)
-        if let Some(grad_x) = later_x.as_deref_mut() {
-            // The same lengths as every other input gradient's.
-            let phased = self.grad_input_phased.get(input_way.blocking);
+        let mut spare = self.grad_pre.lock();
+        let mut io = BackwardBuffers {
+            x,
+            w,
+            pre,
+            grad_y,
+            grad_pre: spare.at_least(rt, shape.output_len()?)?,
+            grad_x,
+            grad_w,
+            grad_bias,
+        };
+        let tile = input_way.in_f32().0.pick();
+        let later = later_x.as_deref_mut();
+        self.check_backward(batch, tile, weight_way, p, &mut io, later)?;
+        let p = self.record_family(batch, self.backward.get(tile), p, &mut io)?;
+        self.weight_pass(batch, WeightPass::Record, weight_way, p, io.weight())?;
+        match later_x {
+            Some(grad_x) => {
+                let (w, grad_pre) = (io.w, &*io.grad_pre);
+                let io = InputBuffers {
+                    w,
+                    grad_pre,
+                    grad_x,
+                };
+                self.record_grad_input(batch, input_plan, p, io)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Checks every buffer of a backward before anything is recorded: the family's in
+    /// `tile`, the filter gradient's run `weight_way`, and an input gradient's that runs on
+    /// its own (`later_x`; the phased kernel declares the lengths every input gradient
+    /// needs, the family's member leaves them to the family).
+    fn check_backward(
+        &self,
+        batch: &mut Batch<'_>,
+        tile: kernels::Pick,
+        weight_way: WeightWay,
+        p: kernels::ConvParams,
+        io: &mut BackwardBuffers<'_>,
+        later_x: Option<&mut GpuBuffer<f32>>,
+    ) -> Result<()> {
+        if let Some(grad_x) = later_x {
+            let phased = self.grad_input_phased.get(tile);
             phased.check_lengths(&kernels::ConvGradInputPhasedArgs {
                 p: &p,
-                w,
-                grad_pre,
+                w: io.w,
+                grad_pre: io.grad_pre,
                 grad_x,
             })?;
         }
         // (The bias gradient whole: its slices' sums go to scratch of the right length.)
-        family.check_lengths(&mut kernels::ConvBackwardArgs {
-            p: &p,
-            w,
-            pre,
-            grad_y,
-            grad_pre: &mut *grad_pre,
-            grad_x: grad_x.as_deref_mut(),
-            grad_bias: &mut *grad_bias,
-        })?;
-        let weight = WeightPass::Check;
-        self.weight_pass(batch, weight, weight_way, p, x, grad_pre, grad_w)?;
+        self.backward.get(tile).check_lengths(&mut io.args(&p))?;
+        self.weight_pass(batch, WeightPass::Check, weight_way, p, io.weight())
+    }
+
+    /// Records the backward family (the gradient through the activation, the input's where
+    /// its member computes it, the bias's) and, where the bias gradient sums in slices, their
+    /// sum; returns `p` with the bias gradient's slices.
+    fn record_family(
+        &self,
+        batch: &mut Batch<'_>,
+        family: &kernels::ConvBackward,
+        mut p: kernels::ConvParams,
+        io: &mut BackwardBuffers<'_>,
+    ) -> Result<kernels::ConvParams> {
         // The bias gradient sums images x pixels for each output channel: in slices, whose
         // sums are added up after the family, when the channels alone leave the GPU idle.
         let sums = ColumnSums {
             columns: 1,
             rows: kernels::SUMS * kernels::GROUP,
         };
-        let bias_cut = Split::of(sums, 1, p.out_channels, p.batch * p.out_h * p.out_w);
+        let cut = Split::of(sums, 1, p.out_channels, p.batch * p.out_h * p.out_w);
+        (p.bias_splits, p.bias_split_depth) = (cut.splits, cut.depth);
+        if cut.splits == 1 {
+            family.record(batch, io.args(&p))?;
+            return Ok(p);
+        }
         let mut spare_sums = self.bias_sums.lock();
-        let (bias_sums, grad_bias) = match bias_cut.splits {
-            1 => (&mut *grad_bias, None),
-            _ => {
-                let sums = bias_cut.partials(1, p.out_channels);
-                (spare_sums.at_least(batch.runtime(), sums)?, Some(grad_bias))
-            }
+        let len = cut.partials(1, p.out_channels);
+        let bias_sums = spare_sums.at_least(batch.runtime(), len)?;
+        let args = kernels::ConvBackwardArgs {
+            grad_bias: &mut *bias_sums,
+            ..io.args(&p)
         };
-        (p.bias_splits, p.bias_split_depth) = (bias_cut.splits, bias_cut.depth);
-        family.record(
+        family.record(batch, args)?;
+        let (add_up, grad_bias) = (&self.add_up_bias, &mut *io.grad_bias);
+        add_up_rows(
             batch,
-            kernels::ConvBackwardArgs {
-                p: &p,
-                w,
-                pre,
-                grad_y,
-                grad_pre: &mut *grad_pre,
-                grad_x,
-                grad_bias: &mut *bias_sums,
-            },
+            add_up,
+            bias_sums,
+            cut.splits,
+            p.out_channels,
+            grad_bias,
         )?;
-        if let Some(grad_bias) = grad_bias {
-            let (add_up, splits) = (&self.add_up_bias, bias_cut.splits);
-            add_up_rows(batch, add_up, bias_sums, splits, p.out_channels, grad_bias)?;
-        }
-        let weight = WeightPass::Record;
-        self.weight_pass(batch, weight, weight_way, p, x, grad_pre, grad_w)?;
-        match later_x {
-            Some(grad_x) => self.record_grad_input(batch, input_way, p, w, grad_pre, grad_x),
-            None => Ok(()),
-        }
+        Ok(p)
     }
 
     /// Records only the input's gradient, `grad_x`, from the gradient before the activation
@@ -1223,231 +1210,286 @@ impl Convolution {
         } = args;
         let p = shape.params(Activation::None)?;
         let way = self.input_way(batch.runtime(), &shape, p)?;
-        self.record_grad_input(batch, way, p, w, grad_pre, grad_x)
+        let io = InputBuffers {
+            w,
+            grad_pre,
+            grad_x,
+        };
+        self.grad_input_way(batch, way, p, io)
     }
 
     /// How the input gradient runs for `shape` (nothing to choose with few input channels).
-    fn input_way(&self, rt: &Runtime, shape: &Conv2dShape, p: kernels::ConvParams) -> Result<Way> {
-        if by_few_channels(&p) {
-            return Ok(Way::fixed(p.in_channels));
+    fn input_way(
+        &self,
+        rt: &Runtime,
+        shape: &Conv2dShape,
+        p: kernels::ConvParams,
+    ) -> Result<ConvWay> {
+        if plan::by_few_channels(&p) {
+            return Ok(ConvWay::fixed(p.in_channels));
         }
         let operation = "nn::Convolution::grad_input";
         let (ways, fixed) = match self.fragments {
             // One stride phase at a time, never split.
-            Some(_) if by_phases(&p) => (&Way::FRAGMENTS[..], Way::fixed_fragments(p.in_channels)),
-            Some(_) => (
-                &Way::SPLIT_FRAGMENTS_OR_WINDOW[..],
-                Way::fixed_window(p.in_channels),
+            Some(_) if plan::by_phases(&p) => (
+                &ConvWay::PHASED_ON_TENSOR_CORES[..],
+                ConvWay::fixed_gather(p.in_channels),
             ),
-            None => (&Way::ALL[..], Way::fixed(p.in_channels)),
+            Some(_) => (
+                &ConvWay::ON_TENSOR_CORES[..],
+                ConvWay::fixed_window(p.in_channels),
+            ),
+            None => (&ConvWay::IN_F32[..], ConvWay::fixed(p.in_channels)),
         };
         tuned(rt, operation, shape, &p, ways, fixed, |tune, way, s| {
-            self.record_grad_input(tune, way, p, &s.w, &s.pre, &mut s.grad_x)
+            let io = InputBuffers {
+                w: &s.w,
+                grad_pre: &s.pre,
+                grad_x: &mut s.grad_x,
+            };
+            self.grad_input_way(tune, way, p, io)
         })
     }
 
-    /// How the input gradient's sum is cut when run `way` (one slice unless the way allows
-    /// more and the input alone cannot fill the GPU).
-    fn input_split(&self, way: Way, p: &kernels::ConvParams) -> Split {
-        if !way.split {
-            return Split::WHOLE;
+    /// The blockings the input gradient's kernels were built in, for its plans.
+    fn input_caps(&self, rt: &Runtime) -> plan::Caps {
+        plan::Caps {
+            f32: (self.grad_input_split).each(|k| k.conv_grad_input_partial().constants()),
+            tensor: self.fragments.as_ref().map(|f| plan::TapCaps {
+                steps: f.grad_input.each(|k| k.constants()),
+                cuts: (f.grad_input_split)
+                    .each(|k| k.conv_grad_input_fragments_partial().constants()),
+                window: f
+                    .grad_input_window
+                    .as_ref()
+                    .map(|w| w.each(|k| k.constants())),
+                all_taps: f.grad_input_all_taps.as_ref().map(|k| k.constants()),
+                streams: (f.grad_input_by_tap_stream.as_ref())
+                    .filter(|_| streams_on(rt))
+                    .map(|s| s.each(|k| k.constants())),
+            }),
         }
-        // `params` checked that the products fit.
-        let columns = p.batch * p.in_h * p.in_w;
-        let depth = p.out_channels * p.kernel_h * p.kernel_w;
-        if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
-            let split = fragments.grad_input_split.get(way.blocking);
-            let blocking = split.conv_grad_input_fragments_partial().constants();
-            return Split::of(blocking, p.in_channels, columns, depth);
-        }
-        let split = self.grad_input_split.get(way.blocking);
-        let blocking = split.conv_grad_input_partial().constants();
-        Split::of(blocking, p.in_channels, columns, depth)
     }
 
-    /// The input gradient run `way`: directly for few input channels, one stride phase at a
-    /// time when strided, otherwise whole or in slices of the summed dimension, on the tensor
-    /// cores over a staged window (whole) or tap by tap (whole, split or as a stream) when the
-    /// way allows it and the shape fits (see [`over_window`]; tap by tap: output channels a
-    /// multiple of the blocking's step).
+    /// The input gradient run `way`, as [`plan::grad_input`] plans it.
+    fn grad_input_way(
+        &self,
+        batch: &mut Batch<'_>,
+        way: ConvWay,
+        p: kernels::ConvParams,
+        io: InputBuffers<'_>,
+    ) -> Result<()> {
+        let plan = plan::grad_input(&p, way, &self.input_caps(batch.runtime()));
+        self.record_grad_input(batch, plan, p, io)
+    }
+
+    /// Records the input gradient as `plan` says.
     fn record_grad_input(
         &self,
         batch: &mut Batch<'_>,
-        way: Way,
-        mut p: kernels::ConvParams,
-        w: &GpuBuffer<f32>,
-        grad_pre: &GpuBuffer<f32>,
-        grad_x: &mut GpuBuffer<f32>,
+        plan: InputPlan,
+        p: kernels::ConvParams,
+        io: InputBuffers<'_>,
     ) -> Result<()> {
-        if by_few_channels(&p) {
-            return self.grad_input_few.record(
-                batch,
-                kernels::ConvGradInputFewArgs {
+        macro_rules! args {
+            ($args:ident) => {
+                kernels::$args {
                     p: &p,
-                    w,
-                    grad_pre,
-                    grad_x,
-                },
-            );
-        }
-        if let (true, true, Some(fragments)) = (by_phases(&p), way.fragments, &self.fragments) {
-            return fragments.grad_input_phased.get(way.blocking).record(
-                batch,
-                kernels::ConvGradInputPhasedFragmentsArgs {
-                    p: &p,
-                    w,
-                    grad_pre,
-                    grad_x,
-                },
-            );
-        }
-        if by_phases(&p) {
-            return self.grad_input_phased.get(way.blocking).record(
-                batch,
-                kernels::ConvGradInputPhasedArgs {
-                    p: &p,
-                    w,
-                    grad_pre,
-                    grad_x,
-                },
-            );
-        }
-        let cut = self.input_split(way, &p);
-        let columns = p.batch * p.in_h * p.in_w;
-        if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
-            let blocking = fragments.grad_input.get(way.blocking).constants();
-            let fits =
-                |kernel: &&kernels::ConvGradInputWindow| over_window(&p, true, kernel.constants());
-            // Over a staged window, every tap at once where it fits, otherwise tap by tap.
-            let all_taps =
-                (fragments.grad_input_all_taps.as_ref()).filter(|k| way.all_taps && fits(k));
-            let window = all_taps.or_else(|| {
-                let window = fragments
-                    .grad_input_window
-                    .as_ref()
-                    .filter(|_| way.window)?;
-                Some(window.get(way.blocking)).filter(fits)
-            });
-            let taps_fit = way.by_tap && p.out_channels.is_multiple_of(blocking.depth());
-            if taps_fit || all_taps.is_some() {
-                let mut by_tap = self.weights_by_tap.lock();
-                let w_transposed = by_tap.at_least(batch.runtime(), w.len().div_ceil(2))?;
-                let args = kernels::ConvWeightsTransposedByTapArgs {
-                    p: &p,
-                    w,
-                    w_transposed: &mut *w_transposed.view_as_mut()?,
-                };
-                fragments.weights_transposed_by_tap.record(batch, args)?;
-                let w_transposed = &w_transposed.view_as()?;
-                if let Some(window) = window {
-                    let args = kernels::ConvGradInputWindowArgs {
-                        p: &p,
-                        w_transposed,
-                        grad_pre,
-                        grad_x,
-                    };
-                    return window.record(batch, args);
+                    w: io.w,
+                    grad_pre: io.grad_pre,
+                    grad_x: io.grad_x,
                 }
-                let depth = p.out_channels * p.kernel_h * p.kernel_w;
-                let stream = stream_for(
-                    fragments.grad_input_by_tap_stream.as_ref(),
-                    |k| k.constants(),
-                    way,
-                    [p.in_channels, columns, depth],
-                    batch.runtime(),
-                );
-                if let Some(stream) = stream {
-                    p.workers = way.workers;
-                    let mut partials = self.partials.lock();
-                    let mut arrivals = self.arrivals.lock();
-                    let len = stream.constants().partials(p.workers);
-                    let args = kernels::ConvGradInputFragmentsByTapStreamedArgs {
-                        p: &p,
-                        w_transposed,
-                        grad_pre,
-                        partial: partials.at_least(batch.runtime(), len)?,
-                        arrivals: arrivals.at_least(batch.runtime(), p.workers as usize)?,
-                        grad_x,
-                    };
-                    return stream.record(batch, args);
-                }
-                if cut.splits == 1 {
-                    let args = kernels::ConvGradInputFragmentsByTapArgs {
-                        p: &p,
-                        w_transposed,
-                        grad_pre,
-                        grad_x,
-                    };
-                    return fragments
-                        .grad_input_by_tap
-                        .get(way.blocking)
-                        .record(batch, args);
-                }
-                (p.splits, p.split_depth) = (cut.splits, cut.depth);
-                let mut partials = self.partials.lock();
-                let partial =
-                    partials.at_least(batch.runtime(), cut.partials(p.in_channels, columns))?;
-                let args = kernels::ConvGradInputFragmentsByTapSplitArgs {
-                    p: &p,
-                    w_transposed,
-                    grad_pre,
-                    partial,
-                    grad_x,
-                };
-                let split = fragments.grad_input_by_tap_split.get(way.blocking);
-                return split.record(batch, args);
+            };
+        }
+        match plan {
+            InputPlan::Few => (self.grad_input_few).record(batch, args!(ConvGradInputFewArgs)),
+            InputPlan::Phased { tile } => {
+                let phased = self.grad_input_phased.get(tile.pick());
+                phased.record(batch, args!(ConvGradInputPhasedArgs))
             }
-            if cut.splits == 1 {
-                return fragments.grad_input.get(way.blocking).record(
-                    batch,
-                    kernels::ConvGradInputFragmentsArgs {
-                        p: &p,
-                        w,
-                        grad_pre,
-                        grad_x,
-                    },
-                );
+            InputPlan::PhasedOnTensorCores { tile } => {
+                let phased = self.tensor_cores().grad_input_phased.get(tile.pick());
+                phased.record(batch, args!(ConvGradInputPhasedFragmentsArgs))
             }
-            (p.splits, p.split_depth) = (cut.splits, cut.depth);
-            let mut partials = self.partials.lock();
-            let partial =
-                partials.at_least(batch.runtime(), cut.partials(p.in_channels, columns))?;
-            return fragments.grad_input_split.get(way.blocking).record(
-                batch,
-                kernels::ConvGradInputFragmentsSplitArgs {
-                    p: &p,
-                    w,
-                    grad_pre,
-                    partial,
-                    grad_x,
-                },
-            );
+            InputPlan::F32 {
+                tile,
+                sum: Sum::Whole,
+            } => {
+                let family = self.backward.get(tile.pick());
+                (family.conv_grad_input()).record(batch, args!(ConvGradInputArgs))
+            }
+            InputPlan::F32 {
+                tile,
+                sum: Sum::Sliced(cut),
+            } => self.grad_input_f32_sliced(batch, tile, cut, p, io),
+            InputPlan::TensorCores(TensorPlan::Gather {
+                tile,
+                sum: Sum::Whole,
+            }) => {
+                let gather = self.tensor_cores().grad_input.get(tile.pick());
+                gather.record(batch, args!(ConvGradInputFragmentsArgs))
+            }
+            InputPlan::TensorCores(TensorPlan::Gather {
+                tile,
+                sum: Sum::Sliced(cut),
+            }) => self.grad_input_gather_sliced(batch, tile, cut, p, io),
+            InputPlan::TensorCores(TensorPlan::OverTaps(plan)) => {
+                self.grad_input_over_taps(batch, plan, p, io)
+            }
         }
-        if cut.splits == 1 {
-            let family = self.backward.get(way.blocking);
-            return family.conv_grad_input().record(
-                batch,
-                kernels::ConvGradInputArgs {
-                    p: &p,
-                    w,
-                    grad_pre,
-                    grad_x,
-                },
-            );
-        }
+    }
+
+    /// The f32 input gradient in `tile`, its sum cut as `cut` says.
+    fn grad_input_f32_sliced(
+        &self,
+        batch: &mut Batch<'_>,
+        tile: Tile,
+        cut: Split,
+        mut p: kernels::ConvParams,
+        io: InputBuffers<'_>,
+    ) -> Result<()> {
         (p.splits, p.split_depth) = (cut.splits, cut.depth);
         let mut partials = self.partials.lock();
-        let partial = partials.at_least(batch.runtime(), cut.partials(p.in_channels, columns))?;
-        self.grad_input_split.get(way.blocking).record(
-            batch,
-            kernels::ConvGradInputSplitArgs {
-                p: &p,
-                w,
-                grad_pre,
-                partial,
-                grad_x,
-            },
-        )
+        let len = cut.partials(p.in_channels, p.batch * p.in_h * p.in_w);
+        let args = kernels::ConvGradInputSplitArgs {
+            p: &p,
+            w: io.w,
+            grad_pre: io.grad_pre,
+            partial: partials.at_least(batch.runtime(), len)?,
+            grad_x: io.grad_x,
+        };
+        self.grad_input_split.get(tile.pick()).record(batch, args)
+    }
+
+    /// The input gradient on the tensor cores gathering, in `tile`, its sum cut as `cut`
+    /// says.
+    fn grad_input_gather_sliced(
+        &self,
+        batch: &mut Batch<'_>,
+        tile: FragmentTile,
+        cut: Split,
+        mut p: kernels::ConvParams,
+        io: InputBuffers<'_>,
+    ) -> Result<()> {
+        (p.splits, p.split_depth) = (cut.splits, cut.depth);
+        let mut partials = self.partials.lock();
+        let len = cut.partials(p.in_channels, p.batch * p.in_h * p.in_w);
+        let args = kernels::ConvGradInputFragmentsSplitArgs {
+            p: &p,
+            w: io.w,
+            grad_pre: io.grad_pre,
+            partial: partials.at_least(batch.runtime(), len)?,
+            grad_x: io.grad_x,
+        };
+        let split = &self.tensor_cores().grad_input_split;
+        split.get(tile.pick()).record(batch, args)
+    }
+
+    /// The input gradient over the filter laid out by taps (its copy recorded first), as
+    /// `plan` says.
+    fn grad_input_over_taps(
+        &self,
+        batch: &mut Batch<'_>,
+        plan: TapPlan,
+        p: kernels::ConvParams,
+        io: InputBuffers<'_>,
+    ) -> Result<()> {
+        let mut by_tap = self.weights_by_tap.lock();
+        let w_transposed = by_tap.at_least(batch.runtime(), io.w.len().div_ceil(2))?;
+        let args = kernels::ConvWeightsTransposedByTapArgs {
+            p: &p,
+            w: io.w,
+            w_transposed: &mut *w_transposed.view_as_mut()?,
+        };
+        self.tensor_cores()
+            .weights_transposed_by_tap
+            .record(batch, args)?;
+        // (The copy ran with the parameters before the split or the stream, which it reads
+        // none of.)
+        let p = &plan.params(p);
+        self.record_grad_input_taps(batch, plan, p, &*w_transposed.view_as()?, io)
+    }
+
+    /// Records the input gradient over the filter laid out by taps, `w_transposed`, as `plan`
+    /// says.
+    fn record_grad_input_taps(
+        &self,
+        batch: &mut Batch<'_>,
+        plan: TapPlan,
+        p: &kernels::ConvParams,
+        w_transposed: &GpuBuffer<[f16; 4]>,
+        io: InputBuffers<'_>,
+    ) -> Result<()> {
+        let f = self.tensor_cores();
+        let InputBuffers {
+            grad_pre, grad_x, ..
+        } = io;
+        let mut partials = self.partials.lock();
+        let rt = batch.runtime();
+        match plan {
+            TapPlan::AllTaps | TapPlan::Window { .. } => {
+                let args = kernels::ConvGradInputWindowArgs {
+                    p,
+                    w_transposed,
+                    grad_pre,
+                    grad_x,
+                };
+                let window = match plan {
+                    TapPlan::Window { tile } => {
+                        (f.grad_input_window.as_ref()).map(|k| k.get(tile.pick()))
+                    }
+                    _ => f.grad_input_all_taps.as_ref(),
+                };
+                window
+                    .expect("a window plan comes from its kernel")
+                    .record(batch, args)
+            }
+            TapPlan::ByTap {
+                tile,
+                sum: Sum::Whole,
+            } => {
+                let args = kernels::ConvGradInputFragmentsByTapArgs {
+                    p,
+                    w_transposed,
+                    grad_pre,
+                    grad_x,
+                };
+                f.grad_input_by_tap.get(tile.pick()).record(batch, args)
+            }
+            TapPlan::ByTap {
+                tile,
+                sum: Sum::Sliced(cut),
+            } => {
+                let len = cut.partials(p.in_channels, p.batch * p.in_h * p.in_w);
+                let args = kernels::ConvGradInputFragmentsByTapSplitArgs {
+                    p,
+                    w_transposed,
+                    grad_pre,
+                    partial: partials.at_least(rt, len)?,
+                    grad_x,
+                };
+                f.grad_input_by_tap_split
+                    .get(tile.pick())
+                    .record(batch, args)
+            }
+            TapPlan::Stream(stream) => {
+                let streams = f.grad_input_by_tap_stream.as_ref();
+                let kernel = streams
+                    .expect("a stream plan comes from its kernels")
+                    .get(stream.tile);
+                let mut arrivals = self.arrivals.lock();
+                let len = kernel.constants().partials(p.workers);
+                let args = kernels::ConvGradInputFragmentsByTapStreamedArgs {
+                    p,
+                    w_transposed,
+                    grad_pre,
+                    partial: partials.at_least(rt, len)?,
+                    arrivals: arrivals.at_least(rt, p.workers as usize)?,
+                    grad_x,
+                };
+                kernel.record(batch, args)
+            }
+        }
     }
 
     /// Records only the filter's gradient, `grad_w`, from the input and the gradient before
@@ -1468,167 +1510,293 @@ impl Convolution {
         } = args;
         let p = shape.params(Activation::None)?;
         let way = self.weight_way(batch.runtime(), &shape, p)?;
-        self.weight_pass(batch, WeightPass::Record, way, p, x, grad_pre, grad_w)
+        let io = WeightBuffers {
+            x,
+            grad_pre,
+            grad_w,
+        };
+        self.weight_pass(batch, WeightPass::Record, way, p, io)
     }
 
     /// How the filter gradient runs for `shape`: as an implicit GEMM in either blocking
-    /// (always split as `split_weight_grad` says), or for the shapes Winograd's F(3x3, 4x4)
-    /// fits, by it in either blocking; with autotuning off, by Winograd where it fits. On the
-    /// tensor cores, as an implicit GEMM in either blocking, by taps or not, or as a stream;
-    /// with autotuning off, by taps.
-    fn weight_way(&self, rt: &Runtime, shape: &Conv2dShape, p: kernels::ConvParams) -> Result<Way> {
+    /// (always split as `plan::split_weight_grad` says), or for the shapes Winograd's F(3x3,
+    /// 4x4) fits, by it in either blocking; with autotuning off, by Winograd where it fits.
+    /// On the tensor cores, as an implicit GEMM in either blocking, by taps or not, or as a
+    /// stream; with autotuning off, by taps.
+    fn weight_way(
+        &self,
+        rt: &Runtime,
+        shape: &Conv2dShape,
+        p: kernels::ConvParams,
+    ) -> Result<WeightWay> {
         let operation = "nn::Convolution::grad_weight";
         let (ways, fixed) = if self.fragments.is_some() {
             (
-                Way::FRAGMENTS_BY_TAP_OR_STREAMED.to_vec(),
-                Way::fixed_fragments(p.out_channels).by_tap(),
+                &WeightWay::ON_TENSOR_CORES[..],
+                WeightWay::fixed_on_tensor_cores(p.out_channels),
             )
         } else if by_winograd(&p, rt) {
-            let winograd = Way::fixed(p.out_channels.min(p.in_channels)).by_winograd();
-            ([Way::BLOCKINGS, Way::WINOGRAD].concat(), winograd)
+            let winograd = WeightWay::fixed_winograd(p.out_channels.min(p.in_channels));
+            (&WeightWay::IN_F32_OR_WINOGRAD[..], winograd)
         } else {
-            (Way::BLOCKINGS.to_vec(), Way::fixed(p.out_channels))
+            let f32 = &WeightWay::IN_F32_OR_WINOGRAD[..2];
+            (f32, WeightWay::fixed(p.out_channels))
         };
-        tuned(rt, operation, shape, &p, &ways, fixed, |tune, way, s| {
-            let pass = WeightPass::Record;
-            self.weight_pass(tune, pass, way, p, &s.x, &s.pre, &mut s.grad_w)
+        tuned(rt, operation, shape, &p, ways, fixed, |tune, way, s| {
+            let io = WeightBuffers {
+                x: &s.x,
+                grad_pre: &s.pre,
+                grad_w: &mut s.grad_w,
+            };
+            self.weight_pass(tune, WeightPass::Record, way, p, io)
         })
     }
 
-    /// The filter gradient run `way`, recorded or (`WeightPass::Check`) only checked, with
-    /// its scratch memory grown to what it needs either way.
-    #[allow(clippy::too_many_arguments)]
+    /// The blockings the filter gradient's kernels were built in, for its plans.
+    fn weight_caps(&self, rt: &Runtime) -> plan::WeightCaps {
+        plan::WeightCaps {
+            f32: self.grad_weight.each(|k| k.conv_grad_weight().constants()),
+            winograd: (self.grad_weight_winograd).each(|k| k.winograd_multiply().constants()),
+            tensor: self.fragments.as_ref().map(|f| {
+                let streams = (f.grad_weight_stream.as_ref())
+                    .filter(|_| streams_on(rt))
+                    .map(|s| s.each(|k| k.constants()));
+                (f.grad_weight.each(|k| k.constants()), streams)
+            }),
+        }
+    }
+
+    /// The filter gradient run `way`, as [`plan::grad_weight`] plans it, recorded or
+    /// (`WeightPass::Check`) only checked, with its scratch memory grown to what it needs
+    /// either way.
     fn weight_pass(
         &self,
         batch: &mut Batch<'_>,
         pass: WeightPass,
-        way: Way,
-        mut p: kernels::ConvParams,
-        x: &GpuBuffer<f32>,
-        grad_pre: &GpuBuffer<f32>,
-        grad_w: &mut GpuBuffer<f32>,
+        way: WeightWay,
+        p: kernels::ConvParams,
+        io: WeightBuffers<'_>,
     ) -> Result<()> {
-        if way.winograd {
-            let family = self.grad_weight_winograd.get(way.blocking);
-            let blocking = family.winograd_multiply().constants();
-            let tiles = winograd_tiles(&p);
-            // `by_winograd` checked that the tiles (and so the tile count) fit `u32`.
-            let tile_count = tiles as u32;
-            let cut = Split::batched(
-                blocking,
-                kernels::POINTS,
-                p.out_channels,
-                p.in_channels,
-                tile_count,
-            );
-            (p.splits, p.split_depth) = (cut.splits, cut.depth);
-            let points = kernels::POINTS as usize;
-            let pairs = p.out_channels as usize * p.in_channels as usize;
-            let rt = batch.runtime();
-            let [input_tiles, gradient_tiles, products] = &self.winograd;
-            let (mut input_tiles, mut gradient_tiles) = (input_tiles.lock(), gradient_tiles.lock());
-            let mut products = products.lock();
-            let mut args = kernels::ConvGradWeightWinogradArgs {
-                p: &p,
-                x,
-                grad_pre,
-                input_tiles: input_tiles.at_least(rt, points * p.in_channels as usize * tiles)?,
-                gradient_tiles: gradient_tiles
-                    .at_least(rt, points * p.out_channels as usize * tiles)?,
-                products: products.at_least(rt, cut.splits as usize * points * pairs)?,
-                grad_w,
-            };
-            return match pass {
-                WeightPass::Check => family.check_lengths(&mut args),
-                WeightPass::Record => family.record(batch, args),
-            };
+        let plan = plan::grad_weight(&p, way, &self.weight_caps(batch.runtime()));
+        let p = plan.params(p);
+        match plan {
+            WeightPlan::F32 { tile, .. } => self.weight_f32(batch, pass, tile, p, io),
+            WeightPlan::Winograd { tile, .. } => self.weight_winograd(batch, pass, tile, p, io),
+            WeightPlan::TensorCores { tile, by_tap, .. } => {
+                let pass = (pass, by_tap);
+                self.weight_on_tensor_cores(batch, pass, tile, p, io)
+            }
+            WeightPlan::Stream(stream) => self.weight_stream(batch, pass, stream, p, io),
         }
-        if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
-            let columns = p.in_channels * p.kernel_h * p.kernel_w;
-            let depth = p.batch * p.out_h * p.out_w;
-            let stream = stream_for(
-                fragments.grad_weight_stream.as_ref(),
-                |k| k.constants(),
-                way,
-                [p.out_channels, columns, depth],
-                batch.runtime(),
-            );
-            if let Some(stream) = stream {
-                p.workers = way.workers;
-                let (mut partials, mut arrivals) = (self.partials.lock(), self.arrivals.lock());
-                let len = stream.constants().partials(p.workers);
-                let args = kernels::ConvGradWeightFragmentsStreamedArgs {
-                    p: &p,
-                    x,
-                    grad_pre,
-                    partial: partials.at_least(batch.runtime(), len)?,
-                    arrivals: arrivals.at_least(batch.runtime(), p.workers as usize)?,
-                    grad_w,
-                };
-                return match pass {
-                    WeightPass::Check => stream.check_lengths(&args),
-                    WeightPass::Record => stream.record(batch, args),
-                };
-            }
-            let kernel = fragments.grad_weight.get(way.blocking);
-            let blocking = kernel.constants();
-            split_weight_grad(&mut p, blocking);
-            let mut partials = self.partials.lock();
-            let needed = weight_partials(&p, grad_w.len());
-            let partial = partials.at_least(batch.runtime(), needed)?;
-            let by_tap = way.by_tap && p.in_channels.is_multiple_of(blocking.block());
-            let by_tap_kernel = fragments.grad_weight_by_tap.get(way.blocking);
-            macro_rules! args {
-                ($args:ident) => {
-                    kernels::$args {
-                        p: &p,
-                        x,
-                        grad_pre,
-                        partial: &mut *partial,
-                        grad_w: &mut *grad_w,
-                    }
-                };
-            }
-            match (pass, by_tap) {
-                (WeightPass::Check, false) => {
-                    return kernel.check_lengths(&args!(ConvGradWeightFragmentsArgs));
-                }
-                (WeightPass::Check, true) => {
-                    return by_tap_kernel.check_lengths(&args!(ConvGradWeightFragmentsByTapArgs));
-                }
-                (WeightPass::Record, false) => {
-                    kernel.record(batch, args!(ConvGradWeightFragmentsArgs))?;
-                }
-                (WeightPass::Record, true) => {
-                    by_tap_kernel.record(batch, args!(ConvGradWeightFragmentsByTapArgs))?;
-                }
-            }
-            // One slice wrote `grad_w` whole: nothing to add (an empty dispatch still costs
-            // its place in the pass).
-            if p.splits == 1 {
-                return Ok(());
-            }
-            let args = kernels::ConvGradWeightReduceArgs {
-                p: &p,
-                partial,
-                grad_w,
-            };
-            return fragments.reduce.record(batch, args);
-        }
-        let family = self.grad_weight.get(way.blocking);
-        split_weight_grad(&mut p, family.conv_grad_weight().constants());
+    }
+
+    /// The filter gradient as an implicit GEMM in f32, in `tile`, its slices as `p` says.
+    fn weight_f32(
+        &self,
+        batch: &mut Batch<'_>,
+        pass: WeightPass,
+        tile: Tile,
+        p: kernels::ConvParams,
+        io: WeightBuffers<'_>,
+    ) -> Result<()> {
+        let family = self.grad_weight.get(tile.pick());
         let mut partials = self.partials.lock();
-        let needed = weight_partials(&p, grad_w.len());
+        let needed = weight_partials(&p, io.grad_w.len());
         let mut args = kernels::ConvGradWeightSplitArgs {
             p: &p,
-            x,
-            grad_pre,
+            x: io.x,
+            grad_pre: io.grad_pre,
             partial: partials.at_least(batch.runtime(), needed)?,
-            grad_w,
+            grad_w: io.grad_w,
         };
         match pass {
             WeightPass::Check => family.check_lengths(&mut args),
             WeightPass::Record => family.record(batch, args),
+        }
+    }
+
+    /// The filter gradient by Winograd's F(3x3, 4x4), its products in `tile`, sliced as `p`
+    /// says.
+    fn weight_winograd(
+        &self,
+        batch: &mut Batch<'_>,
+        pass: WeightPass,
+        tile: Tile,
+        p: kernels::ConvParams,
+        io: WeightBuffers<'_>,
+    ) -> Result<()> {
+        let family = self.grad_weight_winograd.get(tile.pick());
+        let tiles = plan::winograd_tiles(&p);
+        let points = kernels::POINTS as usize;
+        let pairs = p.out_channels as usize * p.in_channels as usize;
+        let rt = batch.runtime();
+        let [input_tiles, gradient_tiles, products] = &self.winograd;
+        let (mut input_tiles, mut gradient_tiles) = (input_tiles.lock(), gradient_tiles.lock());
+        let mut products = products.lock();
+        let mut args = kernels::ConvGradWeightWinogradArgs {
+            p: &p,
+            x: io.x,
+            grad_pre: io.grad_pre,
+            input_tiles: input_tiles.at_least(rt, points * p.in_channels as usize * tiles)?,
+            gradient_tiles: gradient_tiles
+                .at_least(rt, points * p.out_channels as usize * tiles)?,
+            products: products.at_least(rt, p.splits as usize * points * pairs)?,
+            grad_w: io.grad_w,
+        };
+        match pass {
+            WeightPass::Check => family.check_lengths(&mut args),
+            WeightPass::Record => family.record(batch, args),
+        }
+    }
+
+    /// The filter gradient on the tensor cores in `tile`, by taps or not (`pass.1`), sliced
+    /// as `p` says, then its slices added up.
+    fn weight_on_tensor_cores(
+        &self,
+        batch: &mut Batch<'_>,
+        (pass, by_tap): (WeightPass, bool),
+        tile: FragmentTile,
+        p: kernels::ConvParams,
+        io: WeightBuffers<'_>,
+    ) -> Result<()> {
+        let f = self.tensor_cores();
+        let WeightBuffers {
+            x,
+            grad_pre,
+            grad_w,
+        } = io;
+        let mut partials = self.partials.lock();
+        let needed = weight_partials(&p, grad_w.len());
+        let partial = partials.at_least(batch.runtime(), needed)?;
+        let (kernel, by_tap_kernel) = (
+            f.grad_weight.get(tile.pick()),
+            f.grad_weight_by_tap.get(tile.pick()),
+        );
+        macro_rules! args {
+            ($args:ident) => {
+                kernels::$args {
+                    p: &p,
+                    x,
+                    grad_pre,
+                    partial: &mut *partial,
+                    grad_w: &mut *grad_w,
+                }
+            };
+        }
+        match (pass, by_tap) {
+            (WeightPass::Check, false) => {
+                return kernel.check_lengths(&args!(ConvGradWeightFragmentsArgs));
+            }
+            (WeightPass::Check, true) => {
+                return by_tap_kernel.check_lengths(&args!(ConvGradWeightFragmentsByTapArgs));
+            }
+            (WeightPass::Record, false) => {
+                kernel.record(batch, args!(ConvGradWeightFragmentsArgs))?;
+            }
+            (WeightPass::Record, true) => {
+                by_tap_kernel.record(batch, args!(ConvGradWeightFragmentsByTapArgs))?;
+            }
+        }
+        // One slice wrote `grad_w` whole: nothing to add (an empty dispatch still costs its
+        // place in the pass).
+        if p.splits == 1 {
+            return Ok(());
+        }
+        let args = kernels::ConvGradWeightReduceArgs {
+            p: &p,
+            partial,
+            grad_w,
+        };
+        f.reduce.record(batch, args)
+    }
+
+    /// The filter gradient on the tensor cores as `stream`.
+    fn weight_stream(
+        &self,
+        batch: &mut Batch<'_>,
+        pass: WeightPass,
+        stream: Stream,
+        p: kernels::ConvParams,
+        io: WeightBuffers<'_>,
+    ) -> Result<()> {
+        let streams = self.tensor_cores().grad_weight_stream.as_ref();
+        let kernel = streams
+            .expect("a stream plan comes from its kernels")
+            .get(stream.tile);
+        let (mut partials, mut arrivals) = (self.partials.lock(), self.arrivals.lock());
+        let rt = batch.runtime();
+        let len = kernel.constants().partials(p.workers);
+        let args = kernels::ConvGradWeightFragmentsStreamedArgs {
+            p: &p,
+            x: io.x,
+            grad_pre: io.grad_pre,
+            partial: partials.at_least(rt, len)?,
+            arrivals: arrivals.at_least(rt, p.workers as usize)?,
+            grad_w: io.grad_w,
+        };
+        match pass {
+            WeightPass::Check => kernel.check_lengths(&args),
+            WeightPass::Record => kernel.record(batch, args),
+        }
+    }
+}
+
+/// A forward's buffers.
+struct ForwardBuffers<'b> {
+    x: &'b GpuBuffer<f32>,
+    w: &'b GpuBuffer<f32>,
+    bias: &'b GpuBuffer<f32>,
+    pre: &'b mut GpuBuffer<f32>,
+    y: &'b mut GpuBuffer<f32>,
+}
+
+/// An input gradient's buffers.
+struct InputBuffers<'b> {
+    w: &'b GpuBuffer<f32>,
+    grad_pre: &'b GpuBuffer<f32>,
+    grad_x: &'b mut GpuBuffer<f32>,
+}
+
+/// A filter gradient's buffers.
+struct WeightBuffers<'b> {
+    x: &'b GpuBuffer<f32>,
+    grad_pre: &'b GpuBuffer<f32>,
+    grad_w: &'b mut GpuBuffer<f32>,
+}
+
+/// What a backward reads and writes.
+struct BackwardBuffers<'b> {
+    x: &'b GpuBuffer<f32>,
+    w: &'b GpuBuffer<f32>,
+    pre: &'b GpuBuffer<f32>,
+    grad_y: &'b GpuBuffer<f32>,
+    grad_pre: &'b mut GpuBuffer<f32>,
+    /// Where the family's member computes the input gradient.
+    grad_x: Option<&'b mut GpuBuffer<f32>>,
+    grad_w: &'b mut GpuBuffer<f32>,
+    grad_bias: &'b mut GpuBuffer<f32>,
+}
+
+impl BackwardBuffers<'_> {
+    /// The backward family's arguments, with `p`.
+    fn args<'a>(&'a mut self, p: &'a kernels::ConvParams) -> kernels::ConvBackwardArgs<'a> {
+        kernels::ConvBackwardArgs {
+            p,
+            w: self.w,
+            pre: self.pre,
+            grad_y: self.grad_y,
+            grad_pre: &mut *self.grad_pre,
+            grad_x: self.grad_x.as_deref_mut(),
+            grad_bias: &mut *self.grad_bias,
+        }
+    }
+
+    /// The filter gradient's buffers.
+    fn weight(&mut self) -> WeightBuffers<'_> {
+        WeightBuffers {
+            x: self.x,
+            grad_pre: self.grad_pre,
+            grad_w: &mut *self.grad_w,
         }
     }
 }
@@ -1641,11 +1809,21 @@ enum WeightPass {
     Record,
 }
 
-/// The tiles of `TILE` x `TILE` output pixels Winograd's filter gradient cuts `p`'s output
-/// into.
-fn winograd_tiles(p: &kernels::ConvParams) -> usize {
-    let edge = kernels::TILE;
-    p.batch as usize * p.out_h.div_ceil(edge) as usize * p.out_w.div_ceil(edge) as usize
+/// Winograd's filter gradient in both blockings of its products.
+fn winograd_family(rt: &Runtime) -> Result<kernels::Blocked<kernels::ConvGradWeightWinograd>> {
+    // SAFETY (each): every index is guarded (see "Bounds" in `kernels`).
+    let input_tiles = unsafe { kernels::WinogradInputTiles::new_unchecked(rt) }?;
+    let gradient_tiles = unsafe { kernels::WinogradGradientTiles::new_unchecked(rt) }?;
+    let filter = unsafe { kernels::WinogradFilter::new_unchecked(rt) }?;
+    kernels::Blocked::new(|b| {
+        Ok(kernels::ConvGradWeightWinograd::from_members(
+            input_tiles.clone(),
+            gradient_tiles.clone(),
+            // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+            unsafe { kernels::WinogradMultiply::with_constants_unchecked(rt, b) }?,
+            filter.clone(),
+        ))
+    })
 }
 
 /// Whether the filter gradient of `p` may run by Winograd's F(3x3, 4x4): a 3 x 3 filter of
@@ -1656,7 +1834,7 @@ fn by_winograd(p: &kernels::ConvParams, rt: &Runtime) -> bool {
     if exact(p) != [3, 3, 1, 1, 1, 1] {
         return false;
     }
-    let tiles = winograd_tiles(p) as u64;
+    let tiles = plan::winograd_tiles(p) as u64;
     let points = u64::from(kernels::POINTS);
     let channels = u64::from(p.out_channels.max(p.in_channels));
     let pairs = u64::from(p.out_channels) * u64::from(p.in_channels);
@@ -1672,26 +1850,22 @@ fn by_winograd(p: &kernels::ConvParams, rt: &Runtime) -> bool {
 
 /// How `operation` runs for `shape`, among `ways` (see [`tune::way`]); with autotuning off,
 /// `fixed`.
-fn tuned(
+fn tuned<W: tune::Candidate>(
     rt: &Runtime,
     operation: &str,
     shape: &Conv2dShape,
     p: &kernels::ConvParams,
-    ways: &[Way],
-    fixed: Way,
-    record: impl FnMut(&mut Batch<'_>, Way, &mut Scratch) -> Result<()>,
-) -> Result<Way> {
+    ways: &[W],
+    fixed: W,
+    record: impl FnMut(&mut Batch<'_>, W, &mut Scratch) -> Result<()>,
+) -> Result<W> {
     let scratch = |rt: &Runtime| Scratch::new(rt, shape);
-    tune::way(
-        rt,
+    let problem = tune::Problem {
         operation,
-        &sizes(p),
-        &exact(p),
-        ways,
-        fixed,
-        scratch,
-        record,
-    )
+        sizes: &sizes(p),
+        exact: &exact(p),
+    };
+    tune::way(rt, problem, ways, fixed, scratch, record)
 }
 
 /// The sizes a convolution's tuned choices depend on (rounded into buckets): images, input
@@ -1741,9 +1915,9 @@ impl Scratch {
 
 #[cfg(test)]
 mod tests {
+    use super::plan::{over_window, streams, Direction::*};
     use super::*;
     use crate::Padding;
-    use tessera::half::f16;
 
     #[test]
     fn passes_run_over_a_window_where_the_filter_reaches_at_most_128_positions() {
@@ -1761,44 +1935,44 @@ mod tests {
         for (hw, channels) in [(56, 64), (28, 128), (14, 256), (7, 512)] {
             let p = params(square(32, channels, hw, channels, 3, 1, 1));
             assert!(
-                over_window(&p, false, by_tap) && over_window(&p, true, by_tap),
+                over_window(&p, Forward, by_tap) && over_window(&p, GradInput, by_tap),
                 "{hw}"
             );
         }
         // 3 x 3 over outputs 61 wide reaches 2 * 63 + 2 = 128 positions; 62 wide, 130.
         let p = params(Conv2dShape::new(1, 32, [4, 63], 32, [3, 3]));
-        assert!(over_window(&p, false, by_tap) && !over_window(&p, true, by_tap));
+        assert!(over_window(&p, Forward, by_tap) && !over_window(&p, GradInput, by_tap));
         let p = params(Conv2dShape::new(1, 32, [4, 64], 32, [3, 3]));
-        assert!(!over_window(&p, false, by_tap));
+        assert!(!over_window(&p, Forward, by_tap));
         // Dilation widens the reach: 2 * 2 * (9 + 4) + 4 = 56.
         let dilated = square(2, 64, 9, 64, 3, 1, 2).dilation([2, 2]);
-        assert!(over_window(&params(dilated), false, by_tap));
+        assert!(over_window(&params(dilated), Forward, by_tap));
         // Strided passes, and summed channels that are not a multiple of 32, do not.
         assert!(!over_window(
             &params(square(2, 64, 9, 64, 3, 2, 1)),
-            false,
+            Forward,
             by_tap
         ));
         let p = params(square(2, 40, 8, 72, 3, 1, 1));
-        assert!(!over_window(&p, false, by_tap) && !over_window(&p, true, by_tap));
+        assert!(!over_window(&p, Forward, by_tap) && !over_window(&p, GradInput, by_tap));
         let p = params(square(2, 64, 8, 72, 3, 1, 1));
-        assert!(over_window(&p, false, by_tap) && !over_window(&p, true, by_tap));
+        assert!(over_window(&p, Forward, by_tap) && !over_window(&p, GradInput, by_tap));
         // Every tap's filter slice at once: the ResNet layers, summed channels a multiple of
         // 16, filters of at most 9 taps.
         for (hw, channels) in [(56, 64), (28, 128), (14, 256), (7, 512)] {
             let p = params(square(32, channels, hw, channels, 3, 1, 1));
             assert!(
-                over_window(&p, false, all) && over_window(&p, true, all),
+                over_window(&p, Forward, all) && over_window(&p, GradInput, all),
                 "{hw}"
             );
         }
         let p = params(square(2, 48, 8, 40, 3, 1, 1));
-        assert!(over_window(&p, false, all) && !over_window(&p, true, all));
-        assert!(!over_window(&p, false, by_tap));
+        assert!(over_window(&p, Forward, all) && !over_window(&p, GradInput, all));
+        assert!(!over_window(&p, Forward, by_tap));
         let p = params(square(2, 64, 8, 64, 5, 1, 2));
-        assert!(!over_window(&p, false, all) && over_window(&p, false, by_tap));
+        assert!(!over_window(&p, Forward, all) && over_window(&p, Forward, by_tap));
         let p = params(Conv2dShape::new(1, 32, [4, 64], 32, [3, 3]));
-        assert!(!over_window(&p, false, all));
+        assert!(!over_window(&p, Forward, all));
     }
 
     #[test]
@@ -1966,6 +2140,32 @@ mod tests {
     /// three blocks; by 100, an iteration or two each; by more than there are iterations.
     /// The streams run one after another on the same counts, so a count left above zero
     /// would show as a block nobody finished.
+    /// Records the forward, the input gradient and the filter gradient of `p` run `ways`,
+    /// from `x`, `w`, `bias` and `grad_pre` into `pre`, `y`, `grad_x` and `grad_w`.
+    fn record_passes(
+        conv: &Convolution,
+        batch: &mut Batch<'_>,
+        (way, weight): (ConvWay, WeightWay),
+        p: kernels::ConvParams,
+        [x, w, bias, grad_pre]: [&GpuBuffer<f32>; 4],
+        [pre, y, grad_x, grad_w]: [&mut GpuBuffer<f32>; 4],
+    ) {
+        let io = ForwardBuffers { x, w, bias, pre, y };
+        conv.forward_way(batch, way, p, io).unwrap();
+        let io = InputBuffers {
+            w,
+            grad_pre,
+            grad_x,
+        };
+        conv.grad_input_way(batch, way, p, io).unwrap();
+        let io = WeightBuffers {
+            x,
+            grad_pre,
+            grad_w,
+        };
+        (conv.weight_pass(batch, WeightPass::Record, weight, p, io)).unwrap();
+    }
+
     #[test]
     fn passes_as_streams_match_the_passes_whole() {
         let rt = Runtime::new().unwrap();
@@ -1986,40 +2186,41 @@ mod tests {
         let grad_pre = up(&wave(len, 0.23));
         let zeros = |len: usize| rt.zeros::<f32>(len).unwrap();
         // pre, y, grad_x and grad_w, and the kernels that ran.
-        let run = |way: Way| {
+        let run = |way: ConvWay, weight: WeightWay| {
             let (mut pre, mut y, mut grad_x) = (zeros(len), zeros(len), zeros(shape.input_len()));
             let mut grad_w = zeros(shape.weight_len());
             let mut batch = rt.batch();
-            (tensor.record_forward(&mut batch, way, p, &x, &w, &bias, &mut pre, &mut y)).unwrap();
-            (tensor.record_grad_input(&mut batch, way, p, &w, &grad_pre, &mut grad_x)).unwrap();
-            let pass = WeightPass::Record;
-            (tensor.weight_pass(&mut batch, pass, way, p, &x, &grad_pre, &mut grad_w)).unwrap();
+            let ways = (way, weight);
+            let inputs = [&x, &w, &bias, &grad_pre];
+            let outputs = [&mut pre, &mut y, &mut grad_x, &mut grad_w];
+            record_passes(&tensor, &mut batch, ways, p, inputs, outputs);
             let ran: Vec<String> = (batch.submit_timed().unwrap().dispatches.into_iter())
                 .map(|(label, _)| label)
                 .collect();
             // Each stream leaves its counts of the shared blocks' parts as it found them.
-            let arrivals = tensor
-                .arrivals
-                .lock()
-                .at_least(&rt, 1)
-                .unwrap()
-                .read(&rt)
-                .unwrap();
+            let mut arrivals = tensor.arrivals.lock();
+            let arrivals = arrivals.at_least(&rt, 1).unwrap().read(&rt).unwrap();
             assert!(arrivals.iter().all(|&count| count == 0), "{arrivals:?}");
             let [pre, y, grad_x, grad_w] = [pre, y, grad_x, grad_w].map(|b| b.read(&rt).unwrap());
             ([pre, y, grad_x, grad_w], ran)
         };
-        let (want, _) = run(Way::on_fragments(kernels::MANY).by_tap());
+        let (tile, schedule) = (FragmentTile::Many, tune::Schedule::ByTap { split: false });
+        let by_tap = ConvWay::TensorCores { tile, schedule };
+        let (want, _) = run(by_tap, WeightWay::TensorCores { tile, by_tap: true });
         let blockings = [
-            (kernels::MANY, "block128_cols128"),
-            (kernels::WIDE, "block256_cols128"),
-            (kernels::LONG, "block128_cols256"),
+            (kernels::StreamTile::Square, "block128_cols128"),
+            (kernels::StreamTile::Wide, "block256_cols128"),
+            (kernels::StreamTile::Long, "block128_cols256"),
         ];
         for ((blocking, blocks), workers) in blockings
             .into_iter()
             .flat_map(|b| [1, 2, 4, 5, 7, 13, 100, 500].map(|workers| (b, workers)))
         {
-            let (got, ran) = run(Way::on_fragments(blocking).by_tap().streamed(workers));
+            let stream = tune::Stream {
+                tile: blocking,
+                workers,
+            };
+            let (got, ran) = run(ConvWay::Streamed(stream), WeightWay::Streamed(stream));
             for pass in ["forward", "grad_input"] {
                 let stream =
                     format!("conv_{pass}_fragments_by_tap_streamed_{blocks}_kernel_h3_kernel_w3");

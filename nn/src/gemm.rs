@@ -3,8 +3,11 @@
 use super::kernels;
 use super::precision;
 use super::spare::Spare;
-use super::split::{ColumnSums, Split, Steps};
-use super::tune::{self, Way};
+use super::split::{ColumnSums, Split};
+use super::tune::{self, GemmTile, GemmWay, Tile};
+use plan::{BackwardPlan, ForwardPlan, Operands};
+
+mod plan;
 use super::{invalid, Activation, Precision};
 use tessera::{Batch, BufferView, GpuBuffer, Result, Runtime};
 
@@ -321,14 +324,13 @@ impl Gemm {
     /// notes/performance.md), while from 35 rows on they ran faster. (Split, the fragment
     /// kernels ran that shape faster than f32 did, 0.037 against 0.059 ms at commit 505aff1;
     /// the tuner finds that, and one shape is too few to move the rule.)
-    fn forward_ways(&self, shape: GemmShape) -> (&'static [Way], Way) {
+    fn forward_ways(&self, shape: GemmShape) -> (&'static [GemmWay], GemmWay) {
         let rows = shape.m.min(shape.n);
+        let ways = &GemmWay::FORWARD_ON_TENSOR_CORES;
         match self.fragments {
-            Some(_) if rows >= FRAGMENT_EDGE => {
-                (&Way::FRAGMENTS_OR_SPLIT, Way::fixed_split_fragments(rows))
-            }
-            Some(_) => (&Way::FRAGMENTS_OR_SPLIT, Way::fixed(rows)),
-            None => (&Way::ALL, Way::fixed(rows)),
+            Some(_) if rows >= FRAGMENT_EDGE => (ways, GemmWay::fixed_on_tensor_cores(rows)),
+            Some(_) => (ways, GemmWay::fixed(rows)),
+            None => (&GemmWay::IN_F32, GemmWay::fixed(rows)),
         }
     }
 
@@ -352,17 +354,27 @@ impl Gemm {
         };
         let GemmShape { m, n, k } = shape;
         let (ways, fixed) = self.forward_ways(shape);
+        let problem = tune::Problem {
+            operation: "nn::Gemm::forward",
+            sizes: &[m, n, k],
+            exact: &[],
+        };
+        let scratch = |rt: &Runtime| Scratch::new(rt, shape);
         let way = tune::way(
             batch.runtime(),
-            "nn::Gemm::forward",
-            &[m, n, k],
-            &[],
+            problem,
             ways,
             fixed,
-            |rt| Scratch::new(rt, shape),
+            scratch,
             |tune, way, s| {
-                let (pre, y) = (&mut s.pre, &mut s.y);
-                self.record_forward(tune, way, p, &s.a, &s.b, &s.bias, pre, y)
+                let io = ForwardBuffers {
+                    a: &s.a,
+                    b: &s.b,
+                    bias: &s.bias,
+                    pre: &mut s.pre,
+                    y: &mut s.y,
+                };
+                self.forward_way(tune, way, p, io)
             },
         )?;
         let mut spare = self.pre.lock();
@@ -370,130 +382,167 @@ impl Gemm {
             Some(pre) => pre,
             None => spare.at_least(batch.runtime(), m as usize * n as usize)?,
         };
-        self.record_forward(batch, way, p, a, b, bias, pre, y)
+        self.forward_way(batch, way, p, ForwardBuffers { a, b, bias, pre, y })
     }
 
-    /// The forward run `way`: whole, or split along `k` when the way allows it and the output
-    /// alone cannot fill the GPU.
-    #[allow(clippy::too_many_arguments)]
+    /// The blockings the forward's kernels were built in, for its plans.
+    fn forward_caps(&self) -> plan::Caps {
+        plan::Caps {
+            f32: self.split.each(|k| k.gemm_forward_partial().constants()),
+            tensor: (self.fragments.as_ref()).map(|f| f.forward.each(|k| k.constants())),
+            wide: (self.fragments.as_ref()).is_some_and(|f| f.wide.is_some()),
+        }
+    }
+
+    /// The forward run `way`, as [`plan::forward`] plans it.
+    fn forward_way(
+        &self,
+        batch: &mut Batch<'_>,
+        way: GemmWay,
+        p: kernels::GemmParams,
+        io: ForwardBuffers<'_>,
+    ) -> Result<()> {
+        let binding = plan::Binding {
+            operands: vectors(p, io.a, io.b).is_some(),
+            // (The scratch `partial` of a pass on the tensor cores holds whole vectors too:
+            // `Spare` rounds its lengths up to them.)
+            others: [io.bias.len(), io.pre.len(), io.y.len()]
+                .iter()
+                .all(|len| len.is_multiple_of(4)),
+        };
+        let plan = plan::forward(&p, way, &self.forward_caps(), binding);
+        self.record_forward(batch, plan, p, io)
+    }
+
+    /// Records the forward as `plan` says.
     fn record_forward(
         &self,
         batch: &mut Batch<'_>,
-        way: Way,
-        mut p: kernels::GemmParams,
-        a: &GpuBuffer<f32>,
-        b: &GpuBuffer<f32>,
-        bias: &GpuBuffer<f32>,
-        pre: &mut GpuBuffer<f32>,
-        y: &mut GpuBuffer<f32>,
+        plan: ForwardPlan,
+        p: kernels::GemmParams,
+        io: ForwardBuffers<'_>,
     ) -> Result<()> {
-        let vectors = vectors(p, a, b);
-        if let (true, Some(fragments)) = (way.fragments, &self.fragments) {
-            return self.record_forward_on_fragments(
-                batch, fragments, way, p, vectors, a, b, bias, pre, y,
-            );
-        }
-        let split = self.split.get(way.blocking);
-        let cut = Split::of(split.gemm_forward_partial().constants(), p.m, p.n, p.k);
-        if let (false, Some((a, b))) = (way.split && cut.splits > 1, &vectors) {
-            return self.forward_vectors.get(way.blocking).record(
-                batch,
-                kernels::GemmForwardArgs {
+        let ForwardBuffers { a, b, bias, pre, y } = io;
+        match plan {
+            ForwardPlan::F32 {
+                tile,
+                vectors: true,
+            } => {
+                let (a, b) = &vectors(p, a, b).expect("planned over the vectors they bind as");
+                let args = kernels::GemmForwardArgs {
                     p: &p,
                     a,
                     b,
                     bias,
                     pre,
                     y,
-                },
-            );
-        }
-        if !way.split || cut.splits == 1 {
-            return self.forward.get(way.blocking).record(
-                batch,
-                kernels::GemmForwardArgs {
+                };
+                self.forward_vectors.get(tile.pick()).record(batch, args)
+            }
+            ForwardPlan::F32 {
+                tile,
+                vectors: false,
+            } => {
+                let args = kernels::GemmForwardArgs {
                     p: &p,
                     a,
                     b,
                     bias,
                     pre,
                     y,
-                },
-            );
+                };
+                self.forward.get(tile.pick()).record(batch, args)
+            }
+            ForwardPlan::F32Sliced { tile, cut } => {
+                let io = ForwardBuffers { a, b, bias, pre, y };
+                self.forward_f32_sliced(batch, tile, cut, p, io)
+            }
+            ForwardPlan::TensorCores { tile, cut, vectors } => {
+                let io = ForwardBuffers { a, b, bias, pre, y };
+                self.forward_on_tensor_cores(batch, (tile, vectors), cut, p, io)
+            }
+            ForwardPlan::Wide { cut } => {
+                let io = ForwardBuffers { a, b, bias, pre, y };
+                self.forward_wide(batch, cut, p, io)
+            }
         }
+    }
+
+    /// The tensor-core kernels, which every plan on the tensor cores was made from.
+    fn tensor_cores(&self) -> &Fragments {
+        (self.fragments.as_ref()).expect("plans on the tensor cores come from their kernels")
+    }
+
+    /// The f32 forward in `tile`, its sum cut as `cut` says.
+    fn forward_f32_sliced(
+        &self,
+        batch: &mut Batch<'_>,
+        tile: Tile,
+        cut: Split,
+        mut p: kernels::GemmParams,
+        io: ForwardBuffers<'_>,
+    ) -> Result<()> {
         (p.splits, p.split_depth) = (cut.splits, cut.depth);
         // `Split::of` keeps `splits * m * n` within `u32`.
         let needed = cut.splits as usize * p.m as usize * p.n as usize;
         let mut partials = self.partials.lock();
-        split.record(
-            batch,
-            kernels::GemmForwardSplitArgs {
-                p: &p,
-                a,
-                b,
-                bias,
-                partial: partials.at_least(batch.runtime(), needed)?,
-                pre,
-                y,
-            },
-        )
+        let args = kernels::GemmForwardSplitArgs {
+            p: &p,
+            a: io.a,
+            b: io.b,
+            bias: io.bias,
+            partial: partials.at_least(batch.runtime(), needed)?,
+            pre: io.pre,
+            y: io.y,
+        };
+        self.split.get(tile.pick()).record(batch, args)
     }
 
-    /// The forward on the tensor cores, its sum in slices when the way allows it and the
-    /// output alone cannot fill the GPU (the first slice into `pre`, the others into scratch,
-    /// then added up with the bias and the activation).
-    #[allow(clippy::too_many_arguments)]
-    fn record_forward_on_fragments(
+    /// The forward in the wide blocking, whole over vectors.
+    fn forward_wide(
         &self,
         batch: &mut Batch<'_>,
-        fragments: &Fragments,
-        way: Way,
+        cut: Split,
         mut p: kernels::GemmParams,
-        vectors: Option<(Vectors<'_>, Vectors<'_>)>,
-        a: &GpuBuffer<f32>,
-        b: &GpuBuffer<f32>,
-        bias: &GpuBuffer<f32>,
-        pre: &mut GpuBuffer<f32>,
-        y: &mut GpuBuffer<f32>,
+        io: ForwardBuffers<'_>,
     ) -> Result<()> {
-        let blocking = fragments.forward.get(way.blocking).constants();
-        let cut = match way.split {
-            true => Split::of(blocking, p.m, p.n, p.k),
-            false => Split::WHOLE,
+        (p.splits, p.split_depth) = (cut.splits, cut.depth);
+        let wide = (self.tensor_cores().wide.as_ref()).expect("planned where the device has it");
+        let (a, b) = &vectors(p, io.a, io.b).expect("planned over the vectors they bind as");
+        let args = kernels::GemmForwardFragmentsWideArgs {
+            p: &p,
+            a,
+            b,
+            bias: &*io.bias.view_as()?,
+            pre: &mut *io.pre.view_as_mut()?,
+            y: &mut *io.y.view_as_mut()?,
         };
+        wide.record(batch, args)
+    }
+
+    /// The forward on the tensor cores in `tile`, over vectors or not, its sum in slices as
+    /// `cut` says (the first slice into `pre`, the others into scratch, then added up with
+    /// the bias and the activation).
+    fn forward_on_tensor_cores(
+        &self,
+        batch: &mut Batch<'_>,
+        (tile, vectors): (GemmTile, bool),
+        cut: Split,
+        mut p: kernels::GemmParams,
+        io: ForwardBuffers<'_>,
+    ) -> Result<()> {
+        let fragments = self.tensor_cores();
+        let ForwardBuffers { a, b, bias, pre, y } = io;
         (p.splits, p.split_depth) = (cut.splits, cut.depth);
         let mut partials = self.partials.lock();
         let outputs = p.m as usize * p.n as usize;
         let partial = partials.at_least(batch.runtime(), cut.partials(p.m, p.n) - outputs)?;
-        // The kernels over vectors bind every buffer as vectors: the scalar ones run where a
-        // buffer does not hold whole vectors.
-        let whole_vectors = [bias.len(), pre.len(), y.len(), partial.len()]
-            .iter()
-            .all(|len| len.is_multiple_of(4));
-        let vectors = vectors.filter(|_| whole_vectors);
-        // The wide blocking runs whole over vectors, or as the large one where it cannot.
-        let wide = fragments
-            .wide
-            .as_ref()
-            .filter(|_| way.blocking == kernels::WIDE);
-        if let (Some(wide), Some((a, b)), 1) = (wide, &vectors, cut.splits) {
-            return wide.record(
-                batch,
-                kernels::GemmForwardFragmentsWideArgs {
-                    p: &p,
-                    a,
-                    b,
-                    bias: &*bias.view_as()?,
-                    pre: &mut *pre.view_as_mut()?,
-                    y: &mut *y.view_as_mut()?,
-                },
-            );
-        }
         // The reduce binds nothing the forward has not checked.
-        match &vectors {
-            Some((a, b)) => fragments.forward_vectors.get(way.blocking).record(
-                batch,
-                kernels::GemmForwardFragmentsArgs {
+        match vectors {
+            true => {
+                let (a, b) =
+                    &self::vectors(p, a, b).expect("planned over the vectors they bind as");
+                let args = kernels::GemmForwardFragmentsArgs {
                     p: &p,
                     a,
                     b,
@@ -501,11 +550,14 @@ impl Gemm {
                     pre: &mut *pre.view_as_mut()?,
                     y: &mut *y.view_as_mut()?,
                     partial: &mut *partial.view_as_mut()?,
-                },
-            )?,
-            None => fragments.forward.get(way.blocking).record(
-                batch,
-                kernels::GemmForwardFragmentsArgs {
+                };
+                fragments
+                    .forward_vectors
+                    .get(tile.pick())
+                    .record(batch, args)?;
+            }
+            false => {
+                let args = kernels::GemmForwardFragmentsArgs {
                     p: &p,
                     a,
                     b,
@@ -513,22 +565,21 @@ impl Gemm {
                     pre: &mut *pre,
                     y: &mut *y,
                     partial: &mut *partial,
-                },
-            )?,
+                };
+                fragments.forward.get(tile.pick()).record(batch, args)?;
+            }
         }
         if cut.splits == 1 {
             return Ok(());
         }
-        fragments.forward_reduce.record(
-            batch,
-            kernels::GemmForwardFragmentsReduceArgs {
-                p: &p,
-                partial,
-                bias,
-                pre,
-                y,
-            },
-        )
+        let args = kernels::GemmForwardFragmentsReduceArgs {
+            p: &p,
+            partial,
+            bias,
+            pre,
+            y,
+        };
+        fragments.forward_reduce.record(batch, args)
     }
 
     /// Records the backward pass: from `grad_y` and the forward's `pre`, the gradients of `a`,
@@ -550,49 +601,48 @@ impl Gemm {
             grad_bias,
         } = args;
         let p = params(shape, activation)?;
-        let pre = match pre {
-            Some(pre) => pre,
-            // Read only through the activation's derivative, which is 1 everywhere.
-            None if activation == Activation::None => grad_y,
-            None => {
-                return Err(invalid(
-                    "gemm backward",
-                    format!(
-                        "the backward pass of {activation:?} needs the forward's `pre`; pass \
-                         the buffer the forward wrote it to"
-                    ),
-                ))
-            }
-        };
+        let pre = forward_pre(pre, grad_y, activation, "gemm backward")?;
         let GemmShape { m, n, k } = shape;
         let (ways, fixed) = match self.fragments {
             Some(_) => (
-                &Way::SPLIT_DEEP_FRAGMENTS[..],
-                Way::fixed_split_fragments(m.min(k)),
+                &GemmWay::ON_TENSOR_CORES[..],
+                GemmWay::fixed_on_tensor_cores(m.min(k)),
             ),
-            None => (&Way::ALL[..], Way::fixed(m.min(k))),
+            None => (&GemmWay::IN_F32[..], GemmWay::fixed(m.min(k))),
         };
+        let problem = tune::Problem {
+            operation: "nn::Gemm::backward",
+            sizes: &[m, n, k],
+            exact: &[],
+        };
+        let scratch = |rt: &Runtime| Scratch::new(rt, shape);
         let way = tune::way(
             batch.runtime(),
-            "nn::Gemm::backward",
-            &[m, n, k],
-            &[],
+            problem,
             ways,
             fixed,
-            |rt| Scratch::new(rt, shape),
+            scratch,
             |tune, way, s| {
-                let grads = Grads {
+                let io = BackwardBuffers {
+                    a: &s.a,
+                    b: &s.b,
+                    pre: &s.pre,
+                    grad_y: &s.y,
                     grad_pre: &mut s.grad_pre,
                     grad_a: &mut s.grad_a,
                     grad_b: &mut s.grad_b,
                     grad_bias: &mut s.grad_bias,
                 };
-                self.record_backward(tune, way, p, &s.a, &s.b, &s.pre, &s.y, grads)
+                self.backward_way(tune, way, p, io)
             },
         )?;
         let rt = batch.runtime();
         let (mut spare_pre, mut spare_a) = (self.grad_pre.lock(), self.grad_a.lock());
-        let grads = Grads {
+        let io = BackwardBuffers {
+            a,
+            b,
+            pre,
+            grad_y,
             grad_pre: spare_pre.at_least(rt, m as usize * n as usize)?,
             grad_a: match grad_a {
                 Some(grad_a) => grad_a,
@@ -601,40 +651,48 @@ impl Gemm {
             grad_b,
             grad_bias,
         };
-        self.record_backward(batch, way, p, a, b, pre, grad_y, grads)
+        self.backward_way(batch, way, p, io)
     }
 
-    /// The backward run `way`, in order: `grad_pre`, both operand gradients (each summed in
-    /// slices when the way allows it and its output alone cannot fill the GPU, the slices
-    /// then added up), and the bias gradient (in slices of rows when there are many, then
-    /// their sum).
-    #[allow(clippy::too_many_arguments)]
+    /// The blockings the backward's kernels were built in, for its plans.
+    fn backward_caps(&self) -> plan::Caps {
+        plan::Caps {
+            f32: self.backward.each(|k| k.d_operands().constants()),
+            tensor: (self.fragments.as_ref()).map(|f| f.operands.each(|k| k.constants())),
+            wide: false,
+        }
+    }
+
+    /// The backward run `way`, as [`plan::backward`] plans it.
+    fn backward_way(
+        &self,
+        batch: &mut Batch<'_>,
+        way: GemmWay,
+        p: kernels::GemmParams,
+        io: BackwardBuffers<'_>,
+    ) -> Result<()> {
+        let binding = plan::Binding {
+            operands: vectors(p, io.a, io.b).is_some(),
+            others: io.grad_pre.view_as::<[f32; 4]>().is_ok(),
+        };
+        let plan = plan::backward(&p, way, &self.backward_caps(), binding);
+        self.record_backward(batch, plan, p, io)
+    }
+
+    /// Records the backward as `plan` says, in order: `grad_pre`, both operand gradients
+    /// (each summed in slices as its cut says, the slices then added up), and the bias
+    /// gradient (in slices of rows when there are many, then their sum).
     fn record_backward(
         &self,
         batch: &mut Batch<'_>,
-        way: Way,
-        mut p: kernels::GemmParams,
-        a: &GpuBuffer<f32>,
-        b: &GpuBuffer<f32>,
-        pre: &GpuBuffer<f32>,
-        grad_y: &GpuBuffer<f32>,
-        grads: Grads<'_>,
+        plan: BackwardPlan,
+        p: kernels::GemmParams,
+        mut io: BackwardBuffers<'_>,
     ) -> Result<()> {
-        let Grads {
-            grad_pre,
-            grad_a,
-            grad_b,
-            grad_bias,
-        } = grads;
+        let p = plan.params(p);
+        let (cut_a, cut_b) = (plan.cut_a, plan.cut_b);
         // `grad_pre`, `d_operands_reduce` and `d_bias` are the same in every blocking.
-        let family = self.backward.get(way.blocking);
-        let fragments = self.fragments.as_ref().filter(|_| way.fragments);
-        let (cut_a, cut_b) = match fragments {
-            Some(f) => operand_cuts(f.operands.get(way.blocking).constants(), p, way.split),
-            None => operand_cuts(family.d_operands().constants(), p, way.split),
-        };
-        (p.splits, p.split_depth) = (cut_a.splits, cut_a.depth);
-        (p.b_splits, p.b_split_depth) = (cut_b.splits, cut_b.depth);
+        let family = self.backward.get(plan.family().pick());
         // Each operand's first slice goes to its gradient, the others to `partial`.
         let needed = cut_a.partials(p.m, p.k) + cut_b.partials(p.k, p.n)
             - p.m as usize * p.k as usize
@@ -643,85 +701,81 @@ impl Gemm {
         let partial = partials.at_least(batch.runtime(), needed)?;
         // Every buffer is checked before anything is recorded (the bias gradient whole: its
         // slices' sums go to scratch of the right length).
-        family.check_lengths(&mut kernels::GemmBackwardArgs {
+        family.check_lengths(&mut io.args(&p, partial))?;
+        let args = kernels::GradPreArgs {
             p: &p,
-            a,
-            b,
-            pre,
-            grad_y,
-            grad_pre: &mut *grad_pre,
-            grad_a: &mut *grad_a,
-            grad_b: &mut *grad_b,
-            partial: &mut *partial,
-            grad_bias: &mut *grad_bias,
-        })?;
-        family.grad_pre().record(
-            batch,
-            kernels::GradPreArgs {
+            pre: io.pre,
+            grad_y: io.grad_y,
+            grad_pre: &mut *io.grad_pre,
+        };
+        family.grad_pre().record(batch, args)?;
+        self.record_operands(batch, plan.operands, family, &p, &mut io, partial)?;
+        if cut_a.splits > 1 || cut_b.splits > 1 {
+            let args = kernels::DOperandsReduceArgs {
                 p: &p,
-                pre,
-                grad_y,
-                grad_pre,
-            },
-        )?;
-        // On the tensor cores the operand gradients over vectors ran 15-30% slower on an H100,
-        // and still 1-17% slower once `grad_a` staged without bank conflicts
-        // (notes/performance.md), so they bind scalars there.
-        let vectors = fragments.is_none()
-            && vectors(p, a, b).is_some()
-            && grad_pre.view_as::<[f32; 4]>().is_ok();
-        if let Some(fragments) = fragments {
-            fragments.operands.get(way.blocking).record(
-                batch,
-                kernels::DOperandsFragmentsArgs {
-                    p: &p,
+                partial,
+                grad_a: io.grad_a,
+                grad_b: io.grad_b,
+            };
+            family.d_operands_reduce().record(batch, args)?;
+        }
+        self.record_bias_gradient(batch, family.d_bias(), p, io.grad_pre, io.grad_bias)
+    }
+
+    /// Records both operand gradients as `operands` says (`family`'s own in f32 over
+    /// scalars).
+    fn record_operands(
+        &self,
+        batch: &mut Batch<'_>,
+        operands: Operands,
+        family: &kernels::GemmBackward,
+        p: &kernels::GemmParams,
+        io: &mut BackwardBuffers<'_>,
+        partial: &mut GpuBuffer<f32>,
+    ) -> Result<()> {
+        let (a, b, grad_pre) = (io.a, io.b, &*io.grad_pre);
+        let (grad_a, grad_b) = (&mut *io.grad_a, &mut *io.grad_b);
+        match operands {
+            Operands::TensorCores { tile } => {
+                let args = kernels::DOperandsFragmentsArgs {
+                    p,
                     a,
                     grad_a,
                     b,
                     grad_b,
                     grad_pre,
                     partial,
-                },
-            )?;
-        } else if vectors {
-            self.operands_vectors.get(way.blocking).record(
-                batch,
-                kernels::DOperandsVectorsArgs {
-                    p: &p,
+                };
+                (self.tensor_cores().operands.get(tile.pick())).record(batch, args)
+            }
+            Operands::F32 {
+                tile,
+                vectors: true,
+            } => {
+                let args = kernels::DOperandsVectorsArgs {
+                    p,
                     a: &*a.view_as::<[f32; 4]>()?,
                     grad_a,
                     b: &*b.view_as::<[f32; 4]>()?,
                     grad_b,
                     grad_pre: &*grad_pre.view_as::<[f32; 4]>()?,
                     partial,
-                },
-            )?;
-        } else {
-            family.d_operands().record(
-                batch,
-                kernels::DOperandsArgs {
-                    p: &p,
+                };
+                self.operands_vectors.get(tile.pick()).record(batch, args)
+            }
+            Operands::F32 { vectors: false, .. } => {
+                let args = kernels::DOperandsArgs {
+                    p,
                     a,
                     grad_a,
                     b,
                     grad_b,
                     grad_pre,
                     partial,
-                },
-            )?;
+                };
+                family.d_operands().record(batch, args)
+            }
         }
-        if cut_a.splits > 1 || cut_b.splits > 1 {
-            family.d_operands_reduce().record(
-                batch,
-                kernels::DOperandsReduceArgs {
-                    p: &p,
-                    partial,
-                    grad_a,
-                    grad_b,
-                },
-            )?;
-        }
-        self.record_bias_gradient(batch, family.d_bias(), p, grad_pre, grad_bias)
     }
 
     /// `grad_bias` = the column sums of `grad_pre` (`m x n`): in one pass, or where the rows
@@ -766,6 +820,28 @@ impl Gemm {
     }
 }
 
+/// The forward's `pre` a backward of `activation` reads (for `op`'s errors): as given, or
+/// without activation `grad_y`, read only through the activation's derivative, which is 1
+/// everywhere.
+pub(super) fn forward_pre<'b>(
+    pre: Option<&'b GpuBuffer<f32>>,
+    grad_y: &'b GpuBuffer<f32>,
+    activation: Activation,
+    op: &str,
+) -> Result<&'b GpuBuffer<f32>> {
+    match pre {
+        Some(pre) => Ok(pre),
+        None if activation == Activation::None => Ok(grad_y),
+        None => Err(invalid(
+            op,
+            format!(
+                "the backward pass of {activation:?} needs the forward's `pre`; pass the \
+                 buffer the forward wrote it to"
+            ),
+        )),
+    }
+}
+
 /// Records `out[j]` = the sum of the `rows` rows of `columns` in `sums` (a bias gradient's
 /// slices' sums), by `d_bias`.
 pub(super) fn add_up_rows(
@@ -791,25 +867,47 @@ pub(super) fn add_up_rows(
     )
 }
 
-/// How the operand gradients of a backward with `p`'s shape sum, for kernels of `blocking`:
-/// `grad_a` (`m x k`) over `n`, `grad_b` (`k x n`) over `m`, each in slices (when `split`)
-/// where its output alone cannot fill the GPU, whole otherwise.
-fn operand_cuts(blocking: impl Steps, p: kernels::GemmParams, split: bool) -> (Split, Split) {
-    if !split {
-        return (Split::WHOLE, Split::WHOLE);
-    }
-    (
-        Split::of(blocking, p.m, p.k, p.n),
-        Split::of(blocking, p.k, p.n, p.m),
-    )
+/// A forward's buffers.
+struct ForwardBuffers<'b> {
+    a: &'b GpuBuffer<f32>,
+    b: &'b GpuBuffer<f32>,
+    bias: &'b GpuBuffer<f32>,
+    pre: &'b mut GpuBuffer<f32>,
+    y: &'b mut GpuBuffer<f32>,
 }
 
-/// What the backward family writes.
-struct Grads<'a> {
-    grad_pre: &'a mut GpuBuffer<f32>,
-    grad_a: &'a mut GpuBuffer<f32>,
-    grad_b: &'a mut GpuBuffer<f32>,
-    grad_bias: &'a mut GpuBuffer<f32>,
+/// What a backward reads and writes.
+struct BackwardBuffers<'b> {
+    a: &'b GpuBuffer<f32>,
+    b: &'b GpuBuffer<f32>,
+    pre: &'b GpuBuffer<f32>,
+    grad_y: &'b GpuBuffer<f32>,
+    grad_pre: &'b mut GpuBuffer<f32>,
+    grad_a: &'b mut GpuBuffer<f32>,
+    grad_b: &'b mut GpuBuffer<f32>,
+    grad_bias: &'b mut GpuBuffer<f32>,
+}
+
+impl BackwardBuffers<'_> {
+    /// The backward family's arguments, with `p` and the operand gradients' `partial`.
+    fn args<'a>(
+        &'a mut self,
+        p: &'a kernels::GemmParams,
+        partial: &'a mut GpuBuffer<f32>,
+    ) -> kernels::GemmBackwardArgs<'a> {
+        kernels::GemmBackwardArgs {
+            p,
+            a: self.a,
+            b: self.b,
+            pre: self.pre,
+            grad_y: self.grad_y,
+            grad_pre: &mut *self.grad_pre,
+            grad_a: &mut *self.grad_a,
+            grad_b: &mut *self.grad_b,
+            partial,
+            grad_bias: &mut *self.grad_bias,
+        }
+    }
 }
 
 /// Buffers of a problem's sizes for timing candidates, the inputs filled with noise (`y`
@@ -960,10 +1058,11 @@ mod tests {
         assert!(fragments.forward.deep.is_some() && fragments.operands.deep.is_some());
         assert!(fragments.wide.is_some());
         assert!(fragments.forward.many.is_some() && fragments.operands.many.is_some());
+        let on = |tile, split| GemmWay::TensorCores { tile, split };
         let (deep, wide, many) = (
-            Way::on_fragments(kernels::DEEP),
-            Way::on_fragments(kernels::WIDE),
-            Way::on_fragments(kernels::MANY),
+            on(tune::GemmTile::Deep, false),
+            on(tune::GemmTile::Wide, false),
+            on(tune::GemmTile::MANY, false),
         );
         let vectors = "gemm_forward_fragments_vec4_f32_depth64_block128_invocations256";
         let scalars = "gemm_forward_fragments_f32_depth64_block128_invocations256";
@@ -978,18 +1077,26 @@ mod tests {
         let many_vectors = "gemm_forward_fragments_vec4_f32_depth32_block128_invocations512";
         let many_scalars = "gemm_forward_fragments_f32_depth32_block128_invocations512";
         let many_backward = "d_operands_fragments_depth32_block128_invocations512";
-        let cases: [(usize, Way, &[&str]); 9] = [
+        let cases: [(usize, GemmWay, &[&str]); 9] = [
             (300, deep, &[vectors, backward]),
             (301, deep, &[scalars, backward]),
-            (1300, deep.splitting(), &[vectors, reduce, backward]),
-            (1301, deep.splitting(), &[scalars, reduce, backward]),
+            (
+                1300,
+                on(tune::GemmTile::Deep, true),
+                &[vectors, reduce, backward],
+            ),
+            (
+                1301,
+                on(tune::GemmTile::Deep, true),
+                &[scalars, reduce, backward],
+            ),
             (300, wide, &[wide_vectors, large_backward]),
             (301, wide, &[large_scalars, large_backward]),
             (300, many, &[many_vectors, many_backward]),
             (301, many, &[many_scalars, many_backward]),
             (
                 1300,
-                many.splitting(),
+                on(tune::GemmTile::MANY, true),
                 &[many_vectors, reduce, many_backward],
             ),
         ];
@@ -1001,7 +1108,7 @@ mod tests {
     /// The deep blocking's forward and backward on M, N = 200, 136 summed over `k`, run
     /// `way`, through the kernels `entry_points` (the deep instances of those that have
     /// them).
-    fn check_deep(rt: &Runtime, gemm: &Gemm, k: usize, way: Way, entry_points: &[&str]) {
+    fn check_deep(rt: &Runtime, gemm: &Gemm, k: usize, way: GemmWay, entry_points: &[&str]) {
         let (m, n) = (200usize, 136usize);
         let wave = |len: usize, f: f32| -> Vec<f32> {
             (0..len).map(|i| (i as f32 * f).sin() * 0.5).collect()
@@ -1027,16 +1134,25 @@ mod tests {
         let forward = params(shape, Activation::Relu).unwrap();
         let p = params(shape, Activation::None).unwrap();
         let mut batch = rt.batch();
-        gemm.record_forward(&mut batch, way, forward, &a, &b, &bias, &mut pre, &mut y)
-            .unwrap();
-        let grads = Grads {
+        let io = ForwardBuffers {
+            a: &a,
+            b: &b,
+            bias: &bias,
+            pre: &mut pre,
+            y: &mut y,
+        };
+        gemm.forward_way(&mut batch, way, forward, io).unwrap();
+        let grads = BackwardBuffers {
+            a: &a,
+            b: &b,
+            pre: &pre,
+            grad_y: &grad_y,
             grad_pre: &mut grad_pre,
             grad_a: &mut grad_a,
             grad_b: &mut grad_b,
             grad_bias: &mut grad_bias,
         };
-        gemm.record_backward(&mut batch, way, p, &a, &b, &pre, &grad_y, grads)
-            .unwrap();
+        gemm.backward_way(&mut batch, way, p, grads).unwrap();
         let ran: Vec<String> = batch
             .submit_timed()
             .unwrap()
@@ -1061,21 +1177,44 @@ mod tests {
         let want_b = product_of_halves(&at, &gv, k, n, m);
         assert_close("grad_b", &grad_b.read(rt).unwrap(), &want_b);
 
-        // Every activation: `pre` as above, `y` the activation of the `pre` the kernel wrote
-        // (in f64 from GELU's tanh form, which the kernels compute as `x * sigmoid(2u)`).
+        let mut io = ForwardBuffers {
+            a: &a,
+            b: &b,
+            bias: &bias,
+            pre: &mut pre,
+            y: &mut y,
+        };
+        check_activations(rt, gemm, way, shape, &mut io, &want_pre);
+    }
+
+    /// The forward of `shape` run `way` through every activation: `pre` as `want_pre`, `y`
+    /// the activation of the `pre` the kernel wrote (in f64 from GELU's tanh form, which
+    /// the kernels compute as `x * sigmoid(2u)`).
+    fn check_activations(
+        rt: &Runtime,
+        gemm: &Gemm,
+        way: GemmWay,
+        shape: GemmShape,
+        io: &mut ForwardBuffers<'_>,
+        want_pre: &[f64],
+    ) {
         for activation in Activation::ALL {
             let forward = params(shape, activation).unwrap();
             let mut batch = rt.batch();
-            gemm.record_forward(&mut batch, way, forward, &a, &b, &bias, &mut pre, &mut y)
-                .unwrap();
+            let buffers = ForwardBuffers {
+                pre: &mut *io.pre,
+                y: &mut *io.y,
+                ..*io
+            };
+            gemm.forward_way(&mut batch, way, forward, buffers).unwrap();
             batch.submit().unwrap();
-            let got_pre = pre.read(rt).unwrap();
-            assert_close(&format!("pre ({activation:?})"), &got_pre, &want_pre);
+            let got_pre = io.pre.read(rt).unwrap();
+            assert_close(&format!("pre ({activation:?})"), &got_pre, want_pre);
             let want_y: Vec<f64> = got_pre
                 .iter()
                 .map(|&x| activated(activation, f64::from(x)))
                 .collect();
-            let got_y = y.read(rt).unwrap();
+            let got_y = io.y.read(rt).unwrap();
             for (i, (&g, &w)) in got_y.iter().zip(&want_y).enumerate() {
                 assert!(
                     (f64::from(g) - w).abs() <= 1e-5 * (1.0 + w.abs()),

@@ -30,7 +30,7 @@
 //! each load's channel, and read their window up to the filter's reach past their block: the
 //! host runs them only for summed channels a multiple of `DEPTH`, a reach of at most
 //! `WINDOW - COLS` and, staging every tap at once, a filter of at most `SLICES` taps
-//! (`over_window` in `conv.rs`).
+//! (`conv::plan::over_window`).
 
 #[tessera::kernels]
 mod nn {
@@ -5294,7 +5294,7 @@ mod nn {
 
 pub(crate) use nn::*;
 
-/// A GEMM-shaped kernel in both of its blockings, chosen by index: 0 the large, 1 the small.
+/// A GEMM-shaped kernel in each of its blockings, chosen by a [`Pick`].
 #[derive(Clone, Debug)]
 pub(crate) struct Blocked<K> {
     /// The first instance of [`Blocking`]: 128 x 128 output blocks, or where the device lacks
@@ -5314,10 +5314,24 @@ pub(crate) struct Blocked<K> {
 /// The second instance of [`Blocking`]: 64 x 64 blocks.
 const SMALL: Blocking = Blocking::ALL[Blocking::ALL.len() - 1];
 
-/// The blocking when autotuning is off, for an output whose narrower side has `rows`: the
-/// small blocks (1) unless the large ones fill (0).
-pub(crate) fn fixed_blocking(rows: u32) -> usize {
-    usize::from(rows <= SMALL.block())
+/// Whether the small blocks cover an output whose narrower side has `rows` (the rule for the
+/// blocking when autotuning is off: the small blocks unless the large ones fill).
+pub(crate) fn small_blocks_fit(rows: u32) -> bool {
+    rows <= SMALL.block()
+}
+
+/// Which instance of a [`Blocked`] kernel runs (a way's tile says which:
+/// `tune::Tile::pick` and its kin).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pick {
+    /// [`Blocked::large`].
+    Large,
+    /// [`Blocked::small`].
+    Small,
+    /// [`Blocked::deep`], or the large one where there is none.
+    Deep,
+    /// [`Blocked::many`], or the large one where there is none.
+    Many,
 }
 
 /// A kernel as built, or `None` where the device lacks the workgroup memory or invocations it
@@ -5354,8 +5368,20 @@ impl WindowBlocking {
     }
 }
 
-/// A convolution pass as a stream in each blocking of [`StreamBlocking`], chosen by a way's
-/// blocking index ([`Streams::get`]).
+/// The blocks of a convolution pass as a stream ([`StreamBlocking`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StreamTile {
+    /// 128 x 128 blocks.
+    Square,
+    /// 256 result channels by 128 positions (the square blocks on a device without their
+    /// workgroup memory).
+    Wide,
+    /// 128 result channels by 256 positions (as `Wide`).
+    Long,
+}
+
+/// A convolution pass as a stream in each blocking of [`StreamBlocking`], chosen by a
+/// [`StreamTile`] ([`Streams::get`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Streams<K> {
     /// 128 x 128 blocks.
@@ -5366,10 +5392,6 @@ pub(crate) struct Streams<K> {
     /// 128 result channels by 256 positions (as `wide`).
     long: K,
 }
-
-/// The index of [`StreamBlocking`]'s 128 x 256 blocks for [`Streams::get`]; [`Blocked::get`]
-/// gives the large blocking for it.
-pub(crate) const LONG: usize = 5;
 
 impl<K: Clone> Streams<K> {
     /// The pass in each blocking, built by `build`; `None` on a device without the 512
@@ -5391,13 +5413,21 @@ impl<K: Clone> Streams<K> {
 }
 
 impl<K> Streams<K> {
-    /// The blocking of index `choice`: [`WIDE`] 256 x 128, [`LONG`] 128 x 256, anything else
-    /// (a way's [`MANY`]) 128 x 128.
-    pub fn get(&self, choice: usize) -> &K {
-        match choice {
-            WIDE => &self.wide,
-            LONG => &self.long,
-            _ => &self.square,
+    /// The kernel in `tile`'s blocks.
+    pub fn get(&self, tile: StreamTile) -> &K {
+        match tile {
+            StreamTile::Square => &self.square,
+            StreamTile::Wide => &self.wide,
+            StreamTile::Long => &self.long,
+        }
+    }
+
+    /// What `f` makes of each blocking's kernel (e.g. its constants), in a [`Streams`].
+    pub fn each<L>(&self, f: impl Fn(&K) -> L) -> Streams<L> {
+        Streams {
+            square: f(&self.square),
+            wide: f(&self.wide),
+            long: f(&self.long),
         }
     }
 
@@ -5416,18 +5446,6 @@ impl StreamBlocking {
         2 * workers as usize * (self.block * self.cols) as usize
     }
 }
-
-/// The index of [`Blocked::deep`] for [`Blocked::get`].
-pub(crate) const DEEP: usize = 2;
-
-/// The index of [`Blocked::many`] for [`Blocked::get`].
-pub(crate) const MANY: usize = 4;
-
-/// The index of the tensor-core GEMM forward's wide blocking ([`WideTensorBlocking`]), and
-/// of the convolution streams' 256 x 128 blocks ([`Streams::get`]), in a
-/// [`tune::Way`](super::tune::Way); [`Blocked::get`] gives the large blocking for it (the
-/// other passes and a forward over scalars have no wide kernel).
-pub(crate) const WIDE: usize = 3;
 
 impl<K> Blocked<K> {
     /// Both blockings of a kernel, built by `build` (e.g. `|b| GemmForward::with_constants(rt, b)`).
@@ -5543,15 +5561,24 @@ impl<K> Blocked<K> {
         }
     }
 
-    /// The blocking of index `choice`: 0, [`WIDE`] and [`LONG`] the large, [`DEEP`] the deep
-    /// one and [`MANY`] the one in 512 invocations (each the large where there is none),
-    /// anything else the small.
-    pub fn get(&self, choice: usize) -> &K {
-        match choice {
-            0 | WIDE | LONG => &self.large,
-            DEEP => self.deep.as_ref().unwrap_or(&self.large),
-            MANY => self.many.as_ref().unwrap_or(&self.large),
-            _ => &self.small,
+    /// What `f` makes of each blocking's kernel (e.g. its constants), in a [`Blocked`].
+    pub fn each<L>(&self, f: impl Fn(&K) -> L) -> Blocked<L> {
+        Blocked {
+            large: f(&self.large),
+            small: f(&self.small),
+            deep: self.deep.as_ref().map(&f),
+            many: self.many.as_ref().map(&f),
+        }
+    }
+
+    /// The instance `pick` names (the large one for the deep or many-invocation blocking
+    /// where there is none).
+    pub fn get(&self, pick: Pick) -> &K {
+        match pick {
+            Pick::Large => &self.large,
+            Pick::Small => &self.small,
+            Pick::Deep => self.deep.as_ref().unwrap_or(&self.large),
+            Pick::Many => self.many.as_ref().unwrap_or(&self.large),
         }
     }
 }
