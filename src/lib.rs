@@ -885,6 +885,8 @@ pub use kernel_runtime::{
     AUTOTUNE_CACHE_ENV, AUTOTUNE_ENV, COOPERATIVE_MATRIX_ENV,
 };
 
+pub mod std;
+
 /// What generated code refers to; not part of the public API.
 #[doc(hidden)]
 pub mod __private {

@@ -1,0 +1,333 @@
+//! tessera's standard library (`tessera::std`) on a real adapter, against CPU references:
+//! kernels importing each module, at every width (`f32` and `Vec4<f32>`), workgroups of 64
+//! and 256, lengths that are and are not multiples of 4 and of the workgroup, and both the
+//! subgroup and the workgroup-memory paths. The subgroup tests skip, saying so, on an adapter
+//! without subgroups; the tree tests run everywhere.
+
+mod common;
+
+use common::{assert_close, rng, runtime, values, RngExt};
+use tessera::{wgpu, GpuBuffer, Runtime};
+
+#[tessera::kernels]
+pub mod reductions {
+    #[device]
+    use tessera::std::reduce;
+
+    /// Per invocation `i` of the grid: its subgroup's sum, maximum and minimum of `x`, then its
+    /// workgroup's, at `out[6 * i + k]`; `sizes[i]` is its subgroup's size. Invocations past
+    /// `x` pass each reduction's identity.
+    #[kernel(workgroup = [GROUP], constants(GROUP = [64, 256]), grid = [ceil_div(x.len(), GROUP)],
+             types(T = [f32, Vec4<f32>]), features(subgroups))]
+    pub fn by_subgroups<T>(
+        x: &[T],
+        out: &mut [T],
+        sizes: &mut [u32],
+        #[workgroup] partials: &mut [T; GROUP / 4],
+    ) {
+        let i = global_id().x;
+        let inside = i < x.len();
+        let v = if inside { x[i] } else { 0.0 as T };
+        let high = if inside { v } else { -f32::MAX as T };
+        let low = if inside { v } else { f32::MAX as T };
+        let (lane, subgroup, size) = (subgroup_invocation_id(), subgroup_id(), subgroup_size());
+        out[6 * i] = subgroup_sum(v);
+        out[6 * i + 1] = subgroup_maximum(high);
+        out[6 * i + 2] = subgroup_minimum(low);
+        out[6 * i + 3] = workgroup_sum(partials, v, lane, subgroup, size);
+        out[6 * i + 4] = workgroup_maximum(partials, high, lane, subgroup, size);
+        out[6 * i + 5] = workgroup_minimum(partials, low, lane, subgroup, size);
+        sizes[i] = size;
+    }
+
+    /// Per invocation: its workgroup's sum, maximum and minimum of `x` through the trees, at
+    /// `out[3 * i + k]`.
+    #[kernel(workgroup = [GROUP], constants(GROUP = [64, 256]), grid = [ceil_div(x.len(), GROUP)],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn by_trees<T>(x: &[T], out: &mut [T], #[workgroup] tile: &mut [T; GROUP]) {
+        let i = global_id().x;
+        let local = local_index();
+        let inside = i < x.len();
+        let v = if inside { x[i] } else { 0.0 as T };
+        let high = if inside { v } else { -f32::MAX as T };
+        let low = if inside { v } else { f32::MAX as T };
+        out[3 * i] = workgroup_sum_tree(tile, local, v);
+        out[3 * i + 1] = workgroup_maximum_tree(tile, local, high);
+        out[3 * i + 2] = workgroup_minimum_tree(tile, local, low);
+    }
+
+    /// Per invocation: its workgroup's largest `x` and that element's index, at
+    /// `out[2 * i..]`, through subgroups.
+    #[kernel(workgroup = [GROUP], constants(GROUP = [64, 256]), grid = [ceil_div(x.len(), GROUP)],
+             features(subgroups))]
+    pub fn argmax(
+        x: &[f32],
+        out: &mut [u32],
+        #[workgroup] values: &mut [f32; GROUP / 4],
+        #[workgroup] indices: &mut [u32; GROUP / 4],
+    ) {
+        let i = global_id().x;
+        let v = if i < x.len() { x[i] } else { -f32::MAX };
+        let at = if i < x.len() { i } else { 0xffffffffu32 };
+        let best = workgroup_argmax(
+            values,
+            indices,
+            v,
+            at,
+            subgroup_invocation_id(),
+            subgroup_id(),
+            subgroup_size(),
+        );
+        out[2 * i] = best.x;
+        out[2 * i + 1] = best.y;
+    }
+
+    /// [`argmax`] through the tree.
+    #[kernel(workgroup = [GROUP], constants(GROUP = [64, 256]), grid = [ceil_div(x.len(), GROUP)])]
+    pub fn argmax_tree(
+        x: &[f32],
+        out: &mut [u32],
+        #[workgroup] values: &mut [f32; GROUP],
+        #[workgroup] indices: &mut [u32; GROUP],
+    ) {
+        let i = global_id().x;
+        let v = if i < x.len() { x[i] } else { -f32::MAX };
+        let at = if i < x.len() { i } else { 0xffffffffu32 };
+        let best = workgroup_argmax_tree(values, indices, local_index(), v, at);
+        out[2 * i] = best.x;
+        out[2 * i + 1] = best.y;
+    }
+}
+
+/// The runtime, if its adapter has subgroups; otherwise says that `test` skipped.
+fn subgroup_runtime(test: &str) -> Option<Runtime> {
+    let rt = runtime();
+    if rt.info().features.contains(wgpu::Features::SUBGROUP) {
+        Some(rt)
+    } else {
+        eprintln!(
+            "{test}: skipped, the adapter `{}` has no subgroups",
+            rt.info().name
+        );
+        None
+    }
+}
+
+/// `v`'s scalars as a buffer of `T` (`f32`, or `[f32; 4]` for `Vec4<f32>`).
+fn upload_as<T: bytemuck::Pod>(rt: &Runtime, v: &[f32]) -> GpuBuffer<T> {
+    rt.upload(bytemuck::cast_slice::<f32, T>(v)).unwrap()
+}
+
+/// A buffer of `T` as its scalars.
+fn read_scalars<T: bytemuck::Pod>(rt: &Runtime, b: &GpuBuffer<T>) -> Vec<f32> {
+    bytemuck::cast_slice(&b.read(rt).unwrap()).to_vec()
+}
+
+/// The reductions the tests compare, over scalars `x` taken as elements of `lanes` scalars:
+/// each the operation, its identity, and a CPU reference of it.
+#[derive(Clone, Copy)]
+enum Op {
+    Sum,
+    Max,
+    Min,
+}
+
+impl Op {
+    const ALL: [Op; 3] = [Op::Sum, Op::Max, Op::Min];
+
+    fn identity(self) -> f32 {
+        match self {
+            Op::Sum => 0.0,
+            Op::Max => -f32::MAX,
+            Op::Min => f32::MAX,
+        }
+    }
+
+    fn apply(self, a: f32, b: f32) -> f32 {
+        match self {
+            Op::Sum => a + b,
+            Op::Max => a.max(b),
+            Op::Min => a.min(b),
+        }
+    }
+
+    /// Lane by lane over elements `range` of `x` (`lanes` scalars an element), elements past
+    /// the end of `x` counting as the identity, as the kernels pass it.
+    fn over(self, x: &[f32], lanes: usize, range: std::ops::Range<usize>) -> Vec<f32> {
+        (0..lanes)
+            .map(|c| {
+                range
+                    .clone()
+                    .map(|e| x.get(e * lanes + c).copied().unwrap_or(self.identity()))
+                    .fold(self.identity(), |a, b| self.apply(a, b))
+            })
+            .collect()
+    }
+}
+
+/// `by_subgroups` over `x` in workgroups of `group`: what it wrote and the subgroup sizes.
+fn by_subgroups<T: reductions::BySubgroupsElement>(
+    rt: &Runtime,
+    group: u32,
+    x: &[f32],
+    lanes: usize,
+) -> (Vec<f32>, Vec<u32>) {
+    let constants = reductions::BySubgroupsConstants { group };
+    let kernel = reductions::BySubgroups::<T>::with_constants(rt, constants).unwrap();
+    let invocations = (x.len() / lanes).div_ceil(group as usize) * group as usize;
+    let xs = upload_as::<T>(rt, x);
+    let mut out = upload_as::<T>(rt, &vec![0.0; 6 * invocations * lanes]);
+    let mut sizes = rt.zeros::<u32>(invocations).unwrap();
+    let args = reductions::BySubgroupsArgs {
+        x: &xs,
+        out: &mut out,
+        sizes: &mut sizes,
+    };
+    kernel.launch(rt, args).unwrap();
+    (read_scalars(rt, &out), sizes.read(rt).unwrap())
+}
+
+/// Checks `by_subgroups` against the references at one width, for workgroups of 64 and 256,
+/// over lengths that are not multiples of the workgroup.
+fn check_by_subgroups<T: reductions::BySubgroupsElement>(rt: &Runtime, lanes: usize) {
+    for group in [64usize, 256] {
+        let n = 2 * group + 37; // elements of `T`; the last workgroup is partly past the end
+        let x = values(&mut rng(group as u64 + lanes as u64), n * lanes);
+        let (out, sizes) = by_subgroups::<T>(rt, group as u32, &x, lanes);
+        for (i, &size) in sizes.iter().enumerate() {
+            let size = size as usize;
+            let subgroup = i - i % size..i - i % size + size;
+            let workgroup = i - i % group..i - i % group + group;
+            for (k, op) in Op::ALL.into_iter().enumerate() {
+                let at = |k: usize| &out[(6 * i + k) * lanes..(6 * i + k + 1) * lanes];
+                let context = format!("group {group}, lanes {lanes}, invocation {i}, result {k}");
+                let want = op.over(&x, lanes, subgroup.clone());
+                assert_close_in(at(k), &want, &context);
+                let want = op.over(&x, lanes, workgroup.clone());
+                assert_close_in(at(k + 3), &want, &context);
+            }
+        }
+    }
+}
+
+/// [`assert_close`] for sums of up to 256 values in [-1, 1], naming the case on failure.
+fn assert_close_in(got: &[f32], want: &[f32], context: &str) {
+    let close = got
+        .iter()
+        .zip(want)
+        .all(|(g, w)| approx::relative_eq!(g, w, epsilon = 1e-4, max_relative = 1e-4));
+    assert!(close, "{context}: got {got:?}, want {want:?}");
+}
+
+#[test]
+fn sums_maxima_and_minima_through_subgroups_match_the_reference() {
+    let Some(rt) = subgroup_runtime("sums_maxima_and_minima_through_subgroups") else {
+        return;
+    };
+    check_by_subgroups::<f32>(&rt, 1);
+    check_by_subgroups::<[f32; 4]>(&rt, 4);
+}
+
+/// Checks `by_trees` as [`check_by_subgroups`] does `by_subgroups`.
+fn check_by_trees<T: reductions::ByTreesElement>(rt: &Runtime, lanes: usize) {
+    for group in [64usize, 256] {
+        let n = 2 * group + 37;
+        let x = values(&mut rng(group as u64 + lanes as u64), n * lanes);
+        let constants = reductions::ByTreesConstants {
+            group: group as u32,
+        };
+        let kernel = reductions::ByTrees::<T>::with_constants(rt, constants).unwrap();
+        let invocations = n.div_ceil(group) * group;
+        let xs = upload_as::<T>(rt, &x);
+        let mut out = upload_as::<T>(rt, &vec![0.0; 3 * invocations * lanes]);
+        let args = reductions::ByTreesArgs {
+            x: &xs,
+            out: &mut out,
+        };
+        kernel.launch(rt, args).unwrap();
+        let out = read_scalars(rt, &out);
+        for i in 0..invocations {
+            let workgroup = i - i % group..i - i % group + group;
+            for (k, op) in Op::ALL.into_iter().enumerate() {
+                let got = &out[(3 * i + k) * lanes..(3 * i + k + 1) * lanes];
+                let context = format!("group {group}, lanes {lanes}, invocation {i}, result {k}");
+                assert_close_in(got, &op.over(&x, lanes, workgroup.clone()), &context);
+            }
+        }
+    }
+}
+
+#[test]
+fn sums_maxima_and_minima_through_trees_match_the_reference() {
+    let rt = runtime();
+    check_by_trees::<f32>(&rt, 1);
+    check_by_trees::<[f32; 4]>(&rt, 4);
+}
+
+/// What `argmax` (or `argmax_tree`) wrote, per invocation: the value and the index.
+fn argmax_results(rt: &Runtime, group: u32, x: &[f32], tree: bool) -> Vec<(f32, u32)> {
+    let invocations = x.len().div_ceil(group as usize) * group as usize;
+    let xs = rt.upload(x).unwrap();
+    let mut out = rt.zeros::<u32>(2 * invocations).unwrap();
+    if tree {
+        let constants = reductions::ArgmaxTreeConstants { group };
+        let kernel = reductions::ArgmaxTree::with_constants(rt, constants).unwrap();
+        let args = reductions::ArgmaxTreeArgs {
+            x: &xs,
+            out: &mut out,
+        };
+        kernel.launch(rt, args).unwrap();
+    } else {
+        let constants = reductions::ArgmaxConstants { group };
+        let kernel = reductions::Argmax::with_constants(rt, constants).unwrap();
+        let args = reductions::ArgmaxArgs {
+            x: &xs,
+            out: &mut out,
+        };
+        kernel.launch(rt, args).unwrap();
+    }
+    let out = out.read(rt).unwrap();
+    out.chunks(2)
+        .map(|p| (f32::from_bits(p[0]), p[1]))
+        .collect()
+}
+
+/// Checks argmax through subgroups or the tree: values with many ties (small integers), so
+/// that the smallest index of equal maxima is what is compared.
+fn check_argmax(rt: &Runtime, tree: bool) {
+    for group in [64usize, 256] {
+        let mut generator = rng(7 + group as u64);
+        let n = 2 * group + 37;
+        let x: Vec<f32> = (0..n)
+            .map(|_| generator.random_range(0..12) as f32 - 6.0)
+            .collect();
+        let got = argmax_results(rt, group as u32, &x, tree);
+        for (i, &(value, index)) in got.iter().enumerate() {
+            let start = i - i % group;
+            let end = (start + group).min(n);
+            let mut best = start;
+            for e in start..end {
+                if x[e] > x[best] {
+                    best = e;
+                }
+            }
+            assert_eq!(
+                (value, index),
+                (x[best], best as u32),
+                "group {group}, tree {tree}, invocation {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn argmax_through_subgroups_picks_the_first_largest() {
+    if let Some(rt) = subgroup_runtime("argmax_through_subgroups") {
+        check_argmax(&rt, false);
+    }
+}
+
+#[test]
+fn argmax_through_the_tree_picks_the_first_largest() {
+    check_argmax(&runtime(), true);
+}
