@@ -331,3 +331,279 @@ fn argmax_through_subgroups_picks_the_first_largest() {
 fn argmax_through_the_tree_picks_the_first_largest() {
     check_argmax(&runtime(), true);
 }
+
+#[tessera::kernels]
+pub mod row_ops {
+    #[device]
+    use tessera::std::reduce;
+    #[device]
+    use tessera::std::rows;
+    #[device]
+    use tessera::std::softmax;
+
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct Shape {
+        pub rows: u32,
+        /// Scalars a row: a multiple of `T::LANES`, at most `GROUP * PER * T::LANES`.
+        pub cols: u32,
+    }
+
+    /// The softmax of each row of `x` into `y`, and its log-sum-exp into `lse`: a workgroup a
+    /// row (looping over rows, the grid smaller than their number), the row in registers,
+    /// the states merged through subgroups.
+    #[kernel(workgroup = [GROUP], constants(GROUP = [64, 256], PER = 4), grid = [min(p.rows, 3)],
+             types(T = [f32, Vec4<f32>]), features(subgroups))]
+    pub fn softmax_rows<T>(
+        p: &Shape,
+        x: &[T],
+        y: &mut [T],
+        lse: &mut [f32],
+        #[workgroup] partials: &mut [Vec2<f32>; GROUP / 4],
+    ) {
+        let width = p.cols / T::LANES;
+        let local = local_index();
+        for row in (workgroup_id().x..p.rows).step_by(num_workgroups().x) {
+            let mut regs = [0.0 as T; PER];
+            row_load(&mut regs, x, row * width, width, local, -f32::MAX as T);
+            let mut state = softmax_start();
+            #[unroll]
+            for k in 0..PER {
+                state = softmax_fold(state, regs[k]);
+            }
+            let (lane, subgroup, size) = (subgroup_invocation_id(), subgroup_id(), subgroup_size());
+            state = softmax_workgroup(partials, state, lane, subgroup, size);
+            #[unroll]
+            for k in 0..PER {
+                regs[k] = softmax_of(state, regs[k]);
+            }
+            row_store(&regs, y, row * width, width, local);
+            if local == 0 {
+                lse[row] = softmax_log_normalizer(state);
+            }
+        }
+    }
+
+    /// [`softmax_rows`] without subgroups, each invocation's elements folded into two states
+    /// and merged.
+    #[kernel(workgroup = [GROUP], constants(GROUP = [64, 256], PER = 4), grid = [min(p.rows, 3)],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn softmax_rows_tree<T>(
+        p: &Shape,
+        x: &[T],
+        y: &mut [T],
+        lse: &mut [f32],
+        #[workgroup] tile: &mut [Vec2<f32>; GROUP],
+    ) {
+        let width = p.cols / T::LANES;
+        let local = local_index();
+        for row in (workgroup_id().x..p.rows).step_by(num_workgroups().x) {
+            let mut regs = [0.0 as T; PER];
+            row_load(&mut regs, x, row * width, width, local, -f32::MAX as T);
+            let mut even = softmax_start();
+            let mut odd = softmax_start();
+            #[unroll]
+            for k in 0..PER {
+                if k % 2 == 0 {
+                    even = softmax_fold(even, regs[k]);
+                } else {
+                    odd = softmax_fold(odd, regs[k]);
+                }
+            }
+            let state = softmax_workgroup_tree(tile, local, softmax_merge(even, odd));
+            #[unroll]
+            for k in 0..PER {
+                regs[k] = softmax_of(state, regs[k]);
+            }
+            row_store(&regs, y, row * width, width, local);
+            if local == 0 {
+                lse[row] = softmax_log_normalizer(state);
+            }
+        }
+    }
+
+    /// Each row of `x` scaled by the inverse of its root mean square into `y`, and its sum,
+    /// largest element and sum of squares into `stats[3 * row..]`: a workgroup a row.
+    #[kernel(workgroup = [GROUP], constants(GROUP = [64, 256], PER = 4), grid = [p.rows],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn rms_rows<T>(
+        p: &Shape,
+        x: &[T],
+        y: &mut [T],
+        stats: &mut [f32],
+        #[workgroup] tile: &mut [f32; GROUP],
+    ) {
+        let (row, local) = (workgroup_id().x, local_index());
+        let width = p.cols / T::LANES;
+        let mut regs = [0.0 as T; PER];
+        // A fill the reductions must skip.
+        row_load(&mut regs, x, row * width, width, local, 1000.0 as T);
+        let sum = workgroup_sum_tree(tile, local, row_sum(&regs, width, local));
+        let top = workgroup_maximum_tree(tile, local, row_max(&regs, width, local));
+        let squares = workgroup_sum_tree(tile, local, row_sum_of_squares(&regs, width, local));
+        let scale = (squares / p.cols as f32).sqrt().recip();
+        #[unroll]
+        for k in 0..PER {
+            regs[k] *= scale as T;
+        }
+        row_store(&regs, y, row * width, width, local);
+        if local == 0 {
+            stats[3 * row] = sum;
+            stats[3 * row + 1] = top;
+            stats[3 * row + 2] = squares;
+        }
+    }
+}
+
+/// Row lengths in scalars for each width: not multiples of 4 for scalars, multiples of 4 (as
+/// `Vec4` loads need) for vectors; none a multiple of the workgroup, one nearly filling the
+/// registers of a workgroup of 64 (`64 * PER * lanes`).
+fn row_lengths(lanes: usize) -> [u32; 2] {
+    if lanes == 1 {
+        [37, 255]
+    } else {
+        [12, 1000]
+    }
+}
+
+/// Rows the row tests use: more than the softmax kernels' grid of 3, so they loop.
+const ROWS: u32 = 5;
+
+/// A sentinel `y` starts as, one element of `T` longer than the rows: nothing past a row may
+/// be written.
+const UNTOUCHED: f32 = 7.0;
+
+/// The softmax and log-sum-exp of each row of `cols` scalars.
+fn softmax_reference(x: &[f32], cols: usize) -> (Vec<f32>, Vec<f32>) {
+    let (mut y, mut lse) = (Vec::new(), Vec::new());
+    for row in x.chunks(cols) {
+        let top = row.iter().copied().fold(f32::MIN, f32::max);
+        let sum: f32 = row.iter().map(|v| (v - top).exp()).sum();
+        y.extend(row.iter().map(|v| (v - top).exp() / sum));
+        lse.push(top + sum.ln());
+    }
+    (y, lse)
+}
+
+/// `softmax_rows` (or `_tree`) at width `T`: the rows of `y` and the log-sum-exps.
+fn softmax_rows<T>(
+    rt: &Runtime,
+    group: u32,
+    cols: u32,
+    x: &[f32],
+    tree: bool,
+) -> (Vec<f32>, Vec<f32>)
+where
+    T: row_ops::SoftmaxRowsElement + row_ops::SoftmaxRowsTreeElement,
+{
+    let lanes = std::mem::size_of::<T>() / 4;
+    let p = row_ops::Shape { rows: ROWS, cols };
+    let xs = upload_as::<T>(rt, x);
+    let mut y = upload_as::<T>(rt, &vec![UNTOUCHED; x.len() + lanes]);
+    let mut lse = rt.zeros::<f32>(ROWS as usize).unwrap();
+    if tree {
+        let constants = row_ops::SoftmaxRowsTreeConstants { group };
+        let kernel = row_ops::SoftmaxRowsTree::<T>::with_constants(rt, constants).unwrap();
+        let args = row_ops::SoftmaxRowsTreeArgs {
+            p: &p,
+            x: &xs,
+            y: &mut y,
+            lse: &mut lse,
+        };
+        kernel.launch(rt, args).unwrap();
+    } else {
+        let constants = row_ops::SoftmaxRowsConstants { group };
+        let kernel = row_ops::SoftmaxRows::<T>::with_constants(rt, constants).unwrap();
+        let args = row_ops::SoftmaxRowsArgs {
+            p: &p,
+            x: &xs,
+            y: &mut y,
+            lse: &mut lse,
+        };
+        kernel.launch(rt, args).unwrap();
+    }
+    let mut y = read_scalars(rt, &y);
+    let tail = y.split_off(x.len());
+    assert_eq!(tail, vec![UNTOUCHED; lanes], "written past the last row");
+    (y, lse.read(rt).unwrap())
+}
+
+/// Checks the softmax kernels at width `T` against the reference, for both workgroup sizes
+/// and each row length.
+fn check_softmax<T>(rt: &Runtime, tree: bool)
+where
+    T: row_ops::SoftmaxRowsElement + row_ops::SoftmaxRowsTreeElement,
+{
+    let lanes = std::mem::size_of::<T>() / 4;
+    for group in [64, 256] {
+        for cols in row_lengths(lanes) {
+            let x: Vec<f32> = values(&mut rng(cols as u64), (ROWS * cols) as usize)
+                .iter()
+                .map(|v| 6.0 * v)
+                .collect();
+            let (want_y, want_lse) = softmax_reference(&x, cols as usize);
+            let (y, lse) = softmax_rows::<T>(rt, group, cols, &x, tree);
+            eprintln!("softmax: group {group}, cols {cols}, lanes {lanes}, tree {tree}");
+            assert_close(&y, &want_y, 1e-5);
+            assert_close(&lse, &want_lse, 1e-5);
+        }
+    }
+}
+
+#[test]
+fn online_softmax_through_subgroups_matches_the_reference() {
+    if let Some(rt) = subgroup_runtime("online_softmax_through_subgroups") {
+        check_softmax::<f32>(&rt, false);
+        check_softmax::<[f32; 4]>(&rt, false);
+    }
+}
+
+#[test]
+fn online_softmax_through_the_tree_matches_the_reference() {
+    let rt = runtime();
+    check_softmax::<f32>(&rt, true);
+    check_softmax::<[f32; 4]>(&rt, true);
+}
+
+/// Checks `rms_rows` at width `T`: the scaled rows, and the sums, maxima and sums of squares
+/// of the rows kept in registers.
+fn check_rms_rows<T: row_ops::RmsRowsElement>(rt: &Runtime) {
+    let lanes = std::mem::size_of::<T>() / 4;
+    for group in [64, 256] {
+        for cols in row_lengths(lanes) {
+            let x = values(&mut rng(100 + cols as u64), (ROWS * cols) as usize);
+            let p = row_ops::Shape { rows: ROWS, cols };
+            let xs = upload_as::<T>(rt, &x);
+            let mut y = upload_as::<T>(rt, &vec![UNTOUCHED; x.len() + lanes]);
+            let mut stats = rt.zeros::<f32>(3 * ROWS as usize).unwrap();
+            let constants = row_ops::RmsRowsConstants { group };
+            let kernel = row_ops::RmsRows::<T>::with_constants(rt, constants).unwrap();
+            let args = row_ops::RmsRowsArgs {
+                p: &p,
+                x: &xs,
+                y: &mut y,
+                stats: &mut stats,
+            };
+            kernel.launch(rt, args).unwrap();
+            let (mut want_y, mut want_stats) = (Vec::new(), Vec::new());
+            for row in x.chunks(cols as usize) {
+                let squares: f32 = row.iter().map(|v| v * v).sum();
+                let scale = 1.0 / (squares / cols as f32).sqrt();
+                want_y.extend(row.iter().map(|v| v * scale));
+                let top = row.iter().copied().fold(f32::MIN, f32::max);
+                want_stats.extend([row.iter().sum(), top, squares]);
+            }
+            want_y.extend(vec![UNTOUCHED; lanes]);
+            eprintln!("rms: group {group}, cols {cols}, lanes {lanes}");
+            assert_close(&read_scalars(rt, &y), &want_y, 1e-5);
+            assert_close(&stats.read(rt).unwrap(), &want_stats, 1e-4);
+        }
+    }
+}
+
+#[test]
+fn rows_load_reduce_and_store_at_every_width() {
+    let rt = runtime();
+    check_rms_rows::<f32>(&rt);
+    check_rms_rows::<[f32; 4]>(&rt);
+}
