@@ -56,6 +56,28 @@ pub mod reductions {
         out[3 * i + 2] = workgroup_minimum_tree(tile, local, low);
     }
 
+    /// Per invocation, over `f16` values (or `Vec4<f16>`): its workgroup's sum and maximum
+    /// through subgroups, then its sum and minimum through the trees, at `out[4 * i + k]`.
+    #[kernel(workgroup = [GROUP], constants(GROUP = [64, 256]), grid = [ceil_div(x.len(), GROUP)],
+             types(T = [f16, Vec4<f16>]), features(subgroups, f16))]
+    pub fn halves<T>(
+        x: &[T],
+        out: &mut [T],
+        #[workgroup] partials: &mut [T; GROUP / 4],
+        #[workgroup] tile: &mut [T; GROUP],
+    ) {
+        let i = global_id().x;
+        let inside = i < x.len();
+        let v = if inside { x[i] } else { 0.0 as T };
+        let high = if inside { v } else { -60000.0 as T };
+        let low = if inside { v } else { 60000.0 as T };
+        let (lane, subgroup, size) = (subgroup_invocation_id(), subgroup_id(), subgroup_size());
+        out[4 * i] = workgroup_sum(partials, v, lane, subgroup, size);
+        out[4 * i + 1] = workgroup_maximum(partials, high, lane, subgroup, size);
+        out[4 * i + 2] = workgroup_sum_tree(tile, local_index(), v);
+        out[4 * i + 3] = workgroup_minimum_tree(tile, local_index(), low);
+    }
+
     /// Per invocation: its workgroup's largest `x` and that element's index, at
     /// `out[2 * i..]`, through subgroups.
     #[kernel(workgroup = [GROUP], constants(GROUP = [64, 256]), grid = [ceil_div(x.len(), GROUP)],
@@ -606,4 +628,59 @@ fn rows_load_reduce_and_store_at_every_width() {
     let rt = runtime();
     check_rms_rows::<f32>(&rt);
     check_rms_rows::<[f32; 4]>(&rt);
+}
+
+/// Checks `halves` at width `T` (`f16` or `[f16; 4]`): values that are multiples of 1/4 below
+/// 2 in magnitude, whose sums over 256 are exact in `f16`.
+fn check_halves<T: reductions::HalvesElement>(rt: &Runtime, lanes: usize) {
+    use tessera::half::f16;
+    for group in [64usize, 256] {
+        let n = group + 37;
+        let mut generator = rng(31 + group as u64);
+        let x: Vec<f32> = (0..n * lanes)
+            .map(|_| generator.random_range(-7..8) as f32 / 4.0)
+            .collect();
+        let halves: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
+        let constants = reductions::HalvesConstants {
+            group: group as u32,
+        };
+        let kernel = reductions::Halves::<T>::with_constants(rt, constants).unwrap();
+        let invocations = n.div_ceil(group) * group;
+        let xs: GpuBuffer<T> = rt.upload(bytemuck::cast_slice::<f16, T>(&halves)).unwrap();
+        let zeros = vec![f16::ZERO; 4 * invocations * lanes];
+        let mut out: GpuBuffer<T> = rt.upload(bytemuck::cast_slice::<f16, T>(&zeros)).unwrap();
+        let args = reductions::HalvesArgs {
+            x: &xs,
+            out: &mut out,
+        };
+        kernel.launch(rt, args).unwrap();
+        let got: Vec<f32> = bytemuck::cast_slice::<T, f16>(&out.read(rt).unwrap())
+            .iter()
+            .map(|v| v.to_f32())
+            .collect();
+        for i in 0..invocations {
+            let workgroup = i - i % group..i - i % group + group;
+            for (k, op) in [Op::Sum, Op::Max, Op::Sum, Op::Min].into_iter().enumerate() {
+                let at = &got[(4 * i + k) * lanes..(4 * i + k + 1) * lanes];
+                let want = op.over(&x, lanes, workgroup.clone());
+                assert_eq!(
+                    at, want,
+                    "group {group}, lanes {lanes}, invocation {i}, result {k}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn f16_sums_maxima_and_minima_match_the_reference() {
+    let Some(rt) = subgroup_runtime("f16_sums_maxima_and_minima") else {
+        return;
+    };
+    if !rt.info().features.contains(wgpu::Features::SHADER_F16) {
+        eprintln!("f16_sums_maxima_and_minima: skipped, the adapter has no f16");
+        return;
+    }
+    check_halves::<tessera::half::f16>(&rt, 1);
+    check_halves::<[tessera::half::f16; 4]>(&rt, 4);
 }

@@ -10,7 +10,7 @@
 ///
 /// | helpers | how | the caller declares |
 /// | --- | --- | --- |
-/// | `subgroup_sum`, `subgroup_maximum`, `subgroup_minimum` | one subgroup operation | `features(subgroups)` |
+/// | `subgroup_sum`, `subgroup_maximum`, `subgroup_minimum`, `subgroup_argmax` | subgroup operations | `features(subgroups)` |
 /// | `workgroup_sum`, `workgroup_maximum`, `workgroup_minimum`, `workgroup_argmax` | within each subgroup first, then one value per subgroup through `partials`, which every subgroup then reduces | `features(subgroups)`, `GROUP`, a `#[workgroup] partials: &mut [E; GROUP / 4]` |
 /// | `workgroup_sum_tree`, `workgroup_maximum_tree`, `workgroup_minimum_tree`, `workgroup_argmax_tree` | a tree in workgroup memory, halving `tile` with a barrier a step | `GROUP`, a `#[workgroup] tile: &mut [E; GROUP]` |
 ///
@@ -93,8 +93,11 @@ pub mod reduce {
         subgroup_min(value)
     }
 
-    /// The sum of `value` over the workgroup: a subgroup sum, one per subgroup into `partials`,
-    /// and their sum in every subgroup.
+    /// The sum of `value` over the workgroup (through subgroups and `partials`).
+    ///
+    /// Each subgroup sums its values, its lane 0 writes the sum to `partials[subgroup]`, and
+    /// after a barrier every subgroup sums the partials (each lane a strided share, then one
+    /// subgroup sum), so every invocation has the total without a second broadcast.
     fn workgroup_sum<E>(
         partials: &mut [E; GROUP / 4],
         value: E,
@@ -118,7 +121,10 @@ pub mod reduce {
         total
     }
 
-    /// The largest `value` of the workgroup, through `partials` as [`workgroup_sum`].
+    /// The largest `value` of the workgroup (through subgroups and `partials`).
+    ///
+    /// As `workgroup_sum`; lanes past the last partial read it again, which a maximum
+    /// does not mind, so no identity is needed.
     fn workgroup_maximum<E>(
         partials: &mut [E; GROUP / 4],
         value: E,
@@ -144,7 +150,9 @@ pub mod reduce {
         total
     }
 
-    /// The smallest `value` of the workgroup, through `partials` as [`workgroup_sum`].
+    /// The smallest `value` of the workgroup (through subgroups and `partials`).
+    ///
+    /// As `workgroup_maximum`.
     fn workgroup_minimum<E>(
         partials: &mut [E; GROUP / 4],
         value: E,
@@ -169,9 +177,11 @@ pub mod reduce {
         total
     }
 
-    /// Of every invocation's `value` and `index`, the largest value and its index, the
-    /// smallest index of equal maxima: `vec2(bits, index)`, the value as
-    /// `f32::from_bits(r.x)`. `values` and `indices` are the caller's slots, one per subgroup.
+    /// The largest `value` of the workgroup and its `index`, as `vec2(value bits, index)`.
+    ///
+    /// Of equal maxima, the smallest index wins. Read the value as `f32::from_bits(r.x)`
+    /// (the language has no tuples to return). `values` and `indices` are the caller's
+    /// workgroup arrays of `GROUP / 4`, one slot per subgroup.
     fn workgroup_argmax(
         values: &mut [f32; GROUP / 4],
         indices: &mut [u32; GROUP / 4],
@@ -205,16 +215,17 @@ pub mod reduce {
         total
     }
 
-    /// Of the subgroup's `value` and `index` pairs, the largest value and its index (the
-    /// smallest of equal maxima), as [`workgroup_argmax`] returns them.
+    /// The largest `value` of the subgroup and its `index`, as `workgroup_argmax` returns them.
     fn subgroup_argmax(value: f32, index: u32) -> Vec2<u32> {
         let best = subgroup_max(value);
         let at = subgroup_min(if value == best { index } else { 0xffffffffu32 });
         vec2(best.to_bits(), at)
     }
 
-    /// The sum of `value` over the workgroup, without subgroups: `tile` (the caller's
-    /// workgroup array of `GROUP`) halved with a barrier a step. `local` is `local_index()`.
+    /// The sum of `value` over the workgroup, without subgroups (a tree in `tile`).
+    ///
+    /// `tile` is the caller's workgroup array of `GROUP` (any size), halved with a barrier a
+    /// step; `local` is `local_index()`.
     fn workgroup_sum_tree<E>(tile: &mut [E; GROUP], local: u32, value: E) -> E {
         tile[local] = value;
         workgroup_barrier();
@@ -232,7 +243,7 @@ pub mod reduce {
         total
     }
 
-    /// The largest `value` of the workgroup, without subgroups, as [`workgroup_sum_tree`].
+    /// The largest `value` of the workgroup, without subgroups (a tree in `tile`).
     fn workgroup_maximum_tree<E>(tile: &mut [E; GROUP], local: u32, value: E) -> E {
         tile[local] = value;
         workgroup_barrier();
@@ -250,7 +261,7 @@ pub mod reduce {
         total
     }
 
-    /// The smallest `value` of the workgroup, without subgroups, as [`workgroup_sum_tree`].
+    /// The smallest `value` of the workgroup, without subgroups (a tree in `tile`).
     fn workgroup_minimum_tree<E>(tile: &mut [E; GROUP], local: u32, value: E) -> E {
         tile[local] = value;
         workgroup_barrier();
@@ -268,8 +279,9 @@ pub mod reduce {
         total
     }
 
-    /// [`workgroup_argmax`] without subgroups, over the caller's `values` and `indices`
-    /// arrays of `GROUP`.
+    /// `workgroup_argmax` without subgroups (a tree in `values` and `indices`).
+    ///
+    /// `values` and `indices` are the caller's workgroup arrays of `GROUP`.
     fn workgroup_argmax_tree(
         values: &mut [f32; GROUP],
         indices: &mut [u32; GROUP],

@@ -76,8 +76,10 @@
 /// ```
 #[crate::device]
 pub mod rows {
-    /// Loads elements `0..count` of the segment at `x[start]` into the invocation's `regs`
-    /// (`regs[k]` = element `local + k * GROUP`), `fill` where that is past `count`.
+    /// Loads the invocation's elements of the `count` elements at `x[start]` into `regs`.
+    ///
+    /// `regs[k]` is element `local + k * GROUP` of the segment, or `fill` where that is
+    /// past `count`.
     fn row_load<E>(regs: &mut [E; PER], x: &[E], start: u32, count: u32, local: u32, fill: E) {
         #[unroll]
         for k in 0..PER {
@@ -89,8 +91,9 @@ pub mod rows {
         }
     }
 
-    /// Stores the invocation's `regs` to the segment at `y[start]`, as `row_load` loaded them;
-    /// elements past `count` are not written.
+    /// Stores `regs` to the invocation's elements of the `count` elements at `y[start]`.
+    ///
+    /// The layout is `row_load`'s; elements past `count` are not written.
     fn row_store<E>(regs: &[E; PER], y: &mut [E], start: u32, count: u32, local: u32) {
         #[unroll]
         for k in 0..PER {
@@ -101,7 +104,7 @@ pub mod rows {
         }
     }
 
-    /// The sum of the invocation's elements of the segment, and of their lanes.
+    /// The sum of the invocation's elements of the segment and their lanes.
     fn row_sum<E>(regs: &[E; PER], count: u32, local: u32) -> E::Scalar {
         let mut acc = 0.0 as E;
         #[unroll]
@@ -113,7 +116,7 @@ pub mod rows {
         acc.element_sum()
     }
 
-    /// The sum of the squares of the invocation's elements of the segment, and of their lanes.
+    /// The sum of the squares of the invocation's elements of the segment and their lanes.
     fn row_sum_of_squares<E>(regs: &[E; PER], count: u32, local: u32) -> E::Scalar {
         let mut acc = 0.0 as E;
         #[unroll]
@@ -125,8 +128,9 @@ pub mod rows {
         acc.element_sum()
     }
 
-    /// The largest of the invocation's elements of the segment and of their lanes; `-f32::MAX`
-    /// where it holds none.
+    /// The largest of the invocation's elements of the segment and their lanes.
+    ///
+    /// `-f32::MAX` where the invocation holds none.
     fn row_max<E>(regs: &[E; PER], count: u32, local: u32) -> E::Scalar {
         let mut acc = -f32::MAX as E;
         #[unroll]

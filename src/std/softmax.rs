@@ -84,8 +84,10 @@ pub mod softmax {
         vec2(top, subgroup_add(state.y * (state.x - top).exp()))
     }
 
-    /// The states of the workgroup merged, in every invocation: in each subgroup, then one
-    /// state per subgroup through `partials`, which every subgroup merges.
+    /// The states of the workgroup merged, in every invocation (through subgroups).
+    ///
+    /// In each subgroup, then one state per subgroup through `partials`, which every
+    /// subgroup merges.
     fn softmax_workgroup(
         partials: &mut [Vec2<f32>; GROUP / 4],
         state: Vec2<f32>,
@@ -109,8 +111,9 @@ pub mod softmax {
         total
     }
 
-    /// The states of the workgroup merged, in every invocation, without subgroups: `tile`
-    /// (the caller's workgroup array of `GROUP`) halved with a barrier a step.
+    /// The states of the workgroup merged, in every invocation, without subgroups.
+    ///
+    /// `tile`, the caller's workgroup array of `GROUP`, is halved with a barrier a step.
     fn softmax_workgroup_tree(
         tile: &mut [Vec2<f32>; GROUP],
         local: u32,
@@ -132,7 +135,7 @@ pub mod softmax {
         total
     }
 
-    /// The softmax of `values` (one value, or each lane) among the values `state` has folded.
+    /// The softmax of `values` (each lane) among the values `state` has folded.
     fn softmax_of<E>(state: Vec2<f32>, values: E) -> E {
         (values - state.x as E).exp() * (1.0 / state.y) as E
     }
