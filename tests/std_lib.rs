@@ -684,3 +684,11 @@ fn f16_sums_maxima_and_minima_match_the_reference() {
     check_halves::<tessera::half::f16>(&rt, 1);
     check_halves::<[tessera::half::f16; 4]>(&rt, 4);
 }
+
+/// The WGSL of the modules, pinned, so that a change in a library's helpers shows as a
+/// readable diff, and so that `tests/tint.rs` runs it through Tint.
+#[test]
+fn the_std_lib_wgsl_is_pinned() {
+    insta::assert_snapshot!("reductions", reductions::WGSL);
+    insta::assert_snapshot!("row_ops", row_ops::WGSL);
+}
