@@ -14,8 +14,8 @@
 /// | `workgroup_sum`, `workgroup_maximum`, `workgroup_minimum`, `workgroup_argmax` | within each subgroup first, then one value per subgroup through `partials`, which every subgroup then reduces | `features(subgroups)`, `GROUP`, a `#[workgroup] partials: &mut [E; GROUP / 4]` |
 /// | `workgroup_sum_tree`, `workgroup_maximum_tree`, `workgroup_minimum_tree`, `workgroup_argmax_tree` | a tree in workgroup memory, halving `tile` with a barrier a step | `GROUP`, a `#[workgroup] tile: &mut [E; GROUP]` |
 ///
-/// The subgroup paths are the fast ones: a workgroup of 256 invocations in subgroups of 32
-/// reduces with two barriers and eight slots of workgroup memory, where the tree takes nine
+/// The subgroup paths do less work: a workgroup of 256 invocations in subgroups of 32
+/// reduces with two barriers and eight slots of workgroup memory, where the tree takes ten
 /// barriers and 256 slots. The tree runs everywhere, including devices without subgroups
 /// (WebGPU without the `subgroups` feature). Which to use is the kernel's choice: write one
 /// kernel per path (they share everything else through helpers), and build the subgroup one

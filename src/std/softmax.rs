@@ -10,7 +10,9 @@
 /// `exp(value - x)` over the values folded. [`softmax_start`](self) is the empty state
 /// (`x = -f32::MAX`, `y = 0`). Folding a value rescales the sum when the maximum grows, so
 /// no exponential overflows; two states merge the same way, so the order of folding and
-/// merging does not matter (up to rounding).
+/// merging does not matter (up to rounding). Padding folded as `-f32::MAX` (the fill to give
+/// [`rows`](crate::std::rows)' `row_load`) counts for nothing once a real value is folded or
+/// merged in: its terms are scaled by `exp(-f32::MAX - max)`, which is 0.
 ///
 /// | helper | does | needs |
 /// | --- | --- | --- |
