@@ -707,6 +707,16 @@
 //! per iteration, so large arrays belong in workgroup memory), and at most 65535 elements in
 //! one array (WebGPU's WGSL compilers refuse more), each checked for every instance.
 //!
+//! # The standard library
+//!
+//! [`tessera::std`](crate::std) holds device-function libraries that ship with tessera, parts
+//! that memory-bound kernels are built from: [`reduce`](crate::std::reduce) (sums, maxima,
+//! minima and argmax across a subgroup or a workgroup, with a workgroup-memory path for
+//! devices without subgroups), [`softmax`](crate::std::softmax) (the online softmax state) and
+//! [`rows`](crate::std::rows) (a row segment kept in registers, loaded with the widest loads
+//! its alignment allows). A kernels module imports them as any library: `#[device] use
+//! tessera::std::reduce;`.
+//!
 //! # Running kernels
 //!
 //! Each launcher has `new(&Runtime)`, `launch(&self, &Runtime, args)` (check lengths, queue
@@ -959,6 +969,8 @@ pub use kernel_runtime::{
     RuntimeInfo, Timing, TimingSource, TuneChoice, TuneKey, Tuned, VariantInfo, ADAPTER_ENV,
     AUTOTUNE_CACHE_ENV, AUTOTUNE_ENV, COOPERATIVE_MATRIX_ENV,
 };
+
+pub mod std;
 
 /// What generated code refers to; not part of the public API.
 #[doc(hidden)]

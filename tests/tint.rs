@@ -1,12 +1,13 @@
 //! Tint parity: the WGSL the macro generated for the project's kernels, which naga validated
 //! while the macro expanded, must also pass Tint (Dawn's WGSL compiler, Chrome's WebGPU).
 //!
-//! Checked here: the WGSL of every module of `tests/kernels.rs`, `tests/variants.rs` and
-//! `tests/subgroups.rs` through their insta snapshots (every `tests/snapshots/*.snap`, which
-//! those tests keep equal to what the macro generates; test crates cannot reach each other's
-//! modules). The nn kernels are checked by `nn/tests/wgsl.rs`. The macro's fuzz harness
-//! (`kernel-macros/src/fuzz`) runs every `#[kernels]` module of the repository, and the
-//! modules it generates, through Tint as well.
+//! Checked here: the WGSL of every module pinned by an insta snapshot (every
+//! `tests/snapshots/*.snap`: the modules of `tests/kernels.rs`, `tests/variants.rs`,
+//! `tests/subgroups.rs`, `tests/std_lib.rs` and others, which those tests keep equal to what
+//! the macro generates; test crates cannot reach each other's modules). The nn kernels are
+//! checked by `nn/tests/wgsl.rs`. The macro's fuzz harness (`kernel-macros/src/fuzz`) runs
+//! every `#[kernels]` module of the repository, and the modules it generates, through Tint
+//! as well.
 //!
 //! Needs Node and npm (see `tools/tint`); without them the test prints why it skipped, and
 //! fails when `TESSERA_REQUIRE_TINT=1` (CI).
