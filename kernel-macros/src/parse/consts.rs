@@ -191,7 +191,7 @@ fn associated(rest: &[TokenTree]) -> Option<Associated> {
 pub fn set(
     name: syn::Ident,
     docs: Vec<String>,
-    shared: bool,
+    home: ir::SetHome,
     decls: &[ConstDecl],
     module: &Consts,
     errors: &mut Errors,
@@ -289,7 +289,7 @@ pub fn set(
     let set = ir::ConstantSet {
         name,
         docs,
-        shared,
+        home,
         identity,
         derived,
         instances,
