@@ -379,7 +379,7 @@ fn report_bad_constant(name: &syn::Ident, value: &syn::Expr, env: &Consts, error
             unknown,
             format!(
                 "`{unknown}` is used before it is declared; declare `const {unknown}: u32 = ...;` \
-                 above the kernel, or list it earlier in `constants(...)`"
+                 in the module, or list it earlier in `constants(...)`"
             ),
         ),
         None => errors.spanned(

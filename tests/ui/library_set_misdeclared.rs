@@ -1,0 +1,17 @@
+// A library's set of constants is checked where the library is declared, with the library's
+// own constants: a derived constant naming one it does not have, a repeated value, fields.
+
+#[tessera::device]
+pub mod tiling {
+    pub const LANES: u32 = 2;
+
+    #[constants(TILE = [8, 8], SPAN = TILE * LANES * WIDTH)]
+    pub struct Tiling;
+
+    #[constants(REG = [4])]
+    pub struct Blocking {
+        pub reg: u32,
+    }
+}
+
+fn main() {}
