@@ -4,8 +4,8 @@
 //! import it through a macro of its own:
 //!
 //! 1. `#[tessera::device] mod name { .. }` ([`device`]) checks what it can alone, keeps the
-//!    constants, `Params` structs and `use` items for the host, and defines a hidden
-//!    `#[macro_export]` `macro_rules!` that repeats its items, reachable by path as
+//!    constants, `Params` structs, sets' host types and `use` items for the host, and defines a
+//!    hidden `#[macro_export]` `macro_rules!` that repeats its items, reachable by path as
 //!    `path::to::name::tessera_device_library!`.
 //! 2. `#[kernels] mod m { #[device] use path::to::name; .. }` ([`next_import`]) expands to a
 //!    call of that macro, passing the whole module along.

@@ -2,10 +2,11 @@
 //! into the importer's names ([`distinct`]).
 //!
 //! Names live in Rust's two namespaces: helpers and constants are values (a library's helpers
-//! call each other by name, so no name may shadow another), structs and what `use` items bring
-//! are types (an imported struct becomes a `use` of the library's one Rust type). An item that
-//! reaches the importer twice from the same library, directly and through another library, is
-//! one item; any other second holder of a name is an error at the import.
+//! call each other by name, so no name may shadow another), structs, sets of constants and what
+//! `use` items bring are types (an imported struct or set becomes a `use` of the library's one
+//! Rust type). An item that reaches the importer twice from the same library, directly and
+//! through another library, is one item; any other second holder of a name is an error at the
+//! import.
 //!
 //! Nothing here knows WGSL or emits tokens.
 
