@@ -762,9 +762,10 @@
 //! # }
 //! ```
 //!
-//! - A set is declared in a library as in a kernels module (`#[constants(..)] pub struct
-//!   Name;`), and means the same: any module importing the library, directly or through
-//!   another library, writes `constants = Name`. Its values and derived constants are checked
+//! - A set is declared in a library as in a kernels module, `pub` (or `pub(crate)`, for a
+//!   library only this crate imports): `#[constants(..)] pub struct Name;`. It means the same:
+//!   any module importing the library, directly or through another library, writes
+//!   `constants = Name`. Its values and derived constants are checked
 //!   where the library compiles; a derived constant may use the library's constants (and its
 //!   imports').
 //! - The set is one Rust type, emitted in the library (`Name { .. }`, `Name::ALL`, a method per

@@ -1,5 +1,6 @@
 // A library's set of constants is checked where the library is declared, with the library's
-// own constants: a derived constant naming one it does not have, a repeated value, fields.
+// own constants: a derived constant naming one it does not have, a repeated value, fields, a
+// set the importing modules could not name.
 
 #[tessera::device]
 pub mod tiling {
@@ -12,6 +13,9 @@ pub mod tiling {
     pub struct Blocking {
         pub reg: u32,
     }
+
+    #[constants(WAYS = [2, 4])]
+    struct Hidden;
 }
 
 fn main() {}

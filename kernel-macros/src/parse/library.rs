@@ -131,7 +131,11 @@ pub fn library(items: Vec<syn::Item>, errors: &mut Errors) -> Library {
                  `#[tessera::kernels]` module, which imports the library with `#[device] use`",
             ),
             syn::Item::Fn(function) => library.functions.push(function),
-            syn::Item::Struct(item) if super::is_constant_set(&item) => library.sets.push(item),
+            syn::Item::Struct(item) if super::is_constant_set(&item) => {
+                // Kept when hidden (reported): the kernels naming it then add no errors.
+                report_hidden_set(&item, errors);
+                library.sets.push(item);
+            }
             syn::Item::Struct(item) if params::is_params(&item) => {
                 if library_struct_is_visible(&item, errors) {
                     library.structs.push(item);
@@ -158,18 +162,40 @@ pub fn library(items: Vec<syn::Item>, errors: &mut Errors) -> Library {
     library
 }
 
+/// Reports a library's set of constants that cannot be named where the library is imported
+/// (see [`is_hidden`]): the host picks its kernels' instances with it there, and a library that
+/// imports this one re-exports it with its visibility.
+fn report_hidden_set(item: &syn::ItemStruct, errors: &mut Errors) {
+    let name = &item.ident;
+    if is_hidden(&item.vis) {
+        errors.spanned(
+            name,
+            format!(
+                "`{name}` names the instances of kernels in every module that imports this \
+                 library, so it must be visible there: write `pub struct {name};` (or \
+                 `pub(crate) struct {name};` for a library of this crate only)"
+            ),
+        );
+    }
+}
+
+/// Whether an item of a library cannot be named where the library is imported: neither `pub`
+/// nor `pub(crate)`.
+fn is_hidden(vis: &syn::Visibility) -> bool {
+    match vis {
+        syn::Visibility::Public(_) => false,
+        syn::Visibility::Restricted(restricted) => !restricted.path.is_ident("crate"),
+        syn::Visibility::Inherited => true,
+    }
+}
+
 /// Whether a library's `Params` struct, and each of its fields, can be named where the library
 /// is imported: `pub`, or `pub(crate)` for a library of the crate only. The host builds the
 /// struct, and the launchers of every importing module read its fields; a struct that is not is
 /// reported and left out.
 fn library_struct_is_visible(item: &syn::ItemStruct, errors: &mut Errors) -> bool {
     let name = &item.ident;
-    let hidden = |vis: &syn::Visibility| match vis {
-        syn::Visibility::Public(_) => false,
-        syn::Visibility::Restricted(restricted) => !restricted.path.is_ident("crate"),
-        syn::Visibility::Inherited => true,
-    };
-    if hidden(&item.vis) {
+    if is_hidden(&item.vis) {
         errors.spanned(
             name,
             format!(
@@ -182,7 +208,7 @@ fn library_struct_is_visible(item: &syn::ItemStruct, errors: &mut Errors) -> boo
     }
     let mut visible = true;
     for field in &item.fields {
-        if let Some(field_name) = field.ident.as_ref().filter(|_| hidden(&field.vis)) {
+        if let Some(field_name) = field.ident.as_ref().filter(|_| is_hidden(&field.vis)) {
             errors.spanned(
                 field_name,
                 format!(
@@ -684,5 +710,28 @@ mod tests {
             .collect();
         assert_eq!(messages.len(), 1, "{messages:#?}");
         assert!(messages[0].contains("`WIDE`"), "{messages:#?}");
+    }
+
+    #[test]
+    fn a_librarys_set_is_visible_where_it_is_imported() {
+        let module: syn::ItemMod = syn::parse_quote! {
+            mod lib {
+                #[constants(TILE = [4])]
+                struct Hidden;
+                #[constants(TILE = [4])]
+                pub(crate) struct Crate;
+            }
+        };
+        let mut errors = Errors::default();
+        let library = library(module.content.unwrap().1, &mut errors);
+        assert_eq!(library.sets.len(), 2);
+        let messages: Vec<String> = errors
+            .finish()
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert_eq!(messages.len(), 1, "{messages:#?}");
+        assert!(messages[0].starts_with("`Hidden` names the instances of kernels"));
     }
 }
