@@ -196,9 +196,9 @@ fn library_tokens(item: &syn::ItemMod, library: &Library, sets: &[ConstantSet]) 
     }
 }
 
-/// `use path::Name;` for each struct (or set of constants) an import brings, with its visibility: a module
-/// importing this library names the struct through it (`this_library::Name`), whichever
-/// crate the struct was declared in.
+/// `use path::Name;` for each struct (or set of constants) an import brings, with its
+/// visibility: a module importing this library names it through it (`this_library::Name`),
+/// whichever crate declared it.
 fn reexports(import: &Import) -> Vec<TokenStream> {
     let path = &import.path;
     import

@@ -84,7 +84,7 @@ pub fn module(
             continue;
         }
         match item {
-            syn::Item::Struct(s) if attr::constant_set_attr(&s).is_some() => set_items.push(s),
+            syn::Item::Struct(s) if is_constant_set(&s) => set_items.push(s),
             syn::Item::Struct(s) if family::family_attr(&s).is_some() => family_items.push(s),
             syn::Item::Struct(ref s) if params::is_params(s) => {
                 params.push(params::params_struct(s, errors));
@@ -306,10 +306,10 @@ fn type_names(
 }
 
 /// An imported library's `Params` struct or set of constants, in the importing module: a `use`
-/// of the library's one Rust type by the path the import was written with (`use lib::ConvParams;`), with the
-/// struct's visibility, so that the launchers name it and the host can name it through the
-/// module as well. No kernel may use it: the user did not write the `use`, so it is not
-/// reported unused.
+/// of the library's one Rust type by the path the import was written with (`use
+/// lib::ConvParams;`), with the struct's visibility, so that the launchers name it and the host
+/// can name it through the module as well. No kernel may use it: the user did not write the
+/// `use`, so it is not reported unused.
 fn imported_struct(path: &syn::Path, item: &syn::ItemStruct) -> syn::Item {
     let (vis, name) = (&item.vis, &item.ident);
     syn::parse_quote! {
