@@ -772,7 +772,8 @@
 //!   derived constant); each importing module gets `use path::Name;`, as for a struct, so the
 //!   same value builds the kernels of every module that imports it.
 //! - The library's helpers may use the set's constants (`SPAN` above): they take the values of
-//!   the instance whose kernel calls them, and are checked there.
+//!   the instance whose kernel calls them, and are checked there. A kernel that calls one
+//!   without naming the set is an error at the kernel's name, naming the set.
 //! - A set's name is a type name of the importing module: a local set, struct or `use` of that
 //!   name, or another library's, is an error at the import.
 //!

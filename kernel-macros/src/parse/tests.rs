@@ -419,3 +419,36 @@ fn an_imported_set_clashes_with_a_local_one_at_the_import() {
         "{errors:?}"
     );
 }
+
+/// At the kernel's name: the helper may be another crate's, and the kernel's attribute is what
+/// the user changes.
+#[test]
+fn an_imported_helper_over_a_sets_constants_called_without_the_set_names_the_set() {
+    let Err(errors) = checked(importing_tiling(quote! {
+        #[kernel(workgroup = [64], grid = [1])]
+        fn k(y: &mut [u32]) { y[local_index()] = lane(local_index()); }
+    })) else {
+        panic!("accepted");
+    };
+    assert_eq!(
+        errors,
+        [
+            "`k` calls `lane`, which uses `TILE`, a constant of `Tiling`: a helper takes such \
+          constants from the kernel that calls it. Give `k` `constants = Tiling`, or call \
+          `lane` from a kernel that has it"
+        ]
+    );
+    let Err(errors) = checked(importing_tiling(quote! {
+        #[kernel(workgroup = [64], grid = [1])]
+        fn k(y: &mut [u32]) { y[local_index()] = SPAN; }
+    })) else {
+        panic!("accepted");
+    };
+    assert_eq!(
+        errors,
+        [
+            "`SPAN` is a constant of `Tiling`, which this kernel does not name: add \
+          `constants = Tiling` to its `#[kernel(..)]`"
+        ]
+    );
+}
