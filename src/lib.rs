@@ -616,10 +616,10 @@
 //! - Only the helpers a kernel calls reach its WGSL.
 //! - The library's constants stay Rust constants of its module, for the host.
 //!   Its helpers are WGSL only: the module's rustdoc lists them with their signatures.
-//! - A library's names must not be shared: an imported helper, constant or struct whose name
-//!   the module already has (a `use` included, for a struct), or another import brings, is an
-//!   error at the import (the library's helpers call each other by name). The same library
-//!   reached twice, directly and through a library that imports it, is one.
+//! - A library's names must not be shared: an imported helper, constant, struct or set whose
+//!   name the module already has (a `use` included, for a struct or set), or another import
+//!   brings, is an error at the import (the library's helpers call each other by name). The
+//!   same library reached twice, directly and through a library that imports it, is one.
 //!
 //! A library may also declare the parameter structs its helpers take, and import other
 //! libraries:
@@ -697,6 +697,85 @@
 //!   macro `tessera_device_library`": each library defines that macro, through which its
 //!   items reach the modules that import it. Libraries, and the modules that import them, are
 //!   items of a module, not of a function's body, where such paths do not reach.
+//!
+//! A library may also publish named sets of constants, for the kernels of several modules
+//! (GEMM-shaped kernels split across files that share their blocking, say):
+//!
+//! ```
+//! #[tessera::device]
+//! pub mod tiling {
+//!     /// How many consecutive elements each invocation reads.
+//!     pub const LANES: u32 = 4;
+//!
+//!     /// A workgroup of `TILE` invocations covers `SPAN` elements.
+//!     #[constants(TILE = [64, 256], SPAN = TILE * LANES)]
+//!     pub struct Tiling;
+//!
+//!     /// Where invocation `i` of workgroup `w` starts: the calling instance's `SPAN`.
+//!     fn lane_start(w: u32, i: u32) -> u32 {
+//!         w * SPAN + i * LANES
+//!     }
+//! }
+//!
+//! #[tessera::kernels]
+//! mod forward {
+//!     #[device]
+//!     use super::tiling;
+//!
+//!     #[kernel(workgroup = [TILE], constants = Tiling, grid = [ceil_div(x.len(), SPAN)])]
+//!     pub fn scale(x: &mut [f32]) {
+//!         let start = lane_start(workgroup_id().x, local_index());
+//!         for k in 0..LANES {
+//!             if start + k < x.len() {
+//!                 x[start + k] *= 2.0;
+//!             }
+//!         }
+//!     }
+//! }
+//!
+//! #[tessera::kernels]
+//! mod backward {
+//!     #[device]
+//!     use super::tiling;
+//!
+//!     #[kernel(workgroup = [TILE], constants = Tiling, grid = [ceil_div(x.len(), SPAN)])]
+//!     pub fn clear(x: &mut [f32]) {
+//!         let start = lane_start(workgroup_id().x, local_index());
+//!         for k in 0..LANES {
+//!             if start + k < x.len() {
+//!                 x[start + k] = 0.0;
+//!             }
+//!         }
+//!     }
+//! }
+//!
+//! // One value picks the instance of both modules' kernels.
+//! fn build(rt: &tessera::Runtime, tiling: tiling::Tiling) -> tessera::Result<()> {
+//!     forward::Scale::with_constants(rt, tiling)?;
+//!     backward::Clear::with_constants(rt, tiling)?;
+//!     Ok(())
+//! }
+//! # fn main() {
+//! #     let _ = build;
+//! #     assert_eq!(tiling::Tiling::ALL.len(), 2);
+//! #     assert_eq!(tiling::Tiling { tile: 64 }.span(), 256);
+//! # }
+//! ```
+//!
+//! - A set is declared in a library as in a kernels module, `pub` (or `pub(crate)`, for a
+//!   library only this crate imports): `#[constants(..)] pub struct Name;`. It means the same:
+//!   any module importing the library, directly or through another library, writes
+//!   `constants = Name`. Its values and derived constants are checked
+//!   where the library compiles; a derived constant may use the library's constants (and its
+//!   imports').
+//! - The set is one Rust type, emitted in the library (`Name { .. }`, `Name::ALL`, a method per
+//!   derived constant); each importing module gets `use path::Name;`, as for a struct, so the
+//!   same value builds the kernels of every module that imports it.
+//! - The library's helpers may use the set's constants (`SPAN` above): they take the values of
+//!   the instance whose kernel calls them, and are checked there. A kernel that calls one
+//!   without naming the set is an error at the kernel's name, naming the set.
+//! - A set's name is a type name of the importing module: a local set, struct or `use` of that
+//!   name, or another library's, is an error at the import.
 //!
 //! Anything else is a compile error at the offending tokens saying what to write instead, and
 //! so is a type error, a write to a read-only binding, a workgroup over WebGPU's limits, or a
@@ -786,9 +865,9 @@ extern crate self as tessera;
 #[doc(inline)]
 pub use kernel_macros::kernels;
 
-/// Makes a module of helpers, constants and `Params` structs a device-function library, which
-/// any [`kernels`] module or other library, in this crate or another, imports with
-/// `#[device] use path::to::library;`.
+/// Makes a module of helpers, constants, `Params` structs and named sets of constants a
+/// device-function library, which any [`kernels`] module or other library, in this crate or
+/// another, imports with `#[device] use path::to::library;`.
 ///
 /// See [Device-function libraries](crate#device-function-libraries) for how a crate publishes
 /// one and how a kernels module imports it, with examples of both.

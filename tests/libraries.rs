@@ -4,7 +4,7 @@
 //! called from two instances of different sizes; a helper over the caller's element type,
 //! called from an `f32` and a `u32` instance; a library constant; a helper using subgroups;
 //! and tensor-core fragments (naga validates those while the macro expands; a device without
-//! cooperative matrices does not run them). Then library structs and library imports (below).
+//! cooperative matrices does not run them). Then library structs, imports and sets (below).
 
 mod common;
 
@@ -403,4 +403,126 @@ fn a_library_helper_multiplies_fragments_where_the_device_has_them() {
         })
         .collect();
     assert_close(&c.read(&rt).unwrap(), &want, 1e-2);
+}
+
+/// A library of this crate over `tiling`'s set: its helper uses the calling instance's `TILE`
+/// through `tiling`'s helper, and a module importing it gets `Tiling` too.
+#[tessera::device]
+mod spans {
+    #[device]
+    use tessera_test_library::tiling;
+
+    /// The sum of the `SPAN` elements of workgroup `w`, of the `n` of `x`.
+    fn span_sum(x: &[f32], n: u32, w: u32) -> f32 {
+        let mut total = 0.0;
+        for i in 0..TILE {
+            total += lane_sum(x, n, w, i);
+        }
+        total
+    }
+}
+
+/// One of two modules over the library's `Tiling`, imported directly.
+#[tessera::kernels]
+pub mod tiled_lanes {
+    #[device]
+    pub use tessera_test_library::tiling;
+
+    /// `out[j]`: the sum of the `LANES` elements from `j * LANES`, plus the index of the
+    /// workgroup (of `SPAN` elements) that read them.
+    #[kernel(workgroup = [TILE], constants = Tiling, grid = [ceil_div(x.len(), SPAN)])]
+    pub fn lane_sums(x: &[f32], out: &mut [f32]) {
+        let (w, i) = (workgroup_id().x, local_index());
+        let j = w * TILE + i;
+        if j < out.len() {
+            out[j] = lane_sum(x, x.len(), w, i) + w as f32;
+        }
+    }
+}
+
+/// The other module over `Tiling`, imported through the library `spans`.
+#[tessera::kernels]
+pub mod tiled_spans {
+    #[device]
+    use super::spans;
+
+    /// `sums[w]`: the sum of the `SPAN` elements of workgroup `w`.
+    #[kernel(workgroup = [TILE], constants = Tiling, grid = [ceil_div(x.len(), SPAN)])]
+    pub fn span_sums(x: &[f32], sums: &mut [f32]) {
+        let w = workgroup_id().x;
+        if local_index() == 0 && w < sums.len() {
+            sums[w] = span_sum(x, x.len(), w);
+        }
+    }
+}
+
+#[test]
+fn a_librarys_set_of_constants_is_one_type_for_every_importing_module() {
+    use tessera_test_library::tiling::{Tiling, LANES};
+    // The modules name the library's type (`tiled_lanes` through its `pub` import).
+    let same: tiled_lanes::Tiling = Tiling { tile: 8 };
+    assert_eq!(same, Tiling::ALL[0]);
+    assert_eq!(Tiling::ALL, [Tiling { tile: 8 }, Tiling { tile: 32 }]);
+    assert_eq!(Tiling { tile: 32 }.span(), 32 * LANES);
+    assert_eq!(tiled_lanes::LaneSums::INSTANCES, Tiling::ALL);
+    assert_eq!(tiled_spans::SpanSums::INSTANCES, Tiling::ALL);
+    let rt = runtime();
+    for &tiling in Tiling::ALL {
+        assert_eq!(
+            tiled_lanes::LaneSums::with_constants(&rt, tiling)
+                .unwrap()
+                .constants(),
+            tiling
+        );
+        assert_eq!(
+            tiled_spans::SpanSums::with_constants(&rt, tiling)
+                .unwrap()
+                .constants(),
+            tiling
+        );
+    }
+}
+
+#[test]
+fn kernels_of_two_modules_run_each_instance_of_a_librarys_set() {
+    use tessera_test_library::tiling::{Tiling, LANES};
+    let rt = runtime();
+    let n = 203;
+    let x = values(&mut rng(9), n);
+    let xs = rt.upload(&x).unwrap();
+    for &tiling in Tiling::ALL {
+        let span = tiling.span() as usize;
+        let lanes = LANES as usize;
+        let want: Vec<f32> = x
+            .chunks(lanes)
+            .enumerate()
+            .map(|(j, c)| c.iter().sum::<f32>() + (j * lanes / span) as f32)
+            .collect();
+        let mut out = rt.zeros::<f32>(want.len()).unwrap();
+        tiled_lanes::LaneSums::with_constants(&rt, tiling)
+            .unwrap()
+            .launch(
+                &rt,
+                tiled_lanes::LaneSumsArgs {
+                    x: &xs,
+                    out: &mut out,
+                },
+            )
+            .unwrap();
+        assert_close(&out.read(&rt).unwrap(), &want, 1e-5);
+
+        let want: Vec<f32> = x.chunks(span).map(|c| c.iter().sum()).collect();
+        let mut sums = rt.zeros::<f32>(want.len()).unwrap();
+        tiled_spans::SpanSums::with_constants(&rt, tiling)
+            .unwrap()
+            .launch(
+                &rt,
+                tiled_spans::SpanSumsArgs {
+                    x: &xs,
+                    sums: &mut sums,
+                },
+            )
+            .unwrap();
+        assert_close(&sums.read(&rt).unwrap(), &want, 1e-4);
+    }
 }

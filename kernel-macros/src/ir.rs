@@ -245,14 +245,33 @@ pub struct ConstantSet {
     /// The host type that names an instance: the set's own name, or `<Kernel>Constants`.
     pub name: Ident,
     pub docs: Vec<String>,
-    /// Declared as a module item (and emitted once, for every kernel that names it).
-    pub shared: bool,
+    pub home: SetHome,
     /// The constants that identify an instance, in declaration order.
     pub identity: Vec<Ident>,
     /// The derived constants, each computed from the identity and earlier derived constants.
     pub derived: Vec<(Ident, HostExpr)>,
     /// The identity values of each instance.
     pub instances: Vec<Vec<u32>>,
+}
+
+impl ConstantSet {
+    /// Whether kernels name the set (`constants = Name`): declared as an item, of the module
+    /// or of a library it imports.
+    pub fn named(&self) -> bool {
+        !matches!(self.home, SetHome::Kernel)
+    }
+}
+
+/// Where a set of constants is declared, which says where its host type is emitted.
+#[derive(Clone, Copy, PartialEq)]
+pub enum SetHome {
+    /// `constants(..)` of one kernel: emitted beside its launcher, as `<Kernel>Constants`.
+    Kernel,
+    /// `#[constants(..)] struct Name;` of the module: emitted once, for every kernel naming it.
+    Module,
+    /// `#[constants(..)] pub struct Name;` of an imported library: emitted by the library (one
+    /// Rust type for every importing module), which the module `use`s.
+    Library,
 }
 
 /// One `#[tessera::kernels]` module: its parameter structs, helpers and kernels.

@@ -21,7 +21,7 @@ use proc_macro2::Ident;
 use crate::diag::Errors;
 use crate::ir::builtins::IdBuiltin;
 use crate::ir::{
-    is_generic_copy, written_name, Binding, BindingKind, ExprKind, Feature, Function,
+    is_generic_copy, written_name, Binding, BindingKind, ConstantSet, ExprKind, Feature, Function,
     GenericHelper, HostExpr, Instance, Kernel, Module, ParamKind, ParamsStruct, SharedVar, Ty,
     Variant,
 };
@@ -58,7 +58,8 @@ pub fn check(module: &mut Module, errors: &mut Errors) {
             let prefix = instance_prefix(instance);
             let lanes = instance.element.is_some();
             for variant in &mut instance.variants {
-                self::variant(variant, &prefix, lanes, &module.params, errors);
+                let items = (&module.params[..], &module.constant_sets[..]);
+                self::variant(variant, &prefix, lanes, items, errors);
             }
         }
     }
@@ -74,7 +75,7 @@ fn variant(
     kernel: &mut Variant,
     prefix: &str,
     lanes: bool,
-    params: &[ParamsStruct],
+    (params, sets): (&[ParamsStruct], &[ConstantSet]),
     errors: &mut Errors,
 ) {
     limits(kernel, prefix, errors);
@@ -83,7 +84,7 @@ fn variant(
     let name = kernel.name.clone();
     let signatures = signatures(&kernel.helpers);
     let copies = RefCell::new(GenericCopies::default());
-    let caller = Some((&name, features));
+    let caller = Some((&name, features, sets));
     typed_helpers(
         &mut kernel.helpers,
         &signatures,
@@ -105,6 +106,7 @@ fn variant(
         features: Some(kernel.requirements.feature_set()),
         caller: None,
         helper: None,
+        sets,
         lanes,
     };
     let mut checker = Checker::new(&env, errors, None);
@@ -188,7 +190,7 @@ fn functions(
     helpers: &mut [Function],
     generic: &[GenericHelper],
     params: &[ParamsStruct],
-    caller: Option<(&Ident, Vec<Feature>)>,
+    caller: Option<(&Ident, Vec<Feature>, &[ConstantSet])>,
     errors: &mut Errors,
 ) -> Vec<Function> {
     let signatures = signatures(helpers);
@@ -212,9 +214,9 @@ fn functions(
     )
 }
 
-/// The kernel a helper is copied into, with its features (`None` for the module's own copy),
-/// and whether that kernel's instance has an element type.
-type Caller<'a> = (Option<(&'a Ident, Vec<Feature>)>, bool);
+/// The kernel a helper is copied into, with its features and the module's sets of constants
+/// (`None` for the module's own copy), and whether that kernel's instance has an element type.
+type Caller<'a> = (Option<(&'a Ident, Vec<Feature>, &'a [ConstantSet])>, bool);
 
 /// Types the copies of generic helpers made so far, and those their own calls make, until no
 /// call makes a new one; returns them all.
@@ -266,8 +268,9 @@ fn typed_helpers(
             bindings: &bindings,
             shared: &shared,
             in_kernel: false,
-            features: caller.as_ref().map(|(_, features)| features.clone()),
-            caller: caller.as_ref().map(|(kernel, _)| *kernel),
+            features: caller.as_ref().map(|(_, features, _)| features.clone()),
+            caller: caller.as_ref().map(|(kernel, _, _)| *kernel),
+            sets: caller.as_ref().map_or(&[], |(_, _, sets)| *sets),
             helper: Some(&name),
             lanes: lanes || is_generic_copy(&name),
         };

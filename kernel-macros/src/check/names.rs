@@ -34,7 +34,7 @@ pub fn check(module: &mut Module, user_types: &[Ident], errors: &mut Errors) {
             module
                 .constant_sets
                 .iter()
-                .filter(|s| s.shared)
+                .filter(|s| s.named())
                 .map(|s| &s.name),
         )
         .chain(module.families.iter().map(|f| &f.name));
@@ -147,7 +147,7 @@ fn generated_types(module: &Module, kernel: &Kernel) -> Vec<(String, &'static st
     let own_set = kernel
         .constant_set
         .and_then(|i| module.constant_sets.get(i))
-        .filter(|s| !s.shared);
+        .filter(|s| !s.named());
     if let Some(set) = own_set {
         names.push((set.name.to_string(), "constants type"));
     }

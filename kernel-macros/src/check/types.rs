@@ -42,6 +42,9 @@ pub struct Env<'m> {
     pub caller: Option<&'m Ident>,
     /// The helper's own name, for those messages (`None` in kernels).
     pub helper: Option<&'m Ident>,
+    /// The module's sets of constants (empty for the module's own copy of its helpers), for
+    /// the message of a set's constant that the kernel does not have.
+    pub sets: &'m [ConstantSet],
     /// Whether the body is written over an element type (a kernel's `T`, or a generic
     /// helper's `E`) that may be a scalar: there a scalar reads and writes as its own lane
     /// 0, `v[c]`, as a vector's lanes do.
@@ -113,6 +116,37 @@ enum Deferred {
 }
 
 impl<'m, 'e> Checker<'m, 'e> {
+    /// Reports `name`, which nothing in scope declares, at `span`. A constant of a set the
+    /// kernel does not name is reported with the set: at the kernel's name when a helper uses
+    /// it (the helper may be another crate's, and the kernel's attribute is what changes).
+    fn not_found(&mut self, name: &str, span: impl Into<Span>) {
+        let set = self.env.sets.iter().filter(|s| s.named()).find(|set| {
+            set.identity.iter().any(|c| c == name) || set.derived.iter().any(|(c, _)| c == name)
+        });
+        match (set, self.env.caller, self.env.helper) {
+            (Some(set), Some(kernel), Some(helper)) => self.errors.at(
+                kernel.span(),
+                format!(
+                    "`{kernel}` calls `{helper}`, which uses `{name}`, a constant of `{set}`: a \
+                     helper takes such constants from the kernel that calls it. Give `{kernel}` \
+                     `constants = {set}`, or call `{helper}` from a kernel that has it",
+                    set = set.name
+                ),
+            ),
+            (Some(set), ..) => self.errors.at(
+                span,
+                format!(
+                    "`{name}` is a constant of `{set}`, which this kernel does not name: add \
+                     `constants = {set}` to its `#[kernel(..)]`",
+                    set = set.name
+                ),
+            ),
+            (None, ..) => self
+                .errors
+                .at(span, format!("cannot find `{name}` in this kernel")),
+        }
+    }
+
     pub fn new(env: &'m Env<'m>, errors: &'e mut Errors, ret: Option<Ty>) -> Self {
         Checker {
             env,
@@ -585,8 +619,7 @@ impl<'m, 'e> Checker<'m, 'e> {
                 ),
             ),
             Some((name, Resolved::None)) => {
-                self.errors
-                    .at(name.span(), format!("cannot find `{name}` in this kernel"));
+                self.not_found(&name.to_string(), name.span());
                 return Ty::Unknown;
             }
             None => self.errors.at(
@@ -688,8 +721,7 @@ impl<'m, 'e> Checker<'m, 'e> {
                     Ty::Unknown
                 }
                 Resolved::None => {
-                    self.errors
-                        .at(span, format!("cannot find `{name}` in this kernel"));
+                    self.not_found(&name.to_string(), span);
                     Ty::Unknown
                 }
             },
@@ -1724,8 +1756,7 @@ impl<'m, 'e> Checker<'m, 'e> {
                 }),
             ) if *params == wanted_struct => (Ty::Unknown, false),
             (_, Resolved::None) => {
-                self.errors
-                    .at(span, format!("cannot find `{name}` in this kernel"));
+                self.not_found(&name.to_string(), span);
                 return;
             }
             _ => {

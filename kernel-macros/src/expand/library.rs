@@ -4,8 +4,8 @@
 //! import it through a macro of its own:
 //!
 //! 1. `#[tessera::device] mod name { .. }` ([`device`]) checks what it can alone, keeps the
-//!    constants, `Params` structs and `use` items for the host, and defines a hidden
-//!    `#[macro_export]` `macro_rules!` that repeats its items, reachable by path as
+//!    constants, `Params` structs, sets' host types and `use` items for the host, and defines a
+//!    hidden `#[macro_export]` `macro_rules!` that repeats its items, reachable by path as
 //!    `path::to::name::tessera_device_library!`.
 //! 2. `#[kernels] mod m { #[device] use path::to::name; .. }` ([`next_import`]) expands to a
 //!    call of that macro, passing the whole module along.
@@ -28,6 +28,7 @@ use syn::parse::{Parse, ParseStream};
 
 use crate::compile::compile;
 use crate::diag::Errors;
+use crate::ir::ConstantSet;
 use crate::parse::imports;
 use crate::parse::library::{self, Group, Import, Importer, Library};
 
@@ -70,7 +71,8 @@ fn device_module(args: TokenStream, item: syn::ItemMod) -> TokenStream {
     let mut library = library::library(items, &mut errors);
     library.imports = distinct_imports(&item.ident, &library, &mut errors);
     check_alone(&item, &library, &mut errors);
-    let tokens = library_tokens(&item, &library);
+    let sets = library::sets(&library, &mut errors);
+    let tokens = library_tokens(&item, &library, &sets);
     let errors = super::compile_errors(errors);
     quote! { #errors #tokens }
 }
@@ -87,6 +89,7 @@ fn distinct_imports(name: &syn::Ident, library: &Library, errors: &mut Errors) -
         types: library
             .structs
             .iter()
+            .chain(&library.sets)
             .map(|s| s.ident.to_string())
             .chain(library.uses.iter().flat_map(imports::use_names))
             .collect(),
@@ -131,10 +134,11 @@ fn import_name(path: &syn::Path) -> syn::Ident {
     )
 }
 
-/// The library's module for Rust: its `use` items, constants and structs, a re-export of each
-/// struct its imports bring, the list of its device functions in its docs, and the macro that
-/// hands its items (and its imports') to importing modules.
-fn library_tokens(item: &syn::ItemMod, library: &Library) -> TokenStream {
+/// The library's module for Rust: its `use` items, constants, structs and the host types of its
+/// sets of constants, a re-export of each struct and set its imports bring, the list of its
+/// device functions in its docs, and the macro that hands its items (and its imports') to
+/// importing modules.
+fn library_tokens(item: &syn::ItemMod, library: &Library, sets: &[ConstantSet]) -> TokenStream {
     let syn::ItemMod {
         attrs, vis, ident, ..
     } = item;
@@ -151,6 +155,7 @@ fn library_tokens(item: &syn::ItemMod, library: &Library) -> TokenStream {
             .cloned()
             .map(syn::Item::Const)
             .chain(structs.iter().cloned().map(syn::Item::Struct))
+            .chain(library.sets.iter().cloned().map(syn::Item::Struct))
             .chain(functions.iter().cloned().map(syn::Item::Fn))
             .collect(),
     };
@@ -161,6 +166,7 @@ fn library_tokens(item: &syn::ItemMod, library: &Library) -> TokenStream {
             .flat_map(|import| import.groups.iter().map(Group::to_item)),
     );
     let reexports = library.imports.iter().flat_map(reexports);
+    let set_types = sets.iter().map(super::constants::set);
     let reachable = syn::Ident::new(LIBRARY_MACRO, proc_macro2::Span::call_site());
     let dollar = || TokenTree::Punct(Punct::new('$', Spacing::Alone));
     let (d1, d2, d3, d4) = (dollar(), dollar(), dollar(), dollar());
@@ -173,6 +179,7 @@ fn library_tokens(item: &syn::ItemMod, library: &Library) -> TokenStream {
             #(#uses)*
             #(#[allow(dead_code)] #consts)*
             #(#structs)*
+            #(#set_types)*
             #(#reexports)*
 
             #[doc(hidden)]
@@ -189,9 +196,9 @@ fn library_tokens(item: &syn::ItemMod, library: &Library) -> TokenStream {
     }
 }
 
-/// `use path::Name;` for each struct an import brings, with the struct's visibility: a module
-/// importing this library names the struct through it (`this_library::Name`), whichever
-/// crate the struct was declared in.
+/// `use path::Name;` for each struct (or set of constants) an import brings, with its
+/// visibility: a module importing this library names it through it (`this_library::Name`),
+/// whichever crate declared it.
 fn reexports(import: &Import) -> Vec<TokenStream> {
     let path = &import.path;
     import

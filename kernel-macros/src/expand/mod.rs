@@ -15,7 +15,7 @@ use quote::quote;
 
 use crate::compile::{compile, Narrower};
 use crate::diag::Errors;
-use crate::ir::Feature;
+use crate::ir::{Feature, SetHome};
 use crate::parse::library::Importer;
 use crate::{lower, parse};
 
@@ -97,7 +97,12 @@ fn module_tokens(parsed: &parse::Parsed, sources: Sources<'_>, valid: bool) -> T
         .families
         .iter()
         .map(|family| family::family(module, family));
-    let sets = module.constant_sets.iter().map(constants::set);
+    // An imported set is the library's type, which the module `use`s.
+    let sets = module
+        .constant_sets
+        .iter()
+        .filter(|set| set.home != SetHome::Library)
+        .map(constants::set);
     let wgsl = wgsl.map(|w| w.text.as_str()).unwrap_or_default();
     let narrower = sources.narrower.iter().map(|n| {
         let (name, text) = (narrower_name(&n.features), n.wgsl.text.as_str());

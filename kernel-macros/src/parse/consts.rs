@@ -191,7 +191,7 @@ fn associated(rest: &[TokenTree]) -> Option<Associated> {
 pub fn set(
     name: syn::Ident,
     docs: Vec<String>,
-    shared: bool,
+    home: ir::SetHome,
     decls: &[ConstDecl],
     module: &Consts,
     errors: &mut Errors,
@@ -289,7 +289,7 @@ pub fn set(
     let set = ir::ConstantSet {
         name,
         docs,
-        shared,
+        home,
         identity,
         derived,
         instances,
@@ -379,7 +379,7 @@ fn report_bad_constant(name: &syn::Ident, value: &syn::Expr, env: &Consts, error
             unknown,
             format!(
                 "`{unknown}` is used before it is declared; declare `const {unknown}: u32 = ...;` \
-                 above the kernel, or list it earlier in `constants(...)`"
+                 in the module, or list it earlier in `constants(...)`"
             ),
         ),
         None => errors.spanned(

@@ -2,10 +2,11 @@
 //! into the importer's names ([`distinct`]).
 //!
 //! Names live in Rust's two namespaces: helpers and constants are values (a library's helpers
-//! call each other by name, so no name may shadow another), structs and what `use` items bring
-//! are types (an imported struct becomes a `use` of the library's one Rust type). An item that
-//! reaches the importer twice from the same library, directly and through another library, is
-//! one item; any other second holder of a name is an error at the import.
+//! call each other by name, so no name may shadow another), structs, sets of constants and what
+//! `use` items bring are types (an imported struct or set becomes a `use` of the library's one
+//! Rust type). An item that reaches the importer twice from the same library, directly and
+//! through another library, is one item; any other second holder of a name is an error at the
+//! import.
 //!
 //! Nothing here knows WGSL or emits tokens.
 
@@ -13,12 +14,46 @@ use crate::diag::Errors;
 use crate::parse::library::{Import, Importer};
 
 /// Rust's namespaces, as a module's items fill them.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Namespace {
     /// Helpers and constants.
     Value,
-    /// Structs, and the names `use` items bring.
-    Type,
+    /// Structs, sets of constants, and the names `use` items bring.
+    Type(TypeKind),
+}
+
+impl Namespace {
+    fn same(self, other: Namespace) -> bool {
+        matches!(
+            (self, other),
+            (Namespace::Value, Namespace::Value) | (Namespace::Type(_), Namespace::Type(_))
+        )
+    }
+}
+
+/// What an imported type name is, for messages.
+#[derive(Clone, Copy)]
+enum TypeKind {
+    Struct,
+    Set,
+    /// A name the importer's own structs or `use` items bring.
+    Own,
+}
+
+impl TypeKind {
+    fn described(self) -> &'static str {
+        match self {
+            TypeKind::Set => "a set of constants",
+            TypeKind::Struct | TypeKind::Own => "a struct",
+        }
+    }
+
+    fn short(self) -> &'static str {
+        match self {
+            TypeKind::Set => "set",
+            TypeKind::Struct | TypeKind::Own => "struct",
+        }
+    }
 }
 
 /// Who holds a name.
@@ -52,14 +87,12 @@ pub fn distinct(
         .chain(
             own.types
                 .into_iter()
-                .map(|name| (Namespace::Type, name, Holder::Own)),
+                .map(|name| (Namespace::Type(TypeKind::Own), name, Holder::Own)),
         )
         .collect();
     let mut distinct = Vec::new();
     for mut import in imports {
-        let written = quote::ToTokens::to_token_stream(&import.path)
-            .to_string()
-            .replace(' ', "");
+        let written = import.written();
         for group in &mut import.groups {
             let origin = group.origin.clone();
             let items = std::mem::take(&mut group.items);
@@ -69,7 +102,7 @@ pub fn distinct(
                 };
                 let holder = taken
                     .iter()
-                    .find(|(n, held, _)| *n == namespace && *held == name)
+                    .find(|(n, held, _)| n.same(namespace) && *held == name)
                     .map(|(_, _, holder)| holder);
                 match holder {
                     None => {
@@ -124,10 +157,12 @@ fn clash(
             "`{name}` is in this library and in {here}; rename {heres}, since {whose} \
              helpers may call theirs by name"
         ),
-        (Holder::Own, Namespace::Type) => format!(
-            "`{name}` is a struct of this library and a name of {here}; the import brings the \
-             library's struct in, as `{written}::{name}` (one Rust type for every module that \
-             imports it), so remove or rename {heres}"
+        (Holder::Own, Namespace::Type(kind)) => format!(
+            "`{name}` is {kind} of this library and a name of {here}; the import brings the \
+             library's {short} in, as `{written}::{name}` (one Rust type for every module that \
+             imports it), so remove or rename {heres}",
+            kind = kind.described(),
+            short = kind.short(),
         ),
     }
 }
@@ -136,7 +171,10 @@ fn item_name(item: &syn::Item) -> Option<(Namespace, String)> {
     match item {
         syn::Item::Fn(f) => Some((Namespace::Value, f.sig.ident.to_string())),
         syn::Item::Const(c) => Some((Namespace::Value, c.ident.to_string())),
-        syn::Item::Struct(s) => Some((Namespace::Type, s.ident.to_string())),
+        syn::Item::Struct(s) if crate::parse::is_constant_set(s) => {
+            Some((Namespace::Type(TypeKind::Set), s.ident.to_string()))
+        }
+        syn::Item::Struct(s) => Some((Namespace::Type(TypeKind::Struct), s.ident.to_string())),
         _ => None,
     }
 }

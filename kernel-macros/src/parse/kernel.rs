@@ -23,6 +23,9 @@ pub fn kernel_attr(function: &syn::ItemFn) -> Option<&syn::Attribute> {
 pub struct Sets {
     pub sets: Vec<ir::ConstantSet>,
     envs: Vec<Vec<Consts>>,
+    /// The module's imports as written (`super::tiling`), for the message of a set no one
+    /// declares.
+    pub imports: Vec<String>,
 }
 
 impl Sets {
@@ -33,8 +36,40 @@ impl Sets {
     }
 
     fn named(&self, name: &syn::Ident) -> Option<usize> {
-        self.sets.iter().position(|s| s.shared && s.name == *name)
+        self.sets.iter().position(|s| s.named() && s.name == *name)
     }
+}
+
+/// The message for `constants = name` when neither the module nor its imports declare `name`:
+/// how to declare it, or to import it, and the sets there are.
+fn unknown_set(name: &syn::Ident, sets: &Sets) -> String {
+    let known: Vec<String> = sets
+        .sets
+        .iter()
+        .filter(|s| s.named())
+        .map(|s| format!("`{}`", s.name))
+        .collect();
+    let imports: Vec<String> = sets.imports.iter().map(|i| format!("`{i}`")).collect();
+    let import = match imports.as_slice() {
+        [] => "import the device library that declares it, with `#[device] use \
+               path::to::library;`"
+            .to_owned(),
+        [one] => format!(
+            "import the device library that declares it (the module imports {one}, which does not)"
+        ),
+        _ => format!(
+            "import the device library that declares it (the module imports {}, which do not)",
+            imports.join(", ")
+        ),
+    };
+    let has = match known.as_slice() {
+        [] => String::new(),
+        _ => format!(" (it has {})", known.join(", ")),
+    };
+    format!(
+        "`{name}` is not a set of constants this module declares or imports{has}; declare \
+         it as `#[constants(NAME = [..])] struct {name};`, or {import}"
+    )
 }
 
 /// What a kernel's signature and body may name from the rest of its module.
@@ -71,24 +106,7 @@ pub fn kernel(
         Constants::Named(name) => {
             let found = sets.named(name);
             if found.is_none() {
-                let known: Vec<String> = sets
-                    .sets
-                    .iter()
-                    .filter(|s| s.shared)
-                    .map(|s| format!("`{}`", s.name))
-                    .collect();
-                errors.spanned(
-                    name,
-                    format!(
-                        "`{name}` is not a set of constants of this module; declare it as \
-                         `#[constants(NAME = [..])] struct {name};`{}",
-                        if known.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" (the module has {})", known.join(", "))
-                        }
-                    ),
-                );
+                errors.spanned(name, unknown_set(name, sets));
                 return None;
             }
             found
@@ -99,7 +117,7 @@ pub fn kernel(
                 " The compile-time constants that identify an instance of `{}`.",
                 function.sig.ident
             )];
-            let (set, envs) = consts::set(name, docs, false, decls, consts, errors);
+            let (set, envs) = consts::set(name, docs, ir::SetHome::Kernel, decls, consts, errors);
             Some(sets.add(set, envs))
         }
     };

@@ -1,9 +1,10 @@
 //! Device-function libraries, as the parser sees them.
 //!
-//! - A library is `#[tessera::device] mod name { .. }`: constants, helpers (plain `fn`s) and
-//!   `#[derive(Params)]` structs, written as in a kernels module, and the libraries it imports.
-//!   [`library`] reads one; [`checkable_alone`] says which of its helpers its own crate can
-//!   check.
+//! - A library is `#[tessera::device] mod name { .. }`: constants, helpers (plain `fn`s),
+//!   `#[derive(Params)]` structs and sets of constants (`#[constants(..)] pub struct Name;`),
+//!   written as in a kernels module, and the libraries it imports. [`library`] reads one;
+//!   [`checkable_alone`] says which of its helpers its own crate can check, [`sets`] reads its
+//!   sets.
 //! - A kernels module, or a library, imports one with `#[device] use path::to::name;`
 //!   ([`import_path`]). The library's items reach the importer through the library's
 //!   `macro_rules!` callback (see `expand/library.rs`) and stand in its place as
@@ -15,6 +16,8 @@
 //! Nothing here knows WGSL or emits tokens.
 
 use crate::diag::Errors;
+use crate::ir;
+use crate::parse::consts::{self, Consts};
 use crate::parse::keywords::{DEVICE, KERNEL};
 use crate::parse::params;
 
@@ -23,13 +26,14 @@ fn is_device(attr: &syn::Attribute) -> bool {
     attr.path().is_ident(DEVICE)
 }
 
-/// The items of a library: its constants, helpers and parameter structs, in order, the `use`
-/// items that pass through to Rust, and the libraries it imports, resolved.
+/// The items of a library: its constants, helpers, parameter structs and sets of constants, in
+/// order, the `use` items that pass through to Rust, and the libraries it imports, resolved.
 #[derive(Default)]
 pub struct Library {
     pub consts: Vec<syn::ItemConst>,
     pub functions: Vec<syn::ItemFn>,
     pub structs: Vec<syn::ItemStruct>,
+    pub sets: Vec<syn::ItemStruct>,
     pub uses: Vec<syn::ItemUse>,
     pub imports: Vec<Import>,
 }
@@ -40,6 +44,15 @@ pub struct Library {
 pub struct Import {
     pub path: syn::Path,
     pub groups: Vec<Group>,
+}
+
+impl Import {
+    /// The path as the user wrote it, for messages: `super::tiling`.
+    pub fn written(&self) -> String {
+        quote::ToTokens::to_token_stream(&self.path)
+            .to_string()
+            .replace(' ', "")
+    }
 }
 
 /// The items one library declared, as they travel: `origin` tells the library apart from any
@@ -118,6 +131,11 @@ pub fn library(items: Vec<syn::Item>, errors: &mut Errors) -> Library {
                  `#[tessera::kernels]` module, which imports the library with `#[device] use`",
             ),
             syn::Item::Fn(function) => library.functions.push(function),
+            syn::Item::Struct(item) if super::is_constant_set(&item) => {
+                // Kept when hidden (reported): the kernels naming it then add no errors.
+                report_hidden_set(&item, errors);
+                library.sets.push(item);
+            }
             syn::Item::Struct(item) if params::is_params(&item) => {
                 if library_struct_is_visible(&item, errors) {
                     library.structs.push(item);
@@ -126,9 +144,10 @@ pub fn library(items: Vec<syn::Item>, errors: &mut Errors) -> Library {
             syn::Item::Struct(item) => errors.spanned(
                 &item.ident,
                 format!(
-                    "a device library's structs are kernels' parameters: derive `Params` \
-                     (`#[repr(C)] #[derive(Clone, Copy, tessera::Params)] pub struct {} {{ .. }}`), \
-                     or move this struct out of the library",
+                    "a device library's structs are kernels' parameters or sets of constants: \
+                     derive `Params` (`#[repr(C)] #[derive(Clone, Copy, tessera::Params)] pub \
+                     struct {} {{ .. }}`), declare a set (`#[constants(NAME = [..])] pub struct \
+                     {0};`), or move this struct out of the library",
                     item.ident
                 ),
             ),
@@ -136,11 +155,38 @@ pub fn library(items: Vec<syn::Item>, errors: &mut Errors) -> Library {
             other => errors.spanned(
                 &other,
                 "a device library holds helper functions, constants, `#[derive(Params)]` \
-                 structs and `use` items; move this item out of the library",
+                 structs, sets of constants and `use` items; move this item out of the library",
             ),
         }
     }
     library
+}
+
+/// Reports a library's set of constants that cannot be named where the library is imported
+/// (see [`is_hidden`]): the host picks its kernels' instances with it there, and a library that
+/// imports this one re-exports it with its visibility.
+fn report_hidden_set(item: &syn::ItemStruct, errors: &mut Errors) {
+    let name = &item.ident;
+    if is_hidden(&item.vis) {
+        errors.spanned(
+            name,
+            format!(
+                "`{name}` names the instances of kernels in every module that imports this \
+                 library, so it must be visible there: write `pub struct {name};` (or \
+                 `pub(crate) struct {name};` for a library of this crate only)"
+            ),
+        );
+    }
+}
+
+/// Whether an item of a library cannot be named where the library is imported: neither `pub`
+/// nor `pub(crate)`.
+fn is_hidden(vis: &syn::Visibility) -> bool {
+    match vis {
+        syn::Visibility::Public(_) => false,
+        syn::Visibility::Restricted(restricted) => !restricted.path.is_ident("crate"),
+        syn::Visibility::Inherited => true,
+    }
 }
 
 /// Whether a library's `Params` struct, and each of its fields, can be named where the library
@@ -149,12 +195,7 @@ pub fn library(items: Vec<syn::Item>, errors: &mut Errors) -> Library {
 /// reported and left out.
 fn library_struct_is_visible(item: &syn::ItemStruct, errors: &mut Errors) -> bool {
     let name = &item.ident;
-    let hidden = |vis: &syn::Visibility| match vis {
-        syn::Visibility::Public(_) => false,
-        syn::Visibility::Restricted(restricted) => !restricted.path.is_ident("crate"),
-        syn::Visibility::Inherited => true,
-    };
-    if hidden(&item.vis) {
+    if is_hidden(&item.vis) {
         errors.spanned(
             name,
             format!(
@@ -167,7 +208,7 @@ fn library_struct_is_visible(item: &syn::ItemStruct, errors: &mut Errors) -> boo
     }
     let mut visible = true;
     for field in &item.fields {
-        if let Some(field_name) = field.ident.as_ref().filter(|_| hidden(&field.vis)) {
+        if let Some(field_name) = field.ident.as_ref().filter(|_| is_hidden(&field.vis)) {
             errors.spanned(
                 field_name,
                 format!(
@@ -180,6 +221,34 @@ fn library_struct_is_visible(item: &syn::ItemStruct, errors: &mut Errors) -> boo
         }
     }
     visible
+}
+
+/// The library's sets of constants, each read with the library's constants and its imports'
+/// (so a derived constant may use them), its mistakes reported at the library's tokens.
+pub fn sets(library: &Library, errors: &mut Errors) -> Vec<ir::ConstantSet> {
+    let imported = library
+        .imports
+        .iter()
+        .flat_map(|import| &import.groups)
+        .flat_map(|group| &group.items)
+        .filter_map(|item| match item {
+            syn::Item::Const(constant) => Some(constant),
+            _ => None,
+        });
+    let mut consts = Consts::default();
+    // The constants' own mistakes are reported where the library is checked alone.
+    let mut reported = Errors::default();
+    for constant in imported.chain(&library.consts) {
+        let value = consts::module_const(constant, &consts, &mut reported)
+            .unwrap_or_else(|| consts::stand_in(&constant.ty));
+        consts = consts.with(&constant.ident.to_string(), value);
+    }
+    library
+        .sets
+        .iter()
+        .filter_map(|item| super::constant_set(item, &consts, ir::SetHome::Library, errors))
+        .map(|(set, _)| set)
+        .collect()
 }
 
 fn is_kernel(function: &syn::ItemFn) -> bool {
@@ -604,5 +673,65 @@ mod tests {
             .map(|f| f.sig.ident.to_string())
             .collect();
         assert_eq!(names, ["alone"]);
+    }
+
+    #[test]
+    fn a_librarys_set_is_read_with_its_constants_and_checked_alone() {
+        let library = library_of(quote! {
+            mod lib {
+                const LANES: u32 = 2;
+                /// Tiles.
+                #[constants(TILE = [4, 8], SPAN = TILE * LANES)]
+                pub struct Tiling;
+                #[constants(REG = [0, 2], BLOCK = REG * WIDE)]
+                pub struct Blocking;
+            }
+        });
+        assert_eq!(library.sets.len(), 2);
+        let mut errors = Errors::default();
+        let sets = sets(&library, &mut errors);
+        assert_eq!(sets[0].name, "Tiling");
+        assert_eq!(sets[0].instances, [vec![4], vec![8]]);
+        assert_eq!(sets[0].docs, [" Tiles."]);
+        // The library's `LANES` is its value in the host's `span()`.
+        let (name, derived) = &sets[0].derived[0];
+        assert_eq!(name, "SPAN");
+        assert!(matches!(
+            derived,
+            ir::HostExpr::Binary(ir::HostOp::Mul, tile, lanes)
+                if matches!(&**tile, ir::HostExpr::Const(c) if c == "TILE")
+                    && matches!(**lanes, ir::HostExpr::Lit(2))
+        ));
+        let messages: Vec<String> = errors
+            .finish()
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert_eq!(messages.len(), 1, "{messages:#?}");
+        assert!(messages[0].contains("`WIDE`"), "{messages:#?}");
+    }
+
+    #[test]
+    fn a_librarys_set_is_visible_where_it_is_imported() {
+        let module: syn::ItemMod = syn::parse_quote! {
+            mod lib {
+                #[constants(TILE = [4])]
+                struct Hidden;
+                #[constants(TILE = [4])]
+                pub(crate) struct Crate;
+            }
+        };
+        let mut errors = Errors::default();
+        let library = library(module.content.unwrap().1, &mut errors);
+        assert_eq!(library.sets.len(), 2);
+        let messages: Vec<String> = errors
+            .finish()
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert_eq!(messages.len(), 1, "{messages:#?}");
+        assert!(messages[0].starts_with("`Hidden` names the instances of kernels"));
     }
 }

@@ -84,7 +84,7 @@ pub fn module(
             continue;
         }
         match item {
-            syn::Item::Struct(s) if attr::constant_set_attr(&s).is_some() => set_items.push(s),
+            syn::Item::Struct(s) if is_constant_set(&s) => set_items.push(s),
             syn::Item::Struct(s) if family::family_attr(&s).is_some() => family_items.push(s),
             syn::Item::Struct(ref s) if params::is_params(s) => {
                 params.push(params::params_struct(s, errors));
@@ -129,23 +129,41 @@ pub fn module(
             .collect(),
         types: type_names(&passthrough, &set_items, &family_items),
     };
+    let written_paths: Vec<String> = imports.iter().map(library::Import::written).collect();
     let imports = imports::distinct(library::Importer::Kernels, own, imports, errors);
     let mut declared = Declared {
         consts: module_consts,
         params,
+        sets: Vec::new(),
         passthrough,
     };
     let imported = merge_imports(imports, &mut declared, errors);
     let Declared {
         consts: module_consts,
         params,
+        sets: imported_sets,
         passthrough,
     } = declared;
     let imported_names: Vec<syn::Ident> = imported.iter().map(|f| f.sig.ident.clone()).collect();
     functions.extend(imported);
     let mut sets = kernel::Sets::default();
+    sets.imports = written_paths;
+    // The library checked its sets where it was declared.
+    for item in &imported_sets {
+        let set = constant_set(
+            item,
+            &module_consts,
+            ir::SetHome::Library,
+            &mut Errors::default(),
+        );
+        if let Some((set, envs)) = set {
+            sets.add(set, envs);
+        }
+    }
     for item in &set_items {
-        constant_set(item, &module_consts, &mut sets, errors);
+        if let Some((set, envs)) = constant_set(item, &module_consts, ir::SetHome::Module, errors) {
+            sets.add(set, envs);
+        }
     }
     let families = family_items
         .iter()
@@ -223,11 +241,13 @@ pub fn module(
 struct Declared {
     consts: consts::Consts,
     params: Vec<ir::ParamsStruct>,
+    /// The imported sets of constants.
+    sets: Vec<syn::ItemStruct>,
     passthrough: Vec<syn::Item>,
 }
 
-/// Adds the imports' constants and `Params` structs (a `use` of each, see
-/// [`imported_struct`]) to the module's, and returns their helpers.
+/// Adds the imports' constants, `Params` structs and sets of constants (a `use` of each
+/// struct and set, see [`imported_struct`]) to the module's, and returns their helpers.
 fn merge_imports(
     imports: Vec<library::Import>,
     declared: &mut Declared,
@@ -243,6 +263,12 @@ fn merge_imports(
                     declared.consts = declared.consts.with(&constant.ident.to_string(), value);
                 }
                 syn::Item::Fn(function) => helpers.push(function),
+                syn::Item::Struct(item) if is_constant_set(&item) => {
+                    declared
+                        .passthrough
+                        .push(imported_struct(&import.path, &item));
+                    declared.sets.push(item);
+                }
                 syn::Item::Struct(item) => {
                     declared.params.push(params::params_struct(&item, errors));
                     declared
@@ -279,11 +305,11 @@ fn type_names(
     names
 }
 
-/// An imported library's `Params` struct, in the importing module: a `use` of the library's
-/// one Rust type by the path the import was written with (`use lib::ConvParams;`), with the
-/// struct's visibility, so that the launchers name it and the host can name it through the
-/// module as well. No kernel may use it: the user did not write the `use`, so it is not
-/// reported unused.
+/// An imported library's `Params` struct or set of constants, in the importing module: a `use`
+/// of the library's one Rust type by the path the import was written with (`use
+/// lib::ConvParams;`), with the struct's visibility, so that the launchers name it and the host
+/// can name it through the module as well. No kernel may use it: the user did not write the
+/// `use`, so it is not reported unused.
 fn imported_struct(path: &syn::Path, item: &syn::ItemStruct) -> syn::Item {
     let (vis, name) = (&item.vis, &item.ident);
     syn::parse_quote! {
@@ -370,33 +396,37 @@ fn idents_of(tokens: proc_macro2::TokenStream, out: &mut Vec<syn::Ident>) {
     }
 }
 
-/// `#[constants(...)] struct Name;`: a set of constants kernels name with `constants = Name`.
-fn constant_set(
+/// `#[constants(...)] struct Name;`: a set of constants kernels name with `constants = Name`,
+/// declared at `home` (a kernels module or a library), with each instance's constants. `None`
+/// when the struct is no set.
+pub fn constant_set(
     item: &syn::ItemStruct,
-    module_consts: &consts::Consts,
-    sets: &mut kernel::Sets,
+    consts: &consts::Consts,
+    home: ir::SetHome,
     errors: &mut Errors,
-) {
+) -> Option<(ir::ConstantSet, Vec<consts::Consts>)> {
     if !matches!(item.fields, syn::Fields::Unit) {
         errors.spanned(
             &item.fields,
             "a set of constants is a unit struct, `struct Name;`: tessera writes its fields",
         );
     }
-    let Some(attr) = attr::constant_set_attr(item) else {
-        return;
-    };
+    let attr = attr::constant_set_attr(item)?;
     let decls = attr::constant_set_decls(attr, errors);
     let docs = kernel::doc_lines(&item.attrs);
-    let (set, envs) = consts::set(
+    Some(consts::set(
         item.ident.clone(),
         docs,
-        true,
+        home,
         &decls,
-        module_consts,
+        consts,
         errors,
-    );
-    sets.add(set, envs);
+    ))
+}
+
+/// Whether a struct is a set of constants, `#[constants(..)] struct Name;`.
+pub fn is_constant_set(item: &syn::ItemStruct) -> bool {
+    attr::constant_set_attr(item).is_some()
 }
 
 #[cfg(test)]

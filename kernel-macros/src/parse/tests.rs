@@ -335,3 +335,120 @@ fn a_tuple_let_may_name_fields_and_methods_like_its_bindings() {
     };
     assert!(errors[0].starts_with("`let` binds one name"), "{errors:#?}");
 }
+
+/// A kernels module with a resolved import of `super::tiling`, which declares `LANES`, the set
+/// `Tiling` (two instances, `SPAN` derived from `LANES`) and a helper over `TILE`, and `rest`.
+fn importing_tiling(rest: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    quote! {
+        mod m {
+            #[device(from = super::tiling)]
+            mod tiling {
+                #[device(origin = "tiling-1")]
+                mod tiling {
+                    const LANES: u32 = 2;
+                    #[constants(TILE = [4, 8], SPAN = TILE * LANES)]
+                    pub struct Tiling;
+                    fn lane(t: u32) -> u32 { t % TILE }
+                }
+            }
+            #rest
+        }
+    }
+}
+
+#[test]
+fn an_imported_set_makes_instances_whose_constants_its_librarys_helpers_see() {
+    let module = checked(importing_tiling(quote! {
+        #[kernel(workgroup = [TILE], constants = Tiling, grid = [1])]
+        fn k(y: &mut [u32]) { y[local_index()] = lane(local_index()) + SPAN; }
+    }))
+    .unwrap();
+    let set = &module.constant_sets[0];
+    assert!(set.home == crate::ir::SetHome::Library);
+    assert_eq!(set.instances, [vec![4], vec![8]]);
+    assert_eq!(set.derived[0].0, "SPAN");
+    assert_eq!(module.kernels[0].constant_set, Some(0));
+    assert_eq!(module.kernels[0].instances.len(), 2);
+    let wgsl = crate::tests::wgsl(importing_tiling(quote! {
+        #[kernel(workgroup = [TILE], constants = Tiling, grid = [1])]
+        fn k(y: &mut [u32]) { y[local_index()] = lane(local_index()) + SPAN; }
+    }))
+    .unwrap();
+    // Each instance's helper copy divides by its own `TILE`, and adds its own `SPAN`.
+    for (tile, span) in [(4, 8), (8, 16)] {
+        assert!(wgsl.contains(&format!("% {tile}u")), "{wgsl}");
+        assert!(wgsl.contains(&format!("+ {span}u")), "{wgsl}");
+    }
+}
+
+#[test]
+fn a_set_no_one_declares_is_named_with_the_modules_imports() {
+    let Err(errors) = checked(importing_tiling(quote! {
+        #[kernel(workgroup = [64], constants = Blocking, grid = [1])]
+        fn k(y: &mut [u32]) { y[0] = 1u32; }
+    })) else {
+        panic!("accepted");
+    };
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with(
+            "`Blocking` is not a set of constants this module declares or imports (it has \
+             `Tiling`); declare it as `#[constants(NAME = [..])] struct Blocking;`, or import \
+             the device library that declares it (the module imports `super::tiling`, which \
+             does not)"
+        ),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn an_imported_set_clashes_with_a_local_one_at_the_import() {
+    let Err(errors) = checked(importing_tiling(quote! {
+        #[constants(TILE = [16])]
+        struct Tiling;
+        #[kernel(workgroup = [TILE], constants = Tiling, grid = [1])]
+        fn k(y: &mut [u32]) { y[0] = 1u32; }
+    })) else {
+        panic!("accepted");
+    };
+    assert!(
+        errors.iter().any(|e| e.starts_with(
+            "`Tiling` is a set of constants of this library and a name of the kernels module; \
+             the import brings the library's set in, as `super::tiling::Tiling`"
+        )),
+        "{errors:?}"
+    );
+}
+
+/// At the kernel's name: the helper may be another crate's, and the kernel's attribute is what
+/// the user changes.
+#[test]
+fn an_imported_helper_over_a_sets_constants_called_without_the_set_names_the_set() {
+    let Err(errors) = checked(importing_tiling(quote! {
+        #[kernel(workgroup = [64], grid = [1])]
+        fn k(y: &mut [u32]) { y[local_index()] = lane(local_index()); }
+    })) else {
+        panic!("accepted");
+    };
+    assert_eq!(
+        errors,
+        [
+            "`k` calls `lane`, which uses `TILE`, a constant of `Tiling`: a helper takes such \
+          constants from the kernel that calls it. Give `k` `constants = Tiling`, or call \
+          `lane` from a kernel that has it"
+        ]
+    );
+    let Err(errors) = checked(importing_tiling(quote! {
+        #[kernel(workgroup = [64], grid = [1])]
+        fn k(y: &mut [u32]) { y[local_index()] = SPAN; }
+    })) else {
+        panic!("accepted");
+    };
+    assert_eq!(
+        errors,
+        [
+            "`SPAN` is a constant of `Tiling`, which this kernel does not name: add \
+          `constants = Tiling` to its `#[kernel(..)]`"
+        ]
+    );
+}

@@ -164,3 +164,30 @@ pub mod epilogues {
         biased_activation(window_sum(p, x, i), bias)
     }
 }
+
+/// Tiled passes over a buffer, shaped by a named set of constants the library declares:
+/// kernels of any importing module write `constants = Tiling`, and the host picks an instance
+/// with one Rust type, `tessera_test_library::tiling::Tiling { tile: 8 }`, for every module.
+#[tessera::device]
+pub mod tiling {
+    /// How many consecutive elements each invocation reads.
+    pub const LANES: u32 = 2;
+
+    /// A workgroup of `TILE` invocations covers `SPAN` elements, `LANES` each (a derived
+    /// constant over the library's own constant).
+    #[constants(TILE = [8, 32], SPAN = TILE * LANES)]
+    pub struct Tiling;
+
+    /// The sum of the `LANES` elements invocation `i` of workgroup `w` reads from the `n` of
+    /// `x` (0 past the end): the calling instance's `SPAN` says where its workgroup starts.
+    fn lane_sum(x: &[f32], n: u32, w: u32, i: u32) -> f32 {
+        let start = w * SPAN + i * LANES;
+        let mut total = 0.0;
+        for k in 0..LANES {
+            if start + k < n {
+                total += x[start + k];
+            }
+        }
+        total
+    }
+}
