@@ -3,11 +3,11 @@
 # staged in .gpu/bin (see ../../notes/performance.md for staging): tunes both precisions, then
 # each sweep in its own process (f32 GEMM and launch cost, f32 convolutions, PyTorch, tensor
 # cores, a second f32 GEMM sweep), and three more PyTorch processes, packing $OUT/run.tgz
-# after each stage so a run cut short still returns what it did. About 4 minutes on an H100.
+# after each stage so a run cut short still returns what it did. About 4 minutes on an H100 or an H200.
 #
 # Then, here: tar xzf run.tgz -C RUN, and
 #   python3 bench/torch_bench.py --fastest bench/results RUN RUN/t1 RUN/t2 RUN/t3
-#   cp RUN/autotune-h100.tsv RUN/tessera.csv bench/results/
+#   cp RUN/autotune.tsv RUN/tessera.csv bench/results/
 #   cp -r RUN/tensor-cores RUN/second bench/results/
 #   cargo xtask bench-report bench/results --commit <commit> --date <date>
 set -u
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../.."
 [ -x .gpu/bin/bench ] || { mkdir -p .gpu/bin && tar xJf .gpu/bins.tar.xz -C .gpu/bin; }
 bash .gpu/run.sh true
 W=/tmp/run; mkdir -p $W/parts
-export TESSERA_AUTOTUNE_CACHE=$W/autotune-h100.tsv
+export TESSERA_AUTOTUNE_CACHE=$W/autotune.tsv
 T0=$(date +%s)
 pack() { echo "$1 at $(( $(date +%s) - T0 )) s" | tee -a $W/stages.txt; tar czf "$OUT/run.tgz" -C $W .; }
 # One table from a GEMM sweep's CSV and a convolution sweep's (the second's header dropped).
