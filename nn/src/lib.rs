@@ -11,6 +11,9 @@
 //! - [`Linear`]: `y = act(x · weight + bias)`, over [`Gemm`].
 //! - [`Conv2d`]: `y = act(conv(x, w) + bias)`, over [`Convolution`].
 //!
+//! Both are a [`Layer`] over their op, with the same methods (`forward`, `backward`,
+//! `parameters`, ...); what differs between them is each op's part.
+//!
 //! ```no_run
 //! use tessera_nn::{Activation, Conv2d, Conv2dConfig, Init, Linear, LinearConfig, Padding};
 //! # fn main() -> Result<(), tessera::Error> {
