@@ -31,6 +31,12 @@ const LIBRARIES: &[&str] = &[
     include_str!("../../../nn/src/kernels/activation.rs"),
     include_str!("../../../nn/src/kernels/staging.rs"),
     include_str!("../../../nn/src/kernels/fragments.rs"),
+    include_str!("../../../nn/src/kernels/wide.rs"),
+    include_str!("../../../nn/src/kernels/conv.rs"),
+    include_str!("../../../nn/src/kernels/window.rs"),
+    include_str!("../../../nn/src/kernels/stream.rs"),
+    include_str!("../../../nn/src/kernels/gradients.rs"),
+    include_str!("../../../nn/src/kernels/winograd.rs"),
 ];
 
 /// One module as the macro receives it, kept as text so that threads can share it (token
