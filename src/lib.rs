@@ -488,7 +488,7 @@
 //! directly in that copy, borrowed local arrays arrive as `ptr<function, ...>`; copies that
 //! come out the same are written once. A helper cannot call itself, directly or through other
 //! helpers (a GPU has no call stack), and the invocation ids (`local_index()`, ...) are read in
-//! the kernel and passed in. `tessera-nn` (`nn/src/kernels.rs`) builds its six GEMM-shaped kernels on one
+//! the kernel and passed in. `tessera-nn` (`nn/src/kernels/`) builds its six GEMM-shaped kernels on one
 //! such mainloop.
 //!
 //! ### Generic helpers

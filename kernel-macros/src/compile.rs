@@ -120,23 +120,26 @@ mod tests {
 
     use super::*;
 
-    /// How long the pipeline takes on `nn/src/kernels.rs`, the largest kernels module of the
+    /// How long the pipeline takes on `nn/src/kernels/mod.rs`, the largest kernels module of the
     /// project (docs/guide.md's "Compile time" quotes it). Not a timed assertion: it checks the
     /// module compiles without errors and prints the time. Run it in the profile the macro is
     /// built with, e.g. `cargo test -p kernel-macros expansion_time -- --ignored --nocapture`.
     #[test]
     #[ignore = "prints a measurement; run on demand"]
     fn expansion_time_of_the_nn_module() {
-        let source = include_str!("../../nn/src/kernels.rs");
-        let file = syn::parse_file(source).expect("nn/src/kernels.rs parses");
-        let module = file
+        let source = include_str!("../../nn/src/kernels/mod.rs");
+        let file = syn::parse_file(source).expect("nn/src/kernels/mod.rs parses");
+        let mut module = file
             .items
             .into_iter()
             .find_map(|item| match item {
                 syn::Item::Mod(module) if module.ident == "nn" => Some(module),
                 _ => None,
             })
-            .expect("nn/src/kernels.rs has the `nn` kernels module");
+            .expect("nn/src/kernels/mod.rs has the `nn` kernels module");
+        // Its libraries (nn/src/kernels/*.rs) in place of its `#[device] use` items, as the
+        // libraries' macros would put them.
+        crate::fuzz::corpus::resolve_imports(&mut module);
         let runs = 5;
         let start = Instant::now();
         let mut bytes = 0;
@@ -148,7 +151,7 @@ mod tests {
             bytes = wgsl.map(|w| w.text.len()).expect("the nn module has WGSL");
         }
         println!(
-            "expanding nn/src/kernels.rs: {:.0} ms per run, {:.1} MB of WGSL",
+            "expanding nn/src/kernels/mod.rs: {:.0} ms per run, {:.1} MB of WGSL",
             start.elapsed().as_secs_f64() * 1e3 / f64::from(runs),
             bytes as f64 / 1e6
         );

@@ -7,7 +7,7 @@
 //! - `wgsl__entry_points.snap`: one line per entry point, with the size and a digest of
 //!   everything it reaches (its function, the helpers it calls, the structs, constants and
 //!   workgroup variables they name; `// line N` comments left out, so that moving code in
-//!   `src/kernels.rs` changes nothing). A change shows which instances it touched.
+//!   `src/kernels/` changes nothing). A change shows which instances it touched.
 //! - `wgsl__samples.snap`: that closure in full, for a few instances that cover the parts
 //!   (the f32 and vector GEMM mainloops, the tensor-core mainloop and epilogues, a convolution
 //!   gather, an elementwise kernel), without the `// line N` comments.

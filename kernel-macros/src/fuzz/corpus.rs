@@ -6,7 +6,7 @@ use quote::ToTokens;
 
 /// The files holding `#[kernels]` modules.
 const SOURCES: &[(&str, &str)] = &[
-    ("nn", include_str!("../../../nn/src/kernels.rs")),
+    ("nn", include_str!("../../../nn/src/kernels/mod.rs")),
     ("kernels", include_str!("../../../tests/kernels.rs")),
     ("variants", include_str!("../../../tests/variants.rs")),
     ("helpers", include_str!("../../../tests/helpers.rs")),
@@ -27,6 +27,16 @@ const SOURCES: &[(&str, &str)] = &[
 const LIBRARIES: &[&str] = &[
     include_str!("../../../tests/library/src/lib.rs"),
     include_str!("../../../tests/libraries.rs"),
+    include_str!("../../../nn/src/kernels/params.rs"),
+    include_str!("../../../nn/src/kernels/activation.rs"),
+    include_str!("../../../nn/src/kernels/staging.rs"),
+    include_str!("../../../nn/src/kernels/fragments.rs"),
+    include_str!("../../../nn/src/kernels/wide.rs"),
+    include_str!("../../../nn/src/kernels/conv.rs"),
+    include_str!("../../../nn/src/kernels/window.rs"),
+    include_str!("../../../nn/src/kernels/stream.rs"),
+    include_str!("../../../nn/src/kernels/gradients.rs"),
+    include_str!("../../../nn/src/kernels/winograd.rs"),
 ];
 
 /// One module as the macro receives it, kept as text so that threads can share it (token
@@ -139,7 +149,7 @@ fn single_kernel_modules(whole: &Module) -> Vec<Module> {
 
 /// Puts each library a module imports (`#[device] use path::name;`) in place of the import, as
 /// `expand` does through the library's macro: the fuzzer calls `compile` directly.
-fn resolve_imports(module: &mut syn::ItemMod) {
+pub(crate) fn resolve_imports(module: &mut syn::ItemMod) {
     let Some((_, items)) = &mut module.content else {
         return;
     };

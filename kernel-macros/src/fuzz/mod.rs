@@ -2,7 +2,7 @@
 //! macro, as rustc runs it), each on its own thread with rustc's 8 MiB stack and panics caught.
 //!
 //! Half the cases are modules generated from the documented language ([`generate`]), half
-//! are the project's own modules ([`corpus`]: `nn/src/kernels.rs`, the tests' and examples'
+//! are the project's own modules ([`corpus`]: `nn/src/kernels/mod.rs` and its libraries, the tests' and examples'
 //! modules) after a few token-level mutations ([`mutate`]). Every case is derived from one
 //! `u64` seed, so a failure is reproduced from the seed alone:
 //!
@@ -21,7 +21,7 @@
 //! rejected by cause, failures with seeds) is written past the test harness's capture, so it
 //! shows in every `cargo test` log.
 
-mod corpus;
+pub(crate) mod corpus;
 mod generate;
 mod mutate;
 mod rng;
