@@ -488,6 +488,17 @@ mod tests {
 
     use super::*;
 
+    /// The library read from `module` (a whole `mod`), and the messages of its errors.
+    fn library_with_errors(module: syn::ItemMod) -> (Library, Vec<String>) {
+        let mut errors = Errors::default();
+        let library = library(module.content.unwrap().1, &mut errors);
+        let messages = match errors.finish() {
+            Ok(()) => Vec::new(),
+            Err(errors) => errors.into_iter().map(|e| e.to_string()).collect(),
+        };
+        (library, messages)
+    }
+
     fn library_of(tokens: proc_macro2::TokenStream) -> Library {
         let module: syn::ItemMod = syn::parse2(tokens).unwrap();
         let mut errors = Errors::default();
@@ -570,15 +581,8 @@ mod tests {
                 pub struct P { pub n: u32 }
             }
         };
-        let mut errors = Errors::default();
-        let library = library(module.content.unwrap().1, &mut errors);
+        let (library, messages) = library_with_errors(module);
         assert_eq!(library.structs.len(), 1);
-        let messages: Vec<String> = errors
-            .finish()
-            .unwrap_err()
-            .into_iter()
-            .map(|e| e.to_string())
-            .collect();
         assert_eq!(messages.len(), 3, "{messages:#?}");
         assert!(messages[0].starts_with("a device library holds helpers and constants"));
         assert!(messages[1].starts_with("a device library's structs are kernels' parameters"));
@@ -597,20 +601,13 @@ mod tests {
                 pub(crate) struct Crate { pub(crate) n: u32 }
             }
         };
-        let mut errors = Errors::default();
-        let library = library(module.content.unwrap().1, &mut errors);
+        let (library, messages) = library_with_errors(module);
         let kept: Vec<String> = library
             .structs
             .iter()
             .map(|s| s.ident.to_string())
             .collect();
         assert_eq!(kept, ["Crate"]);
-        let messages: Vec<String> = errors
-            .finish()
-            .unwrap_err()
-            .into_iter()
-            .map(|e| e.to_string())
-            .collect();
         assert_eq!(messages.len(), 2, "{messages:#?}");
         assert!(messages[0].starts_with("`Hidden` is a kernel's parameter type"));
         assert!(messages[1].starts_with("the host sets `n`"));
@@ -722,15 +719,8 @@ mod tests {
                 pub(crate) struct Crate;
             }
         };
-        let mut errors = Errors::default();
-        let library = library(module.content.unwrap().1, &mut errors);
+        let (library, messages) = library_with_errors(module);
         assert_eq!(library.sets.len(), 2);
-        let messages: Vec<String> = errors
-            .finish()
-            .unwrap_err()
-            .into_iter()
-            .map(|e| e.to_string())
-            .collect();
         assert_eq!(messages.len(), 1, "{messages:#?}");
         assert!(messages[0].starts_with("`Hidden` names the instances of kernels"));
     }
