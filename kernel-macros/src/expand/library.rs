@@ -111,6 +111,16 @@ fn check_alone(item: &syn::ItemMod, library: &Library, errors: &mut Errors) {
         mod #name { #(#consts)* #(#structs)* #(#functions)* #(#imports)* }
     };
     compile(TokenStream::new(), module, errors);
+    for name in library::unknown_calls(library) {
+        errors.at(
+            name.span(),
+            format!(
+                "cannot find function `{name}` in library `{lib}`; call a helper defined in \
+                 `{lib}`, in a library it imports with `#[device] use`, or a builtin",
+                lib = item.ident
+            ),
+        );
+    }
 }
 
 /// A resolved import as the importer's parser reads it: `#[device(from = path)] mod name

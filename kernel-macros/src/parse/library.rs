@@ -16,7 +16,10 @@
 //! Nothing here knows WGSL or emits tokens.
 
 use crate::diag::Errors;
-use crate::ir;
+use crate::ir::{
+    self,
+    builtins::{self, Form},
+};
 use crate::parse::consts::{self, Consts};
 use crate::parse::keywords::{DEVICE, KERNEL};
 use crate::parse::params;
@@ -322,6 +325,58 @@ pub fn checkable_alone(library: &Library) -> Vec<&syn::ItemFn> {
         .take(library.functions.len())
         .filter(|(_, deferred)| !deferred)
         .map(|(f, _)| f)
+        .collect()
+}
+
+/// The calls in the library's deferred helpers (those [`checkable_alone`] leaves to the
+/// caller) of a function that is neither a helper of the library or its imports nor a
+/// builtin: the library would take it from whichever module imports it, so it is a mistake
+/// where it was written. The checked helpers' calls are checked with the rest of them.
+pub fn unknown_calls(library: &Library) -> Vec<&syn::Ident> {
+    use syn::visit::Visit;
+    struct Calls<'a>(Vec<&'a syn::Ident>);
+    impl<'a> Visit<'a> for Calls<'a> {
+        fn visit_expr_call(&mut self, call: &'a syn::ExprCall) {
+            if let syn::Expr::Path(path) = &*call.func {
+                if let Some(ident) = path.path.get_ident() {
+                    self.0.push(ident);
+                }
+            }
+            syn::visit::visit_expr_call(self, call);
+        }
+    }
+    let imported = library
+        .imports
+        .iter()
+        .flat_map(|import| &import.groups)
+        .flat_map(|group| &group.items)
+        .filter_map(|item| match item {
+            syn::Item::Fn(function) => Some(&function.sig.ident),
+            _ => None,
+        });
+    let helpers: Vec<&syn::Ident> = library
+        .functions
+        .iter()
+        .map(|f| &f.sig.ident)
+        .chain(imported)
+        .collect();
+    let checked = checkable_alone(library);
+    let mut calls = Calls(Vec::new());
+    for function in &library.functions {
+        if !checked.iter().any(|c| std::ptr::eq(*c, function)) {
+            calls.visit_item_fn(function);
+        }
+    }
+    calls
+        .0
+        .into_iter()
+        .filter(|name| {
+            let key = name.to_string();
+            // A capitalised name is a type or a generic parameter: the caller's check reads it.
+            !key.starts_with(|c: char| c.is_ascii_uppercase())
+                && !helpers.contains(name)
+                && builtins::find(Form::Function, &key).is_none()
+        })
         .collect()
 }
 
