@@ -31,6 +31,19 @@ pub mod conv {
         )
     }
 
+    /// The input pixel invocation `t` gathers for in the block at `origin`, the same at every
+    /// step: (column, image, row and column in padded coordinates).
+    fn conv_grad_input_pixel(p: &ConvParams, origin: Vec2<u32>, t: u32) -> Vec4<u32> {
+        let pixels = p.in_h * p.in_w;
+        let staged = origin.x + t % COLS;
+        vec4(
+            staged,
+            staged / pixels,
+            (staged % pixels) / p.in_w + p.pad_top,
+            (staged % pixels) % p.in_w + p.pad_left,
+        )
+    }
+
     /// Each load's (channel, tap row, tap column) at `start` of the summed dimension, over
     /// `taps` (rows, columns) of taps.
     fn conv_taps(taps: Vec2<u32>, start: u32, t: u32) -> [Vec3<u32>; LOADS] {

@@ -15,19 +15,6 @@ pub mod gradients {
     #[device]
     use crate::kernels::staging::staging;
 
-    /// The input pixel invocation `t` gathers for in the block at `origin`, the same at every
-    /// step: (column, image, row and column in padded coordinates).
-    fn conv_grad_input_pixel(p: &ConvParams, origin: Vec2<u32>, t: u32) -> Vec4<u32> {
-        let pixels = p.in_h * p.in_w;
-        let staged = origin.x + t % COLS;
-        vec4(
-            staged,
-            staged / pixels,
-            (staged % pixels) / p.in_w + p.pad_top,
-            (staged % pixels) % p.in_w + p.pad_left,
-        )
-    }
-
     /// What invocation `t` stages from the filter at step `k0`, read as `[out_channels *
     /// taps][in_channels]` (row `ci`, column `k`), its column at (output channel, tap row,
     /// tap column) `wk`.
