@@ -4,17 +4,7 @@
 #[tessera::kernels]
 pub(crate) mod conv_filter_gradient {
     #[device]
-    use crate::kernels::fragments::fragments;
-    #[device]
-    use crate::kernels::gradients::gradients;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
-    #[device]
-    use crate::kernels::stream::stream;
-    #[device]
-    use crate::kernels::winograd::winograd;
+    use crate::kernels::parts::parts;
 
     /// The filter's gradient as an implicit GEMM (`conv_grad_weight`), its summed dimension
     /// in `p.splits` slices that `conv_grad_weight_reduce` adds up.

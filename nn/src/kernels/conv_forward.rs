@@ -5,19 +5,7 @@
 #[tessera::kernels]
 pub(crate) mod conv_forward {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::conv::conv;
-    #[device]
-    use crate::kernels::fragments::fragments;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
-    #[device]
-    use crate::kernels::stream::stream;
-    #[device]
-    use crate::kernels::window::window;
+    use crate::kernels::parts::parts;
 
     // The tensor-core forward by taps: for input channels a multiple of `DEPTH`, the sum runs
     // over (tap row, tap column, input channel), so that every step gathers from one filter
@@ -357,15 +345,13 @@ pub(crate) mod conv_forward {
             p.in_channels * p.kernel_h * p.kernel_w,
         );
         let acc = conv_forward_fragments_tile(half_w, half_x, x, w, p, origin, summed, t);
-        let (rows, columns) = (p.out_channels, p.batch * pixels);
-        let offset = split * rows * columns;
-        store_fragments(
+        store_images_fragments(
             partial,
-            offset,
+            split,
             &acc,
-            rows,
-            columns,
-            images_layout(rows, pixels),
+            p.out_channels,
+            p.batch,
+            pixels,
             origin,
             spill,
             t,
@@ -441,15 +427,13 @@ pub(crate) mod conv_forward {
         );
         let acc =
             conv_fragments_by_tap_tile(half_w, half_x, w_by_tap, x, p, false, origin, summed, t);
-        let (rows, columns) = (p.out_channels, p.batch * pixels);
-        let offset = split * rows * columns;
-        store_fragments(
+        store_images_fragments(
             partial,
-            offset,
+            split,
             &acc,
-            rows,
-            columns,
-            images_layout(rows, pixels),
+            p.out_channels,
+            p.batch,
+            pixels,
             origin,
             spill,
             t,

@@ -6,21 +6,7 @@
 #[tessera::kernels]
 pub(crate) mod conv_input_gradient {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::conv::conv;
-    #[device]
-    use crate::kernels::fragments::fragments;
-    #[device]
-    use crate::kernels::gradients::gradients;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
-    #[device]
-    use crate::kernels::stream::stream;
-    #[device]
-    use crate::kernels::window::window;
+    use crate::kernels::parts::parts;
 
     /// `conv_grad_input_fragments_by_tap` as a stream (see
     /// `conv_forward_fragments_by_tap_streamed`): the last of a shared block's workgroups adds
@@ -71,13 +57,13 @@ pub(crate) mod conv_input_gradient {
                 t,
             );
             if part.y == 0 && part.z == steps {
-                store_fragments(
+                store_images_fragments(
                     grad_x,
                     0,
                     &acc,
                     p.in_channels,
-                    p.batch * pixels,
-                    images_layout(p.in_channels, pixels),
+                    p.batch,
+                    pixels,
                     origin,
                     spill,
                     t,
@@ -182,13 +168,13 @@ pub(crate) mod conv_input_gradient {
         let pixels = p.in_h * p.in_w;
         let summed = vec2(0, p.out_channels * p.kernel_h * p.kernel_w);
         let acc = conv_grad_input_fragments_tile(half_w, half_g, w, grad_pre, p, origin, summed, t);
-        store_fragments(
+        store_images_fragments(
             grad_x,
             0,
             &acc,
             p.in_channels,
-            p.batch * pixels,
-            images_layout(p.in_channels, pixels),
+            p.batch,
+            pixels,
             origin,
             spill,
             t,
@@ -315,15 +301,13 @@ pub(crate) mod conv_input_gradient {
             p.out_channels * p.kernel_h * p.kernel_w,
         );
         let acc = conv_grad_input_fragments_tile(half_w, half_g, w, grad_pre, p, origin, summed, t);
-        let (rows, columns) = (p.in_channels, p.batch * pixels);
-        let offset = split * rows * columns;
-        store_fragments(
+        store_images_fragments(
             partial,
-            offset,
+            split,
             &acc,
-            rows,
-            columns,
-            images_layout(rows, pixels),
+            p.in_channels,
+            p.batch,
+            pixels,
             origin,
             spill,
             t,
@@ -429,13 +413,13 @@ pub(crate) mod conv_input_gradient {
             summed,
             t,
         );
-        store_fragments(
+        store_images_fragments(
             grad_x,
             0,
             &acc,
             p.in_channels,
-            p.batch * pixels,
-            images_layout(p.in_channels, pixels),
+            p.batch,
+            pixels,
             origin,
             spill,
             t,
@@ -575,15 +559,13 @@ pub(crate) mod conv_input_gradient {
             summed,
             t,
         );
-        let (rows, columns) = (p.in_channels, p.batch * pixels);
-        let offset = split * rows * columns;
-        store_fragments(
+        store_images_fragments(
             partial,
-            offset,
+            split,
             &acc,
-            rows,
-            columns,
-            images_layout(rows, pixels),
+            p.in_channels,
+            p.batch,
+            pixels,
             origin,
             spill,
             t,

@@ -4,11 +4,7 @@
 #[tessera::kernels]
 pub(crate) mod elementwise {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
+    use crate::kernels::parts::parts;
 
     /// `grad_pre = grad_y * act'(pre)`, elementwise.
     #[kernel(workgroup = [GROUP], grid = [ceil_div(p.len, GROUP)])]

@@ -327,6 +327,59 @@ pub mod fragments {
         vec4(pixels, channels * pixels, pixels, 1)
     }
 
+    /// Stores the tile `acc` of slice `split` of a sum cut into slices: the first slice's
+    /// into `out` itself, the others' into `partial`, one `rows x cols` partial sum per slice
+    /// from `base` on, which a reduction adds to `out`.
+    fn store_slice_fragments<E>(
+        out: &mut [E],
+        partial: &mut [E],
+        base: u32,
+        split: u32,
+        acc: &[FragC16<f32>; FRAGS],
+        rows: u32,
+        cols: u32,
+        layout: Vec4<u32>,
+        origin: Vec2<u32>,
+        spill: &mut [f32; SPILL],
+        t: u32,
+    ) {
+        if split == 0 {
+            store_fragments(out, 0, acc, rows, cols, layout, origin, spill, t);
+        } else {
+            let offset = base + (split - 1) * rows * cols;
+            store_fragments(partial, offset, acc, rows, cols, layout, origin, spill, t);
+        }
+    }
+
+    /// Stores the tile `acc` of images of `rows` channels (`images` x `pixels` columns) as
+    /// the output `index` of `out`, which holds `index + 1` such outputs or more (one per
+    /// slice of a split sum).
+    fn store_images_fragments(
+        out: &mut [f32],
+        index: u32,
+        acc: &[FragC16<f32>; FRAGS],
+        rows: u32,
+        images: u32,
+        pixels: u32,
+        origin: Vec2<u32>,
+        spill: &mut [f32; SPILL],
+        t: u32,
+    ) {
+        let columns = images * pixels;
+        let layout = images_layout(rows, pixels);
+        store_fragments(
+            out,
+            index * rows * columns,
+            acc,
+            rows,
+            columns,
+            layout,
+            origin,
+            spill,
+            t,
+        );
+    }
+
     /// `store_tile` for fragments: writes the accumulators of the block at `origin` of a `rows`
     /// x `cols` output to `out` from `offset` on, laid out as `layout` says (see
     /// `matrix_layout`), one fragment at a time through `spill`.
@@ -461,30 +514,11 @@ pub mod fragments {
         let dims = vec2(p.n, p.m);
         if p.splits == 1 {
             store_forward_fragments(acc, bias, pre, y, p, spill, origin, t);
-        } else if split == 0 {
-            store_fragments(
-                pre,
-                0,
-                acc,
-                dims.y,
-                dims.x,
-                matrix_layout(dims.x),
-                origin,
-                spill,
-                t,
-            );
         } else {
-            let offset = (split - 1) * dims.x * dims.y;
-            store_fragments(
-                partial,
-                offset,
-                acc,
-                dims.y,
-                dims.x,
-                matrix_layout(dims.x),
-                origin,
-                spill,
-                t,
+            let (rows, cols) = (dims.y, dims.x);
+            let layout = matrix_layout(cols);
+            store_slice_fragments(
+                pre, partial, 0, split, acc, rows, cols, layout, origin, spill, t,
             );
         }
     }

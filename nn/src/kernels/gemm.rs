@@ -5,15 +5,7 @@
 #[tessera::kernels]
 pub(crate) mod gemm {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::fragments::fragments;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
-    #[device]
-    use crate::kernels::wide::wide;
+    use crate::kernels::parts::parts;
 
     /// `gemm_forward` on the tensor cores, its sum over `k` cut into `p.splits` slices of
     /// `p.split_depth` (one per `z`) when the output alone cannot fill the GPU: then the
@@ -448,32 +440,10 @@ pub(crate) mod gemm {
                 slice(at.x, p.split_depth, p.n),
                 t,
             );
-            if at.x == 0 {
-                store_fragments(
-                    grad_a,
-                    0,
-                    &acc,
-                    p.m,
-                    p.k,
-                    matrix_layout(p.k),
-                    at.yz,
-                    spill,
-                    t,
-                );
-            } else {
-                let offset = (at.x - 1) * p.m * p.k;
-                store_fragments(
-                    partial,
-                    offset,
-                    &acc,
-                    p.m,
-                    p.k,
-                    matrix_layout(p.k),
-                    at.yz,
-                    spill,
-                    t,
-                );
-            }
+            let (rows, cols, layout) = (p.m, p.k, matrix_layout(p.k));
+            store_slice_fragments(
+                grad_a, partial, 0, at.x, &acc, rows, cols, layout, at.yz, spill, t,
+            );
         } else {
             let x = workgroup_id().x - blocks_a * p.splits;
             let at = gradient_block(x, ceil_div(p.n, BLOCK) * ceil_div(p.k, BLOCK), p.n);
@@ -488,32 +458,11 @@ pub(crate) mod gemm {
                 slice(at.x, p.b_split_depth, p.m),
                 t,
             );
-            if at.x == 0 {
-                store_fragments(
-                    grad_b,
-                    0,
-                    &acc,
-                    p.k,
-                    p.n,
-                    matrix_layout(p.n),
-                    at.yz,
-                    spill,
-                    t,
-                );
-            } else {
-                let offset = (p.splits - 1) * p.m * p.k + (at.x - 1) * p.k * p.n;
-                store_fragments(
-                    partial,
-                    offset,
-                    &acc,
-                    p.k,
-                    p.n,
-                    matrix_layout(p.n),
-                    at.yz,
-                    spill,
-                    t,
-                );
-            }
+            let base = (p.splits - 1) * p.m * p.k;
+            let (rows, cols, layout) = (p.k, p.n, matrix_layout(p.n));
+            store_slice_fragments(
+                grad_b, partial, base, at.x, &acc, rows, cols, layout, at.yz, spill, t,
+            );
         }
     }
 

@@ -463,13 +463,8 @@ pub mod gradients {
         } else {
             matrix_layout(columns)
         };
-        if split == 0 {
-            store_fragments(grad_w, 0, acc, rows, columns, layout, origin, spill, t);
-        } else {
-            let offset = (split - 1) * rows * columns;
-            store_fragments(
-                partial, offset, acc, rows, columns, layout, origin, spill, t,
-            );
-        }
+        store_slice_fragments(
+            grad_w, partial, 0, split, acc, rows, columns, layout, origin, spill, t,
+        );
     }
 }

@@ -45,6 +45,7 @@ mod conv;
 mod fragments;
 mod gradients;
 mod params;
+mod parts;
 mod staging;
 mod stream;
 mod wide;

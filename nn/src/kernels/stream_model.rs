@@ -5,9 +5,7 @@
 #[tessera::kernels]
 pub(crate) mod stream_model {
     #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::stream::stream;
+    use crate::kernels::parts::parts;
 
     /// The schedule of `conv_forward_fragments_by_tap_streamed` and its hand-over of parts,
     /// without the tensor cores, so that tests run them on any device (the streams need

@@ -245,19 +245,9 @@ pub mod window {
         summed: Vec2<u32>,
         t: u32,
     ) -> [FragC16<f32>; FRAGS] {
-        // The summed channels, and the channels of the rows.
-        let channels = if grad {
-            vec2(p.out_channels, p.in_channels)
-        } else {
-            vec2(p.in_channels, p.out_channels)
-        };
-        let plane = if grad {
-            p.out_h * p.out_w
-        } else {
-            p.in_h * p.in_w
-        };
+        // The summed channels.
+        let channels = if grad { p.out_channels } else { p.in_channels };
         let taps = p.kernel_h * p.kernel_w;
-        let shape_w = vec2(channels.x * taps, channels.y);
         let grid = window_grid(p, grad);
         let mut at = [vec2(0u32, 0); WINDOW / (INVOCATIONS / 4)];
         #[unroll]
@@ -266,71 +256,133 @@ pub mod window {
         }
         let mut acc: [FragC16<f32>; FRAGS] = [coop_zero(); FRAGS];
         if ALL_TAPS == 1 {
-            let mut from_s = window_gather(source, plane, &at, summed.x, t);
-            let mut from_w = fetch_all_taps(w_by_tap, shape_w, taps, origin.y, summed.x, t);
-            for c0 in (summed.x..summed.y).step_by(DEPTH) {
-                // Every subgroup is done with the last step's slices.
-                workgroup_barrier();
-                stage_window(window, &from_s, t);
-                #[unroll]
-                for tap in 0..SLICES {
-                    if tap < taps {
-                        #[unroll]
-                        for v in 0..LOADS / 4 {
-                            let fetched = from_w[tap * (LOADS / 4) + v];
-                            stage_row(half_w, tap * BLOCK * A_STRIDE, fetched, true, t, v);
-                        }
-                    }
-                }
-                workgroup_barrier();
-                if c0 + DEPTH < summed.y {
-                    from_s = window_gather(source, plane, &at, c0 + DEPTH, t);
-                    from_w = fetch_all_taps(w_by_tap, shape_w, taps, origin.y, c0 + DEPTH, t);
-                }
-                #[unroll]
-                for tap in 0..SLICES {
-                    if tap < taps {
-                        let shift = window_shift(p, grad, grid, tap);
-                        multiply_window(half_w, tap * BLOCK * A_STRIDE, window, shift, &mut acc, t);
+            let span = vec2(origin.y, taps);
+            window_all_taps(
+                half_w, window, w_by_tap, source, p, grad, &at, span, summed, &mut acc, t,
+            );
+        } else {
+            let span = vec3(origin.y, taps, channels);
+            window_tap_by_tap(
+                half_w, window, w_by_tap, source, p, grad, &at, span, summed, &mut acc, t,
+            );
+        }
+        acc
+    }
+
+    /// `conv_window_tile`'s steps with every tap at once: `span` is (first row, taps).
+    fn window_all_taps(
+        half_w: &mut [f16; ROWS_HALVES],
+        window: &mut [f16; COLUMNS],
+        w_by_tap: &[Vec4<f16>],
+        source: &[f32],
+        p: &ConvParams,
+        grad: bool,
+        at: &[Vec2<u32>; WINDOW / (INVOCATIONS / 4)],
+        span: Vec2<u32>,
+        summed: Vec2<u32>,
+        acc: &mut [FragC16<f32>; FRAGS],
+        t: u32,
+    ) {
+        let (first, taps) = (span.x, span.y);
+        let plane = window_plane(p, grad);
+        let shape_w = window_filter_shape(p, grad);
+        let grid = window_grid(p, grad);
+        let mut from_s = window_gather(source, plane, at, summed.x, t);
+        let mut from_w = fetch_all_taps(w_by_tap, shape_w, taps, first, summed.x, t);
+        for c0 in (summed.x..summed.y).step_by(DEPTH) {
+            // Every subgroup is done with the last step's slices.
+            workgroup_barrier();
+            stage_window(window, &from_s, t);
+            #[unroll]
+            for tap in 0..SLICES {
+                if tap < taps {
+                    #[unroll]
+                    for v in 0..LOADS / 4 {
+                        let fetched = from_w[tap * (LOADS / 4) + v];
+                        stage_row(half_w, tap * BLOCK * A_STRIDE, fetched, true, t, v);
                     }
                 }
             }
-        } else {
-            let mut from_w = fetch(w_by_tap, shape_w, true, origin.y, summed.x, t);
-            let mut step = 0u32;
-            for c0 in (summed.x..summed.y).step_by(DEPTH) {
-                let from_s = window_gather(source, plane, &at, c0, t);
-                // Every subgroup is done with the last window.
-                workgroup_barrier();
-                stage_window(window, &from_s, t);
-                for tap in 0..taps {
-                    // Two filter slices, taken in turn: one barrier a step. One slice: every
-                    // subgroup is done with the last tap's before it is staged again.
-                    if SLICES == 1 && tap > 0 {
-                        workgroup_barrier();
-                    }
-                    let base = step % SLICES * (BLOCK * A_STRIDE);
-                    stage_rows(half_w, base, &from_w, true, t);
-                    let next = if tap + 1 < taps {
-                        (tap + 1) * channels.x + c0
-                    } else {
-                        c0 + DEPTH
-                    };
-                    from_w = fetch(w_by_tap, shape_w, true, origin.y, next, t);
-                    workgroup_barrier();
-                    multiply_window(
-                        half_w,
-                        base,
-                        window,
-                        window_shift(p, grad, grid, tap),
-                        &mut acc,
-                        t,
-                    );
-                    step += 1;
+            workgroup_barrier();
+            if c0 + DEPTH < summed.y {
+                from_s = window_gather(source, plane, at, c0 + DEPTH, t);
+                from_w = fetch_all_taps(w_by_tap, shape_w, taps, first, c0 + DEPTH, t);
+            }
+            #[unroll]
+            for tap in 0..SLICES {
+                if tap < taps {
+                    let shift = window_shift(p, grad, grid, tap);
+                    multiply_window(half_w, tap * BLOCK * A_STRIDE, window, shift, acc, t);
                 }
             }
         }
-        acc
+    }
+
+    /// `conv_window_tile`'s steps tap by tap: `span` is (first row, taps, summed channels).
+    fn window_tap_by_tap(
+        half_w: &mut [f16; ROWS_HALVES],
+        window: &mut [f16; COLUMNS],
+        w_by_tap: &[Vec4<f16>],
+        source: &[f32],
+        p: &ConvParams,
+        grad: bool,
+        at: &[Vec2<u32>; WINDOW / (INVOCATIONS / 4)],
+        span: Vec3<u32>,
+        summed: Vec2<u32>,
+        acc: &mut [FragC16<f32>; FRAGS],
+        t: u32,
+    ) {
+        let (first, taps, channels) = (span.x, span.y, span.z);
+        let plane = window_plane(p, grad);
+        let shape_w = window_filter_shape(p, grad);
+        let grid = window_grid(p, grad);
+        let mut from_w = fetch(w_by_tap, shape_w, true, first, summed.x, t);
+        let mut step = 0u32;
+        for c0 in (summed.x..summed.y).step_by(DEPTH) {
+            let from_s = window_gather(source, plane, at, c0, t);
+            // Every subgroup is done with the last window.
+            workgroup_barrier();
+            stage_window(window, &from_s, t);
+            for tap in 0..taps {
+                // Two filter slices, taken in turn: one barrier a step. One slice: every
+                // subgroup is done with the last tap's before it is staged again.
+                if SLICES == 1 && tap > 0 {
+                    workgroup_barrier();
+                }
+                let base = step % SLICES * (BLOCK * A_STRIDE);
+                stage_rows(half_w, base, &from_w, true, t);
+                let next = if tap + 1 < taps {
+                    (tap + 1) * channels + c0
+                } else {
+                    c0 + DEPTH
+                };
+                from_w = fetch(w_by_tap, shape_w, true, first, next, t);
+                workgroup_barrier();
+                let shift = window_shift(p, grad, grid, tap);
+                multiply_window(half_w, base, window, shift, acc, t);
+                step += 1;
+            }
+        }
+    }
+
+    /// The pixels of a channel plane of what a window gathers from: the input's, or for the
+    /// input gradient, the output gradient's.
+    fn window_plane(p: &ConvParams, grad: bool) -> u32 {
+        if grad {
+            p.out_h * p.out_w
+        } else {
+            p.in_h * p.in_w
+        }
+    }
+
+    /// The filter's shape as the tile reads it: (summed channels x taps, rows' channels).
+    fn window_filter_shape(p: &ConvParams, grad: bool) -> Vec2<u32> {
+        let taps = p.kernel_h * p.kernel_w;
+        if grad {
+            vec2(p.out_channels * taps, p.in_channels)
+        } else {
+            vec2(p.in_channels * taps, p.out_channels)
+        }
     }
 
     /// What invocation `t` stages of every tap's filter slice (rows `first..`, summed
