@@ -856,3 +856,73 @@ fn a_launcher_refuses_another_runtimes_buffers_and_runtime() {
         .unwrap();
     assert_eq!(y_a.read(&a).unwrap(), [110.0; 4]);
 }
+
+/// The issue: a buffer over the device's limit for one binding was refused with an error
+/// naming neither the kernel nor the binding. The launcher names both as the source does, and
+/// says what to do; nothing runs.
+#[test]
+fn a_buffer_over_the_binding_limit_is_an_error_naming_kernel_and_binding() {
+    let like = runtime();
+    let rt = common::limited_runtime(&like, |limits| {
+        limits.max_storage_buffer_binding_size = 1 << 20;
+    });
+    let n = (1u32 << 18) + 1;
+    let x = rt.upload(&vec![1.0f32; n as usize]).unwrap();
+    let mut y = rt.upload(&vec![5.0f32; n as usize]).unwrap();
+    let p = elementwise::Scale { a: 2.0, b: 0.0, n };
+    let saxpy = elementwise::Saxpy::new(&rt).unwrap();
+    let error = saxpy
+        .launch(
+            &rt,
+            elementwise::SaxpyArgs {
+                p: &p,
+                x: &x,
+                y: &mut y,
+            },
+        )
+        .unwrap_err();
+    match &error {
+        Error::BindingTooLarge {
+            kernel,
+            binding,
+            bytes,
+            limit,
+        } => assert_eq!(
+            (kernel.as_str(), binding.as_str(), *bytes, *limit),
+            ("saxpy", "x", 4 * u64::from(n), 1 << 20)
+        ),
+        other => panic!("expected BindingTooLarge, got {other}"),
+    }
+    assert_eq!(
+        error.to_string(),
+        "`saxpy` cannot bind `x`: its buffer of 1048580 bytes exceeds this device's limit of \
+         1048576 bytes for one storage binding (max_storage_buffer_binding_size); split the \
+         data over buffers within the limit and run `saxpy` once for each part"
+    );
+    assert_eq!(
+        y.read_range(&rt, ..4).unwrap(),
+        vec![5.0; 4],
+        "nothing may run after a failed check"
+    );
+    // Within the limit, the same launcher runs.
+    let p = elementwise::Scale {
+        a: 2.0,
+        b: 0.0,
+        n: n - 1,
+    };
+    let (x, mut y) = (
+        rt.upload(&vec![1.0f32; n as usize - 1]).unwrap(),
+        rt.upload(&vec![5.0f32; n as usize - 1]).unwrap(),
+    );
+    saxpy
+        .launch(
+            &rt,
+            elementwise::SaxpyArgs {
+                p: &p,
+                x: &x,
+                y: &mut y,
+            },
+        )
+        .unwrap();
+    assert_eq!(y.read_range(&rt, ..4).unwrap(), vec![7.0; 4]);
+}

@@ -3,6 +3,9 @@
 
 mod common;
 
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use common::runtime;
@@ -229,12 +232,202 @@ fn ranges_past_the_end_are_errors_that_change_nothing() {
     );
 }
 
+/// A minimal executor: polls `future` on this thread, which sleeps until the future's waker
+/// is called. Returns the output and how many times the future was polled.
+fn block_on<F: Future>(future: F) -> (F::Output, usize) {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    for polls in 1.. {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return (output, polls);
+        }
+        std::thread::park();
+    }
+    unreachable!()
+}
+
+/// The output of `future`, which must be `Send` (so that a multi-threaded executor can run
+/// it) and must not poll itself in a busy loop.
+fn run<F: Future + Send>(future: F) -> F::Output {
+    let (output, polls) = block_on(future);
+    assert!(polls <= 8, "polled {polls} times");
+    output
+}
+
 #[test]
 fn read_async_returns_the_data() {
     let rt = runtime();
     let data: Vec<u32> = (0..12345).collect();
     let buffer = rt.upload(&data).unwrap();
     assert_eq!(pollster::block_on(buffer.read_async(&rt)).unwrap(), data);
+    assert_eq!(run(buffer.read_async(&rt)).unwrap(), data);
+}
+
+#[test]
+fn async_submissions_and_reads_give_what_the_blocking_ones_give() {
+    let rt = runtime();
+    let scale = scale_pipeline(&rt, "scale_and_shift");
+    let square = scale_pipeline(&rt, "square_in_place");
+    let (xs, x, mut y, p) = scale_inputs(&rt);
+    let grid = [p.row.div_ceil(64), 200, 1];
+    let mut batch = rt.batch();
+    batch
+        .dispatch(&scale, &scale_args(&x, &mut y, &p), grid)
+        .unwrap();
+    run(batch.submit_async()).unwrap();
+    let scaled: Vec<f32> = xs.iter().map(|v| v * 1.5 - 2.0).collect();
+    assert_eq!(run(y.read_async(&rt)).unwrap(), scaled);
+    assert_eq!(y.read(&rt).unwrap(), scaled);
+    assert_eq!(
+        run(y.read_range_async(&rt, 7..1000)).unwrap(),
+        scaled[7..1000]
+    );
+    assert_eq!(y.read_range(&rt, 7..1000).unwrap(), scaled[7..1000]);
+
+    // The copy is issued when `read_async` is called: it sees the dispatch queued before, not
+    // the one queued after, however late the future is polled.
+    rt.dispatch(&square, &scale_args(&x, &mut y, &p), grid)
+        .unwrap();
+    let squared: Vec<f32> = scaled.iter().map(|v| v * v).collect();
+    let pending = y.read_async(&rt);
+    let pending_range = y.read_range_async(&rt, 1..3);
+    let (blocking, ranged) = (y.read(&rt).unwrap(), y.read_range(&rt, 1..3).unwrap());
+    // `y` is borrowed by the pending reads: bound raw, as an application might.
+    let after = [
+        Arg::read(&x),
+        Arg::read_write_raw(y.raw()),
+        Arg::uniform(&p),
+    ];
+    rt.dispatch(&square, &after, grid).unwrap();
+    run(rt.flush_async()).unwrap();
+    run(rt.wait_async()).unwrap();
+    assert_eq!(run(pending).unwrap(), blocking);
+    assert_eq!(blocking, squared);
+    assert_eq!(run(pending_range).unwrap(), ranged);
+
+    // Elements smaller than the words wgpu copies, at every alignment.
+    let bytes: Vec<u8> = (0..=250).collect();
+    let small = rt.upload(&bytes).unwrap();
+    for (start, end) in [(0, 1), (1, 2), (3, 9), (250, 251), (5, 5)] {
+        assert_eq!(
+            run(small.read_range_async(&rt, start..end)).unwrap(),
+            small.read_range(&rt, start..end).unwrap(),
+            "{start}..{end}"
+        );
+    }
+
+    // Errors found before the copy come out of the future; the buffer is unchanged.
+    let error = run(small.read_range_async(&rt, 250..252)).unwrap_err();
+    assert!(matches!(error, Error::RangeOutOfBounds { .. }), "{error}");
+    assert_eq!(run(small.read_async(&rt)).unwrap(), bytes);
+
+    // A rejected submission is reported by the async form as by the blocking one.
+    let fixed = rt
+        .pipeline(&PipelineDesc::new(
+            "@group(0) @binding(0) var<storage, read_write> y: array<f32, 4>;
+             @compute @workgroup_size(1) fn fixed() { y[0] = 1.0; }",
+            "fixed",
+            &[BindingKind::ReadWriteStorage],
+        ))
+        .unwrap();
+    let mut short = rt.zeros::<f32>(2).unwrap();
+    let mut batch = rt.batch();
+    batch
+        .dispatch(&fixed, &[Arg::read_write(&mut short)], [1, 1, 1])
+        .unwrap();
+    let error = run(batch.submit_async()).unwrap_err();
+    assert!(
+        matches!(&error, Error::Validation { operation, .. } if operation.contains("`fixed`")),
+        "{error}"
+    );
+    assert_eq!(run(short.read_async(&rt)).unwrap(), [0.0; 2]);
+}
+
+/// `buffer` as the GPU holds it once what the runtime has submitted so far has run, read
+/// through wgpu alone: without submitting the dispatches queued on the runtime.
+fn read_submitted(app: &Runtime, buffer: &GpuBuffer<f32>) -> Vec<f32> {
+    use tessera::wgpu;
+    let (device, size) = (app.device(), buffer.raw().size());
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    encoder.copy_buffer_to_buffer(buffer.raw(), 0, &staging, 0, size);
+    // `app` is another runtime on the same device and queue: this submits nothing of `rt`'s.
+    app.queue().submit([encoder.finish()]);
+    staging.map_async(wgpu::MapMode::Read, .., |mapped| mapped.unwrap());
+    device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    let values = bytemuck::cast_slice(&staging.get_mapped_range(..).unwrap()).to_vec();
+    values
+}
+
+/// The issue: a batch forgotten with `mem::forget` never ran its `Drop`, and the runtime
+/// never submitted its queue on its own again.
+#[test]
+fn a_forgotten_batch_does_not_hold_back_the_runtime() {
+    let app = runtime();
+    let rt = Runtime::from_wgpu(app.device().clone(), app.queue().clone());
+    let add_one = scale_pipeline(&rt, "scale_in_place");
+    let x = rt.zeros::<f32>(4).unwrap();
+    let mut y = rt.zeros::<f32>(4).unwrap();
+    let p = Params {
+        scale: 1.0,
+        shift: 1.0,
+        n: 4,
+        row: 4,
+    };
+    let forget_a_batch = |y: &mut GpuBuffer<f32>| {
+        let mut batch = rt.batch();
+        batch
+            .dispatch(&add_one, &scale_args(&x, y, &p), [1, 1, 1])
+            .unwrap();
+        std::mem::forget(batch);
+    };
+
+    // A launch and a read after it complete, and run what the forgotten batch recorded.
+    forget_a_batch(&mut y);
+    rt.dispatch(&add_one, &scale_args(&x, &mut y, &p), [1, 1, 1])
+        .unwrap();
+    assert_eq!(y.read(&rt).unwrap(), [2.0; 4]);
+
+    // Its dispatches submitted, it holds nothing back: the queue goes to the GPU on its own
+    // once full (256 dispatches), with nothing read.
+    for _ in 0..300 {
+        rt.dispatch(&add_one, &scale_args(&x, &mut y, &p), [1, 1, 1])
+            .unwrap();
+    }
+    let submitted = read_submitted(&app, &y)[0];
+    assert!((258.0..=302.0).contains(&submitted), "{submitted}");
+    assert_eq!(y.read(&rt).unwrap(), [302.0; 4]);
+
+    // Forgotten with its dispatch still queued, it holds the queue back (as an open batch
+    // does, for `submit_timed`) only up to 4096 queued dispatches.
+    forget_a_batch(&mut y);
+    for _ in 0..5000 {
+        rt.dispatch(&add_one, &scale_args(&x, &mut y, &p), [1, 1, 1])
+            .unwrap();
+    }
+    let submitted = read_submitted(&app, &y)[0];
+    assert!((303.0..=5303.0).contains(&submitted), "{submitted}");
+    assert_eq!(y.read(&rt).unwrap(), [5303.0; 4]);
+
+    // Later batches record, submit and time as ever.
+    let mut batch = rt.batch();
+    batch
+        .dispatch(&add_one, &scale_args(&x, &mut y, &p), [1, 1, 1])
+        .unwrap();
+    batch.submit_timed().unwrap();
+    assert_eq!(y.read(&rt).unwrap(), [5304.0; 4]);
 }
 
 #[test]
@@ -1061,13 +1254,58 @@ fn grid_beyond_the_device_limit_is_an_error() {
 #[test]
 fn buffer_beyond_the_device_limit_is_an_error() {
     let rt = runtime();
-    let limit = rt
-        .info()
-        .limits
-        .max_storage_buffer_binding_size
-        .min(rt.info().limits.max_buffer_size);
+    let limit = rt.info().limits.max_buffer_size;
     let error = rt.zeros::<u32>((limit / 4 + 1) as usize).unwrap_err();
     assert!(matches!(error, Error::BufferTooLarge { .. }), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("max_buffer_size") && message.contains("split the data"),
+        "{message}"
+    );
+}
+
+/// A buffer over the device's limit for one storage binding can be made and used, but not
+/// bound: the dispatch is refused before anything is recorded, naming the kernel and the
+/// binding (a launcher names the parameter: tests/kernels.rs).
+#[test]
+fn a_binding_beyond_the_device_limit_is_refused_naming_kernel_and_binding() {
+    let like = runtime();
+    let rt = common::limited_runtime(&like, |limits| {
+        limits.max_storage_buffer_binding_size = 1 << 20;
+    });
+    let pipeline = scale_pipeline(&rt, "scale_and_shift");
+    let x = rt.zeros::<f32>(1 << 18).unwrap();
+    let mut y = rt.upload(&vec![3.0f32; (1 << 18) + 1]).unwrap();
+    y.write_range(&rt, 1 << 18, &[4.0]).unwrap();
+    assert_eq!(y.read_range(&rt, (1 << 18) - 1..).unwrap(), [3.0, 4.0]);
+    let p = Params {
+        scale: 1.0,
+        shift: 1.0,
+        n: 1 << 18,
+        row: 1 << 12,
+    };
+    let error = rt
+        .dispatch(&pipeline, &scale_args(&x, &mut y, &p), [64, 64, 1])
+        .unwrap_err();
+    match &error {
+        Error::BindingTooLarge {
+            kernel,
+            binding,
+            bytes,
+            limit,
+        } => assert_eq!(
+            (kernel.as_str(), binding.as_str(), *bytes, *limit),
+            ("scale_and_shift", "binding 1", (1 << 20) + 4, 1 << 20)
+        ),
+        other => panic!("expected BindingTooLarge, got {other}"),
+    }
+    assert!(
+        error
+            .to_string()
+            .starts_with("`scale_and_shift` cannot bind `binding 1`: its buffer of 1048580 bytes"),
+        "{error}"
+    );
+    assert_eq!(y.read_range(&rt, ..2).unwrap(), [3.0; 2], "nothing ran");
 }
 
 #[test]

@@ -4,16 +4,13 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::ops::{Bound, Range, RangeBounds};
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
 
 use bytemuck::Pod;
 use wgpu::util::DeviceExt;
 
 use crate::error::{Error, Result};
 use crate::runtime::{Runtime, RuntimeId};
+use crate::wait::{Completion, Progress, Signal};
 
 /// A storage buffer of `len` elements of `T` on the device.
 ///
@@ -144,25 +141,19 @@ impl<T: Pod> GpuBuffer<T> {
         })
     }
 
-    /// The allocation size for `len` elements, checked against the device's limits.
+    /// The allocation size for `len` elements, checked against the device's largest buffer.
+    /// A buffer over the limit of one storage binding can be made (and written, copied and
+    /// read); binding it to a kernel is refused then, with an error naming the kernel and
+    /// the binding ([`Error::BindingTooLarge`]).
     fn checked_size(rt: &Runtime, len: usize) -> Result<u64> {
         let bytes = (len as u64).saturating_mul(size_of::<T>() as u64);
-        let limits = &rt.info().limits;
-        let checks = [
-            (limits.max_buffer_size, "max_buffer_size"),
-            (
-                limits.max_storage_buffer_binding_size,
-                "max_storage_buffer_binding_size",
-            ),
-        ];
-        for (limit, limit_name) in checks {
-            if bytes > limit {
-                return Err(Error::BufferTooLarge {
-                    bytes,
-                    limit,
-                    limit_name,
-                });
-            }
+        let limit = rt.info().limits.max_buffer_size;
+        if bytes > limit {
+            return Err(Error::BufferTooLarge {
+                bytes,
+                limit,
+                limit_name: "max_buffer_size",
+            });
         }
         Ok(padded_size(bytes))
     }
@@ -380,9 +371,10 @@ impl<T: Pod> GpuBuffer<T> {
     /// Copies the buffer back to the host, after every dispatch issued before (queued or
     /// recorded in a batch not yet submitted: those are submitted first). It waits for the GPU
     /// only until that copy is done, not for work issued later from other threads.
+    ///
+    /// This is [`GpuBuffer::read_async`], waited for on the calling thread.
     pub fn read(&self, rt: &Runtime) -> Result<Vec<T>> {
-        self.check_runtime(rt, "`GpuBuffer::read`")?;
-        self.read_range(rt, ..)
+        pollster::block_on(self.read_with(rt, .., Progress::Block, "`GpuBuffer::read`"))
     }
 
     /// Copies the elements `range` back to the host, as [`GpuBuffer::read`] does.
@@ -391,37 +383,72 @@ impl<T: Pod> GpuBuffer<T> {
     ///
     /// [`Error::RangeOutOfBounds`] when `range` is past the buffer's end.
     pub fn read_range(&self, rt: &Runtime, range: impl RangeBounds<usize>) -> Result<Vec<T>> {
-        self.check_runtime(rt, "`GpuBuffer::read_range`")?;
-        let range = self.checked_range(bounds(range, self.len))?;
-        let span = Words::of(range.clone(), size_of::<T>(), self.len);
-        let words = self.read_words(rt, &span)?;
-        let bytes = range.len() * size_of::<T>();
-        Ok(bytemuck::pod_collect_to_vec(
-            &words[span.skip..span.skip + bytes],
-        ))
+        let read = self.read_with(rt, range, Progress::Block, "`GpuBuffer::read_range`");
+        pollster::block_on(read)
     }
 
-    /// Copies the buffer back to the host without blocking the calling thread.
+    /// [`GpuBuffer::read`] without blocking the thread that polls the future.
     ///
-    /// On native backends the returned future drives the device itself: it checks for
-    /// completion each time it is polled and asks to be polled again until the copy is done.
+    /// The copy is issued when `read_async` is called, in program order: it sees every
+    /// dispatch and write issued before the call, whenever the future is polled. The future
+    /// then waits for that copy only. On native backends it polls the device when it is
+    /// polled (`PollType::Poll`, which does not wait), and while the GPU works a short-lived
+    /// thread of its own waits for the copy and wakes the task; in a browser, the browser
+    /// wakes it. Any executor can poll it, and it is `Send`.
+    ///
+    /// ```no_run
+    /// # async fn run(rt: &kernel_runtime::Runtime) -> Result<(), kernel_runtime::Error> {
+    /// let x = rt.upload(&[1.0f32, 2.0, 3.0])?;
+    /// assert_eq!(x.read_async(rt).await?, vec![1.0, 2.0, 3.0]);
+    /// assert_eq!(x.read_range_async(rt, 1..).await?, vec![2.0, 3.0]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// What [`GpuBuffer::read`] returns, from the future; an error found before the copy is
+    /// issued (such as [`Error::ForeignBuffer`]) issues nothing.
     pub fn read_async<'a>(&'a self, rt: &'a Runtime) -> impl Future<Output = Result<Vec<T>>> + 'a {
-        let span = Words::of(0..self.len, size_of::<T>(), self.len);
-        // A foreign buffer is refused before anything is submitted; the future returns it.
-        let started = self
-            .check_runtime(rt, "`GpuBuffer::read_async`")
-            .and_then(|()| self.copy_to_staging(rt, &span))
-            .map(|(staging, _)| {
-                let slot = MapSlot::default();
-                staging.map_async(wgpu::MapMode::Read, .., slot.callback());
-                (staging, slot)
-            });
+        self.read_with(rt, .., Progress::Async, "`GpuBuffer::read_async`")
+    }
+
+    /// [`GpuBuffer::read_range`] without blocking, as [`GpuBuffer::read_async`] reads.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RangeOutOfBounds`] when `range` is past the buffer's end, and what
+    /// [`GpuBuffer::read_async`] returns.
+    pub fn read_range_async<'a>(
+        &'a self,
+        rt: &'a Runtime,
+        range: impl RangeBounds<usize>,
+    ) -> impl Future<Output = Result<Vec<T>>> + 'a {
+        self.read_with(rt, range, Progress::Async, "`GpuBuffer::read_range_async`")
+    }
+
+    /// Every read: checks and issues the copy of `range` now; the future waits for it as
+    /// `progress` says.
+    fn read_with<'a>(
+        &'a self,
+        rt: &'a Runtime,
+        range: impl RangeBounds<usize>,
+        progress: Progress,
+        operation: &str,
+    ) -> impl Future<Output = Result<Vec<T>>> + 'a {
+        let checked = self
+            .check_runtime(rt, operation)
+            .and_then(|()| self.checked_range(bounds(range, self.len)));
+        let started = checked.map(|range| {
+            let span = Words::of(range.clone(), size_of::<T>(), self.len);
+            let words = self.read_words_with(rt, &span, progress);
+            (range, span, words)
+        });
         async move {
-            let (staging, slot) = started?;
-            MapFuture { rt, slot }.await?;
-            let words = mapped(&staging)?;
+            let (range, span, words) = started?;
+            let words = words.await?;
+            let bytes = range.len() * size_of::<T>();
             Ok(bytemuck::pod_collect_to_vec(
-                &words[..self.len * size_of::<T>()],
+                &words[span.skip..span.skip + bytes],
             ))
         }
     }
@@ -439,42 +466,23 @@ impl<T: Pod> GpuBuffer<T> {
         Ok(range)
     }
 
-    /// The bytes of the words `span` covers, read back from the GPU.
+    /// The bytes of the words `span` covers, read back from the GPU, blocking.
     fn read_words(&self, rt: &Runtime, span: &Words) -> Result<Vec<u8>> {
-        let (staging, submission) = self.copy_to_staging(rt, span)?;
-        let slot = MapSlot::default();
-        staging.map_async(wgpu::MapMode::Read, .., slot.callback());
-        rt.wait_for(submission)?;
-        // wgpu runs a mapping's callback on a thread that polls the device: another thread's
-        // poll may have taken this one's and not yet run it when this thread's wait returns.
-        let deadline = Instant::now() + CALLBACK_WAIT;
-        let result = loop {
-            if let Some(result) = slot.take() {
-                break result;
-            }
-            if Instant::now() > deadline {
-                return Err(Error::Internal {
-                    operation: format!("reading the buffer `{}` back", self.label),
-                    message: "the buffer was not mapped after the GPU finished".into(),
-                });
-            }
-            // Runs the callbacks nobody else has taken (and fails only on a lost device,
-            // which the mapping's result then reports).
-            let _ = rt.device().poll(wgpu::PollType::Poll);
-            std::thread::yield_now();
-        };
-        result?;
-        mapped(&staging)
+        pollster::block_on(self.read_words_with(rt, span, Progress::Block))
     }
 
-    /// Copies the words `span` covers into a new mappable buffer, after everything queued.
-    fn copy_to_staging(
-        &self,
-        rt: &Runtime,
+    /// The bytes of the words `span` covers: the copy into a mappable buffer, after
+    /// everything queued, is submitted now and mapped when done; the future waits for it as
+    /// `progress` says.
+    fn read_words_with<'a>(
+        &'a self,
+        rt: &'a Runtime,
         span: &Words,
-    ) -> Result<(wgpu::Buffer, wgpu::SubmissionIndex)> {
-        rt.flush()?;
-        rt.scoped(format!("reading the buffer `{}` back", self.label), || {
+        progress: Progress,
+    ) -> impl Future<Output = Result<Vec<u8>>> + 'a {
+        let flushed = rt.flush_async();
+        let operation = format!("reading the buffer `{}` back", self.label);
+        let started = rt.push_scopes().map(|scopes| {
             // A mapping is never empty.
             let size = span.len.max(wgpu::COPY_BUFFER_ALIGNMENT);
             let staging = rt.device().create_buffer(&wgpu::BufferDescriptor {
@@ -488,8 +496,27 @@ impl<T: Pod> GpuBuffer<T> {
                 encoder.copy_buffer_to_buffer(&self.buffer, span.start, &staging, 0, span.len);
             }
             let submission = rt.raw_queue().submit([encoder.finish()]);
-            (staging, submission)
-        })
+            let errors = rt.pop_scopes(scopes, operation.clone());
+            // Outside the scopes: on a lost device, the mapping fails, and the loss is what
+            // the future reports.
+            let signal = Signal::new();
+            staging.map_async(wgpu::MapMode::Read, .., signal.setter());
+            let mapping = Completion::new(rt, signal, Some(submission), progress, operation);
+            (staging, errors, mapping)
+        });
+        async move {
+            flushed.await?;
+            let (staging, errors, mapping) = started?;
+            errors.await?;
+            if let Err(error) = mapping.await? {
+                // On a lost device the mapping fails at once: the loss (reported once the
+                // device has been polled) is what to report.
+                let _ = rt.device().poll(wgpu::PollType::Poll);
+                rt.check_device()?;
+                return Err(error.into());
+            }
+            mapped(&staging)
+        }
     }
 
     /// Records one command with `record` and submits it after everything queued.
@@ -614,70 +641,6 @@ impl<T: Pod> std::fmt::Debug for GpuBuffer<T> {
             .field("element", &std::any::type_name::<T>())
             .field("len", &self.len)
             .finish()
-    }
-}
-
-/// Where a `map_async` callback leaves its result and finds the task to wake.
-#[derive(Clone, Default)]
-struct MapSlot(Arc<Mutex<MapState>>);
-
-/// How long a read waits, after the GPU finished its copy, for another thread's poll of the
-/// device to run the mapping's callback.
-const CALLBACK_WAIT: Duration = Duration::from_secs(10);
-
-/// The mapping's outcome once known, and the task waiting for it.
-type MapState = (Option<Result<(), wgpu::BufferAsyncError>>, Option<Waker>);
-
-impl MapSlot {
-    fn callback(&self) -> impl FnOnce(Result<(), wgpu::BufferAsyncError>) + Send + 'static {
-        let slot = self.clone();
-        move |result| {
-            if let Ok(mut state) = slot.0.lock() {
-                state.0 = Some(result);
-                if let Some(waker) = state.1.take() {
-                    waker.wake();
-                }
-            }
-        }
-    }
-
-    fn take(&self) -> Option<Result<(), wgpu::BufferAsyncError>> {
-        self.0.lock().ok().and_then(|mut state| state.0.take())
-    }
-
-    fn register(&self, waker: &Waker) {
-        if let Ok(mut state) = self.0.lock() {
-            state.1 = Some(waker.clone());
-        }
-    }
-}
-
-struct MapFuture<'a> {
-    rt: &'a Runtime,
-    slot: MapSlot,
-}
-
-impl Future for MapFuture<'_> {
-    type Output = Result<()>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if let Some(result) = self.slot.take() {
-            return Poll::Ready(result.map_err(Error::from));
-        }
-        if let Err(error) = self.rt.check_device() {
-            return Poll::Ready(Err(error));
-        }
-        self.slot.register(cx.waker());
-        if let Err(error) = self.rt.device().poll(wgpu::PollType::Poll) {
-            return Poll::Ready(Err(error.into()));
-        }
-        match self.slot.take() {
-            Some(result) => Poll::Ready(result.map_err(Error::from)),
-            None => {
-                cx.waker().wake_by_ref();
-                Poll::Pending
-            }
-        }
     }
 }
 

@@ -7,7 +7,8 @@
 //! operation that must see their results or be ordered after them (see [`Runtime::flush`]).
 //! A submission costs tens of microseconds of host time; a queued dispatch, about one.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::PoisonError;
 
@@ -185,9 +186,27 @@ struct Recorded {
 /// share one buffer (each at its own dynamic offset), and dispatches that bind the same
 /// buffers to the same layout share one bind group. [`Batch::submit`] starts them now;
 /// otherwise they start with the next operation that needs them (see [`Runtime::flush`]).
-/// Dropping a batch does not take back what it recorded. While a batch is open, the runtime
-/// does not submit its queue on its own (see [`Runtime::flush`]), so that
-/// [`Batch::submit_timed`] times the whole batch.
+/// Dropping a batch does not take back what it recorded. While a batch is open and has
+/// dispatches waiting, the runtime does not submit its queue on its own for being full (see
+/// [`Runtime::flush`]) until 4096 dispatches wait, so that [`Batch::submit_timed`] times the
+/// whole batch.
+///
+/// A batch forgotten with [`std::mem::forget`] (or leaked any other way) holds nothing up: what
+/// it recorded is submitted by the next operation that needs it, as if it had been dropped.
+/// Until then, the runtime's automatic submission waits for 4096 queued dispatches instead of
+/// 256; after, the forgotten batch changes nothing. The runtime keeps its number (8 bytes)
+/// for as long as the runtime lives.
+///
+/// ```no_run
+/// # use kernel_runtime::{Arg, Runtime, Pipeline, GpuBuffer};
+/// # fn run(rt: &Runtime, double: &Pipeline, y: &mut GpuBuffer<f32>) -> Result<(), kernel_runtime::Error> {
+/// let mut batch = rt.batch();
+/// batch.dispatch(double, &[Arg::read_write(y)], [1, 1, 1])?;
+/// std::mem::forget(batch);
+/// rt.dispatch(double, &[Arg::read_write(y)], [1, 1, 1])?;
+/// let y = y.read(rt)?; // both dispatches ran: y was doubled twice
+/// # Ok(()) }
+/// ```
 ///
 /// A batch belongs to the runtime that started it ([`Runtime::batch`], [`Batch::runtime`]):
 /// it records pipelines that runtime built and buffers it made, and refuses others
@@ -261,9 +280,32 @@ impl<'rt> Batch<'rt> {
     /// [`Error::Validation`] (or another wgpu error) when wgpu rejects a binding or a dispatch;
     /// its message names the kernels. Nothing of the submission runs then.
     pub fn submit(self) -> Result<()> {
+        pollster::block_on(self.submit_async())
+    }
+
+    /// [`Batch::submit`] without blocking: the dispatches are submitted when `submit_async`
+    /// is called, and the future says whether wgpu accepted them (at once on native
+    /// backends; in a browser when the browser answers). It does not wait for the GPU to run
+    /// them: [`Runtime::wait_async`] or [`GpuBuffer::read_async`](crate::GpuBuffer::read_async)
+    /// do.
+    ///
+    /// ```no_run
+    /// # use kernel_runtime::{Arg, Runtime, Pipeline, GpuBuffer};
+    /// # async fn run(rt: &Runtime, double: &Pipeline, y: &mut GpuBuffer<f32>) -> Result<(), kernel_runtime::Error> {
+    /// let mut batch = rt.batch();
+    /// batch.dispatch(double, &[Arg::read_write(y)], [1, 1, 1])?;
+    /// batch.submit_async().await?;
+    /// let doubled = y.read_async(rt).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// What [`Batch::submit`] returns.
+    pub fn submit_async(self) -> impl Future<Output = Result<()>> + 'rt {
         let rt = self.rt;
         drop(self);
-        rt.flush()
+        rt.flush_async()
     }
 
     /// Closes the batch without submitting it: its dispatches are submitted with the ones
@@ -309,7 +351,11 @@ impl<'rt> Batch<'rt> {
 
 impl Drop for Batch<'_> {
     fn drop(&mut self) {
-        self.rt.open_batches.fetch_sub(1, Ordering::AcqRel);
+        self.rt
+            .open_batches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
     }
 }
 
@@ -318,6 +364,9 @@ impl Drop for Batch<'_> {
 #[derive(Default)]
 pub(crate) struct Recording {
     recorded: Vec<Recorded>,
+    /// The batches with dispatches among `recorded` (kept for the runtime's queue; the parts
+    /// [`Recording::split_at_batch`] makes are submitted, and do not need it).
+    batches: HashSet<u64>,
     /// The uniform bytes of every dispatch, each block at a multiple of the device's
     /// uniform-offset alignment.
     uniforms: Vec<u8>,
@@ -334,6 +383,12 @@ fn check(rt: &Runtime, pipeline: &Pipeline, args: &[Arg<'_>], grid: [u32; 3]) ->
     }
     check_args(pipeline, args)?;
     check_owners(rt.id(), pipeline, args)?;
+    for (index, arg) in args.iter().enumerate() {
+        if let Binding::Storage { buffer, .. } = arg.binding {
+            let binding = format!("binding {index}");
+            check_binding_size(pipeline.label(), &binding, buffer.size(), &rt.info().limits)?;
+        }
+    }
     let limit = rt.info().limits.max_compute_workgroups_per_dimension;
     if grid.iter().any(|&n| n > limit) {
         return Err(Error::GridTooLarge {
@@ -403,6 +458,7 @@ impl Recording {
             }
         };
         self.uniforms = uniforms;
+        self.batches.insert(batch);
         self.recorded.push(Recorded {
             pipeline: pipeline.clone(),
             bound,
@@ -424,6 +480,7 @@ impl Recording {
         Recording {
             recorded: self.recorded.split_off(first),
             uniforms: self.uniforms.clone(),
+            batches: HashSet::new(),
         }
     }
 
@@ -433,6 +490,15 @@ impl Recording {
 
     pub(crate) fn len(&self) -> usize {
         self.recorded.len()
+    }
+
+    /// Whether one of the batches `open` recorded a dispatch waiting here.
+    fn holds_any_of(&self, open: &HashSet<u64>) -> bool {
+        if open.len() <= self.batches.len() {
+            open.iter().any(|batch| self.batches.contains(batch))
+        } else {
+            self.batches.iter().any(|batch| open.contains(batch))
+        }
     }
 
     /// Each dispatch's label, and whether `batch` recorded it.
@@ -445,15 +511,27 @@ impl Recording {
 
     /// Submits the dispatches as one command buffer, in one error scope.
     pub(crate) fn submit(self, rt: &Runtime) -> Result<()> {
-        if self.recorded.is_empty() {
-            return Ok(());
+        pollster::block_on(self.submit_async(rt))
+    }
+
+    /// Submits the dispatches as one command buffer, in one error scope, now; the future
+    /// reports the scope's errors.
+    fn submit_async(self, rt: &Runtime) -> impl Future<Output = Result<()>> + '_ {
+        let submitted = (!self.recorded.is_empty()).then(|| {
+            rt.push_scopes().map(|scopes| {
+                let bind_groups = self.bind_groups(rt);
+                let mut encoder = rt.device().create_command_encoder(&Default::default());
+                encode(&mut encoder, &self.recorded, &bind_groups, None);
+                rt.raw_queue().submit([encoder.finish()]);
+                rt.pop_scopes(scopes, self.describe())
+            })
+        });
+        async move {
+            match submitted {
+                Some(errors) => errors?.await,
+                None => Ok(()),
+            }
         }
-        rt.scoped(self.describe(), || {
-            let bind_groups = self.bind_groups(rt);
-            let mut encoder = rt.device().create_command_encoder(&Default::default());
-            encode(&mut encoder, &self.recorded, &bind_groups, None);
-            rt.raw_queue().submit([encoder.finish()]);
-        })
     }
 
     /// What submitting the dispatches does, for error messages: the kernels it dispatches.
@@ -635,6 +713,41 @@ fn check_owners(runtime: RuntimeId, pipeline: &Pipeline, args: &[Arg<'_>]) -> Re
     }
 }
 
+/// Returns [`Error::BindingTooLarge`], naming `kernel` and `binding`, when a buffer of
+/// `bytes` bytes is more than `limits` let one storage binding hold.
+///
+/// Every dispatch checks each storage buffer it binds, naming the binding by its position
+/// (`binding 1`); generated launchers check first, naming the kernel and the parameter as the
+/// Rust source spells them. A buffer over the limit can still be made, written, copied and
+/// read: only binding it whole is refused. Split the data over buffers within the limit and
+/// dispatch once for each part.
+///
+/// ```
+/// # use kernel_runtime::{check_binding_size, wgpu, Error};
+/// let limits = wgpu::Limits { max_storage_buffer_binding_size: 1 << 20, ..Default::default() };
+/// assert!(check_binding_size("saxpy", "x", 1 << 20, &limits).is_ok());
+/// let error = check_binding_size("saxpy", "x", (1 << 20) + 4, &limits).unwrap_err();
+/// assert!(matches!(error, Error::BindingTooLarge { .. }));
+/// assert!(error.to_string().starts_with("`saxpy` cannot bind `x`"));
+/// ```
+pub fn check_binding_size(
+    kernel: &str,
+    binding: &str,
+    bytes: u64,
+    limits: &wgpu::Limits,
+) -> Result<()> {
+    let limit = limits.max_storage_buffer_binding_size;
+    if bytes <= limit {
+        return Ok(());
+    }
+    Err(Error::BindingTooLarge {
+        kernel: kernel.to_owned(),
+        binding: binding.to_owned(),
+        bytes,
+        limit,
+    })
+}
+
 /// How far apart the uniform blocks of a recording start.
 fn uniform_alignment(limits: &wgpu::Limits) -> usize {
     limits.min_uniform_buffer_offset_alignment.max(16) as usize
@@ -647,16 +760,26 @@ fn uniform_offset(start: usize, pipeline: &Pipeline) -> Result<u32> {
     })
 }
 
-/// Queued dispatches are submitted once this many wait and no batch is open.
+/// Queued dispatches are submitted once this many wait and no open batch has dispatches
+/// among them.
 const QUEUE_LIMIT: usize = 256;
+
+/// Queued dispatches are submitted once this many wait, open batches or not: a batch left
+/// open (forgotten with `mem::forget`, or kept open for long) delays the automatic
+/// submission this long at most.
+const QUEUE_HARD_LIMIT: usize = 16 * QUEUE_LIMIT;
 
 impl Runtime {
     /// Starts an empty [`Batch`].
     pub fn batch(&self) -> Batch<'_> {
-        self.open_batches.fetch_add(1, Ordering::AcqRel);
+        let id = self.next_batch.fetch_add(1, Ordering::Relaxed);
+        self.open_batches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id);
         Batch {
             rt: self,
-            id: self.next_batch.fetch_add(1, Ordering::Relaxed),
+            id,
             len: 0,
         }
     }
@@ -682,24 +805,60 @@ impl Runtime {
     /// and generated `launch` methods) are submitted, in the order they were issued, by
     /// everything that must come after them: submitting a batch, reading or writing a
     /// [`GpuBuffer`](crate::GpuBuffer), [`Runtime::wait`], [`Runtime::queue`], dropping the
-    /// runtime, and, while no batch is open, queuing the 256th. Call `flush` to start them
-    /// sooner, for example before long work on the CPU that the GPU could overlap.
+    /// runtime, and queuing the 256th (when no open [`Batch`] has dispatches among them; the
+    /// 4096th in any case, so that a batch left open, or forgotten with `mem::forget`, does not
+    /// hold the queue back for ever). Call `flush` to start them sooner, for example before
+    /// long work on the CPU that the GPU could overlap.
     ///
     /// # Errors
     ///
     /// [`Error::Validation`] (or another wgpu error) when wgpu rejects a queued dispatch; the
     /// message names the kernels. None of the queued dispatches runs then.
     pub fn flush(&self) -> Result<()> {
-        let mut queue = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
-        // Submitted while the queue is locked, so that submissions keep the program's order.
-        std::mem::take(&mut *queue).submit(self)
+        pollster::block_on(self.flush_async())
     }
 
-    /// Submits the queue when it is full and no batch is open.
+    /// [`Runtime::flush`] without blocking: the queued dispatches are submitted when
+    /// `flush_async` is called, in program order, and the future says whether wgpu accepted
+    /// them. It does not wait for the GPU to run them ([`Runtime::wait_async`] does).
+    ///
+    /// On native backends wgpu answers at once and the future is ready when first polled; in
+    /// a browser it waits for the browser's answer. [`Runtime::flush`] is this future, waited
+    /// for on the calling thread.
+    ///
+    /// ```no_run
+    /// # async fn run(rt: &kernel_runtime::Runtime) -> Result<(), kernel_runtime::Error> {
+    /// rt.flush_async().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// What [`Runtime::flush`] returns.
+    pub fn flush_async(&self) -> impl Future<Output = Result<()>> + '_ {
+        let mut queue = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
+        // Submitted while the queue is locked, so that submissions keep the program's order;
+        // wgpu's answer is awaited after.
+        let submitted = std::mem::take(&mut *queue).submit_async(self);
+        drop(queue);
+        submitted
+    }
+
+    /// Submits the queue when it is full: when [`QUEUE_LIMIT`] dispatches wait and no open
+    /// batch has dispatches among them, or when [`QUEUE_HARD_LIMIT`] wait.
     fn flush_if_full(&self) -> Result<()> {
         let mut queue = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
-        if queue.len() < QUEUE_LIMIT || self.open_batches.load(Ordering::Acquire) > 0 {
+        if queue.len() < QUEUE_LIMIT {
             return Ok(());
+        }
+        if queue.len() < QUEUE_HARD_LIMIT {
+            let open = self
+                .open_batches
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if queue.holds_any_of(&open) {
+                return Ok(());
+            }
         }
         std::mem::take(&mut *queue).submit(self)
     }

@@ -93,9 +93,10 @@ pub enum Error {
         given: u64,
     },
 
-    /// A buffer would exceed what the device can allocate or bind.
+    /// A buffer would exceed what the device can allocate.
     #[error(
-        "a buffer of {bytes} bytes exceeds this device's limit of {limit} bytes ({limit_name})"
+        "a buffer of {bytes} bytes exceeds this device's limit of {limit} bytes ({limit_name}); \
+         split the data over several smaller buffers"
     )]
     BufferTooLarge {
         /// Requested size in bytes.
@@ -104,6 +105,26 @@ pub enum Error {
         limit: u64,
         /// Which device limit it is.
         limit_name: &'static str,
+    },
+
+    /// A buffer bound to a kernel is larger than the device binds to one storage binding
+    /// (`max_storage_buffer_binding_size`). Such a buffer can be made, written, copied and
+    /// read; only binding it whole is refused, before anything is recorded.
+    #[error(
+        "`{kernel}` cannot bind `{binding}`: its buffer of {bytes} bytes exceeds this device's \
+         limit of {limit} bytes for one storage binding (max_storage_buffer_binding_size); \
+         split the data over buffers within the limit and run `{kernel}` once for each part"
+    )]
+    BindingTooLarge {
+        /// The kernel (a launcher's Rust name) or pipeline label.
+        kernel: String,
+        /// The binding: the kernel's parameter (a launcher's), or `binding N` for a dispatch
+        /// of a pipeline.
+        binding: String,
+        /// The buffer's size in bytes.
+        bytes: u64,
+        /// The device's `max_storage_buffer_binding_size`.
+        limit: u64,
     },
 
     /// Data written to a buffer does not have the buffer's length.

@@ -16,6 +16,15 @@
 //! - Buffers, pipelines and batches belong to the [`Runtime`] that made them: one used with
 //!   another runtime is refused with [`Error::ForeignBuffer`] or [`Error::ForeignPipeline`]
 //!   before anything is recorded, not left to panic inside wgpu or to bind another buffer.
+//! - A buffer larger than the device binds to one storage binding can be made and used, but
+//!   binding it is refused with [`Error::BindingTooLarge`], which names the kernel and the
+//!   binding (a generated launcher's parameter) and says what to do instead.
+//! - Nothing needs an executor to block: submission and readback have `async` forms
+//!   ([`Runtime::flush_async`], [`Batch::submit_async`], [`Runtime::wait_async`],
+//!   [`GpuBuffer::read_async`], [`GpuBuffer::read_range_async`]), which is also what a browser
+//!   build needs. The blocking forms are the same futures, waited for on the calling thread.
+//!   On native backends an `async` form polls the device, without waiting, each time it is
+//!   polled, and leaves the waiting for the GPU to a short-lived thread that wakes the task.
 //!
 //! ```no_run
 //! use kernel_runtime::{Arg, BindingKind, PipelineDesc, Runtime};
@@ -47,6 +56,7 @@ mod pipeline;
 mod runtime;
 mod timing;
 mod variant;
+mod wait;
 
 pub use adapter::ADAPTER_ENV;
 pub use autotune::{
@@ -54,7 +64,7 @@ pub use autotune::{
     AUTOTUNE_ENV,
 };
 pub use buffer::{BufferView, BufferViewMut, GpuBuffer};
-pub use dispatch::{Arg, Batch};
+pub use dispatch::{check_binding_size, Arg, Batch};
 pub use error::{Error, Result};
 pub use grid::{fold_grid, FoldedGrid};
 pub use pipeline::{BindingKind, Pipeline, PipelineDesc};

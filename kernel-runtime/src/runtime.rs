@@ -1,8 +1,10 @@
 //! [`Runtime`]: the adapter, device and queue, what they offer, the pipeline cache, and the
 //! error-scope discipline every GPU operation of the crate goes through.
 
+use std::collections::HashSet;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::adapter::{self, ADAPTER_ENV};
@@ -10,6 +12,7 @@ use crate::autotune::{Autotune, Tuner};
 use crate::dispatch::Recording;
 use crate::error::{Error, Result};
 use crate::pipeline::PipelineCache;
+use crate::wait::{Completion, Progress, Signal};
 
 /// Optional device features the runtime asks for whenever the adapter has them.
 const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
@@ -57,9 +60,11 @@ pub struct Runtime {
     /// Dispatches issued (recorded in a batch, queued by `launch` and [`Runtime::dispatch`])
     /// and not yet submitted, in program order.
     pub(crate) queued: Mutex<Recording>,
-    /// Batches started and not yet submitted or dropped: while any is open, the queue is not
-    /// submitted for being full.
-    pub(crate) open_batches: AtomicUsize,
+    /// The batches started and not yet submitted or dropped. While one of them has
+    /// dispatches in the queue, the queue is not submitted for being full, up to a hard
+    /// limit (see [`Runtime::flush`]). A batch forgotten with `mem::forget` stays here (a
+    /// `u64`), but holds nothing back once its dispatches have been submitted.
+    pub(crate) open_batches: Mutex<HashSet<u64>>,
     /// The mark of the next batch's dispatches.
     pub(crate) next_batch: AtomicU64,
     /// An error of a submission no caller could be told of (see [`Runtime::queue`]), returned
@@ -68,6 +73,10 @@ pub struct Runtime {
     pub(crate) cache: PipelineCache,
     pub(crate) tuner: Tuner,
 }
+
+/// The error scopes of one operation, pushed by [`Runtime::push_scopes`]: out of memory,
+/// internal, validation (the innermost).
+pub(crate) struct Scopes([wgpu::ErrorScopeGuard; 3]);
 
 /// Which [`Runtime`] made a buffer, a pipeline or a kernel's launcher: unique among the
 /// runtimes of the process, and never reused, so a handle of a dropped runtime matches none
@@ -376,7 +385,7 @@ impl Runtime {
             info,
             lost,
             queued: Mutex::default(),
-            open_batches: AtomicUsize::new(0),
+            open_batches: Mutex::default(),
             next_batch: AtomicU64::new(0),
             unreported: Mutex::default(),
             cache: PipelineCache::default(),
@@ -449,36 +458,97 @@ impl Runtime {
         operation: impl fmt::Display,
         f: impl FnOnce() -> R,
     ) -> Result<R> {
-        self.check_device()?;
-        let out_of_memory = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
-        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let scopes = self.push_scopes()?;
         let value = f();
-        let errors = [
-            pollster::block_on(validation.pop()),
-            pollster::block_on(internal.pop()),
-            pollster::block_on(out_of_memory.pop()),
-        ];
+        pollster::block_on(self.pop_scopes(scopes, operation.to_string()))?;
+        Ok(value)
+    }
+
+    /// Pushes the error scopes of [`Runtime::scoped`], on this thread (wgpu keeps them per
+    /// thread); [`Runtime::pop_scopes`] must pop them on this thread, with nothing pushed
+    /// in between left unpopped.
+    pub(crate) fn push_scopes(&self) -> Result<Scopes> {
         self.check_device()?;
-        match errors.into_iter().flatten().next() {
-            Some(error) => Err(Error::from_wgpu(operation, error)),
-            None => Ok(value),
+        Ok(Scopes([
+            self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory),
+            self.device.push_error_scope(wgpu::ErrorFilter::Internal),
+            self.device.push_error_scope(wgpu::ErrorFilter::Validation),
+        ]))
+    }
+
+    /// Pops `scopes` now, and returns a future of the first error they caught, as an
+    /// [`Error`] whose message names `operation`. On native backends the future is ready at
+    /// once; in a browser it waits for the browser's answer.
+    pub(crate) fn pop_scopes(
+        &self,
+        scopes: Scopes,
+        operation: String,
+    ) -> impl Future<Output = Result<()>> + '_ {
+        let [out_of_memory, internal, validation] = scopes.0;
+        let popped = [validation.pop(), internal.pop(), out_of_memory.pop()];
+        async move {
+            let mut first = None;
+            for pop in popped {
+                if let Some(error) = pop.await {
+                    first.get_or_insert(error);
+                }
+            }
+            self.check_device()?;
+            match first {
+                Some(error) => Err(Error::from_wgpu(operation, error)),
+                None => Ok(()),
+            }
         }
     }
 
     /// Submits the queued dispatches (see [`Runtime::flush`]) and blocks until all submitted
-    /// work has finished.
+    /// work has finished: [`Runtime::wait_async`], waited for on this thread.
     pub fn wait(&self) -> Result<()> {
-        self.flush()?;
-        self.device.poll(wgpu::PollType::wait_indefinitely())?;
-        self.check_device()
+        pollster::block_on(self.wait_with(Progress::Block))
     }
 
-    /// Blocks until the submission `index` (and what was submitted before it) has finished,
-    /// not for later submissions.
-    pub(crate) fn wait_for(&self, index: wgpu::SubmissionIndex) -> Result<()> {
+    /// Submits the queued dispatches (see [`Runtime::flush_async`]) and finishes when all work
+    /// submitted before the call has finished, without blocking the thread that polls it.
+    ///
+    /// The dispatches are submitted when `wait_async` is called, not when the future is first
+    /// polled. On native backends the future polls the device when it is polled, and while
+    /// the GPU works a short-lived thread of its own waits for it and wakes the task; in a
+    /// browser, the browser wakes it. Any executor can poll it, and it is `Send`.
+    ///
+    /// ```no_run
+    /// # async fn run(rt: &kernel_runtime::Runtime, x: &mut kernel_runtime::GpuBuffer<f32>) -> Result<(), kernel_runtime::Error> {
+    /// x.fill(rt, 1.0)?;
+    /// rt.wait_async().await?; // the fill has reached the GPU and finished
+    /// # Ok(()) }
+    /// ```
+    pub fn wait_async(&self) -> impl Future<Output = Result<()>> + '_ {
+        self.wait_with(Progress::Async)
+    }
+
+    fn wait_with(&self, progress: Progress) -> impl Future<Output = Result<()>> + '_ {
+        let flushed = self.flush_async();
+        let signal = Signal::new();
+        let done = signal.setter();
+        self.queue.on_submitted_work_done(move || done(()));
+        let finished = Completion::new(
+            self,
+            signal,
+            None,
+            progress,
+            "waiting for the GPU".to_owned(),
+        );
+        async move {
+            flushed.await?;
+            finished.await?;
+            self.check_device()
+        }
+    }
+
+    /// Blocks until the submission `index` (and what was submitted before it; all submitted
+    /// work when `None`) has finished, not for later submissions.
+    pub(crate) fn wait_until(&self, index: Option<wgpu::SubmissionIndex>) -> Result<()> {
         let polled = self.device.poll(wgpu::PollType::Wait {
-            submission_index: Some(index),
+            submission_index: index,
             timeout: None,
         });
         if let Err(error) = polled {

@@ -214,6 +214,18 @@ pub fn launcher(
         let checks = length_checks(instance.general(), uniform, &rust_name, valid);
         quote!(#i => { #(#checks)* })
     });
+    // Each storage buffer against the device's limit for one binding, named as the source
+    // names the kernel and the parameter.
+    let size_checks = general.bindings.iter().filter_map(|binding| {
+        let BindingKind::Storage { .. } = binding.kind else {
+            return None;
+        };
+        let name = &binding.name;
+        let name_text = syn::ext::IdentExt::unraw(name).to_string();
+        Some(quote! {
+            #rt::check_binding_size(#rust_name, #name_text, #rt::GpuBuffer::raw(args.#name).size(), limits)?;
+        })
+    });
     let variant_choice = variant_choice(kernel, uniform.map(|u| u.0).filter(|_| valid));
     let device_checks = device_checks(instances, &rust_name);
     let constants = constants_items(module, kernel, &launcher, &rust_name, &generics);
@@ -397,9 +409,13 @@ pub fn launcher(
                 batch.enqueue()
             }
 
-            /// Checks the buffers and records the dispatch into `batch`.
+            /// Checks the buffers (lengths, and sizes against the device's limit for one
+            /// binding) and records the dispatch into `batch`.
             pub fn record(&self, batch: &mut #rt::Batch<'_>, args: #args_ty #args_apply) -> #rt::Result<()> {
                 self.check_lengths(&args)?;
+                let limits = &batch.runtime().info().limits;
+                let _ = limits;
+                #(#size_checks)*
                 let logical = self.grid(&args);
                 let variant = self.variant(&args);
                 #dispatch
