@@ -36,6 +36,68 @@ pub enum Precision {
     TensorCoreF16,
 }
 
+/// The passes an op multiplies with, chosen once when it is built from its [`Precision`]:
+/// the f32 kernels alone, or the tensor-core kernels `F` too (the f32 kernels then stand in
+/// for the ways a shape or a device leaves off the tensor cores).
+#[derive(Clone, Debug)]
+pub(crate) enum Passes<F> {
+    /// [`Precision::F32`].
+    F32,
+    /// [`Precision::TensorCoreF16`]: its kernels.
+    TensorCores(F),
+}
+
+impl<F> Passes<F> {
+    /// The passes of `precision` for `op` (named in its errors) on `rt`, the tensor-core
+    /// kernels made by `build`.
+    pub(crate) fn new(
+        rt: &tessera::Runtime,
+        precision: Precision,
+        op: &str,
+        build: impl FnOnce(&tessera::Runtime) -> tessera::Result<F>,
+    ) -> tessera::Result<Self> {
+        match precision {
+            Precision::F32 => Ok(Passes::F32),
+            Precision::TensorCoreF16 => {
+                let kernels = build(rt)?;
+                // After the kernels, which refuse a device without tensor cores first.
+                check_tensor_core_subgroups(rt, op)?;
+                Ok(Passes::TensorCores(kernels))
+            }
+        }
+    }
+
+    /// The precision they multiply in.
+    pub(crate) fn precision(&self) -> Precision {
+        match self {
+            Passes::F32 => Precision::F32,
+            Passes::TensorCores(_) => Precision::TensorCoreF16,
+        }
+    }
+
+    /// The tensor-core kernels, where built.
+    pub(crate) fn tensor_cores(&self) -> Option<&F> {
+        match self {
+            Passes::F32 => None,
+            Passes::TensorCores(kernels) => Some(kernels),
+        }
+    }
+
+    /// The tensor-core kernels, which every plan on the tensor cores was made from.
+    pub(crate) fn planned(&self) -> &F {
+        self.tensor_cores()
+            .expect("plans on the tensor cores come from their kernels")
+    }
+
+    /// Builds every pipeline of the tensor-core kernels, where built, by `prepare`.
+    pub(crate) fn prepare(
+        &self,
+        prepare: impl FnOnce(&F) -> tessera::Result<()>,
+    ) -> tessera::Result<()> {
+        self.tensor_cores().map_or(Ok(()), prepare)
+    }
+}
+
 /// Refuses the tensor-core kernels of `op` on `rt` where its subgroups cannot be 32
 /// invocations wide: they index subgroups as `t / 32` and give each a tile of workgroup
 /// memory (see [`Precision::TensorCoreF16`]).

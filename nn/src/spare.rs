@@ -53,4 +53,18 @@ impl<T: Pod> Held<'_, T> {
         };
         Ok(self.0.insert(buffer))
     }
+
+    /// `given`, or where the caller gives none, the buffer at least `len` long (as
+    /// [`Held::at_least`]).
+    pub(super) fn unless_given<'b>(
+        &'b mut self,
+        given: Option<&'b mut GpuBuffer<T>>,
+        rt: &Runtime,
+        len: usize,
+    ) -> Result<&'b mut GpuBuffer<T>> {
+        match given {
+            Some(given) => Ok(given),
+            None => self.at_least(rt, len),
+        }
+    }
 }

@@ -25,8 +25,22 @@ fn loss(config: &NetConfig, params: &[Vec<f64>], images: &[f32], labels: &[u32])
     let images: Vec<f64> = images.iter().map(|&v| f64::from(v)).collect();
     let [c1, c2] = config.channels.map(|c| c as usize);
     let (n, size) = (config.batch as usize, config.image as usize);
-    let (y1, s1) = conv_relu(&images, &params[0], &params[1], n, 1, size, c1, 1);
-    let (y2, s2) = conv_relu(&y1, &params[2], &params[3], n, c1, s1, c2, 2);
+    let first = ConvRelu {
+        batch: n,
+        cin: 1,
+        size,
+        cout: c1,
+        stride: 1,
+    };
+    let (y1, s1) = first.apply(&images, &params[0], &params[1]);
+    let second = ConvRelu {
+        batch: n,
+        cin: c1,
+        size: s1,
+        cout: c2,
+        stride: 2,
+    };
+    let (y2, s2) = second.apply(&y1, &params[2], &params[3]);
     let features = c2 * s2 * s2;
     let classes = config.classes as usize;
     let mut total = 0.0;
@@ -46,44 +60,59 @@ fn loss(config: &NetConfig, params: &[Vec<f64>], images: &[f32], labels: &[u32])
     total / labels.len() as f64
 }
 
-/// A 3x3 convolution with padding 1, then ReLU; returns the output and its (square) size.
-#[allow(clippy::too_many_arguments)]
-fn conv_relu(
-    x: &[f64],
-    w: &[f64],
-    b: &[f64],
+/// A 3x3 convolution with padding 1, then ReLU: `batch` square images of `size` pixels a
+/// side and `cin` channels to `cout` channels, with `stride`.
+struct ConvRelu {
     batch: usize,
     cin: usize,
     size: usize,
     cout: usize,
     stride: usize,
-) -> (Vec<f64>, usize) {
-    let out = (size + 2 - 3) / stride + 1;
-    let mut y = vec![0.0; batch * cout * out * out];
-    for n in 0..batch {
-        for co in 0..cout {
-            for oh in 0..out {
-                for ow in 0..out {
-                    let mut acc = b[co];
-                    for ci in 0..cin {
-                        for kh in 0..3 {
-                            for kw in 0..3 {
-                                let ih = (oh * stride + kh) as isize - 1;
-                                let iw = (ow * stride + kw) as isize - 1;
-                                if ih < 0 || iw < 0 || ih >= size as isize || iw >= size as isize {
-                                    continue;
+}
+
+impl ConvRelu {
+    /// The convolution of `x` by the filter `w` and bias `b`, then ReLU; returns the output
+    /// and its (square) size.
+    fn apply(&self, x: &[f64], w: &[f64], b: &[f64]) -> (Vec<f64>, usize) {
+        let ConvRelu {
+            batch,
+            cin,
+            size,
+            cout,
+            stride,
+        } = *self;
+        let out = (size + 2 - 3) / stride + 1;
+        let mut y = vec![0.0; batch * cout * out * out];
+        for n in 0..batch {
+            for co in 0..cout {
+                for oh in 0..out {
+                    for ow in 0..out {
+                        let mut acc = b[co];
+                        for ci in 0..cin {
+                            for kh in 0..3 {
+                                for kw in 0..3 {
+                                    let ih = (oh * stride + kh) as isize - 1;
+                                    let iw = (ow * stride + kw) as isize - 1;
+                                    if ih < 0
+                                        || iw < 0
+                                        || ih >= size as isize
+                                        || iw >= size as isize
+                                    {
+                                        continue;
+                                    }
+                                    let xi =
+                                        ((n * cin + ci) * size + ih as usize) * size + iw as usize;
+                                    acc += x[xi] * w[((co * cin + ci) * 3 + kh) * 3 + kw];
                                 }
-                                let xi = ((n * cin + ci) * size + ih as usize) * size + iw as usize;
-                                acc += x[xi] * w[((co * cin + ci) * 3 + kh) * 3 + kw];
                             }
                         }
+                        y[((n * cout + co) * out + oh) * out + ow] = acc.max(0.0);
                     }
-                    y[((n * cout + co) * out + oh) * out + ow] = acc.max(0.0);
                 }
             }
         }
+        (y, out)
     }
-    (y, out)
 }
 
 /// Every parameter's gradient from the backward kernels against the central difference of

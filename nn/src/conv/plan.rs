@@ -197,6 +197,15 @@ impl Dims {
     }
 }
 
+impl Direction {
+    /// The rows and columns of what the pass of `p` writes, as a GEMM's (the partial sums of
+    /// each of its slices).
+    pub fn outputs(self, p: &ConvParams) -> [u32; 2] {
+        let Dims { rows, columns, .. } = Dims::of(p, self);
+        [rows, columns]
+    }
+}
+
 /// The forward of `p` run `way` on a device with `caps`.
 pub(crate) fn forward(p: &ConvParams, way: ConvWay, caps: &Caps) -> ForwardPlan {
     match (
