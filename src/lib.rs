@@ -791,10 +791,11 @@
 //! [`tessera::std`](crate::std) holds device-function libraries that ship with tessera, parts
 //! that memory-bound kernels are built from: [`reduce`](crate::std::reduce) (sums, maxima,
 //! minima and argmax across a subgroup or a workgroup, with a workgroup-memory path for
-//! devices without subgroups), [`softmax`](crate::std::softmax) (the online softmax state) and
+//! devices without subgroups), [`softmax`](crate::std::softmax) (the online softmax state),
 //! [`rows`](crate::std::rows) (a row segment kept in registers, loaded with the widest loads
-//! its alignment allows). A kernels module imports them as any library: `#[device] use
-//! tessera::std::reduce;`.
+//! its alignment allows) and [`scan`](crate::std::scan) (inclusive and exclusive prefix sums
+//! across a subgroup, a workgroup and a tile in registers, the parts of a whole-buffer scan).
+//! A kernels module imports them as any library: `#[device] use tessera::std::reduce;`.
 //!
 //! # Running kernels
 //!

@@ -8,6 +8,10 @@ mod quickstart;
 #[allow(dead_code)]
 mod std_rows;
 
+#[path = "../examples/std_scan.rs"]
+#[allow(dead_code)]
+mod std_scan;
+
 #[test]
 fn quickstart_runs_and_checks_its_result() {
     quickstart::run().expect("the quickstart example must succeed");
@@ -28,4 +32,14 @@ fn std_rows_kernels_match_their_references() {
     // leave the last `Vec4`s of a workgroup's registers empty.
     let report = std_rows::run(&rt, 6, 1000, 4000, 1).expect("the std_rows example must succeed");
     assert_eq!(report.len(), 10);
+}
+
+#[test]
+fn std_scan_matches_the_cpu_scan() {
+    let rt = tessera::Runtime::new().expect("a GPU adapter");
+    // `run` checks every scan (inclusive and exclusive) against the CPU's, through subgroups
+    // where the adapter has them and the tree always; 2^18 + 4 `u32`s need several tiles, the
+    // last partial, at both widths.
+    let report = std_scan::run(&rt, (1 << 18) + 4, 1).expect("the std_scan example must succeed");
+    assert!(report.len() >= 5, "{} rows", report.len());
 }

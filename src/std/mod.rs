@@ -6,6 +6,8 @@
 //! - [`softmax`]: the online softmax state (a running maximum and sum), for softmax,
 //!   cross-entropy and attention.
 //! - [`rows`]: a row segment in registers, loaded with the widest loads, reduced and stored.
+//! - [`scan`]: prefix sums (inclusive and exclusive) across a subgroup, a workgroup and a tile
+//!   in registers, the parts of a whole-buffer scan.
 //!
 //! Each library's rustdoc lists its device functions; their full documentation is in the
 //! source. The conventions they share:
@@ -19,13 +21,15 @@
 //!   `_tree` twin through workgroup memory for devices without them. A kernel is built for
 //!   one path: write a kernel per path, sharing the rest through helpers.
 //! - Helpers over an element type `E` take it from their arguments: `f32`, `Vec4<f32>` and,
-//!   where the docs say so, `f16` and its vectors.
+//!   where the docs say so, `f16`, integers and their vectors.
 //! - The libraries' helper names are distinct, so a kernels module may import all of them.
 
 #[path = "reduce.rs"]
 mod reduce_source;
 #[path = "rows.rs"]
 mod rows_source;
+#[path = "scan.rs"]
+mod scan_source;
 #[path = "softmax.rs"]
 mod softmax_source;
 
@@ -33,5 +37,7 @@ mod softmax_source;
 pub use reduce_source::reduce;
 #[doc(inline)]
 pub use rows_source::rows;
+#[doc(inline)]
+pub use scan_source::scan;
 #[doc(inline)]
 pub use softmax_source::softmax;

@@ -1,0 +1,375 @@
+//! The source of [`tessera::std::scan`](crate::std::scan): prefix sums across a subgroup, a
+//! workgroup and a tile held in registers.
+
+/// Prefix sums (scans), inclusive and exclusive: across a subgroup, across a workgroup, and
+/// over a tile of `GROUP * PER` elements held in registers, the parts of a whole-buffer scan.
+///
+/// Import it with `#[device] use tessera::std::scan;`.
+///
+/// An *inclusive* scan gives each element the sum of the elements up to and including it
+/// (`[1, 2, 3]` gives `[1, 3, 6]`), an *exclusive* one the sum of those before it (`[0, 1,
+/// 3]`).
+///
+/// # Three paths
+///
+/// | helpers | how | the caller declares |
+/// | --- | --- | --- |
+/// | `subgroup_inclusive_sum`, `subgroup_exclusive_sum` | one subgroup operation | `features(subgroups)` |
+/// | `workgroup_inclusive_sum`, `workgroup_exclusive_sum` | a scan within each subgroup; each subgroup's total to `partials`; after a barrier each subgroup sums the totals before its own (each lane a strided share, then one subgroup sum), and adds them | `features(subgroups)`, `GROUP`, a `#[workgroup] partials: &mut [E; GROUP / 4]` |
+/// | `workgroup_inclusive_sum_tree`, `workgroup_exclusive_sum_tree` | Hillis-Steele in workgroup memory: `log2(GROUP)` steps of two barriers | `GROUP`, a `#[workgroup] tile: &mut [E; GROUP]` |
+///
+/// The subgroup path takes two barriers where the tree takes `2 log2(GROUP) + 2` (18 for a
+/// workgroup of 256); the tree runs everywhere, including devices without subgroups. As for
+/// [`reduce`](crate::std::reduce), write one kernel per path and build the subgroup one where
+/// [`RuntimeInfo`](crate::RuntimeInfo)'s features include subgroups.
+///
+/// # The running total: `carry`
+///
+/// Each workgroup scan takes `carry: &mut [E; 1]`, a local array of the caller
+/// (`let mut carry = [0u32; 1];`, lent as `&mut carry`): the scan's results start from
+/// `carry[0]`, and the helper adds the workgroup's total to it. So `carry[0]` is the total
+/// after one call from zero, and a loop over chunks of `GROUP` values (a single workgroup
+/// scanning a long array) scans them all by passing the same `carry` each time.
+///
+/// # Order: which invocation is which element
+///
+/// The tree scans in `local` order. The subgroup path scans in the order of `(subgroup,
+/// lane)`: the invocation at `subgroup * size + lane` holds the element there. That is
+/// `local_index()` on every driver that forms subgroups of consecutive invocations (all that
+/// tessera's tests have met), but WGSL does not promise it, so a kernel on that path should
+/// place its elements by `subgroup * size + lane` and depend on nothing.
+///
+/// # What the caller provides
+///
+/// - `GROUP`, its one-dimensional workgroup size (`workgroup = [GROUP]`). Any size works for
+///   the tree; the subgroup path needs `GROUP` a multiple of the subgroup size (a power of
+///   two is): each subgroup's total is read from its last lane.
+/// - The workgroup memory, lent: `partials: &mut [E; GROUP / 4]` for the subgroup path, `tile:
+///   &mut [E; GROUP]` for the tree. Each workgroup scan ends with a barrier, so the same array
+///   may be lent again at once.
+/// - `lane`, `subgroup`, `size`, `local`: its `subgroup_invocation_id()`, `subgroup_id()`,
+///   `subgroup_size()`, `local_index()`.
+///
+/// Every invocation of the workgroup (of the subgroup, for the subgroup scans) must call
+/// together, in uniform control flow. `E` is what the call passes: a number or a vector of
+/// them, a vector scanned lane by lane (a `Vec4<u32>` is four scans side by side). The tests
+/// run `u32`, `f32`, `Vec4<u32>` and `Vec4<f32>`; `i32` and `f16` (under `features(f16)`) go
+/// through the same operations. Integer sums wrap; float sums round in an order that is not
+/// the sequential one (the tree and the subgroup path differ in the last bits).
+///
+/// # A tile in registers
+///
+/// A whole-buffer scan is bandwidth-bound: each invocation holds `PER` consecutive elements of
+/// `E` (the caller's constant and local array `regs: [E; PER]`), `PER * E::LANES` consecutive
+/// scalars, so `E = Vec4<u32>` loads four at a time. A workgroup's tile is `GROUP * PER`
+/// elements, invocation `local` holding elements `local * PER..local * PER + PER`. (Unlike
+/// [`rows`](crate::std::rows)' strided layout, which keeps each load instruction on
+/// consecutive addresses: a scan needs an invocation's elements consecutive. Each load
+/// instruction of a subgroup then reads every `PER`-th element, and the `PER` loads together
+/// read whole cache lines; keep `PER * E::LANES` small, 16 `u32`s or so.)
+///
+/// | helper | does |
+/// | --- | --- |
+/// | `scan_load(&mut regs, x, start, count, local)` | loads the invocation's elements of the `count` at `x[start]`, 0 past `count` |
+/// | `scan_store(&regs, y, start, count, local)` | stores them, none past `count` |
+/// | `scan_registers_sum(&regs) -> E::Scalar` | their sum, over every lane |
+/// | `scan_registers_inclusive(&mut regs) -> E::Scalar` | scans them in place (lane by lane, in memory order), inclusive; returns their sum |
+/// | `scan_registers_exclusive(&mut regs) -> E::Scalar` | the same, exclusive |
+/// | `scan_registers_add(&mut regs, offset)` | adds the scalar `offset` to every lane |
+///
+/// A tile is then scanned as: load, scan the registers (their sum is the invocation's
+/// value), an *exclusive* workgroup scan of those sums with the tile's offset as `carry`, add
+/// its result to the registers, store. For the subgroup path pass `subgroup * size + lane` as
+/// `local` (see "Order" above).
+///
+/// # A whole buffer: reduce, then scan
+///
+/// `examples/std_scan.rs` scans a buffer in three passes, each kernel a few lines over these
+/// helpers: (1) every workgroup sums its tile into `totals[tile]`; (2) one workgroup scans
+/// `totals` in place (exclusive), looping over chunks of `GROUP * PER` with `carry`; (3) every
+/// workgroup scans its tile from its offset `totals[tile]`. It reads the input twice and
+/// writes it once.
+///
+/// A single-pass scan (a chained scan with decoupled look-back) reads it once, but each
+/// workgroup waits, spinning, for the one before it to publish its prefix. WebGPU gives no
+/// forward-progress guarantee between workgroups (a workgroup that waits may keep the one it
+/// waits for from ever being scheduled), and WGSL's atomics are relaxed while its barriers
+/// order memory within a workgroup only, so nothing makes a published prefix visible before
+/// the flag that announces it: such a scan may deadlock, or read a prefix that is not there
+/// yet. It is not portable, and tessera does not ship it.
+///
+/// Where the length is not a multiple of 4, the example scans scalars (a buffer cannot be
+/// bound as `u32`s and as `Vec4<u32>`s at once); padding the buffer with zeros to a multiple
+/// of 4 lets it take the `Vec4` path, the padding's results being ignored.
+///
+/// ```
+/// #[tessera::kernels]
+/// mod offsets {
+///     #[device]
+///     use tessera::std::scan;
+///
+///     /// Where each workgroup's items go: `starts[i]` is the sum of `counts` before `i`
+///     /// within its workgroup of `GROUP`, and `sizes[w]` the workgroup's total.
+///     #[kernel(workgroup = [GROUP], constants(GROUP = [256]), grid = [ceil_div(counts.len(), GROUP)],
+///              features(subgroups))]
+///     pub fn starts(
+///         counts: &[u32],
+///         starts: &mut [u32],
+///         sizes: &mut [u32],
+///         #[workgroup] partials: &mut [u32; GROUP / 4],
+///     ) {
+///         let (lane, subgroup, size) = (subgroup_invocation_id(), subgroup_id(), subgroup_size());
+///         let i = workgroup_id().x * GROUP + subgroup * size + lane;
+///         let count = if i < counts.len() { counts[i] } else { 0 };
+///         let mut carry = [0u32; 1];
+///         let start = workgroup_exclusive_sum(partials, &mut carry, count, lane, subgroup, size);
+///         if i < starts.len() {
+///             starts[i] = start;
+///         }
+///         if local_index() == 0 && workgroup_id().x < sizes.len() {
+///             sizes[workgroup_id().x] = carry[0];
+///         }
+///     }
+///
+///     /// The same without subgroups, over `Vec4<f32>` lane by lane.
+///     #[kernel(workgroup = [GROUP], constants(GROUP = [256]), grid = [ceil_div(x.len(), GROUP)])]
+///     pub fn running_sums(
+///         x: &[Vec4<f32>],
+///         y: &mut [Vec4<f32>],
+///         #[workgroup] tile: &mut [Vec4<f32>; GROUP],
+///     ) {
+///         let i = global_id().x;
+///         let v = if i < x.len() { x[i] } else { vec4(0.0f32, 0.0, 0.0, 0.0) };
+///         let mut carry = [vec4(0.0f32, 0.0, 0.0, 0.0); 1];
+///         let sum = workgroup_inclusive_sum_tree(tile, &mut carry, local_index(), v);
+///         if i < y.len() {
+///             y[i] = sum;
+///         }
+///     }
+/// }
+/// # fn main() {}
+/// ```
+#[crate::device]
+pub mod scan {
+    /// The sum of `value` over the lanes of the subgroup up to and including this one.
+    fn subgroup_inclusive_sum<E>(value: E) -> E {
+        subgroup_inclusive_add(value)
+    }
+
+    /// The sum of `value` over the lanes of the subgroup before this one (0 in lane 0).
+    fn subgroup_exclusive_sum<E>(value: E) -> E {
+        subgroup_exclusive_add(value)
+    }
+
+    /// `carry[0]` plus the sum of `value` over the workgroup up to and including this
+    /// invocation, in `(subgroup, lane)` order; adds the workgroup's total to `carry[0]`.
+    ///
+    /// Each subgroup scans its values and its last lane writes the subgroup's total to
+    /// `partials[subgroup]`; after a barrier, each subgroup sums the totals of the subgroups
+    /// before it and of all (each lane a strided share, then a subgroup sum of each), so every
+    /// invocation has its offset and the total without a second barrier.
+    fn workgroup_inclusive_sum<E>(
+        partials: &mut [E; GROUP / 4],
+        carry: &mut [E; 1],
+        value: E,
+        lane: u32,
+        subgroup: u32,
+        size: u32,
+    ) -> E {
+        let inner = subgroup_inclusive_add(value);
+        if lane == size - 1 {
+            partials[subgroup] = inner;
+        }
+        workgroup_barrier();
+        let mut before = 0 as E;
+        let mut all = 0 as E;
+        let mut k = lane;
+        while k < ceil_div(GROUP, size) {
+            let t = partials[k];
+            if k < subgroup {
+                before += t;
+            }
+            all += t;
+            k += size;
+        }
+        let start = carry[0] + subgroup_add(before);
+        carry[0] += subgroup_add(all);
+        workgroup_barrier();
+        start + inner
+    }
+
+    /// `carry[0]` plus the sum of `value` over the workgroup before this invocation, in
+    /// `(subgroup, lane)` order; adds the workgroup's total to `carry[0]`.
+    ///
+    /// As `workgroup_inclusive_sum`, from each subgroup's exclusive scan.
+    fn workgroup_exclusive_sum<E>(
+        partials: &mut [E; GROUP / 4],
+        carry: &mut [E; 1],
+        value: E,
+        lane: u32,
+        subgroup: u32,
+        size: u32,
+    ) -> E {
+        let inner = subgroup_exclusive_add(value);
+        if lane == size - 1 {
+            partials[subgroup] = inner + value;
+        }
+        workgroup_barrier();
+        let mut before = 0 as E;
+        let mut all = 0 as E;
+        let mut k = lane;
+        while k < ceil_div(GROUP, size) {
+            let t = partials[k];
+            if k < subgroup {
+                before += t;
+            }
+            all += t;
+            k += size;
+        }
+        let start = carry[0] + subgroup_add(before);
+        carry[0] += subgroup_add(all);
+        workgroup_barrier();
+        start + inner
+    }
+
+    /// `carry[0]` plus the sum of `value` over the workgroup up to and including invocation
+    /// `local`, without subgroups; adds the workgroup's total to `carry[0]`.
+    ///
+    /// Hillis-Steele in `tile`, the caller's workgroup array of `GROUP` (any size): at step
+    /// `d`, each slot adds the one `2^d` before it, reading before a barrier and writing after.
+    fn workgroup_inclusive_sum_tree<E>(
+        tile: &mut [E; GROUP],
+        carry: &mut [E; 1],
+        local: u32,
+        value: E,
+    ) -> E {
+        tile[local] = value;
+        workgroup_barrier();
+        let mut offset = 1u32;
+        while offset < GROUP {
+            let mut add = 0 as E;
+            if local >= offset {
+                add = tile[local - offset];
+            }
+            workgroup_barrier();
+            tile[local] += add;
+            workgroup_barrier();
+            offset *= 2;
+        }
+        let start = carry[0] + tile[local];
+        carry[0] += tile[GROUP - 1];
+        workgroup_barrier();
+        start
+    }
+
+    /// `carry[0]` plus the sum of `value` over the workgroup before invocation `local`,
+    /// without subgroups; adds the workgroup's total to `carry[0]`.
+    ///
+    /// As `workgroup_inclusive_sum_tree`, reading the slot before its own at the end.
+    fn workgroup_exclusive_sum_tree<E>(
+        tile: &mut [E; GROUP],
+        carry: &mut [E; 1],
+        local: u32,
+        value: E,
+    ) -> E {
+        tile[local] = value;
+        workgroup_barrier();
+        let mut offset = 1u32;
+        while offset < GROUP {
+            let mut add = 0 as E;
+            if local >= offset {
+                add = tile[local - offset];
+            }
+            workgroup_barrier();
+            tile[local] += add;
+            workgroup_barrier();
+            offset *= 2;
+        }
+        let mut before = 0 as E;
+        if local > 0 {
+            before = tile[local - 1];
+        }
+        let start = carry[0] + before;
+        carry[0] += tile[GROUP - 1];
+        workgroup_barrier();
+        start
+    }
+
+    /// Loads the invocation's `PER` consecutive elements of the `count` elements at
+    /// `x[start]` into `regs`: element `local * PER + k` into `regs[k]`, 0 past `count`.
+    fn scan_load<E>(regs: &mut [E; PER], x: &[E], start: u32, count: u32, local: u32) {
+        #[unroll]
+        for k in 0..PER {
+            let i = local * PER + k;
+            regs[k] = 0 as E;
+            if i < count {
+                regs[k] = x[start + i];
+            }
+        }
+    }
+
+    /// Stores `regs` to the invocation's elements of the `count` elements at `y[start]`, in
+    /// `scan_load`'s layout; nothing past `count`.
+    fn scan_store<E>(regs: &[E; PER], y: &mut [E], start: u32, count: u32, local: u32) {
+        #[unroll]
+        for k in 0..PER {
+            let i = local * PER + k;
+            if i < count {
+                y[start + i] = regs[k];
+            }
+        }
+    }
+
+    /// The sum of `regs`, over every lane.
+    fn scan_registers_sum<E>(regs: &[E; PER]) -> E::Scalar {
+        let mut acc = 0 as E;
+        #[unroll]
+        for k in 0..PER {
+            acc += regs[k];
+        }
+        acc.element_sum()
+    }
+
+    /// Scans `regs` in place, inclusive, lane by lane in memory order (`regs[0]`'s lanes,
+    /// then `regs[1]`'s, ...); returns their sum.
+    fn scan_registers_inclusive<E>(regs: &mut [E; PER]) -> E::Scalar {
+        let mut acc = 0 as E::Scalar;
+        #[unroll]
+        for k in 0..PER {
+            let mut v = regs[k];
+            #[unroll]
+            for c in 0..E::LANES {
+                acc += v[c];
+                v[c] = acc;
+            }
+            regs[k] = v;
+        }
+        acc
+    }
+
+    /// Scans `regs` in place, exclusive, in `scan_registers_inclusive`'s order; returns their
+    /// sum.
+    fn scan_registers_exclusive<E>(regs: &mut [E; PER]) -> E::Scalar {
+        let mut acc = 0 as E::Scalar;
+        #[unroll]
+        for k in 0..PER {
+            let mut v = regs[k];
+            #[unroll]
+            for c in 0..E::LANES {
+                let t = v[c];
+                v[c] = acc;
+                acc += t;
+            }
+            regs[k] = v;
+        }
+        acc
+    }
+
+    /// Adds `offset` to every lane of `regs`.
+    fn scan_registers_add<E>(regs: &mut [E; PER], offset: E::Scalar) {
+        #[unroll]
+        for k in 0..PER {
+            regs[k] += offset as E;
+        }
+    }
+}
