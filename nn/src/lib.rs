@@ -123,14 +123,14 @@ pub use precision::Precision;
 
 use tessera::Error;
 
-/// The WGSL of every `nn` kernel: one text per kernels module (the GEMMs, the convolution
-/// forwards, the convolutions' input gradients, their filter gradients, the elementwise
-/// kernels and optimizer steps), each validated by naga when `tessera-nn` compiled.
-pub const WGSL: [&str; 5] = kernels::WGSL;
+/// The WGSL of every `nn` kernel, as the kernels module generated it (one module; each
+/// GEMM-shaped kernel in both blockings, with the shared mainloop's helpers written once per
+/// blocking).
+pub const WGSL: &str = kernels::WGSL;
 
-/// The part of each of [`WGSL`] that needs no optional device feature: every kernel but those
-/// of [`Precision::TensorCoreF16`]. A device without tensor cores builds the ops from these.
-pub const WGSL_PORTABLE: [&str; 5] = kernels::WGSL_PLAIN;
+/// The part of [`WGSL`] that needs no optional device feature: every kernel but those of
+/// [`Precision::TensorCoreF16`]. A device without tensor cores builds the ops from this.
+pub const WGSL_PORTABLE: &str = kernels::WGSL_PLAIN;
 
 /// The error for arguments an op cannot work with.
 fn invalid(operation: &str, problem: String) -> Error {

@@ -482,14 +482,14 @@ impl WeightWay {
 }
 
 /// The hash of the WGSL the candidates run: the `nn` kernels that need no optional feature,
-/// or with `fragments`, every kernel (the tensor-core kernels are built from those texts).
+/// or with `fragments`, the whole module (the tensor-core kernels are built from it).
 fn wgsl_hash(fragments: bool) -> u64 {
     static PORTABLE: OnceLock<u64> = OnceLock::new();
     static WHOLE: OnceLock<u64> = OnceLock::new();
     if fragments {
-        *WHOLE.get_or_init(|| source_hash(&kernels::WGSL.concat()))
+        *WHOLE.get_or_init(|| source_hash(kernels::WGSL))
     } else {
-        *PORTABLE.get_or_init(|| source_hash(&kernels::WGSL_PLAIN.concat()))
+        *PORTABLE.get_or_init(|| source_hash(kernels::WGSL_PLAIN))
     }
 }
 

@@ -514,7 +514,7 @@ fn conv2d_matches_reference_on_random_shapes_of_every_path() {
         // slices (`..._fragments_reduce`) and the filter layouts of their passes by taps
         // (`conv_weights_by_tap`, `conv_weights_transposed_by_tap`, also checked by
         // themselves in the library's unit tests) run in `nn_tensor_cores`.
-        let all = entry_points(&tessera_nn::WGSL_PORTABLE.concat(), &["conv_", "winograd_"]);
+        let all = entry_points(tessera_nn::WGSL_PORTABLE, &["conv_", "winograd_"]);
         let missed: Vec<&String> = all
             .iter()
             .filter(|e| {

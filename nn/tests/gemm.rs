@@ -324,7 +324,7 @@ fn gemm_matches_reference_on_random_shapes_of_every_path() {
     if cases >= 16 {
         // The strict f32 kernels; the tensor-core ones run in `nn_tensor_cores`.
         let all = entry_points(
-            &tessera_nn::WGSL_PORTABLE.concat(),
+            tessera_nn::WGSL_PORTABLE,
             &["gemm_", "grad_pre", "d_operands", "d_bias"],
         );
         let missed: Vec<&String> = all

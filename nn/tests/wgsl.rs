@@ -1,7 +1,7 @@
 //! The WGSL of the nn kernels, pinned so that a change in lowering or in a kernel shows up as
 //! a diff a person can read, and checked by Tint (Dawn's WGSL compiler, Chrome's WebGPU).
 //!
-//! The whole WGSL is about 350,000 lines in five modules (every kernel in every instance), far too much to
+//! The whole module is about 350,000 lines (every kernel in every instance), far too much to
 //! review as a diff. So two snapshots stand for it, in `tests/snapshots/`:
 //!
 //! - `wgsl__entry_points.snap`: one line per entry point, with the size and a digest of
@@ -130,25 +130,20 @@ fn plain(items: &[&Item]) -> String {
 
 #[test]
 fn entry_points_are_pinned() {
-    let mut lines = Vec::new();
-    for module in tessera_nn::WGSL {
-        let items = items(module);
-        let helpers = helpers(&items);
-        for entry in items.iter().filter(|i| i.entry_point) {
-            let reached = closure(&items, &helpers, entry);
-            let text = plain(&reached);
-            lines.push(format!(
-                "{:<72} {:>3} items {:>6} lines  {:016x}\n",
-                entry.name.unwrap_or("?"),
-                reached.len(),
-                text.lines().count(),
-                tessera::source_hash(&text),
-            ));
-        }
+    let items = items(tessera_nn::WGSL);
+    let helpers = helpers(&items);
+    let mut table = String::new();
+    for entry in items.iter().filter(|i| i.entry_point) {
+        let reached = closure(&items, &helpers, entry);
+        let text = plain(&reached);
+        table.push_str(&format!(
+            "{:<72} {:>3} items {:>6} lines  {:016x}\n",
+            entry.name.unwrap_or("?"),
+            reached.len(),
+            text.lines().count(),
+            tessera::source_hash(&text),
+        ));
     }
-    // By name, so that moving a kernel between modules changes nothing.
-    lines.sort();
-    let table = lines.concat();
     assert!(
         table.lines().count() > 100,
         "too few entry points found:\n{table}"
@@ -171,20 +166,16 @@ const SAMPLES: [&str; 7] = [
 
 #[test]
 fn sample_instances_are_pinned() {
-    let modules: Vec<Vec<Item>> = tessera_nn::WGSL.iter().map(|m| items(m)).collect();
+    let items = items(tessera_nn::WGSL);
+    let helpers = helpers(&items);
     let mut samples = String::new();
     for name in SAMPLES {
-        let (items, entry) = modules
+        let entry = items
             .iter()
-            .find_map(|items| {
-                let entry = items
-                    .iter()
-                    .find(|i| i.entry_point && i.name == Some(name))?;
-                Some((items, entry))
-            })
+            .find(|i| i.entry_point && i.name == Some(name))
             .unwrap_or_else(|| panic!("no entry point `{name}` in the nn WGSL"));
         samples.push_str(&format!("// ===== {name}\n\n"));
-        samples.push_str(&plain(&closure(items, &helpers(items), entry)));
+        samples.push_str(&plain(&closure(&items, &helpers, entry)));
     }
     insta::assert_snapshot!("samples", samples);
 }
@@ -194,9 +185,7 @@ fn portable_kernels_pass_tint() {
     let mut batch =
         tessera_tint::Batch::in_target("tests").expect("a directory for the Tint batch");
     // All but the tensor-core kernels, whose wgpu extension Tint does not know.
-    for (i, module) in tessera_nn::WGSL_PORTABLE.iter().enumerate() {
-        batch.add(&format!("nn{i}"), module).unwrap();
-    }
+    batch.add("nn", tessera_nn::WGSL_PORTABLE).unwrap();
     match batch.validate() {
         Ok(verdict) => tessera_tint::note(&verdict.to_string()),
         Err(report) => panic!("Tint rejects WGSL that naga accepted:\n{report}"),
