@@ -633,3 +633,5 @@ fn visit_host(expr: &HostExpr, f: &mut impl FnMut(&HostExpr)) {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod uniformity_tests;
