@@ -17,6 +17,10 @@ use std::time::Duration;
 
 use tessera::{Batch, GpuBuffer, Result, Runtime};
 
+#[path = "shared/timing.rs"]
+mod timing;
+use timing::{print_table, time, Row};
+
 #[tessera::kernels]
 pub mod row_kernels {
     #[device]
@@ -190,38 +194,6 @@ pub mod row_kernels {
 }
 
 use row_kernels as k;
-
-/// One timed kernel: what it computes, how, and its median time per launch.
-pub struct Row {
-    pub work: String,
-    pub how: String,
-    pub time: Duration,
-    /// Bytes read and written per launch.
-    pub bytes: f64,
-}
-
-/// The median over 3 submissions of `reps` launches of what `record` adds to a batch.
-fn time(
-    rt: &Runtime,
-    reps: u32,
-    mut record: impl FnMut(&mut Batch<'_>) -> Result<()>,
-) -> Result<Duration> {
-    let mut warm = rt.batch();
-    for _ in 0..reps {
-        record(&mut warm)?;
-    }
-    warm.submit()?;
-    let mut times = Vec::new();
-    for _ in 0..3 {
-        let mut batch = rt.batch();
-        for _ in 0..reps {
-            record(&mut batch)?;
-        }
-        times.push(batch.submit_timed()?.total / reps);
-    }
-    times.sort();
-    Ok(times[1])
-}
 
 /// Values in [-4, 4), from a fixed sequence.
 fn inputs(n: usize) -> Vec<f32> {
@@ -397,18 +369,6 @@ fn main() -> Result<()> {
         _ => (16384, 1000, 4096),
     };
     let rt = Runtime::new()?;
-    println!("{} ({:?})", rt.info().name, rt.info().backend);
-    println!("| work | kernel | ms | TB/s |");
-    println!("| --- | --- | --- | --- |");
-    for row in run(&rt, rows, softmax_cols, rms_cols, 20)? {
-        let secs = row.time.as_secs_f64();
-        println!(
-            "| {} | {} | {:.4} | {:.2} |",
-            row.work,
-            row.how,
-            secs * 1e3,
-            row.bytes / secs / 1e12
-        );
-    }
+    print_table(&rt, &run(&rt, rows, softmax_cols, rms_cols, 20)?);
     Ok(())
 }

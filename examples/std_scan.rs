@@ -22,6 +22,10 @@ use std::time::Duration;
 
 use tessera::{Batch, GpuBuffer, Result, Runtime};
 
+#[path = "shared/timing.rs"]
+mod timing;
+use timing::{print_table, time, Row};
+
 #[tessera::kernels]
 pub mod buffer_scan {
     #[device]
@@ -340,38 +344,6 @@ fn check(what: &str, got: &[u32], want: &[u32]) {
     }
 }
 
-/// One timed kernel: what it computes, how, and its median time per launch.
-pub struct Row {
-    pub work: String,
-    pub how: String,
-    pub time: Duration,
-    /// Bytes read and written per launch, each element read once and written once.
-    pub bytes: f64,
-}
-
-/// The median over 3 submissions of `reps` launches of what `record` adds to a batch.
-fn time(
-    rt: &Runtime,
-    reps: u32,
-    mut record: impl FnMut(&mut Batch<'_>) -> Result<()>,
-) -> Result<Duration> {
-    let mut warm = rt.batch();
-    for _ in 0..reps {
-        record(&mut warm)?;
-    }
-    warm.submit()?;
-    let mut times = Vec::new();
-    for _ in 0..3 {
-        let mut batch = rt.batch();
-        for _ in 0..reps {
-            record(&mut batch)?;
-        }
-        times.push(batch.submit_timed()?.total / reps);
-    }
-    times.sort();
-    Ok(times[1])
-}
-
 /// Times and checks the scan of `x` as `T` through `path` with `tiling`, inclusive, and
 /// checks the exclusive scan too.
 fn time_scan<T: Element>(
@@ -464,18 +436,6 @@ fn main() -> Result<()> {
         None => 1 << 26,
     };
     let rt = Runtime::new()?;
-    println!("{} ({:?})", rt.info().name, rt.info().backend);
-    println!("| work | kernel | ms | TB/s |");
-    println!("| --- | --- | --- | --- |");
-    for row in run(&rt, n, 20)? {
-        let secs = row.time.as_secs_f64();
-        println!(
-            "| {} | {} | {:.4} | {:.2} |",
-            row.work,
-            row.how,
-            secs * 1e3,
-            row.bytes / secs / 1e12
-        );
-    }
+    print_table(&rt, &run(&rt, n, 20)?);
     Ok(())
 }

@@ -8,8 +8,10 @@ mod quickstart;
 #[allow(dead_code)]
 mod std_rows;
 
+// Both std examples include `examples/shared/timing.rs`: here that makes two copies of it,
+// one in each example's module, as each example binary has its own.
 #[path = "../examples/std_scan.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, clippy::duplicate_mod)]
 mod std_scan;
 
 #[test]

@@ -180,21 +180,7 @@ pub mod scan {
         if lane == size - 1 {
             partials[subgroup] = inner;
         }
-        workgroup_barrier();
-        let mut before = 0 as E;
-        let mut all = 0 as E;
-        let mut k = lane;
-        while k < ceil_div(GROUP, size) {
-            let t = partials[k];
-            if k < subgroup {
-                before += t;
-            }
-            all += t;
-            k += size;
-        }
-        let start = carry[0] + subgroup_add(before);
-        carry[0] += subgroup_add(all);
-        workgroup_barrier();
+        let start = subgroups_before(partials, carry, lane, subgroup, size);
         start + inner
     }
 
@@ -214,6 +200,21 @@ pub mod scan {
         if lane == size - 1 {
             partials[subgroup] = inner + value;
         }
+        let start = subgroups_before(partials, carry, lane, subgroup, size);
+        start + inner
+    }
+
+    /// The workgroup scans' second half, once each subgroup's last lane has written its
+    /// subgroup's total to `partials[subgroup]`: `carry[0]` plus the totals of the subgroups
+    /// before this one; adds every subgroup's total to `carry[0]`. Two barriers: after the
+    /// totals are written, and after they are read (so that `partials` may be written again).
+    fn subgroups_before<E>(
+        partials: &mut [E; GROUP / 4],
+        carry: &mut [E; 1],
+        lane: u32,
+        subgroup: u32,
+        size: u32,
+    ) -> E {
         workgroup_barrier();
         let mut before = 0 as E;
         let mut all = 0 as E;
@@ -229,7 +230,7 @@ pub mod scan {
         let start = carry[0] + subgroup_add(before);
         carry[0] += subgroup_add(all);
         workgroup_barrier();
-        start + inner
+        start
     }
 
     /// `carry[0]` plus the sum of `value` over the workgroup up to and including invocation

@@ -1,0 +1,57 @@
+//! What the `std_*` examples share: a timed kernel's report row, the timing of a recorded
+//! launch, and the table they print. Not an example of its own (cargo looks for examples in
+//! `examples/*.rs` and `examples/*/main.rs` only); each example includes it with `#[path]`.
+
+use std::time::Duration;
+
+use tessera::{Batch, Result, Runtime};
+
+/// One timed kernel: what it computes, how, and its median time per launch.
+pub struct Row {
+    pub work: String,
+    pub how: String,
+    pub time: Duration,
+    /// Bytes read and written per launch, each element read once and written once.
+    pub bytes: f64,
+}
+
+/// The median over 3 submissions of `reps` launches of what `record` adds to a batch, after
+/// one submission of as many to warm up.
+pub fn time(
+    rt: &Runtime,
+    reps: u32,
+    mut record: impl FnMut(&mut Batch<'_>) -> Result<()>,
+) -> Result<Duration> {
+    let mut warm = rt.batch();
+    for _ in 0..reps {
+        record(&mut warm)?;
+    }
+    warm.submit()?;
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        let mut batch = rt.batch();
+        for _ in 0..reps {
+            record(&mut batch)?;
+        }
+        times.push(batch.submit_timed()?.total / reps);
+    }
+    times.sort();
+    Ok(times[1])
+}
+
+/// Prints the adapter and `rows` as a Markdown table: work, kernel, milliseconds, TB/s.
+pub fn print_table(rt: &Runtime, rows: &[Row]) {
+    println!("{} ({:?})", rt.info().name, rt.info().backend);
+    println!("| work | kernel | ms | TB/s |");
+    println!("| --- | --- | --- | --- |");
+    for row in rows {
+        let secs = row.time.as_secs_f64();
+        println!(
+            "| {} | {} | {:.4} | {:.2} |",
+            row.work,
+            row.how,
+            secs * 1e3,
+            row.bytes / secs / 1e12
+        );
+    }
+}
