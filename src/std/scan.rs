@@ -233,17 +233,11 @@ pub mod scan {
         start
     }
 
-    /// `carry[0]` plus the sum of `value` over the workgroup up to and including invocation
-    /// `local`, without subgroups; adds the workgroup's total to `carry[0]`.
-    ///
-    /// Hillis-Steele in `tile`, the caller's workgroup array of `GROUP` (any size): at step
-    /// `d`, each slot adds the one `2^d` before it, reading before a barrier and writing after.
-    fn workgroup_inclusive_sum_tree<E>(
-        tile: &mut [E; GROUP],
-        carry: &mut [E; 1],
-        local: u32,
-        value: E,
-    ) -> E {
+    /// The tree scans' first half: Hillis-Steele in `tile`, the caller's workgroup array of
+    /// `GROUP` (any size), leaving in slot `i` the sum of the values of invocations `0..=i`.
+    /// At step `d`, each slot adds the one `2^d` before it, reading before a barrier and
+    /// writing after; the last barrier lets every invocation read any slot.
+    fn scan_tile<E>(tile: &mut [E; GROUP], local: u32, value: E) {
         tile[local] = value;
         workgroup_barrier();
         let mut offset = 1u32;
@@ -257,6 +251,20 @@ pub mod scan {
             workgroup_barrier();
             offset *= 2;
         }
+    }
+
+    /// `carry[0]` plus the sum of `value` over the workgroup up to and including invocation
+    /// `local`, without subgroups; adds the workgroup's total to `carry[0]`.
+    ///
+    /// Hillis-Steele in `tile`, the caller's workgroup array of `GROUP` (any size; see
+    /// `scan_tile`).
+    fn workgroup_inclusive_sum_tree<E>(
+        tile: &mut [E; GROUP],
+        carry: &mut [E; 1],
+        local: u32,
+        value: E,
+    ) -> E {
+        scan_tile(tile, local, value);
         let start = carry[0] + tile[local];
         carry[0] += tile[GROUP - 1];
         workgroup_barrier();
@@ -273,19 +281,7 @@ pub mod scan {
         local: u32,
         value: E,
     ) -> E {
-        tile[local] = value;
-        workgroup_barrier();
-        let mut offset = 1u32;
-        while offset < GROUP {
-            let mut add = 0 as E;
-            if local >= offset {
-                add = tile[local - offset];
-            }
-            workgroup_barrier();
-            tile[local] += add;
-            workgroup_barrier();
-            offset *= 2;
-        }
+        scan_tile(tile, local, value);
         let mut before = 0 as E;
         if local > 0 {
             before = tile[local - 1];
