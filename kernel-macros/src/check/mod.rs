@@ -5,6 +5,7 @@
 pub mod consts;
 pub mod layout;
 pub mod names;
+mod races;
 mod resources;
 mod types;
 mod uniformity;
@@ -133,6 +134,7 @@ fn variant(
     resources::check(kernel, prefix, errors);
     if !recursive {
         uniformity::check(kernel, errors);
+        races::check(kernel, errors);
     }
     if let (false, Some(span)) = (kernel.requirements.has(Feature::F16), kernel.first_f16()) {
         errors.at(
@@ -631,6 +633,8 @@ fn visit_host(expr: &HostExpr, f: &mut impl FnMut(&HostExpr)) {
     }
 }
 
+#[cfg(test)]
+mod races_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
