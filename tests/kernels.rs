@@ -803,7 +803,11 @@ fn a_launcher_refuses_another_runtimes_buffers_and_runtime() {
         )
         .unwrap_err();
     assert!(
-        matches!(&error, Error::ForeignBuffer { buffer, .. } if buffer == "y of b"),
+        matches!(
+            &error,
+            Error::ForeignBuffer { operation, buffer }
+                if operation == "binding `y` of `saxpy`" && buffer == "y of b"
+        ),
         "{error:?}"
     );
     let message = error.to_string();

@@ -713,6 +713,37 @@ fn check_owners(runtime: RuntimeId, pipeline: &Pipeline, args: &[Arg<'_>]) -> Re
     }
 }
 
+/// Returns [`Error::ForeignBuffer`], naming `kernel` and `binding`, unless `rt` made `buffer`.
+///
+/// Every dispatch checks the buffers it binds, naming a binding by its position (`binding
+/// 1`); generated launchers check first, naming the kernel and the parameter as the Rust
+/// source spells them.
+///
+/// ```no_run
+/// # use kernel_runtime::{check_buffer_owner, Error, Runtime};
+/// # fn main() -> kernel_runtime::Result<()> {
+/// let (a, b) = (Runtime::new()?, Runtime::new()?);
+/// let x = b.upload(&[1.0f32; 4])?;
+/// let error = check_buffer_owner("saxpy", "x", &x, &a).unwrap_err();
+/// assert!(error.to_string().starts_with("binding `x` of `saxpy`: the buffer"));
+/// # Ok(())
+/// # }
+/// ```
+pub fn check_buffer_owner<T: Pod>(
+    kernel: &str,
+    binding: &str,
+    buffer: &GpuBuffer<T>,
+    rt: &Runtime,
+) -> Result<()> {
+    if buffer.runtime() == rt.id() {
+        return Ok(());
+    }
+    Err(Error::ForeignBuffer {
+        operation: format!("binding `{binding}` of `{kernel}`"),
+        buffer: buffer.label().to_owned(),
+    })
+}
+
 /// Returns [`Error::BindingTooLarge`], naming `kernel` and `binding`, when a buffer of
 /// `bytes` bytes is more than `limits` let one storage binding hold.
 ///

@@ -169,7 +169,8 @@ pub enum Error {
     )]
     ForeignBuffer {
         /// What was refused: the method, e.g. `` `GpuBuffer::read` ``, or the binding, e.g.
-        /// `` binding 1 of `saxpy` ``.
+        /// `` binding 1 of `saxpy` `` (a dispatch) or `` binding `x` of `saxpy` `` (a
+        /// generated launcher).
         operation: String,
         /// The buffer's label.
         buffer: String,

@@ -15,7 +15,8 @@
 //!   in error scopes, never left to wgpu's panicking default handler.
 //! - Buffers, pipelines and batches belong to the [`Runtime`] that made them: one used with
 //!   another runtime is refused with [`Error::ForeignBuffer`] or [`Error::ForeignPipeline`]
-//!   before anything is recorded, not left to panic inside wgpu or to bind another buffer.
+//!   before anything is recorded, not left to panic inside wgpu or to bind another buffer
+//!   (a generated launcher names the kernel and the parameter).
 //! - A buffer larger than the device binds to one storage binding can be made and used, but
 //!   binding it is refused with [`Error::BindingTooLarge`], which names the kernel and the
 //!   binding (a generated launcher's parameter) and says what to do instead.
@@ -64,7 +65,7 @@ pub use autotune::{
     AUTOTUNE_ENV,
 };
 pub use buffer::{BufferView, BufferViewMut, GpuBuffer};
-pub use dispatch::{check_binding_size, Arg, Batch};
+pub use dispatch::{check_binding_size, check_buffer_owner, Arg, Batch};
 pub use error::{Error, Result};
 pub use grid::{fold_grid, FoldedGrid};
 pub use pipeline::{BindingKind, Pipeline, PipelineDesc};

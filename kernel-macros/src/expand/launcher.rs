@@ -216,15 +216,25 @@ pub fn launcher(
     });
     // Each storage buffer against the device's limit for one binding, named as the source
     // names the kernel and the parameter.
-    let size_checks = general.bindings.iter().filter_map(|binding| {
-        let BindingKind::Storage { .. } = binding.kind else {
-            return None;
-        };
-        let name = &binding.name;
-        let name_text = syn::ext::IdentExt::unraw(name).to_string();
-        Some(quote! {
-            #rt::check_binding_size(#rust_name, #name_text, #rt::GpuBuffer::raw(args.#name).size(), limits)?;
+    // ... and made by the runtime it is recorded on.
+    let storage = || {
+        general.bindings.iter().filter_map(|binding| {
+            let BindingKind::Storage { .. } = binding.kind else {
+                return None;
+            };
+            let name = &binding.name;
+            Some((name, syn::ext::IdentExt::unraw(name).to_string()))
         })
+    };
+    let size_checks = storage().map(|(name, name_text)| {
+        quote! {
+            #rt::check_binding_size(#rust_name, #name_text, #rt::GpuBuffer::raw(args.#name).size(), limits)?;
+        }
+    });
+    let owner_checks = storage().map(|(name, name_text)| {
+        quote! {
+            #rt::check_buffer_owner(#rust_name, #name_text, args.#name, batch.runtime())?;
+        }
     });
     let variant_choice = variant_choice(kernel, uniform.map(|u| u.0).filter(|_| valid));
     let device_checks = device_checks(instances, &rust_name);
@@ -409,9 +419,10 @@ pub fn launcher(
                 batch.enqueue()
             }
 
-            /// Checks the buffers (lengths, and sizes against the device's limit for one
-            /// binding) and records the dispatch into `batch`.
+            /// Checks the buffers (made by `batch`'s runtime, lengths, and sizes against the
+            /// device's limit for one binding) and records the dispatch into `batch`.
             pub fn record(&self, batch: &mut #rt::Batch<'_>, args: #args_ty #args_apply) -> #rt::Result<()> {
+                #(#owner_checks)*
                 self.check_lengths(&args)?;
                 let limits = &batch.runtime().info().limits;
                 let _ = limits;
