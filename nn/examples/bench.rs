@@ -234,6 +234,40 @@ fn conv_label(shape: &Conv2dShape) -> String {
     )
 }
 
+/// Random operands of a convolution: its input, filter, bias and output gradient.
+struct ConvOperands {
+    x: GpuBuffer<f32>,
+    w: GpuBuffer<f32>,
+    bias: GpuBuffer<f32>,
+    grad_y: GpuBuffer<f32>,
+}
+
+impl ConvOperands {
+    /// The operands of `shape`, each from a seed of its own.
+    fn random(rt: &Runtime, shape: &Conv2dShape) -> Result<Self> {
+        Ok(ConvOperands {
+            x: random(rt, shape.input_len(), 5)?,
+            w: random(rt, shape.weight_len(), 6)?,
+            bias: random(rt, shape.out_channels as usize, 7)?,
+            grad_y: random(rt, shape.output_len()?, 8)?,
+        })
+    }
+}
+
+/// The floating-point operations of one pass of `shape` (two per multiply-add; the forward,
+/// dgrad and wgrad each do as many).
+fn conv_flop(shape: &Conv2dShape) -> Result<f64> {
+    let [oh, ow] = shape.output()?;
+    Ok(2.0
+        * f64::from(shape.batch)
+        * f64::from(shape.out_channels)
+        * f64::from(oh)
+        * f64::from(ow)
+        * f64::from(shape.in_channels)
+        * f64::from(shape.kernel[0])
+        * f64::from(shape.kernel[1]))
+}
+
 fn bench_conv(
     rt: &Runtime,
     conv: &Convolution,
@@ -241,15 +275,10 @@ fn bench_conv(
     report: &mut Report,
     by_kernel: bool,
 ) -> Result<()> {
-    let out_len = shape.output_len()?;
-    let [oh, ow] = shape.output()?;
-    let (x, w, bias, grad_y) = (
-        random(rt, shape.input_len(), 5)?,
-        random(rt, shape.weight_len(), 6)?,
-        random(rt, shape.out_channels as usize, 7)?,
-        random(rt, out_len, 8)?,
-    );
-    let mut y = rt.zeros(out_len)?;
+    let flop = conv_flop(&shape)?;
+    let operands = ConvOperands::random(rt, &shape)?;
+    let ConvOperands { x, w, bias, grad_y } = &operands;
+    let mut y = rt.zeros(shape.output_len()?)?;
     let mut grad_x = rt.zeros(shape.input_len())?;
     let mut grad_w = rt.zeros(shape.weight_len())?;
     // The three passes as closures, each run once timed as a whole and once per kernel.
@@ -259,9 +288,9 @@ fn bench_conv(
         let args = Conv2dForward {
             shape,
             activation: Activation::None,
-            x: &x,
-            w: &w,
-            bias: &bias,
+            x,
+            w,
+            bias,
             pre: None,
             y: &mut y,
         };
@@ -270,8 +299,8 @@ fn bench_conv(
     let mut dgrad = |batch: &mut Batch<'_>| {
         let args = Conv2dGradInput {
             shape,
-            w: &w,
-            grad_pre: &grad_y,
+            w,
+            grad_pre: grad_y,
             grad_x: &mut grad_x,
         };
         conv.grad_input(batch, args)
@@ -279,37 +308,45 @@ fn bench_conv(
     let mut wgrad = |batch: &mut Batch<'_>| {
         let args = Conv2dGradWeight {
             shape,
-            x: &x,
-            grad_pre: &grad_y,
+            x,
+            grad_pre: grad_y,
             grad_w: &mut grad_w,
         };
         conv.grad_weight(batch, args)
     };
-    let (forward_time, dgrad_time, wgrad_time) = (
+    let times = [
         time(rt, &mut forward)?,
         time(rt, &mut dgrad)?,
         time(rt, &mut wgrad)?,
-    );
-    let flop = 2.0
-        * f64::from(shape.batch)
-        * f64::from(shape.out_channels)
-        * f64::from(oh)
-        * f64::from(ow)
-        * f64::from(shape.in_channels)
-        * f64::from(shape.kernel[0])
-        * f64::from(shape.kernel[1]);
+    ];
     let work = match conv.precision() {
         Precision::F32 => conv_label(&shape),
         Precision::TensorCoreF16 => format!("{} tensor-core-f16", conv_label(&shape)),
     };
+    report_conv(report, &work, flop, times);
+    if by_kernel {
+        let forward = breakdown(rt, &mut forward)?;
+        let dgrad = breakdown(rt, &mut dgrad)?;
+        let wgrad = breakdown(rt, &mut wgrad)?;
+        println!("  forward (ms): {forward}\n  dgrad: {dgrad}\n  wgrad: {wgrad}");
+        let backward = conv_backward_breakdown(rt, conv, shape, &operands)?;
+        println!("  backward: {backward}");
+    }
+    Ok(())
+}
+
+/// Adds the forward, dgrad and wgrad `times` of the convolution `work` to `report`, and
+/// prints them with their TFLOP/s.
+fn report_conv(report: &mut Report, work: &str, flop: f64, times: [Duration; 3]) {
+    let [forward_time, dgrad_time, wgrad_time] = times;
     report.add(
-        &work,
+        work,
         "forward",
         forward_time,
         Some(tflops(flop, forward_time)),
     );
-    report.add(&work, "dgrad", dgrad_time, Some(tflops(flop, dgrad_time)));
-    report.add(&work, "wgrad", wgrad_time, Some(tflops(flop, wgrad_time)));
+    report.add(work, "dgrad", dgrad_time, Some(tflops(flop, dgrad_time)));
+    report.add(work, "wgrad", wgrad_time, Some(tflops(flop, wgrad_time)));
     println!(
         "{work}: forward {:.3} ms {:.2} TFLOP/s | dgrad {:.3} ms {:.2} TFLOP/s | wgrad {:.3} ms \
          {:.2} TFLOP/s",
@@ -320,32 +357,32 @@ fn bench_conv(
         ms(wgrad_time),
         tflops(flop, wgrad_time),
     );
-    if by_kernel {
-        let forward = breakdown(rt, &mut forward)?;
-        let dgrad = breakdown(rt, &mut dgrad)?;
-        let wgrad = breakdown(rt, &mut wgrad)?;
-        println!("  forward (ms): {forward}\n  dgrad: {dgrad}\n  wgrad: {wgrad}");
-        // The whole backward pass of training, which also computes the bias gradient.
-        let (mut grad_x, mut grad_w) =
-            (rt.zeros(shape.input_len())?, rt.zeros(shape.weight_len())?);
-        let mut grad_bias = rt.zeros(shape.out_channels as usize)?;
-        let backward = breakdown(rt, |batch| {
-            let args = Conv2dBackward {
-                shape,
-                activation: Activation::None,
-                x: &x,
-                w: &w,
-                pre: None,
-                grad_y: &grad_y,
-                grad_x: Some(&mut grad_x),
-                grad_w: &mut grad_w,
-                grad_bias: &mut grad_bias,
-            };
-            conv.backward(batch, args)
-        })?;
-        println!("  backward: {backward}");
-    }
-    Ok(())
+}
+
+/// The profile of the whole backward pass of training (which also computes the bias
+/// gradient) of `shape` on `operands`, into gradient buffers of its own.
+fn conv_backward_breakdown(
+    rt: &Runtime,
+    conv: &Convolution,
+    shape: Conv2dShape,
+    operands: &ConvOperands,
+) -> Result<String> {
+    let (mut grad_x, mut grad_w) = (rt.zeros(shape.input_len())?, rt.zeros(shape.weight_len())?);
+    let mut grad_bias = rt.zeros(shape.out_channels as usize)?;
+    breakdown(rt, |batch| {
+        let args = Conv2dBackward {
+            shape,
+            activation: Activation::None,
+            x: &operands.x,
+            w: &operands.w,
+            pre: None,
+            grad_y: &operands.grad_y,
+            grad_x: Some(&mut grad_x),
+            grad_w: &mut grad_w,
+            grad_bias: &mut grad_bias,
+        };
+        conv.backward(batch, args)
+    })
 }
 
 /// Dispatches per launch-cost measurement.
@@ -469,82 +506,9 @@ fn bench_launch(rt: &Runtime, out: &mut Report) -> Result<()> {
     // Compiled now, as the raw pipeline is, rather than in the first timed run.
     add.prepare(rt)?;
     let raw = Raw::new(rt, add.entry_point(), &x, step)?;
-    let mut expected = 0.0;
-    let mut report = |what: &str, per: Duration| {
-        println!("launch {what}: {:.2} us per dispatch", us(per));
-        // The CSV separates fields with commas.
-        let what = what.replace(", ", "; ");
-        out.add(&format!("launch: {what}"), "per dispatch", per, None);
-    };
-
-    report(
-        "raw wgpu, one pass, bind group reused, end to end",
-        median_of_5(LAUNCHES, || raw.run(rt, LAUNCHES, Encoding::OnePass))?,
-    );
-    report(
-        "raw wgpu, a pass per dispatch, end to end",
-        median_of_5(LAUNCHES, || raw.run(rt, LAUNCHES, Encoding::PassEach))?,
-    );
-    report(
-        "raw wgpu, a submission per dispatch, end to end",
-        median_of_5(LAUNCHES, || raw.run(rt, LAUNCHES, Encoding::SubmitEach))?,
-    );
-    report(
-        "raw wgpu, one dispatch submitted and waited for",
-        median_of_5(1, || raw.run(rt, 1, Encoding::OnePass))?,
-    );
-    expected += f64::from(LAUNCHES * 3 * 5 + 5);
-
-    let mut recording = Vec::new();
-    let batch = median_of_5(LAUNCHES, || {
-        let start = std::time::Instant::now();
-        let mut batch = rt.batch();
-        for _ in 0..LAUNCHES {
-            add.record(
-                &mut batch,
-                tiny::AddArgs {
-                    p: &step,
-                    x: &mut x,
-                },
-            )?;
-        }
-        recording.push(start.elapsed());
-        batch.submit()?;
-        rt.wait()?;
-        Ok(start.elapsed())
-    })?;
-    recording.sort();
-    report("tessera batch, recording", recording[2] / LAUNCHES);
-    report("tessera batch, end to end", batch);
-    let launches = median_of_5(LAUNCHES, || {
-        let start = std::time::Instant::now();
-        for _ in 0..LAUNCHES {
-            add.launch(
-                rt,
-                tiny::AddArgs {
-                    p: &step,
-                    x: &mut x,
-                },
-            )?;
-        }
-        rt.wait()?;
-        Ok(start.elapsed())
-    })?;
-    report("tessera launch() one by one, end to end", launches);
-    let single = median_of_5(1, || {
-        let start = std::time::Instant::now();
-        add.launch(
-            rt,
-            tiny::AddArgs {
-                p: &step,
-                x: &mut x,
-            },
-        )?;
-        rt.wait()?;
-        Ok(start.elapsed())
-    })?;
-    report("tessera launch(), submitted and waited for", single);
-    expected += f64::from(LAUNCHES * 2 * 5 + 5);
+    let dispatches =
+        bench_raw_launches(rt, &raw, out)? + bench_tessera_launches(rt, &add, step, &mut x, out)?;
+    let expected = f64::from(dispatches);
 
     let wrong = x
         .read(rt)?
@@ -558,6 +522,83 @@ fn bench_launch(rt: &Runtime, out: &mut Report) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// Prints the launch cost `per` dispatch of `what` and adds it to `out`.
+fn report_launch(out: &mut Report, what: &str, per: Duration) {
+    println!("launch {what}: {:.2} us per dispatch", us(per));
+    // The CSV separates fields with commas.
+    let what = what.replace(", ", "; ");
+    out.add(&format!("launch: {what}"), "per dispatch", per, None);
+}
+
+/// Launch costs of the kernel dispatched by hand through wgpu; returns how many dispatches
+/// ran (each adds one to every element).
+fn bench_raw_launches(rt: &Runtime, raw: &Raw, out: &mut Report) -> Result<u32> {
+    report_launch(
+        out,
+        "raw wgpu, one pass, bind group reused, end to end",
+        median_of_5(LAUNCHES, || raw.run(rt, LAUNCHES, Encoding::OnePass))?,
+    );
+    report_launch(
+        out,
+        "raw wgpu, a pass per dispatch, end to end",
+        median_of_5(LAUNCHES, || raw.run(rt, LAUNCHES, Encoding::PassEach))?,
+    );
+    report_launch(
+        out,
+        "raw wgpu, a submission per dispatch, end to end",
+        median_of_5(LAUNCHES, || raw.run(rt, LAUNCHES, Encoding::SubmitEach))?,
+    );
+    report_launch(
+        out,
+        "raw wgpu, one dispatch submitted and waited for",
+        median_of_5(1, || raw.run(rt, 1, Encoding::OnePass))?,
+    );
+    Ok(LAUNCHES * 3 * 5 + 5)
+}
+
+/// Launch costs of `add` on `x` through a tessera batch and through `launch()`; returns how
+/// many dispatches ran (each adds one to every element).
+fn bench_tessera_launches(
+    rt: &Runtime,
+    add: &tiny::Add,
+    step: tiny::Step,
+    x: &mut GpuBuffer<f32>,
+    out: &mut Report,
+) -> Result<u32> {
+    let mut recording = Vec::new();
+    let batch = median_of_5(LAUNCHES, || {
+        let start = std::time::Instant::now();
+        let mut batch = rt.batch();
+        for _ in 0..LAUNCHES {
+            add.record(&mut batch, tiny::AddArgs { p: &step, x })?;
+        }
+        recording.push(start.elapsed());
+        batch.submit()?;
+        rt.wait()?;
+        Ok(start.elapsed())
+    })?;
+    recording.sort();
+    report_launch(out, "tessera batch, recording", recording[2] / LAUNCHES);
+    report_launch(out, "tessera batch, end to end", batch);
+    let launches = median_of_5(LAUNCHES, || {
+        let start = std::time::Instant::now();
+        for _ in 0..LAUNCHES {
+            add.launch(rt, tiny::AddArgs { p: &step, x })?;
+        }
+        rt.wait()?;
+        Ok(start.elapsed())
+    })?;
+    report_launch(out, "tessera launch() one by one, end to end", launches);
+    let single = median_of_5(1, || {
+        let start = std::time::Instant::now();
+        add.launch(rt, tiny::AddArgs { p: &step, x })?;
+        rt.wait()?;
+        Ok(start.elapsed())
+    })?;
+    report_launch(out, "tessera launch(), submitted and waited for", single);
+    Ok(LAUNCHES * 2 * 5 + 5)
 }
 
 /// Keeps the GPU busy for three seconds with a large GEMM (compute) and a large convolution
@@ -709,16 +750,7 @@ fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error
     } = *options;
     let chosen = |label: &str| only.as_deref().is_none_or(|text| label.contains(text));
     let rt = Runtime::new()?;
-    let timed_by = if rt.info().has_timestamps() {
-        "GPU timestamps around one compute pass"
-    } else {
-        "wall clock"
-    };
-    println!("adapter: {}", rt.info());
-    println!(
-        "timed by {timed_by}; median of 3 submissions of {REPS} launches; autotuning {:?}",
-        rt.autotune_mode()
-    );
+    print_header(&rt);
     let mut report = Report::default();
     let precision = match tensor_cores {
         true => Precision::TensorCoreF16,
@@ -737,10 +769,51 @@ fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error
     if run_launch {
         bench_launch(&rt, &mut report)?;
     }
-    // (M, N, K): square, the two rectangular shapes of a transformer's MLP, then the skinny
-    // ones (a classifier over a long feature vector, a few rows over a wide vocabulary, a
-    // small layer over a large batch, whose weight gradient sums over the batch).
-    let gemms: &[(u32, u32, u32)] = if small {
+    let gemm_label = |&&(m, n, k): &&(u32, u32, u32)| format!("gemm M={m} N={n} K={k}");
+    for &(m, n, k) in gemm_shapes(small)
+        .iter()
+        .filter(|s| run_gemm && chosen(&gemm_label(s)))
+    {
+        bench_gemm(&rt, &gemm, GemmShape { m, n, k }, &mut report)?;
+    }
+    for shape in conv_shapes(small)
+        .into_iter()
+        .filter(|s| run_conv && chosen(&conv_label(s)))
+    {
+        bench_conv(&rt, &conv, shape, &mut report, by_kernel)?;
+    }
+
+    for choice in rt.autotune_report().0 {
+        println!("tuned {choice}");
+    }
+    if let Some(problem) = rt.autotune_report().1 {
+        println!("autotuning: {problem}");
+    }
+    if let Some(dir) = out {
+        write_report(&rt, &report, std::path::Path::new(dir))?;
+    }
+    Ok(())
+}
+
+/// Prints the adapter and how the figures are timed.
+fn print_header(rt: &Runtime) {
+    let timed_by = if rt.info().has_timestamps() {
+        "GPU timestamps around one compute pass"
+    } else {
+        "wall clock"
+    };
+    println!("adapter: {}", rt.info());
+    println!(
+        "timed by {timed_by}; median of 3 submissions of {REPS} launches; autotuning {:?}",
+        rt.autotune_mode()
+    );
+}
+
+/// The GEMMs to run, as (M, N, K): square, the two rectangular shapes of a transformer's MLP,
+/// then the skinny ones (a classifier over a long feature vector, a few rows over a wide
+/// vocabulary, a small layer over a large batch, whose weight gradient sums over the batch).
+fn gemm_shapes(small: bool) -> &'static [(u32, u32, u32)] {
+    if small {
         &[(128, 128, 128), (100, 130, 70), (4, 4, 2048)]
     } else {
         &[
@@ -754,12 +827,11 @@ fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error
             (4096, 1024, 1024),
             (65536, 64, 64),
         ]
-    };
-    let gemm_label = |&&(m, n, k): &&(u32, u32, u32)| format!("gemm M={m} N={n} K={k}");
-    for &(m, n, k) in gemms.iter().filter(|s| run_gemm && chosen(&gemm_label(s))) {
-        bench_gemm(&rt, &gemm, GemmShape { m, n, k }, &mut report)?;
     }
+}
 
+/// The convolutions to run: ResNet's layers and other shapes worth timing.
+fn conv_shapes(small: bool) -> Vec<Conv2dShape> {
     // Square images of `hw` pixels, square kernels of `k` taps.
     let conv2d = |n, ci, hw, co, k, stride, pad| {
         Conv2dShape::new(n, ci, [hw, hw], co, [k, k])
@@ -772,7 +844,7 @@ fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error
         left: 1,
         right: 2,
     };
-    let convs: Vec<Conv2dShape> = if small {
+    if small {
         vec![
             conv2d(2, 8, 14, 8, 3, 1, 1),
             conv2d(2, 8, 14, 16, 3, 2, 1),
@@ -796,27 +868,15 @@ fn bench(options: &Options) -> std::result::Result<(), Box<dyn std::error::Error
             conv2d(32, 64, 28, 64, 4, 1, 0).padding(uneven),
             conv2d(1, 256, 14, 256, 3, 1, 1),
         ]
-    };
-    for shape in convs
-        .into_iter()
-        .filter(|s| run_conv && chosen(&conv_label(s)))
-    {
-        bench_conv(&rt, &conv, shape, &mut report, by_kernel)?;
     }
+}
 
-    for choice in rt.autotune_report().0 {
-        println!("tuned {choice}");
-    }
-    if let Some(problem) = rt.autotune_report().1 {
-        println!("autotuning: {problem}");
-    }
-    if let Some(dir) = out {
-        let dir = std::path::Path::new(&dir);
-        std::fs::create_dir_all(dir)?;
-        let adapter = rt.info().to_string();
-        std::fs::write(dir.join("tessera.csv"), report.csv(&adapter))?;
-        std::fs::write(dir.join("tessera.md"), report.markdown(&adapter))?;
-        println!("wrote {}", dir.join("tessera.csv").display());
-    }
+/// Writes `report` as `tessera.csv` and `tessera.md` into `dir`, creating it.
+fn write_report(rt: &Runtime, report: &Report, dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let adapter = rt.info().to_string();
+    std::fs::write(dir.join("tessera.csv"), report.csv(&adapter))?;
+    std::fs::write(dir.join("tessera.md"), report.markdown(&adapter))?;
+    println!("wrote {}", dir.join("tessera.csv").display());
     Ok(())
 }

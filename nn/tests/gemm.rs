@@ -5,6 +5,7 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod gemm_case;
 
 use std::collections::BTreeSet;
 
@@ -12,6 +13,7 @@ use common::{
     assert_close, entry_points, kernels_run, plain_device_runtime, property_cases, property_seed,
     rng, runtime, tuning_runtime, values, ChaCha8Rng, RngExt,
 };
+use gemm_case::{GemmCase, Operands};
 use tessera::{Error, GpuBuffer, Runtime};
 use tessera_nn::{Activation, Gemm, GemmBackward, GemmForward, GemmShape};
 
@@ -45,101 +47,96 @@ fn check_shape(
     activation: Activation,
     rng: &mut ChaCha8Rng,
 ) -> Vec<String> {
-    let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
-    let (av, bv, biasv, gyv) = (
-        values(rng, m * k),
-        values(rng, k * n),
-        values(rng, n),
-        values(rng, m * n),
-    );
-    let (a, b, bias, grad_y) = (
-        rt.upload(&av).unwrap(),
-        rt.upload(&bv).unwrap(),
-        rt.upload(&biasv).unwrap(),
-        rt.upload(&gyv).unwrap(),
-    );
-    let (mut pre, mut y) = (
-        rt.zeros::<f32>(m * n).unwrap(),
-        rt.zeros::<f32>(m * n).unwrap(),
-    );
-    let (mut grad_a, mut grad_b, mut grad_bias) = (
-        rt.zeros::<f32>(m * k).unwrap(),
-        rt.zeros::<f32>(k * n).unwrap(),
-        rt.zeros::<f32>(n).unwrap(),
-    );
+    let mut case = GemmCase::new(rt, shape, rng);
     // Without activation the output is `pre` itself: neither pass needs it kept.
     let keep_pre = activation != Activation::None;
     let mut batch = rt.batch();
-    let args = GemmForward {
-        shape,
-        activation,
-        a: &a,
-        b: &b,
-        bias: &bias,
-        pre: keep_pre.then_some(&mut pre),
-        y: &mut y,
-    };
+    let args = case.forward(activation, keep_pre);
     gemm.forward(&mut batch, args).unwrap();
     let mut ran = kernels_run(batch);
     let mut batch = rt.batch();
-    let args = GemmBackward {
-        shape,
-        activation,
-        a: &a,
-        b: &b,
-        pre: keep_pre.then_some(&pre),
-        grad_y: &grad_y,
-        grad_a: Some(&mut grad_a),
-        grad_b: &mut grad_b,
-        grad_bias: &mut grad_bias,
-    };
+    let args = case.backward(activation, keep_pre);
     gemm.backward(&mut batch, args).unwrap();
     ran.extend(kernels_run(batch));
 
-    let mut want_pre = vec![0.0f64; m * n];
-    for i in 0..m {
-        for j in 0..n {
-            want_pre[i * n + j] = biasv[j] as f64
-                + (0..k)
-                    .map(|l| av[i * k + l] as f64 * bv[l * n + j] as f64)
-                    .sum::<f64>();
-        }
-    }
-    let want_y: Vec<f64> = want_pre.iter().map(|&z| act(z, activation)).collect();
-    let want_gp: Vec<f64> = want_pre
-        .iter()
-        .zip(&gyv)
-        .map(|(&z, &g)| g as f64 * act_grad(z, activation))
-        .collect();
-    let mut want_ga = vec![0.0f64; m * k];
-    let mut want_gb = vec![0.0f64; k * n];
-    let mut want_gbias = vec![0.0f64; n];
-    for i in 0..m {
-        for j in 0..n {
-            let g = want_gp[i * n + j];
-            want_gbias[j] += g;
-            for l in 0..k {
-                want_ga[i * k + l] += g * bv[l * n + j] as f64;
-                want_gb[l * n + j] += av[i * k + l] as f64 * g;
-            }
-        }
-    }
+    let want = Reference::of(shape, activation, &case.host);
     let f = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
     let label = format!("{shape:?} {activation:?}");
-    let mut outputs = vec![("y", y.read(rt).unwrap(), f(&want_y))];
+    let mut outputs = vec![("y", case.y.read(rt).unwrap(), f(&want.y))];
     if keep_pre {
-        outputs.push(("pre", pre.read(rt).unwrap(), f(&want_pre)));
+        outputs.push(("pre", case.pre.read(rt).unwrap(), f(&want.pre)));
     }
     for (name, got, want) in outputs.into_iter().chain([
-        ("grad_a", grad_a.read(rt).unwrap(), f(&want_ga)),
-        ("grad_b", grad_b.read(rt).unwrap(), f(&want_gb)),
-        ("grad_bias", grad_bias.read(rt).unwrap(), f(&want_gbias)),
+        ("grad_a", case.grad_a.read(rt).unwrap(), f(&want.grad_a)),
+        ("grad_b", case.grad_b.read(rt).unwrap(), f(&want.grad_b)),
+        (
+            "grad_bias",
+            case.grad_bias.read(rt).unwrap(),
+            f(&want.grad_bias),
+        ),
     ]) {
         assert_eq!(got.len(), want.len(), "{name} of {label}");
         eprintln!("checking {name} of {label}");
         assert_close(&got, &want, 1e-4);
     }
     ran
+}
+
+/// The f64 reference of the forward and backward passes of a GEMM.
+struct Reference {
+    pre: Vec<f64>,
+    y: Vec<f64>,
+    grad_a: Vec<f64>,
+    grad_b: Vec<f64>,
+    grad_bias: Vec<f64>,
+}
+
+impl Reference {
+    /// The reference of `shape` through `activation` on `operands`.
+    fn of(shape: GemmShape, activation: Activation, operands: &Operands) -> Self {
+        let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+        let Operands {
+            a: av,
+            b: bv,
+            bias: biasv,
+            grad_y: gyv,
+        } = operands;
+        let mut want_pre = vec![0.0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                want_pre[i * n + j] = biasv[j] as f64
+                    + (0..k)
+                        .map(|l| av[i * k + l] as f64 * bv[l * n + j] as f64)
+                        .sum::<f64>();
+            }
+        }
+        let want_y: Vec<f64> = want_pre.iter().map(|&z| act(z, activation)).collect();
+        let want_gp: Vec<f64> = want_pre
+            .iter()
+            .zip(gyv)
+            .map(|(&z, &g)| g as f64 * act_grad(z, activation))
+            .collect();
+        let mut want_ga = vec![0.0f64; m * k];
+        let mut want_gb = vec![0.0f64; k * n];
+        let mut want_gbias = vec![0.0f64; n];
+        for i in 0..m {
+            for j in 0..n {
+                let g = want_gp[i * n + j];
+                want_gbias[j] += g;
+                for l in 0..k {
+                    want_ga[i * k + l] += g * bv[l * n + j] as f64;
+                    want_gb[l * n + j] += av[i * k + l] as f64 * g;
+                }
+            }
+        }
+        Reference {
+            pre: want_pre,
+            y: want_y,
+            grad_a: want_ga,
+            grad_b: want_gb,
+            grad_bias: want_gbias,
+        }
+    }
 }
 
 #[test]

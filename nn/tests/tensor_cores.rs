@@ -10,14 +10,15 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod gemm_case;
 
 use common::{kernels_run, limited_runtime, rng, runtime, values};
+use gemm_case::{GemmCase, Operands};
 use tessera::wgpu::CooperativeScalarType::{F16, F32};
 use tessera::{Error, Runtime};
 use tessera_nn::{
     Activation, Conv2d, Conv2dConfig, Conv2dForward, Conv2dGradInput, Conv2dGradWeight,
-    Conv2dShape, Convolution, Gemm, GemmBackward, GemmForward, GemmShape, Init, Linear,
-    LinearConfig, Padding, Precision,
+    Conv2dShape, Convolution, Gemm, GemmShape, Init, Linear, LinearConfig, Padding, Precision,
 };
 
 fn tensor_cores(rt: &Runtime) -> bool {
@@ -47,118 +48,89 @@ fn assert_within_f16_rounding(name: &str, got: &[f32], want: &[f64], bound: &[f6
 /// (it must then equal `y`, bit for bit: no activation); returns the largest relative errors
 /// of `y`, `grad_a` and `grad_b`, and the entry points that ran.
 fn check(rt: &Runtime, gemm: &Gemm, shape: GemmShape, seed: u64) -> ([f64; 3], Vec<String>) {
-    let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
-    let mut rng = rng(seed);
-    let (av, bv, biasv, gyv) = (
-        values(&mut rng, m * k),
-        values(&mut rng, k * n),
-        values(&mut rng, n),
-        values(&mut rng, m * n),
-    );
-    let up = |v: &[f32]| rt.upload(v).unwrap();
-    let (a, b, bias, grad_y) = (up(&av), up(&bv), up(&biasv), up(&gyv));
-    let (mut pre, mut y) = (
-        rt.zeros::<f32>(m * n).unwrap(),
-        rt.zeros::<f32>(m * n).unwrap(),
-    );
+    let mut case = GemmCase::new(rt, shape, &mut rng(seed));
     let keep_pre = seed % 2 == 1;
-    let (mut grad_a, mut grad_b, mut grad_bias) = (
-        rt.zeros::<f32>(m * k).unwrap(),
-        rt.zeros::<f32>(k * n).unwrap(),
-        rt.zeros::<f32>(n).unwrap(),
-    );
     let mut batch = rt.batch();
-    gemm.forward(
-        &mut batch,
-        GemmForward {
-            shape,
-            activation: Activation::None,
-            a: &a,
-            b: &b,
-            bias: &bias,
-            pre: keep_pre.then_some(&mut pre),
-            y: &mut y,
-        },
-    )
-    .unwrap();
-    gemm.backward(
-        &mut batch,
-        GemmBackward {
-            shape,
-            activation: Activation::None,
-            a: &a,
-            b: &b,
-            pre: None,
-            grad_y: &grad_y,
-            grad_a: Some(&mut grad_a),
-            grad_b: &mut grad_b,
-            grad_bias: &mut grad_bias,
-        },
-    )
-    .unwrap();
+    let args = case.forward(Activation::None, keep_pre);
+    gemm.forward(&mut batch, args).unwrap();
+    let args = case.backward(Activation::None, false);
+    gemm.backward(&mut batch, args).unwrap();
     let ran = kernels_run(batch);
 
-    let (a64, b64, g64): (Vec<f64>, Vec<f64>, Vec<f64>) = (
-        av.iter().map(|&x| f64::from(x)).collect(),
-        bv.iter().map(|&x| f64::from(x)).collect(),
-        gyv.iter().map(|&x| f64::from(x)).collect(),
-    );
-    let (mut want_y, mut bound_y) = (vec![0.0; m * n], vec![0.0; m * n]);
-    let (mut want_ga, mut bound_ga) = (vec![0.0; m * k], vec![0.0; m * k]);
-    let (mut want_gb, mut bound_gb) = (vec![0.0; k * n], vec![0.0; k * n]);
-    let mut want_gbias = vec![0.0; n];
-    for i in 0..m {
-        for j in 0..n {
-            let g = g64[i * n + j];
-            want_y[i * n + j] = f64::from(biasv[j]);
-            want_gbias[j] += g;
-            for l in 0..k {
-                let (x, w) = (a64[i * k + l], b64[l * n + j]);
-                want_y[i * n + j] += x * w;
-                bound_y[i * n + j] += (x * w).abs();
-                want_ga[i * k + l] += g * w;
-                bound_ga[i * k + l] += (g * w).abs();
-                want_gb[l * n + j] += x * g;
-                bound_gb[l * n + j] += (x * g).abs();
-            }
-        }
-    }
-    let label = format!("{m}x{n}x{k}");
+    let want = Reference::of(shape, &case.host);
+    let label = format!("{}x{}x{}", shape.m, shape.n, shape.k);
     if keep_pre {
         let bits = |b: &tessera::GpuBuffer<f32>| -> Vec<u32> {
             b.read(rt).unwrap().into_iter().map(f32::to_bits).collect()
         };
-        assert_eq!(bits(&pre), bits(&y), "pre of {label} differs from y");
+        assert_eq!(
+            bits(&case.pre),
+            bits(&case.y),
+            "pre of {label} differs from y"
+        );
     }
-    let errors = [
-        assert_within_f16_rounding(
-            &format!("y {label}"),
-            &y.read(rt).unwrap(),
-            &want_y,
-            &bound_y,
-        ),
-        assert_within_f16_rounding(
-            &format!("grad_a {label}"),
-            &grad_a.read(rt).unwrap(),
-            &want_ga,
-            &bound_ga,
-        ),
-        assert_within_f16_rounding(
-            &format!("grad_b {label}"),
-            &grad_b.read(rt).unwrap(),
-            &want_gb,
-            &bound_gb,
-        ),
+    let outputs = [
+        ("y", &case.y, want.y),
+        ("grad_a", &case.grad_a, want.grad_a),
+        ("grad_b", &case.grad_b, want.grad_b),
     ];
+    let errors = outputs.map(|(name, got, (want, bound))| {
+        let got = got.read(rt).unwrap();
+        assert_within_f16_rounding(&format!("{name} {label}"), &got, &want, &bound)
+    });
     // The bias gradient stays in f32.
-    let got_gbias = grad_bias.read(rt).unwrap();
-    for (j, (&got, &want)) in got_gbias.iter().zip(&want_gbias).enumerate() {
+    let got_gbias = case.grad_bias.read(rt).unwrap();
+    for (j, (&got, &want)) in got_gbias.iter().zip(&want.grad_bias).enumerate() {
         assert!(
             (f64::from(got) - want).abs() <= 1e-4 * (1.0 + want.abs()),
             "grad_bias {label}, element {j}: got {got}, want {want}"
         );
     }
     (errors, ran)
+}
+
+/// The f64 reference of a GEMM without activation: each output of the tensor cores with the
+/// sum of the magnitudes of its products, and the bias gradient.
+struct Reference {
+    y: (Vec<f64>, Vec<f64>),
+    grad_a: (Vec<f64>, Vec<f64>),
+    grad_b: (Vec<f64>, Vec<f64>),
+    grad_bias: Vec<f64>,
+}
+
+impl Reference {
+    /// The reference of `shape` on `operands`.
+    fn of(shape: GemmShape, operands: &Operands) -> Self {
+        let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+        let f64s = |v: &[f32]| -> Vec<f64> { v.iter().map(|&x| f64::from(x)).collect() };
+        let (a64, b64, g64) = (f64s(&operands.a), f64s(&operands.b), f64s(&operands.grad_y));
+        let (mut want_y, mut bound_y) = (vec![0.0; m * n], vec![0.0; m * n]);
+        let (mut want_ga, mut bound_ga) = (vec![0.0; m * k], vec![0.0; m * k]);
+        let (mut want_gb, mut bound_gb) = (vec![0.0; k * n], vec![0.0; k * n]);
+        let mut want_gbias = vec![0.0; n];
+        for i in 0..m {
+            for j in 0..n {
+                let g = g64[i * n + j];
+                want_y[i * n + j] = f64::from(operands.bias[j]);
+                want_gbias[j] += g;
+                for l in 0..k {
+                    let (x, w) = (a64[i * k + l], b64[l * n + j]);
+                    want_y[i * n + j] += x * w;
+                    bound_y[i * n + j] += (x * w).abs();
+                    want_ga[i * k + l] += g * w;
+                    bound_ga[i * k + l] += (g * w).abs();
+                    want_gb[l * n + j] += x * g;
+                    bound_gb[l * n + j] += (x * g).abs();
+                }
+            }
+        }
+        Reference {
+            y: (want_y, bound_y),
+            grad_a: (want_ga, bound_ga),
+            grad_b: (want_gb, bound_gb),
+            grad_bias: want_gbias,
+        }
+    }
 }
 
 #[test]
@@ -373,6 +345,22 @@ fn window(shape: &Conv2dShape) -> [bool; 2] {
     [forward && !forward_taps, input && !input_taps]
 }
 
+/// A convolution of `n` images of `ci` channels and `hw` pixels into `co` channels, through a
+/// square filter of `k` taps a side at `stride`, the image padded by `pad` on every side.
+fn conv_shape(
+    n: u32,
+    ci: u32,
+    hw: [u32; 2],
+    co: u32,
+    k: u32,
+    stride: u32,
+    pad: u32,
+) -> Conv2dShape {
+    Conv2dShape::new(n, ci, hw, co, [k, k])
+        .stride([stride, stride])
+        .padding(Padding::uniform(pad))
+}
+
 #[test]
 fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them() {
     let rt = runtime();
@@ -395,11 +383,15 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
     let tensor = Convolution::with_precision(&rt, Precision::TensorCoreF16).unwrap();
     assert_eq!(tensor.precision(), Precision::TensorCoreF16);
     let strict = Convolution::new(&rt).unwrap();
-    let conv = |n, ci, hw: [u32; 2], co, k: u32, stride: u32, pad| {
-        Conv2dShape::new(n, ci, hw, co, [k, k])
-            .stride([stride, stride])
-            .padding(Padding::uniform(pad))
-    };
+    for (seed, shape) in shapes_of_every_path().into_iter().enumerate() {
+        let ran = check_conv(&rt, &tensor, &strict, shape, 100 + seed as u64);
+        assert_ran_the_expected_kernels(&rt, &shape, &ran);
+    }
+    check_every_activation(&rt, &tensor, &strict);
+}
+
+/// The shapes that run the convolution's every path on the tensor cores, with autotuning off.
+fn shapes_of_every_path() -> [Conv2dShape; 28] {
     // 3x3 of stride 1 (the specializations) in both blockings, 5x5 and 1x1, strided ones
     // (input gradients one stride phase at a time: stride 2 in both blockings, and stride 3
     // of a 4x4 filter, whose phases have different numbers of taps) and one of 3 input
@@ -427,106 +419,111 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
     // and 2), and in 2 slices (64 -> 16 channels of 34 x 34 in small blocks, the second
     // slice starting inside an image row; 128 -> 130 of 32 x 32 in large ones); 64 input
     // channels in large blocks do not fill a block.
-    let shapes = [
-        conv(2, 8, [10, 10], 72, 3, 1, 1),
-        conv(1, 70, [7, 9], 16, 5, 1, 2),
-        conv(3, 33, [6, 6], 40, 1, 1, 0),
-        conv(2, 5, [9, 9], 20, 3, 2, 1),
-        conv(2, 70, [9, 9], 130, 3, 2, 1),
-        conv(1, 9, [10, 11], 12, 4, 3, 1),
-        conv(2, 3, [11, 11], 130, 3, 1, 1),
-        conv(1, 120, [5, 5], 150, 3, 1, 1),
-        conv(1, 40, [4, 4], 120, 3, 1, 1),
-        conv(2, 64, [9, 7], 72, 3, 1, 1),
-        conv(2, 64, [9, 9], 80, 3, 2, 1),
-        conv(3, 32, [6, 6], 40, 3, 1, 1),
-        conv(2, 64, [8, 8], 24, 5, 1, 2),
-        conv(1, 128, [5, 5], 150, 3, 1, 1),
-        conv(2, 72, [9, 7], 64, 3, 1, 1),
-        conv(2, 40, [8, 8], 128, 5, 1, 2),
-        conv(1, 40, [4, 4], 128, 3, 1, 1),
-        conv(2, 128, [6, 6], 48, 3, 1, 1),
-        conv(2, 128, [9, 9], 130, 3, 2, 1),
-        conv(1, 64, [34, 34], 16, 3, 1, 1),
-        conv(1, 128, [32, 32], 130, 3, 1, 1),
+    [
+        conv_shape(2, 8, [10, 10], 72, 3, 1, 1),
+        conv_shape(1, 70, [7, 9], 16, 5, 1, 2),
+        conv_shape(3, 33, [6, 6], 40, 1, 1, 0),
+        conv_shape(2, 5, [9, 9], 20, 3, 2, 1),
+        conv_shape(2, 70, [9, 9], 130, 3, 2, 1),
+        conv_shape(1, 9, [10, 11], 12, 4, 3, 1),
+        conv_shape(2, 3, [11, 11], 130, 3, 1, 1),
+        conv_shape(1, 120, [5, 5], 150, 3, 1, 1),
+        conv_shape(1, 40, [4, 4], 120, 3, 1, 1),
+        conv_shape(2, 64, [9, 7], 72, 3, 1, 1),
+        conv_shape(2, 64, [9, 9], 80, 3, 2, 1),
+        conv_shape(3, 32, [6, 6], 40, 3, 1, 1),
+        conv_shape(2, 64, [8, 8], 24, 5, 1, 2),
+        conv_shape(1, 128, [5, 5], 150, 3, 1, 1),
+        conv_shape(2, 72, [9, 7], 64, 3, 1, 1),
+        conv_shape(2, 40, [8, 8], 128, 5, 1, 2),
+        conv_shape(1, 40, [4, 4], 128, 3, 1, 1),
+        conv_shape(2, 128, [6, 6], 48, 3, 1, 1),
+        conv_shape(2, 128, [9, 9], 130, 3, 2, 1),
+        conv_shape(1, 64, [34, 34], 16, 3, 1, 1),
+        conv_shape(1, 128, [32, 32], 130, 3, 1, 1),
         Conv2dShape::new(2, 64, [9, 9], 64, [3, 3])
             .padding(Padding::uniform(2))
             .dilation([2, 2]),
-        conv(2, 64, [4, 70], 72, 3, 1, 1),
-        conv(1, 128, [9, 9], 150, 3, 2, 1),
-        conv(1, 72, [3, 70], 64, 3, 1, 1),
-        conv(1, 40, [2, 66], 128, 3, 1, 1),
-        conv(2, 16, [5, 7], 48, 3, 1, 1),
-        conv(2, 48, [7, 9], 56, 2, 1, 1),
-    ];
-    for (seed, shape) in shapes.into_iter().enumerate() {
-        let ran = check_conv(&rt, &tensor, &strict, shape, 100 + seed as u64);
-        let block = if shape.out_channels <= 64 { 64 } else { 128 };
-        let ran_any = |kernel: &str| ran.iter().any(|e| e.starts_with(kernel));
-        assert_eq!(
-            ran_any("conv_grad_weight_fragments_by_tap"),
-            shape.in_channels % block == 0,
-            "{shape:?} ran {ran:?}"
-        );
-        // Over a window, in the small blocks for at most 64 rows, otherwise the large ones,
-        // in workgroups of 512 invocations where the device has them.
-        let invocations = match rt.device().limits().max_compute_invocations_per_workgroup {
-            512.. => 512,
-            _ => 256,
-        };
-        // Tap by tap, 32-deep steps; every tap at once, 64 rows of 16-deep steps.
-        let window_blocks = |rows: u32| match rows {
-            ..=64 => format!("block64_invocations{invocations}_depth32"),
-            _ => format!("block128_invocations{invocations}_depth32"),
-        };
-        let all_taps_blocks = "block64_invocations256_depth16_slices9_all_taps1";
-        let [forward_taps, input_taps] = all_taps(&shape);
-        assert_eq!(
-            ran_any(&format!("conv_forward_window_{all_taps_blocks}")),
-            forward_taps,
-            "{shape:?} ran {ran:?}"
-        );
-        assert_eq!(
-            ran_any(&format!("conv_grad_input_window_{all_taps_blocks}")),
-            input_taps,
-            "{shape:?} ran {ran:?}"
-        );
-        let [forward, input] = window(&shape);
-        let forward_blocks = window_blocks(shape.out_channels);
-        assert_eq!(
-            ran_any(&format!("conv_forward_window_{forward_blocks}")),
-            forward,
-            "{shape:?} ran {ran:?}"
-        );
-        let input_blocks = window_blocks(shape.in_channels);
-        assert_eq!(
-            ran_any(&format!("conv_grad_input_window_{input_blocks}")),
-            input,
-            "{shape:?} ran {ran:?}"
-        );
-        // Too wide for the window: by taps where the summed channels allow it.
-        if shape.input[1] >= 66 {
-            let by_tap =
-                |kernel: &str, channels: u32| ran_any(kernel) == channels.is_multiple_of(32);
-            assert!(
-                by_tap("conv_forward_fragments_by_tap", shape.in_channels)
-                    && by_tap("conv_grad_input_fragments_by_tap", shape.out_channels),
-                "{shape:?} ran {ran:?}"
-            );
-        }
-    }
+        conv_shape(2, 64, [4, 70], 72, 3, 1, 1),
+        conv_shape(1, 128, [9, 9], 150, 3, 2, 1),
+        conv_shape(1, 72, [3, 70], 64, 3, 1, 1),
+        conv_shape(1, 40, [2, 66], 128, 3, 1, 1),
+        conv_shape(2, 16, [5, 7], 48, 3, 1, 1),
+        conv_shape(2, 48, [7, 9], 56, 2, 1, 1),
+    ]
+}
 
-    // The forward's epilogue through every activation, keeping `pre` (the passes above keep
-    // none), whole in the plain kernels (8 input channels), over a staged window (64, 9 x 7)
-    // and by taps (64, 4 x 70), and in slices (120 input channels of 5 x 5 and 128 of 9 x 9
-    // at stride 2, too small to fill the GPU), whose reduce applies it: no activation's slope
-    // exceeds 1.13 (GELU's), so `y` stays within 1.13 times the rounding bound of `pre`.
+/// Asserts that the tensor-core passes of `shape` ran the entry points `ran` that autotuning
+/// off chooses: the filter gradient by taps, over a staged window (every tap at once or tap
+/// by tap) in the blocks its rows take, or by taps where the image is too wide for a window.
+fn assert_ran_the_expected_kernels(rt: &Runtime, shape: &Conv2dShape, ran: &[String]) {
+    let block = if shape.out_channels <= 64 { 64 } else { 128 };
+    let ran_any = |kernel: &str| ran.iter().any(|e| e.starts_with(kernel));
+    assert_eq!(
+        ran_any("conv_grad_weight_fragments_by_tap"),
+        shape.in_channels.is_multiple_of(block),
+        "{shape:?} ran {ran:?}"
+    );
+    // Over a window, in the small blocks for at most 64 rows, otherwise the large ones,
+    // in workgroups of 512 invocations where the device has them.
+    let invocations = match rt.device().limits().max_compute_invocations_per_workgroup {
+        512.. => 512,
+        _ => 256,
+    };
+    // Tap by tap, 32-deep steps; every tap at once, 64 rows of 16-deep steps.
+    let window_blocks = |rows: u32| match rows {
+        ..=64 => format!("block64_invocations{invocations}_depth32"),
+        _ => format!("block128_invocations{invocations}_depth32"),
+    };
+    let all_taps_blocks = "block64_invocations256_depth16_slices9_all_taps1";
+    let [forward_taps, input_taps] = all_taps(shape);
+    assert_eq!(
+        ran_any(&format!("conv_forward_window_{all_taps_blocks}")),
+        forward_taps,
+        "{shape:?} ran {ran:?}"
+    );
+    assert_eq!(
+        ran_any(&format!("conv_grad_input_window_{all_taps_blocks}")),
+        input_taps,
+        "{shape:?} ran {ran:?}"
+    );
+    let [forward, input] = window(shape);
+    let forward_blocks = window_blocks(shape.out_channels);
+    assert_eq!(
+        ran_any(&format!("conv_forward_window_{forward_blocks}")),
+        forward,
+        "{shape:?} ran {ran:?}"
+    );
+    let input_blocks = window_blocks(shape.in_channels);
+    assert_eq!(
+        ran_any(&format!("conv_grad_input_window_{input_blocks}")),
+        input,
+        "{shape:?} ran {ran:?}"
+    );
+    // Too wide for the window: by taps where the summed channels allow it.
+    if shape.input[1] >= 66 {
+        let by_tap = |kernel: &str, channels: u32| ran_any(kernel) == channels.is_multiple_of(32);
+        assert!(
+            by_tap("conv_forward_fragments_by_tap", shape.in_channels)
+                && by_tap("conv_grad_input_fragments_by_tap", shape.out_channels),
+            "{shape:?} ran {ran:?}"
+        );
+    }
+}
+
+/// Checks the forward's epilogue on `tensor` against `strict` through every activation,
+/// keeping `pre` (`check_conv`'s passes keep none), whole in the plain kernels (8 input
+/// channels), over a staged window (64, 9 x 7) and by taps (64, 4 x 70), and in slices (120
+/// input channels of 5 x 5 and 128 of 9 x 9 at stride 2, too small to fill the GPU), whose
+/// reduce applies it: no activation's slope exceeds 1.13 (GELU's), so `y` stays within 1.13
+/// times the rounding bound of `pre`.
+fn check_every_activation(rt: &Runtime, tensor: &Convolution, strict: &Convolution) {
     let shapes = [
-        conv(2, 8, [10, 10], 72, 3, 1, 1),
-        conv(2, 64, [9, 7], 72, 3, 1, 1),
-        conv(2, 64, [4, 70], 72, 3, 1, 1),
-        conv(1, 120, [5, 5], 150, 3, 1, 1),
-        conv(1, 128, [9, 9], 150, 3, 2, 1),
+        conv_shape(2, 8, [10, 10], 72, 3, 1, 1),
+        conv_shape(2, 64, [9, 7], 72, 3, 1, 1),
+        conv_shape(2, 64, [4, 70], 72, 3, 1, 1),
+        conv_shape(1, 120, [5, 5], 150, 3, 1, 1),
+        conv_shape(1, 128, [9, 9], 150, 3, 2, 1),
     ];
     for (seed, shape) in shapes.into_iter().enumerate() {
         let mut rng = rng(200 + seed as u64);
@@ -536,14 +533,14 @@ fn convolutions_on_tensor_cores_are_within_f16_rounding_or_refused_without_them(
         let g = vec![0.0; shape.output_len().unwrap()];
         // `y`, and `pre` where an activation keeps it.
         let forward = |conv, activation, [x, w]: [&[f32]; 2]| {
-            let ([y, _, _, pre], _) = conv_passes(&rt, conv, shape, activation, [x, w, &g]);
+            let ([y, _, _, pre], _) = conv_passes(rt, conv, shape, activation, [x, w, &g]);
             [y, pre]
         };
-        let [bound, _] = forward(&strict, Activation::None, [&abs(&x), &abs(&w)]);
+        let [bound, _] = forward(strict, Activation::None, [&abs(&x), &abs(&w)]);
         let bound: Vec<f64> = bound.iter().map(|&v| 1.13 * f64::from(v)).collect();
         for activation in Activation::ALL {
-            let got = forward(&tensor, activation, [&x, &w]);
-            let want = forward(&strict, activation, [&x, &w]);
+            let got = forward(tensor, activation, [&x, &w]);
+            let want = forward(strict, activation, [&x, &w]);
             assert_eq!(got[1].is_empty(), activation == Activation::None);
             for (output, (got, want)) in ["y", "pre"].into_iter().zip(got.iter().zip(&want)) {
                 if !got.is_empty() {

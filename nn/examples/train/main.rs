@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use data::Dataset;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use net::{Net, NetConfig};
-use tessera::{Runtime, TimingSource};
+use tessera::{Runtime, Timing, TimingSource};
 use tessera_nn::{Precision, SgdConfig};
 
 const USAGE: &str = "\
@@ -74,6 +74,15 @@ impl Data {
         train_images: 1024,
         test_images: 256,
     };
+
+    /// The data `--data NAME` names.
+    fn named(name: &str) -> Result<Data, lexopt::Error> {
+        match name {
+            "digits" => Ok(Data::Digits),
+            "stripes" => Ok(Data::STRIPES),
+            other => Err(format!("--data takes `digits` or `stripes`, not `{other}`").into()),
+        }
+    }
 }
 
 /// What the command line chose.
@@ -99,18 +108,7 @@ impl Options {
         let mut parser = lexopt::Parser::from_args(args);
         while let Some(arg) = parser.next()? {
             match arg {
-                Long("data") => {
-                    data = Some(match parser.value()?.string()?.as_str() {
-                        "digits" => Data::Digits,
-                        "stripes" => Data::STRIPES,
-                        other => {
-                            return Err(format!(
-                                "--data takes `digits` or `stripes`, not `{other}`"
-                            )
-                            .into())
-                        }
-                    })
-                }
+                Long("data") => data = Some(Data::named(&parser.value()?.string()?)?),
                 Long("large") => large = true,
                 Long("tensor-cores") => tensor_cores = true,
                 Long("steps") => steps = Some(parser.value()?.parse()?),
@@ -120,7 +118,30 @@ impl Options {
                 _ => return Err(arg.unexpected()),
             }
         }
-        let (config, data, default_steps) = match (large, data) {
+        let (config, data, default_steps) = Self::network_and_data(large, data)?;
+        let mut options = Options {
+            config,
+            data,
+            steps: default_steps,
+            save,
+            load,
+        };
+        if let Some(steps) = steps {
+            options.steps = steps;
+        }
+        if tensor_cores {
+            options.config.precision = Precision::TensorCoreF16;
+        }
+        Ok(Some(options))
+    }
+
+    /// The network, the data and the default number of steps that `--large` and `--data`
+    /// (if given) choose.
+    fn network_and_data(
+        large: bool,
+        data: Option<Data>,
+    ) -> Result<(NetConfig, Data, u32), lexopt::Error> {
+        Ok(match (large, data) {
             (true, Some(Data::Digits)) => {
                 return Err("--large trains on stripes of 32x32; the digits are 8x8".into())
             }
@@ -160,21 +181,7 @@ impl Options {
                 Data::Digits,
                 200,
             ),
-        };
-        let mut options = Options {
-            config,
-            data,
-            steps: default_steps,
-            save,
-            load,
-        };
-        if let Some(steps) = steps {
-            options.steps = steps;
-        }
-        if tensor_cores {
-            options.config.precision = Precision::TensorCoreF16;
-        }
-        Ok(Some(options))
+        })
     }
 
     /// The training and the held-out images.
@@ -233,6 +240,46 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
     let rt = Runtime::new()?;
     println!("adapter: {}", rt.info());
     let (train, test) = options.datasets();
+    print_setup(options, &train, &test);
+    let mut net = Net::new(&rt, config, SGD, 3)?;
+    let sizes: Vec<String> = net
+        .parameters()
+        .iter()
+        .map(|(name, param)| format!("{name} {}", param.value.len()))
+        .collect();
+    println!("parameters: {}", sizes.join(", "));
+    if let Some(path) = &options.load {
+        checkpoint::load(&rt, &mut net, path)?;
+        println!("loaded the parameters from {}", path.display());
+    }
+
+    let training = Training::run(&rt, &mut net, options, &train)?;
+
+    let (loss, correct) = evaluate(&rt, &mut net, &test)?;
+    println!(
+        "held-out images: loss {loss:.4}, accuracy {:.1}% ({correct}/{})",
+        100.0 * correct as f32 / test.len() as f32,
+        test.len()
+    );
+    if options.steps > 0 {
+        println!(
+            "training took {:.2} s of wall time",
+            training.elapsed.as_secs_f64()
+        );
+    }
+    if let Some(path) = &options.save {
+        checkpoint::save(&rt, &mut net, path)?;
+        println!("saved the parameters to {}", path.display());
+    }
+    write_curve(options, &training.losses);
+    training.print_step_time();
+    training.print_kernel_times();
+    Ok(())
+}
+
+/// Prints the data and the network that will learn it.
+fn print_setup(options: &Options, train: &Dataset, test: &Dataset) {
+    let config = options.config;
     let data = match options.data {
         Data::Digits => "handwritten digits",
         Data::Stripes { .. } => "synthetic stripes",
@@ -252,110 +299,132 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
         b = config.batch,
         s = options.steps,
     );
-    let mut net = Net::new(&rt, config, SGD, 3)?;
-    let sizes: Vec<String> = net
-        .parameters()
-        .iter()
-        .map(|(name, param)| format!("{name} {}", param.value.len()))
-        .collect();
-    println!("parameters: {}", sizes.join(", "));
-    if let Some(path) = &options.load {
-        checkpoint::load(&rt, &mut net, path)?;
-        println!("loaded the parameters from {}", path.display());
+}
+
+/// What the training loop measured: every step's loss, its wall time and the GPU's timings.
+struct Training {
+    /// The loss of every step, in order.
+    losses: Vec<f32>,
+    /// The wall time of the whole loop.
+    elapsed: Duration,
+    /// Each kernel's GPU time and calls in the profiled (second) step.
+    kernel_times: BTreeMap<String, (Duration, u32)>,
+    /// The profiled step's GPU time, if it ran.
+    profiled: Option<Duration>,
+    /// The GPU time of the steps after the second, all together.
+    gpu_total: Duration,
+    /// How many steps `gpu_total` adds up.
+    timed_steps: u32,
+    /// What timed those steps (`None` where there were none).
+    timed_by: Option<TimingSource>,
+}
+
+impl Training {
+    /// Trains `net` for `options.steps` steps on `train`, printing the loss as it falls (with
+    /// a progress bar on stderr). The first step includes the pipelines' first use and is not
+    /// timed; the second is profiled (each kernel timed in a compute pass of its own, which
+    /// slows the step), the others timed as they run.
+    fn run(
+        rt: &Runtime,
+        net: &mut Net,
+        options: &Options,
+        train: &Dataset,
+    ) -> Result<Self, Box<dyn Error>> {
+        let config = options.config;
+        let started = Instant::now();
+        let mut training = Training {
+            losses: Vec::with_capacity(options.steps as usize),
+            elapsed: Duration::ZERO,
+            kernel_times: BTreeMap::new(),
+            profiled: None,
+            gpu_total: Duration::ZERO,
+            timed_steps: 0,
+            timed_by: None,
+        };
+        let report_every = (options.steps / 10).max(1);
+        let progress = progress_bar(options.steps)?;
+        for step in 0..options.steps {
+            let (images, labels) = train.batch(step * config.batch, config.batch);
+            let profile = step == 1;
+            let (loss, timing) = net.train_step(rt, &images, &labels, profile)?;
+            if !loss.is_finite() {
+                progress.abandon();
+                return Err(format!("the loss diverged at step {step}: {loss}").into());
+            }
+            training.losses.push(loss);
+            training.record(step, timing);
+            if step % report_every == 0 || step + 1 == options.steps {
+                // To stdout, with the bar (on stderr) cleared meanwhile: neither garbles the other.
+                progress.suspend(|| println!("step {step:>4}: loss {loss:.4}"));
+            }
+            progress.set_message(format!("loss {loss:.4}"));
+            progress.inc(1);
+        }
+        progress.finish_and_clear();
+        training.elapsed = started.elapsed();
+        Ok(training)
     }
 
-    let started = Instant::now();
-    // The first step includes the pipelines' first use and is not timed; the second is
-    // profiled (each kernel timed in a compute pass of its own, which slows the step), the
-    // others timed as they run.
-    let mut kernel_times: BTreeMap<String, (Duration, u32)> = BTreeMap::new();
-    let mut profiled = None;
-    let (mut gpu_total, mut timed_steps) = (Duration::ZERO, 0u32);
-    let mut timed_by = None;
-    let mut losses = Vec::with_capacity(options.steps as usize);
-    let report_every = (options.steps / 10).max(1);
-    let progress = progress_bar(options.steps)?;
-    for step in 0..options.steps {
-        let (images, labels) = train.batch(step * config.batch, config.batch);
-        let profile = step == 1;
-        let (loss, timing) = net.train_step(&rt, &images, &labels, profile)?;
-        if !loss.is_finite() {
-            progress.abandon();
-            return Err(format!("the loss diverged at step {step}: {loss}").into());
-        }
-        losses.push(loss);
-        if profile {
-            profiled = Some(timing.total);
+    /// Takes in the GPU's `timing` of step `step`: per kernel for the profiled second step,
+    /// as a whole for the later ones, not at all for the first.
+    fn record(&mut self, step: u32, timing: Timing) {
+        if step == 1 {
+            self.profiled = Some(timing.total);
             for (label, time) in timing.dispatches {
-                let entry = kernel_times.entry(label).or_default();
+                let entry = self.kernel_times.entry(label).or_default();
                 entry.0 += time.unwrap_or_default();
                 entry.1 += 1;
             }
         } else if step > 1 {
-            gpu_total += timing.total;
-            timed_steps += 1;
-            timed_by = Some(timing.source);
+            self.gpu_total += timing.total;
+            self.timed_steps += 1;
+            self.timed_by = Some(timing.source);
         }
-        if step % report_every == 0 || step + 1 == options.steps {
-            // To stdout, with the bar (on stderr) cleared meanwhile: neither garbles the other.
-            progress.suspend(|| println!("step {step:>4}: loss {loss:.4}"));
+    }
+
+    /// Prints the mean GPU time of the unprofiled steps after the second, or why there is none.
+    fn print_step_time(&self) {
+        let (gpu_total, timed_steps) = (self.gpu_total, self.timed_steps);
+        let per_step = |total: Duration, steps: u32| total.as_secs_f64() * 1e3 / f64::from(steps);
+        match self.timed_by {
+            None => println!(
+                "no unprofiled steps after the second (the first builds the pipelines, the \
+                 second is profiled): no GPU time per step"
+            ),
+            Some(TimingSource::GpuTimestamps) => println!(
+                "GPU time per step: {:.3} ms (mean over {timed_steps} steps)",
+                per_step(gpu_total, timed_steps)
+            ),
+            Some(TimingSource::WallClock) => println!(
+                "this adapter has no timestamp queries: {:.3} ms per step by the wall clock (mean \
+                 over {timed_steps} steps), no per-kernel times",
+                per_step(gpu_total, timed_steps)
+            ),
         }
-        progress.set_message(format!("loss {loss:.4}"));
-        progress.inc(1);
     }
-    progress.finish_and_clear();
-    let elapsed = started.elapsed();
 
-    let (loss, correct) = evaluate(&rt, &mut net, &test)?;
-    println!(
-        "held-out images: loss {loss:.4}, accuracy {:.1}% ({correct}/{})",
-        100.0 * correct as f32 / test.len() as f32,
-        test.len()
-    );
-    if options.steps > 0 {
-        println!("training took {:.2} s of wall time", elapsed.as_secs_f64());
-    }
-    if let Some(path) = &options.save {
-        checkpoint::save(&rt, &mut net, path)?;
-        println!("saved the parameters to {}", path.display());
-    }
-    write_curve(options, &losses);
-
-    let per_step = |total: Duration, steps: u32| total.as_secs_f64() * 1e3 / f64::from(steps);
-    match timed_by {
-        None => println!(
-            "no unprofiled steps after the second (the first builds the pipelines, the \
-             second is profiled): no GPU time per step"
-        ),
-        Some(TimingSource::GpuTimestamps) => println!(
-            "GPU time per step: {:.3} ms (mean over {timed_steps} steps)",
-            per_step(gpu_total, timed_steps)
-        ),
-        Some(TimingSource::WallClock) => println!(
-            "this adapter has no timestamp queries: {:.3} ms per step by the wall clock (mean \
-             over {timed_steps} steps), no per-kernel times",
-            per_step(gpu_total, timed_steps)
-        ),
-    }
-    let each_timed = kernel_times.values().any(|(time, _)| !time.is_zero());
-    if let (Some(total), true) = (profiled, each_timed) {
-        println!(
-            "per kernel, in the second step (profiled: each kernel in a compute pass of its \
-             own, {:.3} ms in all):",
-            total.as_secs_f64() * 1e3
-        );
-        let mut rows = kernel_rows(kernel_times);
-        rows.sort_by_key(|row| std::cmp::Reverse(row.1));
-        let width = rows.iter().map(|row| row.0.len()).max().unwrap_or(0);
-        for (name, time, calls) in rows {
+    /// Prints the profiled step's table of GPU time per kernel, slowest first, where the
+    /// adapter timed each kernel.
+    fn print_kernel_times(self) {
+        let each_timed = self.kernel_times.values().any(|(time, _)| !time.is_zero());
+        if let (Some(total), true) = (self.profiled, each_timed) {
             println!(
-                "  {name:<width$} {:>8.3} ms, {calls:>2} call{}",
-                time.as_secs_f64() * 1e3,
-                if calls == 1 { "" } else { "s" },
+                "per kernel, in the second step (profiled: each kernel in a compute pass of its \
+                 own, {:.3} ms in all):",
+                total.as_secs_f64() * 1e3
             );
+            let mut rows = kernel_rows(self.kernel_times);
+            rows.sort_by_key(|row| std::cmp::Reverse(row.1));
+            let width = rows.iter().map(|row| row.0.len()).max().unwrap_or(0);
+            for (name, time, calls) in rows {
+                println!(
+                    "  {name:<width$} {:>8.3} ms, {calls:>2} call{}",
+                    time.as_secs_f64() * 1e3,
+                    if calls == 1 { "" } else { "s" },
+                );
+            }
         }
     }
-    Ok(())
 }
 
 /// SGD with momentum, the same for every data set.
