@@ -634,8 +634,6 @@ fn visit_host(expr: &HostExpr, f: &mut impl FnMut(&HostExpr)) {
 }
 
 #[cfg(test)]
-mod races_tests;
-#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod uniformity_tests;

@@ -340,3 +340,28 @@ impl Expr {
         }
     }
 }
+
+/// `text` without the parentheses around all of it (`(a + b)` -> `a + b`), as
+/// [`Expr::rust_text`] and the WGSL writer put around operations.
+pub fn strip_parens(text: &str) -> &str {
+    match text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
+        Some(inner) if balanced(inner) => inner,
+        _ => text,
+    }
+}
+
+/// Whether every `(` in `text` is closed, in order (so outer parentheses can be dropped).
+fn balanced(text: &str) -> bool {
+    let mut depth = 0i32;
+    for c in text.chars() {
+        depth += match c {
+            '(' => 1,
+            ')' => -1,
+            _ => 0,
+        };
+        if depth < 0 {
+            return false;
+        }
+    }
+    depth == 0
+}

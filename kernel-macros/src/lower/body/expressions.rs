@@ -5,8 +5,8 @@
 use proc_macro2::Ident;
 
 use super::text::{
-    argument, fill, float_bits, float_literal, int_literal, shaped_u32, shift_amount, splat,
-    strip_parens, uses, value_literal,
+    argument, fill, float_bits, float_literal, int_literal, shaped_u32, shift_amount, splat, uses,
+    value_literal,
 };
 use super::{id_variable, FnLowerer, Var};
 use crate::ir::builtins::{Builtin, Signature};

@@ -62,29 +62,6 @@ pub(super) fn argument(text: &str) -> &str {
     }
 }
 
-pub(super) fn strip_parens(text: &str) -> &str {
-    match text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
-        Some(inner) if balanced(inner) => inner,
-        _ => text,
-    }
-}
-
-/// Whether every `(` in `text` is closed, in order (so outer parentheses can be dropped).
-fn balanced(text: &str) -> bool {
-    let mut depth = 0i32;
-    for c in text.chars() {
-        depth += match c {
-            '(' => 1,
-            ')' => -1,
-            _ => 0,
-        };
-        if depth < 0 {
-            return false;
-        }
-    }
-    depth == 0
-}
-
 /// `value` for a scalar type, or `vecN<f32>(value)` for a vector.
 pub(super) fn splat(ty: &Ty, value: &str) -> String {
     match ty {

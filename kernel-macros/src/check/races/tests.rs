@@ -147,6 +147,16 @@ fn correct_patterns_are_left_alone() {
     );
     // `workgroup_uniform_load` waits for every invocation's writes.
     no_race("", "s[t] = x[t]; y[t] = workgroup_uniform_load(&s[0]);");
+    // Elements no other invocation of the 64 writes: the invocation's own second element, and
+    // one a whole workgroup past its first (`s` is short, but the check reasons on indices).
+    no_race("", "s[t] = x[t]; s[t + 64] = x[t]; y[t] = s[t + 64];");
+    no_race("", "s[t] = x[t]; y[t] = s[t + 64] + s[t * 2 + 1];");
+    no_race("", "s[t * 2] = x[t]; y[t] = s[t * 2 + 1];");
+    // A helper's parameter that not every call passes the invocation's index.
+    no_race(
+        "fn pair(s: &mut [f32; 64], i: u32) -> f32 { s[i] = 1.0; s[i + 1] }",
+        "y[t] = pair(s, t) + pair(s, 2 * t);",
+    );
     // The index's variable changed since the write: another element, whatever its name.
     no_race(
         "",

@@ -7,13 +7,18 @@
 //! The check reports only what it can see for certain, so that a correct kernel never fails to
 //! compile. It follows, along every path through one function's body (a kernel or a helper
 //! lent workgroup arrays), the writes `a[w] = ..` since the last barrier, and reports a read
-//! `a[r]` when:
+//! `a[r]` that is not an element the invocation wrote itself when:
 //!
-//! - **a neighbour's element**: `r` is `w + d`, `w - d`, `d + w` or `w ^ d` with `d` the same
-//!   in every invocation and not `0` (`s[t + 16]` after `s[t] = ..`); or
-//! - **one element for all**: `r` is the same in every invocation and `w` is made from the
-//!   invocation ids (`s[0]` after `s[t] = ..`), outside any `if` or loop that depends on the
-//!   invocation (whose reader may be the writer itself).
+//! - **a neighbour's element**: `w` steps one element per invocation (the invocation's index
+//!   `t`, from `local_index()` or a row's `local_id().x`, plus an offset the same in every
+//!   invocation) and `r` is `w + d`, `w - d`, `d + w` or `w ^ d` with `d` the same in every
+//!   invocation, not `0` and, as a literal, smaller than the workgroup (`s[t + 16]` after
+//!   `s[t] = ..`): invocation `t + d` writes it; or
+//! - **one element for all**: `r` is the same in every invocation, outside any `if` or loop
+//!   that depends on the invocation (whose reader may be the writer itself), and either `w` is
+//!   the invocation's index (`s[0]` after `s[t] = ..`) or `w` is `r` written inside such an
+//!   `if` (`if t == 0 { s[0] = .. }`); a workgroup value (`*total`) written inside such an `if`
+//!   likewise.
 //!
 //! Indices are compared as expressions, with immutable `let`s replaced by their values; a write
 //! whose index names a variable assigned after it matches nothing from then on. A loop's body is
@@ -25,11 +30,14 @@
 //! reads or writes here. What the check cannot see (an index computed by a helper, a race across
 //! a call, storage buffers) it leaves alone: it finds the common mistakes, not every race.
 
+mod values;
+
 use std::collections::{HashMap, HashSet};
 
 use crate::diag::Errors;
-use crate::ir::builtins::{Builtin, Form, IdBuiltin, Signature, Uniformity};
+use crate::ir::builtins::{Builtin, Form, Signature};
 use crate::ir::*;
+use values::{root_local, visit_stmts, Class, Values, FUEL};
 
 /// Reports the races of `kernel`'s body and of the helpers it lends workgroup arrays.
 pub fn check(kernel: &Variant, errors: &mut Errors) {
@@ -42,36 +50,89 @@ pub fn check(kernel: &Variant, errors: &mut Errors) {
     let (arrays, workgroup_values): (HashSet<String>, HashSet<String>) =
         (names(arrays), names(values));
     let lent = lent_arrays(kernel, &arrays);
+    let row = kernel.workgroup_size[1..].iter().all(|&n| n <= 1);
+    let indices = index_params(kernel, row);
     let none = HashSet::new();
     let mut reported = HashSet::new();
-    let mut walk = |body: &Block, arrays, workgroup_values, params: &[FnParam]| {
-        let values = Values::of(body, params);
-        let mut walker = Walker {
-            arrays,
-            workgroup_values,
-            values: &values,
-            barriers: &barriers,
-            pending: Vec::new(),
-            varying_depth: 0,
-            loop_depth: 0,
-            reported: &mut reported,
-            errors: &mut *errors,
+    let mut walk =
+        |body: &Block, arrays, workgroup_values, params: &[FnParam], indices: &[bool]| {
+            let values = Values::of(body, params, indices, row);
+            let mut walker = Walker {
+                arrays,
+                invocations: kernel.workgroup_size.iter().product(),
+                workgroup_values,
+                values: &values,
+                barriers: &barriers,
+                pending: Vec::new(),
+                varying_depth: 0,
+                loop_depth: 0,
+                reported: &mut reported,
+                errors: &mut *errors,
+            };
+            walker.block(body);
         };
-        walker.block(body);
-    };
-    walk(&kernel.body, arrays, &workgroup_values, &[]);
+    walk(&kernel.body, arrays, &workgroup_values, &[], &[]);
     for helper in &kernel.helpers {
-        let Some(lent) = lent.get(&helper.name.to_string()) else {
+        let name = helper.name.to_string();
+        let Some(lent) = lent.get(&name) else {
             continue;
         };
-        let arrays: HashSet<String> = (helper.params.iter().zip(lent))
-            .filter(|(_, &lent)| lent)
-            .map(|(p, _)| p.name.to_string())
-            .collect();
+        let arrays = lent_names(helper, lent);
         if !arrays.is_empty() {
-            walk(&helper.body, arrays, &none, &helper.params);
+            let indices = indices.get(&name).map_or(&[][..], Vec::as_slice);
+            walk(&helper.body, arrays, &none, &helper.params, indices);
         }
     }
+}
+
+/// By helper name, which of its parameters every call passes the invocation's index
+/// (`local_index()`, which a helper cannot read itself, or a parameter that is one).
+fn index_params(kernel: &Variant, row: bool) -> HashMap<String, Vec<bool>> {
+    let helpers: HashMap<String, &Function> = kernel
+        .helpers
+        .iter()
+        .map(|h| (h.name.to_string(), h))
+        .collect();
+    let mut known: HashMap<String, Vec<bool>> = HashMap::new();
+    // Helpers do not recurse, so this settles within as many rounds as calls nest.
+    for _ in 0..=kernel.helpers.len() {
+        let mut seen: HashMap<String, Vec<Option<bool>>> = HashMap::new();
+        let mut calls = |body: &Block, params: &[FnParam], indices: &[bool]| {
+            let values = Values::of(body, params, indices, row);
+            visit_exprs(body, &mut |e| {
+                let ExprKind::Call(name, args) = &e.kind else {
+                    return;
+                };
+                let Some(callee) = helpers.get(&name.to_string()) else {
+                    return;
+                };
+                let flags = seen
+                    .entry(name.to_string())
+                    .or_insert_with(|| vec![None; callee.params.len()]);
+                for (flag, arg) in flags.iter_mut().zip(args) {
+                    let index = values.invocation_index(arg);
+                    *flag = Some(flag.map_or(index, |all| all && index));
+                }
+            });
+        };
+        calls(&kernel.body, &[], &[]);
+        for helper in &kernel.helpers {
+            let indices = known
+                .get(&helper.name.to_string())
+                .cloned()
+                .unwrap_or_default();
+            calls(&helper.body, &helper.params, &indices);
+        }
+        let next: HashMap<String, Vec<bool>> = seen
+            .into_iter()
+            .map(|(name, flags)| (name, flags.into_iter().map(|f| f == Some(true)).collect()))
+            .collect();
+        if next == known {
+            break;
+        }
+        known = next;
+    }
+    known
 }
 
 /// The helpers that execute a `workgroup_barrier()` (or a `workgroup_uniform_load`), themselves
@@ -145,10 +206,7 @@ fn lent_arrays(kernel: &Variant, shared: &HashSet<String>) -> HashMap<String, Ve
             let Some(flags) = lent.get(&helper.name.to_string()) else {
                 continue;
             };
-            let arrays: HashSet<String> = (helper.params.iter().zip(flags))
-                .filter(|(_, &lent)| lent)
-                .map(|(p, _)| p.name.to_string())
-                .collect();
+            let arrays = lent_names(helper, flags);
             changed |= mark(&helper.body, &arrays, &mut lent);
         }
         if !changed {
@@ -157,303 +215,12 @@ fn lent_arrays(kernel: &Variant, shared: &HashSet<String>) -> HashMap<String, Ve
     }
 }
 
-/// Whether a value is the same in every invocation of the workgroup, made from the invocation
-/// ids (and such values) alone, or neither as far as the check can tell. Ordered: a value made
-/// of several parts has the greatest of their classes.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-enum Class {
-    Uniform,
-    Invocation,
-    Unknown,
-}
-
-/// What the check knows of a function's locals: the value of each immutable `let`, and the
-/// class of every local.
-struct Values<'b> {
-    lets: HashMap<LocalId, &'b Expr>,
-    classes: HashMap<LocalId, Class>,
-}
-
-/// How many nodes one comparison of indices may visit (their `let`s replaced), so that a long
-/// chain of `let`s stays cheap; past it, the indices count as different.
-const FUEL: u32 = 4096;
-
-impl<'b> Values<'b> {
-    fn of(body: &'b Block, params: &[FnParam]) -> Self {
-        let mut values = Values {
-            lets: HashMap::new(),
-            classes: HashMap::new(),
-        };
-        for param in params.iter().filter(|p| p.kind == ParamKind::Value) {
-            values.classes.insert(param.local, Class::Unknown);
-        }
-        collect_lets(body, &mut values.lets);
-        // Raised until nothing changes: each pass can only raise a class.
-        while values.classify(body, Class::Uniform) {}
-        values
-    }
-
-    /// One pass over `block` under conditions of class `around`; whether a class rose.
-    fn classify(&mut self, block: &Block, around: Class) -> bool {
-        let mut changed = false;
-        for stmt in block {
-            match &stmt.kind {
-                StmtKind::Let { local, init, .. } => {
-                    let class = init.as_ref().map_or(Class::Uniform, |e| self.class(e));
-                    changed |= self.raise(*local, class.max(around));
-                }
-                StmtKind::Assign { target, value, .. } => {
-                    if let Some(local) = root_local(target) {
-                        let class = self.class(value).max(self.class_of_places(target));
-                        changed |= self.raise(local, class.max(around));
-                    }
-                }
-                StmtKind::If {
-                    cond,
-                    then,
-                    otherwise,
-                } => {
-                    let inner = around.max(self.class(cond));
-                    changed |= self.classify(then, inner);
-                    if let Some(otherwise) = otherwise {
-                        changed |= self.classify(otherwise, inner);
-                    }
-                }
-                StmtKind::For(f) => {
-                    let bounds = [Some(&f.start), Some(&f.end), f.step.as_ref()];
-                    let class = bounds
-                        .into_iter()
-                        .flatten()
-                        .map(|e| self.class(e))
-                        .fold(around, Class::max);
-                    changed |= self.raise(f.local, class);
-                    let inner = class.max(self.conditions(&f.body));
-                    changed |= self.classify(&f.body, inner);
-                }
-                StmtKind::While { cond, body } => {
-                    let inner = around.max(self.class(cond)).max(self.conditions(body));
-                    changed |= self.classify(body, inner);
-                }
-                StmtKind::Loop(body) => {
-                    let inner = around.max(self.conditions(body));
-                    changed |= self.classify(body, inner);
-                }
-                StmtKind::Block(body) => changed |= self.classify(body, around),
-                StmtKind::Match { scrutinee, arms } => {
-                    let inner = around.max(self.class(scrutinee));
-                    for arm in arms {
-                        changed |= self.classify(&arm.body, inner);
-                    }
-                }
-                StmtKind::Expr(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {}
-            }
-        }
-        changed
-    }
-
-    /// The greatest class of the conditions around a `break`, `continue` or `return` in a
-    /// loop's body: one that depends on the invocation makes the turns, and so every variable
-    /// the loop assigns, depend on it.
-    fn conditions(&self, body: &Block) -> Class {
-        let mut class = Class::Uniform;
-        self.exits(body, Class::Uniform, &mut class);
-        class
-    }
-
-    fn exits(&self, block: &Block, around: Class, class: &mut Class) {
-        for stmt in block {
-            match &stmt.kind {
-                StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {
-                    *class = (*class).max(around)
-                }
-                StmtKind::If {
-                    cond,
-                    then,
-                    otherwise,
-                } => {
-                    let inner = around.max(self.class(cond));
-                    self.exits(then, inner, class);
-                    if let Some(otherwise) = otherwise {
-                        self.exits(otherwise, inner, class);
-                    }
-                }
-                StmtKind::Match { scrutinee, arms } => {
-                    let inner = around.max(self.class(scrutinee));
-                    arms.iter()
-                        .for_each(|arm| self.exits(&arm.body, inner, class));
-                }
-                StmtKind::While { cond, body } => {
-                    self.exits(body, around.max(self.class(cond)), class)
-                }
-                StmtKind::For(f) => self.exits(&f.body, around, class),
-                StmtKind::Loop(body) | StmtKind::Block(body) => self.exits(body, around, class),
-                _ => {}
-            }
-        }
-    }
-
-    fn raise(&mut self, local: LocalId, class: Class) -> bool {
-        let entry = self.classes.entry(local).or_insert(Class::Uniform);
-        let raised = class > *entry;
-        *entry = (*entry).max(class);
-        raised
-    }
-
-    /// The greatest class of the indices in an assigned place (`a[i][j]`).
-    fn class_of_places(&self, target: &Expr) -> Class {
-        match &target.kind {
-            ExprKind::Index(base, index) => self.class(index).max(self.class_of_places(base)),
-            ExprKind::Field(base, _) => self.class_of_places(base),
-            _ => Class::Uniform,
-        }
-    }
-
-    fn class(&self, e: &Expr) -> Class {
-        let all = |args: &[Expr]| {
-            args.iter()
-                .map(|a| self.class(a))
-                .fold(Class::Uniform, Class::max)
-        };
-        match &e.kind {
-            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => Class::Uniform,
-            ExprKind::Path(_, Some(local)) => {
-                self.classes.get(local).copied().unwrap_or(Class::Uniform)
-            }
-            // The uniform parameters; a buffer or array is read through `Index` below.
-            ExprKind::Path(_, None) => Class::Uniform,
-            ExprKind::Field(a, _)
-            | ExprKind::Unary(_, a)
-            | ExprKind::Cast(a, _)
-            | ExprKind::Bitcast(a, _) => self.class(a),
-            ExprKind::Binary(_, a, b) => self.class(a).max(self.class(b)),
-            ExprKind::Array(items) => all(items),
-            ExprKind::Repeat(item, _) => self.class(item),
-            ExprKind::Builtin(builtin, args) => match (builtin.signature, builtin.uniformity) {
-                (Signature::Id(id), _) => match id {
-                    IdBuiltin::WorkgroupId
-                    | IdBuiltin::NumWorkgroups
-                    | IdBuiltin::SubgroupSize
-                    | IdBuiltin::NumSubgroups => Class::Uniform,
-                    _ => Class::Invocation,
-                },
-                (_, Uniformity::Pure) if builtin.form != Form::Atomic => all(args),
-                (_, Uniformity::Uniform) => Class::Uniform,
-                _ => Class::Unknown,
-            },
-            // Memory, helpers and everything else: what they give is not followed.
-            _ => Class::Unknown,
-        }
-    }
-
-    /// Whether `a` and `b` are the same expression, immutable `let`s replaced by their values.
-    fn same(&self, a: &Expr, b: &Expr, fuel: &mut u32) -> bool {
-        if *fuel == 0 {
-            return false;
-        }
-        *fuel -= 1;
-        let (a, b) = (self.resolved(a), self.resolved(b));
-        match (&a.kind, &b.kind) {
-            (ExprKind::Int(x), ExprKind::Int(y)) => x == y,
-            (ExprKind::Bool(x), ExprKind::Bool(y)) => x == y,
-            (ExprKind::Path(x, None), ExprKind::Path(y, None)) => x == y,
-            (ExprKind::Path(_, Some(x)), ExprKind::Path(_, Some(y))) => x == y,
-            (ExprKind::Field(x, f), ExprKind::Field(y, g)) => f == g && self.same(x, y, fuel),
-            (ExprKind::Unary(o, x), ExprKind::Unary(p, y)) => o == p && self.same(x, y, fuel),
-            (ExprKind::Cast(x, s), ExprKind::Cast(y, t)) => s == t && self.same(x, y, fuel),
-            (ExprKind::Binary(o, x1, x2), ExprKind::Binary(p, y1, y2)) => {
-                o == p && self.same(x1, y1, fuel) && self.same(x2, y2, fuel)
-            }
-            (ExprKind::Builtin(f, xs), ExprKind::Builtin(g, ys)) => {
-                // An id, or math on equal arguments: the same value in one invocation.
-                let repeatable = matches!(f.signature, Signature::Id(_))
-                    || matches!(f.uniformity, Uniformity::Pure | Uniformity::Uniform);
-                std::ptr::eq(*f, *g)
-                    && repeatable
-                    && f.form != Form::Atomic
-                    && xs.len() == ys.len()
-                    && xs.iter().zip(ys).all(|(x, y)| self.same(x, y, fuel))
-            }
-            _ => false,
-        }
-    }
-
-    /// `e`, or the value of the immutable `let` it names.
-    fn resolved<'e>(&'e self, e: &'e Expr) -> &'e Expr {
-        let mut e = e;
-        while let ExprKind::Path(_, Some(local)) = &e.kind {
-            match self.lets.get(local) {
-                Some(value) => e = value,
-                None => break,
-            }
-        }
-        e
-    }
-
-    /// Whether `e` (its `let`s replaced) reads one of `locals`.
-    fn mentions(&self, e: &Expr, locals: &HashSet<LocalId>, fuel: &mut u32) -> bool {
-        let mut found = false;
-        visit_expr(e, &mut |e| {
-            if found || *fuel == 0 {
-                found = true; // out of fuel: assume it does
-                return;
-            }
-            *fuel -= 1;
-            if let ExprKind::Path(_, Some(local)) = &e.kind {
-                found = locals.contains(local)
-                    || self
-                        .lets
-                        .get(local)
-                        .is_some_and(|value| self.mentions(value, locals, fuel));
-            }
-        });
-        found
-    }
-}
-
-fn collect_lets<'b>(body: &'b Block, lets: &mut HashMap<LocalId, &'b Expr>) {
-    visit_stmts(body, &mut |stmt| {
-        if let StmtKind::Let {
-            mutable: false,
-            init: Some(init),
-            local,
-            ..
-        } = &stmt.kind
-        {
-            lets.insert(*local, init);
-        }
-    });
-}
-
-/// Every statement of `block`, nested ones included, outer before inner.
-fn visit_stmts<'b>(block: &'b Block, f: &mut impl FnMut(&'b Stmt)) {
-    for stmt in block {
-        f(stmt);
-        match &stmt.kind {
-            StmtKind::If {
-                then, otherwise, ..
-            } => {
-                visit_stmts(then, f);
-                if let Some(otherwise) = otherwise {
-                    visit_stmts(otherwise, f);
-                }
-            }
-            StmtKind::For(l) => visit_stmts(&l.body, f),
-            StmtKind::While { body, .. } | StmtKind::Loop(body) | StmtKind::Block(body) => {
-                visit_stmts(body, f)
-            }
-            StmtKind::Match { arms, .. } => arms.iter().for_each(|arm| visit_stmts(&arm.body, f)),
-            _ => {}
-        }
-    }
-}
-
-/// The local an assignment writes (`x = ..`, `x[i] = ..`), if any.
-fn root_local(e: &Expr) -> Option<LocalId> {
-    match &e.kind {
-        ExprKind::Path(_, local) => *local,
-        ExprKind::Index(base, _) | ExprKind::Field(base, _) => root_local(base),
-        _ => None,
-    }
+/// The names of `helper`'s parameters that `lent` marks.
+fn lent_names(helper: &Function, lent: &[bool]) -> HashSet<String> {
+    (helper.params.iter().zip(lent))
+        .filter(|(_, &lent)| lent)
+        .map(|(p, _)| p.name.to_string())
+        .collect()
 }
 
 /// How deep in loops a body is followed twice (a write in one turn, a read in the next).
@@ -475,8 +242,6 @@ enum Slot<'b> {
 struct Write<'b> {
     array: String,
     slot: Slot<'b>,
-    /// The class of the element's index (a workgroup value's is `Uniform`).
-    class: Class,
     /// How many `if`s and loops depending on the invocation were around the write.
     depth: u32,
     /// The place as written, for the message (`s[t]`).
@@ -488,6 +253,8 @@ struct Write<'b> {
 
 struct Walker<'w, 'b> {
     arrays: HashSet<String>,
+    /// Invocations per workgroup.
+    invocations: u32,
     /// The kernel's workgroup values (`#[workgroup] total: &mut f32`).
     workgroup_values: &'w HashSet<String>,
     values: &'w Values<'b>,
@@ -579,7 +346,6 @@ impl<'b> Walker<'_, 'b> {
                 let write = Write {
                     array: array.to_string(),
                     slot: Slot::Element(index),
-                    class: self.values.class(index),
                     depth: self.varying_depth,
                     text: place_text(array, index),
                     line: target.span.line(),
@@ -597,7 +363,6 @@ impl<'b> Walker<'_, 'b> {
                 let write = Write {
                     array: name.to_string(),
                     slot: Slot::Value,
-                    class: Class::Uniform,
                     depth: self.varying_depth,
                     text: name.to_string(),
                     line: target.span.line(),
@@ -798,6 +563,20 @@ impl<'b> Walker<'_, 'b> {
     /// last barrier makes it a race.
     fn read(&mut self, array: &proc_macro2::Ident, slot: Slot<'b>, span: Span) {
         let name = array.to_string();
+        // An element this invocation wrote itself (`s[t + 64]` after `s[t + 64] = ..`).
+        // (one made outside any `if` the reader is not in, so that the reader made it).
+        let own = |write: &Write<'b>| match (slot, write.slot) {
+            (Slot::Element(index), Slot::Element(written)) => {
+                let mut fuel = FUEL;
+                write.array == name
+                    && write.depth <= self.varying_depth
+                    && self.values.same(index, written, &mut fuel)
+            }
+            _ => false,
+        };
+        if self.pending.iter().any(own) {
+            return;
+        }
         let race = self.pending.iter().find_map(|write| {
             let race = if write.array != name {
                 None
@@ -854,7 +633,7 @@ impl<'b> Walker<'_, 'b> {
                 if self.neighbour(index, written) {
                     Some(Race::Neighbour)
                 } else if class == Class::Uniform
-                    && (self.varying_depth == 0 && write.class == Class::Invocation
+                    && (self.varying_depth == 0 && self.first_elements(index, written)
                         || outside && self.values.same(index, written, &mut fuel))
                 {
                     Some(Race::OneForAll)
@@ -867,17 +646,52 @@ impl<'b> Walker<'_, 'b> {
         }
     }
 
+    /// Whether `written` steps one element per invocation: the invocation's index, plus an
+    /// offset the same in every invocation.
+    fn one_per_invocation(&self, written: &Expr) -> bool {
+        match &self.values.resolved(written).kind {
+            ExprKind::Binary(BinOp::Add, a, b) => {
+                self.values.invocation_index(a) && self.values.class(b) == Class::Uniform
+                    || self.values.invocation_index(b) && self.values.class(a) == Class::Uniform
+            }
+            _ => self.values.invocation_index(written),
+        }
+    }
+
+    /// Whether the elements every invocation reads (`s[read]`, the same in all) are among
+    /// those the invocations wrote through `s[written]`: `written` is the invocation's index
+    /// and `read` an element a workgroup's invocations cover (a literal below their number,
+    /// or a value the same in every invocation).
+    fn first_elements(&self, read: &Expr, written: &Expr) -> bool {
+        let in_range = match &self.values.resolved(read).kind {
+            ExprKind::Int(v) => *v < u64::from(self.invocations),
+            _ => true,
+        };
+        in_range && self.values.invocation_index(written)
+    }
+
     /// Whether `read` is `written` moved by an amount the same in every invocation: `w + d`,
-    /// `w - d`, `d + w`, `w ^ d`, `d ^ w` (`d` not `0`).
+    /// `w - d`, `d + w`, `w ^ d`, `d ^ w` (`d` not `0`, and a literal `d` smaller than the
+    /// workgroup), where `written` steps one element per invocation (`s[t]`, `s[t + base]`):
+    /// invocation `t + d` writes the element read.
     fn neighbour(&self, read: &Expr, written: &Expr) -> bool {
+        if !self.one_per_invocation(written) {
+            return false;
+        }
         let read = self.values.resolved(read);
         let ExprKind::Binary(op, a, b) = &read.kind else {
             return false;
         };
         let moved = |index: &Expr, by: &Expr| {
             let mut fuel = FUEL;
+            let by = self.values.resolved(by);
+            let within = match &by.kind {
+                ExprKind::Int(d) => *d < u64::from(self.invocations),
+                _ => true,
+            };
             self.values.class(by) == Class::Uniform
-                && !self.values.resolved(by).is_zero()
+                && !by.is_zero()
+                && within
                 && self.values.same(index, written, &mut fuel)
         };
         match op {
@@ -922,26 +736,8 @@ fn assigned_locals(body: &Block) -> impl Iterator<Item = LocalId> {
 
 /// `a[i]` as the user would write it (`s[t + 16]`).
 fn place_text(array: &proc_macro2::Ident, index: &Expr) -> String {
-    let index = index.rust_text();
-    let index = match index.strip_prefix('(').and_then(|i| i.strip_suffix(')')) {
-        Some(inner) if balanced(inner) => inner.to_owned(),
-        _ => index,
-    };
-    format!("{array}[{index}]")
+    format!("{array}[{}]", strip_parens(&index.rust_text()))
 }
 
-/// Whether every `(` in `text` is closed in it, in order.
-fn balanced(text: &str) -> bool {
-    let mut depth = 0i32;
-    for c in text.chars() {
-        depth += match c {
-            '(' => 1,
-            ')' => -1,
-            _ => 0,
-        };
-        if depth < 0 {
-            return false;
-        }
-    }
-    depth == 0
-}
+#[cfg(test)]
+mod tests;
