@@ -8,11 +8,15 @@ mod quickstart;
 #[allow(dead_code)]
 mod std_rows;
 
-// Both std examples include `examples/shared/timing.rs`: here that makes two copies of it,
-// one in each example's module, as each example binary has its own.
+// The std examples and `large_buffers` include `examples/shared/timing.rs`: here that makes
+// a copy of it in each example's module, as each example binary has its own.
 #[path = "../examples/std_scan.rs"]
 #[allow(dead_code, clippy::duplicate_mod)]
 mod std_scan;
+
+#[path = "../examples/large_buffers.rs"]
+#[allow(dead_code, clippy::duplicate_mod)]
+mod large_buffers;
 
 #[test]
 fn quickstart_runs_and_checks_its_result() {
@@ -44,4 +48,14 @@ fn std_scan_matches_the_cpu_scan() {
     // last partial, at both widths.
     let report = std_scan::run(&rt, (1 << 18) + 4, 1).expect("the std_scan example must succeed");
     assert!(report.len() >= 5, "{} rows", report.len());
+}
+
+#[test]
+fn large_buffers_probe_copies_right() {
+    let rt = tessera::Runtime::new().expect("a GPU adapter");
+    // `run` checks one copy's result; 4096 vectors a buffer keep it short on lavapipe.
+    let idle = std::time::Duration::ZERO;
+    let report =
+        large_buffers::run(&rt, 4096, idle).expect("the large_buffers example must succeed");
+    assert_eq!(report.len(), 14);
 }

@@ -2,7 +2,7 @@
 //! launch, and the table they print. Not an example of its own (cargo looks for examples in
 //! `examples/*.rs` and `examples/*/main.rs` only); each example includes it with `#[path]`.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tessera::{Batch, Result, Runtime};
 
@@ -15,18 +15,40 @@ pub struct Row {
     pub bytes: f64,
 }
 
+/// How long [`time`] keeps the GPU busy before it measures: an H200 that sat idle for a
+/// second (while the host made a large input, say) ran memory-bound kernels at 40% of its
+/// bandwidth until it had been busy for a while, so a few warm-up launches were not enough.
+pub const WARM_UP: Duration = Duration::from_millis(200);
+
 /// The median over 3 submissions of `reps` launches of what `record` adds to a batch, after
-/// one submission of as many to warm up.
+/// submissions of as many that keep the GPU busy for at least [`WARM_UP`].
 pub fn time(
     rt: &Runtime,
     reps: u32,
+    record: impl FnMut(&mut Batch<'_>) -> Result<()>,
+) -> Result<Duration> {
+    time_after(rt, reps, WARM_UP, record)
+}
+
+/// [`time`] with a warm-up of at least `warm_up` (at least one submission).
+pub fn time_after(
+    rt: &Runtime,
+    reps: u32,
+    warm_up: Duration,
     mut record: impl FnMut(&mut Batch<'_>) -> Result<()>,
 ) -> Result<Duration> {
-    let mut warm = rt.batch();
-    for _ in 0..reps {
-        record(&mut warm)?;
+    let start = Instant::now();
+    loop {
+        let mut warm = rt.batch();
+        for _ in 0..reps {
+            record(&mut warm)?;
+        }
+        warm.submit()?;
+        rt.wait()?;
+        if start.elapsed() >= warm_up {
+            break;
+        }
     }
-    warm.submit()?;
     let mut times = Vec::new();
     for _ in 0..3 {
         let mut batch = rt.batch();
