@@ -86,11 +86,24 @@ impl Report {
     }
 }
 
-/// The median over 3 submissions of the time per launch of what `record` adds to a batch.
+/// How long [`time`] keeps the GPU busy with what it times before measuring: the host's work
+/// between two figures (making buffers, tuning) can leave the GPU idle long enough for its
+/// clocks to drop (an H200's SM clock falls from 1980 to 345 MHz within half a second), and
+/// one warm-up launch does not bring them back (`examples/large_buffers.rs` in the root crate).
+const WARM_UP: Duration = Duration::from_millis(200);
+
+/// The median over 3 submissions of the time per launch of what `record` adds to a batch,
+/// after launches that keep the GPU busy for at least [`WARM_UP`].
 fn time(rt: &Runtime, mut record: impl FnMut(&mut Batch<'_>) -> Result<()>) -> Result<Duration> {
-    let mut warm = rt.batch();
-    record(&mut warm)?;
-    warm.submit()?;
+    let start = std::time::Instant::now();
+    while start.elapsed() < WARM_UP {
+        let mut warm = rt.batch();
+        for _ in 0..REPS {
+            record(&mut warm)?;
+        }
+        warm.submit()?;
+        rt.wait()?;
+    }
     let mut times = Vec::new();
     for _ in 0..3 {
         let mut batch = rt.batch();
