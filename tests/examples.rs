@@ -14,6 +14,10 @@ mod std_rows;
 #[allow(dead_code, clippy::duplicate_mod)]
 mod std_scan;
 
+#[path = "../examples/elementwise.rs"]
+#[allow(dead_code, clippy::duplicate_mod)]
+mod elementwise;
+
 #[path = "../examples/large_buffers.rs"]
 #[allow(dead_code, clippy::duplicate_mod)]
 mod large_buffers;
@@ -58,4 +62,14 @@ fn large_buffers_probe_copies_right() {
     let report =
         large_buffers::run(&rt, 4096, idle).expect("the large_buffers example must succeed");
     assert_eq!(report.len(), 14);
+}
+
+#[test]
+fn elementwise_kernels_match_the_cpu() {
+    let rt = tessera::Runtime::new().expect("a GPU adapter");
+    // `run` checks each kernel; 2^16 + 4 floats leave the last workgroup partly empty and the
+    // strided kernel's grid covering the buffer more than once.
+    let report =
+        elementwise::run(&rt, (1 << 16) + 4).expect("the elementwise example must succeed");
+    assert_eq!(report.len(), 5);
 }

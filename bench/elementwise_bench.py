@@ -1,0 +1,54 @@
+"""PyTorch on the work of `examples/elementwise.rs`, in its table format: a device copy and
+`y = a * x + y` over f32 buffers of the same size (MiB per buffer, default 256).
+
+    python3 bench/elementwise_bench.py [MiB]
+
+Run on the GPU machine in the same device command as the Rust side. Bytes: the copy reads x
+and writes y; axpy reads x and y and writes y. Each figure is the median of 3 timings of 20
+launches (CUDA events) after at least 200 ms of warm-up, as the Rust side times.
+"""
+import sys
+import time
+
+import torch
+
+REPS = 20
+
+
+def time_ms(run):
+    start = time.perf_counter()
+    while time.perf_counter() - start < 0.2:
+        for _ in range(REPS):
+            run()
+        torch.cuda.synchronize()
+    times = []
+    for _ in range(3):
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        for _ in range(REPS):
+            run()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(begin.elapsed_time(end) / REPS)
+    return sorted(times)[1]
+
+
+def main():
+    mib = int(sys.argv[1]) if len(sys.argv) > 1 else 256
+    n = mib * (1 << 20) // 4
+    x = torch.rand(n, device="cuda")
+    y = torch.rand(n, device="cuda")
+    print(f"{torch.cuda.get_device_name()} (PyTorch {torch.__version__})")
+    print("| work | kernel | ms | TB/s |")
+    print("| --- | --- | --- | --- |")
+    for work, run, reads in [
+        ("copy", lambda: y.copy_(x), 1),
+        ("axpy", lambda: y.add_(x, alpha=2.0), 2),
+    ]:
+        ms = time_ms(run)
+        moved = (reads + 1) * n * 4
+        print(f"| {work} {mib} MiB | PyTorch | {ms:.4f} | {moved / ms / 1e9:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
