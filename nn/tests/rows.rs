@@ -9,16 +9,28 @@
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
-use common::{assert_close, rng, runtime, values};
+use common::{assert_close, kernels_run, rng, runtime, values};
 use tessera::{Error, Runtime};
 use tessera_nn::{
     LayerNorm, LayerNormBackward, LayerNormForward, RmsNorm, RmsNormBackward, RmsNormForward,
     RowsShape, Softmax, SoftmaxBackward, SoftmaxForward, MAX_COLS,
 };
 
-/// `(rows, cols)`: vectors in one element an invocation; scalars; one scalar; scalars in 2
-/// elements an invocation with a tail; vectors (275 a row) likewise.
-const SHAPES: [(u32, u32); 5] = [(3, 8), (4, 5), (1, 1), (3, 300), (2, 1100)];
+/// `(rows, cols)`: vectors in one element an invocation; scalars; one scalar; scalars in 2 of
+/// the 4 elements an invocation holds, with a tail; vectors (275 a row) likewise; the largest
+/// segment (16 elements an invocation), in scalars and in vectors; and more rows than a
+/// column kernel's lanes, in both widths.
+const SHAPES: [(u32, u32); 9] = [
+    (3, 8),
+    (4, 5),
+    (1, 1),
+    (3, 301),
+    (2, 1100),
+    (2, 1030),
+    (1, 4100),
+    (70, 36),
+    (33, 7),
+];
 
 const SOFTMAX_TOLERANCE: f32 = 1e-5;
 const NORM_TOLERANCE: f32 = 1e-4;
@@ -222,11 +234,11 @@ fn rms_norm_on_gpu(
     batch.submit().unwrap();
     NormReference {
         y: y.read(rt).unwrap(),
-        mean: vec![0.0; rows],
+        mean: vec![0.0; rows], // RMSNorm subtracts no mean: the reference's are 0
         rstd: rstd.read(rt).unwrap(),
         grad_x: grad_x.read(rt).unwrap(),
         grad_scale: grad_scale.read(rt).unwrap(),
-        grad_bias: Vec::new(),
+        grad_bias: Vec::new(), // RMSNorm has no bias
     }
 }
 
@@ -234,23 +246,42 @@ fn rms_norm_on_gpu(
 fn rms_norm_matches_reference() {
     let rt = runtime();
     let norm = RmsNorm::new(&rt).unwrap();
+    let gpu = |shape, inputs: &Inputs| rms_norm_on_gpu(&rt, &norm, shape, inputs);
+    check_norm("RMSNorm", RmsNorm::DEFAULT_EPS, false, gpu);
+}
+
+/// Checks a norm run by `gpu` (LayerNorm when `centered`, else RMSNorm) against the reference
+/// on every shape of [`SHAPES`].
+fn check_norm(
+    name: &str,
+    eps: f32,
+    centered: bool,
+    gpu: impl Fn(RowsShape, &Inputs) -> NormReference,
+) {
     for (seed, (rows, cols)) in SHAPES.into_iter().enumerate() {
         let shape = RowsShape { rows, cols };
-        let inputs = inputs(shape, 10 + seed as u64);
-        let eps = f64::from(RmsNorm::DEFAULT_EPS);
-        let want = norm_reference(&inputs, cols as usize, eps, false);
-        let got = rms_norm_on_gpu(&rt, &norm, shape, &inputs);
-        let t = NORM_TOLERANCE;
-        check("RMSNorm y", shape, &got.y, &want.y, t);
-        check("RMSNorm rstd", shape, &got.rstd, &want.rstd, t);
-        check("RMSNorm grad_x", shape, &got.grad_x, &want.grad_x, t);
-        check(
-            "RMSNorm grad_scale",
-            shape,
-            &got.grad_scale,
-            &want.grad_scale,
-            t,
-        );
+        let inputs = inputs(shape, 10 * (1 + u64::from(centered)) + seed as u64);
+        let want = norm_reference(&inputs, cols as usize, f64::from(eps), centered);
+        let got = gpu(shape, &inputs);
+        let mut outputs = vec![
+            ("y", &got.y, &want.y),
+            ("mean", &got.mean, &want.mean),
+            ("rstd", &got.rstd, &want.rstd),
+            ("grad_x", &got.grad_x, &want.grad_x),
+            ("grad_scale", &got.grad_scale, &want.grad_scale),
+        ];
+        if centered {
+            outputs.push(("grad_bias", &got.grad_bias, &want.grad_bias));
+        }
+        for (output, got, want) in outputs {
+            check(
+                &format!("{name} {output}"),
+                shape,
+                got,
+                want,
+                NORM_TOLERANCE,
+            );
+        }
     }
 }
 
@@ -319,32 +350,8 @@ fn layer_norm_on_gpu(
 fn layer_norm_matches_reference() {
     let rt = runtime();
     let norm = LayerNorm::new(&rt).unwrap();
-    for (seed, (rows, cols)) in SHAPES.into_iter().enumerate() {
-        let shape = RowsShape { rows, cols };
-        let inputs = inputs(shape, 20 + seed as u64);
-        let eps = f64::from(LayerNorm::DEFAULT_EPS);
-        let want = norm_reference(&inputs, cols as usize, eps, true);
-        let got = layer_norm_on_gpu(&rt, &norm, shape, &inputs);
-        let t = NORM_TOLERANCE;
-        check("LayerNorm y", shape, &got.y, &want.y, t);
-        check("LayerNorm mean", shape, &got.mean, &want.mean, t);
-        check("LayerNorm rstd", shape, &got.rstd, &want.rstd, t);
-        check("LayerNorm grad_x", shape, &got.grad_x, &want.grad_x, t);
-        check(
-            "LayerNorm grad_scale",
-            shape,
-            &got.grad_scale,
-            &want.grad_scale,
-            t,
-        );
-        check(
-            "LayerNorm grad_bias",
-            shape,
-            &got.grad_bias,
-            &want.grad_bias,
-            t,
-        );
-    }
+    let gpu = |shape, inputs: &Inputs| layer_norm_on_gpu(&rt, &norm, shape, inputs);
+    check_norm("LayerNorm", LayerNorm::DEFAULT_EPS, true, gpu);
 }
 
 /// The `problem` of an `InvalidArgument`, or a panic naming what came instead.
@@ -385,4 +392,27 @@ fn bad_shapes_and_buffers_are_refused() {
     );
     let bad_eps = RmsNorm::new(&rt).unwrap().with_eps(f32::NAN);
     assert!(matches!(bad_eps, Err(Error::InvalidArgument { .. })));
+}
+
+#[test]
+fn the_width_and_segment_follow_cols() {
+    let rt = runtime();
+    let softmax = Softmax::new(&rt).unwrap();
+    let x = rt.zeros::<f32>(4100).unwrap();
+    let mut y = rt.zeros::<f32>(4100).unwrap();
+    for (cols, entry) in [
+        (8, "softmax_forward_vec4_f32_per1"),
+        (301, "softmax_forward_f32_per4"),
+        (4100, "softmax_forward_vec4_f32_per16"),
+    ] {
+        let mut batch = rt.batch();
+        let shape = RowsShape { rows: 1, cols };
+        let forward = SoftmaxForward {
+            shape,
+            x: &x,
+            y: &mut y,
+        };
+        softmax.forward(&mut batch, forward).unwrap();
+        assert_eq!(kernels_run(batch), [entry], "for rows of {cols}");
+    }
 }

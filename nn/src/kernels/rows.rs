@@ -15,8 +15,10 @@
 //! multiple of 4, the scalar one otherwise. Sums are in f32.
 //!
 //! The parameter gradients of the norms (`grad_scale`, `grad_bias`) are sums over the rows of
-//! each column: a kernel of their own, an invocation per column (element of `T`), looping over
-//! the rows in order, so no atomics are needed and the result does not depend on timing.
+//! each column: kernels of their own, a workgroup per [`COLUMNS`](row_ops::COLUMNS) columns
+//! (elements of `T`), [`ROW_LANES`](row_ops::ROW_LANES) invocations summing every
+//! `ROW_LANES`-th row of each and a tree adding up their sums: no atomics, and the same result
+//! whatever the timing.
 
 #[tessera::kernels]
 pub mod row_ops {
@@ -30,8 +32,12 @@ pub mod row_ops {
     /// The invocations of a row kernel's workgroup: one workgroup per row.
     pub const GROUP: u32 = 256;
 
-    /// The invocations of a column kernel's workgroup: one invocation per column.
-    pub const COLUMNS: u32 = 64;
+    /// The columns (elements of `T`) a column kernel's workgroup sums: its first dimension.
+    pub const COLUMNS: u32 = 32;
+
+    /// The invocations summing each column of a column kernel's workgroup, every
+    /// `ROW_LANES`-th row each from their own first: its second dimension.
+    pub const ROW_LANES: u32 = 8;
 
     /// The longest row, in elements of `T`, the row kernels hold: `GROUP` times the largest
     /// `PER` of [`Segment`].
@@ -310,9 +316,28 @@ pub mod row_ops {
         grad_y[i] * (x[i] - mean as T) * rstd as T
     }
 
-    /// RMSNorm's `grad_scale[c] = sum_r grad_y[r, c] * x[r, c] * rstd[r]`, an invocation per
-    /// column (element of `T`), summing the rows in order.
-    #[kernel(workgroup = [COLUMNS], grid = [ceil_div(grad_scale.len(), COLUMNS)],
+    /// The sum of `value` over the `ROW_LANES` invocations of column `column` of a column
+    /// kernel's workgroup (`lane` is the invocation's place among them), by halving `tile`.
+    /// Every invocation of the workgroup calls it together; the array may be lent again at once.
+    fn column_sum<T>(tile: &mut [T; COLUMNS * ROW_LANES], value: T, column: u32, lane: u32) -> T {
+        tile[lane * COLUMNS + column] = value;
+        workgroup_barrier();
+        let mut half = ROW_LANES / 2;
+        while half > 0 {
+            if lane < half {
+                tile[lane * COLUMNS + column] += tile[(lane + half) * COLUMNS + column];
+            }
+            workgroup_barrier();
+            half /= 2;
+        }
+        let total = tile[column];
+        workgroup_barrier();
+        total
+    }
+
+    /// RMSNorm's `grad_scale[c] = sum_r grad_y[r, c] * x[r, c] * rstd[r]`: a workgroup per
+    /// `COLUMNS` columns (elements of `T`), `ROW_LANES` invocations summing each.
+    #[kernel(workgroup = [COLUMNS, ROW_LANES], grid = [ceil_div(grad_scale.len(), COLUMNS)],
              types(T = [f32, Vec4<f32>]))]
     pub fn rms_norm_grad_scale<T>(
         p: &RowParams,
@@ -320,20 +345,25 @@ pub mod row_ops {
         #[len(p.rows)] rstd: &[f32],
         #[len(p.rows * p.cols / T::LANES)] grad_y: &[T],
         #[len(p.cols / T::LANES)] grad_scale: &mut [T],
+        #[workgroup] tile: &mut [T; COLUMNS * ROW_LANES],
     ) {
-        let (c, width) = (global_id().x, p.cols / T::LANES);
+        let (column, lane, width) = (local_id().x, local_id().y, p.cols / T::LANES);
+        let c = workgroup_id().x * COLUMNS + column;
+        let mut acc = 0.0 as T;
         if c < width {
-            let mut acc = 0.0 as T;
-            for r in 0..p.rows {
+            for r in (lane..p.rows).step_by(ROW_LANES) {
                 acc += scale_term(x, grad_y, r * width + c, 0.0, rstd[r]);
             }
-            grad_scale[c] = acc;
+        }
+        let total = column_sum(tile, acc, column, lane);
+        if lane == 0 && c < width {
+            grad_scale[c] = total;
         }
     }
 
     /// LayerNorm's `grad_scale[c] = sum_r grad_y[r, c] * (x[r, c] - mean[r]) * rstd[r]` and
-    /// `grad_bias[c] = sum_r grad_y[r, c]`, an invocation per column (element of `T`).
-    #[kernel(workgroup = [COLUMNS], grid = [ceil_div(grad_scale.len(), COLUMNS)],
+    /// `grad_bias[c] = sum_r grad_y[r, c]`, as `rms_norm_grad_scale`.
+    #[kernel(workgroup = [COLUMNS, ROW_LANES], grid = [ceil_div(grad_scale.len(), COLUMNS)],
              types(T = [f32, Vec4<f32>]))]
     pub fn layer_norm_grad_params<T>(
         p: &RowParams,
@@ -343,16 +373,22 @@ pub mod row_ops {
         #[len(p.rows * p.cols / T::LANES)] grad_y: &[T],
         #[len(p.cols / T::LANES)] grad_scale: &mut [T],
         #[len(p.cols / T::LANES)] grad_bias: &mut [T],
+        #[workgroup] tile: &mut [T; COLUMNS * ROW_LANES],
     ) {
-        let (c, width) = (global_id().x, p.cols / T::LANES);
+        let (column, lane, width) = (local_id().x, local_id().y, p.cols / T::LANES);
+        let c = workgroup_id().x * COLUMNS + column;
+        let (mut scales, mut biases) = (0.0 as T, 0.0 as T);
         if c < width {
-            let (mut scales, mut biases) = (0.0 as T, 0.0 as T);
-            for r in 0..p.rows {
+            for r in (lane..p.rows).step_by(ROW_LANES) {
                 scales += scale_term(x, grad_y, r * width + c, mean[r], rstd[r]);
                 biases += grad_y[r * width + c];
             }
-            grad_scale[c] = scales;
-            grad_bias[c] = biases;
+        }
+        let scale_total = column_sum(tile, scales, column, lane);
+        let bias_total = column_sum(tile, biases, column, lane);
+        if lane == 0 && c < width {
+            grad_scale[c] = scale_total;
+            grad_bias[c] = bias_total;
         }
     }
 }

@@ -88,7 +88,8 @@ pub struct LayerNormBackward<'a> {
 /// and `scale`.
 ///
 /// Rows hold at most [`MAX_COLS`](crate::MAX_COLS) scalars (see [`RowsShape`]). The scale's
-/// gradient sums each column over the rows in one pass, an invocation per column.
+/// gradient sums each column over the rows in a pass of its own, a workgroup per 32 columns
+/// (128 where `cols` is a multiple of 4).
 ///
 /// ```no_run
 /// # use tessera::Runtime;
@@ -204,7 +205,8 @@ impl RmsNorm {
 /// biased variance); and its backward, the gradients with respect to `x`, `scale` and `bias`.
 ///
 /// Rows hold at most [`MAX_COLS`](crate::MAX_COLS) scalars (see [`RowsShape`]). The
-/// parameters' gradients sum each column over the rows in one pass, an invocation per column.
+/// parameters' gradients sum each column over the rows in a pass of their own, a workgroup per
+/// 32 columns (128 where `cols` is a multiple of 4).
 ///
 /// ```no_run
 /// # use tessera::Runtime;
