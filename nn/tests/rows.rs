@@ -416,3 +416,11 @@ fn the_width_and_segment_follow_cols() {
         assert_eq!(kernels_run(batch), [entry], "for rows of {cols}");
     }
 }
+
+#[test]
+fn prepare_builds_every_instance() {
+    let rt = runtime();
+    Softmax::new(&rt).unwrap().prepare(&rt).unwrap();
+    RmsNorm::new(&rt).unwrap().prepare(&rt).unwrap();
+    LayerNorm::new(&rt).unwrap().prepare(&rt).unwrap();
+}

@@ -177,4 +177,5 @@ macro_rules! prepare_rows {
     };
 }
 
+// The macros by path, for `softmax` and `norm` to import.
 use {dispatch, prepare_rows, row_kernels};
