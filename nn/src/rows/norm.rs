@@ -108,7 +108,8 @@ pub struct LayerNormBackward<'a> {
 /// norm.forward(&mut batch, RmsNormForward { shape, x, scale, y: &mut y, rstd: &mut rstd })?;
 /// let (rstd, grad_y) = (&rstd, &grad_y);
 /// let (grad_x, grad_scale) = (&mut grad_x, &mut grad_scale);
-/// norm.backward(&mut batch, RmsNormBackward { shape, x, scale, rstd, grad_y, grad_x, grad_scale })?;
+/// let args = RmsNormBackward { shape, x, scale, rstd, grad_y, grad_x, grad_scale };
+/// norm.backward(&mut batch, args)?;
 /// batch.submit()?;
 /// assert!((y.read(&rt)?[4] - 1.0).abs() < 1e-4);
 /// # Ok(()) }
@@ -228,7 +229,9 @@ impl RmsNorm {
 /// norm.forward(&mut batch, LayerNormForward { shape, x, scale, bias, y, mean, rstd })?;
 /// let (mean, rstd, grad_y) = (&*mean, &*rstd, &grad_y);
 /// let (grad_x, grad_scale, grad_bias) = (&mut grad_x, &mut grad_scale, &mut grad_bias);
-/// let args = LayerNormBackward { shape, x, scale, mean, rstd, grad_y, grad_x, grad_scale, grad_bias };
+/// let args = LayerNormBackward {
+///     shape, x, scale, mean, rstd, grad_y, grad_x, grad_scale, grad_bias,
+/// };
 /// norm.backward(&mut batch, args)?;
 /// batch.submit()?;
 /// assert!((mean.read(&rt)?[0] - 2.0).abs() < 1e-6);
@@ -334,7 +337,10 @@ fn checked_eps(operation: &str, eps: f32) -> Result<f32> {
     } else {
         Err(invalid(
             operation,
-            format!("eps must be finite and not negative, got {eps}; pass a small positive number such as 1e-5"),
+            format!(
+                "eps must be finite and not negative, got {eps}; pass a small positive number \
+                 such as 1e-5"
+            ),
         ))
     }
 }

@@ -46,7 +46,8 @@ pub struct SoftmaxBackward<'a> {
 /// let (mut y, mut grad_x) = (rt.zeros::<f32>(6)?, rt.zeros::<f32>(6)?);
 /// let mut batch = rt.batch();
 /// softmax.forward(&mut batch, SoftmaxForward { shape, x: &x, y: &mut y })?;
-/// softmax.backward(&mut batch, SoftmaxBackward { shape, y: &y, grad_y: &grad_y, grad_x: &mut grad_x })?;
+/// let (y, grad_y, grad_x) = (&y, &grad_y, &mut grad_x);
+/// softmax.backward(&mut batch, SoftmaxBackward { shape, y, grad_y, grad_x })?;
 /// batch.submit()?;
 /// let y = y.read(&rt)?;
 /// assert!((y[3] - 1.0 / 3.0).abs() < 1e-6);
