@@ -37,7 +37,7 @@
 //!
 //! **Operations** hold only their pipelines (and scratch memory); each call names its
 //! buffers in an arguments struct ([`GemmForward`], [`Conv2dBackward`], ...), the problem's
-//! sizes in its `shape` (a [`GemmShape`], [`Conv2dShape`] or [`LossShape`]):
+//! sizes in its `shape` (a [`GemmShape`], [`Conv2dShape`], [`LossShape`] or [`RowsShape`]):
 //!
 //! - [`Gemm`]: `y = act(a · b + bias)` (split along `k` when the output alone cannot fill the
 //!   GPU) and its backward (`grad_pre`, both operand gradients in one dispatch, `d_bias`, as
@@ -56,6 +56,10 @@
 //! - [`Activation`]: none, ReLU, GELU (tanh form), SiLU, sigmoid and tanh, each written once
 //!   with its derivative and fused into both ops' epilogues.
 //! - [`SoftmaxCrossEntropy`]: the classification loss and its gradient.
+//! - [`Softmax`], [`RmsNorm`] (with a learned scale) and [`LayerNorm`] (with a learned scale
+//!   and bias): along each row of a `[rows, cols]` matrix, a workgroup per row holding the row
+//!   in registers (rows of up to [`MAX_COLS`] scalars), forward and backward; the norms'
+//!   parameter gradients are column sums over the rows.
 //! - [`Sgd`] (with momentum) and [`Adam`]: parameter updates.
 //!
 //! Building an op or a layer compiles nothing: each kernel is compiled at the first call
@@ -106,6 +110,7 @@ mod layers;
 mod loss;
 mod optim;
 mod precision;
+mod rows;
 mod spare;
 mod split;
 mod tune;
@@ -120,17 +125,25 @@ pub use layers::{Conv2d, Conv2dConfig, Init, Layer, Linear, LinearConfig, Parame
 pub use loss::{LossBackward, LossForward, LossShape, SoftmaxCrossEntropy};
 pub use optim::{Adam, AdamConfig, AdamState, Sgd, SgdConfig};
 pub use precision::Precision;
+pub use rows::{
+    LayerNorm, LayerNormBackward, LayerNormForward, RmsNorm, RmsNormBackward, RmsNormForward,
+    RowsShape, Softmax, SoftmaxBackward, SoftmaxForward, MAX_COLS,
+};
 
 use tessera::Error;
 
-/// The WGSL of every `nn` kernel, as the kernels module generated it (one module; each
-/// GEMM-shaped kernel in both blockings, with the shared mainloop's helpers written once per
-/// blocking).
+/// The WGSL of every `nn` kernel but the row operations' ([`WGSL_ROWS`]), as the kernels
+/// module generated it (one module; each GEMM-shaped kernel in both blockings, with the shared
+/// mainloop's helpers written once per blocking).
 pub const WGSL: &str = kernels::WGSL;
 
 /// The part of [`WGSL`] that needs no optional device feature: every kernel but those of
 /// [`Precision::TensorCoreF16`]. A device without tensor cores builds the ops from this.
 pub const WGSL_PORTABLE: &str = kernels::WGSL_PLAIN;
+
+/// The WGSL of the row operations ([`Softmax`], [`RmsNorm`], [`LayerNorm`]), a kernels module
+/// of their own; none needs an optional device feature.
+pub const WGSL_ROWS: &str = kernels::row_ops::WGSL;
 
 /// The error for arguments an op cannot work with.
 fn invalid(operation: &str, problem: String) -> Error {

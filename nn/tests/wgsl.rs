@@ -12,6 +12,9 @@
 //!   (the f32 and vector GEMM mainloops, the tensor-core mainloop and epilogues, a convolution
 //!   gather, an elementwise kernel), without the `// line N` comments.
 //!
+//! The row operations' module (`WGSL_ROWS`) has its own pair, `wgsl__rows_entry_points.snap`
+//! and `wgsl__rows_samples.snap`.
+//!
 //! Review with `cargo insta review`, or regenerate with `INSTA_UPDATE=always`.
 
 use std::collections::{BTreeSet, HashMap};
@@ -128,9 +131,9 @@ fn plain(items: &[&Item]) -> String {
     out
 }
 
-#[test]
-fn entry_points_are_pinned() {
-    let items = items(tessera_nn::WGSL);
+/// One line per entry point of `wgsl`: its name, and the size and digest of its closure.
+fn entry_point_table(wgsl: &str) -> String {
+    let items = items(wgsl);
     let helpers = helpers(&items);
     let mut table = String::new();
     for entry in items.iter().filter(|i| i.entry_point) {
@@ -144,6 +147,28 @@ fn entry_points_are_pinned() {
             tessera::source_hash(&text),
         ));
     }
+    table
+}
+
+/// The closures of the entry points `names` of `wgsl`, in full, one after another.
+fn samples_of(wgsl: &str, names: &[&str]) -> String {
+    let items = items(wgsl);
+    let helpers = helpers(&items);
+    let mut samples = String::new();
+    for name in names {
+        let entry = items
+            .iter()
+            .find(|i| i.entry_point && i.name == Some(name))
+            .unwrap_or_else(|| panic!("no entry point `{name}` in the WGSL"));
+        samples.push_str(&format!("// ===== {name}\n\n"));
+        samples.push_str(&plain(&closure(&items, &helpers, entry)));
+    }
+    samples
+}
+
+#[test]
+fn entry_points_are_pinned() {
+    let table = entry_point_table(tessera_nn::WGSL);
     assert!(
         table.lines().count() > 100,
         "too few entry points found:\n{table}"
@@ -166,18 +191,27 @@ const SAMPLES: [&str; 7] = [
 
 #[test]
 fn sample_instances_are_pinned() {
-    let items = items(tessera_nn::WGSL);
-    let helpers = helpers(&items);
-    let mut samples = String::new();
-    for name in SAMPLES {
-        let entry = items
-            .iter()
-            .find(|i| i.entry_point && i.name == Some(name))
-            .unwrap_or_else(|| panic!("no entry point `{name}` in the nn WGSL"));
-        samples.push_str(&format!("// ===== {name}\n\n"));
-        samples.push_str(&plain(&closure(&items, &helpers, entry)));
-    }
-    insta::assert_snapshot!("samples", samples);
+    insta::assert_snapshot!("samples", samples_of(tessera_nn::WGSL, &SAMPLES));
+}
+
+/// The row operations' module ([`tessera_nn::WGSL_ROWS`]), pinned the same way: every entry
+/// point, and in full the instances whose closures cover its parts (softmax, the shared
+/// normalize and input-gradient helpers, a column sum), scalar and vector.
+const ROW_SAMPLES: [&str; 4] = [
+    "softmax_forward_f32_per1",
+    "layer_norm_forward_vec4_f32_per4",
+    "layer_norm_grad_x_vec4_f32_per4",
+    "layer_norm_grad_params_f32",
+];
+
+#[test]
+fn row_kernels_are_pinned() {
+    let table = entry_point_table(tessera_nn::WGSL_ROWS);
+    insta::assert_snapshot!("rows_entry_points", table);
+    insta::assert_snapshot!(
+        "rows_samples",
+        samples_of(tessera_nn::WGSL_ROWS, &ROW_SAMPLES)
+    );
 }
 
 #[test]
@@ -186,6 +220,7 @@ fn portable_kernels_pass_tint() {
         tessera_tint::Batch::in_target("tests").expect("a directory for the Tint batch");
     // All but the tensor-core kernels, whose wgpu extension Tint does not know.
     batch.add("nn", tessera_nn::WGSL_PORTABLE).unwrap();
+    batch.add("rows", tessera_nn::WGSL_ROWS).unwrap();
     match batch.validate() {
         Ok(verdict) => tessera_tint::note(&verdict.to_string()),
         Err(report) => panic!("Tint rejects WGSL that naga accepted:\n{report}"),

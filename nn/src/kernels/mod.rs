@@ -40,6 +40,7 @@ mod conv;
 mod fragments;
 mod gradients;
 mod params;
+mod rows;
 mod staging;
 mod stream;
 mod wide;
@@ -48,6 +49,7 @@ mod winograd;
 
 /// The shared constants the host code names (`kernels::GROUP`, ..).
 pub(crate) use params::params::{FEW, GROUP, NARROW, SUMS};
+pub(crate) use rows::row_ops;
 pub(crate) use winograd::winograd::{POINTS, TILE};
 
 #[tessera::kernels]

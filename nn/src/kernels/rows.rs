@@ -1,0 +1,394 @@
+//! The kernels of the row operations ([`crate::Softmax`], [`crate::RmsNorm`],
+//! [`crate::LayerNorm`]), a kernels module of their own (`row_ops`).
+//!
+//! Each row kernel runs a workgroup of [`GROUP`](row_ops::GROUP) invocations per row and keeps
+//! the row in registers (`tessera::std::rows`): invocation `local` holds elements `local`,
+//! `local + GROUP`, ... of it, `PER` of them, so a row of up to `GROUP * PER` elements of `T`
+//! is read once and written once. The instances of [`Segment`](row_ops::Segment) are the
+//! values of `PER` the host picks from (the smallest that holds the row); a row longer than
+//! the largest is refused by the host ([`row_ops::MAX_WIDTH`]). The reductions across the
+//! workgroup are trees in workgroup memory (`tessera::std::reduce`, `tessera::std::softmax`),
+//! so the kernels need no optional device feature.
+//!
+//! Every kernel is written once over `types(T = [f32, Vec4<f32>])`: the host binds the
+//! `Vec4<f32>` instance (buffers of `f32` viewed as `[f32; 4]`) when the row's length is a
+//! multiple of 4, the scalar one otherwise. Sums are in f32.
+//!
+//! The parameter gradients of the norms (`grad_scale`, `grad_bias`) are sums over the rows of
+//! each column: kernels of their own, a workgroup per [`COLUMNS`](row_ops::COLUMNS) columns
+//! (elements of `T`), [`ROW_LANES`](row_ops::ROW_LANES) invocations summing every
+//! `ROW_LANES`-th row of each and a tree adding up their sums: no atomics, and the same result
+//! whatever the timing.
+
+#[tessera::kernels]
+pub mod row_ops {
+    #[device]
+    use tessera::std::reduce;
+    #[device]
+    use tessera::std::rows;
+    #[device]
+    use tessera::std::softmax;
+
+    /// The invocations of a row kernel's workgroup: one workgroup per row.
+    pub const GROUP: u32 = 256;
+
+    /// The columns (elements of `T`) a column kernel's workgroup sums: its first dimension.
+    pub const COLUMNS: u32 = 32;
+
+    /// The invocations summing each column of a column kernel's workgroup, every
+    /// `ROW_LANES`-th row each from their own first: its second dimension.
+    pub const ROW_LANES: u32 = 8;
+
+    /// The longest row, in elements of `T`, the row kernels hold: `GROUP` times the largest
+    /// `PER` of [`Segment`].
+    pub const MAX_WIDTH: u32 = GROUP * 16;
+
+    /// `PER`, the elements of a row each invocation holds in registers: a row kernel instance
+    /// takes rows of up to `GROUP * PER` elements of `T`.
+    #[constants(PER = [1, 4, 16])]
+    pub struct Segment;
+
+    /// The shape of a row operation.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, tessera::Params)]
+    pub struct RowParams {
+        /// Rows: one workgroup each.
+        pub rows: u32,
+        /// Scalars per row.
+        pub cols: u32,
+        /// The norms' `eps`, added to the variance (unread by softmax).
+        pub eps: f32,
+    }
+
+    /// `y = softmax(x)` along each row, the online state merged across the workgroup.
+    #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn softmax_forward<T>(
+        p: &RowParams,
+        #[len(p.rows * p.cols / T::LANES)] x: &[T],
+        #[len(p.rows * p.cols / T::LANES)] y: &mut [T],
+        #[workgroup] tile: &mut [Vec2<f32>; GROUP],
+    ) {
+        let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
+        let mut regs = [0.0 as T; PER];
+        // Padding folds as `-f32::MAX`, which weighs nothing once a real value is merged in.
+        row_load(&mut regs, x, row * width, width, local, -f32::MAX as T);
+        let mut state = softmax_start();
+        #[unroll]
+        for k in 0..PER {
+            state = softmax_fold(state, regs[k]);
+        }
+        state = softmax_workgroup_tree(tile, local, state);
+        #[unroll]
+        for k in 0..PER {
+            regs[k] = softmax_of(state, regs[k]);
+        }
+        row_store(&regs, y, row * width, width, local);
+    }
+
+    /// `grad_x = y * (grad_y - sum_c(grad_y * y))` along each row, from the forward's `y`.
+    #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn softmax_backward<T>(
+        p: &RowParams,
+        #[len(p.rows * p.cols / T::LANES)] y: &[T],
+        #[len(p.rows * p.cols / T::LANES)] grad_y: &[T],
+        #[len(p.rows * p.cols / T::LANES)] grad_x: &mut [T],
+        #[workgroup] tile: &mut [f32; GROUP],
+    ) {
+        let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
+        let mut probs = [0.0 as T; PER];
+        let mut grads = [0.0 as T; PER];
+        // Padding loads as 0 in both, so it adds nothing to the dot product.
+        row_load(&mut probs, y, row * width, width, local, 0.0 as T);
+        row_load(&mut grads, grad_y, row * width, width, local, 0.0 as T);
+        let mut dot = 0.0 as T;
+        #[unroll]
+        for k in 0..PER {
+            dot += probs[k] * grads[k];
+        }
+        let total = workgroup_sum_tree(tile, local, dot.element_sum());
+        #[unroll]
+        for k in 0..PER {
+            grads[k] = probs[k] * (grads[k] - total as T);
+        }
+        row_store(&grads, grad_x, row * width, width, local);
+    }
+
+    /// Loads row `row` of `x` into `regs` as `(x - mean) * rstd` and returns `vec2(mean, rstd)`.
+    ///
+    /// `rstd = 1 / sqrt(mean((x - mean)^2) + eps)`; `mean` is the row's mean when `centered`
+    /// (LayerNorm), 0 otherwise (RMSNorm, whose variance is then the mean square). Every
+    /// invocation of the workgroup calls it together (it holds barriers).
+    fn normalize_row<T>(
+        regs: &mut [T; PER],
+        p: &RowParams,
+        x: &[T],
+        row: u32,
+        local: u32,
+        tile: &mut [f32; GROUP],
+        centered: bool,
+    ) -> Vec2<f32> {
+        let width = p.cols / T::LANES;
+        row_load(regs, x, row * width, width, local, 0.0 as T);
+        let mut mean = 0.0;
+        if centered {
+            mean = workgroup_sum_tree(tile, local, row_sum(regs, width, local)) / p.cols as f32;
+            #[unroll]
+            for k in 0..PER {
+                regs[k] -= mean as T;
+            }
+        }
+        let squares = workgroup_sum_tree(tile, local, row_sum_of_squares(regs, width, local));
+        let rstd = (squares / p.cols as f32 + p.eps).sqrt().recip();
+        #[unroll]
+        for k in 0..PER {
+            regs[k] *= rstd as T;
+        }
+        vec2(mean, rstd)
+    }
+
+    /// Multiplies `regs` (a row as `row_load` lays it out) by `factors[column]`; padding
+    /// becomes 0.
+    fn scale_row<T>(regs: &mut [T; PER], factors: &[T], width: u32, local: u32) {
+        let mut column = [0.0 as T; PER];
+        row_load(&mut column, factors, 0, width, local, 0.0 as T);
+        #[unroll]
+        for k in 0..PER {
+            regs[k] *= column[k];
+        }
+    }
+
+    /// RMSNorm: `y = x * rstd * scale`, `rstd = 1 / sqrt(mean(x^2) + eps)` saved per row.
+    #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn rms_norm_forward<T>(
+        p: &RowParams,
+        #[len(p.rows * p.cols / T::LANES)] x: &[T],
+        #[len(p.cols / T::LANES)] scale: &[T],
+        #[len(p.rows * p.cols / T::LANES)] y: &mut [T],
+        #[len(p.rows)] rstd: &mut [f32],
+        #[workgroup] tile: &mut [f32; GROUP],
+    ) {
+        let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
+        let mut regs = [0.0 as T; PER];
+        let stats = normalize_row(&mut regs, p, x, row, local, tile, false);
+        scale_row(&mut regs, scale, width, local);
+        row_store(&regs, y, row * width, width, local);
+        if local == 0 {
+            rstd[row] = stats.y;
+        }
+    }
+
+    /// LayerNorm: `y = (x - mean) * rstd * scale + bias`, `rstd = 1 / sqrt(var(x) + eps)`;
+    /// `mean` and `rstd` saved per row.
+    #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn layer_norm_forward<T>(
+        p: &RowParams,
+        #[len(p.rows * p.cols / T::LANES)] x: &[T],
+        #[len(p.cols / T::LANES)] scale: &[T],
+        #[len(p.cols / T::LANES)] bias: &[T],
+        #[len(p.rows * p.cols / T::LANES)] y: &mut [T],
+        #[len(p.rows)] mean: &mut [f32],
+        #[len(p.rows)] rstd: &mut [f32],
+        #[workgroup] tile: &mut [f32; GROUP],
+    ) {
+        let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
+        let mut regs = [0.0 as T; PER];
+        let stats = normalize_row(&mut regs, p, x, row, local, tile, true);
+        scale_row(&mut regs, scale, width, local);
+        let mut shift = [0.0 as T; PER];
+        row_load(&mut shift, bias, 0, width, local, 0.0 as T);
+        #[unroll]
+        for k in 0..PER {
+            regs[k] += shift[k];
+        }
+        row_store(&regs, y, row * width, width, local);
+        if local == 0 {
+            mean[row] = stats.x;
+            rstd[row] = stats.y;
+        }
+    }
+
+    /// The input gradient of a norm along row `row`, from its `stats = vec2(mean, rstd)`:
+    /// with `xhat = (x - mean) * rstd` and `g = grad_y * scale`,
+    /// `grad_x = rstd * (g - mean_c(g) - xhat * mean_c(g * xhat))`, the `mean_c(g)` term only
+    /// when `centered` (LayerNorm; RMSNorm's mean is not subtracted, so it has none).
+    fn norm_grad_row<T>(
+        p: &RowParams,
+        x: &[T],
+        scale: &[T],
+        grad_y: &[T],
+        grad_x: &mut [T],
+        tile: &mut [Vec2<f32>; GROUP],
+        row: u32,
+        local: u32,
+        stats: Vec2<f32>,
+        centered: bool,
+    ) {
+        let (width, start) = (p.cols / T::LANES, row * (p.cols / T::LANES));
+        let mut xhat = [0.0 as T; PER];
+        let mut grads = [0.0 as T; PER];
+        row_load(&mut xhat, x, start, width, local, 0.0 as T);
+        // Padding loads as 0 in `grad_y` and `scale`, so it adds nothing to either sum.
+        row_load(&mut grads, grad_y, start, width, local, 0.0 as T);
+        scale_row(&mut grads, scale, width, local);
+        let mut own = vec2(0.0f32, 0.0);
+        #[unroll]
+        for k in 0..PER {
+            xhat[k] = (xhat[k] - stats.x as T) * stats.y as T;
+            own += vec2(grads[k].element_sum(), (grads[k] * xhat[k]).element_sum());
+        }
+        let total = workgroup_sum_tree(tile, local, own);
+        let shift = if centered {
+            total.x / p.cols as f32
+        } else {
+            0.0
+        };
+        let slope = total.y / p.cols as f32;
+        #[unroll]
+        for k in 0..PER {
+            grads[k] = (grads[k] - shift as T - xhat[k] * slope as T) * stats.y as T;
+        }
+        row_store(&grads, grad_x, start, width, local);
+    }
+
+    /// RMSNorm's input gradient, from the forward's `rstd`.
+    #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn rms_norm_grad_x<T>(
+        p: &RowParams,
+        #[len(p.rows * p.cols / T::LANES)] x: &[T],
+        #[len(p.cols / T::LANES)] scale: &[T],
+        #[len(p.rows)] rstd: &[f32],
+        #[len(p.rows * p.cols / T::LANES)] grad_y: &[T],
+        #[len(p.rows * p.cols / T::LANES)] grad_x: &mut [T],
+        #[workgroup] tile: &mut [Vec2<f32>; GROUP],
+    ) {
+        let row = workgroup_id().x;
+        let stats = vec2(0.0, rstd[row]);
+        norm_grad_row(
+            p,
+            x,
+            scale,
+            grad_y,
+            grad_x,
+            tile,
+            row,
+            local_index(),
+            stats,
+            false,
+        );
+    }
+
+    /// LayerNorm's input gradient, from the forward's `mean` and `rstd`.
+    #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn layer_norm_grad_x<T>(
+        p: &RowParams,
+        #[len(p.rows * p.cols / T::LANES)] x: &[T],
+        #[len(p.cols / T::LANES)] scale: &[T],
+        #[len(p.rows)] mean: &[f32],
+        #[len(p.rows)] rstd: &[f32],
+        #[len(p.rows * p.cols / T::LANES)] grad_y: &[T],
+        #[len(p.rows * p.cols / T::LANES)] grad_x: &mut [T],
+        #[workgroup] tile: &mut [Vec2<f32>; GROUP],
+    ) {
+        let row = workgroup_id().x;
+        let stats = vec2(mean[row], rstd[row]);
+        norm_grad_row(
+            p,
+            x,
+            scale,
+            grad_y,
+            grad_x,
+            tile,
+            row,
+            local_index(),
+            stats,
+            true,
+        );
+    }
+
+    /// `grad_y[i] * (x[i] - mean) * rstd`: one row's term of a column of `grad_scale`.
+    fn scale_term<T>(x: &[T], grad_y: &[T], i: u32, mean: f32, rstd: f32) -> T {
+        grad_y[i] * (x[i] - mean as T) * rstd as T
+    }
+
+    /// The sum of `value` over the `ROW_LANES` invocations of column `column` of a column
+    /// kernel's workgroup (`lane` is the invocation's place among them), by halving `tile`.
+    /// Every invocation of the workgroup calls it together; the array may be lent again at once.
+    fn column_sum<T>(tile: &mut [T; COLUMNS * ROW_LANES], value: T, column: u32, lane: u32) -> T {
+        tile[lane * COLUMNS + column] = value;
+        workgroup_barrier();
+        let mut half = ROW_LANES / 2;
+        while half > 0 {
+            if lane < half {
+                tile[lane * COLUMNS + column] += tile[(lane + half) * COLUMNS + column];
+            }
+            workgroup_barrier();
+            half /= 2;
+        }
+        let total = tile[column];
+        workgroup_barrier();
+        total
+    }
+
+    /// RMSNorm's `grad_scale[c] = sum_r grad_y[r, c] * x[r, c] * rstd[r]`: a workgroup per
+    /// `COLUMNS` columns (elements of `T`), `ROW_LANES` invocations summing each.
+    #[kernel(workgroup = [COLUMNS, ROW_LANES], grid = [ceil_div(grad_scale.len(), COLUMNS)],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn rms_norm_grad_scale<T>(
+        p: &RowParams,
+        #[len(p.rows * p.cols / T::LANES)] x: &[T],
+        #[len(p.rows)] rstd: &[f32],
+        #[len(p.rows * p.cols / T::LANES)] grad_y: &[T],
+        #[len(p.cols / T::LANES)] grad_scale: &mut [T],
+        #[workgroup] tile: &mut [T; COLUMNS * ROW_LANES],
+    ) {
+        let (column, lane, width) = (local_id().x, local_id().y, p.cols / T::LANES);
+        let c = workgroup_id().x * COLUMNS + column;
+        let mut acc = 0.0 as T;
+        if c < width {
+            for r in (lane..p.rows).step_by(ROW_LANES) {
+                acc += scale_term(x, grad_y, r * width + c, 0.0, rstd[r]);
+            }
+        }
+        let total = column_sum(tile, acc, column, lane);
+        if lane == 0 && c < width {
+            grad_scale[c] = total;
+        }
+    }
+
+    /// LayerNorm's `grad_scale[c] = sum_r grad_y[r, c] * (x[r, c] - mean[r]) * rstd[r]` and
+    /// `grad_bias[c] = sum_r grad_y[r, c]`, as `rms_norm_grad_scale`.
+    #[kernel(workgroup = [COLUMNS, ROW_LANES], grid = [ceil_div(grad_scale.len(), COLUMNS)],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn layer_norm_grad_params<T>(
+        p: &RowParams,
+        #[len(p.rows * p.cols / T::LANES)] x: &[T],
+        #[len(p.rows)] mean: &[f32],
+        #[len(p.rows)] rstd: &[f32],
+        #[len(p.rows * p.cols / T::LANES)] grad_y: &[T],
+        #[len(p.cols / T::LANES)] grad_scale: &mut [T],
+        #[len(p.cols / T::LANES)] grad_bias: &mut [T],
+        #[workgroup] tile: &mut [T; COLUMNS * ROW_LANES],
+    ) {
+        let (column, lane, width) = (local_id().x, local_id().y, p.cols / T::LANES);
+        let c = workgroup_id().x * COLUMNS + column;
+        let (mut scales, mut biases) = (0.0 as T, 0.0 as T);
+        if c < width {
+            for r in (lane..p.rows).step_by(ROW_LANES) {
+                scales += scale_term(x, grad_y, r * width + c, mean[r], rstd[r]);
+                biases += grad_y[r * width + c];
+            }
+        }
+        let scale_total = column_sum(tile, scales, column, lane);
+        let bias_total = column_sum(tile, biases, column, lane);
+        if lane == 0 && c < width {
+            grad_scale[c] = scale_total;
+            grad_bias[c] = bias_total;
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! Operations along the last dimension of a `[rows, cols]` matrix, a GPU workgroup per row:
+//! [`Softmax`], [`RmsNorm`] and [`LayerNorm`], forward and backward.
+//!
+//! Each row is read into registers once, reduced across its workgroup and written once, four
+//! floats a load where `cols` is a multiple of 4 (the ops pick that instance themselves).
+//! A row holds at most [`MAX_COLS`] scalars (a quarter of that where `cols` is not a multiple
+//! of 4); longer rows are refused with [`Error::InvalidArgument`](tessera::Error).
+
+mod norm;
+mod softmax;
+
+pub use norm::{
+    LayerNorm, LayerNormBackward, LayerNormForward, RmsNorm, RmsNormBackward, RmsNormForward,
+};
+pub use softmax::{Softmax, SoftmaxBackward, SoftmaxForward};
+
+use super::invalid;
+use crate::kernels::row_ops as kernels;
+use tessera::Result;
+
+/// The longest row the row operations take when `cols` is a multiple of 4: 16384 scalars.
+/// Other rows are read a scalar at a time and may hold a quarter of that, 4096.
+pub const MAX_COLS: u32 = kernels::MAX_WIDTH * 4;
+
+/// `rows` rows of `cols` scalars each, row-major: the shape of a row operation's input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RowsShape {
+    /// Rows, each normalized (or softmaxed) on its own.
+    pub rows: u32,
+    /// Scalars per row: the dimension the operation reduces over.
+    pub cols: u32,
+}
+
+/// How one call runs: its parameters and the instance of each row kernel.
+struct Plan {
+    params: kernels::RowParams,
+    /// Whether rows are read as `Vec4<f32>` (`cols` a multiple of 4).
+    vector: bool,
+    /// The index in [`kernels::Segment::ALL`] of the smallest segment holding a row.
+    segment: usize,
+}
+
+impl RowsShape {
+    /// Checks the shape and picks the kernels' instance for it.
+    fn plan(self, operation: &str, eps: f32) -> Result<Plan> {
+        let RowsShape { rows, cols } = self;
+        if rows == 0 || cols == 0 {
+            return Err(invalid(
+                operation,
+                format!("rows and cols must be at least 1, got a shape of {rows} x {cols}"),
+            ));
+        }
+        if rows.checked_mul(cols).is_none() {
+            return Err(invalid(
+                operation,
+                format!(
+                    "{rows} x {cols} scalars do not fit in u32 indices; pass at most {} rows \
+                     a call",
+                    u32::MAX / cols
+                ),
+            ));
+        }
+        let vector = cols.is_multiple_of(4);
+        let width = if vector { cols / 4 } else { cols };
+        let segment = kernels::Segment::ALL
+            .iter()
+            .position(|s| width <= kernels::GROUP * s.per)
+            .ok_or_else(|| {
+                invalid(
+                    operation,
+                    format!(
+                        "rows of {cols} scalars are longer than a workgroup holds: at most \
+                         {MAX_COLS} when cols is a multiple of 4, {} otherwise",
+                        kernels::MAX_WIDTH
+                    ),
+                )
+            })?;
+        Ok(Plan {
+            params: kernels::RowParams { rows, cols, eps },
+            vector,
+            segment,
+        })
+    }
+}
+
+/// What a buffer of a row operation holds, and so its length.
+#[derive(Clone, Copy)]
+enum Span {
+    /// `[rows, cols]`.
+    Matrix,
+    /// `[cols]`: a parameter or its gradient.
+    Columns,
+    /// `[rows]`: a statistic per row.
+    Rows,
+}
+
+/// Checks that each `(name, length, span)` buffer is long enough for `shape`.
+fn check_buffers(operation: &str, shape: RowsShape, buffers: &[(&str, usize, Span)]) -> Result<()> {
+    let RowsShape { rows, cols } = shape;
+    for &(name, len, span) in buffers {
+        let (want, what) = match span {
+            Span::Matrix => (rows as usize * cols as usize, "[rows, cols]"),
+            Span::Columns => (cols as usize, "[cols]"),
+            Span::Rows => (rows as usize, "[rows]"),
+        };
+        if len < want {
+            return Err(invalid(
+                operation,
+                format!(
+                    "`{name}` holds {len} floats, but a shape of {rows} x {cols} needs {what}: \
+                     pass a buffer of at least {want}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A kernel in both widths: `S` reads scalars, `V` `Vec4<f32>`s. For a row kernel each is a
+/// list of its [`kernels::Segment`] instances, in that order.
+#[derive(Clone, Debug)]
+struct Widths<S, V> {
+    scalar: S,
+    vector: V,
+}
+
+/// Every [`kernels::Segment`] instance of a row kernel, in both widths.
+type RowKernels<S, V> = Widths<Vec<S>, Vec<V>>;
+
+impl<S, V> RowKernels<S, V> {
+    /// Builds the instances with `scalar` and `vector` (which compile nothing yet).
+    fn build(
+        scalar: impl Fn(kernels::Segment) -> Result<S>,
+        vector: impl Fn(kernels::Segment) -> Result<V>,
+    ) -> Result<Self> {
+        let all = kernels::Segment::ALL;
+        Ok(Widths {
+            scalar: all.iter().map(|&s| scalar(s)).collect::<Result<_>>()?,
+            vector: all.iter().map(|&s| vector(s)).collect::<Result<_>>()?,
+        })
+    }
+}
+
+/// Builds the [`RowKernels`] of the launcher `kernels::$kernel`.
+macro_rules! row_kernels {
+    ($rt:expr, $kernel:ident) => {
+        crate::rows::RowKernels::build(
+            |segment| crate::kernels::row_ops::$kernel::<f32>::with_constants($rt, segment),
+            |segment| crate::kernels::row_ops::$kernel::<[f32; 4]>::with_constants($rt, segment),
+        )
+    };
+}
+
+/// Calls `$record(kernel, args..)`, a function generic over the element type, with the width
+/// of `$kernels` that `$plan` picks (and, given `[$segment]`, that instance).
+macro_rules! dispatch {
+    ($plan:expr, $kernels:expr $(, [$segment:expr])?; $record:ident($($arg:expr),* $(,)?)) => {
+        if $plan.vector {
+            $record(&$kernels.vector$([$segment])?, $($arg),*)
+        } else {
+            $record(&$kernels.scalar$([$segment])?, $($arg),*)
+        }
+    };
+}
+
+/// Builds every instance of each of the [`RowKernels`] given.
+macro_rules! prepare_rows {
+    ($rt:expr; $($kernels:expr),* $(,)?) => {
+        $(
+            for kernel in &$kernels.scalar {
+                kernel.prepare($rt)?;
+            }
+            for kernel in &$kernels.vector {
+                kernel.prepare($rt)?;
+            }
+        )*
+    };
+}
+
+// The macros by path, for `softmax` and `norm` to import.
+use {dispatch, prepare_rows, row_kernels};

@@ -1,0 +1,451 @@
+//! RMSNorm and LayerNorm along the last dimension, with a learned scale (and bias).
+
+use super::{
+    check_buffers, dispatch, kernels, prepare_rows, row_kernels, RowKernels, RowsShape, Span,
+    Widths,
+};
+use crate::invalid;
+use tessera::{Batch, GpuBuffer, Result, Runtime};
+
+/// One [`RmsNorm::forward`].
+#[derive(Debug)]
+pub struct RmsNormForward<'a> {
+    /// The sizes of the buffers.
+    pub shape: RowsShape,
+    /// `[rows, cols]`: the input.
+    pub x: &'a GpuBuffer<f32>,
+    /// `[cols]`: the learned scale of each column.
+    pub scale: &'a GpuBuffer<f32>,
+    /// `[rows, cols]`: the output (overwritten).
+    pub y: &'a mut GpuBuffer<f32>,
+    /// `[rows]`: each row's `1 / sqrt(mean(x^2) + eps)` (overwritten), which the backward reads.
+    pub rstd: &'a mut GpuBuffer<f32>,
+}
+
+/// One [`RmsNorm::backward`].
+#[derive(Debug)]
+pub struct RmsNormBackward<'a> {
+    /// The forward's shape.
+    pub shape: RowsShape,
+    /// The forward's `x`.
+    pub x: &'a GpuBuffer<f32>,
+    /// The forward's `scale`.
+    pub scale: &'a GpuBuffer<f32>,
+    /// The forward's `rstd`.
+    pub rstd: &'a GpuBuffer<f32>,
+    /// `[rows, cols]`: the gradient of the loss with respect to `y`.
+    pub grad_y: &'a GpuBuffer<f32>,
+    /// `[rows, cols]`: the gradient with respect to `x` (overwritten).
+    pub grad_x: &'a mut GpuBuffer<f32>,
+    /// `[cols]`: the gradient with respect to `scale` (overwritten).
+    pub grad_scale: &'a mut GpuBuffer<f32>,
+}
+
+/// One [`LayerNorm::forward`].
+#[derive(Debug)]
+pub struct LayerNormForward<'a> {
+    /// The sizes of the buffers.
+    pub shape: RowsShape,
+    /// `[rows, cols]`: the input.
+    pub x: &'a GpuBuffer<f32>,
+    /// `[cols]`: the learned scale of each column.
+    pub scale: &'a GpuBuffer<f32>,
+    /// `[cols]`: the learned bias of each column.
+    pub bias: &'a GpuBuffer<f32>,
+    /// `[rows, cols]`: the output (overwritten).
+    pub y: &'a mut GpuBuffer<f32>,
+    /// `[rows]`: each row's mean (overwritten), which the backward reads.
+    pub mean: &'a mut GpuBuffer<f32>,
+    /// `[rows]`: each row's `1 / sqrt(var(x) + eps)` (overwritten), which the backward reads.
+    pub rstd: &'a mut GpuBuffer<f32>,
+}
+
+/// One [`LayerNorm::backward`].
+#[derive(Debug)]
+pub struct LayerNormBackward<'a> {
+    /// The forward's shape.
+    pub shape: RowsShape,
+    /// The forward's `x`.
+    pub x: &'a GpuBuffer<f32>,
+    /// The forward's `scale`.
+    pub scale: &'a GpuBuffer<f32>,
+    /// The forward's `mean`.
+    pub mean: &'a GpuBuffer<f32>,
+    /// The forward's `rstd`.
+    pub rstd: &'a GpuBuffer<f32>,
+    /// `[rows, cols]`: the gradient of the loss with respect to `y`.
+    pub grad_y: &'a GpuBuffer<f32>,
+    /// `[rows, cols]`: the gradient with respect to `x` (overwritten).
+    pub grad_x: &'a mut GpuBuffer<f32>,
+    /// `[cols]`: the gradient with respect to `scale` (overwritten).
+    pub grad_scale: &'a mut GpuBuffer<f32>,
+    /// `[cols]`: the gradient with respect to `bias` (overwritten).
+    pub grad_bias: &'a mut GpuBuffer<f32>,
+}
+
+/// RMSNorm of each row with a learned scale: `y = x * rstd * scale`, where
+/// `rstd = 1 / sqrt(mean(x^2) + eps)`; and its backward, the gradients with respect to `x`
+/// and `scale`.
+///
+/// Rows hold at most [`MAX_COLS`](crate::MAX_COLS) scalars (see [`RowsShape`]). The scale's
+/// gradient sums each column over the rows in a pass of its own, a workgroup per 32 columns
+/// (128 where `cols` is a multiple of 4).
+///
+/// ```no_run
+/// # use tessera::Runtime;
+/// # use tessera_nn::{RmsNorm, RmsNormBackward, RmsNormForward, RowsShape};
+/// # fn main() -> Result<(), tessera::Error> {
+/// let rt = Runtime::new()?;
+/// let norm = RmsNorm::new(&rt)?.with_eps(1e-5)?;
+/// let shape = RowsShape { rows: 2, cols: 4 };
+/// let x = rt.upload(&[1.0f32, -1.0, 1.0, -1.0, 2.0, 2.0, 2.0, 2.0])?;
+/// let scale = rt.upload(&[1.0f32; 4])?;
+/// let grad_y = rt.upload(&[1.0f32; 8])?;
+/// let (mut y, mut rstd) = (rt.zeros::<f32>(8)?, rt.zeros::<f32>(2)?);
+/// let (mut grad_x, mut grad_scale) = (rt.zeros::<f32>(8)?, rt.zeros::<f32>(4)?);
+/// let mut batch = rt.batch();
+/// let (x, scale) = (&x, &scale);
+/// norm.forward(&mut batch, RmsNormForward { shape, x, scale, y: &mut y, rstd: &mut rstd })?;
+/// let (rstd, grad_y) = (&rstd, &grad_y);
+/// let (grad_x, grad_scale) = (&mut grad_x, &mut grad_scale);
+/// let args = RmsNormBackward { shape, x, scale, rstd, grad_y, grad_x, grad_scale };
+/// norm.backward(&mut batch, args)?;
+/// batch.submit()?;
+/// assert!((y.read(&rt)?[4] - 1.0).abs() < 1e-4);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct RmsNorm {
+    eps: f32,
+    forward: RowKernels<kernels::RmsNormForward, kernels::RmsNormForward<[f32; 4]>>,
+    grad_x: RowKernels<kernels::RmsNormGradX, kernels::RmsNormGradX<[f32; 4]>>,
+    grad_scale: Widths<kernels::RmsNormGradScale, kernels::RmsNormGradScale<[f32; 4]>>,
+}
+
+impl RmsNorm {
+    /// The `eps` of [`new`](Self::new).
+    pub const DEFAULT_EPS: f32 = 1e-6;
+
+    /// Makes the op, with `eps` [`DEFAULT_EPS`](Self::DEFAULT_EPS); its kernels compile at
+    /// their first use, or at [`prepare`](Self::prepare).
+    pub fn new(rt: &Runtime) -> Result<Self> {
+        Ok(RmsNorm {
+            eps: Self::DEFAULT_EPS,
+            forward: row_kernels!(rt, RmsNormForward)?,
+            grad_x: row_kernels!(rt, RmsNormGradX)?,
+            grad_scale: Widths {
+                scalar: kernels::RmsNormGradScale::new(rt)?,
+                vector: kernels::RmsNormGradScale::<[f32; 4]>::new(rt)?,
+            },
+        })
+    }
+
+    /// The op with `eps` (added to the mean square) instead; an error unless it is finite
+    /// and not negative.
+    pub fn with_eps(self, eps: f32) -> Result<Self> {
+        Ok(RmsNorm {
+            eps: checked_eps("RMSNorm", eps)?,
+            ..self
+        })
+    }
+
+    /// Compiles every kernel of the op now rather than at its first use.
+    pub fn prepare(&self, rt: &Runtime) -> Result<()> {
+        let RmsNorm {
+            eps: _,
+            forward,
+            grad_x,
+            grad_scale,
+        } = self;
+        prepare_rows!(rt; forward, grad_x);
+        grad_scale.scalar.prepare(rt)?;
+        grad_scale.vector.prepare(rt)
+    }
+
+    /// Records `y = x * rstd * scale` along each row, and each row's `rstd`.
+    pub fn forward(&self, batch: &mut Batch<'_>, args: RmsNormForward<'_>) -> Result<()> {
+        let (shape, operation) = (args.shape, "RMSNorm forward");
+        let plan = shape.plan(operation, self.eps)?;
+        check_buffers(
+            operation,
+            shape,
+            &[
+                ("x", args.x.len(), Span::Matrix),
+                ("scale", args.scale.len(), Span::Columns),
+                ("y", args.y.len(), Span::Matrix),
+                ("rstd", args.rstd.len(), Span::Rows),
+            ],
+        )?;
+        dispatch!(plan, self.forward, [plan.segment]; rms_forward(batch, &plan.params, args))
+    }
+
+    /// Records the gradients with respect to `x` and `scale`, from the forward's `rstd`.
+    pub fn backward(&self, batch: &mut Batch<'_>, mut args: RmsNormBackward<'_>) -> Result<()> {
+        let (shape, operation) = (args.shape, "RMSNorm backward");
+        let plan = shape.plan(operation, self.eps)?;
+        check_buffers(
+            operation,
+            shape,
+            &[
+                ("x", args.x.len(), Span::Matrix),
+                ("scale", args.scale.len(), Span::Columns),
+                ("rstd", args.rstd.len(), Span::Rows),
+                ("grad_y", args.grad_y.len(), Span::Matrix),
+                ("grad_x", args.grad_x.len(), Span::Matrix),
+                ("grad_scale", args.grad_scale.len(), Span::Columns),
+            ],
+        )?;
+        let p = &plan.params;
+        dispatch!(plan, self.grad_x, [plan.segment]; rms_grad_x(batch, p, &mut args))?;
+        dispatch!(plan, self.grad_scale; rms_grad_scale(batch, p, &mut args))
+    }
+}
+
+/// LayerNorm of each row with a learned scale and bias:
+/// `y = (x - mean) * rstd * scale + bias`, where `rstd = 1 / sqrt(var(x) + eps)` (the
+/// biased variance); and its backward, the gradients with respect to `x`, `scale` and `bias`.
+///
+/// Rows hold at most [`MAX_COLS`](crate::MAX_COLS) scalars (see [`RowsShape`]). The
+/// parameters' gradients sum each column over the rows in a pass of their own, a workgroup per
+/// 32 columns (128 where `cols` is a multiple of 4).
+///
+/// ```no_run
+/// # use tessera::Runtime;
+/// # use tessera_nn::{LayerNorm, LayerNormBackward, LayerNormForward, RowsShape};
+/// # fn main() -> Result<(), tessera::Error> {
+/// let rt = Runtime::new()?;
+/// let norm = LayerNorm::new(&rt)?;
+/// let shape = RowsShape { rows: 1, cols: 3 };
+/// let x = rt.upload(&[1.0f32, 2.0, 3.0])?;
+/// let (scale, bias) = (rt.upload(&[1.0f32; 3])?, rt.upload(&[0.5f32; 3])?);
+/// let grad_y = rt.upload(&[1.0f32, 0.0, 0.0])?;
+/// let mut y = rt.zeros::<f32>(3)?;
+/// let (mut mean, mut rstd) = (rt.zeros::<f32>(1)?, rt.zeros::<f32>(1)?);
+/// let mut grad_x = rt.zeros::<f32>(3)?;
+/// let (mut grad_scale, mut grad_bias) = (rt.zeros::<f32>(3)?, rt.zeros::<f32>(3)?);
+/// let mut batch = rt.batch();
+/// let (x, scale, bias) = (&x, &scale, &bias);
+/// let (y, mean, rstd) = (&mut y, &mut mean, &mut rstd);
+/// norm.forward(&mut batch, LayerNormForward { shape, x, scale, bias, y, mean, rstd })?;
+/// let (mean, rstd, grad_y) = (&*mean, &*rstd, &grad_y);
+/// let (grad_x, grad_scale, grad_bias) = (&mut grad_x, &mut grad_scale, &mut grad_bias);
+/// let args = LayerNormBackward {
+///     shape, x, scale, mean, rstd, grad_y, grad_x, grad_scale, grad_bias,
+/// };
+/// norm.backward(&mut batch, args)?;
+/// batch.submit()?;
+/// assert!((mean.read(&rt)?[0] - 2.0).abs() < 1e-6);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct LayerNorm {
+    eps: f32,
+    forward: RowKernels<kernels::LayerNormForward, kernels::LayerNormForward<[f32; 4]>>,
+    grad_x: RowKernels<kernels::LayerNormGradX, kernels::LayerNormGradX<[f32; 4]>>,
+    grad_params: Widths<kernels::LayerNormGradParams, kernels::LayerNormGradParams<[f32; 4]>>,
+}
+
+impl LayerNorm {
+    /// The `eps` of [`new`](Self::new) (PyTorch's).
+    pub const DEFAULT_EPS: f32 = 1e-5;
+
+    /// Makes the op, with `eps` [`DEFAULT_EPS`](Self::DEFAULT_EPS); its kernels compile at
+    /// their first use, or at [`prepare`](Self::prepare).
+    pub fn new(rt: &Runtime) -> Result<Self> {
+        Ok(LayerNorm {
+            eps: Self::DEFAULT_EPS,
+            forward: row_kernels!(rt, LayerNormForward)?,
+            grad_x: row_kernels!(rt, LayerNormGradX)?,
+            grad_params: Widths {
+                scalar: kernels::LayerNormGradParams::new(rt)?,
+                vector: kernels::LayerNormGradParams::<[f32; 4]>::new(rt)?,
+            },
+        })
+    }
+
+    /// The op with `eps` (added to the variance) instead; an error unless it is finite and
+    /// not negative.
+    pub fn with_eps(self, eps: f32) -> Result<Self> {
+        Ok(LayerNorm {
+            eps: checked_eps("LayerNorm", eps)?,
+            ..self
+        })
+    }
+
+    /// Compiles every kernel of the op now rather than at its first use.
+    pub fn prepare(&self, rt: &Runtime) -> Result<()> {
+        let LayerNorm {
+            eps: _,
+            forward,
+            grad_x,
+            grad_params,
+        } = self;
+        prepare_rows!(rt; forward, grad_x);
+        grad_params.scalar.prepare(rt)?;
+        grad_params.vector.prepare(rt)
+    }
+
+    /// Records `y = (x - mean) * rstd * scale + bias` along each row, and each row's `mean`
+    /// and `rstd`.
+    pub fn forward(&self, batch: &mut Batch<'_>, args: LayerNormForward<'_>) -> Result<()> {
+        let (shape, operation) = (args.shape, "LayerNorm forward");
+        let plan = shape.plan(operation, self.eps)?;
+        check_buffers(
+            operation,
+            shape,
+            &[
+                ("x", args.x.len(), Span::Matrix),
+                ("scale", args.scale.len(), Span::Columns),
+                ("bias", args.bias.len(), Span::Columns),
+                ("y", args.y.len(), Span::Matrix),
+                ("mean", args.mean.len(), Span::Rows),
+                ("rstd", args.rstd.len(), Span::Rows),
+            ],
+        )?;
+        dispatch!(plan, self.forward, [plan.segment]; layer_forward(batch, &plan.params, args))
+    }
+
+    /// Records the gradients with respect to `x`, `scale` and `bias`, from the forward's
+    /// `mean` and `rstd`.
+    pub fn backward(&self, batch: &mut Batch<'_>, mut args: LayerNormBackward<'_>) -> Result<()> {
+        let (shape, operation) = (args.shape, "LayerNorm backward");
+        let plan = shape.plan(operation, self.eps)?;
+        check_buffers(
+            operation,
+            shape,
+            &[
+                ("x", args.x.len(), Span::Matrix),
+                ("scale", args.scale.len(), Span::Columns),
+                ("mean", args.mean.len(), Span::Rows),
+                ("rstd", args.rstd.len(), Span::Rows),
+                ("grad_y", args.grad_y.len(), Span::Matrix),
+                ("grad_x", args.grad_x.len(), Span::Matrix),
+                ("grad_scale", args.grad_scale.len(), Span::Columns),
+                ("grad_bias", args.grad_bias.len(), Span::Columns),
+            ],
+        )?;
+        let p = &plan.params;
+        dispatch!(plan, self.grad_x, [plan.segment]; layer_grad_x(batch, p, &mut args))?;
+        dispatch!(plan, self.grad_params; layer_grad_params(batch, p, &mut args))
+    }
+}
+
+/// `eps`, or an error naming `operation` unless it is finite and not negative.
+fn checked_eps(operation: &str, eps: f32) -> Result<f32> {
+    if eps.is_finite() && eps >= 0.0 {
+        Ok(eps)
+    } else {
+        Err(invalid(
+            operation,
+            format!(
+                "eps must be finite and not negative, got {eps}; pass a small positive number \
+                 such as 1e-5"
+            ),
+        ))
+    }
+}
+
+// Each function below records one kernel in the width of `U`, `args`' buffers viewed as `U`s.
+
+fn rms_forward<U: kernels::RmsNormForwardElement>(
+    kernel: &kernels::RmsNormForward<U>,
+    batch: &mut Batch<'_>,
+    p: &kernels::RowParams,
+    args: RmsNormForward<'_>,
+) -> Result<()> {
+    let bound = kernels::RmsNormForwardArgs {
+        p,
+        x: &*args.x.view_as()?,
+        scale: &*args.scale.view_as()?,
+        y: &mut *args.y.view_as_mut()?,
+        rstd: args.rstd,
+    };
+    kernel.record(batch, bound)
+}
+
+fn rms_grad_x<U: kernels::RmsNormGradXElement>(
+    kernel: &kernels::RmsNormGradX<U>,
+    batch: &mut Batch<'_>,
+    p: &kernels::RowParams,
+    args: &mut RmsNormBackward<'_>,
+) -> Result<()> {
+    let bound = kernels::RmsNormGradXArgs {
+        p,
+        x: &*args.x.view_as()?,
+        scale: &*args.scale.view_as()?,
+        rstd: args.rstd,
+        grad_y: &*args.grad_y.view_as()?,
+        grad_x: &mut *args.grad_x.view_as_mut()?,
+    };
+    kernel.record(batch, bound)
+}
+
+fn rms_grad_scale<U: kernels::RmsNormGradScaleElement>(
+    kernel: &kernels::RmsNormGradScale<U>,
+    batch: &mut Batch<'_>,
+    p: &kernels::RowParams,
+    args: &mut RmsNormBackward<'_>,
+) -> Result<()> {
+    let bound = kernels::RmsNormGradScaleArgs {
+        p,
+        x: &*args.x.view_as()?,
+        rstd: args.rstd,
+        grad_y: &*args.grad_y.view_as()?,
+        grad_scale: &mut *args.grad_scale.view_as_mut()?,
+    };
+    kernel.record(batch, bound)
+}
+
+fn layer_forward<U: kernels::LayerNormForwardElement>(
+    kernel: &kernels::LayerNormForward<U>,
+    batch: &mut Batch<'_>,
+    p: &kernels::RowParams,
+    args: LayerNormForward<'_>,
+) -> Result<()> {
+    let bound = kernels::LayerNormForwardArgs {
+        p,
+        x: &*args.x.view_as()?,
+        scale: &*args.scale.view_as()?,
+        bias: &*args.bias.view_as()?,
+        y: &mut *args.y.view_as_mut()?,
+        mean: args.mean,
+        rstd: args.rstd,
+    };
+    kernel.record(batch, bound)
+}
+
+fn layer_grad_x<U: kernels::LayerNormGradXElement>(
+    kernel: &kernels::LayerNormGradX<U>,
+    batch: &mut Batch<'_>,
+    p: &kernels::RowParams,
+    args: &mut LayerNormBackward<'_>,
+) -> Result<()> {
+    let bound = kernels::LayerNormGradXArgs {
+        p,
+        x: &*args.x.view_as()?,
+        scale: &*args.scale.view_as()?,
+        mean: args.mean,
+        rstd: args.rstd,
+        grad_y: &*args.grad_y.view_as()?,
+        grad_x: &mut *args.grad_x.view_as_mut()?,
+    };
+    kernel.record(batch, bound)
+}
+
+fn layer_grad_params<U: kernels::LayerNormGradParamsElement>(
+    kernel: &kernels::LayerNormGradParams<U>,
+    batch: &mut Batch<'_>,
+    p: &kernels::RowParams,
+    args: &mut LayerNormBackward<'_>,
+) -> Result<()> {
+    let bound = kernels::LayerNormGradParamsArgs {
+        p,
+        x: &*args.x.view_as()?,
+        mean: args.mean,
+        rstd: args.rstd,
+        grad_y: &*args.grad_y.view_as()?,
+        grad_scale: &mut *args.grad_scale.view_as_mut()?,
+        grad_bias: &mut *args.grad_bias.view_as_mut()?,
+    };
+    kernel.record(batch, bound)
+}

@@ -1,0 +1,140 @@
+//! Softmax along the last dimension.
+
+use super::{
+    check_buffers, dispatch, kernels, prepare_rows, row_kernels, RowKernels, RowsShape, Span,
+};
+use tessera::{Batch, GpuBuffer, Result, Runtime};
+
+/// One [`Softmax::forward`].
+#[derive(Debug)]
+pub struct SoftmaxForward<'a> {
+    /// The sizes of `x` and `y`.
+    pub shape: RowsShape,
+    /// `[rows, cols]`: the input.
+    pub x: &'a GpuBuffer<f32>,
+    /// `[rows, cols]`: the softmax of each row of `x` (overwritten), which the backward reads.
+    pub y: &'a mut GpuBuffer<f32>,
+}
+
+/// One [`Softmax::backward`].
+#[derive(Debug)]
+pub struct SoftmaxBackward<'a> {
+    /// The forward's shape.
+    pub shape: RowsShape,
+    /// The forward's `y`.
+    pub y: &'a GpuBuffer<f32>,
+    /// `[rows, cols]`: the gradient of the loss with respect to `y`.
+    pub grad_y: &'a GpuBuffer<f32>,
+    /// `[rows, cols]`: the gradient of the loss with respect to `x` (overwritten).
+    pub grad_x: &'a mut GpuBuffer<f32>,
+}
+
+/// Softmax of each row, `y = exp(x - max) / sum(exp(x - max))`, and its backward
+/// `grad_x = y * (grad_y - sum_c(grad_y * y))`.
+///
+/// Rows hold at most [`MAX_COLS`](crate::MAX_COLS) scalars (see [`RowsShape`]).
+///
+/// ```no_run
+/// # use tessera::Runtime;
+/// # use tessera_nn::{RowsShape, Softmax, SoftmaxBackward, SoftmaxForward};
+/// # fn main() -> Result<(), tessera::Error> {
+/// let rt = Runtime::new()?;
+/// let softmax = Softmax::new(&rt)?;
+/// let shape = RowsShape { rows: 2, cols: 3 };
+/// let x = rt.upload(&[1.0f32, 2.0, 3.0, 0.0, 0.0, 0.0])?;
+/// let grad_y = rt.upload(&[1.0f32, 0.0, 0.0, 0.0, 1.0, 0.0])?;
+/// let (mut y, mut grad_x) = (rt.zeros::<f32>(6)?, rt.zeros::<f32>(6)?);
+/// let mut batch = rt.batch();
+/// softmax.forward(&mut batch, SoftmaxForward { shape, x: &x, y: &mut y })?;
+/// let (y, grad_y, grad_x) = (&y, &grad_y, &mut grad_x);
+/// softmax.backward(&mut batch, SoftmaxBackward { shape, y, grad_y, grad_x })?;
+/// batch.submit()?;
+/// let y = y.read(&rt)?;
+/// assert!((y[3] - 1.0 / 3.0).abs() < 1e-6);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Softmax {
+    forward: RowKernels<kernels::SoftmaxForward, kernels::SoftmaxForward<[f32; 4]>>,
+    backward: RowKernels<kernels::SoftmaxBackward, kernels::SoftmaxBackward<[f32; 4]>>,
+}
+
+impl Softmax {
+    /// Makes the op; its kernels compile at their first use, or at [`prepare`](Self::prepare).
+    pub fn new(rt: &Runtime) -> Result<Self> {
+        Ok(Softmax {
+            forward: row_kernels!(rt, SoftmaxForward)?,
+            backward: row_kernels!(rt, SoftmaxBackward)?,
+        })
+    }
+
+    /// Compiles every kernel of the op now rather than at its first use.
+    pub fn prepare(&self, rt: &Runtime) -> Result<()> {
+        let Softmax { forward, backward } = self;
+        prepare_rows!(rt; forward, backward);
+        Ok(())
+    }
+
+    /// Records `y = softmax(x)` along each row.
+    pub fn forward(&self, batch: &mut Batch<'_>, args: SoftmaxForward<'_>) -> Result<()> {
+        let (shape, operation) = (args.shape, "softmax forward");
+        let plan = shape.plan(operation, 0.0)?;
+        check_buffers(
+            operation,
+            shape,
+            &[
+                ("x", args.x.len(), Span::Matrix),
+                ("y", args.y.len(), Span::Matrix),
+            ],
+        )?;
+        dispatch!(plan, self.forward, [plan.segment]; record_forward(batch, &plan.params, args))
+    }
+
+    /// Records `grad_x = y * (grad_y - sum_c(grad_y * y))` along each row, from the
+    /// forward's `y`.
+    pub fn backward(&self, batch: &mut Batch<'_>, args: SoftmaxBackward<'_>) -> Result<()> {
+        let (shape, operation) = (args.shape, "softmax backward");
+        let plan = shape.plan(operation, 0.0)?;
+        check_buffers(
+            operation,
+            shape,
+            &[
+                ("y", args.y.len(), Span::Matrix),
+                ("grad_y", args.grad_y.len(), Span::Matrix),
+                ("grad_x", args.grad_x.len(), Span::Matrix),
+            ],
+        )?;
+        dispatch!(plan, self.backward, [plan.segment]; record_backward(batch, &plan.params, args))
+    }
+}
+
+/// Records `kernel`, the forward in the width of `U`, with `args`' buffers viewed as `U`s.
+fn record_forward<U: kernels::SoftmaxForwardElement>(
+    kernel: &kernels::SoftmaxForward<U>,
+    batch: &mut Batch<'_>,
+    p: &kernels::RowParams,
+    args: SoftmaxForward<'_>,
+) -> Result<()> {
+    let bound = kernels::SoftmaxForwardArgs {
+        p,
+        x: &*args.x.view_as()?,
+        y: &mut *args.y.view_as_mut()?,
+    };
+    kernel.record(batch, bound)
+}
+
+/// Records `kernel`, the backward in the width of `U`, with `args`' buffers viewed as `U`s.
+fn record_backward<U: kernels::SoftmaxBackwardElement>(
+    kernel: &kernels::SoftmaxBackward<U>,
+    batch: &mut Batch<'_>,
+    p: &kernels::RowParams,
+    args: SoftmaxBackward<'_>,
+) -> Result<()> {
+    let bound = kernels::SoftmaxBackwardArgs {
+        p,
+        y: &*args.y.view_as()?,
+        grad_y: &*args.grad_y.view_as()?,
+        grad_x: &mut *args.grad_x.view_as_mut()?,
+    };
+    kernel.record(batch, bound)
+}

@@ -1,0 +1,426 @@
+//! Softmax, RMSNorm and LayerNorm, forward and backward, against f64 CPU references.
+//!
+//! Shapes cover both widths (`cols` a multiple of 4, read as `Vec4<f32>`, and not), rows with
+//! a tail (`cols` not a multiple of the workgroup of 256), rows held in more than one element
+//! per invocation (the larger segments), several rows, and one scalar. Tolerance: 1e-5 for
+//! softmax, 1e-4 for the norms (their `rstd` scales a sum of `cols` squares), each relative to
+//! the larger magnitude or absolute below 1 (`assert_close`).
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use common::{assert_close, kernels_run, rng, runtime, values};
+use tessera::{Error, Runtime};
+use tessera_nn::{
+    LayerNorm, LayerNormBackward, LayerNormForward, RmsNorm, RmsNormBackward, RmsNormForward,
+    RowsShape, Softmax, SoftmaxBackward, SoftmaxForward, MAX_COLS,
+};
+
+/// `(rows, cols)`: vectors in one element an invocation; scalars; one scalar; scalars in 2 of
+/// the 4 elements an invocation holds, with a tail; vectors (275 a row) likewise; the largest
+/// segment (16 elements an invocation), in scalars and in vectors; and more rows than a
+/// column kernel's lanes, in both widths.
+const SHAPES: [(u32, u32); 9] = [
+    (3, 8),
+    (4, 5),
+    (1, 1),
+    (3, 301),
+    (2, 1100),
+    (2, 1030),
+    (1, 4100),
+    (70, 36),
+    (33, 7),
+];
+
+const SOFTMAX_TOLERANCE: f32 = 1e-5;
+const NORM_TOLERANCE: f32 = 1e-4;
+
+/// The inputs of one case: `x` spread and shifted off zero (so centering matters), `scale`
+/// near 1, `bias` and `grad_y` in [-1, 1).
+struct Inputs {
+    x: Vec<f32>,
+    scale: Vec<f32>,
+    bias: Vec<f32>,
+    grad_y: Vec<f32>,
+}
+
+fn inputs(shape: RowsShape, seed: u64) -> Inputs {
+    let (n, cols) = ((shape.rows * shape.cols) as usize, shape.cols as usize);
+    let mut rng = rng(seed);
+    Inputs {
+        x: values(&mut rng, n).iter().map(|v| 3.0 * v + 0.5).collect(),
+        scale: values(&mut rng, cols)
+            .iter()
+            .map(|v| 1.0 + 0.5 * v)
+            .collect(),
+        bias: values(&mut rng, cols),
+        grad_y: values(&mut rng, n),
+    }
+}
+
+fn wide(v: &[f32]) -> Vec<f64> {
+    v.iter().map(|&v| f64::from(v)).collect()
+}
+
+fn narrow(v: &[f64]) -> Vec<f32> {
+    v.iter().map(|&v| v as f32).collect()
+}
+
+fn mean(v: impl Iterator<Item = f64>, n: usize) -> f64 {
+    v.sum::<f64>() / n as f64
+}
+
+/// `(y, grad_x)` of softmax along rows of `cols`.
+fn softmax_reference(x: &[f32], grad_y: &[f32], cols: usize) -> (Vec<f32>, Vec<f32>) {
+    let (mut y, mut grad_x) = (Vec::new(), Vec::new());
+    for (row, g) in wide(x).chunks(cols).zip(wide(grad_y).chunks(cols)) {
+        let top = row.iter().copied().fold(f64::MIN, f64::max);
+        let sum: f64 = row.iter().map(|v| (v - top).exp()).sum();
+        let probs: Vec<f64> = row.iter().map(|v| (v - top).exp() / sum).collect();
+        let dot: f64 = probs.iter().zip(g).map(|(p, g)| p * g).sum();
+        grad_x.extend(probs.iter().zip(g).map(|(p, g)| p * (g - dot)));
+        y.extend(probs);
+    }
+    (narrow(&y), narrow(&grad_x))
+}
+
+/// A norm's outputs and gradients, by the CPU.
+struct NormReference {
+    y: Vec<f32>,
+    mean: Vec<f32>,
+    rstd: Vec<f32>,
+    grad_x: Vec<f32>,
+    grad_scale: Vec<f32>,
+    grad_bias: Vec<f32>,
+}
+
+/// LayerNorm (`centered`) or RMSNorm (`bias` unused) of `inputs` along rows of `cols`.
+fn norm_reference(inputs: &Inputs, cols: usize, eps: f64, centered: bool) -> NormReference {
+    let (scale, bias) = (wide(&inputs.scale), wide(&inputs.bias));
+    let (mut y, mut means, mut rstds, mut grad_x) = (vec![], vec![], vec![], vec![]);
+    let (mut grad_scale, mut grad_bias) = (vec![0.0; cols], vec![0.0; cols]);
+    for (row, gy) in wide(&inputs.x)
+        .chunks(cols)
+        .zip(wide(&inputs.grad_y).chunks(cols))
+    {
+        let mu = if centered {
+            mean(row.iter().copied(), cols)
+        } else {
+            0.0
+        };
+        let var = mean(row.iter().map(|v| (v - mu) * (v - mu)), cols);
+        let rstd = 1.0 / (var + eps).sqrt();
+        let xhat: Vec<f64> = row.iter().map(|v| (v - mu) * rstd).collect();
+        let g: Vec<f64> = gy.iter().zip(&scale).map(|(gy, s)| gy * s).collect();
+        let shift = if centered {
+            mean(g.iter().copied(), cols)
+        } else {
+            0.0
+        };
+        let slope = mean(g.iter().zip(&xhat).map(|(g, h)| g * h), cols);
+        for c in 0..cols {
+            y.push(xhat[c] * scale[c] + if centered { bias[c] } else { 0.0 });
+            grad_x.push(rstd * (g[c] - shift - xhat[c] * slope));
+            grad_scale[c] += gy[c] * xhat[c];
+            grad_bias[c] += gy[c];
+        }
+        means.push(mu);
+        rstds.push(rstd);
+    }
+    NormReference {
+        y: narrow(&y),
+        mean: narrow(&means),
+        rstd: narrow(&rstds),
+        grad_x: narrow(&grad_x),
+        grad_scale: narrow(&grad_scale),
+        grad_bias: narrow(&grad_bias),
+    }
+}
+
+/// Asserts `got` is `want` to `tolerance`, saying which output of which shape differs.
+fn check(what: &str, shape: RowsShape, got: &[f32], want: &[f32], tolerance: f32) {
+    let worst = got
+        .iter()
+        .zip(want)
+        .map(|(g, w)| (g - w).abs())
+        .fold(0.0f32, f32::max);
+    eprintln!("{what} {shape:?}: max abs error {worst:e}");
+    assert_close(got, want, tolerance);
+}
+
+#[test]
+fn softmax_matches_reference() {
+    let rt = runtime();
+    let softmax = Softmax::new(&rt).unwrap();
+    for (seed, (rows, cols)) in SHAPES.into_iter().enumerate() {
+        let shape = RowsShape { rows, cols };
+        let inputs = inputs(shape, seed as u64);
+        let (want_y, want_grad_x) = softmax_reference(&inputs.x, &inputs.grad_y, cols as usize);
+        let x = rt.upload(&inputs.x).unwrap();
+        let grad_y = rt.upload(&inputs.grad_y).unwrap();
+        let mut y = rt.zeros::<f32>(inputs.x.len()).unwrap();
+        let mut grad_x = rt.zeros::<f32>(inputs.x.len()).unwrap();
+        let mut batch = rt.batch();
+        let forward = SoftmaxForward {
+            shape,
+            x: &x,
+            y: &mut y,
+        };
+        softmax.forward(&mut batch, forward).unwrap();
+        let (y, grad_y, grad_x) = (&y, &grad_y, &mut grad_x);
+        let backward = SoftmaxBackward {
+            shape,
+            y,
+            grad_y,
+            grad_x,
+        };
+        softmax.backward(&mut batch, backward).unwrap();
+        batch.submit().unwrap();
+        let tolerance = SOFTMAX_TOLERANCE;
+        check(
+            "softmax y",
+            shape,
+            &y.read(&rt).unwrap(),
+            &want_y,
+            tolerance,
+        );
+        check(
+            "softmax grad_x",
+            shape,
+            &grad_x.read(&rt).unwrap(),
+            &want_grad_x,
+            tolerance,
+        );
+    }
+}
+
+/// Runs RMSNorm forward and backward on `inputs`, returning what the GPU wrote.
+fn rms_norm_on_gpu(
+    rt: &Runtime,
+    norm: &RmsNorm,
+    shape: RowsShape,
+    inputs: &Inputs,
+) -> NormReference {
+    let (n, rows, cols) = (inputs.x.len(), shape.rows as usize, shape.cols as usize);
+    let (x, scale) = (
+        &rt.upload(&inputs.x).unwrap(),
+        &rt.upload(&inputs.scale).unwrap(),
+    );
+    let grad_y = &rt.upload(&inputs.grad_y).unwrap();
+    let (mut y, mut rstd) = (rt.zeros::<f32>(n).unwrap(), rt.zeros::<f32>(rows).unwrap());
+    let mut grad_x = rt.zeros::<f32>(n).unwrap();
+    let mut grad_scale = rt.zeros::<f32>(cols).unwrap();
+    let mut batch = rt.batch();
+    let (y_out, rstd_out) = (&mut y, &mut rstd);
+    let forward = RmsNormForward {
+        shape,
+        x,
+        scale,
+        y: y_out,
+        rstd: rstd_out,
+    };
+    norm.forward(&mut batch, forward).unwrap();
+    let (rstd_in, grad_x_out, grad_scale_out) = (&rstd, &mut grad_x, &mut grad_scale);
+    let backward = RmsNormBackward {
+        shape,
+        x,
+        scale,
+        rstd: rstd_in,
+        grad_y,
+        grad_x: grad_x_out,
+        grad_scale: grad_scale_out,
+    };
+    norm.backward(&mut batch, backward).unwrap();
+    batch.submit().unwrap();
+    NormReference {
+        y: y.read(rt).unwrap(),
+        mean: vec![0.0; rows], // RMSNorm subtracts no mean: the reference's are 0
+        rstd: rstd.read(rt).unwrap(),
+        grad_x: grad_x.read(rt).unwrap(),
+        grad_scale: grad_scale.read(rt).unwrap(),
+        grad_bias: Vec::new(), // RMSNorm has no bias
+    }
+}
+
+#[test]
+fn rms_norm_matches_reference() {
+    let rt = runtime();
+    let norm = RmsNorm::new(&rt).unwrap();
+    let gpu = |shape, inputs: &Inputs| rms_norm_on_gpu(&rt, &norm, shape, inputs);
+    check_norm("RMSNorm", RmsNorm::DEFAULT_EPS, false, gpu);
+}
+
+/// Checks a norm run by `gpu` (LayerNorm when `centered`, else RMSNorm) against the reference
+/// on every shape of [`SHAPES`].
+fn check_norm(
+    name: &str,
+    eps: f32,
+    centered: bool,
+    gpu: impl Fn(RowsShape, &Inputs) -> NormReference,
+) {
+    for (seed, (rows, cols)) in SHAPES.into_iter().enumerate() {
+        let shape = RowsShape { rows, cols };
+        let inputs = inputs(shape, 10 * (1 + u64::from(centered)) + seed as u64);
+        let want = norm_reference(&inputs, cols as usize, f64::from(eps), centered);
+        let got = gpu(shape, &inputs);
+        let mut outputs = vec![
+            ("y", &got.y, &want.y),
+            ("mean", &got.mean, &want.mean),
+            ("rstd", &got.rstd, &want.rstd),
+            ("grad_x", &got.grad_x, &want.grad_x),
+            ("grad_scale", &got.grad_scale, &want.grad_scale),
+        ];
+        if centered {
+            outputs.push(("grad_bias", &got.grad_bias, &want.grad_bias));
+        }
+        for (output, got, want) in outputs {
+            check(
+                &format!("{name} {output}"),
+                shape,
+                got,
+                want,
+                NORM_TOLERANCE,
+            );
+        }
+    }
+}
+
+/// Runs LayerNorm forward and backward on `inputs`, returning what the GPU wrote.
+fn layer_norm_on_gpu(
+    rt: &Runtime,
+    norm: &LayerNorm,
+    shape: RowsShape,
+    inputs: &Inputs,
+) -> NormReference {
+    let (n, rows, cols) = (inputs.x.len(), shape.rows as usize, shape.cols as usize);
+    let (x, scale) = (
+        &rt.upload(&inputs.x).unwrap(),
+        &rt.upload(&inputs.scale).unwrap(),
+    );
+    let (bias, grad_y) = (
+        &rt.upload(&inputs.bias).unwrap(),
+        &rt.upload(&inputs.grad_y).unwrap(),
+    );
+    let mut y = rt.zeros::<f32>(n).unwrap();
+    let (mut mean, mut rstd) = (
+        rt.zeros::<f32>(rows).unwrap(),
+        rt.zeros::<f32>(rows).unwrap(),
+    );
+    let mut grad_x = rt.zeros::<f32>(n).unwrap();
+    let (mut grad_scale, mut grad_bias) = (
+        rt.zeros::<f32>(cols).unwrap(),
+        rt.zeros::<f32>(cols).unwrap(),
+    );
+    let mut batch = rt.batch();
+    let (y_out, mean_out, rstd_out) = (&mut y, &mut mean, &mut rstd);
+    let forward = LayerNormForward {
+        shape,
+        x,
+        scale,
+        bias,
+        y: y_out,
+        mean: mean_out,
+        rstd: rstd_out,
+    };
+    norm.forward(&mut batch, forward).unwrap();
+    let backward = LayerNormBackward {
+        shape,
+        x,
+        scale,
+        mean: &mean,
+        rstd: &rstd,
+        grad_y,
+        grad_x: &mut grad_x,
+        grad_scale: &mut grad_scale,
+        grad_bias: &mut grad_bias,
+    };
+    norm.backward(&mut batch, backward).unwrap();
+    batch.submit().unwrap();
+    NormReference {
+        y: y.read(rt).unwrap(),
+        mean: mean.read(rt).unwrap(),
+        rstd: rstd.read(rt).unwrap(),
+        grad_x: grad_x.read(rt).unwrap(),
+        grad_scale: grad_scale.read(rt).unwrap(),
+        grad_bias: grad_bias.read(rt).unwrap(),
+    }
+}
+
+#[test]
+fn layer_norm_matches_reference() {
+    let rt = runtime();
+    let norm = LayerNorm::new(&rt).unwrap();
+    let gpu = |shape, inputs: &Inputs| layer_norm_on_gpu(&rt, &norm, shape, inputs);
+    check_norm("LayerNorm", LayerNorm::DEFAULT_EPS, true, gpu);
+}
+
+/// The `problem` of an `InvalidArgument`, or a panic naming what came instead.
+fn problem(result: tessera::Result<()>) -> String {
+    match result {
+        Err(Error::InvalidArgument { problem, .. }) => problem,
+        other => panic!("expected an invalid argument, got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_shapes_and_buffers_are_refused() {
+    let rt = runtime();
+    let softmax = Softmax::new(&rt).unwrap();
+    let x = rt.zeros::<f32>(MAX_COLS as usize + 4).unwrap();
+    let mut y = rt.zeros::<f32>(MAX_COLS as usize + 4).unwrap();
+    let mut run = |rows, cols, y_len: Option<usize>| {
+        let mut batch = rt.batch();
+        let mut short = rt.zeros::<f32>(y_len.unwrap_or(1)).unwrap();
+        let y = if y_len.is_some() { &mut short } else { &mut y };
+        problem(softmax.forward(
+            &mut batch,
+            SoftmaxForward {
+                shape: RowsShape { rows, cols },
+                x: &x,
+                y,
+            },
+        ))
+    };
+    assert!(run(0, 4, None).contains("at least 1"));
+    // Vectors of 4 hold 16384 scalars a row; scalars a quarter of that.
+    assert!(run(1, MAX_COLS + 4, None).contains("longer than a workgroup holds"));
+    assert!(run(1, MAX_COLS / 4 + 1, None).contains("longer than a workgroup holds"));
+    let message = run(2, 3, Some(5));
+    assert!(
+        message.contains("`y` holds 5 floats") && message.contains("at least 6"),
+        "{message}"
+    );
+    let bad_eps = RmsNorm::new(&rt).unwrap().with_eps(f32::NAN);
+    assert!(matches!(bad_eps, Err(Error::InvalidArgument { .. })));
+}
+
+#[test]
+fn the_width_and_segment_follow_cols() {
+    let rt = runtime();
+    let softmax = Softmax::new(&rt).unwrap();
+    let x = rt.zeros::<f32>(4100).unwrap();
+    let mut y = rt.zeros::<f32>(4100).unwrap();
+    for (cols, entry) in [
+        (8, "softmax_forward_vec4_f32_per1"),
+        (301, "softmax_forward_f32_per4"),
+        (4100, "softmax_forward_vec4_f32_per16"),
+    ] {
+        let mut batch = rt.batch();
+        let shape = RowsShape { rows: 1, cols };
+        let forward = SoftmaxForward {
+            shape,
+            x: &x,
+            y: &mut y,
+        };
+        softmax.forward(&mut batch, forward).unwrap();
+        assert_eq!(kernels_run(batch), [entry], "for rows of {cols}");
+    }
+}
+
+#[test]
+fn prepare_builds_every_instance() {
+    let rt = runtime();
+    Softmax::new(&rt).unwrap().prepare(&rt).unwrap();
+    RmsNorm::new(&rt).unwrap().prepare(&rt).unwrap();
+    LayerNorm::new(&rt).unwrap().prepare(&rt).unwrap();
+}
