@@ -15,10 +15,12 @@
 //! multiple of 4, the scalar one otherwise. Sums are in f32.
 //!
 //! The parameter gradients of the norms (`grad_scale`, `grad_bias`) are sums over the rows of
-//! each column: kernels of their own, a workgroup per [`COLUMNS`](row_ops::COLUMNS) columns
-//! (elements of `T`), [`ROW_LANES`](row_ops::ROW_LANES) invocations summing every
-//! `ROW_LANES`-th row of each and a tree adding up their sums: no atomics, and the same result
-//! whatever the timing.
+//! each column: a workgroup per [`COLUMNS`](row_ops::COLUMNS) columns (elements of `T`) and
+//! chunk of rows ([`RowParams::chunk_rows`](row_ops::RowParams)), its
+//! [`ROW_LANES`](row_ops::ROW_LANES) invocations summing every `ROW_LANES`-th row of each and a
+//! tree adding up their sums into a row of sums per chunk, then a pass adding up the chunks:
+//! no atomics, the same result whatever the timing, and enough workgroups to fill the GPU
+//! when the columns are few.
 
 #[tessera::kernels]
 pub mod row_ops {
@@ -58,6 +60,11 @@ pub mod row_ops {
         pub cols: u32,
         /// The norms' `eps`, added to the variance (unread by softmax).
         pub eps: f32,
+        /// The rows each workgroup of a parameter-gradient pass sums (the last chunk may be
+        /// short).
+        pub chunk_rows: u32,
+        /// The chunks of rows: `ceil(rows / chunk_rows)`.
+        pub chunks: u32,
     }
 
     /// `y = softmax(x)` along each row, the online state merged across the workgroup.
@@ -335,35 +342,49 @@ pub mod row_ops {
         total
     }
 
-    /// RMSNorm's `grad_scale[c] = sum_r grad_y[r, c] * x[r, c] * rstd[r]`: a workgroup per
-    /// `COLUMNS` columns (elements of `T`), `ROW_LANES` invocations summing each.
-    #[kernel(workgroup = [COLUMNS, ROW_LANES], grid = [ceil_div(grad_scale.len(), COLUMNS)],
+    /// The rows of chunk `chunk` that invocation `lane` of a column kernel sums: every
+    /// `ROW_LANES`-th from its own first.
+    fn chunk_rows(p: &RowParams, chunk: u32, lane: u32) -> Vec2<u32> {
+        let first = chunk * p.chunk_rows;
+        vec2(first + lane, (first + p.chunk_rows).min(p.rows))
+    }
+
+    /// RMSNorm's `grad_scale[c] = sum_r grad_y[r, c] * x[r, c] * rstd[r]`, the sum over
+    /// chunk `workgroup_id().y` of the rows: a workgroup per `COLUMNS` columns (elements of
+    /// `T`) and chunk, `ROW_LANES` invocations summing each; `partial` holds a row of sums per
+    /// chunk, which `sum_chunks` adds up.
+    #[kernel(workgroup = [COLUMNS, ROW_LANES],
+             grid = [ceil_div(p.cols / T::LANES, COLUMNS), p.chunks],
              types(T = [f32, Vec4<f32>]))]
     pub fn rms_norm_grad_scale<T>(
         p: &RowParams,
         #[len(p.rows * p.cols / T::LANES)] x: &[T],
         #[len(p.rows)] rstd: &[f32],
         #[len(p.rows * p.cols / T::LANES)] grad_y: &[T],
-        #[len(p.cols / T::LANES)] grad_scale: &mut [T],
+        #[len(p.chunks * p.cols / T::LANES)] partial: &mut [T],
         #[workgroup] tile: &mut [T; COLUMNS * ROW_LANES],
     ) {
         let (column, lane, width) = (local_id().x, local_id().y, p.cols / T::LANES);
-        let c = workgroup_id().x * COLUMNS + column;
+        let (c, chunk) = (workgroup_id().x * COLUMNS + column, workgroup_id().y);
         let mut acc = 0.0 as T;
         if c < width {
-            for r in (lane..p.rows).step_by(ROW_LANES) {
+            let rows = chunk_rows(p, chunk, lane);
+            for r in (rows.x..rows.y).step_by(ROW_LANES) {
                 acc += scale_term(x, grad_y, r * width + c, 0.0, rstd[r]);
             }
         }
         let total = column_sum(tile, acc, column, lane);
         if lane == 0 && c < width {
-            grad_scale[c] = total;
+            partial[chunk * width + c] = total;
         }
     }
 
     /// LayerNorm's `grad_scale[c] = sum_r grad_y[r, c] * (x[r, c] - mean[r]) * rstd[r]` and
-    /// `grad_bias[c] = sum_r grad_y[r, c]`, as `rms_norm_grad_scale`.
-    #[kernel(workgroup = [COLUMNS, ROW_LANES], grid = [ceil_div(grad_scale.len(), COLUMNS)],
+    /// `grad_bias[c] = sum_r grad_y[r, c]` over a chunk of the rows, as
+    /// `rms_norm_grad_scale`: `partial` holds the chunks' `grad_scale` sums, then their
+    /// `grad_bias` sums.
+    #[kernel(workgroup = [COLUMNS, ROW_LANES],
+             grid = [ceil_div(p.cols / T::LANES, COLUMNS), p.chunks],
              types(T = [f32, Vec4<f32>]))]
     pub fn layer_norm_grad_params<T>(
         p: &RowParams,
@@ -371,15 +392,15 @@ pub mod row_ops {
         #[len(p.rows)] mean: &[f32],
         #[len(p.rows)] rstd: &[f32],
         #[len(p.rows * p.cols / T::LANES)] grad_y: &[T],
-        #[len(p.cols / T::LANES)] grad_scale: &mut [T],
-        #[len(p.cols / T::LANES)] grad_bias: &mut [T],
+        #[len(2 * p.chunks * p.cols / T::LANES)] partial: &mut [T],
         #[workgroup] tile: &mut [T; COLUMNS * ROW_LANES],
     ) {
         let (column, lane, width) = (local_id().x, local_id().y, p.cols / T::LANES);
-        let c = workgroup_id().x * COLUMNS + column;
+        let (c, chunk) = (workgroup_id().x * COLUMNS + column, workgroup_id().y);
         let (mut scales, mut biases) = (0.0 as T, 0.0 as T);
         if c < width {
-            for r in (lane..p.rows).step_by(ROW_LANES) {
+            let rows = chunk_rows(p, chunk, lane);
+            for r in (rows.x..rows.y).step_by(ROW_LANES) {
                 scales += scale_term(x, grad_y, r * width + c, mean[r], rstd[r]);
                 biases += grad_y[r * width + c];
             }
@@ -387,8 +408,49 @@ pub mod row_ops {
         let scale_total = column_sum(tile, scales, column, lane);
         let bias_total = column_sum(tile, biases, column, lane);
         if lane == 0 && c < width {
-            grad_scale[c] = scale_total;
-            grad_bias[c] = bias_total;
+            partial[chunk * width + c] = scale_total;
+            partial[(p.chunks + chunk) * width + c] = bias_total;
+        }
+    }
+
+    /// The sum over the `p.chunks` rows of sums from `partial[base]` on of column `c`.
+    fn chunk_sum<T>(p: &RowParams, partial: &[T], base: u32, c: u32) -> T {
+        let width = p.cols / T::LANES;
+        let mut acc = 0.0 as T;
+        for chunk in 0..p.chunks {
+            acc += partial[base + chunk * width + c];
+        }
+        acc
+    }
+
+    /// `grad_scale[c]`: the chunks' sums `rms_norm_grad_scale` left in `partial`, added up.
+    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.cols / T::LANES, GROUP)],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn sum_chunks<T>(
+        p: &RowParams,
+        #[len(p.chunks * p.cols / T::LANES)] partial: &[T],
+        #[len(p.cols / T::LANES)] grad_scale: &mut [T],
+    ) {
+        let c = global_id().x;
+        if c < p.cols / T::LANES {
+            grad_scale[c] = chunk_sum(p, partial, 0, c);
+        }
+    }
+
+    /// `grad_scale[c]` and `grad_bias[c]`: the chunks' sums `layer_norm_grad_params` left in
+    /// `partial`, added up.
+    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.cols / T::LANES, GROUP)],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn sum_chunk_pairs<T>(
+        p: &RowParams,
+        #[len(2 * p.chunks * p.cols / T::LANES)] partial: &[T],
+        #[len(p.cols / T::LANES)] grad_scale: &mut [T],
+        #[len(p.cols / T::LANES)] grad_bias: &mut [T],
+    ) {
+        let (c, width) = (global_id().x, p.cols / T::LANES);
+        if c < width {
+            grad_scale[c] = chunk_sum(p, partial, 0, c);
+            grad_bias[c] = chunk_sum(p, partial, p.chunks * width, c);
         }
     }
 }

@@ -75,13 +75,34 @@ impl RowsShape {
                     ),
                 )
             })?;
+        let (chunk_rows, chunks) = chunks(rows, width);
         Ok(Plan {
-            params: kernels::RowParams { rows, cols, eps },
+            params: kernels::RowParams {
+                rows,
+                cols,
+                eps,
+                chunk_rows,
+                chunks,
+            },
             vector,
             segment,
         })
     }
 }
+
+/// How the parameter-gradient passes cut `rows` rows of `width` elements (of the instance's
+/// width): `(chunk_rows, chunks)`, enough chunks that the passes have about
+/// [`GRADIENT_WORKGROUPS`] workgroups, each chunk at least `ROW_LANES` rows.
+fn chunks(rows: u32, width: u32) -> (u32, u32) {
+    let blocks = width.div_ceil(kernels::COLUMNS);
+    let wanted = GRADIENT_WORKGROUPS.div_ceil(blocks);
+    let chunks = wanted.clamp(1, rows.div_ceil(kernels::ROW_LANES));
+    let chunk_rows = rows.div_ceil(chunks);
+    (chunk_rows, rows.div_ceil(chunk_rows))
+}
+
+/// The workgroups a parameter-gradient pass aims at: several for each of a large GPU's cores.
+const GRADIENT_WORKGROUPS: u32 = 2048;
 
 /// What a buffer of a row operation holds, and so its length.
 #[derive(Clone, Copy)]
@@ -179,3 +200,26 @@ macro_rules! prepare_rows {
 
 // The macros by path, for `softmax` and `norm` to import.
 use {dispatch, prepare_rows, row_kernels};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_every_row_once_and_fill_the_gpu() {
+        for rows in [1, 7, 8, 9, 70, 1000, 16384, 100_003] {
+            for width in [1, 3, 250, 1024, 4096] {
+                let (chunk_rows, chunks) = chunks(rows, width);
+                assert!(chunk_rows >= 1 && chunks >= 1, "{rows} x {width}");
+                // The last chunk starts inside the rows and ends at or past their end.
+                assert!((chunks - 1) * chunk_rows < rows, "{rows} x {width}");
+                assert!(chunks * chunk_rows >= rows, "{rows} x {width}");
+                let blocks = width.div_ceil(kernels::COLUMNS);
+                let enough = blocks * chunks >= GRADIENT_WORKGROUPS / 2;
+                let short = chunk_rows <= 2 * kernels::ROW_LANES;
+                assert!(enough || short, "{rows} x {width}: {chunks} chunks");
+            }
+        }
+        assert_eq!(chunks(16384, 1024), (256, 64));
+    }
+}

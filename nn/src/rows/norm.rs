@@ -5,6 +5,7 @@ use super::{
     Widths,
 };
 use crate::invalid;
+use crate::spare::Spare;
 use tessera::{Batch, GpuBuffer, Result, Runtime};
 
 /// One [`RmsNorm::forward`].
@@ -88,8 +89,8 @@ pub struct LayerNormBackward<'a> {
 /// and `scale`.
 ///
 /// Rows hold at most [`MAX_COLS`](crate::MAX_COLS) scalars (see [`RowsShape`]). The scale's
-/// gradient sums each column over the rows in a pass of its own, a workgroup per 32 columns
-/// (128 where `cols` is a multiple of 4).
+/// gradient sums each column over chunks of the rows in a pass of its own, then the chunks'
+/// sums in another, through scratch memory the op keeps.
 ///
 /// ```no_run
 /// # use tessera::Runtime;
@@ -120,6 +121,9 @@ pub struct RmsNorm {
     forward: RowKernels<kernels::RmsNormForward, kernels::RmsNormForward<[f32; 4]>>,
     grad_x: RowKernels<kernels::RmsNormGradX, kernels::RmsNormGradX<[f32; 4]>>,
     grad_scale: Widths<kernels::RmsNormGradScale, kernels::RmsNormGradScale<[f32; 4]>>,
+    sum_chunks: Widths<kernels::SumChunks, kernels::SumChunks<[f32; 4]>>,
+    /// The chunks' sums of `grad_scale`.
+    partial: Spare,
 }
 
 impl RmsNorm {
@@ -137,6 +141,11 @@ impl RmsNorm {
                 scalar: kernels::RmsNormGradScale::new(rt)?,
                 vector: kernels::RmsNormGradScale::<[f32; 4]>::new(rt)?,
             },
+            sum_chunks: Widths {
+                scalar: kernels::SumChunks::new(rt)?,
+                vector: kernels::SumChunks::<[f32; 4]>::new(rt)?,
+            },
+            partial: Spare::default(),
         })
     }
 
@@ -156,10 +165,14 @@ impl RmsNorm {
             forward,
             grad_x,
             grad_scale,
+            sum_chunks,
+            partial: _,
         } = self;
         prepare_rows!(rt; forward, grad_x);
         grad_scale.scalar.prepare(rt)?;
-        grad_scale.vector.prepare(rt)
+        grad_scale.vector.prepare(rt)?;
+        sum_chunks.scalar.prepare(rt)?;
+        sum_chunks.vector.prepare(rt)
     }
 
     /// Records `y = x * rstd * scale` along each row, and each row's `rstd`.
@@ -197,7 +210,10 @@ impl RmsNorm {
         )?;
         let p = &plan.params;
         dispatch!(plan, self.grad_x, [plan.segment]; rms_grad_x(batch, p, &mut args))?;
-        dispatch!(plan, self.grad_scale; rms_grad_scale(batch, p, &mut args))
+        let mut held = self.partial.lock();
+        let partial = held.at_least(batch.runtime(), p.chunks as usize * p.cols as usize)?;
+        dispatch!(plan, self.grad_scale; rms_grad_scale(batch, p, &args, partial))?;
+        dispatch!(plan, self.sum_chunks; sum_chunks(batch, p, partial, args.grad_scale))
     }
 }
 
@@ -206,8 +222,8 @@ impl RmsNorm {
 /// biased variance); and its backward, the gradients with respect to `x`, `scale` and `bias`.
 ///
 /// Rows hold at most [`MAX_COLS`](crate::MAX_COLS) scalars (see [`RowsShape`]). The
-/// parameters' gradients sum each column over the rows in a pass of their own, a workgroup per
-/// 32 columns (128 where `cols` is a multiple of 4).
+/// parameters' gradients sum each column over chunks of the rows in a pass of their own, then
+/// the chunks' sums in another, through scratch memory the op keeps.
 ///
 /// ```no_run
 /// # use tessera::Runtime;
@@ -243,6 +259,9 @@ pub struct LayerNorm {
     forward: RowKernels<kernels::LayerNormForward, kernels::LayerNormForward<[f32; 4]>>,
     grad_x: RowKernels<kernels::LayerNormGradX, kernels::LayerNormGradX<[f32; 4]>>,
     grad_params: Widths<kernels::LayerNormGradParams, kernels::LayerNormGradParams<[f32; 4]>>,
+    sum_chunk_pairs: Widths<kernels::SumChunkPairs, kernels::SumChunkPairs<[f32; 4]>>,
+    /// The chunks' sums of `grad_scale`, then of `grad_bias`.
+    partial: Spare,
 }
 
 impl LayerNorm {
@@ -260,6 +279,11 @@ impl LayerNorm {
                 scalar: kernels::LayerNormGradParams::new(rt)?,
                 vector: kernels::LayerNormGradParams::<[f32; 4]>::new(rt)?,
             },
+            sum_chunk_pairs: Widths {
+                scalar: kernels::SumChunkPairs::new(rt)?,
+                vector: kernels::SumChunkPairs::<[f32; 4]>::new(rt)?,
+            },
+            partial: Spare::default(),
         })
     }
 
@@ -279,10 +303,14 @@ impl LayerNorm {
             forward,
             grad_x,
             grad_params,
+            sum_chunk_pairs,
+            partial: _,
         } = self;
         prepare_rows!(rt; forward, grad_x);
         grad_params.scalar.prepare(rt)?;
-        grad_params.vector.prepare(rt)
+        grad_params.vector.prepare(rt)?;
+        sum_chunk_pairs.scalar.prepare(rt)?;
+        sum_chunk_pairs.vector.prepare(rt)
     }
 
     /// Records `y = (x - mean) * rstd * scale + bias` along each row, and each row's `mean`
@@ -326,7 +354,12 @@ impl LayerNorm {
         )?;
         let p = &plan.params;
         dispatch!(plan, self.grad_x, [plan.segment]; layer_grad_x(batch, p, &mut args))?;
-        dispatch!(plan, self.grad_params; layer_grad_params(batch, p, &mut args))
+        let mut held = self.partial.lock();
+        let len = 2 * p.chunks as usize * p.cols as usize;
+        let partial = held.at_least(batch.runtime(), len)?;
+        dispatch!(plan, self.grad_params; layer_grad_params(batch, p, &args, partial))?;
+        let sums = (args.grad_scale, args.grad_bias);
+        dispatch!(plan, self.sum_chunk_pairs; sum_chunk_pairs(batch, p, partial, sums))
     }
 }
 
@@ -384,14 +417,30 @@ fn rms_grad_scale<U: kernels::RmsNormGradScaleElement>(
     kernel: &kernels::RmsNormGradScale<U>,
     batch: &mut Batch<'_>,
     p: &kernels::RowParams,
-    args: &mut RmsNormBackward<'_>,
+    args: &RmsNormBackward<'_>,
+    partial: &mut GpuBuffer<f32>,
 ) -> Result<()> {
     let bound = kernels::RmsNormGradScaleArgs {
         p,
         x: &*args.x.view_as()?,
         rstd: args.rstd,
         grad_y: &*args.grad_y.view_as()?,
-        grad_scale: &mut *args.grad_scale.view_as_mut()?,
+        partial: &mut *partial.view_as_mut()?,
+    };
+    kernel.record(batch, bound)
+}
+
+fn sum_chunks<U: kernels::SumChunksElement>(
+    kernel: &kernels::SumChunks<U>,
+    batch: &mut Batch<'_>,
+    p: &kernels::RowParams,
+    partial: &GpuBuffer<f32>,
+    grad_scale: &mut GpuBuffer<f32>,
+) -> Result<()> {
+    let bound = kernels::SumChunksArgs {
+        p,
+        partial: &*partial.view_as()?,
+        grad_scale: &mut *grad_scale.view_as_mut()?,
     };
     kernel.record(batch, bound)
 }
@@ -436,7 +485,8 @@ fn layer_grad_params<U: kernels::LayerNormGradParamsElement>(
     kernel: &kernels::LayerNormGradParams<U>,
     batch: &mut Batch<'_>,
     p: &kernels::RowParams,
-    args: &mut LayerNormBackward<'_>,
+    args: &LayerNormBackward<'_>,
+    partial: &mut GpuBuffer<f32>,
 ) -> Result<()> {
     let bound = kernels::LayerNormGradParamsArgs {
         p,
@@ -444,8 +494,23 @@ fn layer_grad_params<U: kernels::LayerNormGradParamsElement>(
         mean: args.mean,
         rstd: args.rstd,
         grad_y: &*args.grad_y.view_as()?,
-        grad_scale: &mut *args.grad_scale.view_as_mut()?,
-        grad_bias: &mut *args.grad_bias.view_as_mut()?,
+        partial: &mut *partial.view_as_mut()?,
+    };
+    kernel.record(batch, bound)
+}
+
+fn sum_chunk_pairs<U: kernels::SumChunkPairsElement>(
+    kernel: &kernels::SumChunkPairs<U>,
+    batch: &mut Batch<'_>,
+    p: &kernels::RowParams,
+    partial: &GpuBuffer<f32>,
+    (grad_scale, grad_bias): (&mut GpuBuffer<f32>, &mut GpuBuffer<f32>),
+) -> Result<()> {
+    let bound = kernels::SumChunkPairsArgs {
+        p,
+        partial: &*partial.view_as()?,
+        grad_scale: &mut *grad_scale.view_as_mut()?,
+        grad_bias: &mut *grad_bias.view_as_mut()?,
     };
     kernel.record(batch, bound)
 }
