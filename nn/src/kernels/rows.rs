@@ -413,44 +413,65 @@ pub mod row_ops {
         }
     }
 
-    /// The sum over the `p.chunks` rows of sums from `partial[base]` on of column `c`.
-    fn chunk_sum<T>(p: &RowParams, partial: &[T], base: u32, c: u32) -> T {
+    /// The sum over the `p.chunks` rows of sums from `partial[base]` on of column `c`, by
+    /// the `ROW_LANES` invocations of its place `column` in a column kernel's workgroup
+    /// (`lane` is the invocation's place among them), every invocation receiving it. Every
+    /// invocation of the workgroup calls it together.
+    fn chunk_sum<T>(
+        p: &RowParams,
+        partial: &[T],
+        base: u32,
+        tile: &mut [T; COLUMNS * ROW_LANES],
+        c: u32,
+        column: u32,
+        lane: u32,
+    ) -> T {
         let width = p.cols / T::LANES;
         let mut acc = 0.0 as T;
-        for chunk in 0..p.chunks {
-            acc += partial[base + chunk * width + c];
+        if c < width {
+            for chunk in (lane..p.chunks).step_by(ROW_LANES) {
+                acc += partial[base + chunk * width + c];
+            }
         }
-        acc
+        column_sum(tile, acc, column, lane)
     }
 
-    /// `grad_scale[c]`: the chunks' sums `rms_norm_grad_scale` left in `partial`, added up.
-    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.cols / T::LANES, GROUP)],
+    /// `grad_scale[c]`: the chunks' sums `rms_norm_grad_scale` left in `partial`, added up by
+    /// a workgroup per `COLUMNS` columns.
+    #[kernel(workgroup = [COLUMNS, ROW_LANES], grid = [ceil_div(p.cols / T::LANES, COLUMNS)],
              types(T = [f32, Vec4<f32>]))]
     pub fn sum_chunks<T>(
         p: &RowParams,
         #[len(p.chunks * p.cols / T::LANES)] partial: &[T],
         #[len(p.cols / T::LANES)] grad_scale: &mut [T],
+        #[workgroup] tile: &mut [T; COLUMNS * ROW_LANES],
     ) {
-        let c = global_id().x;
-        if c < p.cols / T::LANES {
-            grad_scale[c] = chunk_sum(p, partial, 0, c);
+        let (column, lane) = (local_id().x, local_id().y);
+        let c = workgroup_id().x * COLUMNS + column;
+        let total = chunk_sum(p, partial, 0, tile, c, column, lane);
+        if lane == 0 && c < p.cols / T::LANES {
+            grad_scale[c] = total;
         }
     }
 
     /// `grad_scale[c]` and `grad_bias[c]`: the chunks' sums `layer_norm_grad_params` left in
-    /// `partial`, added up.
-    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.cols / T::LANES, GROUP)],
+    /// `partial`, added up as `sum_chunks` does.
+    #[kernel(workgroup = [COLUMNS, ROW_LANES], grid = [ceil_div(p.cols / T::LANES, COLUMNS)],
              types(T = [f32, Vec4<f32>]))]
     pub fn sum_chunk_pairs<T>(
         p: &RowParams,
         #[len(2 * p.chunks * p.cols / T::LANES)] partial: &[T],
         #[len(p.cols / T::LANES)] grad_scale: &mut [T],
         #[len(p.cols / T::LANES)] grad_bias: &mut [T],
+        #[workgroup] tile: &mut [T; COLUMNS * ROW_LANES],
     ) {
-        let (c, width) = (global_id().x, p.cols / T::LANES);
-        if c < width {
-            grad_scale[c] = chunk_sum(p, partial, 0, c);
-            grad_bias[c] = chunk_sum(p, partial, p.chunks * width, c);
+        let (column, lane, width) = (local_id().x, local_id().y, p.cols / T::LANES);
+        let c = workgroup_id().x * COLUMNS + column;
+        let scales = chunk_sum(p, partial, 0, tile, c, column, lane);
+        let biases = chunk_sum(p, partial, p.chunks * width, tile, c, column, lane);
+        if lane == 0 && c < width {
+            grad_scale[c] = scales;
+            grad_bias[c] = biases;
         }
     }
 }
