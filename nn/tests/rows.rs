@@ -1,7 +1,7 @@
 //! Softmax, RMSNorm and LayerNorm, forward and backward, against f64 CPU references.
 //!
 //! Shapes cover both widths (`cols` a multiple of 4, read as `Vec4<f32>`, and not), rows with
-//! a tail (`cols` not a multiple of the workgroup of 256), rows held in more than one element
+//! a tail (`cols` not a multiple of the workgroup), rows held in more than one element
 //! per invocation (the larger segments), several rows, and one scalar. Tolerance: 1e-5 for
 //! softmax, 1e-4 for the norms (their `rstd` scales a sum of `cols` squares), each relative to
 //! the larger magnitude or absolute below 1 (`assert_close`).
@@ -401,9 +401,9 @@ fn the_width_and_segment_follow_cols() {
     let x = rt.zeros::<f32>(4100).unwrap();
     let mut y = rt.zeros::<f32>(4100).unwrap();
     for (cols, entry) in [
-        (8, "softmax_forward_vec4_f32_per1"),
-        (301, "softmax_forward_f32_per4"),
-        (4100, "softmax_forward_vec4_f32_per16"),
+        (8, "softmax_forward_vec4_f32_group128_per2"),
+        (301, "softmax_forward_f32_group256_per4"),
+        (4100, "softmax_forward_vec4_f32_group256_per16"),
     ] {
         let mut batch = rt.batch();
         let shape = RowsShape { rows: 1, cols };

@@ -198,9 +198,9 @@ fn sample_instances_are_pinned() {
 /// point, and in full the instances whose closures cover its parts (softmax, the shared
 /// normalize and input-gradient helpers, a column sum), scalar and vector.
 const ROW_SAMPLES: [&str; 4] = [
-    "softmax_forward_f32_per1",
-    "layer_norm_forward_vec4_f32_per4",
-    "layer_norm_grad_x_vec4_f32_per4",
+    "softmax_forward_f32_group128_per2",
+    "layer_norm_forward_vec4_f32_group256_per4",
+    "layer_norm_grad_x_vec4_f32_group256_per4",
     "layer_norm_grad_params_f32",
 ];
 

@@ -64,7 +64,7 @@ impl RowsShape {
         let width = if vector { cols / 4 } else { cols };
         let segment = kernels::Segment::ALL
             .iter()
-            .position(|s| width <= kernels::GROUP * s.per)
+            .position(|s| width <= s.group * s.per)
             .ok_or_else(|| {
                 invalid(
                     operation,
