@@ -8,30 +8,10 @@ and writes y; axpy reads x and y and writes y. Each figure is the median of 3 ti
 launches (CUDA events) after at least 200 ms of warm-up, as the Rust side times.
 """
 import sys
-import time
 
 import torch
 
-REPS = 20
-
-
-def time_ms(run):
-    start = time.perf_counter()
-    while time.perf_counter() - start < 0.2:
-        for _ in range(REPS):
-            run()
-        torch.cuda.synchronize()
-    times = []
-    for _ in range(3):
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        begin.record()
-        for _ in range(REPS):
-            run()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(begin.elapsed_time(end) / REPS)
-    return sorted(times)[1]
-
+from cuda_timing import time_ms
 
 def main():
     mib = int(sys.argv[1]) if len(sys.argv) > 1 else 256

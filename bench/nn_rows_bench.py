@@ -10,31 +10,11 @@ saved input, grad_y, grad_x), as the Rust side counts. Each figure is the median
 of 20 launches (CUDA events) after at least 200 ms of warm-up.
 """
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
-REPS = 20
-
-
-def time_ms(run):
-    start = time.perf_counter()
-    while time.perf_counter() - start < 0.2:
-        for _ in range(REPS):
-            run()
-        torch.cuda.synchronize()
-    times = []
-    for _ in range(3):
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        begin.record()
-        for _ in range(REPS):
-            run()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(begin.elapsed_time(end) / REPS)
-    return sorted(times)[1]
-
+from cuda_timing import time_ms
 
 def main():
     args = [int(a) for a in sys.argv[1:]]

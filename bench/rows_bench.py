@@ -11,7 +11,8 @@ Work as std_rows defines it: a row softmax, and an RMSNorm without a learned sca
 written once. The Triton kernels are the usual one-program-per-row form: the whole row
 loaded into registers in one masked block, reduced, and stored. The copy is PyTorch's
 device copy of the same bytes, the ceiling both are measured against. Each figure is the
-median of 3 timings of 20 launches (CUDA events) after a warm-up, as std_rows times.
+median of 3 timings of 20 launches (CUDA events) after a warm-up (`cuda_timing.py`), as
+std_rows times.
 """
 import sys
 
@@ -19,8 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-REPS = 20
-
+from cuda_timing import time_ms
 
 @triton.jit
 def softmax_rows(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):
@@ -48,22 +48,6 @@ def launch_rows(kernel, x, y, *extra):
     # More warps for longer rows, so that each thread holds few elements.
     warps = 4 if block <= 1024 else 8 if block <= 4096 else 16
     kernel[(rows,)](x, y, cols, *extra, BLOCK=block, num_warps=warps)
-
-
-def time_ms(run):
-    for _ in range(REPS):
-        run()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(3):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(REPS):
-            run()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / REPS)
-    return sorted(times)[1]
 
 
 def inputs(rows, cols):

@@ -1,6 +1,8 @@
-//! What the `std_*` examples share: a timed kernel's report row, the timing of a recorded
+//! What the timing examples share (`std_rows`, `std_scan`, `elementwise`, `large_buffers`,
+//! and `tessera-nn`'s `rows_bench`): a timed kernel's report row, the timing of a recorded
 //! launch, and the table they print. Not an example of its own (cargo looks for examples in
 //! `examples/*.rs` and `examples/*/main.rs` only); each example includes it with `#[path]`.
+//! `bench/cuda_timing.py` times the PyTorch side the same way.
 
 use std::time::{Duration, Instant};
 

@@ -8,9 +8,14 @@
 //! target/release/examples/rows_bench [ROWS COLS], default 16384 4096
 //! ```
 
-use std::time::{Duration, Instant};
+// The root crate's examples' timing (a warmed-up GPU, the median of 3 submissions).
+#[path = "../../examples/shared/timing.rs"]
+#[allow(dead_code)] // `Row`, `print_table`, `time_after`: this table has its own columns
+mod timing;
 
-use tessera::{Batch, GpuBuffer, Result, Runtime};
+use std::time::Duration;
+
+use tessera::{GpuBuffer, Result, Runtime};
 use tessera_nn::{
     LayerNorm, LayerNormBackward, LayerNormForward, RmsNorm, RmsNormBackward, RmsNormForward,
     RowsShape, Softmax, SoftmaxBackward, SoftmaxForward,
@@ -18,33 +23,6 @@ use tessera_nn::{
 
 /// Launches a timing submission holds.
 const REPS: u32 = 20;
-
-/// How long the GPU is kept busy with a pass before it is timed (see the root crate's
-/// `examples/shared/timing.rs`: an idle GPU's clocks take that long to come back).
-const WARM_UP: Duration = Duration::from_millis(200);
-
-/// The median over 3 submissions of `REPS` launches of `record`, after [`WARM_UP`].
-fn time(rt: &Runtime, mut record: impl FnMut(&mut Batch<'_>) -> Result<()>) -> Result<Duration> {
-    let start = Instant::now();
-    while start.elapsed() < WARM_UP {
-        let mut warm = rt.batch();
-        for _ in 0..REPS {
-            record(&mut warm)?;
-        }
-        warm.submit()?;
-        rt.wait()?;
-    }
-    let mut times = Vec::new();
-    for _ in 0..3 {
-        let mut batch = rt.batch();
-        for _ in 0..REPS {
-            record(&mut batch)?;
-        }
-        times.push(batch.submit_timed()?.total / REPS);
-    }
-    times.sort();
-    Ok(times[1])
-}
 
 /// The buffers every op reads or writes, each `[rows, cols]` or `[cols]` or `[rows]`.
 struct Buffers {
@@ -99,12 +77,12 @@ fn print_row(shape: RowsShape, work: &str, pass: &str, time: Duration, matrices:
 fn softmax(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
     let op = Softmax::new(rt)?;
     op.prepare(rt)?;
-    let t = time(rt, |batch| {
+    let t = timing::time(rt, REPS, |batch| {
         let (x, y) = (&b.x, &mut b.y);
         op.forward(batch, SoftmaxForward { shape, x, y })
     })?;
     print_row(shape, "softmax", "forward", t, 2.0);
-    let t = time(rt, |batch| {
+    let t = timing::time(rt, REPS, |batch| {
         let (y, grad_y, grad_x) = (&b.y, &b.grad_y, &mut b.grad_x);
         op.backward(
             batch,
@@ -123,7 +101,7 @@ fn softmax(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
 fn rms_norm(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
     let op = RmsNorm::new(rt)?;
     op.prepare(rt)?;
-    let t = time(rt, |batch| {
+    let t = timing::time(rt, REPS, |batch| {
         let (x, scale, y, rstd) = (&b.x, &b.scale, &mut b.y, &mut b.rstd);
         op.forward(
             batch,
@@ -137,7 +115,7 @@ fn rms_norm(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
         )
     })?;
     print_row(shape, "rms_norm", "forward", t, 2.0);
-    let t = time(rt, |batch| {
+    let t = timing::time(rt, REPS, |batch| {
         let args = RmsNormBackward {
             shape,
             x: &b.x,
@@ -156,7 +134,7 @@ fn rms_norm(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
 fn layer_norm(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
     let op = LayerNorm::new(rt)?;
     op.prepare(rt)?;
-    let t = time(rt, |batch| {
+    let t = timing::time(rt, REPS, |batch| {
         let args = LayerNormForward {
             shape,
             x: &b.x,
@@ -169,7 +147,7 @@ fn layer_norm(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
         op.forward(batch, args)
     })?;
     print_row(shape, "layer_norm", "forward", t, 2.0);
-    let t = time(rt, |batch| {
+    let t = timing::time(rt, REPS, |batch| {
         let args = LayerNormBackward {
             shape,
             x: &b.x,

@@ -184,6 +184,26 @@ macro_rules! dispatch {
     };
 }
 
+/// Builds the [`Widths`] of the launcher `kernels::$kernel` (one instance each).
+macro_rules! widths {
+    ($rt:expr, $kernel:ident) => {
+        crate::rows::Widths {
+            scalar: crate::kernels::row_ops::$kernel::<f32>::new($rt)?,
+            vector: crate::kernels::row_ops::$kernel::<[f32; 4]>::new($rt)?,
+        }
+    };
+}
+
+/// Builds both widths of each of the [`Widths`] given.
+macro_rules! prepare_widths {
+    ($rt:expr; $($kernels:expr),* $(,)?) => {
+        $(
+            $kernels.scalar.prepare($rt)?;
+            $kernels.vector.prepare($rt)?;
+        )*
+    };
+}
+
 /// Builds every instance of each of the [`RowKernels`] given.
 macro_rules! prepare_rows {
     ($rt:expr; $($kernels:expr),* $(,)?) => {
@@ -199,7 +219,7 @@ macro_rules! prepare_rows {
 }
 
 // The macros by path, for `softmax` and `norm` to import.
-use {dispatch, prepare_rows, row_kernels};
+use {dispatch, prepare_rows, prepare_widths, row_kernels, widths};
 
 #[cfg(test)]
 mod tests {

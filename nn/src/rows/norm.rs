@@ -1,8 +1,8 @@
 //! RMSNorm and LayerNorm along the last dimension, with a learned scale (and bias).
 
 use super::{
-    check_buffers, dispatch, kernels, prepare_rows, row_kernels, RowKernels, RowsShape, Span,
-    Widths,
+    check_buffers, dispatch, kernels, prepare_rows, prepare_widths, row_kernels, widths,
+    RowKernels, RowsShape, Span, Widths,
 };
 use crate::invalid;
 use crate::spare::Spare;
@@ -137,14 +137,8 @@ impl RmsNorm {
             eps: Self::DEFAULT_EPS,
             forward: row_kernels!(rt, RmsNormForward)?,
             grad_x: row_kernels!(rt, RmsNormGradX)?,
-            grad_scale: Widths {
-                scalar: kernels::RmsNormGradScale::new(rt)?,
-                vector: kernels::RmsNormGradScale::<[f32; 4]>::new(rt)?,
-            },
-            sum_chunks: Widths {
-                scalar: kernels::SumChunks::new(rt)?,
-                vector: kernels::SumChunks::<[f32; 4]>::new(rt)?,
-            },
+            grad_scale: widths!(rt, RmsNormGradScale),
+            sum_chunks: widths!(rt, SumChunks),
             partial: Spare::default(),
         })
     }
@@ -169,10 +163,8 @@ impl RmsNorm {
             partial: _,
         } = self;
         prepare_rows!(rt; forward, grad_x);
-        grad_scale.scalar.prepare(rt)?;
-        grad_scale.vector.prepare(rt)?;
-        sum_chunks.scalar.prepare(rt)?;
-        sum_chunks.vector.prepare(rt)
+        prepare_widths!(rt; grad_scale, sum_chunks);
+        Ok(())
     }
 
     /// Records `y = x * rstd * scale` along each row, and each row's `rstd`.
@@ -275,14 +267,8 @@ impl LayerNorm {
             eps: Self::DEFAULT_EPS,
             forward: row_kernels!(rt, LayerNormForward)?,
             grad_x: row_kernels!(rt, LayerNormGradX)?,
-            grad_params: Widths {
-                scalar: kernels::LayerNormGradParams::new(rt)?,
-                vector: kernels::LayerNormGradParams::<[f32; 4]>::new(rt)?,
-            },
-            sum_chunk_pairs: Widths {
-                scalar: kernels::SumChunkPairs::new(rt)?,
-                vector: kernels::SumChunkPairs::<[f32; 4]>::new(rt)?,
-            },
+            grad_params: widths!(rt, LayerNormGradParams),
+            sum_chunk_pairs: widths!(rt, SumChunkPairs),
             partial: Spare::default(),
         })
     }
@@ -307,10 +293,8 @@ impl LayerNorm {
             partial: _,
         } = self;
         prepare_rows!(rt; forward, grad_x);
-        grad_params.scalar.prepare(rt)?;
-        grad_params.vector.prepare(rt)?;
-        sum_chunk_pairs.scalar.prepare(rt)?;
-        sum_chunk_pairs.vector.prepare(rt)
+        prepare_widths!(rt; grad_params, sum_chunk_pairs);
+        Ok(())
     }
 
     /// Records `y = (x - mean) * rstd * scale + bias` along each row, and each row's `mean`
