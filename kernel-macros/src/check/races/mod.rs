@@ -10,8 +10,9 @@
 //! `a[r]` that is not an element the invocation wrote itself when:
 //!
 //! - **a neighbour's element**: `w` steps one element per invocation (the invocation's index
-//!   `t`, from `local_index()` or a row's `local_id().x`, plus an offset the same in every
-//!   invocation) and `r` is `w + d`, `w - d`, `d + w` or `w ^ d` with `d` the same in every
+//!   `t`: `local_index()`, a row's `local_id().x`, or a helper's parameter every call passes
+//!   one of those; plus an offset the same in every invocation) and `r` is `w + d`, `w - d`,
+//!   `d + w` or `w ^ d` with `d` the same in every
 //!   invocation, not `0` and, as a literal, smaller than the workgroup (`s[t + 16]` after
 //!   `s[t] = ..`): invocation `t + d` writes it; or
 //! - **one element for all**: `r` is the same in every invocation, outside any `if` or loop
@@ -23,9 +24,9 @@
 //! Indices are compared as expressions, with immutable `let`s replaced by their values; a write
 //! whose index names a variable assigned after it matches nothing from then on. A loop's body is
 //! followed twice, so that a write in one turn meets the reads of the next (in the outer four
-//! loops of a nest). A call of a helper
-//! that executes a barrier counts as a barrier; a helper's own accesses are checked in its
-//! body, from an empty start (a write before the call and a read inside it are not seen).
+//! loops of a nest). A call of a helper that executes a barrier counts as a barrier; a
+//! helper's own accesses are checked in its body, from an empty start (a write before the
+//! call and a read inside it are not seen).
 //! Atomics, `workgroup_uniform_load` (a barrier itself) and accesses through fragments are not
 //! reads or writes here. What the check cannot see (an index computed by a helper, a race across
 //! a call, storage buffers) it leaves alone: it finds the common mistakes, not every race.
