@@ -27,10 +27,9 @@ mod local {
 pub mod imported {
     #[device]
     use super::local;
+    // Two libraries in one item, as Rust groups a `use`.
     #[device]
-    use tessera_test_library::elementwise;
-    #[device]
-    use tessera_test_library::reductions;
+    use tessera_test_library::{elementwise, reductions};
 
     /// Each workgroup of `GROUP` invocations sums its `GROUP` elements of `x` into one element
     /// of `sums`, through the library's `workgroup_sum` over this kernel's `tile`.
@@ -525,4 +524,125 @@ fn kernels_of_two_modules_run_each_instance_of_a_librarys_set() {
             .unwrap();
         assert_close(&sums.read(&rt).unwrap(), &want, 1e-4);
     }
+}
+
+/// A module of kernels from a library: `passes`' kernels and family become this module's own,
+/// beside a kernel written here.
+#[tessera::kernels]
+pub mod ready {
+    #[device]
+    use tessera_test_library::passes;
+
+    /// `x[i] = -x[i]`.
+    #[kernel(workgroup = [64], grid = [ceil_div(x.len(), 64)])]
+    pub fn negated(x: &mut [f32]) {
+        let i = global_id().x;
+        if i < x.len() {
+            x[i] = -x[i];
+        }
+    }
+}
+
+/// A library importing `passes` gets its helpers and structs, not its kernels.
+#[tessera::device]
+mod local_passes {
+    #[device]
+    use tessera_test_library::passes;
+
+    /// `x` plus `p.scale` times `p.width`, through `windows::inputs`, which `passes` imports.
+    fn shifted_by(p: &WindowParams, x: f32) -> f32 {
+        x + p.scale * (inputs(p) - p.n + 1) as f32
+    }
+}
+
+#[tessera::kernels]
+pub mod helpers_only {
+    #[device]
+    use super::local_passes;
+
+    /// `x[i] += p.scale` for `i < p.n`.
+    #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
+    pub fn shift_all(p: &WindowParams, #[len(p.n)] x: &mut [f32]) {
+        let i = global_id().x;
+        if i < p.n {
+            x[i] = shifted_by(p, x[i]);
+        }
+    }
+}
+
+#[test]
+fn a_librarys_kernels_run_as_the_importing_modules_own() {
+    let rt = runtime();
+    let n = 150;
+    let x: Vec<f32> = values(&mut rng(21), n);
+    let y: Vec<f32> = values(&mut rng(22), n);
+    let (a, xs) = (rt.upload(&[0.5f32]).unwrap(), rt.upload(&x).unwrap());
+    let mut ys = rt.upload(&y).unwrap();
+    let scaled = ready::ScaledSum::<f32>::new(&rt).unwrap();
+    let args = ready::ScaledSumArgs {
+        a: &a,
+        x: &xs,
+        y: &mut ys,
+    };
+    scaled.launch(&rt, args).unwrap();
+    let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 0.5 * x + y).collect();
+    assert_close(&ys.read(&rt).unwrap(), &want, 1e-6);
+
+    let (a, xs) = (
+        rt.upload(&[3u32]).unwrap(),
+        rt.upload(&[1u32, 2, 3]).unwrap(),
+    );
+    let mut ys = rt.upload(&[10u32, 20, 30]).unwrap();
+    let args = ready::ScaledSumArgs {
+        a: &a,
+        x: &xs,
+        y: &mut ys,
+    };
+    ready::ScaledSum::<u32>::new(&rt)
+        .unwrap()
+        .launch(&rt, args)
+        .unwrap();
+    assert_eq!(ys.read(&rt).unwrap(), [13, 26, 39]);
+
+    // The library's family, then the module's own kernel, on the first 100 of 150 elements.
+    let p = ready::WindowParams {
+        n: 100,
+        width: 1,
+        scale: 0.25,
+    };
+    let mut xs = rt.upload(&x).unwrap();
+    let adjust = ready::Adjust::new(&rt).unwrap();
+    adjust
+        .launch(&rt, ready::AdjustArgs { p: &p, x: &mut xs })
+        .unwrap();
+    ready::Negated::new(&rt)
+        .unwrap()
+        .launch(&rt, ready::NegatedArgs { x: &mut xs })
+        .unwrap();
+    let want: Vec<f32> = x
+        .iter()
+        .enumerate()
+        .map(|(i, v)| if i < 100 { -(2.0 * v + 0.25) } else { -v })
+        .collect();
+    assert_close(&xs.read(&rt).unwrap(), &want, 1e-6);
+}
+
+#[test]
+fn a_library_importing_a_library_of_kernels_gets_its_helpers_only() {
+    for entry in ["fn scaled_sum", "fn doubled", "fn shifted("] {
+        assert!(ready::WGSL.contains(entry), "{entry}");
+        assert!(!helpers_only::WGSL.contains(entry), "{entry}");
+    }
+    let rt = runtime();
+    let p = helpers_only::WindowParams {
+        n: 3,
+        width: 1,
+        scale: 1.5,
+    };
+    let mut xs = rt.upload(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    helpers_only::ShiftAll::new(&rt)
+        .unwrap()
+        .launch(&rt, helpers_only::ShiftAllArgs { p: &p, x: &mut xs })
+        .unwrap();
+    assert_eq!(xs.read(&rt).unwrap(), [2.5, 3.5, 4.5, 4.0]);
 }

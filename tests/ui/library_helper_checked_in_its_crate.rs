@@ -8,11 +8,6 @@ mod geometry {
     fn area() -> f32 {
         SIDE * SIDE
     }
-
-    #[kernel(workgroup = [1], grid = [1])]
-    fn not_here(x: &mut [f32]) {
-        x[0] = 1.0;
-    }
 }
 
 fn main() {}

@@ -1,10 +1,10 @@
-// Imports that cannot be: several libraries in one item, a name the module already has, and a
-// library inside the module that imports it.
+// Imports that cannot be: a glob, a name the module already has, and a library inside the
+// module that imports it.
 
 #[tessera::kernels]
 mod grouped {
     #[device]
-    use tessera_test_library::{elementwise, reductions};
+    use tessera_test_library::{elementwise, tiles::*};
 }
 
 #[tessera::kernels]

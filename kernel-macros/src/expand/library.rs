@@ -69,6 +69,10 @@ fn device_module(args: TokenStream, item: syn::ItemMod) -> TokenStream {
         return super::compile_errors(errors);
     };
     let mut library = library::library(items, &mut errors);
+    library.imports = std::mem::take(&mut library.imports)
+        .into_iter()
+        .map(Import::without_kernels)
+        .collect();
     library.imports = distinct_imports(&item.ident, &library, &mut errors);
     check_alone(&item, &library, &mut errors);
     let sets = library::sets(&library, &mut errors);
@@ -85,11 +89,19 @@ fn distinct_imports(name: &syn::Ident, library: &Library, errors: &mut Errors) -
             .iter()
             .map(|f| f.sig.ident.to_string())
             .chain(library.consts.iter().map(|c| c.ident.to_string()))
+            .chain(library.kernels.iter().filter_map(|item| match item {
+                syn::Item::Fn(kernel) => Some(kernel.sig.ident.to_string()),
+                _ => None,
+            }))
             .collect(),
         types: library
             .structs
             .iter()
             .chain(&library.sets)
+            .chain(library.kernels.iter().filter_map(|item| match item {
+                syn::Item::Struct(family) => Some(family),
+                _ => None,
+            }))
             .map(|s| s.ident.to_string())
             .chain(library.uses.iter().flat_map(imports::use_names))
             .collect(),
@@ -167,6 +179,7 @@ fn library_tokens(item: &syn::ItemMod, library: &Library, sets: &[ConstantSet]) 
             .chain(structs.iter().cloned().map(syn::Item::Struct))
             .chain(library.sets.iter().cloned().map(syn::Item::Struct))
             .chain(functions.iter().cloned().map(syn::Item::Fn))
+            .chain(library.kernels.iter().cloned())
             .collect(),
     };
     let groups = std::iter::once(own.to_item()).chain(
@@ -181,6 +194,7 @@ fn library_tokens(item: &syn::ItemMod, library: &Library, sets: &[ConstantSet]) 
     let dollar = || TokenTree::Punct(Punct::new('$', Spacing::Alone));
     let (d1, d2, d3, d4) = (dollar(), dollar(), dollar(), dollar());
     let mut listing = function_docs(functions);
+    listing.extend(kernel_docs(&library.kernels));
     listing.extend(import_docs(&library.imports));
     quote! {
         #(#attrs)*
@@ -268,6 +282,37 @@ fn function_docs(functions: &[syn::ItemFn]) -> Vec<String> {
             .map(|d| format!(": {}", d.trim()))
             .unwrap_or_default();
         lines.push(format!(" - `{signature}`{summary}"));
+    }
+    lines
+}
+
+/// Lines for the library's rustdoc naming its kernels and families, which each kernels module
+/// importing it compiles as its own.
+fn kernel_docs(kernels: &[syn::Item]) -> Vec<String> {
+    if kernels.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![
+        String::new(),
+        " # Kernels".to_owned(),
+        String::new(),
+        " Each kernels module that imports this library gets these as its own (launchers and \
+         WGSL):"
+            .to_owned(),
+        String::new(),
+    ];
+    for item in kernels {
+        let (name, kind, attrs) = match item {
+            syn::Item::Fn(function) => (&function.sig.ident, "", &function.attrs),
+            syn::Item::Struct(family) => (&family.ident, " (a family)", &family.attrs),
+            _ => continue,
+        };
+        let summary = attrs
+            .iter()
+            .find_map(doc_text)
+            .map(|d| format!(": {}", d.trim()))
+            .unwrap_or_default();
+        lines.push(format!(" - `{name}`{kind}{summary}"));
     }
     lines
 }

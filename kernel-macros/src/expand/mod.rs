@@ -35,7 +35,7 @@ pub fn kernels(args: TokenStream, input: TokenStream) -> TokenStream {
 fn read_module(args: &TokenStream, input: TokenStream) -> syn::Result<syn::ItemMod> {
     parse::nesting::tokens(args.clone())?;
     parse::nesting::tokens(input.clone())?;
-    syn::parse2(input)
+    syn::parse2(input).map(parse::library::ungrouped)
 }
 
 /// A kernels module read: the call that fetches its next imported library (see

@@ -115,7 +115,8 @@ pub fn distinct(
                     }
                     Some(Holder::Import { origin: first, .. }) if *first == origin => {}
                     Some(holder) => {
-                        let message = clash(importer, namespace, &name, holder, &written);
+                        let kernel = crate::parse::library::is_kernel_item(&item);
+                        let message = clash(importer, namespace, &name, holder, &written, kernel);
                         errors.spanned(&import.path, message);
                     }
                 }
@@ -133,6 +134,7 @@ fn clash(
     name: &str,
     holder: &Holder,
     written: &str,
+    kernel: bool,
 ) -> String {
     let (here, heres, whose) = match importer {
         Importer::Kernels => ("the kernels module", "the module's", "the library's"),
@@ -153,6 +155,10 @@ fn clash(
                  two libraries that share a name"
             )
         }
+        (Holder::Own, _) if kernel => format!(
+            "`{name}` is a kernel (or family) of this library and a name of {here}; a \
+             library's kernels become the module's own, so rename one of the two"
+        ),
         (Holder::Own, Namespace::Value) => format!(
             "`{name}` is in this library and in {here}; rename {heres}, since {whose} \
              helpers may call theirs by name"

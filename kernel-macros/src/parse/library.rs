@@ -2,7 +2,8 @@
 //!
 //! - A library is `#[tessera::device] mod name { .. }`: constants, helpers (plain `fn`s),
 //!   `#[derive(Params)]` structs and sets of constants (`#[constants(..)] pub struct Name;`),
-//!   written as in a kernels module, and the libraries it imports. [`library`] reads one;
+//!   written as in a kernels module, the libraries it imports, and kernels and families that
+//!   each kernels module importing it takes as its own ([`Library::kernels`]). [`library`] reads one;
 //!   [`checkable_alone`] says which of its helpers its own crate can check, [`sets`] reads its
 //!   sets.
 //! - A kernels module, or a library, imports one with `#[device] use path::to::name;`
@@ -30,7 +31,8 @@ fn is_device(attr: &syn::Attribute) -> bool {
 }
 
 /// The items of a library: its constants, helpers, parameter structs and sets of constants, in
-/// order, the `use` items that pass through to Rust, and the libraries it imports, resolved.
+/// order, the `use` items that pass through to Rust, the libraries it imports, resolved, and
+/// its kernels.
 #[derive(Default)]
 pub struct Library {
     pub consts: Vec<syn::ItemConst>,
@@ -39,6 +41,10 @@ pub struct Library {
     pub sets: Vec<syn::ItemStruct>,
     pub uses: Vec<syn::ItemUse>,
     pub imports: Vec<Import>,
+    /// `#[kernel]` functions and `#[family]` structs, in order: not compiled here, they travel
+    /// to each kernels module that imports the library directly, which compiles them as its
+    /// own (launchers and WGSL). A library importing this one does not get them.
+    pub kernels: Vec<syn::Item>,
 }
 
 /// A resolved `#[device] use path;`: the path as written, and the items it brought, by the
@@ -128,12 +134,13 @@ pub fn library(items: Vec<syn::Item>, errors: &mut Errors) -> Library {
         }
         match item {
             syn::Item::Const(constant) => library.consts.push(constant),
-            syn::Item::Fn(function) if is_kernel(&function) => errors.spanned(
-                &function.sig.ident,
-                "a device library holds helpers and constants; a `#[kernel]` belongs in a \
-                 `#[tessera::kernels]` module, which imports the library with `#[device] use`",
-            ),
+            syn::Item::Fn(function) if is_kernel(&function) => {
+                library.kernels.push(syn::Item::Fn(function));
+            }
             syn::Item::Fn(function) => library.functions.push(function),
+            syn::Item::Struct(item) if super::family::family_attr(&item).is_some() => {
+                library.kernels.push(syn::Item::Struct(item));
+            }
             syn::Item::Struct(item) if super::is_constant_set(&item) => {
                 // Kept when hidden (reported): the kernels naming it then add no errors.
                 report_hidden_set(&item, errors);
@@ -147,10 +154,11 @@ pub fn library(items: Vec<syn::Item>, errors: &mut Errors) -> Library {
             syn::Item::Struct(item) => errors.spanned(
                 &item.ident,
                 format!(
-                    "a device library's structs are kernels' parameters or sets of constants: \
-                     derive `Params` (`#[repr(C)] #[derive(Clone, Copy, tessera::Params)] pub \
-                     struct {} {{ .. }}`), declare a set (`#[constants(NAME = [..])] pub struct \
-                     {0};`), or move this struct out of the library",
+                    "a device library's structs are kernels' parameters, sets of constants or \
+                     families: derive `Params` (`#[repr(C)] #[derive(Clone, Copy, \
+                     tessera::Params)] pub struct {} {{ .. }}`), declare a set \
+                     (`#[constants(NAME = [..])] pub struct {0};`), or move this struct out of \
+                     the library",
                     item.ident
                 ),
             ),
@@ -158,7 +166,8 @@ pub fn library(items: Vec<syn::Item>, errors: &mut Errors) -> Library {
             other => errors.spanned(
                 &other,
                 "a device library holds helper functions, constants, `#[derive(Params)]` \
-                 structs, sets of constants and `use` items; move this item out of the library",
+                 structs, sets of constants, kernels, families and `use` items; move this item \
+                 out of the library",
             ),
         }
     }
@@ -256,6 +265,26 @@ pub fn sets(library: &Library, errors: &mut Errors) -> Vec<ir::ConstantSet> {
 
 fn is_kernel(function: &syn::ItemFn) -> bool {
     function.attrs.iter().any(|a| a.path().is_ident(KERNEL))
+}
+
+/// Whether an item travels as a library's kernel: a `#[kernel]` function or a `#[family]`.
+pub fn is_kernel_item(item: &syn::Item) -> bool {
+    match item {
+        syn::Item::Fn(function) => is_kernel(function),
+        syn::Item::Struct(item) => super::family::family_attr(item).is_some(),
+        _ => false,
+    }
+}
+
+impl Import {
+    /// The import without the imported libraries' kernels and families: what a library that
+    /// imports another keeps (kernels go only to kernels modules, see [`Library::kernels`]).
+    pub fn without_kernels(mut self) -> Import {
+        for group in &mut self.groups {
+            group.items.retain(|item| !is_kernel_item(item));
+        }
+        self
+    }
 }
 
 /// The library's helpers that its own crate can check: those that name, directly or through
@@ -433,9 +462,10 @@ pub fn import_path(item: &syn::Item) -> Option<Result<syn::Path, syn::Error>> {
             other => {
                 return Some(Err(syn::Error::new_spanned(
                     other,
-                    "`#[device] use` imports one library by its path, as in `#[device] use \
-                     my_crate::reductions;`; write one such item per library (its helpers and \
-                     constants are then called by their names)",
+                    "`#[device] use` imports libraries by their paths, as in `#[device] use \
+                     my_crate::reductions;` or `#[device] use my_crate::{reductions, scans};`, \
+                     without globs or renames (their helpers and constants are then called by \
+                     their names)",
                 )))
             }
         }
@@ -444,6 +474,56 @@ pub fn import_path(item: &syn::Item) -> Option<Result<syn::Path, syn::Error>> {
         leading_colon: item.leading_colon,
         segments,
     }))
+}
+
+/// The module with each grouped import, `#[device] use a::{b::b, c::c};`, written as one
+/// `#[device] use` a library (`#[device] use a::b::b; #[device] use a::c::c;`), in place and
+/// in order, each keeping the tokens (and so the spans) the user wrote.
+pub fn ungrouped(mut module: syn::ItemMod) -> syn::ItemMod {
+    if let Some((_, items)) = &mut module.content {
+        let grouped = std::mem::take(items);
+        for item in grouped {
+            match item {
+                syn::Item::Use(item) if item.attrs.iter().any(is_device) => {
+                    let mut trees = Vec::new();
+                    flatten(&item.tree, &mut Vec::new(), &mut trees);
+                    items.extend(trees.into_iter().map(|tree| {
+                        syn::Item::Use(syn::ItemUse {
+                            tree,
+                            ..item.clone()
+                        })
+                    }));
+                }
+                other => items.push(other),
+            }
+        }
+    }
+    module
+}
+
+/// The paths of a use tree, one tree each: `a::{b, c::d}` gives `a::b` and `a::c::d`.
+fn flatten(tree: &syn::UseTree, prefix: &mut Vec<syn::UsePath>, out: &mut Vec<syn::UseTree>) {
+    match tree {
+        syn::UseTree::Path(path) => {
+            prefix.push(path.clone());
+            flatten(&path.tree, prefix, out);
+            prefix.pop();
+        }
+        syn::UseTree::Group(group) => {
+            for tree in &group.items {
+                flatten(tree, prefix, out);
+            }
+        }
+        leaf => {
+            let tree = prefix.iter().rev().fold(leaf.clone(), |tree, path| {
+                syn::UseTree::Path(syn::UsePath {
+                    tree: Box::new(tree),
+                    ..path.clone()
+                })
+            });
+            out.push(tree);
+        }
+    }
 }
 
 /// The marker a resolved import carries: `#[device(from = path)] mod name { items }`, made by
@@ -624,7 +704,7 @@ mod tests {
     }
 
     #[test]
-    fn a_library_holds_helpers_constants_params_structs_and_uses_only() {
+    fn a_library_holds_helpers_constants_params_structs_kernels_and_uses_only() {
         let module: syn::ItemMod = syn::parse_quote! {
             mod lib {
                 #[kernel(workgroup = [1], grid = [1])]
@@ -638,10 +718,10 @@ mod tests {
         };
         let (library, messages) = library_with_errors(module);
         assert_eq!(library.structs.len(), 1);
-        assert_eq!(messages.len(), 3, "{messages:#?}");
-        assert!(messages[0].starts_with("a device library holds helpers and constants"));
-        assert!(messages[1].starts_with("a device library's structs are kernels' parameters"));
-        assert!(messages[2].starts_with("a device library holds helper functions"));
+        assert_eq!(library.kernels.len(), 1);
+        assert_eq!(messages.len(), 2, "{messages:#?}");
+        assert!(messages[0].starts_with("a device library's structs are kernels' parameters"));
+        assert!(messages[1].starts_with("a device library holds helper functions"));
     }
 
     #[test]

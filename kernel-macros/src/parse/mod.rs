@@ -135,6 +135,7 @@ pub fn module(
         consts: module_consts,
         params,
         sets: Vec::new(),
+        families: Vec::new(),
         passthrough,
     };
     let imported = merge_imports(imports, &mut declared, errors);
@@ -142,8 +143,10 @@ pub fn module(
         consts: module_consts,
         params,
         sets: imported_sets,
+        families: imported_families,
         passthrough,
     } = declared;
+    family_items.extend(imported_families);
     let imported_names: Vec<syn::Ident> = imported.iter().map(|f| f.sig.ident.clone()).collect();
     functions.extend(imported);
     let mut sets = kernel::Sets::default();
@@ -243,11 +246,14 @@ struct Declared {
     params: Vec<ir::ParamsStruct>,
     /// The imported sets of constants.
     sets: Vec<syn::ItemStruct>,
+    /// The imported libraries' families (see `library::Library::kernels`).
+    families: Vec<syn::ItemStruct>,
     passthrough: Vec<syn::Item>,
 }
 
-/// Adds the imports' constants, `Params` structs and sets of constants (a `use` of each
-/// struct and set, see [`imported_struct`]) to the module's, and returns their helpers.
+/// Adds the imports' constants, `Params` structs, sets of constants (a `use` of each struct
+/// and set, see [`imported_struct`]) and families to the module's, and returns their helpers
+/// and kernels.
 fn merge_imports(
     imports: Vec<library::Import>,
     declared: &mut Declared,
@@ -263,6 +269,9 @@ fn merge_imports(
                     declared.consts = declared.consts.with(&constant.ident.to_string(), value);
                 }
                 syn::Item::Fn(function) => helpers.push(function),
+                syn::Item::Struct(item) if family::family_attr(&item).is_some() => {
+                    declared.families.push(item);
+                }
                 syn::Item::Struct(item) if is_constant_set(&item) => {
                     declared
                         .passthrough

@@ -191,3 +191,49 @@ pub mod tiling {
         total
     }
 }
+
+/// Ready kernels: each kernels module that imports this library gets `scaled_sum` and the
+/// family `Adjust` as its own (launchers, and entry points in its WGSL), compiled with that
+/// module's other kernels.
+#[tessera::device]
+pub mod passes {
+    #[device]
+    use super::elementwise;
+    #[device]
+    use super::windows;
+
+    /// `y[i] = a * x[i] + y[i]` in `T`, through `elementwise::axpy`.
+    #[kernel(workgroup = [64], grid = [ceil_div(y.len(), 64)], types(T = [f32, u32]))]
+    pub fn scaled_sum<T>(a: &[T], x: &[T], y: &mut [T]) {
+        let i = global_id().x;
+        if i < y.len() && i < x.len() {
+            y[i] = axpy(a[0], x[i], y[i]);
+        }
+    }
+
+    /// Doubles the first `p.n` elements of `x`, then adds `p.scale` to each.
+    #[family(doubled, shifted)]
+    pub struct Adjust {
+        p: &WindowParams,
+        #[len(p.n)]
+        x: &mut [f32],
+    }
+
+    /// `x[i] *= 2`.
+    #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
+    pub fn doubled(p: &WindowParams, x: &mut [f32]) {
+        let i = global_id().x;
+        if i < p.n {
+            x[i] = 2.0 * x[i];
+        }
+    }
+
+    /// `x[i] += p.scale`.
+    #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
+    pub fn shifted(p: &WindowParams, x: &mut [f32]) {
+        let i = global_id().x;
+        if i < p.n {
+            x[i] += p.scale;
+        }
+    }
+}
