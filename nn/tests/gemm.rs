@@ -262,9 +262,9 @@ fn gemm_backward_splits_the_sums_over_many_rows() {
             .map(|e| e.split("_reg").next().unwrap_or(e))
             .collect();
         let operands = if n % 4 == 0 && k % 4 == 0 {
-            "d_operands_vectors"
+            "d_operands_vec4_f32"
         } else {
-            "d_operands"
+            "d_operands_f32"
         };
         let want = [
             "grad_pre",

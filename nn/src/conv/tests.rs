@@ -173,7 +173,7 @@ fn weights_transposed_by_tap_put_input_channels_outermost() {
     }
 }
 
-/// The streams' schedule and hand-over of parts (`kernels::stream_schedule_model`), on any
+/// The streams' schedule and hand-over of parts (`kernels::test_models::stream_schedule_model`), on any
 /// device: every blocking, over 136 output channels (ragged blocks of 128 and 256 rows) of
 /// 3 images of 10 x 10 (ragged blocks of 128 and 256 columns), summing 64 channels x 9
 /// taps; by 1 workgroup (every block whole), 3 and 4 (whole blocks, then the rest in
@@ -190,7 +190,8 @@ fn stream_schedules_add_up_every_part_of_every_block() {
     let bias_buffer = rt.upload(&bias).unwrap();
     let mut arrivals = rt.zeros::<u32>(500).unwrap();
     for &blocking in kernels::StreamBlocking::ALL {
-        let model = kernels::StreamScheduleModel::with_constants(&rt, blocking).unwrap();
+        let model =
+            kernels::test_models::StreamScheduleModel::with_constants(&rt, blocking).unwrap();
         let steps = 64 * 9 / blocking.depth();
         let sum = (steps * (steps + 1) / 2) as f32;
         for workers in [1, 3, 4, 5, 7, 13, 40, 500] {
@@ -198,7 +199,7 @@ fn stream_schedules_add_up_every_part_of_every_block() {
             let mut partial = rt.zeros(blocking.partials(workers)).unwrap();
             for round in 0..2 {
                 let (mut pre, mut y) = (rt.zeros(len).unwrap(), rt.zeros(len).unwrap());
-                let args = kernels::StreamScheduleModelArgs {
+                let args = kernels::test_models::StreamScheduleModelArgs {
                     p: &p,
                     bias: &bias_buffer,
                     partial: &mut partial,

@@ -58,7 +58,7 @@ impl Gemm {
     /// The blockings the backward's kernels were built in, for its plans.
     pub(super) fn backward_caps(&self) -> plan::Caps {
         plan::Caps {
-            f32: self.backward.each(|k| k.d_operands().constants()),
+            f32: self.operands.each(|k| k.constants()),
             tensor: self
                 .passes
                 .tensor_cores()
@@ -95,8 +95,7 @@ impl Gemm {
     ) -> Result<()> {
         let p = plan.params(p);
         let (cut_a, cut_b) = (plan.cut_a, plan.cut_b);
-        // `grad_pre`, `d_operands_reduce` and `d_bias` are the same in every blocking.
-        let family = self.backward.get(plan.family().pick());
+        let family = &self.backward;
         // Each operand's first slice goes to its gradient, the others to `partial`.
         let needed = cut_a.partials(p.m, p.k) + cut_b.partials(p.k, p.n)
             - p.m as usize * p.k as usize
@@ -106,6 +105,10 @@ impl Gemm {
         // Every buffer is checked before anything is recorded (the bias gradient whole: its
         // slices' sums go to scratch of the right length).
         family.check_lengths(&mut io.args(&p, partial))?;
+        // The operand gradients' lengths are the same in every pass that computes them.
+        self.operands
+            .large
+            .check_lengths(&io.operand_args(&p, partial))?;
         let args = kernels::GradPreArgs {
             p: &p,
             pre: io.pre,
@@ -113,7 +116,7 @@ impl Gemm {
             grad_pre: &mut *io.grad_pre,
         };
         family.grad_pre().record(batch, args)?;
-        self.record_operands(batch, plan.operands, family, &p, &mut io, partial)?;
+        self.record_operands(batch, plan.operands, &p, &mut io, partial)?;
         if cut_a.splits > 1 || cut_b.splits > 1 {
             let args = kernels::DOperandsReduceArgs {
                 p: &p,
@@ -126,21 +129,26 @@ impl Gemm {
         self.record_bias_gradient(batch, family.d_bias(), p, io.grad_pre, io.grad_bias)
     }
 
-    /// Records both operand gradients as `operands` says (`family`'s own in f32 over
-    /// scalars).
+    /// Records both operand gradients as `operands` says.
     pub(super) fn record_operands(
         &self,
         batch: &mut Batch<'_>,
         operands: Operands,
-        family: &kernels::GemmBackward,
         p: &kernels::GemmParams,
         io: &mut BackwardBuffers<'_>,
         partial: &mut GpuBuffer<f32>,
     ) -> Result<()> {
-        let (a, b, grad_pre) = (io.a, io.b, &*io.grad_pre);
-        let (grad_a, grad_b) = (&mut *io.grad_a, &mut *io.grad_b);
         match operands {
             Operands::TensorCores { tile } => {
+                let kernels::DOperandsArgs {
+                    p,
+                    a,
+                    grad_a,
+                    b,
+                    grad_b,
+                    grad_pre,
+                    partial,
+                } = io.operand_args(p, partial);
                 let args = kernels::DOperandsFragmentsArgs {
                     p,
                     a,
@@ -156,28 +164,23 @@ impl Gemm {
                 tile,
                 vectors: true,
             } => {
-                let args = kernels::DOperandsVectorsArgs {
+                let args = kernels::DOperandsArgs {
                     p,
-                    a: &*a.view_as::<[f32; 4]>()?,
-                    grad_a,
-                    b: &*b.view_as::<[f32; 4]>()?,
-                    grad_b,
-                    grad_pre: &*grad_pre.view_as::<[f32; 4]>()?,
+                    a: &*io.a.view_as::<[f32; 4]>()?,
+                    grad_a: &mut *io.grad_a,
+                    b: &*io.b.view_as::<[f32; 4]>()?,
+                    grad_b: &mut *io.grad_b,
+                    grad_pre: &*io.grad_pre.view_as::<[f32; 4]>()?,
                     partial,
                 };
                 self.operands_vectors.get(tile.pick()).record(batch, args)
             }
-            Operands::F32 { vectors: false, .. } => {
-                let args = kernels::DOperandsArgs {
-                    p,
-                    a,
-                    grad_a,
-                    b,
-                    grad_b,
-                    grad_pre,
-                    partial,
-                };
-                family.d_operands().record(batch, args)
+            Operands::F32 {
+                tile,
+                vectors: false,
+            } => {
+                let args = io.operand_args(p, partial);
+                self.operands.get(tile.pick()).record(batch, args)
             }
         }
     }
@@ -292,8 +295,6 @@ impl BackwardBuffers<'_> {
     ) -> kernels::GemmBackwardArgs<'a> {
         kernels::GemmBackwardArgs {
             p,
-            a: self.a,
-            b: self.b,
             pre: self.pre,
             grad_y: self.grad_y,
             grad_pre: &mut *self.grad_pre,
@@ -303,24 +304,21 @@ impl BackwardBuffers<'_> {
             grad_bias: &mut *self.grad_bias,
         }
     }
-}
 
-/// The backward family twice: with the large blocking of the operand gradients, and the
-/// small.
-pub(super) fn backward_family(rt: &Runtime) -> Result<kernels::Blocked<kernels::GemmBackward>> {
-    let grad_pre = kernels::GradPre::new(rt)?;
-    let reduce = kernels::DOperandsReduce::new(rt)?;
-    let d_bias = kernels::DBias::new(rt)?;
-    let operands = kernels::Blocked::new(|b| {
-        // SAFETY: every index is guarded (see "Bounds" in `kernels`).
-        unsafe { kernels::DOperands::with_constants_unchecked(rt, b) }
-    })?;
-    Ok(operands.map(|operands| {
-        kernels::GemmBackward::from_members(
-            grad_pre.clone(),
-            operands,
-            reduce.clone(),
-            d_bias.clone(),
-        )
-    }))
+    /// The operand gradients' arguments (`d_operands` over scalars), with `p` and `partial`.
+    fn operand_args<'a>(
+        &'a mut self,
+        p: &'a kernels::GemmParams,
+        partial: &'a mut GpuBuffer<f32>,
+    ) -> kernels::DOperandsArgs<'a, f32> {
+        kernels::DOperandsArgs {
+            p,
+            a: self.a,
+            grad_a: &mut *self.grad_a,
+            b: self.b,
+            grad_b: &mut *self.grad_b,
+            grad_pre: &*self.grad_pre,
+            partial,
+        }
+    }
 }

@@ -7,7 +7,7 @@ use super::precision::Passes;
 use super::spare::Spare;
 use super::tune::{self, GemmWay};
 use super::{invalid, Activation, Precision};
-use backward::{backward_family, BackwardBuffers};
+use backward::BackwardBuffers;
 use forward::ForwardBuffers;
 use fragments::Fragments;
 use tessera::{Batch, BufferView, GpuBuffer, Result, Runtime};
@@ -136,10 +136,11 @@ pub struct Gemm {
     forward_vectors: kernels::Blocked<kernels::GemmForward<[f32; 4]>>,
     split: kernels::Blocked<kernels::GemmForwardSplit>,
     /// The backward's members, recorded one by one (see [`Gemm::record_backward`]).
-    backward: kernels::Blocked<kernels::GemmBackward>,
-    /// The backward's operand gradients over operands bound as vectors (see [`vectors`]),
-    /// recorded in place of `backward`'s `d_operands`.
-    operands_vectors: kernels::Blocked<kernels::DOperandsVectors>,
+    backward: kernels::GemmBackward,
+    /// The backward's operand gradients.
+    operands: kernels::Blocked<kernels::DOperands<f32>>,
+    /// The backward's operand gradients over operands bound as vectors (see [`vectors`]).
+    operands_vectors: kernels::Blocked<kernels::DOperands<[f32; 4]>>,
     /// The split forward's partial products, and the split operand gradients'.
     partials: Spare,
     /// The sums of the bias gradient's slices of rows.
@@ -196,10 +197,14 @@ impl Gemm {
                     reduce.clone(),
                 ))
             })?,
-            backward: backward_family(rt)?,
+            backward: kernels::GemmBackward::new(rt)?,
+            operands: kernels::Blocked::new(|b| {
+                // SAFETY: every index is guarded (see "Bounds" in `kernels`).
+                unsafe { kernels::DOperands::<f32>::with_constants_unchecked(rt, b) }
+            })?,
             operands_vectors: kernels::Blocked::new(|b| {
                 // SAFETY: every index is guarded (see "Bounds" in `kernels`).
-                unsafe { kernels::DOperandsVectors::with_constants_unchecked(rt, b) }
+                unsafe { kernels::DOperands::<[f32; 4]>::with_constants_unchecked(rt, b) }
             })?,
             partials: Spare::default(),
             bias_sums: Spare::default(),
@@ -229,6 +234,7 @@ impl Gemm {
             forward_vectors,
             split,
             backward,
+            operands,
             operands_vectors,
             partials: _,
             bias_sums: _,
@@ -240,7 +246,8 @@ impl Gemm {
         forward.try_for_each(|k| k.prepare(rt))?;
         forward_vectors.try_for_each(|k| k.prepare(rt))?;
         split.try_for_each(|k| k.prepare(rt))?;
-        backward.try_for_each(|k| k.prepare(rt))?;
+        backward.prepare(rt)?;
+        operands.try_for_each(|k| k.prepare(rt))?;
         operands_vectors.try_for_each(|k| k.prepare(rt))
     }
 

@@ -71,18 +71,6 @@ pub(crate) struct BackwardPlan {
 }
 
 impl BackwardPlan {
-    /// The f32 tile of the backward family whose members run (the large one for the deep,
-    /// many-invocation and wide tiles).
-    pub fn family(self) -> Tile {
-        match self.operands {
-            Operands::F32 { tile, .. } => tile,
-            Operands::TensorCores {
-                tile: GemmTile::Fragments(tile),
-            } => tile.in_f32(),
-            Operands::TensorCores { .. } => Tile::Large,
-        }
-    }
-
     /// The kernels' parameters: `p` with both operand gradients' cuts.
     pub fn params(self, mut p: GemmParams) -> GemmParams {
         (p.splits, p.split_depth) = (self.cut_a.splits, self.cut_a.depth);
@@ -273,7 +261,6 @@ mod tests {
             }
         );
         assert!(plan.cut_a.splits > 1 && plan.cut_b.splits == 1, "{plan:?}");
-        assert_eq!(plan.family(), Tile::Large);
         let params = plan.params(p);
         assert_eq!((params.splits, params.b_splits), (plan.cut_a.splits, 1));
         let whole = GemmWay::TensorCores {
