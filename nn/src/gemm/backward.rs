@@ -6,7 +6,7 @@ use super::{invalid, kernels, params, tuned, vectors, Gemm, Passes};
 use crate::split::{ColumnSums, Split};
 use crate::tune::GemmWay;
 use crate::{Activation, GemmBackward, GemmShape};
-use tessera::{Batch, GpuBuffer, Result, Runtime};
+use tessera::{Batch, GpuBuffer, Result};
 
 impl Gemm {
     /// Records the backward pass: from `grad_y` and the forward's `pre`, the gradients of `a`,

@@ -4,13 +4,7 @@
 #[tessera::device]
 pub mod conv {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::fragments::fragments;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
+    use crate::kernels::libraries::{activation, fragments, params, staging};
 
     // A convolution as an implicit GEMM: rows are output channels, columns are (image,
     // output pixel), the sum runs over (input channel, kernel tap). The gathers are helpers

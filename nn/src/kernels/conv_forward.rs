@@ -4,19 +4,7 @@
 #[tessera::device]
 pub mod conv_forward {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::conv::conv;
-    #[device]
-    use crate::kernels::fragments::fragments;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
-    #[device]
-    use crate::kernels::stream::stream;
-    #[device]
-    use crate::kernels::window::window;
+    use crate::kernels::libraries::{activation, conv, fragments, params, staging, stream, window};
 
     // The tensor-core forward by taps: for input channels a multiple of `DEPTH`, the sum runs
     // over (tap row, tap column, input channel), so that every step gathers from one filter

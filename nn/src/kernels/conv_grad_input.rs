@@ -4,21 +4,9 @@
 #[tessera::device]
 pub mod conv_grad_input {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::conv::conv;
-    #[device]
-    use crate::kernels::fragments::fragments;
-    #[device]
-    use crate::kernels::gradients::gradients;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
-    #[device]
-    use crate::kernels::stream::stream;
-    #[device]
-    use crate::kernels::window::window;
+    use crate::kernels::libraries::{
+        activation, conv, fragments, gradients, params, staging, stream, window,
+    };
 
     /// `conv_grad_input_fragments_by_tap` as a stream (see
     /// `conv_forward_fragments_by_tap_streamed`): the last of a shared block's workgroups adds

@@ -4,17 +4,7 @@
 #[tessera::device]
 pub mod conv_grad_weight {
     #[device]
-    use crate::kernels::fragments::fragments;
-    #[device]
-    use crate::kernels::gradients::gradients;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
-    #[device]
-    use crate::kernels::stream::stream;
-    #[device]
-    use crate::kernels::winograd::winograd;
+    use crate::kernels::libraries::{fragments, gradients, params, staging, stream, winograd};
 
     /// The filter's gradient as an implicit GEMM (`conv_grad_weight`), its summed dimension
     /// in `p.splits` slices that `conv_grad_weight_reduce` adds up.

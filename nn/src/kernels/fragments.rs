@@ -4,11 +4,7 @@
 #[tessera::device]
 pub mod fragments {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
+    use crate::kernels::libraries::{activation, params, staging};
 
     /// The blocking of the tensor-core kernels (`Precision::TensorCoreF16`): a workgroup of
     /// `INVOCATIONS` invocations, subgroups of 32 in rows of four, owns a `BLOCK` x `BLOCK`

@@ -4,15 +4,7 @@
 #[tessera::device]
 pub mod gemm {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::fragments::fragments;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
-    #[device]
-    use crate::kernels::wide::wide;
+    use crate::kernels::libraries::{activation, fragments, params, staging, wide};
 
     /// `gemm_forward` on the tensor cores, its sum over `k` cut into `p.splits` slices of
     /// `p.split_depth` (one per `z`) when the output alone cannot fill the GPU: then the

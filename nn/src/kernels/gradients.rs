@@ -5,15 +5,7 @@
 #[tessera::device]
 pub mod gradients {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::conv::conv;
-    #[device]
-    use crate::kernels::fragments::fragments;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
+    use crate::kernels::libraries::{activation, conv, fragments, params, staging};
 
     /// What invocation `t` stages from the filter at step `k0`, read as `[out_channels *
     /// taps][in_channels]` (row `ci`, column `k`), its column at (output channel, tap row,

@@ -64,6 +64,22 @@ mod winograd;
 
 #[cfg(test)]
 pub(crate) use models::test_models;
+
+/// The libraries of helpers the kernels share, by their names, for the parts' imports:
+/// `#[device] use crate::kernels::libraries::{params, staging};`.
+mod libraries {
+    pub(crate) use super::activation::activation;
+    pub(crate) use super::conv::conv;
+    pub(crate) use super::fragments::fragments;
+    pub(crate) use super::gradients::gradients;
+    pub(crate) use super::params::params;
+    pub(crate) use super::staging::staging;
+    pub(crate) use super::stream::stream;
+    pub(crate) use super::wide::wide;
+    pub(crate) use super::window::window;
+    pub(crate) use super::winograd::winograd;
+}
+
 /// The shared constants the host code names (`kernels::GROUP`, ..).
 pub(crate) use params::params::{FEW, GROUP, NARROW, SUMS};
 pub(crate) use rows::row_ops;
@@ -346,16 +362,6 @@ impl<K> Blocked<K> {
         .into_iter()
         .flatten()
         .try_for_each(f)
-    }
-
-    /// Each blocking's kernel made into another by `f`.
-    pub fn map<L>(self, mut f: impl FnMut(K) -> L) -> Blocked<L> {
-        Blocked {
-            large: f(self.large),
-            small: f(self.small),
-            deep: self.deep.map(&mut f),
-            many: self.many.map(f),
-        }
     }
 
     /// What `f` makes of each blocking's kernel (e.g. its constants), in a [`Blocked`].

@@ -3,9 +3,7 @@
 #[tessera::kernels]
 pub mod test_models {
     #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::stream::stream;
+    use crate::kernels::libraries::{params, stream};
 
     /// The schedule of `conv_forward_fragments_by_tap_streamed` and its hand-over of parts,
     /// without the tensor cores, so that tests run them on any device (the streams need

@@ -4,7 +4,7 @@
 #[tessera::device]
 pub mod staging {
     #[device]
-    use crate::kernels::params::params;
+    use crate::kernels::libraries::params;
 
     /// The blocking every GEMM-shaped kernel is instantiated with: `REG` is the edge of an
     /// invocation's register tile (a multiple of 4), `BLOCK` the edge of the workgroup's output

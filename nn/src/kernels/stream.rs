@@ -4,17 +4,7 @@
 #[tessera::device]
 pub mod stream {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::conv::conv;
-    #[device]
-    use crate::kernels::fragments::fragments;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
-    #[device]
-    use crate::kernels::window::window;
+    use crate::kernels::libraries::{activation, conv, fragments, params, staging, window};
 
     /// The blockings of the convolution passes as streams (below): `BLOCK` result channels
     /// (rows) by `COLS` positions, 32-deep steps, in 512 invocations, sixteen subgroups in

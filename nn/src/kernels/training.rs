@@ -4,11 +4,7 @@
 #[tessera::device]
 pub mod training {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
+    use crate::kernels::libraries::{activation, params, staging};
 
     /// `grad_bias[co]` = the sum of `grad_pre[n, co, ..]` over images and pixels; a workgroup
     /// per output channel and slice of the (image, pixel) pairs (`p.bias_splits` slices of

@@ -4,13 +4,7 @@
 #[tessera::device]
 pub mod wide {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::fragments::fragments;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
+    use crate::kernels::libraries::{activation, fragments, params, staging};
 
     /// Invocations of a workgroup of `WideTensorBlocking`.
     pub const WIDE_GROUP: u32 = 512;

@@ -4,15 +4,7 @@
 #[tessera::device]
 pub mod window {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::conv::conv;
-    #[device]
-    use crate::kernels::fragments::fragments;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
+    use crate::kernels::libraries::{activation, conv, fragments, params, staging};
 
     // The tensor-core passes over a staged window: for stride 1, the result's pixels are
     // numbered on a grid padded by the filter's reach (`window_grid`), so that every tap reads

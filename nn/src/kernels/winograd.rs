@@ -4,13 +4,7 @@
 #[tessera::device]
 pub mod winograd {
     #[device]
-    use crate::kernels::activation::activation;
-    #[device]
-    use crate::kernels::fragments::fragments;
-    #[device]
-    use crate::kernels::params::params;
-    #[device]
-    use crate::kernels::staging::staging;
+    use crate::kernels::libraries::{activation, fragments, params, staging};
 
     /// The output pixels along each edge of a tile of Winograd's F(3x3, 4x4).
     pub const TILE: u32 = 4;
