@@ -1046,3 +1046,95 @@ fn a_familys_lengths_may_use_the_modules_constants() {
         .unwrap();
     assert_eq!(x.read(&rt).unwrap(), vec![2.0; 12]);
 }
+
+/// A kernel serving two families: the second pass of two computations.
+#[tessera::kernels]
+mod shared_member {
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct Len {
+        pub n: u32,
+    }
+
+    /// `y = 2 x + 1`: `x` doubled into `t`, then one added.
+    #[family(doubled, add_one)]
+    pub struct ViaDouble {
+        p: &Len,
+        #[len(p.n)]
+        x: &[f32],
+        #[len(p.n)]
+        t: &mut [f32],
+        #[len(p.n)]
+        y: &mut [f32],
+    }
+
+    /// `y = x^2 + 1`: `x` squared into `t`, then one added.
+    #[family(squared, add_one)]
+    pub struct ViaSquare {
+        p: &Len,
+        #[len(p.n)]
+        x: &[f32],
+        #[len(p.n)]
+        t: &mut [f32],
+        #[len(p.n)]
+        y: &mut [f32],
+    }
+
+    #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
+    pub fn doubled(p: &Len, x: &[f32], t: &mut [f32]) {
+        let i = global_id().x;
+        if i < p.n {
+            t[i] = 2.0 * x[i];
+        }
+    }
+
+    #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
+    pub fn squared(p: &Len, x: &[f32], t: &mut [f32]) {
+        let i = global_id().x;
+        if i < p.n {
+            t[i] = x[i] * x[i];
+        }
+    }
+
+    /// The second pass of both families.
+    #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
+    pub fn add_one(p: &Len, t: &[f32], y: &mut [f32]) {
+        let i = global_id().x;
+        if i < p.n {
+            y[i] = t[i] + 1.0;
+        }
+    }
+}
+
+#[test]
+fn a_kernel_may_serve_several_families() {
+    use shared_member::ViaSquareArgs;
+    use shared_member::{AddOne, Doubled, Len, Squared, ViaDouble, ViaDoubleArgs, ViaSquare};
+    let rt = runtime();
+    // One launcher of the shared member, in both families.
+    let add_one = AddOne::new(&rt).unwrap();
+    let via_double = ViaDouble::from_members(Doubled::new(&rt).unwrap(), add_one.clone());
+    let via_square = ViaSquare::from_members(Squared::new(&rt).unwrap(), add_one);
+    let xs: Vec<f32> = (0..70).map(|i| i as f32 * 0.5).collect();
+    let p = Len { n: 70 };
+    let x = rt.upload(&xs).unwrap();
+    let (mut t, mut y) = (rt.zeros::<f32>(70).unwrap(), rt.zeros::<f32>(70).unwrap());
+    let args = ViaDoubleArgs {
+        p: &p,
+        x: &x,
+        t: &mut t,
+        y: &mut y,
+    };
+    via_double.launch(&rt, args).unwrap();
+    let want: Vec<f32> = xs.iter().map(|v| 2.0 * v + 1.0).collect();
+    assert_eq!(y.read(&rt).unwrap(), want);
+    let args = ViaSquareArgs {
+        p: &p,
+        x: &x,
+        t: &mut t,
+        y: &mut y,
+    };
+    via_square.launch(&rt, args).unwrap();
+    let want: Vec<f32> = xs.iter().map(|v| v * v + 1.0).collect();
+    assert_eq!(y.read(&rt).unwrap(), want);
+}

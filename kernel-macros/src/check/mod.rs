@@ -544,7 +544,8 @@ fn specializations(
     }
 }
 
-/// A family's members are kernels of the module, each named once, in one family.
+/// A family's members are kernels of the module, each named once in it (a kernel may serve
+/// several families).
 fn families(module: &Module, errors: &mut Errors) {
     let mut seen: Vec<(&Ident, &Ident)> = Vec::new();
     for family in &module.families {
@@ -555,16 +556,14 @@ fn families(module: &Module, errors: &mut Errors) {
                     format!("`{name}` is not a `#[kernel]` of this module"),
                 );
             }
-            if let Some((_, other)) = seen.iter().find(|(member, _)| *member == name) {
-                let text = if *other == &family.name {
-                    format!("`{name}` is listed twice; a family launches each kernel once")
-                } else {
-                    format!(
-                        "`{name}` is already a member of the family `{other}`; a kernel takes \
-                         its bindings from one family"
-                    )
-                };
-                errors.at(name.span(), text);
+            let twice = seen
+                .iter()
+                .any(|(member, other)| *member == name && *other == &family.name);
+            if twice {
+                errors.at(
+                    name.span(),
+                    format!("`{name}` is listed twice; a family launches each kernel once"),
+                );
             }
             seen.push((name, &family.name));
         }

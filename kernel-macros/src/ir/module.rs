@@ -460,6 +460,21 @@ pub enum HostExpr {
 }
 
 impl HostExpr {
+    /// Whether two expressions are the same, written anywhere (spans aside).
+    pub fn same(&self, other: &HostExpr) -> bool {
+        match (self, other) {
+            (HostExpr::Lit(a), HostExpr::Lit(b)) => a == b,
+            (HostExpr::Field { field: a, .. }, HostExpr::Field { field: b, .. })
+            | (HostExpr::Const(a), HostExpr::Const(b))
+            | (HostExpr::Len { binding: a, .. }, HostExpr::Len { binding: b, .. }) => a == b,
+            (HostExpr::Binary(op, a, b), HostExpr::Binary(other_op, c, d)) => {
+                op == other_op && a.same(c) && b.same(d)
+            }
+            (HostExpr::Call(f, a, b), HostExpr::Call(g, c, d)) => f == g && a.same(c) && b.same(d),
+            _ => false,
+        }
+    }
+
     /// Whether the expression reads a field of the uniform parameters.
     pub fn reads_params(&self) -> bool {
         match self {

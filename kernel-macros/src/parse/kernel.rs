@@ -18,7 +18,7 @@ use crate::parse::keywords::{KERNEL, LIMIT_INVOCATIONS};
 use crate::parse::{body, host, names};
 
 pub use bindings::binding_kind;
-use bindings::{kernel_param, member_bindings};
+use bindings::{kernel_param, member_bindings, same_lengths};
 pub use helpers::{called_names, generic_copy, instance_helpers};
 use type_params::{generic_params, type_param};
 
@@ -110,9 +110,13 @@ pub fn kernel(
     let launcher = names::launcher(&function.sig.ident, errors);
     let args = attr::kernel_attr(attr, errors)?;
     let launcher = launcher?;
-    let family = families
+    // A kernel may serve several families (a reduction shared by split passes); it takes its
+    // bindings' lengths from the first, which the others must declare alike.
+    let families: Vec<&ir::Family> = families
         .iter()
-        .find(|f| f.members.contains(&function.sig.ident));
+        .filter(|f| f.members.contains(&function.sig.ident))
+        .collect();
+    let family = families.first().copied();
     let constant_set = match &args.constants {
         Constants::None => None,
         Constants::Named(name) => {
@@ -177,7 +181,7 @@ pub fn kernel(
                 }
             }
             let Some((mut variant, specs)) =
-                instance(function, &args, &env, params, family, errors)
+                instance(function, &args, &env, params, &families, errors)
             else {
                 continue;
             };
@@ -252,7 +256,7 @@ fn instance(
     args: &KernelAttr,
     env: &Consts,
     params: &[ir::ParamsStruct],
-    family: Option<&ir::Family>,
+    families: &[&ir::Family],
     errors: &mut Errors,
 ) -> Option<(ir::Variant, Vec<ir::Specialization>)> {
     let substituted =
@@ -321,8 +325,8 @@ fn instance(
         );
     }
     let uniform = uniforms.first().map(|b| b.name.clone());
-    match family {
-        Some(family) => {
+    match families.split_first() {
+        Some((family, others)) => {
             let rejected = member_bindings(
                 &function.sig.ident,
                 family,
@@ -332,6 +336,16 @@ fn instance(
                 errors,
             );
             rejected_params.extend(rejected);
+            for other in others {
+                same_lengths(
+                    &function.sig.ident,
+                    family,
+                    other,
+                    params,
+                    &bindings,
+                    errors,
+                );
+            }
         }
         None => {
             for (index, expr) in lens {

@@ -145,10 +145,9 @@ impl Fragments {
     }
 
     pub(super) fn new(rt: &Runtime) -> Result<Self> {
-        let forward_reduce = kernels::ConvForwardFragmentsReduce::new(rt)?;
-        let by_tap_reduce = kernels::ConvForwardFragmentsByTapReduce::new(rt)?;
-        let input_by_tap_reduce = kernels::ConvGradInputFragmentsByTapReduce::new(rt)?;
-        let input_reduce = kernels::ConvGradInputFragmentsReduce::new(rt)?;
+        // The f32 splits' reductions, which the tensor-core splits share.
+        let forward_reduce = kernels::ConvForwardReduce::new(rt)?;
+        let input_reduce = kernels::ConvGradInputReduce::new(rt)?;
         // SAFETY (every unchecked constructor below): every index is guarded (see "Bounds" in
         // `kernels`; the kernels by taps run only for channels a multiple of their blocking's
         // step or, the filter gradient's, of its block, and the windows only where
@@ -173,7 +172,7 @@ impl Fragments {
                 rt,
                 ConvForwardFragmentsByTapSplit,
                 ConvForwardFragmentsByTapPartial,
-                by_tap_reduce
+                forward_reduce
             ),
             forward_by_tap_stream: unchecked!(rt, streams, ConvForwardFragmentsByTapStreamed),
             grad_input: unchecked!(rt, on_fragments, ConvGradInputFragments),
@@ -189,7 +188,7 @@ impl Fragments {
                 rt,
                 ConvGradInputFragmentsByTapSplit,
                 ConvGradInputFragmentsByTapPartial,
-                input_by_tap_reduce
+                input_reduce
             ),
             grad_input_by_tap_stream: unchecked!(rt, streams, ConvGradInputFragmentsByTapStreamed),
             grad_input_window: unchecked!(rt, on_windows, ConvGradInputWindow),

@@ -296,7 +296,7 @@ pub mod conv_forward {
 
     /// `ConvForwardSplit` on the tensor cores: the slices' products on the tensor cores, then
     /// their sum as `conv_forward_reduce`'s.
-    #[family(conv_forward_fragments_partial, conv_forward_fragments_reduce)]
+    #[family(conv_forward_fragments_partial, conv_forward_reduce)]
     pub struct ConvForwardFragmentsSplit {
         p: &ConvParams,
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
@@ -357,26 +357,8 @@ pub mod conv_forward {
         );
     }
 
-    /// `conv_forward_reduce` for `ConvForwardFragmentsSplit`.
-    #[kernel(
-        workgroup = [GROUP],
-        grid = [ceil_div(p.batch * p.out_channels * p.out_h * p.out_w, GROUP)]
-    )]
-    pub fn conv_forward_fragments_reduce(
-        p: &ConvParams,
-        partial: &[f32],
-        bias: &[f32],
-        pre: &mut [f32],
-        y: &mut [f32],
-    ) {
-        sum_forward_slices(p, partial, bias, pre, y, global_id().x);
-    }
-
     /// `ConvForwardFragmentsSplit` by taps.
-    #[family(
-        conv_forward_fragments_by_tap_partial,
-        conv_forward_fragments_by_tap_reduce
-    )]
+    #[family(conv_forward_fragments_by_tap_partial, conv_forward_reduce)]
     pub struct ConvForwardFragmentsByTapSplit {
         p: &ConvParams,
         #[len(p.batch * p.in_channels * p.in_h * p.in_w)]
@@ -437,21 +419,6 @@ pub mod conv_forward {
             spill,
             t,
         );
-    }
-
-    /// `conv_forward_reduce` for `ConvForwardFragmentsByTapSplit`.
-    #[kernel(
-        workgroup = [GROUP],
-        grid = [ceil_div(p.batch * p.out_channels * p.out_h * p.out_w, GROUP)]
-    )]
-    pub fn conv_forward_fragments_by_tap_reduce(
-        p: &ConvParams,
-        partial: &[f32],
-        bias: &[f32],
-        pre: &mut [f32],
-        y: &mut [f32],
-    ) {
-        sum_forward_slices(p, partial, bias, pre, y, global_id().x);
     }
 
     /// `conv_forward_fragments_by_tap` as a stream (see above), `DEPTH` summed indices a

@@ -256,7 +256,7 @@ pub mod conv_grad_input {
 
     /// `ConvGradInputSplit` on the tensor cores: the slices' products on the tensor cores, then
     /// their sum as `conv_grad_input_reduce`'s.
-    #[family(conv_grad_input_fragments_partial, conv_grad_input_fragments_reduce)]
+    #[family(conv_grad_input_fragments_partial, conv_grad_input_reduce)]
     pub struct ConvGradInputFragmentsSplit {
         p: &ConvParams,
         #[len(p.out_channels * p.in_channels * p.kernel_h * p.kernel_w)]
@@ -312,15 +312,6 @@ pub mod conv_grad_input {
             spill,
             t,
         );
-    }
-
-    /// `conv_grad_input_reduce` for `ConvGradInputFragmentsSplit`.
-    #[kernel(
-        workgroup = [GROUP],
-        grid = [ceil_div(p.batch * p.in_channels * p.in_h * p.in_w, GROUP)]
-    )]
-    pub fn conv_grad_input_fragments_reduce(p: &ConvParams, partial: &[f32], grad_x: &mut [f32]) {
-        sum_input_slices(p, partial, grad_x, global_id().x);
     }
 
     // The input gradient by taps, the forward's way (see `conv_forward_fragments_by_tap`): for
@@ -501,10 +492,7 @@ pub mod conv_grad_input {
     }
 
     /// `ConvGradInputFragmentsSplit` by taps.
-    #[family(
-        conv_grad_input_fragments_by_tap_partial,
-        conv_grad_input_fragments_by_tap_reduce
-    )]
+    #[family(conv_grad_input_fragments_by_tap_partial, conv_grad_input_reduce)]
     pub struct ConvGradInputFragmentsByTapSplit {
         p: &ConvParams,
         /// The filter as `conv_weights_transposed_by_tap` lays it out.
@@ -570,19 +558,6 @@ pub mod conv_grad_input {
             spill,
             t,
         );
-    }
-
-    /// `conv_grad_input_reduce` for `ConvGradInputFragmentsByTapSplit`.
-    #[kernel(
-        workgroup = [GROUP],
-        grid = [ceil_div(p.batch * p.in_channels * p.in_h * p.in_w, GROUP)]
-    )]
-    pub fn conv_grad_input_fragments_by_tap_reduce(
-        p: &ConvParams,
-        partial: &[f32],
-        grad_x: &mut [f32],
-    ) {
-        sum_input_slices(p, partial, grad_x, global_id().x);
     }
 
     /// The input gradient of a convolution with at most `FEW` input channels (an image's

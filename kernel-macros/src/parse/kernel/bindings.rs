@@ -113,6 +113,41 @@ pub(super) fn member_bindings(
     rejected
 }
 
+/// Checks that `other`, a second family of the member `kernel`, declares each of its
+/// `bindings` (as `first` gave them their lengths) as a binding of its own, of the same length:
+/// the member's launcher checks one length per binding, whichever family records it.
+pub(super) fn same_lengths(
+    kernel: &syn::Ident,
+    first: &ir::Family,
+    other: &ir::Family,
+    params: &[ir::ParamsStruct],
+    bindings: &[ir::Binding],
+    errors: &mut Errors,
+) {
+    let mut theirs = bindings.to_vec();
+    member_bindings(kernel, other, params, &mut theirs, &[], errors);
+    for mine in bindings {
+        let Some(their) = theirs.iter().find(|b| b.name == mine.name) else {
+            continue;
+        };
+        let same = match (&mine.len, &their.len) {
+            (Some(a), Some(b)) => a.same(b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            errors.spanned(
+                kernel,
+                format!(
+                    "`{kernel}` is a member of `{}` and of `{}`, which give `{}` different \
+                     lengths; declare it alike in both (its launcher checks one length)",
+                    first.name, other.name, mine.name
+                ),
+            );
+        }
+    }
+}
+
 /// How the family declares `binding`, as Rust: `&mut [f32]`, `Option<&[u32]>`, `&Shape`.
 fn declared_ty(binding: &ir::Binding, family: &ir::Family, params: &[ir::ParamsStruct]) -> String {
     let ty = member_ty(binding, params);
