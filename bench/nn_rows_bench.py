@@ -1,7 +1,9 @@
-"""PyTorch on the work of `nn/examples/rows_bench.rs`, in its table format: softmax, RMSNorm
-with a learned scale and LayerNorm with a learned scale and bias along the rows of a
-[ROWS, COLS] f32 matrix, forward and backward (the backward computes the input gradient and
-the parameters' gradients).
+"""PyTorch and Triton on the work of `nn/examples/rows_bench.rs`, in its table format:
+softmax, RMSNorm with a learned scale and LayerNorm with a learned scale and bias along the
+rows of a [ROWS, COLS] f32 matrix, forward and backward in PyTorch (the backward computes the
+input gradient and the parameters' gradients), forward in Triton: one program a row, the row
+loaded whole in one masked block, reduced and stored, as Triton's tutorials write them (more
+warps for longer rows).
 
     python3 bench/nn_rows_bench.py [ROWS COLS]      # default 16384 4096
 
@@ -13,8 +15,53 @@ import sys
 
 import torch
 import torch.nn.functional as F
+import triton
+import triton.language as tl
 
 from cuda_timing import time_ms
+
+
+@triton.jit
+def softmax_rows(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    offsets = tl.arange(0, BLOCK)
+    inside = offsets < cols
+    x = tl.load(x_ptr + row * cols + offsets, mask=inside, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(y_ptr + row * cols + offsets, e / tl.sum(e, axis=0), mask=inside)
+
+
+@triton.jit
+def rms_norm_rows(x_ptr, scale_ptr, y_ptr, cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    offsets = tl.arange(0, BLOCK)
+    inside = offsets < cols
+    x = tl.load(x_ptr + row * cols + offsets, mask=inside, other=0.0)
+    scale = tl.load(scale_ptr + offsets, mask=inside, other=0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / cols + eps)
+    tl.store(y_ptr + row * cols + offsets, x * rstd * scale, mask=inside)
+
+
+@triton.jit
+def layer_norm_rows(x_ptr, scale_ptr, bias_ptr, y_ptr, cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    offsets = tl.arange(0, BLOCK)
+    inside = offsets < cols
+    x = tl.load(x_ptr + row * cols + offsets, mask=inside, other=0.0)
+    mean = tl.sum(x, axis=0) / cols
+    centered = tl.where(inside, x - mean, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(centered * centered, axis=0) / cols + eps)
+    scale = tl.load(scale_ptr + offsets, mask=inside, other=0.0)
+    bias = tl.load(bias_ptr + offsets, mask=inside, other=0.0)
+    tl.store(y_ptr + row * cols + offsets, centered * rstd * scale + bias, mask=inside)
+
+
+def triton_rows(kernel, x, *buffers, eps=()):
+    """`kernel` over the rows of `x`, then `buffers`, the row length and `eps` (if any)."""
+    rows, cols = x.shape
+    block = triton.next_power_of_2(cols)
+    warps = 4 if block <= 1024 else 8 if block <= 4096 else 16
+    kernel[(rows,)](x, *buffers, cols, *eps, BLOCK=block, num_warps=warps)
 
 def main():
     args = [int(a) for a in sys.argv[1:]]
@@ -28,14 +75,24 @@ def main():
         "rms_norm": lambda: F.rms_norm(x, (cols,), scale, eps=1e-6),
         "layer_norm": lambda: F.layer_norm(x, (cols,), scale, bias, eps=1e-5),
     }
-    print(f"{torch.cuda.get_device_name()} (PyTorch {torch.__version__})")
+    y_triton = torch.empty(rows, cols, device="cuda")
+    tritons = {
+        "softmax": lambda: triton_rows(softmax_rows, x, y_triton),
+        "rms_norm": lambda: triton_rows(rms_norm_rows, x, scale, y_triton, eps=(1e-6,)),
+        "layer_norm": lambda: triton_rows(layer_norm_rows, x, scale, bias, y_triton, eps=(1e-5,)),
+    }
+    print(f"{torch.cuda.get_device_name()} (PyTorch {torch.__version__}, Triton {triton.__version__})")
     print("| work | pass | ms | TB/s |")
     print("| --- | --- | --- | --- |")
     matrix = rows * cols * 4
     for work, op in ops.items():
         with torch.no_grad():
             ms = time_ms(op)
-        print(f"| {work} {rows}x{cols} | PyTorch forward | {ms:.4f} | {2 * matrix / ms / 1e9:.2f} |")
+            print(f"| {work} {rows}x{cols} | PyTorch forward | {ms:.4f} | {2 * matrix / ms / 1e9:.2f} |")
+            tritons[work]()
+            torch.testing.assert_close(y_triton, op(), rtol=1e-4, atol=1e-4)
+            ms = time_ms(tritons[work])
+            print(f"| {work} {rows}x{cols} | Triton forward | {ms:.4f} | {2 * matrix / ms / 1e9:.2f} |")
         y = op()
         inputs = [x] if work == "softmax" else [x, scale] if work == "rms_norm" else [x, scale, bias]
         ms = time_ms(lambda: torch.autograd.grad(y, inputs, grad_y, retain_graph=True))
