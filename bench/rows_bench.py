@@ -3,12 +3,12 @@
 Run on the GPU machine in the same device command as the Rust side, so that both meet the
 same GPU state:
 
-    python3 bench/rows_bench.py                    # 16384 x 1000 softmax, 16384 x 4096 RMSNorm
+    python3 bench/rows_bench.py                    # 16384 x 1000 softmax, 16384 x 4096 RMSNorm and argmax
     python3 bench/rows_bench.py ROWS SOFTMAX RMS    # other shapes, as std_rows takes them
 
 Work as std_rows defines it: a row softmax, and an RMSNorm without a learned scale
-(`x / sqrt(mean(x^2) + 1e-6)`), both f32; bytes moved are each element read once and
-written once. The Triton kernels are the usual one-program-per-row form: the whole row
+(`x / sqrt(mean(x^2) + 1e-6)`), both f32, and PyTorch's argmax of each row; bytes moved are
+each element read once and written once (argmax: read once). The Triton kernels are the usual one-program-per-row form: the whole row
 loaded into registers in one masked block, reduced, and stored. The copy is PyTorch's
 device copy of the same bytes, the ceiling both are measured against. Each figure is the
 median of 3 timings of 20 launches (CUDA events) after a warm-up (`cuda_timing.py`), as
@@ -85,6 +85,10 @@ def main():
                 torch.testing.assert_close(y, want, rtol=1e-4, atol=1e-5)
             ms = time_ms(run)
             print(f"| {label} | {name} | {ms:.4f} | {bytes_moved / ms / 1e9:.2f} |")
+    x = inputs(rows, rms_cols)
+    ms = time_ms(lambda: torch.argmax(x, dim=-1))
+    read = x.numel() * x.element_size()
+    print(f"| argmax {rows}x{rms_cols} | PyTorch | {ms:.4f} | {read / ms / 1e9:.2f} |")
 
 
 if __name__ == "__main__":

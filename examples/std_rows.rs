@@ -1,5 +1,5 @@
-//! Row softmax and RMSNorm built from `tessera::std`, checked against CPU references and
-//! timed beside a baseline written without it and a plain copy (the bandwidth ceiling).
+//! Row softmax, RMSNorm and argmax built from `tessera::std`, checked against CPU references
+//! and timed beside a baseline written without it and a plain copy (the bandwidth ceiling).
 //!
 //! The std kernels keep a row in registers (`rows`), loaded as `Vec4<f32>`, and reduce it
 //! within subgroups first (`reduce`, `softmax`). The baseline is the kernel a new user writes
@@ -7,7 +7,7 @@
 //! reduction, a tree in workgroup memory.
 //!
 //! ```text
-//! cargo run --release --example std_rows                 # 16384 x 1000 softmax, 16384 x 4096 RMSNorm
+//! cargo run --release --example std_rows                 # 16384 x 1000 softmax, 16384 x 4096 RMSNorm and argmax
 //! cargo run --release --example std_rows -- ROWS SOFTMAX_COLS RMS_COLS
 //! ```
 //!
@@ -101,6 +101,38 @@ pub mod row_kernels {
             regs[k] *= vec4(scale, scale, scale, scale);
         }
         row_store(&regs, y, row * width, width, local);
+    }
+
+    /// The index of each row's largest element (rows of at most 4096 scalars, a multiple of
+    /// 4; of equal maxima the first): a workgroup a row, each invocation keeping the best of
+    /// the `Vec4`s it loads, then `workgroup_argmax` through subgroups.
+    #[kernel(workgroup = [GROUP], constants(GROUP = [64, 128, 256]), grid = [p.rows],
+             features(subgroups))]
+    pub fn argmax_std(
+        p: &Shape,
+        x: &[Vec4<f32>],
+        out: &mut [u32],
+        #[workgroup] values: &mut [f32; GROUP / 4],
+        #[workgroup] indices: &mut [u32; GROUP / 4],
+    ) {
+        let (row, local, width) = (workgroup_id().x, local_index(), p.cols / 4);
+        let mut best = -f32::MAX;
+        let mut at = 0u32;
+        for c in (local..width).step_by(GROUP) {
+            let v = x[row * width + c];
+            #[unroll]
+            for lane in 0..4 {
+                if v[lane] > best {
+                    best = v[lane];
+                    at = c * 4 + lane;
+                }
+            }
+        }
+        let (lane, subgroup, size) = (subgroup_invocation_id(), subgroup_id(), subgroup_size());
+        let found = workgroup_argmax(values, indices, best, at, lane, subgroup, size);
+        if local == 0 {
+            out[row] = found.y;
+        }
     }
 
     /// The sum of `value` over the workgroup of 256, by halving `tile`.
@@ -355,6 +387,58 @@ pub fn run(
         let mut record = |b: &mut Batch<'_>| copy.record(b, k::CopyArgs { x: &x4, y: &mut y4 });
         let t = time(rt, reps, &mut record)?;
         row("copy, Vec4 (the ceiling)".into(), t);
+    }
+    report.extend(argmax(rt, rows, rms_cols, reps)?);
+    Ok(report)
+}
+
+/// The index of each row's first largest element.
+fn argmax_reference(x: &[f32], cols: usize) -> Vec<u32> {
+    x.chunks(cols)
+        .map(|row| {
+            let top = row.iter().copied().fold(f32::MIN, f32::max);
+            row.iter().position(|&v| v == top).unwrap_or(0) as u32
+        })
+        .collect()
+}
+
+/// Argmax of `rows` rows of `cols`, checked exactly against the reference (most rows hold
+/// their maximum twice, so the first must win), and timed; bytes: the input once.
+fn argmax(rt: &Runtime, rows: u32, cols: u32, reps: u32) -> Result<Vec<Row>> {
+    let n = (rows * cols) as usize;
+    let mut host = inputs(n);
+    for (r, row) in host.chunks_mut(cols as usize).enumerate() {
+        // The row's maximum again, later in the row: the first must still win.
+        let top = row.iter().copied().fold(f32::MIN, f32::max);
+        let at = row.iter().position(|&v| v == top).unwrap_or(0);
+        let again = (at + 1 + r % (cols as usize - 1)) % cols as usize;
+        if again > at {
+            row[again] = top;
+        }
+    }
+    let want = argmax_reference(&host, cols as usize);
+    let p = k::Shape { rows, cols };
+    let x4: GpuBuffer<[f32; 4]> = rt.upload(bytemuck::cast_slice::<f32, [f32; 4]>(&host))?;
+    let mut out = rt.zeros::<u32>(rows as usize)?;
+    let mut report = Vec::new();
+    for group in [64, 128, 256] {
+        let kernel = k::ArgmaxStd::with_constants(rt, k::ArgmaxStdConstants { group })?;
+        let mut record = |b: &mut Batch<'_>| {
+            let args = k::ArgmaxStdArgs {
+                p: &p,
+                x: &x4,
+                out: &mut out,
+            };
+            kernel.record(b, args)
+        };
+        let t = time(rt, reps, &mut record)?;
+        assert_eq!(out.read(rt)?, want, "argmax std, GROUP {group}");
+        report.push(Row {
+            work: format!("argmax {rows}x{cols}"),
+            how: format!("std: Vec4 loads, workgroup_argmax, GROUP {group}"),
+            time: t,
+            bytes: n as f64 * 4.0,
+        });
     }
     Ok(report)
 }
