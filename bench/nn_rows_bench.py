@@ -9,7 +9,8 @@ warps for longer rows).
 
 Bytes per pass: each [rows, cols] matrix read or written once (forward: x, y; backward: the
 saved input, grad_y, grad_x), as the Rust side counts. Each figure is the median of 3 timings
-of 20 launches (CUDA events) after at least 200 ms of warm-up.
+of 20 launches (CUDA events) after at least 200 ms of warm-up. The softmax kernel and the
+launch are `rows_bench.py`'s (stage it, and `cuda_timing.py`, beside this file).
 """
 import sys
 
@@ -19,20 +20,11 @@ import triton
 import triton.language as tl
 
 from cuda_timing import time_ms
+from rows_bench import launch_rows, softmax_rows
 
 
 @triton.jit
-def softmax_rows(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    offsets = tl.arange(0, BLOCK)
-    inside = offsets < cols
-    x = tl.load(x_ptr + row * cols + offsets, mask=inside, other=-float("inf"))
-    e = tl.exp(x - tl.max(x, axis=0))
-    tl.store(y_ptr + row * cols + offsets, e / tl.sum(e, axis=0), mask=inside)
-
-
-@triton.jit
-def rms_norm_rows(x_ptr, scale_ptr, y_ptr, cols, eps, BLOCK: tl.constexpr):
+def rms_norm_scaled_rows(x_ptr, y_ptr, cols, scale_ptr, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     offsets = tl.arange(0, BLOCK)
     inside = offsets < cols
@@ -43,7 +35,7 @@ def rms_norm_rows(x_ptr, scale_ptr, y_ptr, cols, eps, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def layer_norm_rows(x_ptr, scale_ptr, bias_ptr, y_ptr, cols, eps, BLOCK: tl.constexpr):
+def layer_norm_rows(x_ptr, y_ptr, cols, scale_ptr, bias_ptr, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     offsets = tl.arange(0, BLOCK)
     inside = offsets < cols
@@ -55,13 +47,6 @@ def layer_norm_rows(x_ptr, scale_ptr, bias_ptr, y_ptr, cols, eps, BLOCK: tl.cons
     bias = tl.load(bias_ptr + offsets, mask=inside, other=0.0)
     tl.store(y_ptr + row * cols + offsets, centered * rstd * scale + bias, mask=inside)
 
-
-def triton_rows(kernel, x, *buffers, eps=()):
-    """`kernel` over the rows of `x`, then `buffers`, the row length and `eps` (if any)."""
-    rows, cols = x.shape
-    block = triton.next_power_of_2(cols)
-    warps = 4 if block <= 1024 else 8 if block <= 4096 else 16
-    kernel[(rows,)](x, *buffers, cols, *eps, BLOCK=block, num_warps=warps)
 
 def main():
     args = [int(a) for a in sys.argv[1:]]
@@ -77,9 +62,9 @@ def main():
     }
     y_triton = torch.empty(rows, cols, device="cuda")
     tritons = {
-        "softmax": lambda: triton_rows(softmax_rows, x, y_triton),
-        "rms_norm": lambda: triton_rows(rms_norm_rows, x, scale, y_triton, eps=(1e-6,)),
-        "layer_norm": lambda: triton_rows(layer_norm_rows, x, scale, bias, y_triton, eps=(1e-5,)),
+        "softmax": lambda: launch_rows(softmax_rows, x, y_triton),
+        "rms_norm": lambda: launch_rows(rms_norm_scaled_rows, x, y_triton, scale, 1e-6),
+        "layer_norm": lambda: launch_rows(layer_norm_rows, x, y_triton, scale, bias, 1e-5),
     }
     print(f"{torch.cuda.get_device_name()} (PyTorch {torch.__version__}, Triton {triton.__version__})")
     print("| work | pass | ms | TB/s |")
