@@ -61,7 +61,9 @@
 //! submitted once). Either way the dispatch is issued in program order: it sees every buffer
 //! write and dispatch issued before it, and none issued after it (see [`Batch`]). Launchers
 //! also have `grid(&args)` (logical workgroup counts), `variant(&args)`, `check_lengths(&args)`,
-//! `workgroup_size()`, `workgroup_memory()`, `entry_point()`, `VARIANTS` and `BINDINGS`.
+//! `workgroup_size()`, `workgroup_memory()`, `entry_point()`, `VARIANTS` and `BINDINGS`, and
+//! `prepare(&Runtime)`, which builds the pipelines before the first dispatch; launchers and
+//! families implement [`Prepare`] with it, so generic code can prepare any collection of them.
 //!
 //! `unsafe fn new_unchecked(&Runtime)` (and `with_constants_unchecked`) builds the kernel
 //! without the bounds checks naga adds to every index, for a kernel whose every index is
@@ -301,7 +303,7 @@ pub use half;
 pub use kernel_runtime::wgpu;
 pub use kernel_runtime::{
     fold_grid, size_bucket, source_hash, Arg, Autotune, Batch, BindingKind, BufferView,
-    BufferViewMut, Error, FoldedGrid, GpuBuffer, Pipeline, PipelineDesc, Result, Runtime,
+    BufferViewMut, Error, FoldedGrid, GpuBuffer, Pipeline, PipelineDesc, Prepare, Result, Runtime,
     RuntimeInfo, Timing, TimingSource, TuneChoice, TuneKey, Tuned, VariantInfo, ADAPTER_ENV,
     AUTOTUNE_CACHE_ENV, AUTOTUNE_ENV, COOPERATIVE_MATRIX_ENV,
 };

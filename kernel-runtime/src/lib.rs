@@ -5,7 +5,8 @@
 //!   limits and optional features, and reports what it got. [`Runtime::from_wgpu`] adopts an
 //!   application's own device.
 //! - [`GpuBuffer`] is a typed storage buffer: upload, zeroed, overwrite, read back.
-//! - [`Runtime::pipeline`] builds each compute pipeline once and caches it.
+//! - [`Runtime::pipeline`] builds each compute pipeline once and caches it; [`Prepare`] builds
+//!   a launcher's (or a whole collection's) ahead of its first dispatch.
 //! - [`Runtime::dispatch`] queues one dispatch; queued dispatches are submitted together when
 //!   something needs them ([`Runtime::flush`]). A [`Batch`] records several into one command
 //!   buffer and submits them once, optionally timed ([`Timing`]).
@@ -54,6 +55,7 @@ mod dispatch;
 mod error;
 mod grid;
 mod pipeline;
+mod prepare;
 mod runtime;
 mod timing;
 mod variant;
@@ -69,6 +71,7 @@ pub use dispatch::{check_binding_size, check_buffer_owner, Arg, Batch};
 pub use error::{Error, Result};
 pub use grid::{fold_grid, FoldedGrid};
 pub use pipeline::{BindingKind, Pipeline, PipelineDesc};
+pub use prepare::Prepare;
 pub use runtime::{Runtime, RuntimeId, RuntimeInfo, COOPERATIVE_MATRIX_ENV};
 pub use timing::{Timing, TimingSource};
 pub use variant::VariantInfo;

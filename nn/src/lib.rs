@@ -102,6 +102,17 @@
 //! otherwise, and split whenever the output alone would leave the GPU idle; Winograd for every
 //! filter gradient it fits.
 
+/// Prepares (see [`tessera::Prepare`]) the fields of `$value`, a `$type`, named before the
+/// `;`; those named after it hold no kernel. A field added to the type and named on neither
+/// side stops the build, so no kernel is left unprepared.
+macro_rules! prepare_fields {
+    ($rt:expr, $value:expr => $type:ident { $($kernel:ident),+ $(,)? ; $($other:ident),* $(,)? }) => {{
+        let $type { $($kernel,)+ $($other: _,)* } = $value;
+        let kernels: &[&dyn tessera::Prepare] = &[$($kernel),+];
+        tessera::Prepare::prepare(kernels, $rt)
+    }};
+}
+
 mod activation;
 mod conv;
 mod gemm;

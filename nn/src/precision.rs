@@ -88,13 +88,12 @@ impl<F> Passes<F> {
         self.tensor_cores()
             .expect("plans on the tensor cores come from their kernels")
     }
+}
 
-    /// Builds every pipeline of the tensor-core kernels, where built, by `prepare`.
-    pub(crate) fn prepare(
-        &self,
-        prepare: impl FnOnce(&F) -> tessera::Result<()>,
-    ) -> tessera::Result<()> {
-        self.tensor_cores().map_or(Ok(()), prepare)
+/// Builds every pipeline of the tensor-core kernels, where built.
+impl<F: tessera::Prepare> tessera::Prepare for Passes<F> {
+    fn prepare(&self, rt: &tessera::Runtime) -> tessera::Result<()> {
+        self.tensor_cores().prepare(rt)
     }
 }
 

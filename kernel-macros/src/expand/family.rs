@@ -130,6 +130,12 @@ pub fn family(module: &Module, family: &Family) -> TokenStream {
                 Ok(())
             }
         }
+
+        impl #rt::Prepare for #name {
+            fn prepare(&self, rt: &#rt::Runtime) -> #rt::Result<()> {
+                Self::prepare(self, rt)
+            }
+        }
     }
 }
 

@@ -432,6 +432,12 @@ pub fn launcher(
                 #dispatch
             }
         }
+
+        impl #implement #rt::Prepare for #launcher #apply {
+            fn prepare(&self, rt: &#rt::Runtime) -> #rt::Result<()> {
+                Self::prepare(self, rt)
+            }
+        }
     }
 }
 

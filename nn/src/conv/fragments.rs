@@ -2,7 +2,7 @@
 //! convolution builds to run its passes on the tensor cores.
 
 use super::super::kernels;
-use tessera::{Result, Runtime};
+use tessera::{Prepare, Result, Runtime};
 
 /// `$kernel` in each blocking of `kernels::Streams` (`streams`) or of the `kernels::Blocked`
 /// constructor `$blockings`, built on `$rt` without bounds checks (the caller's SAFETY comment
@@ -79,71 +79,21 @@ pub(super) struct Fragments {
     pub(super) reduce: kernels::ConvGradWeightReduce,
 }
 
-impl Fragments {
-    /// Builds every pipeline (see [`Convolution::prepare`]).
-    pub(super) fn prepare(&self, rt: &Runtime) -> Result<()> {
-        // Every field named: a kernel added to the struct must be added here.
-        let Fragments {
-            weights_by_tap,
-            forward,
-            forward_by_tap,
-            forward_window,
-            forward_all_taps,
-            forward_split,
-            forward_by_tap_split,
-            forward_by_tap_stream,
-            grad_input,
-            grad_input_split,
-            weights_transposed_by_tap,
-            grad_input_by_tap,
-            grad_input_by_tap_split,
-            grad_input_by_tap_stream,
-            grad_input_window,
-            grad_input_all_taps,
-            grad_input_phased,
-            grad_weight,
-            grad_weight_by_tap,
-            grad_weight_stream,
-            reduce,
-        } = self;
-        weights_by_tap.prepare(rt)?;
-        weights_transposed_by_tap.prepare(rt)?;
-        reduce.prepare(rt)?;
-        forward.try_for_each(|k| k.prepare(rt))?;
-        forward_by_tap.try_for_each(|k| k.prepare(rt))?;
-        forward_split.try_for_each(|k| k.prepare(rt))?;
-        forward_by_tap_split.try_for_each(|k| k.prepare(rt))?;
-        if let Some(streams) = forward_by_tap_stream {
-            streams.try_for_each(|k| k.prepare(rt))?;
-        }
-        grad_input.try_for_each(|k| k.prepare(rt))?;
-        grad_input_split.try_for_each(|k| k.prepare(rt))?;
-        grad_input_by_tap.try_for_each(|k| k.prepare(rt))?;
-        grad_input_by_tap_split.try_for_each(|k| k.prepare(rt))?;
-        if let Some(streams) = grad_input_by_tap_stream {
-            streams.try_for_each(|k| k.prepare(rt))?;
-        }
-        grad_input_phased.try_for_each(|k| k.prepare(rt))?;
-        grad_weight.try_for_each(|k| k.prepare(rt))?;
-        grad_weight_by_tap.try_for_each(|k| k.prepare(rt))?;
-        if let Some(streams) = grad_weight_stream {
-            streams.try_for_each(|k| k.prepare(rt))?;
-        }
-        if let Some(forward) = forward_window {
-            forward.try_for_each(|k| k.prepare(rt))?;
-        }
-        if let Some(grad_input) = grad_input_window {
-            grad_input.try_for_each(|k| k.prepare(rt))?;
-        }
-        if let Some(forward) = forward_all_taps {
-            forward.prepare(rt)?;
-        }
-        match grad_input_all_taps {
-            Some(grad_input) => grad_input.prepare(rt),
-            None => Ok(()),
-        }
+/// Builds every pipeline (see [`Convolution::prepare`]).
+impl Prepare for Fragments {
+    fn prepare(&self, rt: &Runtime) -> Result<()> {
+        prepare_fields!(rt, self => Fragments {
+            weights_by_tap, forward, forward_by_tap, forward_window, forward_all_taps,
+            forward_split, forward_by_tap_split, forward_by_tap_stream, grad_input,
+            grad_input_split, weights_transposed_by_tap, grad_input_by_tap,
+            grad_input_by_tap_split, grad_input_by_tap_stream, grad_input_window,
+            grad_input_all_taps, grad_input_phased, grad_weight, grad_weight_by_tap,
+            grad_weight_stream, reduce;
+        })
     }
+}
 
+impl Fragments {
     pub(super) fn new(rt: &Runtime) -> Result<Self> {
         // The f32 splits' reductions, which the tensor-core splits share.
         let forward_reduce = kernels::ConvForwardReduce::new(rt)?;

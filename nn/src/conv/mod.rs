@@ -304,36 +304,11 @@ impl Convolution {
     /// # }
     /// ```
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
-        // Every field named: a kernel added to the struct must be added here.
-        let Convolution {
-            passes,
-            forward,
-            forward_split,
-            backward,
-            grad_weight,
-            grad_weight_winograd,
-            grad_input_split,
-            grad_input_few,
-            grad_input_phased,
-            add_up_bias,
-            partials: _,
-            pre: _,
-            weights_by_tap: _,
-            grad_pre: _,
-            bias_sums: _,
-            winograd: _,
-            arrivals: _,
-        } = self;
-        passes.prepare(|fragments| fragments.prepare(rt))?;
-        grad_input_few.prepare(rt)?;
-        add_up_bias.prepare(rt)?;
-        forward.try_for_each(|k| k.prepare(rt))?;
-        forward_split.try_for_each(|k| k.prepare(rt))?;
-        backward.try_for_each(|k| k.prepare(rt))?;
-        grad_weight.try_for_each(|k| k.prepare(rt))?;
-        grad_weight_winograd.try_for_each(|k| k.prepare(rt))?;
-        grad_input_split.try_for_each(|k| k.prepare(rt))?;
-        grad_input_phased.try_for_each(|k| k.prepare(rt))
+        prepare_fields!(rt, self => Convolution {
+            passes, forward, forward_split, backward, grad_weight, grad_weight_winograd,
+            grad_input_split, grad_input_few, grad_input_phased, add_up_bias;
+            partials, pre, weights_by_tap, grad_pre, bias_sums, winograd, arrivals
+        })
     }
 
     /// How the op multiplies.

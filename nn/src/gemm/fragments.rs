@@ -2,7 +2,7 @@
 //! builds to run its products on the tensor cores.
 
 use super::super::kernels;
-use tessera::{Result, Runtime};
+use tessera::{Prepare, Result, Runtime};
 
 /// The kernels of [`Precision::TensorCoreF16`], in both blockings of
 /// [`kernels::TensorBlocking`].
@@ -19,24 +19,16 @@ pub(super) struct Fragments {
     pub(super) wide: Option<kernels::GemmForwardFragmentsWide>,
 }
 
-impl Fragments {
-    /// Builds every pipeline (see [`Gemm::prepare`]).
-    pub(super) fn prepare(&self, rt: &Runtime) -> Result<()> {
-        // Every field named: a kernel added to the struct must be added here.
-        let Fragments {
-            forward,
-            forward_vectors,
-            forward_reduce,
-            operands,
-            wide,
-        } = self;
-        forward.try_for_each(|k| k.prepare(rt))?;
-        forward_vectors.try_for_each(|k| k.prepare(rt))?;
-        forward_reduce.prepare(rt)?;
-        operands.try_for_each(|k| k.prepare(rt))?;
-        wide.as_ref().map_or(Ok(()), |k| k.prepare(rt))
+/// Builds every pipeline (see [`Gemm::prepare`]).
+impl Prepare for Fragments {
+    fn prepare(&self, rt: &Runtime) -> Result<()> {
+        prepare_fields!(rt, self => Fragments {
+            forward, forward_vectors, forward_reduce, operands, wide;
+        })
     }
+}
 
+impl Fragments {
     pub(super) fn new(rt: &Runtime) -> Result<Self> {
         Ok(Fragments {
             // SAFETY (all three): every index is guarded (see "Bounds" in `kernels`).

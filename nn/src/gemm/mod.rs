@@ -227,28 +227,10 @@ impl Gemm {
     /// # }
     /// ```
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
-        // Every field named: a kernel added to the struct must be added here.
-        let Gemm {
-            passes,
-            forward,
-            forward_vectors,
-            split,
-            backward,
-            operands,
-            operands_vectors,
-            partials: _,
-            bias_sums: _,
-            pre: _,
-            grad_pre: _,
-            grad_a: _,
-        } = self;
-        passes.prepare(|fragments| fragments.prepare(rt))?;
-        forward.try_for_each(|k| k.prepare(rt))?;
-        forward_vectors.try_for_each(|k| k.prepare(rt))?;
-        split.try_for_each(|k| k.prepare(rt))?;
-        backward.prepare(rt)?;
-        operands.try_for_each(|k| k.prepare(rt))?;
-        operands_vectors.try_for_each(|k| k.prepare(rt))
+        prepare_fields!(rt, self => Gemm {
+            passes, forward, forward_vectors, split, backward, operands, operands_vectors;
+            partials, bias_sums, pre, grad_pre, grad_a
+        })
     }
 
     /// How the op multiplies.

@@ -243,12 +243,11 @@ impl<K> Streams<K> {
             long: f(&self.long),
         }
     }
+}
 
-    /// `f` on each blocking's kernel, up to the first error.
-    pub fn try_for_each(&self, f: impl FnMut(&K) -> tessera::Result<()>) -> tessera::Result<()> {
-        [&self.square, &self.wide, &self.long]
-            .into_iter()
-            .try_for_each(f)
+impl<K: tessera::Prepare> tessera::Prepare for Streams<K> {
+    fn prepare(&self, rt: &tessera::Runtime) -> tessera::Result<()> {
+        [&self.square, &self.wide, &self.long].prepare(rt)
     }
 }
 
@@ -351,19 +350,6 @@ impl<K> Blocked<K> {
         }))
     }
 
-    /// `f` on each blocking's kernel, up to the first error.
-    pub fn try_for_each(&self, f: impl FnMut(&K) -> tessera::Result<()>) -> tessera::Result<()> {
-        [
-            Some(&self.large),
-            Some(&self.small),
-            self.deep.as_ref(),
-            self.many.as_ref(),
-        ]
-        .into_iter()
-        .flatten()
-        .try_for_each(f)
-    }
-
     /// What `f` makes of each blocking's kernel (e.g. its constants), in a [`Blocked`].
     pub fn each<L>(&self, f: impl Fn(&K) -> L) -> Blocked<L> {
         Blocked {
@@ -383,6 +369,12 @@ impl<K> Blocked<K> {
             Pick::Deep => self.deep.as_ref().unwrap_or(&self.large),
             Pick::Many => self.many.as_ref().unwrap_or(&self.large),
         }
+    }
+}
+
+impl<K: tessera::Prepare> tessera::Prepare for Blocked<K> {
+    fn prepare(&self, rt: &tessera::Runtime) -> tessera::Result<()> {
+        (&self.large, &self.small, &self.deep, &self.many).prepare(rt)
     }
 }
 

@@ -16,7 +16,7 @@ pub use softmax::{Softmax, SoftmaxBackward, SoftmaxForward};
 
 use super::invalid;
 use crate::kernels::row_ops as kernels;
-use tessera::Result;
+use tessera::{Prepare, Result, Runtime};
 
 /// The longest row the row operations take when `cols` is a multiple of 4: 16384 scalars.
 /// Other rows are read a scalar at a time and may hold a quarter of that, 4096.
@@ -115,26 +115,57 @@ enum Span {
     Rows,
 }
 
-/// Checks that each `(name, length, span)` buffer is long enough for `shape`.
-fn check_buffers(operation: &str, shape: RowsShape, buffers: &[(&str, usize, Span)]) -> Result<()> {
-    let RowsShape { rows, cols } = shape;
-    for &(name, len, span) in buffers {
-        let (want, what) = match span {
-            Span::Matrix => (rows as usize * cols as usize, "[rows, cols]"),
-            Span::Columns => (cols as usize, "[cols]"),
-            Span::Rows => (rows as usize, "[rows]"),
-        };
-        if len < want {
-            return Err(invalid(
-                operation,
-                format!(
-                    "`{name}` holds {len} floats, but a shape of {rows} x {cols} needs {what}: \
-                     pass a buffer of at least {want}"
-                ),
-            ));
+/// The arguments of one call of a row operation: its shape and its buffers.
+trait RowArgs {
+    /// The call's name in errors, e.g. "RMSNorm forward".
+    const OPERATION: &'static str;
+
+    fn shape(&self) -> RowsShape;
+
+    /// Each buffer's name, length and span.
+    fn buffers(&self) -> Vec<(&'static str, usize, Span)>;
+
+    /// Checks the shape and that each buffer is long enough for it, and plans the call.
+    fn plan(&self, eps: f32) -> Result<Plan> {
+        let (shape, operation) = (self.shape(), Self::OPERATION);
+        let plan = shape.plan(operation, eps)?;
+        let RowsShape { rows, cols } = shape;
+        for (name, len, span) in self.buffers() {
+            let (want, what) = match span {
+                Span::Matrix => (rows as usize * cols as usize, "[rows, cols]"),
+                Span::Columns => (cols as usize, "[cols]"),
+                Span::Rows => (rows as usize, "[rows]"),
+            };
+            if len < want {
+                return Err(invalid(
+                    operation,
+                    format!(
+                        "`{name}` holds {len} floats, but a shape of {rows} x {cols} needs \
+                         {what}: pass a buffer of at least {want}"
+                    ),
+                ));
+            }
         }
+        Ok(plan)
     }
-    Ok(())
+}
+
+/// Implements [`RowArgs`] for `$args`, named `$operation`, whose buffers are the fields
+/// given, each with its [`Span`].
+macro_rules! row_args {
+    ($args:ident, $operation:literal: $($buffer:ident: $span:ident),* $(,)?) => {
+        impl crate::rows::RowArgs for $args<'_> {
+            const OPERATION: &'static str = $operation;
+
+            fn shape(&self) -> crate::rows::RowsShape {
+                self.shape
+            }
+
+            fn buffers(&self) -> Vec<(&'static str, usize, crate::rows::Span)> {
+                vec![$((stringify!($buffer), self.$buffer.len(), crate::rows::Span::$span)),*]
+            }
+        }
+    };
 }
 
 /// A kernel in both widths: `S` reads scalars, `V` `Vec4<f32>`s. For a row kernel each is a
@@ -143,6 +174,12 @@ fn check_buffers(operation: &str, shape: RowsShape, buffers: &[(&str, usize, Spa
 struct Widths<S, V> {
     scalar: S,
     vector: V,
+}
+
+impl<S: Prepare, V: Prepare> Prepare for Widths<S, V> {
+    fn prepare(&self, rt: &Runtime) -> Result<()> {
+        (&self.scalar, &self.vector).prepare(rt)
+    }
 }
 
 /// Every [`kernels::Segment`] instance of a row kernel, in both widths.
@@ -194,32 +231,8 @@ macro_rules! widths {
     };
 }
 
-/// Builds both widths of each of the [`Widths`] given.
-macro_rules! prepare_widths {
-    ($rt:expr; $($kernels:expr),* $(,)?) => {
-        $(
-            $kernels.scalar.prepare($rt)?;
-            $kernels.vector.prepare($rt)?;
-        )*
-    };
-}
-
-/// Builds every instance of each of the [`RowKernels`] given.
-macro_rules! prepare_rows {
-    ($rt:expr; $($kernels:expr),* $(,)?) => {
-        $(
-            for kernel in &$kernels.scalar {
-                kernel.prepare($rt)?;
-            }
-            for kernel in &$kernels.vector {
-                kernel.prepare($rt)?;
-            }
-        )*
-    };
-}
-
 // The macros by path, for `softmax` and `norm` to import.
-use {dispatch, prepare_rows, prepare_widths, row_kernels, widths};
+use {dispatch, row_args, row_kernels, widths};
 
 #[cfg(test)]
 mod tests {

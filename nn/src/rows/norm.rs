@@ -1,12 +1,11 @@
 //! RMSNorm and LayerNorm along the last dimension, with a learned scale (and bias).
 
 use super::{
-    check_buffers, dispatch, kernels, prepare_rows, prepare_widths, row_kernels, widths,
-    RowKernels, RowsShape, Span, Widths,
+    dispatch, kernels, row_args, row_kernels, widths, RowArgs, RowKernels, RowsShape, Widths,
 };
 use crate::invalid;
 use crate::spare::Spare;
-use tessera::{Batch, GpuBuffer, Result, Runtime};
+use tessera::{Batch, GpuBuffer, Prepare, Result, Runtime};
 
 /// One [`RmsNorm::forward`].
 #[derive(Debug)]
@@ -22,6 +21,8 @@ pub struct RmsNormForward<'a> {
     /// `[rows]`: each row's `1 / sqrt(mean(x^2) + eps)` (overwritten), which the backward reads.
     pub rstd: &'a mut GpuBuffer<f32>,
 }
+
+row_args!(RmsNormForward, "RMSNorm forward": x: Matrix, scale: Columns, y: Matrix, rstd: Rows);
 
 /// One [`RmsNorm::backward`].
 #[derive(Debug)]
@@ -42,6 +43,8 @@ pub struct RmsNormBackward<'a> {
     pub grad_scale: &'a mut GpuBuffer<f32>,
 }
 
+row_args!(RmsNormBackward, "RMSNorm backward": x: Matrix, scale: Columns, rstd: Rows, grad_y: Matrix, grad_x: Matrix, grad_scale: Columns);
+
 /// One [`LayerNorm::forward`].
 #[derive(Debug)]
 pub struct LayerNormForward<'a> {
@@ -60,6 +63,8 @@ pub struct LayerNormForward<'a> {
     /// `[rows]`: each row's `1 / sqrt(var(x) + eps)` (overwritten), which the backward reads.
     pub rstd: &'a mut GpuBuffer<f32>,
 }
+
+row_args!(LayerNormForward, "LayerNorm forward": x: Matrix, scale: Columns, bias: Columns, y: Matrix, mean: Rows, rstd: Rows);
 
 /// One [`LayerNorm::backward`].
 #[derive(Debug)]
@@ -83,6 +88,8 @@ pub struct LayerNormBackward<'a> {
     /// `[cols]`: the gradient with respect to `bias` (overwritten).
     pub grad_bias: &'a mut GpuBuffer<f32>,
 }
+
+row_args!(LayerNormBackward, "LayerNorm backward": x: Matrix, scale: Columns, mean: Rows, rstd: Rows, grad_y: Matrix, grad_x: Matrix, grad_scale: Columns, grad_bias: Columns);
 
 /// RMSNorm of each row with a learned scale: `y = x * rstd * scale`, where
 /// `rstd = 1 / sqrt(mean(x^2) + eps)`; and its backward, the gradients with respect to `x`
@@ -116,15 +123,15 @@ pub struct LayerNormBackward<'a> {
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
-pub struct RmsNorm {
-    eps: f32,
-    forward: RowKernels<kernels::RmsNormForward, kernels::RmsNormForward<[f32; 4]>>,
-    grad_x: RowKernels<kernels::RmsNormGradX, kernels::RmsNormGradX<[f32; 4]>>,
-    grad_scale: Widths<kernels::RmsNormGradScale, kernels::RmsNormGradScale<[f32; 4]>>,
-    sum_chunks: Widths<kernels::SumChunks, kernels::SumChunks<[f32; 4]>>,
-    /// The chunks' sums of `grad_scale`.
-    partial: Spare,
-}
+pub struct RmsNorm(RmsNormKernels);
+
+/// RMSNorm's [`Norm`].
+type RmsNormKernels = Norm<
+    RowKernels<kernels::RmsNormForward, kernels::RmsNormForward<[f32; 4]>>,
+    RowKernels<kernels::RmsNormGradX, kernels::RmsNormGradX<[f32; 4]>>,
+    Widths<kernels::RmsNormGradScale, kernels::RmsNormGradScale<[f32; 4]>>,
+    Widths<kernels::SumChunks, kernels::SumChunks<[f32; 4]>>,
+>;
 
 impl RmsNorm {
     /// The `eps` of [`new`](Self::new).
@@ -133,79 +140,38 @@ impl RmsNorm {
     /// Makes the op, with `eps` [`DEFAULT_EPS`](Self::DEFAULT_EPS); its kernels compile at
     /// their first use, or at [`prepare`](Self::prepare).
     pub fn new(rt: &Runtime) -> Result<Self> {
-        Ok(RmsNorm {
-            eps: Self::DEFAULT_EPS,
-            forward: row_kernels!(rt, RmsNormForward)?,
-            grad_x: row_kernels!(rt, RmsNormGradX)?,
-            grad_scale: widths!(rt, RmsNormGradScale),
-            sum_chunks: widths!(rt, SumChunks),
-            partial: Spare::default(),
-        })
+        let forward = row_kernels!(rt, RmsNormForward)?;
+        let grad_x = row_kernels!(rt, RmsNormGradX)?;
+        let sums = (widths!(rt, RmsNormGradScale), widths!(rt, SumChunks));
+        Ok(RmsNorm(Norm::new(Self::DEFAULT_EPS, forward, grad_x, sums)))
     }
 
     /// The op with `eps` (added to the mean square) instead; an error unless it is finite
     /// and not negative.
     pub fn with_eps(self, eps: f32) -> Result<Self> {
-        Ok(RmsNorm {
-            eps: checked_eps("RMSNorm", eps)?,
-            ..self
-        })
+        Ok(RmsNorm(self.0.with_eps("RMSNorm", eps)?))
     }
 
     /// Compiles every kernel of the op now rather than at its first use.
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
-        let RmsNorm {
-            eps: _,
-            forward,
-            grad_x,
-            grad_scale,
-            sum_chunks,
-            partial: _,
-        } = self;
-        prepare_rows!(rt; forward, grad_x);
-        prepare_widths!(rt; grad_scale, sum_chunks);
-        Ok(())
+        self.0.prepare(rt)
     }
 
     /// Records `y = x * rstd * scale` along each row, and each row's `rstd`.
     pub fn forward(&self, batch: &mut Batch<'_>, args: RmsNormForward<'_>) -> Result<()> {
-        let (shape, operation) = (args.shape, "RMSNorm forward");
-        let plan = shape.plan(operation, self.eps)?;
-        check_buffers(
-            operation,
-            shape,
-            &[
-                ("x", args.x.len(), Span::Matrix),
-                ("scale", args.scale.len(), Span::Columns),
-                ("y", args.y.len(), Span::Matrix),
-                ("rstd", args.rstd.len(), Span::Rows),
-            ],
-        )?;
-        dispatch!(plan, self.forward, [plan.segment]; rms_forward(batch, &plan.params, args))
+        let plan = args.plan(self.0.eps)?;
+        dispatch!(plan, self.0.forward, [plan.segment]; rms_forward(batch, &plan.params, args))
     }
 
     /// Records the gradients with respect to `x` and `scale`, from the forward's `rstd`.
     pub fn backward(&self, batch: &mut Batch<'_>, mut args: RmsNormBackward<'_>) -> Result<()> {
-        let (shape, operation) = (args.shape, "RMSNorm backward");
-        let plan = shape.plan(operation, self.eps)?;
-        check_buffers(
-            operation,
-            shape,
-            &[
-                ("x", args.x.len(), Span::Matrix),
-                ("scale", args.scale.len(), Span::Columns),
-                ("rstd", args.rstd.len(), Span::Rows),
-                ("grad_y", args.grad_y.len(), Span::Matrix),
-                ("grad_x", args.grad_x.len(), Span::Matrix),
-                ("grad_scale", args.grad_scale.len(), Span::Columns),
-            ],
-        )?;
+        let plan = args.plan(self.0.eps)?;
         let p = &plan.params;
-        dispatch!(plan, self.grad_x, [plan.segment]; rms_grad_x(batch, p, &mut args))?;
-        let mut held = self.partial.lock();
+        dispatch!(plan, self.0.grad_x, [plan.segment]; rms_grad_x(batch, p, &mut args))?;
+        let mut held = self.0.partial.lock();
         let partial = held.at_least(batch.runtime(), p.chunks as usize * p.cols as usize)?;
-        dispatch!(plan, self.grad_scale; rms_grad_scale(batch, p, &args, partial))?;
-        dispatch!(plan, self.sum_chunks; sum_chunks(batch, p, partial, args.grad_scale))
+        dispatch!(plan, self.0.grad_params; rms_grad_scale(batch, p, &args, partial))?;
+        dispatch!(plan, self.0.sum_chunks; sum_chunks(batch, p, partial, args.grad_scale))
     }
 }
 
@@ -246,15 +212,15 @@ impl RmsNorm {
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
-pub struct LayerNorm {
-    eps: f32,
-    forward: RowKernels<kernels::LayerNormForward, kernels::LayerNormForward<[f32; 4]>>,
-    grad_x: RowKernels<kernels::LayerNormGradX, kernels::LayerNormGradX<[f32; 4]>>,
-    grad_params: Widths<kernels::LayerNormGradParams, kernels::LayerNormGradParams<[f32; 4]>>,
-    sum_chunk_pairs: Widths<kernels::SumChunkPairs, kernels::SumChunkPairs<[f32; 4]>>,
-    /// The chunks' sums of `grad_scale`, then of `grad_bias`.
-    partial: Spare,
-}
+pub struct LayerNorm(LayerNormKernels);
+
+/// LayerNorm's [`Norm`].
+type LayerNormKernels = Norm<
+    RowKernels<kernels::LayerNormForward, kernels::LayerNormForward<[f32; 4]>>,
+    RowKernels<kernels::LayerNormGradX, kernels::LayerNormGradX<[f32; 4]>>,
+    Widths<kernels::LayerNormGradParams, kernels::LayerNormGradParams<[f32; 4]>>,
+    Widths<kernels::SumChunkPairs, kernels::SumChunkPairs<[f32; 4]>>,
+>;
 
 impl LayerNorm {
     /// The `eps` of [`new`](Self::new) (PyTorch's).
@@ -263,102 +229,91 @@ impl LayerNorm {
     /// Makes the op, with `eps` [`DEFAULT_EPS`](Self::DEFAULT_EPS); its kernels compile at
     /// their first use, or at [`prepare`](Self::prepare).
     pub fn new(rt: &Runtime) -> Result<Self> {
-        Ok(LayerNorm {
-            eps: Self::DEFAULT_EPS,
-            forward: row_kernels!(rt, LayerNormForward)?,
-            grad_x: row_kernels!(rt, LayerNormGradX)?,
-            grad_params: widths!(rt, LayerNormGradParams),
-            sum_chunk_pairs: widths!(rt, SumChunkPairs),
-            partial: Spare::default(),
-        })
+        let forward = row_kernels!(rt, LayerNormForward)?;
+        let grad_x = row_kernels!(rt, LayerNormGradX)?;
+        let sums = (widths!(rt, LayerNormGradParams), widths!(rt, SumChunkPairs));
+        Ok(LayerNorm(Norm::new(
+            Self::DEFAULT_EPS,
+            forward,
+            grad_x,
+            sums,
+        )))
     }
 
     /// The op with `eps` (added to the variance) instead; an error unless it is finite and
     /// not negative.
     pub fn with_eps(self, eps: f32) -> Result<Self> {
-        Ok(LayerNorm {
-            eps: checked_eps("LayerNorm", eps)?,
-            ..self
-        })
+        Ok(LayerNorm(self.0.with_eps("LayerNorm", eps)?))
     }
 
     /// Compiles every kernel of the op now rather than at its first use.
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
-        let LayerNorm {
-            eps: _,
-            forward,
-            grad_x,
-            grad_params,
-            sum_chunk_pairs,
-            partial: _,
-        } = self;
-        prepare_rows!(rt; forward, grad_x);
-        prepare_widths!(rt; grad_params, sum_chunk_pairs);
-        Ok(())
+        self.0.prepare(rt)
     }
 
     /// Records `y = (x - mean) * rstd * scale + bias` along each row, and each row's `mean`
     /// and `rstd`.
     pub fn forward(&self, batch: &mut Batch<'_>, args: LayerNormForward<'_>) -> Result<()> {
-        let (shape, operation) = (args.shape, "LayerNorm forward");
-        let plan = shape.plan(operation, self.eps)?;
-        check_buffers(
-            operation,
-            shape,
-            &[
-                ("x", args.x.len(), Span::Matrix),
-                ("scale", args.scale.len(), Span::Columns),
-                ("bias", args.bias.len(), Span::Columns),
-                ("y", args.y.len(), Span::Matrix),
-                ("mean", args.mean.len(), Span::Rows),
-                ("rstd", args.rstd.len(), Span::Rows),
-            ],
-        )?;
-        dispatch!(plan, self.forward, [plan.segment]; layer_forward(batch, &plan.params, args))
+        let plan = args.plan(self.0.eps)?;
+        dispatch!(plan, self.0.forward, [plan.segment]; layer_forward(batch, &plan.params, args))
     }
 
     /// Records the gradients with respect to `x`, `scale` and `bias`, from the forward's
     /// `mean` and `rstd`.
     pub fn backward(&self, batch: &mut Batch<'_>, mut args: LayerNormBackward<'_>) -> Result<()> {
-        let (shape, operation) = (args.shape, "LayerNorm backward");
-        let plan = shape.plan(operation, self.eps)?;
-        check_buffers(
-            operation,
-            shape,
-            &[
-                ("x", args.x.len(), Span::Matrix),
-                ("scale", args.scale.len(), Span::Columns),
-                ("mean", args.mean.len(), Span::Rows),
-                ("rstd", args.rstd.len(), Span::Rows),
-                ("grad_y", args.grad_y.len(), Span::Matrix),
-                ("grad_x", args.grad_x.len(), Span::Matrix),
-                ("grad_scale", args.grad_scale.len(), Span::Columns),
-                ("grad_bias", args.grad_bias.len(), Span::Columns),
-            ],
-        )?;
+        let plan = args.plan(self.0.eps)?;
         let p = &plan.params;
-        dispatch!(plan, self.grad_x, [plan.segment]; layer_grad_x(batch, p, &mut args))?;
-        let mut held = self.partial.lock();
+        dispatch!(plan, self.0.grad_x, [plan.segment]; layer_grad_x(batch, p, &mut args))?;
+        let mut held = self.0.partial.lock();
         let len = 2 * p.chunks as usize * p.cols as usize;
         let partial = held.at_least(batch.runtime(), len)?;
-        dispatch!(plan, self.grad_params; layer_grad_params(batch, p, &args, partial))?;
+        dispatch!(plan, self.0.grad_params; layer_grad_params(batch, p, &args, partial))?;
         let sums = (args.grad_scale, args.grad_bias);
-        dispatch!(plan, self.sum_chunk_pairs; sum_chunk_pairs(batch, p, partial, sums))
+        dispatch!(plan, self.0.sum_chunks; sum_chunk_pairs(batch, p, partial, sums))
     }
 }
 
-/// `eps`, or an error naming `operation` unless it is finite and not negative.
-fn checked_eps(operation: &str, eps: f32) -> Result<f32> {
-    if eps.is_finite() && eps >= 0.0 {
-        Ok(eps)
-    } else {
-        Err(invalid(
-            operation,
-            format!(
-                "eps must be finite and not negative, got {eps}; pass a small positive number \
-                 such as 1e-5"
-            ),
-        ))
+/// What [`RmsNorm`] and [`LayerNorm`] are made of: their `eps`, their kernels in both widths
+/// (the forward and the gradient with respect to `x`, an instance per segment; the parameters'
+/// gradients summed over chunks of rows, and the pass that sums the chunks) and the scratch
+/// memory between the last two.
+#[derive(Clone, Debug)]
+struct Norm<Forward, GradX, GradParams, SumChunks> {
+    eps: f32,
+    forward: Forward,
+    grad_x: GradX,
+    grad_params: GradParams,
+    sum_chunks: SumChunks,
+    /// The chunks' sums of each parameter's gradient.
+    partial: Spare,
+}
+
+impl<F: Prepare, G: Prepare, P: Prepare, S: Prepare> Norm<F, G, P, S> {
+    fn new(eps: f32, forward: F, grad_x: G, (grad_params, sum_chunks): (P, S)) -> Self {
+        let partial = Spare::default();
+        Norm {
+            eps,
+            forward,
+            grad_x,
+            grad_params,
+            sum_chunks,
+            partial,
+        }
+    }
+
+    /// The norm with `eps`, or an error naming `operation` unless it is finite and not
+    /// negative.
+    fn with_eps(self, operation: &str, eps: f32) -> Result<Self> {
+        if !(eps.is_finite() && eps >= 0.0) {
+            let fix = "pass a small positive number such as 1e-5";
+            let message = format!("eps must be finite and not negative, got {eps}; {fix}");
+            return Err(invalid(operation, message));
+        }
+        Ok(Norm { eps, ..self })
+    }
+
+    fn prepare(&self, rt: &Runtime) -> Result<()> {
+        prepare_fields!(rt, self => Norm { forward, grad_x, grad_params, sum_chunks; eps, partial })
     }
 }
 

@@ -1,8 +1,6 @@
 //! Softmax along the last dimension.
 
-use super::{
-    check_buffers, dispatch, kernels, prepare_rows, row_kernels, RowKernels, RowsShape, Span,
-};
+use super::{dispatch, kernels, row_args, row_kernels, RowArgs, RowKernels, RowsShape};
 use tessera::{Batch, GpuBuffer, Result, Runtime};
 
 /// One [`Softmax::forward`].
@@ -16,6 +14,8 @@ pub struct SoftmaxForward<'a> {
     pub y: &'a mut GpuBuffer<f32>,
 }
 
+row_args!(SoftmaxForward, "softmax forward": x: Matrix, y: Matrix);
+
 /// One [`Softmax::backward`].
 #[derive(Debug)]
 pub struct SoftmaxBackward<'a> {
@@ -28,6 +28,8 @@ pub struct SoftmaxBackward<'a> {
     /// `[rows, cols]`: the gradient of the loss with respect to `x` (overwritten).
     pub grad_x: &'a mut GpuBuffer<f32>,
 }
+
+row_args!(SoftmaxBackward, "softmax backward": y: Matrix, grad_y: Matrix, grad_x: Matrix);
 
 /// Softmax of each row, `y = exp(x - max) / sum(exp(x - max))`, and its backward
 /// `grad_x = y * (grad_y - sum_c(grad_y * y))`.
@@ -70,40 +72,19 @@ impl Softmax {
 
     /// Compiles every kernel of the op now rather than at its first use.
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
-        let Softmax { forward, backward } = self;
-        prepare_rows!(rt; forward, backward);
-        Ok(())
+        prepare_fields!(rt, self => Softmax { forward, backward; })
     }
 
     /// Records `y = softmax(x)` along each row.
     pub fn forward(&self, batch: &mut Batch<'_>, args: SoftmaxForward<'_>) -> Result<()> {
-        let (shape, operation) = (args.shape, "softmax forward");
-        let plan = shape.plan(operation, 0.0)?;
-        check_buffers(
-            operation,
-            shape,
-            &[
-                ("x", args.x.len(), Span::Matrix),
-                ("y", args.y.len(), Span::Matrix),
-            ],
-        )?;
+        let plan = args.plan(0.0)?;
         dispatch!(plan, self.forward, [plan.segment]; record_forward(batch, &plan.params, args))
     }
 
     /// Records `grad_x = y * (grad_y - sum_c(grad_y * y))` along each row, from the
     /// forward's `y`.
     pub fn backward(&self, batch: &mut Batch<'_>, args: SoftmaxBackward<'_>) -> Result<()> {
-        let (shape, operation) = (args.shape, "softmax backward");
-        let plan = shape.plan(operation, 0.0)?;
-        check_buffers(
-            operation,
-            shape,
-            &[
-                ("y", args.y.len(), Span::Matrix),
-                ("grad_y", args.grad_y.len(), Span::Matrix),
-                ("grad_x", args.grad_x.len(), Span::Matrix),
-            ],
-        )?;
+        let plan = args.plan(0.0)?;
         dispatch!(plan, self.backward, [plan.segment]; record_backward(batch, &plan.params, args))
     }
 }
