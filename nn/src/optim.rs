@@ -42,10 +42,8 @@ pub struct Sgd {
 impl Sgd {
     /// Builds the update kernel.
     pub fn new(rt: &Runtime, config: SgdConfig) -> Result<Self> {
-        Ok(Sgd {
-            kernel: kernels::SgdStep::new(rt)?,
-            config,
-        })
+        let kernel = kernels::SgdStep::new(rt)?;
+        Ok(Sgd { kernel, config })
     }
 
     /// Records one update of `param` from `grad`, with `velocity` (zeros at the start) as the
@@ -146,10 +144,8 @@ pub struct Adam {
 impl Adam {
     /// Builds the update kernel.
     pub fn new(rt: &Runtime, config: AdamConfig) -> Result<Self> {
-        Ok(Adam {
-            kernel: kernels::AdamStep::new(rt)?,
-            config,
-        })
+        let kernel = kernels::AdamStep::new(rt)?;
+        Ok(Adam { kernel, config })
     }
 
     /// Records one update of `param` from `grad`, advancing `state`'s step count.
