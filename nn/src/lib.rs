@@ -10,9 +10,11 @@
 //!
 //! - [`Linear`]: `y = act(x · weight + bias)`, over [`Gemm`].
 //! - [`Conv2d`]: `y = act(conv(x, w) + bias)`, over [`Convolution`].
+//! - [`RmsNormLayer`] and [`LayerNormLayer`]: the norms along each row with their learned
+//!   scale (and bias), starting at the identity.
 //!
-//! Both are a [`Layer`] over their op, with the same methods (`forward`, `backward`,
-//! `parameters`, ...); what differs between them is each op's part.
+//! The first two are a [`Layer`] over their op, the norms a [`NormLayer`], each with the same
+//! methods (`forward`, `backward`, `parameters`, ...); what differs is each op's part.
 //!
 //! ```no_run
 //! use tessera_nn::{Activation, Conv2d, Conv2dConfig, Init, Linear, LinearConfig, Padding};
@@ -132,7 +134,10 @@ pub use conv::{
     Padding,
 };
 pub use gemm::{Gemm, GemmBackward, GemmForward, GemmShape};
-pub use layers::{Conv2d, Conv2dConfig, Init, Layer, Linear, LinearConfig, Parameter};
+pub use layers::{
+    Conv2d, Conv2dConfig, Init, Layer, LayerNormLayer, Linear, LinearConfig, NormLayer, Parameter,
+    RmsNormLayer,
+};
 pub use loss::{LossBackward, LossForward, LossShape, SoftmaxCrossEntropy};
 pub use optim::{Adam, AdamConfig, AdamState, Sgd, SgdConfig};
 pub use precision::Precision;

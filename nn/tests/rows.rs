@@ -12,8 +12,8 @@ mod common;
 use common::{assert_close, kernels_run, rng, runtime, values};
 use tessera::{Error, Runtime};
 use tessera_nn::{
-    LayerNorm, LayerNormBackward, LayerNormForward, RmsNorm, RmsNormBackward, RmsNormForward,
-    RowsShape, Softmax, SoftmaxBackward, SoftmaxForward, MAX_COLS,
+    LayerNorm, LayerNormBackward, LayerNormForward, LayerNormLayer, RmsNorm, RmsNormBackward,
+    RmsNormForward, RmsNormLayer, RowsShape, Softmax, SoftmaxBackward, SoftmaxForward, MAX_COLS,
 };
 
 /// `(rows, cols)`: vectors in one element an invocation; scalars; one scalar; scalars in 2 of
@@ -423,4 +423,139 @@ fn prepare_builds_every_instance() {
     Softmax::new(&rt).unwrap().prepare(&rt).unwrap();
     RmsNorm::new(&rt).unwrap().prepare(&rt).unwrap();
     LayerNorm::new(&rt).unwrap().prepare(&rt).unwrap();
+}
+
+/// What a norm layer wrote for `inputs`, its parameters set to theirs (`scale`, then
+/// `bias` where the layer has one): the output, the input's gradient and each parameter's
+/// gradient, in the layer's order. A macro, as the layers share no trait callers can name.
+macro_rules! layer_on_gpu {
+    ($rt:expr, $layer:expr, $inputs:expr) => {{
+        let (rt, layer, inputs): (&Runtime, _, &Inputs) = ($rt, $layer, $inputs);
+        for parameter in layer.parameters() {
+            let start = match parameter.name {
+                "scale" => &inputs.scale,
+                "bias" => &inputs.bias,
+                other => panic!("a norm layer's parameter named {other}"),
+            };
+            parameter.value.write(rt, start).unwrap();
+        }
+        let (x, grad_y) = (
+            rt.upload(&inputs.x).unwrap(),
+            rt.upload(&inputs.grad_y).unwrap(),
+        );
+        let mut batch = rt.batch();
+        layer.forward(&mut batch, &x).unwrap();
+        let grad_x = layer
+            .backward(&mut batch, &x, &grad_y)
+            .unwrap()
+            .read(rt)
+            .unwrap();
+        batch.submit().unwrap();
+        let y = layer.output().unwrap().read(rt).unwrap();
+        let grads: Vec<Vec<f32>> = layer
+            .parameters()
+            .iter()
+            .map(|p| p.grad.read(rt).unwrap())
+            .collect();
+        (y, grad_x, grads)
+    }};
+}
+
+#[test]
+fn norm_layers_match_the_reference_with_their_parameters() {
+    let rt = runtime();
+    for (seed, (rows, cols)) in [(3, 8), (4, 5), (2, 1030)].into_iter().enumerate() {
+        let shape = RowsShape { rows, cols };
+        let inputs = inputs(shape, 40 + seed as u64);
+        let cases = [
+            (RmsNorm::DEFAULT_EPS, false),
+            (LayerNorm::DEFAULT_EPS, true),
+        ];
+        for (eps, centered) in cases {
+            let want = norm_reference(&inputs, cols as usize, f64::from(eps), centered);
+            let (name, (y, grad_x, grads)) = if centered {
+                let mut layer = LayerNormLayer::new(&rt, cols).unwrap();
+                ("LayerNorm layer", layer_on_gpu!(&rt, &mut layer, &inputs))
+            } else {
+                let mut layer = RmsNormLayer::new(&rt, cols).unwrap();
+                ("RMSNorm layer", layer_on_gpu!(&rt, &mut layer, &inputs))
+            };
+            let mut want_grads = vec![&want.grad_scale];
+            if centered {
+                want_grads.push(&want.grad_bias);
+            }
+            assert_eq!(grads.len(), want_grads.len(), "{name}'s parameters");
+            check(&format!("{name} y"), shape, &y, &want.y, NORM_TOLERANCE);
+            check(
+                &format!("{name} grad_x"),
+                shape,
+                &grad_x,
+                &want.grad_x,
+                NORM_TOLERANCE,
+            );
+            for (got, want) in grads.iter().zip(want_grads) {
+                check(
+                    &format!("{name} gradient"),
+                    shape,
+                    got,
+                    want,
+                    NORM_TOLERANCE,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn norm_layers_start_at_identity_and_refuse_bad_inputs() {
+    let rt = runtime();
+    let mut layer = LayerNormLayer::new(&rt, 4).unwrap();
+    let starts: Vec<_> = layer
+        .parameters()
+        .iter()
+        .map(|p| (p.name, p.shape.clone(), p.value.read(&rt).unwrap()))
+        .collect();
+    let want = [
+        ("scale", vec![4], vec![1.0; 4]),
+        ("bias", vec![4], vec![0.0; 4]),
+    ];
+    assert_eq!(starts, want);
+    let names: Vec<_> = RmsNormLayer::new(&rt, 4)
+        .unwrap()
+        .parameters()
+        .iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(names, ["scale"]);
+
+    let x = rt.upload(&[1.0f32; 8]).unwrap();
+    let mut batch = rt.batch();
+    let message = match layer.backward(&mut batch, &x, &x) {
+        Err(Error::InvalidArgument { problem, .. }) => problem,
+        other => panic!("backward before forward gave {other:?}"),
+    };
+    assert!(message.contains("needs a forward pass"), "{message}");
+    assert!(layer.output().is_err());
+    let odd = rt.upload(&[1.0f32; 6]).unwrap();
+    let message = match layer.forward(&mut batch, &odd) {
+        Err(Error::InvalidArgument { problem, .. }) => problem,
+        other => panic!("6 values in rows of 4 gave {other:?}"),
+    };
+    assert!(
+        message.contains("not a whole number of features"),
+        "{message}"
+    );
+    assert!(matches!(
+        RmsNormLayer::new(&rt, 0),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        RmsNormLayer::new(&rt, 4).unwrap().with_eps(-1.0),
+        Err(Error::InvalidArgument { .. })
+    ));
+    // A forward of two rows, then a backward of three: refused, not read out of bounds.
+    layer.forward(&mut batch, &x).unwrap();
+    let longer = rt.upload(&[1.0f32; 12]).unwrap();
+    assert!(layer.backward(&mut batch, &longer, &longer).is_err());
+    batch.submit().unwrap();
 }

@@ -1,6 +1,10 @@
 //! Layers: an op with its parameters, their gradients and the activations it keeps between
 //! the forward and the backward pass.
 
+mod norm;
+
+pub use norm::{LayerNormLayer, NormLayer, NormOp, RmsNormLayer};
+
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
