@@ -267,67 +267,58 @@ fn mismatch(layer: &str) -> tessera::Error {
     }
 }
 
+/// The methods of [`NormOp`] that are `$op`'s own.
+macro_rules! the_ops_own {
+    ($op:ident) => {
+        fn build(rt: &Runtime) -> Result<Self> {
+            $op::new(rt)
+        }
+
+        fn with_eps(self, eps: f32) -> Result<Self> {
+            $op::with_eps(self, eps)
+        }
+
+        fn prepare(&self, rt: &Runtime) -> Result<()> {
+            $op::prepare(self, rt)
+        }
+    };
+}
+
 impl NormOp for RmsNorm {
     const NAME: &'static str = "rms_norm";
     const PARAMETERS: &'static [(&'static str, f32)] = &[("scale", 1.0)];
     const STATISTICS: &'static [&'static str] = &["rstd"];
 
-    fn build(rt: &Runtime) -> Result<Self> {
-        RmsNorm::new(rt)
-    }
-
-    fn with_eps(self, eps: f32) -> Result<Self> {
-        RmsNorm::with_eps(self, eps)
-    }
-
-    fn prepare(&self, rt: &Runtime) -> Result<()> {
-        RmsNorm::prepare(self, rt)
-    }
+    the_ops_own!(RmsNorm);
 
     fn record_forward(&self, batch: &mut Batch<'_>, pass: op::Forward<'_, '_>) -> Result<()> {
-        let op::Forward {
-            shape,
-            x,
-            params,
-            y,
-            statistics,
-        } = pass;
-        let ([scale], [rstd]) = (params, statistics) else {
+        let ([scale], [rstd]) = (pass.params, pass.statistics) else {
             return Err(mismatch(Self::NAME));
         };
         let rstd = &mut **rstd;
         self.forward(
             batch,
             RmsNormForward {
-                shape,
-                x,
+                shape: pass.shape,
+                x: pass.x,
                 scale,
-                y,
+                y: pass.y,
                 rstd,
             },
         )
     }
 
     fn record_backward(&self, batch: &mut Batch<'_>, pass: op::Backward<'_, '_>) -> Result<()> {
-        let op::Backward {
-            shape,
-            x,
-            params,
-            statistics,
-            grad_y,
-            grad_x,
-            grads,
-        } = pass;
-        let ([scale], [rstd], [grad_scale]) = (params, statistics, grads) else {
+        let ([scale], [rstd], [grad_scale]) = (pass.params, pass.statistics, pass.grads) else {
             return Err(mismatch(Self::NAME));
         };
         let args = RmsNormBackward {
-            shape,
-            x,
+            shape: pass.shape,
+            x: pass.x,
             scale,
             rstd,
-            grad_y,
-            grad_x,
+            grad_y: pass.grad_y,
+            grad_x: pass.grad_x,
             grad_scale,
         };
         self.backward(batch, args)
@@ -339,38 +330,21 @@ impl NormOp for LayerNorm {
     const PARAMETERS: &'static [(&'static str, f32)] = &[("scale", 1.0), ("bias", 0.0)];
     const STATISTICS: &'static [&'static str] = &["mean", "rstd"];
 
-    fn build(rt: &Runtime) -> Result<Self> {
-        LayerNorm::new(rt)
-    }
-
-    fn with_eps(self, eps: f32) -> Result<Self> {
-        LayerNorm::with_eps(self, eps)
-    }
-
-    fn prepare(&self, rt: &Runtime) -> Result<()> {
-        LayerNorm::prepare(self, rt)
-    }
+    the_ops_own!(LayerNorm);
 
     fn record_forward(&self, batch: &mut Batch<'_>, pass: op::Forward<'_, '_>) -> Result<()> {
-        let op::Forward {
-            shape,
-            x,
-            params,
-            y,
-            statistics,
-        } = pass;
-        let ([scale, bias], [mean, rstd]) = (params, statistics) else {
+        let ([scale, bias], [mean, rstd]) = (pass.params, pass.statistics) else {
             return Err(mismatch(Self::NAME));
         };
         let (mean, rstd) = (&mut **mean, &mut **rstd);
         self.forward(
             batch,
             LayerNormForward {
-                shape,
-                x,
+                shape: pass.shape,
+                x: pass.x,
                 scale,
                 bias,
-                y,
+                y: pass.y,
                 mean,
                 rstd,
             },
@@ -378,27 +352,19 @@ impl NormOp for LayerNorm {
     }
 
     fn record_backward(&self, batch: &mut Batch<'_>, pass: op::Backward<'_, '_>) -> Result<()> {
-        let op::Backward {
-            shape,
-            x,
-            params,
-            statistics,
-            grad_y,
-            grad_x,
-            grads,
-        } = pass;
-        let ([scale, _], [mean, rstd], [grad_scale, grad_bias]) = (params, statistics, grads)
+        let ([scale, _], [mean, rstd], [grad_scale, grad_bias]) =
+            (pass.params, pass.statistics, pass.grads)
         else {
             return Err(mismatch(Self::NAME));
         };
         let args = LayerNormBackward {
-            shape,
-            x,
+            shape: pass.shape,
+            x: pass.x,
             scale,
             mean,
             rstd,
-            grad_y,
-            grad_x,
+            grad_y: pass.grad_y,
+            grad_x: pass.grad_x,
             grad_scale,
             grad_bias,
         };
