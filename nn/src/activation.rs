@@ -29,8 +29,13 @@ impl Activation {
         Activation::Tanh,
     ];
 
-    /// The code the kernels' `match` uses.
-    pub(crate) fn code(self) -> u32 {
+    /// The activation's number on the device: the `kind` that nn's kernels and the helpers of
+    /// [`parts::activation`](crate::parts::activation) take.
+    ///
+    /// ```
+    /// assert_eq!(tessera_nn::Activation::None.code(), 0);
+    /// ```
+    pub const fn code(self) -> u32 {
         match self {
             Activation::None => 0,
             Activation::Relu => 1,

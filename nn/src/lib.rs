@@ -122,6 +122,7 @@ mod kernels;
 mod layers;
 mod loss;
 mod optim;
+pub mod parts;
 mod precision;
 mod rows;
 mod spare;

@@ -1,5 +1,51 @@
-//! The activations and their derivatives, and the epilogues' `activate_outputs`.
+//! The activations and their derivatives, and the epilogues' `activate_outputs`; published as
+//! [`tessera_nn::parts::activation`](crate::parts::activation).
 
+/// The activations of [`Activation`](crate::Activation) and their derivatives, for epilogues
+/// of your own.
+///
+/// Import it with `#[device] use tessera_nn::parts::activation;`.
+///
+/// - `activate(x, kind) -> f32` and `activate_grad(x, kind) -> f32`: the activation `kind`
+///   ([`Activation::code`](crate::Activation::code)) of `x`, and its derivative at `x`.
+/// - `activate_outputs(v, kind)`: `activate` on each of the `OUTPUTS` values of
+///   `v: &mut [f32; OUTPUTS]`, `OUTPUTS` a constant of the calling kernel (`REG * REG` in
+///   [`gemm`](crate::parts::gemm)'s `Blocking`), the activation chosen once for all of
+///   them.
+/// - `sigmoid(x)` and `gelu_gate(x)`, the logistic function and GELU's gate (`gelu(x) = x *
+///   gelu_gate(x)`, in its tanh approximation).
+///
+/// ```
+/// #[tessera::kernels]
+/// mod pointwise {
+///     #[device]
+///     use tessera_nn::parts::activation;
+///
+///     #[repr(C)]
+///     #[derive(Clone, Copy, tessera::Params)]
+///     pub struct Pointwise {
+///         pub n: u32,
+///         /// `Activation::code`.
+///         pub kind: u32,
+///     }
+///
+///     /// `y = activation(x)` and `grad = activation'(x)`.
+///     #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
+///     pub fn activate_all(
+///         p: &Pointwise,
+///         #[len(p.n)] x: &[f32],
+///         #[len(p.n)] y: &mut [f32],
+///         #[len(p.n)] grad: &mut [f32],
+///     ) {
+///         let i = global_id().x;
+///         if i < p.n {
+///             y[i] = activate(x[i], p.kind);
+///             grad[i] = activate_grad(x[i], p.kind);
+///         }
+///     }
+/// }
+/// # fn main() {}
+/// ```
 #[tessera::device]
 pub mod activation {
     fn sigmoid(x: f32) -> f32 {

@@ -43,7 +43,7 @@
 //! `WINDOW - COLS` and, staging every tap at once, a filter of at most `SLICES` taps
 //! (`conv::plan::over_window`).
 
-mod activation;
+pub(crate) mod activation;
 mod conv;
 mod conv_forward;
 mod conv_grad_input;
@@ -55,7 +55,7 @@ mod gradients;
 mod models;
 mod params;
 mod rows;
-mod staging;
+pub(crate) mod staging;
 mod stream;
 mod training;
 mod wide;
@@ -81,8 +81,9 @@ mod libraries {
 }
 
 /// The shared constants the host code names (`kernels::GROUP`, ..).
-pub(crate) use params::params::{FEW, GROUP, NARROW, SUMS};
+pub(crate) use params::params::{FEW, NARROW, SUMS};
 pub(crate) use rows::row_ops;
+pub(crate) use staging::staging::GROUP;
 pub(crate) use winograd::winograd::{POINTS, TILE};
 
 // Imported in this order, a blank line apart so that rustfmt keeps it: the kernels' order in

@@ -3,12 +3,6 @@
 
 #[tessera::device]
 pub mod params {
-    /// Invocations along each edge of a GEMM-shaped kernel's square workgroup.
-    pub const SPAN: u32 = 16;
-
-    /// Invocations per workgroup of every kernel but the narrow ones below.
-    pub const GROUP: u32 = SPAN * SPAN;
-
     /// Invocations per workgroup of the kernels that give each invocation a whole row, so
     /// that a few hundred of them still spread over several workgroups; and the columns each
     /// workgroup of `d_bias` sums.
@@ -27,6 +21,41 @@ pub mod params {
     /// `conv_weights_transposed_by_tap`) load at once before storing them: all of a 3 x 3
     /// filter's.
     pub const COPY_TAPS: u32 = 9;
+
+    /// The digits of `k` in the mixed radix (any, `mids`, `inners`): `k` as (outer, mid,
+    /// inner) with `k = (outer * mids + mid) * inners + inner`. A gather keeps where its
+    /// loads are along a summed dimension this way, and `advance`s it each step, so that its
+    /// inner loop divides by no runtime size.
+    fn digits(k: u32, mids: u32, inners: u32) -> Vec3<u32> {
+        let inner_size = inners.max(1);
+        let outer_size = (mids * inners).max(1);
+        vec3(k / outer_size, k % outer_size / inner_size, k % inner_size)
+    }
+
+    /// `at` plus `by`, both in the radix of [`digits`] with `by.y < mids` and `by.z < inners`
+    /// (so at most one carry reaches each coarser digit).
+    fn advance(at: Vec3<u32>, by: Vec3<u32>, mids: u32, inners: u32) -> Vec3<u32> {
+        let mut next = at + by;
+        if next.z >= inners {
+            next.z -= inners;
+            next.y += 1;
+        }
+        if next.y >= mids {
+            next.y -= mids;
+            next.x += 1;
+        }
+        next
+    }
+
+    /// The sum of an invocation's `SUMS` running sums.
+    fn total(sums: &[f32; SUMS]) -> f32 {
+        let mut sum = 0.0;
+        #[unroll]
+        for u in 0..SUMS {
+            sum += sums[u];
+        }
+        sum
+    }
 
     #[repr(C)]
     #[derive(Clone, Copy, tessera::Params)]

@@ -1,10 +1,104 @@
-//! The f32 GEMM blocking (`Blocking`), the index helpers every GEMM-shaped kernel shares, and
-//! the f32 staging, mainloop and register-tile store.
+//! The f32 GEMM blocking (`Blocking`) with its staging, mainloop and register-tile store, and
+//! the split sums every GEMM-shaped kernel of nn shares; published as
+//! [`tessera_nn::parts::gemm`](crate::parts::gemm).
 
+/// The f32 GEMM blocking that nn's GEMMs and convolutions run on, for GEMM-shaped kernels of
+/// your own: a workgroup of `GROUP` (16 x 16) invocations computes a `BLOCK` x `BLOCK` block
+/// of the output, staging `DEPTH`-deep slices of both operands in workgroup memory, each
+/// invocation summing a `REG` x `REG` tile in registers. What the kernel does before the
+/// sum (which block, which slice of the summed dimension) and after it (the epilogue) is its
+/// own.
+///
+/// Import it with `#[device] use tessera_nn::parts::gemm;`.
+///
+/// # What a kernel declares
+///
+/// - `constants = Blocking` and `workgroup = [GROUP]`: the two instances, `REG = 8` (128 x
+///   128 blocks, two staged slices of each operand, 16.5 KiB of workgroup memory) and
+///   `REG = 4` (64 x 64 blocks, for outputs with at most 64 rows or columns), built as
+///   `with_constants(rt, Blocking { reg })`.
+/// - Two workgroup arrays `&mut [Vec4<f32>; BUFFERS * SLICE]`, one an operand, lent to
+///   [`mainloop`](self), and `limits(workgroup_memory = 16896)`: the large instance's two
+///   arrays, above WebGPU's default 16 KiB. The launcher checks the device for them: on a
+///   device without, `with_constants` of `REG = 8` fails with `Error::LimitExceeded`, and
+///   `REG = 4` (8.5 KiB) builds.
+/// - A grid of a workgroup a block: `grid = [ceil_div(n, BLOCK), ceil_div(m, BLOCK)]`.
+///
+/// # The helpers
+///
+/// - `mainloop(slice_a, slice_b, a, b, shapes, across, origin, summed, t) -> [f32; REG * REG]`:
+///   the register tile of `a · b` for the block whose top-left output element is `origin`
+///   (column, row). `a` holds the output's rows, `b` its columns, both row-major, of
+///   `shapes.xy` and `shapes.zw` (columns, rows); `across.x` says `a` is read along its rows
+///   (an `m x k` matrix; `false` for `k x m`, its transpose), `across.y` the same of `b`
+///   (`true` for `n x k`, `false` for `k x n`). It sums `summed.x..summed.y` of the summed
+///   dimension (all of it, or a slice that starts at a multiple of `DEPTH`). `a` and `b` may
+///   be bound as `Vec4<f32>` where every row is a multiple of 4 long (a quarter of the loads).
+///   `t` is the caller's `local_index()`.
+/// - `tile_row(t, e)`, `tile_col(t, e)`: where register `e` of the tile sits in the block,
+///   for an epilogue that writes the tile itself; `store_tile(out, offset, acc, rows, cols,
+///   pixels, origin, t)` writes it to a row-major `rows x cols` matrix (`pixels = cols`), or
+///   to images of `rows` channels by `pixels`, skipping what lies outside.
+/// - `slice(split, split_depth, depth)`: the part of the summed dimension that slice `split`
+///   of a kernel split along it sums; `sum_slices(partial, slices, len, i)` adds up element
+///   `i` of `slices` partial results stored one after another.
+/// - `fetch`, `stage`, `multiply_accumulate`, `buffer` and `release_slices`, the steps
+///   `mainloop` is made of, for a kernel whose operands are not plain matrices (nn's
+///   convolutions gather theirs): see each one's source documentation.
+///
+/// Every read of `a` and `b` is guarded by `shapes`, and `store_tile` by `rows` and `cols`,
+/// so a kernel that guards the rest of its indices the same way may be built without naga's
+/// bounds checks (`with_constants_unchecked`), as nn's are.
+///
+/// ```
+/// #[tessera::kernels]
+/// mod scaled {
+///     #[device]
+///     use tessera_nn::parts::gemm;
+///
+///     #[repr(C)]
+///     #[derive(Clone, Copy, tessera::Params)]
+///     pub struct Scaled {
+///         pub m: u32,
+///         pub n: u32,
+///         pub k: u32,
+///         pub alpha: f32,
+///     }
+///
+///     /// `y = alpha * a · b + y`, `a` m x k, `b` k x n: a GEMM with an epilogue of its own.
+///     #[kernel(workgroup = [GROUP], constants = Blocking, limits(workgroup_memory = 16896),
+///              grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)])]
+///     pub fn gemm_accumulate(
+///         p: &Scaled,
+///         #[len(p.m * p.k)] a: &[f32],
+///         #[len(p.k * p.n)] b: &[f32],
+///         #[len(p.m * p.n)] y: &mut [f32],
+///         #[workgroup] slice_a: &mut [Vec4<f32>; BUFFERS * SLICE],
+///         #[workgroup] slice_b: &mut [Vec4<f32>; BUFFERS * SLICE],
+///     ) {
+///         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+///         let shapes = vec4(p.k, p.m, p.n, p.k);
+///         let across = vec2(true, false);
+///         let acc = mainloop(slice_a, slice_b, a, b, shapes, across, origin, vec2(0, p.k), t);
+///         #[unroll]
+///         for e in 0..REG * REG {
+///             let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
+///             if row < p.m && col < p.n {
+///                 y[row * p.n + col] += p.alpha * acc[e];
+///             }
+///         }
+///     }
+/// }
+/// # fn main() {}
+/// ```
 #[tessera::device]
 pub mod staging {
-    #[device]
-    use crate::kernels::libraries::params;
+    /// Invocations along each edge of a GEMM-shaped kernel's square workgroup.
+    pub const SPAN: u32 = 16;
+
+    /// Invocations per workgroup of a GEMM-shaped kernel (and of every kernel of nn but the
+    /// narrow ones).
+    pub const GROUP: u32 = SPAN * SPAN;
 
     /// The blocking every GEMM-shaped kernel is instantiated with: `REG` is the edge of an
     /// invocation's register tile (a multiple of 4), `BLOCK` the edge of the workgroup's output
@@ -62,31 +156,6 @@ pub mod staging {
         t / COLS + r * (DEPTH / COL_LOADS)
     }
 
-    /// The digits of `k` in the mixed radix (any, `mids`, `inners`): `k` as (outer, mid,
-    /// inner) with `k = (outer * mids + mid) * inners + inner`. A gather keeps where its
-    /// loads are along a summed dimension this way, and `advance`s it each step, so that its
-    /// inner loop divides by no runtime size.
-    fn digits(k: u32, mids: u32, inners: u32) -> Vec3<u32> {
-        let inner_size = inners.max(1);
-        let outer_size = (mids * inners).max(1);
-        vec3(k / outer_size, k % outer_size / inner_size, k % inner_size)
-    }
-
-    /// `at` plus `by`, both in the radix of [`digits`] with `by.y < mids` and `by.z < inners`
-    /// (so at most one carry reaches each coarser digit).
-    fn advance(at: Vec3<u32>, by: Vec3<u32>, mids: u32, inners: u32) -> Vec3<u32> {
-        let mut next = at + by;
-        if next.z >= inners {
-            next.z -= inners;
-            next.y += 1;
-        }
-        if next.y >= mids {
-            next.y -= mids;
-            next.x += 1;
-        }
-        next
-    }
-
     /// The part of a summed dimension of `depth` that slice `split` of a split kernel sums:
     /// `split_depth` from `split * split_depth` on, the last slice cut at `depth`.
     fn slice(split: u32, split_depth: u32, depth: u32) -> Vec2<u32> {
@@ -117,16 +186,6 @@ pub mod staging {
             sums[0] += partial[base + slice * len + i];
         }
         (sums[0] + sums[1]) + (sums[2] + sums[3])
-    }
-
-    /// The sum of an invocation's `SUMS` running sums.
-    fn total(sums: &[f32; SUMS]) -> f32 {
-        let mut sum = 0.0;
-        #[unroll]
-        for u in 0..SUMS {
-            sum += sums[u];
-        }
-        sum
     }
 
     /// Where the first of the `E::LANES` adjacent elements that invocation `t` fetches in its
