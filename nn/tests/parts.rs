@@ -1,12 +1,15 @@
 //! `tessera_nn::parts` from a kernels module of another crate: GEMM-shaped kernels built on
-//! nn's f32 blocking with epilogues of their own, checked against the CPU in both blockings,
-//! both operand widths, both operand layouts, sliced sums, and shapes with tails.
+//! nn's f32 and tensor-core blockings with epilogues of their own, checked against the CPU
+//! in several blockings, both operand widths, both operand layouts, sliced sums, and shapes
+//! with tails. The tensor-core kernel runs where the device has tensor cores (the GPU
+//! machine) and must be refused elsewhere (lavapipe).
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::{assert_close, rng, runtime, values};
-use tessera::Runtime;
+use tessera::wgpu::CooperativeScalarType::{F16, F32};
+use tessera::{Error, Runtime};
 use tessera_nn::Activation;
 
 #[tessera::kernels]
@@ -15,6 +18,8 @@ mod mine {
     use tessera_nn::parts::activation;
     #[device]
     use tessera_nn::parts::gemm;
+    #[device]
+    use tessera_nn::parts::tensor_gemm;
 
     #[repr(C)]
     #[derive(Clone, Copy, tessera::Params)]
@@ -65,6 +70,42 @@ mod mine {
             let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
             if row < p.m && col < p.n {
                 y[row * p.n + col] += p.alpha * acc[e];
+            }
+        }
+    }
+
+    /// `accumulate` on the tensor cores, `a` and `b` as `T`, an epilogue of its own over
+    /// the fragments read back.
+    #[kernel(
+        workgroup = [INVOCATIONS],
+        constants = TensorBlocking,
+        types(T = [f32, Vec4<f32>]),
+        features(f16, cooperative_matrix),
+        limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
+        grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)]
+    )]
+    pub fn accumulate_fragments<T>(
+        p: &Shape,
+        #[len(p.m * p.k / T::LANES)] a: &[T],
+        #[len(p.k * p.n / T::LANES)] b: &[T],
+        #[len(p.m * p.n)] y: &mut [f32],
+        #[workgroup] slice_a: &mut [f16; BLOCK * A_STRIDE],
+        #[workgroup] slice_b: &mut [f16; COLUMNS],
+        #[workgroup] spill: &mut [f32; SPILL],
+    ) {
+        let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+        let (shapes, across) = (vec4(p.k, p.m, p.n, p.k), vec2(true, false));
+        let summed = vec2(0, p.k);
+        let acc = mainloop_fragments(slice_a, slice_b, a, b, shapes, across, origin, summed, t);
+        #[unroll]
+        for f in 0..FRAGS {
+            let values = unspill::<f32>(acc[f], spill, t);
+            #[unroll]
+            for k in 0..8 {
+                let at = origin + fragment_at::<f32>(t, f, k);
+                if at.y < p.m && at.x < p.n {
+                    y[at.y * p.n + at.x] += p.alpha * values[k];
+                }
             }
         }
     }
@@ -147,24 +188,40 @@ fn shape(m: u32, n: u32, k: u32) -> mine::Shape {
     }
 }
 
+/// `(a, b, y)` for an m x n x k `accumulate`, and the `y` it should leave, in f64 from the
+/// operands as given (`f16` rounds them first, as the tensor cores' staging does).
+fn accumulate_case((m, n, k): (u32, u32, u32), seed: u64, f16: bool) -> ([Vec<f32>; 3], Vec<f32>) {
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let mut rng = rng(seed);
+    let (a, b, y0) = (
+        values(&mut rng, mu * ku),
+        values(&mut rng, ku * nu),
+        values(&mut rng, mu * nu),
+    );
+    let round = |v: &[f32]| -> Vec<f32> {
+        match f16 {
+            true => v
+                .iter()
+                .map(|&x| tessera::half::f16::from_f32(x).to_f32())
+                .collect(),
+            false => v.to_vec(),
+        }
+    };
+    let want = product(&round(&a), &round(&b), (mu, nu, ku))
+        .iter()
+        .zip(&y0)
+        .map(|(ab, y)| (0.5 * ab + f64::from(*y)) as f32)
+        .collect();
+    ([a, b, y0], want)
+}
+
 /// Runs `accumulate` over `T` in the blocking of `reg` and checks it.
 fn check_accumulate<T: mine::AccumulateElement + bytemuck::Pod>(
     rt: &Runtime,
     reg: u32,
     (m, n, k): (u32, u32, u32),
 ) {
-    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
-    let mut rng = rng(u64::from(m * 1000 + n * 10 + reg));
-    let (a, b, y0) = (
-        values(&mut rng, mu * ku),
-        values(&mut rng, ku * nu),
-        values(&mut rng, mu * nu),
-    );
-    let want: Vec<f32> = product(&a, &b, (mu, nu, ku))
-        .iter()
-        .zip(&y0)
-        .map(|(ab, y)| (0.5 * ab + f64::from(*y)) as f32)
-        .collect();
+    let ([a, b, y0], want) = accumulate_case((m, n, k), u64::from(m * 1000 + n * 10 + reg), false);
     let kernel = mine::Accumulate::<T>::with_constants(rt, mine::Blocking { reg }).unwrap();
     let (a, b) = (rt.upload(&a).unwrap(), rt.upload(&b).unwrap());
     let mut y = rt.upload(&y0).unwrap();
@@ -177,6 +234,31 @@ fn check_accumulate<T: mine::AccumulateElement + bytemuck::Pod>(
     kernel.launch(rt, args).unwrap();
     let label = format!("{m} x {n} x {k}, REG {reg}, {}", std::any::type_name::<T>());
     eprintln!("accumulate {label}");
+    assert_close(&y.read(rt).unwrap(), &want, 1e-4);
+}
+
+/// Runs `accumulate_fragments` over `T` in `blocking` and checks it against the operands
+/// rounded to f16 (the sums stay f32).
+fn check_fragments<T: mine::AccumulateFragmentsElement + bytemuck::Pod>(
+    rt: &Runtime,
+    blocking: mine::TensorBlocking,
+    dims: (u32, u32, u32),
+) {
+    let ([a, b, y0], want) = accumulate_case(dims, u64::from(dims.0 + blocking.block), true);
+    let kernel = mine::AccumulateFragments::<T>::with_constants(rt, blocking).unwrap();
+    let (a, b) = (rt.upload(&a).unwrap(), rt.upload(&b).unwrap());
+    let mut y = rt.upload(&y0).unwrap();
+    let args = mine::AccumulateFragmentsArgs {
+        p: &shape(dims.0, dims.1, dims.2),
+        a: &*a.view_as::<T>().unwrap(),
+        b: &*b.view_as::<T>().unwrap(),
+        y: &mut y,
+    };
+    kernel.launch(rt, args).unwrap();
+    eprintln!(
+        "fragments {dims:?}, {blocking:?}, {}",
+        std::any::type_name::<T>()
+    );
     assert_close(&y.read(rt).unwrap(), &want, 1e-4);
 }
 
@@ -243,5 +325,30 @@ fn transposed_operands_sliced_sums_and_an_activation_match_the_cpu() {
             eprintln!("REG {reg}, {splits} slices of {split_depth}, {activation:?}");
             assert_close(&y.read(&rt).unwrap(), &want, 1e-4);
         }
+    }
+}
+
+#[test]
+fn a_tensor_core_gemm_with_its_own_epilogue_matches_the_cpu_or_is_refused() {
+    let rt = runtime();
+    let large = mine::TensorBlocking {
+        depth: 32,
+        block: 128,
+        invocations: 256,
+    };
+    let small = mine::TensorBlocking { block: 64, ..large };
+    if !rt.info().has_cooperative_matrix(16, F16, F32) {
+        let refused = mine::AccumulateFragments::<f32>::with_constants(&rt, large);
+        assert!(
+            matches!(refused, Err(Error::MissingFeature { .. })),
+            "expected MissingFeature, got {refused:?}"
+        );
+        return;
+    }
+    for blocking in [large, small] {
+        for dims in [(70, 37, 45), (130, 129, 100)] {
+            check_fragments::<f32>(&rt, blocking, dims);
+        }
+        check_fragments::<[f32; 4]>(&rt, blocking, (68, 132, 36));
     }
 }

@@ -1,10 +1,102 @@
 //! The tensor-core blocking (`TensorBlocking`): half-precision staging, the fragment
-//! mainloop and the fragment epilogues.
+//! mainloop and the fragment stores; published as
+//! [`tessera_nn::parts::tensor_gemm`](crate::parts::tensor_gemm).
 
+/// The tensor-core GEMM blocking that nn's `Precision::TensorCoreF16` passes run on (f16
+/// products, f32 sums), for GEMM-shaped kernels of your own: the operands are read as f32
+/// (or `Vec4<f32>`), rounded to f16 as they are staged in workgroup memory, multiplied in
+/// 16 x 16 fragments on the tensor cores, and summed in f32 fragments that the kernel writes
+/// out as it likes.
+///
+/// Import it with `#[device] use tessera_nn::parts::tensor_gemm;` (it brings
+/// [`gemm`](crate::parts::gemm) along: the operands are fetched as there).
+///
+/// # What a kernel declares
+///
+/// - `constants = TensorBlocking`, `workgroup = [INVOCATIONS]`, `features(f16,
+///   cooperative_matrix)` and `limits(workgroup_memory = MEMORY, invocations =
+///   INVOCATIONS)`. The instances, `TensorBlocking { depth, block, invocations }`: 128 x 128
+///   output blocks of 32-deep steps in 256 invocations, 64 x 64 blocks (for outputs with at
+///   most 64 rows or columns), 128 x 128 of 64-deep steps, and 128 x 128 in 512 invocations.
+/// - Subgroups of 32 invocations: the helpers give each subgroup of `t / 32` its fragments.
+///   Build the kernel only where `RuntimeInfo::subgroup_sizes` holds 32 (NVIDIA's GPUs do);
+///   a device without tensor cores refuses it with `Error::MissingFeature`.
+/// - Three workgroup arrays: `slice_a: &mut [f16; BLOCK * A_STRIDE]`, `slice_b: &mut [f16;
+///   COLUMNS]` and `spill: &mut [f32; SPILL]`.
+///
+/// # The helpers
+///
+/// - `mainloop_fragments(slice_a, slice_b, a, b, shapes, across, origin, summed, t) ->
+///   [FragC16<f32>; FRAGS]`: the subgroup's accumulator fragments of `a · b` for the block
+///   at `origin`, the arguments as [`gemm`](crate::parts::gemm)'s `mainloop` takes them.
+/// - `store_fragments(out, offset, acc, rows, cols, matrix_layout(cols), origin, spill, t)`
+///   writes them to a row-major `rows x cols` matrix from `offset` on, skipping what lies
+///   outside (`images_layout(channels, pixels)` for NCHW images).
+/// - For an epilogue of the kernel's own: `unspill::<E>(acc[f], spill, t)` reads fragment
+///   `f` back as `8 / E::LANES` runs of `E` (every invocation calls it: it holds barriers),
+///   and `fragment_at::<E>(t, f, k)` says where run `k` lies in the block (column, row).
+/// - `store_slice_fragments` writes a slice of a sum cut along the summed dimension: the
+///   first slice into the output, the others into a partial buffer, which
+///   [`gemm`](crate::parts::gemm)'s `sum_slices` adds up.
+/// - `stage_rows`, `stage_half`, `stage_in_halves`, `multiply_fragments` and
+///   `column_fragments`, the steps of the mainloop, for operands that are not plain
+///   matrices.
+///
+/// ```
+/// #[tessera::kernels]
+/// mod scaled {
+///     #[device]
+///     use tessera_nn::parts::tensor_gemm;
+///
+///     #[repr(C)]
+///     #[derive(Clone, Copy, tessera::Params)]
+///     pub struct Scaled {
+///         pub m: u32,
+///         pub n: u32,
+///         pub k: u32,
+///         pub alpha: f32,
+///     }
+///
+///     /// `y = alpha * a · b + y` on the tensor cores, `a` m x k, `b` k x n.
+///     #[kernel(
+///         workgroup = [INVOCATIONS],
+///         constants = TensorBlocking,
+///         features(f16, cooperative_matrix),
+///         limits(workgroup_memory = MEMORY, invocations = INVOCATIONS),
+///         grid = [ceil_div(p.n, BLOCK), ceil_div(p.m, BLOCK)]
+///     )]
+///     pub fn gemm_accumulate(
+///         p: &Scaled,
+///         #[len(p.m * p.k)] a: &[f32],
+///         #[len(p.k * p.n)] b: &[f32],
+///         #[len(p.m * p.n)] y: &mut [f32],
+///         #[workgroup] slice_a: &mut [f16; BLOCK * A_STRIDE],
+///         #[workgroup] slice_b: &mut [f16; COLUMNS],
+///         #[workgroup] spill: &mut [f32; SPILL],
+///     ) {
+///         let (t, origin) = (local_index(), workgroup_id().xy * BLOCK);
+///         let (shapes, across) = (vec4(p.k, p.m, p.n, p.k), vec2(true, false));
+///         let summed = vec2(0, p.k);
+///         let acc = mainloop_fragments(slice_a, slice_b, a, b, shapes, across, origin, summed, t);
+///         #[unroll]
+///         for f in 0..FRAGS {
+///             let values = unspill::<f32>(acc[f], spill, t);
+///             #[unroll]
+///             for k in 0..8 {
+///                 let at = origin + fragment_at::<f32>(t, f, k);
+///                 if at.y < p.m && at.x < p.n {
+///                     y[at.y * p.n + at.x] += p.alpha * values[k];
+///                 }
+///             }
+///         }
+///     }
+/// }
+/// # fn main() {}
+/// ```
 #[tessera::device]
 pub mod fragments {
     #[device]
-    use crate::kernels::libraries::{activation, params, staging};
+    use crate::kernels::libraries::staging;
 
     /// The blocking of the tensor-core kernels (`Precision::TensorCoreF16`): a workgroup of
     /// `INVOCATIONS` invocations, subgroups of 32 in rows of four, owns a `BLOCK` x `BLOCK`
@@ -403,119 +495,6 @@ pub mod fragments {
                     out[element / E::LANES] = values[k];
                 }
             }
-        }
-    }
-
-    /// The GEMM forward's output from the register tile of the block at `origin`: `y =
-    /// act(pre)` for `pre = acc + bias`, and `pre` itself where `p.keep_pre`.
-    fn store_forward(
-        acc: &[f32; REG * REG],
-        bias: &[f32],
-        pre: &mut [f32],
-        y: &mut [f32],
-        p: &GemmParams,
-        origin: Vec2<u32>,
-        t: u32,
-    ) {
-        let dims = vec2(p.n, p.m);
-        let mut z = [0.0f32; OUTPUTS];
-        #[unroll]
-        for e in 0..OUTPUTS {
-            let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
-            if row < dims.y && col < dims.x {
-                z[e] = acc[e] + bias[col];
-                if p.keep_pre != 0 {
-                    pre[row * dims.x + col] = z[e];
-                }
-            }
-        }
-        activate_outputs(&mut z, p.activation);
-        #[unroll]
-        for e in 0..OUTPUTS {
-            let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
-            if row < dims.y && col < dims.x {
-                y[row * dims.x + col] = z[e];
-            }
-        }
-    }
-
-    /// `store_forward` from accumulator fragments, through `spill`. The bias and the outputs
-    /// may be bound as vectors of 4 where the outputs' rows are a multiple of 4 long (a
-    /// vector then lies wholly inside the output or wholly outside).
-    fn store_forward_fragments<E>(
-        acc: &[FragC16<f32>; FRAGS],
-        bias: &[E],
-        pre: &mut [E],
-        y: &mut [E],
-        p: &GemmParams,
-        spill: &mut [f32; SPILL],
-        origin: Vec2<u32>,
-        t: u32,
-    ) {
-        let dims = vec2(p.n, p.m);
-        // Run `k` of fragment `f` (see `fragment_at`) is `z[8 f + E::LANES k..][..E::LANES]`.
-        let mut z = [0.0f32; OUTPUTS];
-        #[unroll]
-        for f in 0..FRAGS {
-            let values = unspill::<E>(acc[f], spill, t);
-            #[unroll]
-            for k in 0..8 / E::LANES {
-                let at = origin + fragment_at::<E>(t, f, k);
-                if at.y < dims.y && at.x < dims.x {
-                    let sum = values[k] + bias[at.x / E::LANES];
-                    if p.keep_pre != 0 {
-                        pre[(at.y * dims.x + at.x) / E::LANES] = sum;
-                    }
-                    #[unroll]
-                    for c in 0..E::LANES {
-                        z[8 * f + E::LANES * k + c] = sum[c];
-                    }
-                }
-            }
-        }
-        activate_outputs(&mut z, p.activation);
-        #[unroll]
-        for f in 0..FRAGS {
-            #[unroll]
-            for k in 0..8 / E::LANES {
-                let at = origin + fragment_at::<E>(t, f, k);
-                if at.y < dims.y && at.x < dims.x {
-                    let mut out = 0.0 as E;
-                    #[unroll]
-                    for c in 0..E::LANES {
-                        out[c] = z[8 * f + E::LANES * k + c];
-                    }
-                    y[(at.y * dims.x + at.x) / E::LANES] = out;
-                }
-            }
-        }
-    }
-
-    /// The epilogue of slice `split` of a tensor-core GEMM forward whose sum runs in
-    /// `p.splits` slices: whole, as `store_forward_fragments`; in slices, the first slice's
-    /// products into `pre` (scratch, then, where `p.keep_pre` is 0) and the others' into
-    /// `partial`, one output-shaped partial sum each, for `gemm_forward_fragments_reduce`.
-    fn store_forward_slice<E>(
-        acc: &[FragC16<f32>; FRAGS],
-        bias: &[E],
-        pre: &mut [E],
-        y: &mut [E],
-        partial: &mut [E],
-        p: &GemmParams,
-        split: u32,
-        spill: &mut [f32; SPILL],
-        origin: Vec2<u32>,
-        t: u32,
-    ) {
-        let dims = vec2(p.n, p.m);
-        if p.splits == 1 {
-            store_forward_fragments(acc, bias, pre, y, p, spill, origin, t);
-        } else {
-            let (rows, cols) = (dims.y, dims.x);
-            let layout = matrix_layout(cols);
-            store_slice_fragments(
-                pre, partial, 0, split, acc, rows, cols, layout, origin, spill, t,
-            );
         }
     }
 }

@@ -486,4 +486,117 @@ pub mod gemm {
             grad_bias[workgroup_id().y * p.n + col] = sum;
         }
     }
+
+    /// The GEMM forward's output from the register tile of the block at `origin`: `y =
+    /// act(pre)` for `pre = acc + bias`, and `pre` itself where `p.keep_pre`.
+    fn store_forward(
+        acc: &[f32; REG * REG],
+        bias: &[f32],
+        pre: &mut [f32],
+        y: &mut [f32],
+        p: &GemmParams,
+        origin: Vec2<u32>,
+        t: u32,
+    ) {
+        let dims = vec2(p.n, p.m);
+        let mut z = [0.0f32; OUTPUTS];
+        #[unroll]
+        for e in 0..OUTPUTS {
+            let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
+            if row < dims.y && col < dims.x {
+                z[e] = acc[e] + bias[col];
+                if p.keep_pre != 0 {
+                    pre[row * dims.x + col] = z[e];
+                }
+            }
+        }
+        activate_outputs(&mut z, p.activation);
+        #[unroll]
+        for e in 0..OUTPUTS {
+            let (row, col) = (origin.y + tile_row(t, e), origin.x + tile_col(t, e));
+            if row < dims.y && col < dims.x {
+                y[row * dims.x + col] = z[e];
+            }
+        }
+    }
+
+    /// `store_forward` from accumulator fragments, through `spill`. The bias and the outputs
+    /// may be bound as vectors of 4 where the outputs' rows are a multiple of 4 long (a
+    /// vector then lies wholly inside the output or wholly outside).
+    fn store_forward_fragments<E>(
+        acc: &[FragC16<f32>; FRAGS],
+        bias: &[E],
+        pre: &mut [E],
+        y: &mut [E],
+        p: &GemmParams,
+        spill: &mut [f32; SPILL],
+        origin: Vec2<u32>,
+        t: u32,
+    ) {
+        let dims = vec2(p.n, p.m);
+        // Run `k` of fragment `f` (see `fragment_at`) is `z[8 f + E::LANES k..][..E::LANES]`.
+        let mut z = [0.0f32; OUTPUTS];
+        #[unroll]
+        for f in 0..FRAGS {
+            let values = unspill::<E>(acc[f], spill, t);
+            #[unroll]
+            for k in 0..8 / E::LANES {
+                let at = origin + fragment_at::<E>(t, f, k);
+                if at.y < dims.y && at.x < dims.x {
+                    let sum = values[k] + bias[at.x / E::LANES];
+                    if p.keep_pre != 0 {
+                        pre[(at.y * dims.x + at.x) / E::LANES] = sum;
+                    }
+                    #[unroll]
+                    for c in 0..E::LANES {
+                        z[8 * f + E::LANES * k + c] = sum[c];
+                    }
+                }
+            }
+        }
+        activate_outputs(&mut z, p.activation);
+        #[unroll]
+        for f in 0..FRAGS {
+            #[unroll]
+            for k in 0..8 / E::LANES {
+                let at = origin + fragment_at::<E>(t, f, k);
+                if at.y < dims.y && at.x < dims.x {
+                    let mut out = 0.0 as E;
+                    #[unroll]
+                    for c in 0..E::LANES {
+                        out[c] = z[8 * f + E::LANES * k + c];
+                    }
+                    y[(at.y * dims.x + at.x) / E::LANES] = out;
+                }
+            }
+        }
+    }
+
+    /// The epilogue of slice `split` of a tensor-core GEMM forward whose sum runs in
+    /// `p.splits` slices: whole, as `store_forward_fragments`; in slices, the first slice's
+    /// products into `pre` (scratch, then, where `p.keep_pre` is 0) and the others' into
+    /// `partial`, one output-shaped partial sum each, for `gemm_forward_fragments_reduce`.
+    fn store_forward_slice<E>(
+        acc: &[FragC16<f32>; FRAGS],
+        bias: &[E],
+        pre: &mut [E],
+        y: &mut [E],
+        partial: &mut [E],
+        p: &GemmParams,
+        split: u32,
+        spill: &mut [f32; SPILL],
+        origin: Vec2<u32>,
+        t: u32,
+    ) {
+        let dims = vec2(p.n, p.m);
+        if p.splits == 1 {
+            store_forward_fragments(acc, bias, pre, y, p, spill, origin, t);
+        } else {
+            let (rows, cols) = (dims.y, dims.x);
+            let layout = matrix_layout(cols);
+            store_slice_fragments(
+                pre, partial, 0, split, acc, rows, cols, layout, origin, spill, t,
+            );
+        }
+    }
 }

@@ -48,7 +48,7 @@ mod conv;
 mod conv_forward;
 mod conv_grad_input;
 mod conv_grad_weight;
-mod fragments;
+pub(crate) mod fragments;
 mod gemm;
 mod gradients;
 #[cfg(test)]
