@@ -9,7 +9,7 @@
 mod common;
 
 use common::{assert_close, rng, runtime, values};
-use tessera::{GpuBuffer, Runtime};
+use tessera::{half, wgpu, GpuBuffer, Runtime};
 
 #[tessera::kernels]
 pub mod widths {
@@ -254,4 +254,106 @@ fn generic_helpers_serve_scalar_and_vector_loads_in_one_kernel() {
 #[test]
 fn the_widths_wgsl_is_pinned() {
     insta::assert_snapshot!("widths", widths::WGSL);
+}
+
+/// `T::F32`: kernels over `f16` storage that sum and scale in `f32`.
+#[tessera::kernels]
+pub mod halves {
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct Rows {
+        pub rows: u32,
+        pub cols: u32,
+    }
+
+    /// `v`'s lanes as `f32`, in a helper generic over its own `E`.
+    fn widened<E>(v: E) -> E::F32 {
+        v as E::F32
+    }
+
+    /// Each row's sum, in `f32` whatever `T` holds, and the row halved in `f32` and stored
+    /// back as `T`.
+    #[kernel(
+        workgroup = [64],
+        grid = [ceil_div(p.rows, 64)],
+        types(T = [f16, Vec4<f16>]),
+        features(f16)
+    )]
+    pub fn sums_in_f32<T>(
+        p: &Rows,
+        #[len(p.rows * p.cols / T::LANES)] x: &[T],
+        #[len(p.rows * p.cols / T::LANES)] halved: &mut [T],
+        #[len(p.rows)] sums: &mut [f32],
+    ) {
+        let row = global_id().x;
+        if row < p.rows {
+            let width = p.cols / T::LANES;
+            let mut acc = 0.0 as T::F32;
+            for k in 0..width {
+                let wide = widened(x[row * width + k]);
+                acc += wide;
+                halved[row * width + k] = (wide * 0.5) as T;
+            }
+            sums[row] = acc.element_sum();
+        }
+    }
+}
+
+/// The `T` instance of `sums_in_f32` over `x`: each row's sum and the halved rows.
+fn sums_in_f32<T: halves::SumsInF32Element + bytemuck::Pod>(
+    rt: &Runtime,
+    rows: u32,
+    cols: u32,
+    x: &[half::f16],
+) -> tessera::Result<(Vec<f32>, Vec<half::f16>)> {
+    let kernel = halves::SumsInF32::<T>::new(rt)?;
+    let xs: GpuBuffer<T> = rt.upload(bytemuck::cast_slice::<half::f16, T>(x))?;
+    let mut halved = rt.zeros::<T>(xs.len())?;
+    let mut sums = rt.zeros::<f32>(rows as usize)?;
+    let p = halves::Rows { rows, cols };
+    let args = halves::SumsInF32Args {
+        p: &p,
+        x: &xs,
+        halved: &mut halved,
+        sums: &mut sums,
+    };
+    kernel.launch(rt, args)?;
+    let halved = bytemuck::cast_slice::<T, half::f16>(&halved.read(rt)?).to_vec();
+    Ok((sums.read(rt)?, halved))
+}
+
+#[test]
+fn f16_storage_sums_in_f32_through_t_f32() {
+    let rt = runtime();
+    // 3000 ones a row: past 2048 an f16 sum stops counting (2048 + 1 rounds to 2048); an f32
+    // sum reaches 3000. Then values that halve exactly.
+    let (rows, cols) = (3u32, 3000u32);
+    let mut x = vec![half::f16::ONE; (rows * cols) as usize];
+    for (i, v) in x[(2 * cols) as usize..].iter_mut().enumerate() {
+        *v = half::f16::from_f32((i % 7) as f32 - 3.0);
+    }
+    let want_sums: Vec<f32> = x
+        .chunks(cols as usize)
+        .map(|row| row.iter().map(|v| v.to_f32()).sum())
+        .collect();
+    assert_eq!(want_sums[0], 3000.0);
+    let want_halved: Vec<half::f16> = x
+        .iter()
+        .map(|v| half::f16::from_f32(v.to_f32() / 2.0))
+        .collect();
+    if !rt.info().features.contains(wgpu::Features::SHADER_F16) {
+        let refused = sums_in_f32::<half::f16>(&rt, rows, cols, &x);
+        assert!(
+            matches!(refused, Err(tessera::Error::MissingFeature { .. })),
+            "{refused:?}"
+        );
+        return;
+    }
+    for (sums, halved) in [
+        sums_in_f32::<half::f16>(&rt, rows, cols, &x).unwrap(),
+        sums_in_f32::<[half::f16; 4]>(&rt, rows, cols, &x).unwrap(),
+    ] {
+        assert_eq!(sums, want_sums);
+        assert_eq!(halved, want_halved);
+    }
 }

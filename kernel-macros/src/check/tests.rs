@@ -651,7 +651,28 @@ fn element_types_may_be_vectors_of_two_or_four_lanes() {
         }
     });
     assert!(
-        error.starts_with("a buffer of `T::Scalar` needs one scalar type for every type `T`"),
+        error.starts_with("`&mut [T::Scalar]` is `&mut [f32]` where `T` is `f32` but `&mut [u32]`"),
+        "{error}"
+    );
+    // `T::F32`: the lanes of `T` as `f32`, in the body and as a buffer of one width.
+    let widened = quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1], types(T = [f32, f16]), features(f16))]
+            fn k<T>(x: &[T], y: &mut [T::F32]) { let v: T::F32 = x[0] as T::F32; y[0] = v + 1.0; }
+        }
+    };
+    assert!(checked(widened).is_ok());
+    let error = first_error(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1], types(T = [f16, Vec4<f16>]), features(f16))]
+            fn k<T>(x: &[T], y: &mut [T::F32]) { y[0] = x[0] as T::F32; }
+        }
+    });
+    assert!(
+        error.starts_with(
+            "`&mut [T::F32]` is `&mut [f32]` where `T` is `f16` but `&mut [Vec4<f32>]` where it \
+             is `Vec4<f16>`"
+        ),
         "{error}"
     );
 }

@@ -122,20 +122,11 @@ impl Consts {
             let tree = &tokens[i];
             match tree {
                 TokenTree::Ident(ident) if !after_dot => match self.get(&ident.to_string()) {
-                    // `T::LANES` (its number of lanes) and `T::Scalar` (its scalar type).
+                    // `T::LANES` (its number of lanes), `T::Scalar` (its scalar type), `T::F32`..
                     Some(Value::Type(element)) if associated(&tokens[i + 1..]).is_some() => {
-                        let span = ident.span();
-                        out.extend([match associated(&tokens[i + 1..]) {
-                            Some(Associated::Lanes) => {
-                                let mut literal = Literal::u32_suffixed(u32::from(element.lanes));
-                                literal.set_span(span);
-                                TokenTree::Literal(literal)
-                            }
-                            _ => TokenTree::Ident(proc_macro2::Ident::new(
-                                element.scalar.rust_name(),
-                                span,
-                            )),
-                        }]);
+                        if let Some(item) = associated(&tokens[i + 1..]) {
+                            out.extend(item.tokens(element, ident.span()));
+                        }
                         i += 3;
                     }
                     Some(value) => out.extend(value.tokens(ident.span())),
@@ -168,10 +159,33 @@ enum Associated {
     Lanes,
     /// `T::Scalar`: the type itself, or the vector's scalar.
     Scalar,
+    /// `T::F32`, `T::F16`, `T::U32`, `T::I32`: the type of `T`'s lanes with that scalar
+    /// (`Vec4<f32>` for a `Vec4<f16>`), to sum or convert in another precision.
+    WithScalar(ir::Scalar),
+}
+
+impl Associated {
+    /// The tokens `T::..` becomes for the element type `element`, at `span`.
+    fn tokens(&self, element: ir::Element, span: proc_macro2::Span) -> TokenStream {
+        match *self {
+            Associated::Lanes => {
+                let mut literal = Literal::u32_suffixed(u32::from(element.lanes));
+                literal.set_span(span);
+                TokenTree::Literal(literal).into()
+            }
+            Associated::Scalar => {
+                TokenTree::Ident(proc_macro2::Ident::new(element.scalar.rust_name(), span)).into()
+            }
+            Associated::WithScalar(scalar) => {
+                let lanes = element.lanes;
+                Value::Type(ir::Element { scalar, lanes }).tokens(span)
+            }
+        }
+    }
 }
 
 /// The associated item `rest` names after an element type's name, if it starts with
-/// `::LANES` or `::Scalar`.
+/// `::LANES`, `::Scalar` or `::` and a scalar type's name in capitals (`::F32`).
 fn associated(rest: &[TokenTree]) -> Option<Associated> {
     let [TokenTree::Punct(a), TokenTree::Punct(b), TokenTree::Ident(name), ..] = rest else {
         return None;
@@ -182,8 +196,21 @@ fn associated(rest: &[TokenTree]) -> Option<Associated> {
     match name.to_string().as_str() {
         "LANES" => Some(Associated::Lanes),
         "Scalar" => Some(Associated::Scalar),
+        "F32" => Some(Associated::WithScalar(ir::Scalar::F32)),
+        "F16" => Some(Associated::WithScalar(ir::Scalar::F16)),
+        "U32" => Some(Associated::WithScalar(ir::Scalar::U32)),
+        "I32" => Some(Associated::WithScalar(ir::Scalar::I32)),
         _ => None,
     }
+}
+
+/// `tokens` with `T::..` of the element type `name` resolved as for `element`: the type a
+/// buffer declared with them has in that instance.
+pub fn resolve_associated(tokens: TokenStream, name: &str, element: ir::Element) -> String {
+    Consts::default()
+        .with(name, Value::Type(element))
+        .substitute(tokens)
+        .to_string()
 }
 
 /// A set of constants expanded into its instances: the IR set, and each instance's constants

@@ -4,7 +4,7 @@
 use crate::diag::Errors;
 use crate::ir::{self, Scalar, Span, Ty};
 use crate::parse::attr::KernelAttr;
-use crate::parse::ty;
+use crate::parse::{consts, ty};
 
 /// The scalar types a type parameter may stand for.
 const ELEMENT_TYPES: [Scalar; 4] = [Scalar::F32, Scalar::F16, Scalar::U32, Scalar::I32];
@@ -101,10 +101,9 @@ fn element_type(ty: &syn::Type) -> Option<ir::Element> {
         .then_some(ir::Element { scalar, lanes })
 }
 
-/// The parameters of `function` whose type names the type parameter (`x: &[T]`).
 /// The parameters of `function` whose type names the type parameter (`x: &[T]`). A buffer of
-/// `T::Scalar` is one of a fixed type, so all the listed types must share their scalar:
-/// otherwise an error at the parameter.
+/// `T::Scalar` or `T::F32` (..) is one of a fixed type, so it must resolve to one type for
+/// every listed type: otherwise an error at the parameter.
 pub(super) fn generic_params(
     function: &syn::ItemFn,
     param: Option<&ir::TypeParam>,
@@ -124,21 +123,35 @@ pub(super) fn generic_params(
         let (whole, associated) = mentions(quote::ToTokens::to_token_stream(&arg.ty), &param.name);
         if whole {
             generic.push(pat.ident.clone());
-        } else if associated
-            && param
+        } else if associated {
+            // `T::Scalar`, `T::F32`..: the buffer's host type must be one for every instance.
+            let tokens = quote::ToTokens::to_token_stream(&arg.ty);
+            let name = param.name.to_string();
+            let resolved = |element| consts::resolve_associated(tokens.clone(), &name, element);
+            let Some(&first) = param.types.first() else {
+                continue;
+            };
+            let other = param
                 .types
                 .iter()
-                .any(|t| t.scalar != param.types[0].scalar)
-        {
-            errors.spanned(
-                &arg.ty,
-                format!(
-                    "a buffer of `{0}::Scalar` needs one scalar type for every type `{0}` \
-                     stands for; list types of one scalar (`f32`, `Vec4<f32>`), or write a \
-                     kernel for each",
-                    param.name
-                ),
-            );
+                .find(|&&t| resolved(t) != resolved(first));
+            if let Some(&other) = other {
+                let (written, a, b) =
+                    (shown(&tokens.to_string()), resolved(first), resolved(other));
+                errors.spanned(
+                    &arg.ty,
+                    format!(
+                        "`{written}` is `{}` where `{name}` is `{}` but `{}` where it is `{}`: a \
+                         buffer has one type for every type `{name}` stands for; list types \
+                         that agree (one scalar for `{name}::Scalar`, one width for \
+                         `{name}::F32`), or write a kernel for each",
+                        shown(&a),
+                        first.rust_name(),
+                        shown(&b),
+                        other.rust_name(),
+                    ),
+                );
+            }
         }
     }
     generic
@@ -168,4 +181,9 @@ fn mentions(tokens: proc_macro2::TokenStream, name: &syn::Ident) -> (bool, bool)
         }
     }
     (whole, associated)
+}
+
+/// A type's tokens as a person writes them: `&mut [Vec4<f32>]`, not `& mut [Vec4 < f32 >]`.
+fn shown(tokens: &str) -> String {
+    tokens.replace(' ', "").replace("&mut", "&mut ")
 }
