@@ -1,5 +1,7 @@
 """PyTorch on the work of `examples/elementwise.rs`, in its table format: a device copy and
-`y = a * x + y` over f32 buffers of the same size (MiB per buffer, default 256).
+`y = a * x + y` over f32 buffers of the same size (MiB per buffer, default 256); and, for
+`examples/std_scan.rs`, an inclusive scan (`torch.cumsum`) of as many `u32`s (stored as
+`int32`, PyTorch having no unsigned scan), which reads and writes each once.
 
     python3 bench/elementwise_bench.py [MiB]
 
@@ -28,6 +30,10 @@ def main():
         ms = time_ms(run)
         moved = (reads + 1) * n * 4
         print(f"| {work} {mib} MiB | PyTorch | {ms:.4f} | {moved / ms / 1e9:.2f} |")
+    ints = torch.randint(0, 100, (n,), device="cuda", dtype=torch.int32)
+    sums = torch.empty_like(ints)
+    ms = time_ms(lambda: torch.cumsum(ints, 0, dtype=torch.int32, out=sums))
+    print(f"| scan {n} u32 | PyTorch cumsum | {ms:.4f} | {2 * n * 4 / ms / 1e9:.2f} |")
 
 
 if __name__ == "__main__":

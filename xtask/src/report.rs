@@ -3,7 +3,8 @@
 //! `DIR/torch_tf32.csv` (from `bench/torch_bench.py --out DIR`), into `BENCHMARKS.md` and the
 //! plot `docs/benchmarks.png`. Where the run also has `DIR/tensor-cores/tessera.csv` (from
 //! `nn/examples/bench.rs --gemm --conv --tensor-cores --out DIR/tensor-cores`), the page gets a
-//! second table: those figures against PyTorch TF32.
+//! second table: those figures against PyTorch TF32; where it has `DIR/memory` (from
+//! `bench/device/memory.sh`), a section on memory-bound kernels ([`memory`]).
 //!
 //! Every CSV has the columns `work,pass,ms,tflops`; lines starting with `#` say what ran
 //! (`# adapter: ...`, `# torch: ...`).
@@ -13,6 +14,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use plotters::prelude::*;
+
+mod memory;
 
 /// One figure of one run.
 #[derive(Clone, Debug, PartialEq)]
@@ -347,15 +350,25 @@ fn font() -> Result<&'static [u8], String> {
 
 /// Horizontal bars: tessera's speed over PyTorch strict f32 for each work and pass.
 fn plot(compared: &[Compared<'_>], path: &Path) -> Result<(), String> {
-    // Drawn bottom up: reversed, the table's first row is the top bar.
     let bars: Vec<(String, f64)> = compared
         .iter()
-        .rev()
         .filter_map(|c| Some((format!("{} · {}", c.ours.work, c.ours.pass), c.ratio()?)))
         .collect();
+    let caption = "tessera over PyTorch strict f32 (1.0 = as fast)";
+    plot_ratios(&bars, caption, path)
+}
+
+/// Horizontal bars of `(label, ratio)`, the first on top, under `caption`: green at or above
+/// 1, blue at half or more, red below half.
+fn plot_ratios(bars: &[(String, f64)], caption: &str, path: &Path) -> Result<(), String> {
     if bars.is_empty() {
-        return Err("no figure has a PyTorch counterpart to plot".into());
+        return Err(format!(
+            "{}: no figure has a counterpart to plot",
+            path.display()
+        ));
     }
+    // Drawn bottom up: reversed, the table's first row is the top bar.
+    let bars: Vec<&(String, f64)> = bars.iter().rev().collect();
     plotters::style::register_font("sans-serif", FontStyle::Normal, font()?)
         .map_err(|_| "the font could not be read".to_owned())?;
     let error = |e: &dyn std::fmt::Display| format!("drawing {}: {e}", path.display());
@@ -365,10 +378,7 @@ fn plot(compared: &[Compared<'_>], path: &Path) -> Result<(), String> {
     let most = bars.iter().map(|b| b.1).fold(1.2, f64::max) * 1.05;
     let count = bars.len() as i32;
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "tessera over PyTorch strict f32 (1.0 = as fast)",
-            ("sans-serif", 24),
-        )
+        .caption(caption, ("sans-serif", 24))
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(520)
@@ -465,10 +475,22 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let tensor = without_tensor_core_label(read(&tensor_cores, "tessera.csv")?);
         text.push_str(&tensor_core_section(&tensor, &ours, &tf32));
     }
+    let memory = memory::section(dir)?;
+    if let Some(memory) = &memory {
+        text.push_str(&memory.markdown);
+    }
     std::fs::write("BENCHMARKS.md", text).map_err(|e| format!("writing BENCHMARKS.md: {e}"))?;
     std::fs::create_dir_all("docs").map_err(|e| format!("creating docs/: {e}"))?;
     plot(&compared, Path::new("docs/benchmarks.png"))?;
-    eprintln!("xtask: wrote BENCHMARKS.md and docs/benchmarks.png");
+    if let Some(memory) = &memory {
+        let caption = "tessera over the faster of Triton and PyTorch (1.0 = as fast)";
+        plot_ratios(
+            &memory.bars,
+            caption,
+            Path::new("docs/benchmarks-memory.png"),
+        )?;
+    }
+    eprintln!("xtask: wrote BENCHMARKS.md and its plots in docs/");
     Ok(())
 }
 
