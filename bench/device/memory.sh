@@ -3,14 +3,16 @@
 # tessera examples staged in .gpu/memory.tar.xz (nn's `rows_bench`, the root crate's
 # `std_rows`, `elementwise` and `std_scan`; `bash bench/device/stage_memory.sh` builds them)
 # beside the PyTorch and Triton scripts of bench/, one process each, in one device command.
-# Each writes its Markdown table to $OUT/memory/NAME.md; then, here:
+# Each writes its Markdown table to memory/NAME.md, packed in $OUT/memory.tgz; then, here:
 #
-#   cp -r RUN/memory bench/results/ && cargo xtask bench-report bench/results --commit C --date D
+#   tar xzf RUN/memory.tgz -C bench/results
+#   printf 'commit C\ndate D\n' > bench/results/memory/run.txt
+#   cargo xtask bench-report bench/results --commit C0 --date D0   (C0, D0: the main run's)
 set -u
 cd "$(dirname "$0")/../.."
 mkdir -p .gpu/memory && tar xJf .gpu/memory.tar.xz -C .gpu/memory
 bash .gpu/run.sh true
-M=$OUT/memory; mkdir -p "$M"
+W=/tmp/memory-run; M=$W/memory; rm -rf "$W"; mkdir -p "$M"
 tessera() { name=$1; shift; timeout 240 bash .gpu/run.sh ".gpu/memory/$@" > "$M/tessera-$name.md" 2>&1; echo "$name: rc $?"; }
 python() { name=$1; shift; timeout 240 python3 "$@" > "$M/python-$name.md" 2>&1; echo "python $name: rc $?"; }
 for shape in "16384 4096" "16384 1000" "4096 768"; do
@@ -23,3 +25,4 @@ python rows bench/rows_bench.py
 tessera elementwise elementwise
 python elementwise bench/elementwise_bench.py
 tessera scan std_scan
+tar czf "$OUT/memory.tgz" -C "$W" memory
