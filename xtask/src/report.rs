@@ -367,8 +367,17 @@ fn plot_ratios(bars: &[(String, f64)], caption: &str, path: &Path) -> Result<(),
             path.display()
         ));
     }
-    // Drawn bottom up: reversed, the table's first row is the top bar.
-    let bars: Vec<&(String, f64)> = bars.iter().rev().collect();
+    // Drawn bottom up: reversed, the table's first row is the top bar. A bar past `CUT` is
+    // drawn to it, its label saying how far it reaches.
+    const CUT: f64 = 3.0;
+    let bars: Vec<(String, f64)> = bars
+        .iter()
+        .rev()
+        .map(|(label, ratio)| match *ratio > CUT {
+            true => (format!("{label} ({ratio:.1}x)"), CUT),
+            false => (label.clone(), *ratio),
+        })
+        .collect();
     plotters::style::register_font("sans-serif", FontStyle::Normal, font()?)
         .map_err(|_| "the font could not be read".to_owned())?;
     let error = |e: &dyn std::fmt::Display| format!("drawing {}: {e}", path.display());

@@ -60,21 +60,21 @@ fn parse(text: &str, file: &str, python: bool) -> Result<Vec<Figure>, String> {
             (true, ("Triton", rest)) => (Side::Triton, rest),
             (true, _) => continue, // A reference of the script's own, such as a device copy.
         };
-        let is_pass = matches!(rest, "forward" | "backward");
-        let copy_beside = who.contains("copy") && !work.starts_with("copy");
-        if copy_beside {
-            continue;
+        if who.contains("copy") && !work.starts_with("copy") {
+            continue; // The ceiling an example times beside its work.
         }
+        // `forward`, `backward (x, scale)`: a pass, and what it computes; else a variant.
+        let (first, more) = rest.split_once(' ').unwrap_or((rest, ""));
+        let (pass, variant) = match first {
+            "forward" | "backward" => (first, more),
+            _ => ("", rest),
+        };
         figures.push(Figure {
             side,
             work: work.to_owned(),
-            pass: if is_pass {
-                rest.to_owned()
-            } else {
-                String::new()
-            },
-            variant: match (side, is_pass) {
-                (Side::Tessera, false) => rest.to_owned(),
+            pass: pass.to_owned(),
+            variant: match side {
+                Side::Tessera => variant.to_owned(),
                 _ => String::new(),
             },
             ms,
@@ -232,10 +232,10 @@ fn markdown(
         let of_copy = copy.map_or("-".to_owned(), |c| {
             format!("{:.0}%", 100.0 * ours.tbs / c.tbs)
         });
-        let variant = if ours.variant.is_empty() {
-            "nn op"
-        } else {
-            &ours.variant
+        let variant = match (ours.pass.is_empty(), ours.variant.as_str()) {
+            (false, "") => "nn op".to_owned(),
+            (false, computes) => format!("nn op, {computes}"),
+            (true, variant) => variant.to_owned(),
         };
         let _ = writeln!(
             out,
@@ -276,7 +276,7 @@ mod tests {
     const TESSERA: &str =
         "NVIDIA H200 (Vulkan)\n| work | pass | ms | TB/s |\n| --- | --- | --- | --- |\n\
         | softmax 4x8 | forward | 0.0100 | 2.00 |\n\
-        | softmax 4x8 | backward | 0.0200 | 1.00 |\n\
+        | softmax 4x8 | backward (x) | 0.0200 | 1.00 |\n\
         | copy 1 MiB | f32 an invocation | 0.0400 | 1.00 |\n\
         | copy 1 MiB | Vec4<f32> an invocation | 0.0100 | 4.00 |\n\
         | scan 8 u32 | Subgroups | 0.0100 | 2.00 |\n\
@@ -312,7 +312,7 @@ mod tests {
             keys,
             [
                 ("softmax 4x8", "forward", ""),
-                ("softmax 4x8", "backward", ""),
+                ("softmax 4x8", "backward", "(x)"),
                 ("copy 1 MiB", "", "Vec4<f32> an invocation"),
                 ("scan 8 u32", "", "Subgroups"),
             ]
