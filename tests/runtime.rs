@@ -350,6 +350,47 @@ fn async_submissions_and_reads_give_what_the_blocking_ones_give() {
     assert_eq!(run(short.read_async(&rt)).unwrap(), [0.0; 2]);
 }
 
+#[test]
+fn async_timed_batches_time_what_the_blocking_ones_time() {
+    let rt = runtime();
+    let scale = scale_pipeline(&rt, "scale_and_shift");
+    let square = scale_pipeline(&rt, "square_in_place");
+    let (xs, x, mut y, p) = scale_inputs(&rt);
+    let grid = [p.row.div_ceil(64), 200, 1];
+    let scaled: Vec<f32> = xs.iter().map(|v| v * 1.5 - 2.0).collect();
+    let squared: Vec<f32> = scaled.iter().map(|v| v * v).collect();
+    for (profiled, asynchronous) in [(false, false), (false, true), (true, false), (true, true)] {
+        // Issued before the batch: submitted first, untimed, and seen by the batch.
+        rt.dispatch(&scale, &scale_args(&x, &mut y, &p), grid)
+            .unwrap();
+        let mut batch = rt.batch();
+        batch
+            .dispatch(&square, &scale_args(&x, &mut y, &p), grid)
+            .unwrap();
+        let timing = match (profiled, asynchronous) {
+            (false, false) => batch.submit_timed(),
+            (false, true) => run(batch.submit_timed_async()),
+            (true, false) => batch.submit_profiled(),
+            (true, true) => run(batch.submit_profiled_async()),
+        }
+        .unwrap();
+        let case = format!("profiled {profiled}, async {asynchronous}: {timing:?}");
+        assert_eq!(timing.dispatches.len(), 1, "{case}");
+        assert_eq!(timing.dispatches[0].0, "square_in_place", "{case}");
+        let gpu = timing.source == TimingSource::GpuTimestamps;
+        assert_eq!(gpu, rt.info().has_timestamps(), "{case}");
+        assert_eq!(timing.dispatches[0].1.is_some(), gpu && profiled, "{case}");
+        assert!(timing.total > std::time::Duration::ZERO, "{case}");
+        assert_eq!(y.read(&rt).unwrap(), squared, "{case}");
+    }
+    // An empty batch times nothing, and still submits what was issued before it.
+    rt.dispatch(&scale, &scale_args(&x, &mut y, &p), grid)
+        .unwrap();
+    let timing = run(rt.batch().submit_timed_async()).unwrap();
+    assert!(timing.dispatches.is_empty(), "{timing:?}");
+    assert_eq!(read_submitted(&rt, &y), scaled);
+}
+
 /// `buffer` as the GPU holds it once what the runtime has submitted so far has run, read
 /// through wgpu alone: without submitting the dispatches queued on the runtime.
 fn read_submitted(app: &Runtime, buffer: &GpuBuffer<f32>) -> Vec<f32> {

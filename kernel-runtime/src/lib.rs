@@ -21,9 +21,10 @@
 //! - A buffer larger than the device binds to one storage binding can be made and used, but
 //!   binding it is refused with [`Error::BindingTooLarge`], which names the kernel and the
 //!   binding (a generated launcher's parameter) and says what to do instead.
-//! - Nothing needs an executor to block: submission and readback have `async` forms
-//!   ([`Runtime::flush_async`], [`Batch::submit_async`], [`Runtime::wait_async`],
-//!   [`GpuBuffer::read_async`], [`GpuBuffer::read_range_async`]), which is also what a browser
+//! - Nothing needs an executor to block: submission, timing and readback have `async` forms
+//!   ([`Runtime::flush_async`], [`Batch::submit_async`], [`Batch::submit_timed_async`],
+//!   [`Batch::submit_profiled_async`], [`Runtime::wait_async`], [`GpuBuffer::read_async`],
+//!   [`GpuBuffer::read_range_async`]), which is also what a browser
 //!   build needs. The blocking forms are the same futures, waited for on the calling thread.
 //!   On native backends an `async` form polls the device, without waiting, each time it is
 //!   polled, and leaves the waiting for the GPU to a short-lived thread that wakes the task.

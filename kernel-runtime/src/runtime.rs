@@ -525,7 +525,7 @@ impl Runtime {
         self.wait_with(Progress::Async)
     }
 
-    fn wait_with(&self, progress: Progress) -> impl Future<Output = Result<()>> + '_ {
+    pub(crate) fn wait_with(&self, progress: Progress) -> impl Future<Output = Result<()>> + '_ {
         let flushed = self.flush_async();
         let signal = Signal::new();
         let done = signal.setter();

@@ -3,11 +3,13 @@
 //! device has them; the wall clock around the whole batch otherwise. [`Timing`] says which.
 
 use std::fmt;
+use std::future::Future;
 use std::ops::Range;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::runtime::Runtime;
+use crate::wait::{Completion, Progress, Signal};
 
 /// Where a [`Timing`] came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,90 +150,96 @@ impl Queries {
     }
 }
 
+/// A submission [`submit_with_timestamps`] made: where its timestamps will be, and wgpu's
+/// answer to it.
+pub(crate) struct Timed<'a, E> {
+    readback: wgpu::Buffer,
+    submission: wgpu::SubmissionIndex,
+    errors: E,
+    rt: &'a Runtime,
+}
+
 /// Encodes a submission with `encode`, which must write the timestamps `plan` says through
-/// `queries`, and submits it; returns the buffer the timestamps will be in (see
-/// [`read_timestamps`]).
-pub(crate) fn submit_with_timestamps(
-    rt: &Runtime,
+/// `queries`, and submits it in error scopes; [`read_timestamps`] reads them.
+pub(crate) fn submit_with_timestamps<'a>(
+    rt: &'a Runtime,
     plan: &Plan,
-    operation: impl fmt::Display,
-    encode: impl FnOnce(&mut wgpu::CommandEncoder, &Queries),
-) -> Result<wgpu::Buffer> {
+    operation: String,
+    encode: &mut dyn FnMut(&mut wgpu::CommandEncoder, &Queries),
+) -> Result<Timed<'a, impl Future<Output = Result<()>> + use<'a>>> {
     let device = rt.device();
     let count = plan.queries;
-    rt.scoped(operation, || {
-        let sets: Vec<wgpu::QuerySet> = (0..count.div_ceil(QUERIES_PER_SET))
-            .map(|set| {
-                let queries = (count - set * QUERIES_PER_SET).min(QUERIES_PER_SET);
-                device.create_query_set(&wgpu::QuerySetDescriptor {
-                    label: Some("tessera timestamps"),
-                    ty: wgpu::QueryType::Timestamp,
-                    count: queries as u32,
-                })
+    let scopes = rt.push_scopes()?;
+    let sets: Vec<wgpu::QuerySet> = (0..count.div_ceil(QUERIES_PER_SET))
+        .map(|set| {
+            let queries = (count - set * QUERIES_PER_SET).min(QUERIES_PER_SET);
+            device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("tessera timestamps"),
+                ty: wgpu::QueryType::Timestamp,
+                count: queries as u32,
             })
-            .collect();
-        let bytes = (count * size_of::<u64>()) as u64;
-        let resolve = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("tessera timestamps"),
-            size: bytes,
-            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        let readback = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("tessera timestamps read-back"),
-            size: bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let queries = Queries { sets };
-        let mut encoder = device.create_command_encoder(&Default::default());
-        encode(&mut encoder, &queries);
-        for (index, set) in queries.sets.iter().enumerate() {
-            let offset = (index * QUERIES_PER_SET * size_of::<u64>()) as u64;
-            let written = (count - index * QUERIES_PER_SET).min(QUERIES_PER_SET) as u32;
-            encoder.resolve_query_set(set, 0..written, &resolve, offset);
-        }
-        encoder.copy_buffer_to_buffer(&resolve, 0, &readback, 0, bytes);
-        rt.raw_queue().submit([encoder.finish()]);
-        readback
+        })
+        .collect();
+    let bytes = (count * size_of::<u64>()) as u64;
+    let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("tessera timestamps"),
+        size: bytes,
+        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("tessera timestamps read-back"),
+        size: bytes,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let queries = Queries { sets };
+    let mut encoder = device.create_command_encoder(&Default::default());
+    encode(&mut encoder, &queries);
+    for (index, set) in queries.sets.iter().enumerate() {
+        let offset = (index * QUERIES_PER_SET * size_of::<u64>()) as u64;
+        let written = (count - index * QUERIES_PER_SET).min(QUERIES_PER_SET) as u32;
+        encoder.resolve_query_set(set, 0..written, &resolve, offset);
+    }
+    encoder.copy_buffer_to_buffer(&resolve, 0, &readback, 0, bytes);
+    let submission = rt.raw_queue().submit([encoder.finish()]);
+    let errors = rt.pop_scopes(scopes, operation);
+    Ok(Timed {
+        readback,
+        submission,
+        errors,
+        rt,
     })
 }
 
-/// Waits for the submission [`submit_with_timestamps`] made and says how long the timed
+/// Waits, as `progress` says, for the submission `timed` made and says how long the timed
 /// batch's dispatches (`labels`, one per dispatch of the submission) took.
-pub(crate) fn read_timestamps(
-    rt: &Runtime,
-    readback: &wgpu::Buffer,
+pub(crate) async fn read_timestamps(
+    timed: Timed<'_, impl Future<Output = Result<()>>>,
     plan: &Plan,
     labels: &[String],
+    progress: Progress,
 ) -> Result<Timing> {
-    let ticks = read_ticks(rt, readback)?;
-    Ok(timing_from_ticks(
-        &ticks,
-        plan,
-        labels,
-        rt.raw_queue().get_timestamp_period(),
-    ))
-}
-
-fn read_ticks(rt: &Runtime, readback: &wgpu::Buffer) -> Result<Vec<u64>> {
-    let (sender, receiver) = std::sync::mpsc::channel();
-    readback.map_async(wgpu::MapMode::Read, .., move |result| {
-        let _ = sender.send(result);
-    });
-    rt.wait()?;
-    match receiver.try_recv() {
-        Ok(result) => result?,
-        Err(_) => {
-            return Err(Error::Internal {
-                operation: "timing a batch".into(),
-                message: "the timestamps were not readable after the GPU finished".into(),
-            })
-        }
+    let Timed {
+        readback,
+        submission,
+        errors,
+        rt,
+    } = timed;
+    errors.await?;
+    let signal = Signal::new();
+    readback.map_async(wgpu::MapMode::Read, .., signal.setter());
+    let operation = "reading a timed batch's timestamps".to_owned();
+    if let Err(error) = Completion::new(rt, signal, Some(submission), progress, operation).await? {
+        // On a lost device the mapping fails at once: the loss is what to report.
+        let _ = rt.device().poll(wgpu::PollType::Poll);
+        rt.check_device()?;
+        return Err(error.into());
     }
     let ticks = bytemuck::pod_collect_to_vec(&readback.get_mapped_range(..)?);
     readback.unmap();
-    Ok(ticks)
+    let period = rt.raw_queue().get_timestamp_period();
+    Ok(timing_from_ticks(&ticks, plan, labels, period))
 }
 
 /// The timing of the timed batch's dispatches from the ticks of `plan`'s queries (`period`
