@@ -3,7 +3,9 @@ softmax, RMSNorm with a learned scale and LayerNorm with a learned scale and bia
 rows of a [ROWS, COLS] f32 matrix, forward and backward in PyTorch (the backward computes the
 input gradient and the parameters' gradients), forward in Triton: one program a row, the row
 loaded whole in one masked block, reduced and stored, as Triton's tutorials write them (more
-warps for longer rows).
+warps for longer rows); and PyTorch's `cross_entropy` forward (per-row losses, its log-softmax
+written beside them as tessera writes the probabilities). Rows longer than 16384 time the
+loss alone, as the Rust side does.
 
     python3 bench/nn_rows_bench.py [ROWS COLS]      # default 16384 4096
 
@@ -70,6 +72,12 @@ def main():
     print("| work | pass | ms | TB/s |")
     print("| --- | --- | --- | --- |")
     matrix = rows * cols * 4
+    labels = torch.arange(rows, device="cuda") % cols
+    with torch.no_grad():
+        ms = time_ms(lambda: F.cross_entropy(x, labels, reduction="none"))
+    print(f"| cross_entropy {rows}x{cols} | PyTorch forward | {ms:.4f} | {2 * matrix / ms / 1e9:.2f} |")
+    if cols > 16384:
+        return
     for work, op in ops.items():
         with torch.no_grad():
             ms = time_ms(op)

@@ -15,7 +15,7 @@ bash .gpu/run.sh true
 W=/tmp/memory-run; M=$W/memory; rm -rf "$W"; mkdir -p "$M"
 tessera() { name=$1; shift; timeout 240 bash .gpu/run.sh ".gpu/memory/$@" > "$M/tessera-$name.md" 2>&1; echo "$name: rc $?"; }
 python() { name=$1; shift; timeout 240 python3 "$@" > "$M/python-$name.md" 2>&1; echo "python $name: rc $?"; }
-for shape in "16384 4096" "16384 1000" "4096 768"; do
+for shape in "16384 4096" "16384 1000" "4096 768" "4096 50257"; do
   tag=${shape// /x}
   tessera "nn-rows-$tag" rows_bench $shape
   python "nn-rows-$tag" bench/nn_rows_bench.py $shape

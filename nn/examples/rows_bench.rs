@@ -1,7 +1,8 @@
 //! Times `tessera-nn`'s row ops (`Softmax`, `RmsNorm`, `LayerNorm`), forward and backward,
-//! in the table format of the root crate's `std_rows` example; `bench/nn_rows_bench.py`
-//! times PyTorch on the same work. Bytes per pass: each `[rows, cols]` matrix read or
-//! written once (the per-row and per-column vectors are left out).
+//! and the loss `SoftmaxCrossEntropy`'s forward, in the table format of the root crate's
+//! `std_rows` example; `bench/nn_rows_bench.py` times PyTorch on the same work. Bytes per
+//! pass: each `[rows, cols]` matrix read or written once (the per-row and per-column vectors
+//! are left out). Rows longer than `MAX_COLS` time the loss alone (the other ops refuse them).
 //!
 //! ```text
 //! cargo build --release -p tessera-nn --example rows_bench
@@ -17,8 +18,9 @@ use std::time::Duration;
 
 use tessera::{GpuBuffer, Result, Runtime};
 use tessera_nn::{
-    LayerNorm, LayerNormBackward, LayerNormForward, RmsNorm, RmsNormBackward, RmsNormForward,
-    RowsShape, Softmax, SoftmaxBackward, SoftmaxForward,
+    LayerNorm, LayerNormBackward, LayerNormForward, LossForward, LossShape, RmsNorm,
+    RmsNormBackward, RmsNormForward, RowsShape, Softmax, SoftmaxBackward, SoftmaxCrossEntropy,
+    SoftmaxForward, MAX_COLS,
 };
 
 /// Launches a timing submission holds.
@@ -72,6 +74,30 @@ fn print_row(shape: RowsShape, work: &str, pass: &str, time: Duration, matrices:
         secs * 1e3,
         bytes / secs / 1e12
     );
+}
+
+/// The loss's forward: `probs` (in `y`) and each row's loss (in `rstd`), every row's label
+/// its row index modulo `cols`.
+fn cross_entropy(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
+    let op = SoftmaxCrossEntropy::new(rt)?;
+    let labels: Vec<u32> = (0..shape.rows).map(|r| r % shape.cols).collect();
+    let labels = rt.upload(&labels)?;
+    let loss_shape = LossShape {
+        rows: shape.rows,
+        classes: shape.cols,
+    };
+    let t = timing::time(rt, REPS, |batch| {
+        let args = LossForward {
+            shape: loss_shape,
+            logits: &b.x,
+            labels: &labels,
+            probs: &mut b.y,
+            losses: &mut b.rstd,
+        };
+        op.forward(batch, args)
+    })?;
+    print_row(shape, "cross_entropy", "forward", t, 2.0);
+    Ok(())
 }
 
 fn softmax(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
@@ -180,8 +206,11 @@ fn main() -> Result<()> {
     println!("{} ({:?})", rt.info().name, rt.info().backend);
     println!("| work | pass | ms | TB/s |");
     println!("| --- | --- | --- | --- |");
-    softmax(&rt, shape, &mut buffers)?;
-    rms_norm(&rt, shape, &mut buffers)?;
-    layer_norm(&rt, shape, &mut buffers)?;
+    cross_entropy(&rt, shape, &mut buffers)?;
+    if cols <= MAX_COLS {
+        softmax(&rt, shape, &mut buffers)?;
+        rms_norm(&rt, shape, &mut buffers)?;
+        layer_norm(&rt, shape, &mut buffers)?;
+    }
     Ok(())
 }

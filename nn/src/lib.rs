@@ -120,7 +120,6 @@ mod conv;
 mod gemm;
 mod kernels;
 mod layers;
-mod loss;
 mod optim;
 pub mod parts;
 mod precision;
@@ -139,12 +138,12 @@ pub use layers::{
     Conv2d, Conv2dConfig, Init, Layer, LayerNormLayer, Linear, LinearConfig, NormLayer, Parameter,
     RmsNormLayer,
 };
-pub use loss::{LossBackward, LossForward, LossShape, SoftmaxCrossEntropy};
 pub use optim::{Adam, AdamConfig, AdamState, Sgd, SgdConfig};
 pub use precision::Precision;
 pub use rows::{
-    LayerNorm, LayerNormBackward, LayerNormForward, RmsNorm, RmsNormBackward, RmsNormForward,
-    RowsShape, Softmax, SoftmaxBackward, SoftmaxForward, MAX_COLS,
+    LayerNorm, LayerNormBackward, LayerNormForward, LossBackward, LossForward, LossShape, RmsNorm,
+    RmsNormBackward, RmsNormForward, RowsShape, Softmax, SoftmaxBackward, SoftmaxCrossEntropy,
+    SoftmaxForward, MAX_COLS,
 };
 
 use tessera::Error;

@@ -1,4 +1,5 @@
-//! Softmax cross-entropy, SGD with momentum and Adam against f64 CPU references.
+//! Softmax cross-entropy (rows of every width and length), SGD with momentum and Adam against
+//! f64 CPU references.
 //! Tolerance: 1e-5 relative to the larger magnitude or 1 (a handful of f32 operations each).
 
 #[path = "../../tests/common/mod.rs"]
@@ -15,9 +16,20 @@ use tessera_nn::{
 fn softmax_cross_entropy_matches_reference() {
     let rt = runtime();
     let loss = SoftmaxCrossEntropy::new(&rt).unwrap();
-    // One class, one row, rows past one workgroup of 64, and large logits (stability); then
-    // random shapes (`TESSERA_PROPERTY_CASES` of them, 4 by default).
-    let fixed = [(1, 1, 1.0), (1, 5, 1.0), (70, 3, 4.0), (9, 10, 80.0)];
+    // One class, one row, many rows, and large logits (stability); rows read as vectors
+    // (classes a multiple of 4) and as scalars, in one segment of the row kernels and longer
+    // (looped: a vector segment holds 16,384 classes, a scalar one 4,096; GPT-2's vocabulary
+    // of 50,257 takes 13); then random shapes (`TESSERA_PROPERTY_CASES` of them, 4 by default).
+    let fixed = [
+        (1, 1, 1.0),
+        (1, 5, 1.0),
+        (70, 3, 4.0),
+        (9, 10, 80.0),
+        (3, 1000, 4.0),
+        (2, 16_388, 4.0),
+        (2, 4_101, 1.0),
+        (1, 50_257, 4.0),
+    ];
     let mut shapes = rng(property_seed(3));
     let random = (0..property_cases(4)).map(|_| {
         let spread = [0.5, 4.0, 80.0][shapes.random_range(0..=2) as usize];

@@ -525,7 +525,7 @@ fn short_name(label: &str) -> (String, String) {
         "grad_pre" => "linear act grad".to_owned(),
         "d_operands" => "linear dgrad + wgrad".to_owned(),
         "d_bias" => "linear bias grad".to_owned(),
-        "softmax_cross_entropy" => "softmax + loss".to_owned(),
+        "cross_entropy" => "softmax + loss".to_owned(),
         "softmax_cross_entropy_grad" => "softmax + loss grad".to_owned(),
         "sgd_step" => "sgd".to_owned(),
         _ => {

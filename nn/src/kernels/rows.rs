@@ -93,6 +93,64 @@ pub mod row_ops {
         row_store(&regs, y, row * width, width, local);
     }
 
+    /// Per row of `logits` and its label: `probs = softmax(logits)` and `loss =
+    /// logsumexp(logits) - logits[label]` (-1 for a label not below `p.cols`). The row is
+    /// taken a segment of `GROUP * PER` elements at a time, so rows of any length run: read
+    /// once where one segment holds it (the host picks the smallest that does), twice
+    /// otherwise (the largest, looped).
+    #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn cross_entropy<T>(
+        p: &RowParams,
+        #[len(p.rows * p.cols / T::LANES)] logits: &[T],
+        #[len(p.rows)] labels: &[u32],
+        #[len(p.rows * p.cols / T::LANES)] probs: &mut [T],
+        #[len(p.rows)] loss: &mut [f32],
+        #[workgroup] tile: &mut [Vec2<f32>; GROUP],
+    ) {
+        let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
+        let (segment, first) = (GROUP * PER, row * width);
+        let mut regs = [0.0 as T; PER];
+        let mut state = softmax_start();
+        for start in (0..width).step_by(segment) {
+            let count = (width - start).min(segment);
+            // Padding folds as `-f32::MAX`, which weighs nothing once a real value is in.
+            row_load(
+                &mut regs,
+                logits,
+                first + start,
+                count,
+                local,
+                -f32::MAX as T,
+            );
+            #[unroll]
+            for k in 0..PER {
+                state = softmax_fold(state, regs[k]);
+            }
+        }
+        state = softmax_workgroup_tree(tile, local, state);
+        for start in (0..width).step_by(segment) {
+            let count = (width - start).min(segment);
+            if width > segment {
+                row_load(&mut regs, logits, first + start, count, local, 0.0 as T);
+            }
+            #[unroll]
+            for k in 0..PER {
+                regs[k] = softmax_of(state, regs[k]);
+            }
+            row_store(&regs, probs, first + start, count, local);
+        }
+        let label = labels[row];
+        if local == 0 {
+            loss[row] = if label < p.cols {
+                let at = row * p.cols + label;
+                softmax_log_normalizer(state) - logits[at / T::LANES][at % T::LANES]
+            } else {
+                -1.0
+            };
+        }
+    }
+
     /// `grad_x = y * (grad_y - sum_c(grad_y * y))` along each row, from the forward's `y`.
     #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
              types(T = [f32, Vec4<f32>]))]

@@ -68,41 +68,6 @@ pub mod training {
         }
     }
 
-    /// Per row of `logits`: `probs = softmax(logits)` and `loss = -ln probs[label]`, computed
-    /// as `logsumexp - logits[label]`. A label outside `0..classes` gives a loss of -1.
-    #[kernel(workgroup = [NARROW], grid = [ceil_div(p.rows, NARROW)])]
-    pub fn softmax_cross_entropy(
-        p: &LossParams,
-        #[len(p.rows * p.classes)] logits: &[f32],
-        #[len(p.rows)] labels: &[u32],
-        #[len(p.rows * p.classes)] probs: &mut [f32],
-        #[len(p.rows)] loss: &mut [f32],
-    ) {
-        let row = global_id().x;
-        if row < p.rows {
-            let base = row * p.classes;
-            let mut top = logits[base];
-            for c in 1..p.classes {
-                top = top.max(logits[base + c]);
-            }
-            let mut sum = 0.0;
-            for c in 0..p.classes {
-                let e = (logits[base + c] - top).exp();
-                probs[base + c] = e;
-                sum += e;
-            }
-            for c in 0..p.classes {
-                probs[base + c] = probs[base + c] / sum;
-            }
-            let label = labels[row];
-            loss[row] = if label < p.classes {
-                sum.ln() + top - logits[base + label]
-            } else {
-                -1.0
-            };
-        }
-    }
-
     /// `grad_logits = scale * (probs - one_hot(label))`.
     #[kernel(workgroup = [GROUP], grid = [ceil_div(p.rows * p.classes, GROUP)])]
     pub fn softmax_cross_entropy_grad(

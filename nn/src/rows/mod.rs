@@ -1,14 +1,17 @@
 //! Operations along the last dimension of a `[rows, cols]` matrix, a GPU workgroup per row:
-//! [`Softmax`], [`RmsNorm`] and [`LayerNorm`], forward and backward.
+//! [`Softmax`], [`RmsNorm`] and [`LayerNorm`], forward and backward, and the loss
+//! [`SoftmaxCrossEntropy`].
 //!
 //! Each row is read into registers once, reduced across its workgroup and written once, four
 //! floats a load where `cols` is a multiple of 4 (the ops pick that instance themselves).
 //! A row holds at most [`MAX_COLS`] scalars (a quarter of that where `cols` is not a multiple
 //! of 4); longer rows are refused with [`Error::InvalidArgument`](tessera::Error).
 
+mod loss;
 mod norm;
 mod softmax;
 
+pub use loss::{LossBackward, LossForward, LossShape, SoftmaxCrossEntropy};
 pub use norm::{
     LayerNorm, LayerNormBackward, LayerNormForward, RmsNorm, RmsNormBackward, RmsNormForward,
 };
@@ -40,9 +43,26 @@ struct Plan {
     segment: usize,
 }
 
+/// How long a row a kernel takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Length {
+    /// At most one segment (the largest [`kernels::Segment`]'s `GROUP * PER`): longer rows
+    /// are refused.
+    OneSegment,
+    /// Any: the kernel loops over segments of the largest where one does not hold the row.
+    Any,
+}
+
 impl RowsShape {
-    /// Checks the shape and picks the kernels' instance for it.
+    /// Checks the shape and picks the kernels' instance for it, for kernels that hold the row
+    /// in one segment.
     fn plan(self, operation: &str, eps: f32) -> Result<Plan> {
+        self.plan_for(operation, eps, Length::OneSegment)
+    }
+
+    /// Checks the shape and picks the kernels' instance for it, for kernels that take rows of
+    /// `length`.
+    fn plan_for(self, operation: &str, eps: f32, length: Length) -> Result<Plan> {
         let RowsShape { rows, cols } = self;
         if rows == 0 || cols == 0 {
             return Err(invalid(
@@ -62,9 +82,11 @@ impl RowsShape {
         }
         let vector = cols.is_multiple_of(4);
         let width = if vector { cols / 4 } else { cols };
+        let largest = kernels::Segment::ALL.len() - 1;
         let segment = kernels::Segment::ALL
             .iter()
             .position(|s| width <= s.group * s.per)
+            .or((length == Length::Any).then_some(largest))
             .ok_or_else(|| {
                 invalid(
                     operation,

@@ -1,6 +1,7 @@
 //! Softmax cross-entropy, the classification loss.
 
-use super::{invalid, kernels};
+use super::{dispatch, kernels, row_kernels, Length, RowKernels, RowsShape};
+use crate::invalid;
 use tessera::{Batch, GpuBuffer, Result, Runtime};
 
 /// `rows` rows of `classes` scores each: the shape of a classifier's output.
@@ -44,6 +45,10 @@ pub struct LossBackward<'a> {
 /// Softmax cross-entropy over rows of logits with one integer label per row: the forward
 /// writes each row's probabilities and loss, the backward the gradient of the mean loss.
 ///
+/// The forward runs a workgroup a row, as [`Softmax`](crate::Softmax) does, over rows of any
+/// length (a vocabulary's): a row that one segment of the row kernels holds (up to
+/// [`MAX_COLS`](crate::MAX_COLS) classes) is read once, a longer one twice.
+///
 /// ```no_run
 /// # use tessera::Runtime;
 /// # use tessera_nn::{LossBackward, LossForward, LossShape, SoftmaxCrossEntropy};
@@ -67,16 +72,16 @@ pub struct LossBackward<'a> {
 /// ```
 #[derive(Clone, Debug)]
 pub struct SoftmaxCrossEntropy {
-    forward: kernels::SoftmaxCrossEntropy,
-    backward: kernels::SoftmaxCrossEntropyGrad,
+    forward: RowKernels<kernels::CrossEntropy, kernels::CrossEntropy<[f32; 4]>>,
+    backward: crate::kernels::SoftmaxCrossEntropyGrad,
 }
 
 impl SoftmaxCrossEntropy {
-    /// Builds both pipelines.
+    /// Makes the op; its kernels compile at their first use.
     pub fn new(rt: &Runtime) -> Result<Self> {
         Ok(SoftmaxCrossEntropy {
-            forward: kernels::SoftmaxCrossEntropy::new(rt)?,
-            backward: kernels::SoftmaxCrossEntropyGrad::new(rt)?,
+            forward: row_kernels!(rt, CrossEntropy)?,
+            backward: crate::kernels::SoftmaxCrossEntropyGrad::new(rt)?,
         })
     }
 
@@ -84,24 +89,14 @@ impl SoftmaxCrossEntropy {
     /// outside `0..classes` makes that row's loss -1, which [`mean`](Self::mean) reports as
     /// an error.
     pub fn forward(&self, batch: &mut Batch<'_>, args: LossForward<'_>) -> Result<()> {
-        let LossForward {
-            shape,
-            logits,
-            labels,
-            probs,
-            losses,
-        } = args;
-        let p = params(shape)?;
-        self.forward.record(
-            batch,
-            kernels::SoftmaxCrossEntropyArgs {
-                p: &p,
-                logits,
-                labels,
-                probs,
-                loss: losses,
-            },
-        )
+        let LossShape { rows, classes } = args.shape;
+        params(args.shape)?;
+        let plan = RowsShape {
+            rows,
+            cols: classes,
+        }
+        .plan_for(OPERATION, 0.0, Length::Any)?;
+        dispatch!(plan, self.forward, [plan.segment]; record_forward(batch, &plan.params, args))
     }
 
     /// Records the gradient of the mean loss over the rows with respect to the logits,
@@ -116,7 +111,7 @@ impl SoftmaxCrossEntropy {
         let p = params(shape)?;
         self.backward.record(
             batch,
-            kernels::SoftmaxCrossEntropyGradArgs {
+            crate::kernels::SoftmaxCrossEntropyGradArgs {
                 p: &p,
                 probs,
                 labels,
@@ -129,14 +124,11 @@ impl SoftmaxCrossEntropy {
     /// naming the first row whose label was out of range.
     pub fn mean(losses: &[f32]) -> Result<f32> {
         if losses.is_empty() {
-            return Err(invalid(
-                "softmax cross-entropy",
-                "no losses to average".into(),
-            ));
+            return Err(invalid(OPERATION, "no losses to average".into()));
         }
         if let Some(row) = losses.iter().position(|&l| l < 0.0) {
             return Err(invalid(
-                "softmax cross-entropy",
+                OPERATION,
                 format!("the label of row {row} is not below the number of classes"),
             ));
         }
@@ -145,17 +137,37 @@ impl SoftmaxCrossEntropy {
     }
 }
 
-fn params(shape: LossShape) -> Result<kernels::LossParams> {
+/// The op's name in errors.
+const OPERATION: &str = "softmax cross-entropy";
+
+fn params(shape: LossShape) -> Result<crate::kernels::LossParams> {
     let LossShape { rows, classes } = shape;
     if rows == 0 || classes == 0 {
         return Err(invalid(
-            "softmax cross-entropy",
+            OPERATION,
             format!("rows and classes must be at least 1, got {rows} and {classes}"),
         ));
     }
-    Ok(kernels::LossParams {
+    Ok(crate::kernels::LossParams {
         rows,
         classes,
         scale: 1.0 / rows as f32,
     })
+}
+
+/// Records `kernel`, the forward in the width of `U`, with `args`' buffers viewed as `U`s.
+fn record_forward<U: kernels::CrossEntropyElement>(
+    kernel: &kernels::CrossEntropy<U>,
+    batch: &mut Batch<'_>,
+    p: &kernels::RowParams,
+    args: LossForward<'_>,
+) -> Result<()> {
+    let bound = kernels::CrossEntropyArgs {
+        p,
+        logits: &*args.logits.view_as()?,
+        labels: args.labels,
+        probs: &mut *args.probs.view_as_mut()?,
+        loss: args.losses,
+    };
+    kernel.record(batch, bound)
 }
