@@ -57,7 +57,7 @@
 //!   ([`Precision::TensorCoreF16`]), chosen when the op is built.
 //! - [`Activation`]: none, ReLU, GELU (tanh form), SiLU, sigmoid and tanh, each written once
 //!   with its derivative and fused into both ops' epilogues.
-//! - [`SoftmaxCrossEntropy`]: the classification loss and its gradient.
+//! - [`SoftmaxCrossEntropy`]: the classification loss and its gradient, over rows of any length.
 //! - [`Softmax`], [`RmsNorm`] (with a learned scale) and [`LayerNorm`] (with a learned scale
 //!   and bias): along each row of a `[rows, cols]` matrix, a workgroup per row holding the row
 //!   in registers (rows of up to [`MAX_COLS`] scalars), forward and backward; the norms'
