@@ -60,8 +60,9 @@
 //! - [`SoftmaxCrossEntropy`]: the classification loss and its gradient, over rows of any length.
 //! - [`Softmax`], [`RmsNorm`] (with a learned scale) and [`LayerNorm`] (with a learned scale
 //!   and bias): along each row of a `[rows, cols]` matrix, a workgroup per row holding the row
-//!   in registers (rows of up to [`MAX_COLS`] scalars), forward and backward; the norms'
-//!   parameter gradients are column sums over the rows.
+//!   in registers (rows of up to [`MAX_COLS`] scalars; softmax takes longer ones a segment at
+//!   a time), forward and backward; the norms' parameter gradients are column sums over the
+//!   rows.
 //! - [`Sgd`] (with momentum) and [`Adam`]: parameter updates.
 //!
 //! Building an op or a layer compiles nothing: each kernel is compiled at the first call

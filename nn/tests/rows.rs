@@ -32,6 +32,15 @@ const SHAPES: [(u32, u32); 9] = [
     (33, 7),
 ];
 
+/// Rows longer than a workgroup holds, which softmax takes a segment at a time: in vectors
+/// (one more than the 4,096 of the largest segment, and several segments with a tail) and in
+/// scalars.
+const LONG_ROWS: [(u32, u32); 3] = [
+    (2, MAX_COLS + 4),
+    (1, 3 * MAX_COLS + 36),
+    (3, MAX_COLS / 4 + 1),
+];
+
 const SOFTMAX_TOLERANCE: f32 = 1e-5;
 const NORM_TOLERANCE: f32 = 1e-4;
 
@@ -152,7 +161,7 @@ fn check(what: &str, shape: RowsShape, got: &[f32], want: &[f32], tolerance: f32
 fn softmax_matches_reference() {
     let rt = runtime();
     let softmax = Softmax::new(&rt).unwrap();
-    for (seed, (rows, cols)) in SHAPES.into_iter().enumerate() {
+    for (seed, (rows, cols)) in SHAPES.into_iter().chain(LONG_ROWS).enumerate() {
         let shape = RowsShape { rows, cols };
         let inputs = inputs(shape, seed as u64);
         let (want_y, want_grad_x) = softmax_reference(&inputs.x, &inputs.grad_y, cols as usize);
@@ -382,14 +391,34 @@ fn bad_shapes_and_buffers_are_refused() {
         ))
     };
     assert!(run(0, 4, None).contains("at least 1"));
-    // Vectors of 4 hold 16384 scalars a row; scalars a quarter of that.
-    assert!(run(1, MAX_COLS + 4, None).contains("longer than a workgroup holds"));
-    assert!(run(1, MAX_COLS / 4 + 1, None).contains("longer than a workgroup holds"));
     let message = run(2, 3, Some(5));
     assert!(
         message.contains("`y` holds 5 floats") && message.contains("at least 6"),
         "{message}"
     );
+    // The norms hold a row in one workgroup: vectors of 4 hold 16384 scalars a row, scalars a
+    // quarter of that (softmax takes longer rows: `softmax_matches_reference`).
+    let norm = RmsNorm::new(&rt).unwrap();
+    let (scale, mut rstd) = (&x, rt.zeros::<f32>(1).unwrap());
+    for cols in [MAX_COLS + 4, MAX_COLS / 4 + 1] {
+        let mut batch = rt.batch();
+        let shape = RowsShape { rows: 1, cols };
+        let (x, y, rstd) = (&x, &mut y, &mut rstd);
+        let message = problem(norm.forward(
+            &mut batch,
+            RmsNormForward {
+                shape,
+                x,
+                scale,
+                y,
+                rstd,
+            },
+        ));
+        assert!(
+            message.contains("longer than a workgroup holds"),
+            "{message}"
+        );
+    }
     let bad_eps = RmsNorm::new(&rt).unwrap().with_eps(f32::NAN);
     assert!(matches!(bad_eps, Err(Error::InvalidArgument { .. })));
 }

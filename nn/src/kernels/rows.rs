@@ -5,10 +5,11 @@
 //! the row in registers (`tessera::std::rows`): invocation `local` holds elements `local`,
 //! `local + GROUP`, ... of it, `PER` of them, so a row of up to `GROUP * PER` elements of `T`
 //! is read once and written once. The instances of [`Segment`](row_ops::Segment) are the
-//! pairs of `GROUP` and `PER` the host picks from (the smallest that holds the row); a row longer than
-//! the largest is refused by the host ([`row_ops::MAX_WIDTH`]). The reductions across the
-//! workgroup are trees in workgroup memory (`tessera::std::reduce`, `tessera::std::softmax`),
-//! so the kernels need no optional device feature.
+//! pairs of `GROUP` and `PER` the host picks from (the smallest that holds the row). A row
+//! longer than the largest is refused by the norms' host ([`row_ops::MAX_WIDTH`]); softmax and
+//! the loss loop over segments of the largest instead, reading the row twice. The reductions
+//! across the workgroup are trees in workgroup memory (`tessera::std::reduce`,
+//! `tessera::std::softmax`), so the kernels need no optional device feature.
 //!
 //! Every kernel is written once over `types(T = [f32, Vec4<f32>])`: the host binds the
 //! `Vec4<f32>` instance (buffers of `f32` viewed as `[f32; 4]`) when the row's length is a
@@ -67,7 +68,8 @@ pub mod row_ops {
         pub chunks: u32,
     }
 
-    /// `y = softmax(x)` along each row, the online state merged across the workgroup.
+    /// `y = softmax(x)` along each row, the online state merged across the workgroup, over
+    /// rows of any length (see `softmax_row`).
     #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
              types(T = [f32, Vec4<f32>]))]
     pub fn softmax_forward<T>(
@@ -77,27 +79,52 @@ pub mod row_ops {
         #[workgroup] tile: &mut [Vec2<f32>; GROUP],
     ) {
         let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
+        softmax_row(x, y, tile, row * width, width, local);
+    }
+
+    /// Writes `softmax(x[first..first + width])` to `y` from `first` on, and returns the row's
+    /// online state (max, sum). The row is taken a segment of `GROUP * PER` elements at a
+    /// time: read once where one segment holds it (the host picks the smallest that does),
+    /// twice otherwise (the largest, looped), so rows of any length run. Every invocation of
+    /// the workgroup calls it together (it holds barriers); `local` is its `local_index()`.
+    fn softmax_row<T>(
+        x: &[T],
+        y: &mut [T],
+        tile: &mut [Vec2<f32>; GROUP],
+        first: u32,
+        width: u32,
+        local: u32,
+    ) -> Vec2<f32> {
+        let segment = GROUP * PER;
         let mut regs = [0.0 as T; PER];
-        // Padding folds as `-f32::MAX`, which weighs nothing once a real value is merged in.
-        row_load(&mut regs, x, row * width, width, local, -f32::MAX as T);
         let mut state = softmax_start();
-        #[unroll]
-        for k in 0..PER {
-            state = softmax_fold(state, regs[k]);
+        for start in (0..width).step_by(segment) {
+            let count = (width - start).min(segment);
+            // Padding folds as `-f32::MAX`, which weighs nothing once a real value is in.
+            row_load(&mut regs, x, first + start, count, local, -f32::MAX as T);
+            #[unroll]
+            for k in 0..PER {
+                state = softmax_fold(state, regs[k]);
+            }
         }
         state = softmax_workgroup_tree(tile, local, state);
-        #[unroll]
-        for k in 0..PER {
-            regs[k] = softmax_of(state, regs[k]);
+        for start in (0..width).step_by(segment) {
+            let count = (width - start).min(segment);
+            if width > segment {
+                row_load(&mut regs, x, first + start, count, local, 0.0 as T);
+            }
+            #[unroll]
+            for k in 0..PER {
+                regs[k] = softmax_of(state, regs[k]);
+            }
+            row_store(&regs, y, first + start, count, local);
         }
-        row_store(&regs, y, row * width, width, local);
+        state
     }
 
     /// Per row of `logits` and its label: `probs = softmax(logits)` and `loss =
-    /// logsumexp(logits) - logits[label]` (-1 for a label not below `p.cols`). The row is
-    /// taken a segment of `GROUP * PER` elements at a time, so rows of any length run: read
-    /// once where one segment holds it (the host picks the smallest that does), twice
-    /// otherwise (the largest, looped).
+    /// logsumexp(logits) - logits[label]` (-1 for a label not below `p.cols`), over rows of
+    /// any length (see `softmax_row`).
     #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
              types(T = [f32, Vec4<f32>]))]
     pub fn cross_entropy<T>(
@@ -109,37 +136,7 @@ pub mod row_ops {
         #[workgroup] tile: &mut [Vec2<f32>; GROUP],
     ) {
         let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
-        let (segment, first) = (GROUP * PER, row * width);
-        let mut regs = [0.0 as T; PER];
-        let mut state = softmax_start();
-        for start in (0..width).step_by(segment) {
-            let count = (width - start).min(segment);
-            // Padding folds as `-f32::MAX`, which weighs nothing once a real value is in.
-            row_load(
-                &mut regs,
-                logits,
-                first + start,
-                count,
-                local,
-                -f32::MAX as T,
-            );
-            #[unroll]
-            for k in 0..PER {
-                state = softmax_fold(state, regs[k]);
-            }
-        }
-        state = softmax_workgroup_tree(tile, local, state);
-        for start in (0..width).step_by(segment) {
-            let count = (width - start).min(segment);
-            if width > segment {
-                row_load(&mut regs, logits, first + start, count, local, 0.0 as T);
-            }
-            #[unroll]
-            for k in 0..PER {
-                regs[k] = softmax_of(state, regs[k]);
-            }
-            row_store(&regs, probs, first + start, count, local);
-        }
+        let state = softmax_row(logits, probs, tile, row * width, width, local);
         let label = labels[row];
         if local == 0 {
             loss[row] = if label < p.cols {
@@ -151,7 +148,8 @@ pub mod row_ops {
         }
     }
 
-    /// `grad_x = y * (grad_y - sum_c(grad_y * y))` along each row, from the forward's `y`.
+    /// `grad_x = y * (grad_y - sum_c(grad_y * y))` along each row, from the forward's `y`,
+    /// over rows of any length as `softmax_row` takes them.
     #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
              types(T = [f32, Vec4<f32>]))]
     pub fn softmax_backward<T>(
@@ -162,22 +160,33 @@ pub mod row_ops {
         #[workgroup] tile: &mut [f32; GROUP],
     ) {
         let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
+        let (segment, first) = (GROUP * PER, row * width);
         let mut probs = [0.0 as T; PER];
         let mut grads = [0.0 as T; PER];
-        // Padding loads as 0 in both, so it adds nothing to the dot product.
-        row_load(&mut probs, y, row * width, width, local, 0.0 as T);
-        row_load(&mut grads, grad_y, row * width, width, local, 0.0 as T);
         let mut dot = 0.0 as T;
-        #[unroll]
-        for k in 0..PER {
-            dot += probs[k] * grads[k];
+        for start in (0..width).step_by(segment) {
+            let count = (width - start).min(segment);
+            // Padding loads as 0 in both, so it adds nothing to the dot product.
+            row_load(&mut probs, y, first + start, count, local, 0.0 as T);
+            row_load(&mut grads, grad_y, first + start, count, local, 0.0 as T);
+            #[unroll]
+            for k in 0..PER {
+                dot += probs[k] * grads[k];
+            }
         }
         let total = workgroup_sum_tree(tile, local, dot.element_sum());
-        #[unroll]
-        for k in 0..PER {
-            grads[k] = probs[k] * (grads[k] - total as T);
+        for start in (0..width).step_by(segment) {
+            let count = (width - start).min(segment);
+            if width > segment {
+                row_load(&mut probs, y, first + start, count, local, 0.0 as T);
+                row_load(&mut grads, grad_y, first + start, count, local, 0.0 as T);
+            }
+            #[unroll]
+            for k in 0..PER {
+                grads[k] = probs[k] * (grads[k] - total as T);
+            }
+            row_store(&grads, grad_x, first + start, count, local);
         }
-        row_store(&grads, grad_x, row * width, width, local);
     }
 
     /// Loads row `row` of `x` into `regs` as `(x - mean) * rstd` and returns `vec2(mean, rstd)`.

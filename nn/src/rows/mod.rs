@@ -4,8 +4,9 @@
 //!
 //! Each row is read into registers once, reduced across its workgroup and written once, four
 //! floats a load where `cols` is a multiple of 4 (the ops pick that instance themselves).
-//! A row holds at most [`MAX_COLS`] scalars (a quarter of that where `cols` is not a multiple
-//! of 4); longer rows are refused with [`Error::InvalidArgument`](tessera::Error).
+//! A row longer than one workgroup holds ([`MAX_COLS`] scalars, a quarter of that where `cols`
+//! is not a multiple of 4) is read twice by [`Softmax`] and [`SoftmaxCrossEntropy`], a segment
+//! at a time, and refused by the norms with [`Error::InvalidArgument`](tessera::Error).
 
 mod loss;
 mod norm;
@@ -21,7 +22,8 @@ use super::invalid;
 use crate::kernels::row_ops as kernels;
 use tessera::{Prepare, Result, Runtime};
 
-/// The longest row the row operations take when `cols` is a multiple of 4: 16384 scalars.
+/// The longest row a workgroup of the row operations holds when `cols` is a multiple of 4:
+/// 16384 scalars; the longest the norms take.
 /// Other rows are read a scalar at a time and may hold a quarter of that, 4096.
 pub const MAX_COLS: u32 = kernels::MAX_WIDTH * 4;
 
@@ -54,12 +56,6 @@ enum Length {
 }
 
 impl RowsShape {
-    /// Checks the shape and picks the kernels' instance for it, for kernels that hold the row
-    /// in one segment.
-    fn plan(self, operation: &str, eps: f32) -> Result<Plan> {
-        self.plan_for(operation, eps, Length::OneSegment)
-    }
-
     /// Checks the shape and picks the kernels' instance for it, for kernels that take rows of
     /// `length`.
     fn plan_for(self, operation: &str, eps: f32, length: Length) -> Result<Plan> {
@@ -142,6 +138,9 @@ trait RowArgs {
     /// The call's name in errors, e.g. "RMSNorm forward".
     const OPERATION: &'static str;
 
+    /// How long a row its kernels take.
+    const LENGTH: Length;
+
     fn shape(&self) -> RowsShape;
 
     /// Each buffer's name, length and span.
@@ -150,7 +149,7 @@ trait RowArgs {
     /// Checks the shape and that each buffer is long enough for it, and plans the call.
     fn plan(&self, eps: f32) -> Result<Plan> {
         let (shape, operation) = (self.shape(), Self::OPERATION);
-        let plan = shape.plan(operation, eps)?;
+        let plan = shape.plan_for(operation, eps, Self::LENGTH)?;
         let RowsShape { rows, cols } = shape;
         for (name, len, span) in self.buffers() {
             let (want, what) = match span {
@@ -172,12 +171,13 @@ trait RowArgs {
     }
 }
 
-/// Implements [`RowArgs`] for `$args`, named `$operation`, whose buffers are the fields
-/// given, each with its [`Span`].
+/// Implements [`RowArgs`] for `$args`, named `$operation`, whose kernels take rows of
+/// `$length` ([`Length`]), and whose buffers are the fields given, each with its [`Span`].
 macro_rules! row_args {
-    ($args:ident, $operation:literal: $($buffer:ident: $span:ident),* $(,)?) => {
+    ($args:ident, $operation:literal, $length:ident: $($buffer:ident: $span:ident),* $(,)?) => {
         impl crate::rows::RowArgs for $args<'_> {
             const OPERATION: &'static str = $operation;
+            const LENGTH: crate::rows::Length = crate::rows::Length::$length;
 
             fn shape(&self) -> crate::rows::RowsShape {
                 self.shape

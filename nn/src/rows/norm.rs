@@ -22,7 +22,9 @@ pub struct RmsNormForward<'a> {
     pub rstd: &'a mut GpuBuffer<f32>,
 }
 
-row_args!(RmsNormForward, "RMSNorm forward": x: Matrix, scale: Columns, y: Matrix, rstd: Rows);
+row_args!(RmsNormForward, "RMSNorm forward", OneSegment:
+    x: Matrix, scale: Columns, y: Matrix, rstd: Rows
+);
 
 /// One [`RmsNorm::backward`].
 #[derive(Debug)]
@@ -43,7 +45,9 @@ pub struct RmsNormBackward<'a> {
     pub grad_scale: &'a mut GpuBuffer<f32>,
 }
 
-row_args!(RmsNormBackward, "RMSNorm backward": x: Matrix, scale: Columns, rstd: Rows, grad_y: Matrix, grad_x: Matrix, grad_scale: Columns);
+row_args!(RmsNormBackward, "RMSNorm backward", OneSegment:
+    x: Matrix, scale: Columns, rstd: Rows, grad_y: Matrix, grad_x: Matrix, grad_scale: Columns
+);
 
 /// One [`LayerNorm::forward`].
 #[derive(Debug)]
@@ -64,7 +68,9 @@ pub struct LayerNormForward<'a> {
     pub rstd: &'a mut GpuBuffer<f32>,
 }
 
-row_args!(LayerNormForward, "LayerNorm forward": x: Matrix, scale: Columns, bias: Columns, y: Matrix, mean: Rows, rstd: Rows);
+row_args!(LayerNormForward, "LayerNorm forward", OneSegment:
+    x: Matrix, scale: Columns, bias: Columns, y: Matrix, mean: Rows, rstd: Rows
+);
 
 /// One [`LayerNorm::backward`].
 #[derive(Debug)]
@@ -89,7 +95,10 @@ pub struct LayerNormBackward<'a> {
     pub grad_bias: &'a mut GpuBuffer<f32>,
 }
 
-row_args!(LayerNormBackward, "LayerNorm backward": x: Matrix, scale: Columns, mean: Rows, rstd: Rows, grad_y: Matrix, grad_x: Matrix, grad_scale: Columns, grad_bias: Columns);
+row_args!(LayerNormBackward, "LayerNorm backward", OneSegment:
+    x: Matrix, scale: Columns, mean: Rows, rstd: Rows, grad_y: Matrix, grad_x: Matrix,
+    grad_scale: Columns, grad_bias: Columns
+);
 
 /// RMSNorm of each row with a learned scale: `y = x * rstd * scale`, where
 /// `rstd = 1 / sqrt(mean(x^2) + eps)`; and its backward, the gradients with respect to `x`

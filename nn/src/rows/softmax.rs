@@ -14,7 +14,7 @@ pub struct SoftmaxForward<'a> {
     pub y: &'a mut GpuBuffer<f32>,
 }
 
-row_args!(SoftmaxForward, "softmax forward": x: Matrix, y: Matrix);
+row_args!(SoftmaxForward, "softmax forward", Any: x: Matrix, y: Matrix);
 
 /// One [`Softmax::backward`].
 #[derive(Debug)]
@@ -29,12 +29,14 @@ pub struct SoftmaxBackward<'a> {
     pub grad_x: &'a mut GpuBuffer<f32>,
 }
 
-row_args!(SoftmaxBackward, "softmax backward": y: Matrix, grad_y: Matrix, grad_x: Matrix);
+row_args!(SoftmaxBackward, "softmax backward", Any: y: Matrix, grad_y: Matrix, grad_x: Matrix);
 
 /// Softmax of each row, `y = exp(x - max) / sum(exp(x - max))`, and its backward
 /// `grad_x = y * (grad_y - sum_c(grad_y * y))`.
 ///
-/// Rows hold at most [`MAX_COLS`](crate::MAX_COLS) scalars (see [`RowsShape`]).
+/// Rows of any length: one that a workgroup holds (up to [`MAX_COLS`](crate::MAX_COLS)
+/// scalars; see [`RowsShape`]) is read once by each pass, a longer one twice, a segment at a
+/// time.
 ///
 /// ```no_run
 /// # use tessera::Runtime;
