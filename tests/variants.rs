@@ -471,30 +471,6 @@ fn a_family_builds_its_members_pipelines_at_first_dispatch_or_by_prepare() {
 }
 
 #[test]
-fn launchers_and_families_prepare_through_the_trait_in_any_collection() {
-    use linear_backward::{GradPre, LinearBackward, DB, DW, DX};
-    /// Code that knows nothing of the kernels' types.
-    fn prepare_all(rt: &tessera::Runtime, kernels: &impl tessera::Prepare) {
-        kernels.prepare(rt).unwrap();
-    }
-    let rt = runtime();
-    let gather = strided::Gather::new(&rt).unwrap();
-    let family = LinearBackward::new(&rt).unwrap();
-    prepare_all(
-        &rt,
-        &(None::<strided::Gather>, Vec::<LinearBackward>::new()),
-    );
-    assert_eq!(rt.cached_pipelines(), 0, "empty collections build nothing");
-    let members = [GradPre::VARIANTS, DX::VARIANTS, DW::VARIANTS, DB::VARIANTS];
-    let family_variants: usize = members.iter().map(|v| v.len()).sum();
-    prepare_all(&rt, &[&family as &dyn tessera::Prepare]);
-    assert_eq!(rt.cached_pipelines(), family_variants);
-    prepare_all(&rt, &(Some(&gather), vec![family.clone()], [&family]));
-    let all = family_variants + strided::Gather::VARIANTS.len();
-    assert_eq!(rt.cached_pipelines(), all, "each pipeline built once");
-}
-
-#[test]
 fn family_checks_every_member_before_recording_any() {
     use linear_backward::{LinearBackward, LinearBackwardArgs, Shape};
     let rt = runtime();
@@ -1161,4 +1137,28 @@ fn a_kernel_may_serve_several_families() {
     via_square.launch(&rt, args).unwrap();
     let want: Vec<f32> = xs.iter().map(|v| v * v + 1.0).collect();
     assert_eq!(y.read(&rt).unwrap(), want);
+}
+
+#[test]
+fn launchers_and_families_prepare_through_the_trait_in_any_collection() {
+    use linear_backward::{GradPre, LinearBackward, DB, DW, DX};
+    /// Code that knows nothing of the kernels' types.
+    fn prepare_all(rt: &tessera::Runtime, kernels: &impl tessera::Prepare) {
+        kernels.prepare(rt).unwrap();
+    }
+    let rt = runtime();
+    let gather = strided::Gather::new(&rt).unwrap();
+    let family = LinearBackward::new(&rt).unwrap();
+    prepare_all(
+        &rt,
+        &(None::<strided::Gather>, Vec::<LinearBackward>::new()),
+    );
+    assert_eq!(rt.cached_pipelines(), 0, "empty collections build nothing");
+    let members = [GradPre::VARIANTS, DX::VARIANTS, DW::VARIANTS, DB::VARIANTS];
+    let family_variants: usize = members.iter().map(|v| v.len()).sum();
+    prepare_all(&rt, &[&family as &dyn tessera::Prepare]);
+    assert_eq!(rt.cached_pipelines(), family_variants);
+    prepare_all(&rt, &(Some(&gather), vec![family.clone()], [&family]));
+    let all = family_variants + strided::Gather::VARIANTS.len();
+    assert_eq!(rt.cached_pipelines(), all, "each pipeline built once");
 }
