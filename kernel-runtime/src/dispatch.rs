@@ -348,9 +348,10 @@ impl<'rt> Batch<'rt> {
     }
 
     /// [`Batch::submit_timed`] without blocking the thread that polls the future, as
-    /// [`Runtime::wait_async`] waits: the work issued before the batch and the batch are
-    /// submitted as the future is polled, in program order, and the future finishes when the
-    /// batch's timestamps are read back.
+    /// [`Runtime::wait_async`] waits: the work issued before the batch is submitted when
+    /// `submit_timed_async` is called, the batch once that work has finished (as the future
+    /// is polled; an operation that needs the batch's results before then submits it
+    /// untimed), and the future finishes when the batch's timestamps are read back.
     ///
     /// ```no_run
     /// # async fn run(rt: &kernel_runtime::Runtime) -> Result<(), kernel_runtime::Error> {
