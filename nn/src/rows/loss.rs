@@ -90,6 +90,8 @@ impl SoftmaxCrossEntropy {
     /// an error.
     pub fn forward(&self, batch: &mut Batch<'_>, args: LossForward<'_>) -> Result<()> {
         let LossShape { rows, classes } = args.shape;
+        // Checked here first, so that an empty shape is reported in the loss's own words
+        // (`classes`, not the row kernels' `cols`).
         params(args.shape)?;
         let plan = RowsShape {
             rows,
