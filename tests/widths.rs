@@ -357,3 +357,55 @@ fn f16_storage_sums_in_f32_through_t_f32() {
         assert_eq!(halved, want_halved);
     }
 }
+
+/// A buffer of `T::F32` where the listed types differ in width: its host type follows `T`.
+#[tessera::kernels]
+pub mod widening {
+    /// `wide[i] = 2 * x[i]` in `f32`, whatever `T` holds: the buffer is `GpuBuffer<f32>` for
+    /// `f32` and `f16`, `GpuBuffer<[f32; 4]>` for their `Vec4`s.
+    #[kernel(workgroup = [64], grid = [ceil_div(x.len(), 64)],
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
+    pub fn doubled<T>(x: &[T], wide: &mut [T::F32]) {
+        let i = global_id().x;
+        if i < x.len() && i < wide.len() {
+            wide[i] = x[i] as T::F32 * (2.0 as T::F32);
+        }
+    }
+}
+
+/// `doubled`'s `T` instance over the scalars `x` (`f32` or `f16`), read back as `f32`s.
+fn doubled<T, S>(rt: &Runtime, x: &[S]) -> tessera::Result<Vec<f32>>
+where
+    T: widening::DoubledElement,
+    S: bytemuck::Pod,
+{
+    let kernel = widening::Doubled::<T>::new(rt)?;
+    let xs: GpuBuffer<T> = rt.upload(bytemuck::cast_slice::<S, T>(x))?;
+    let mut wide = rt.zeros::<T::F32>(xs.len())?;
+    let args = widening::DoubledArgs {
+        x: &xs,
+        wide: &mut wide,
+    };
+    kernel.launch(rt, args)?;
+    Ok(bytemuck::cast_slice::<T::F32, f32>(&wide.read(rt)?).to_vec())
+}
+
+#[test]
+fn a_buffer_of_t_f32_follows_t_in_width() {
+    let rt = runtime();
+    let wide: Vec<f32> = (0..36).map(|i| i as f32 - 17.5).collect();
+    let want: Vec<f32> = wide.iter().map(|v| 2.0 * v).collect();
+    assert_eq!(doubled::<f32, f32>(&rt, &wide).unwrap(), want, "f32");
+    assert_eq!(doubled::<[f32; 4], f32>(&rt, &wide).unwrap(), want, "Vec4<f32>");
+    let x: Vec<half::f16> = wide.iter().map(|&v| half::f16::from_f32(v)).collect();
+    if !rt.info().features.contains(wgpu::Features::SHADER_F16) {
+        let refused = doubled::<half::f16, half::f16>(&rt, &x);
+        assert!(
+            matches!(refused, Err(tessera::Error::MissingFeature { .. })),
+            "{refused:?}"
+        );
+        return;
+    }
+    assert_eq!(doubled::<half::f16, _>(&rt, &x).unwrap(), want, "f16");
+    assert_eq!(doubled::<[half::f16; 4], _>(&rt, &x).unwrap(), want, "Vec4<f16>");
+}

@@ -319,7 +319,7 @@ pub fn lent(helper: &Function) -> (Vec<Binding>, Vec<SharedVar>) {
             kind,
             len: None,
             span: param.span,
-            generic: false,
+            host: crate::ir::HostElement::Fixed,
         });
     }
     (bindings, shared)

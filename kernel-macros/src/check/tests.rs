@@ -5,7 +5,7 @@
 use quote::quote;
 
 use crate::check::layout;
-use crate::ir::{ParamsField, ParamsStruct, Scalar, StmtKind, Ty};
+use crate::ir::{Associated, HostElement, ParamsField, ParamsStruct, Scalar, StmtKind, Ty};
 use crate::tests::checked;
 
 pub(super) fn first_error(tokens: proc_macro2::TokenStream) -> String {
@@ -643,38 +643,63 @@ fn element_types_may_be_vectors_of_two_or_four_lanes() {
         "`T` can stand for `f32`, `f16`, `u32` or `i32`, or a `Vec2` or `Vec4` of one \
          (`Vec4<f32>`), not `Vec3<f32>`"
     );
-    // A buffer of `T::Scalar` is one type for every instance.
+    // A buffer of `T::Scalar` is one type where the listed types share their scalar, and
+    // follows `T` through the launcher's element trait where they do not.
+    let host = |module: proc_macro2::TokenStream| {
+        let module_ir = checked(module).unwrap();
+        let general = module_ir.kernels[0].instances[0].general();
+        general.bindings.iter().map(|b| b.host).collect::<Vec<_>>()
+    };
+    let scalar_sums = |types: proc_macro2::TokenStream| {
+        quote! {
+            mod m {
+                #[kernel(workgroup = [64], grid = [1], types(T = #types))]
+                fn k<T>(x: &[T], y: &mut [T::Scalar]) { y[0] = x[0].element_sum(); }
+            }
+        }
+    };
+    let (param, fixed) = (HostElement::Param, HostElement::Fixed);
+    assert!(host(scalar_sums(quote!([f32, Vec4<f32>]))) == [param, fixed]);
+    let follows = HostElement::Associated(Associated::Scalar);
+    assert!(host(scalar_sums(quote!([f32, Vec4<u32>]))) == [param, follows]);
+    // A type built from one must be one type for every instance.
     let error = first_error(quote! {
         mod m {
             #[kernel(workgroup = [64], grid = [1], types(T = [f32, Vec4<u32>]))]
-            fn k<T>(x: &[T], y: &mut [T::Scalar]) { y[0] = x[0].element_sum(); }
-        }
-    });
-    assert!(
-        error.starts_with("`&mut [T::Scalar]` is `&mut [f32]` where `T` is `f32` but `&mut [u32]`"),
-        "{error}"
-    );
-    // `T::F32`: the lanes of `T` as `f32`, in the body and as a buffer of one width.
-    let widened = quote! {
-        mod m {
-            #[kernel(workgroup = [64], grid = [1], types(T = [f32, f16]), features(f16))]
-            fn k<T>(x: &[T], y: &mut [T::F32]) { let v: T::F32 = x[0] as T::F32; y[0] = v + 1.0; }
-        }
-    };
-    assert!(checked(widened).is_ok());
-    let error = first_error(quote! {
-        mod m {
-            #[kernel(workgroup = [64], grid = [1], types(T = [f16, Vec4<f16>]), features(f16))]
-            fn k<T>(x: &[T], y: &mut [T::F32]) { y[0] = x[0] as T::F32; }
+            fn k<T>(x: &[T], y: &mut [Vec2<T::Scalar>]) { y[0] = vec2(x[0].element_sum(), 0); }
         }
     });
     assert!(
         error.starts_with(
-            "`&mut [T::F32]` is `&mut [f32]` where `T` is `f16` but `&mut [Vec4<f32>]` where it \
-             is `Vec4<f16>`"
+            "`&mut [Vec2<T::Scalar>]` is `&mut [Vec2<f32>]` where `T` is `f32` but \
+             `&mut [Vec2<u32>]`"
         ),
         "{error}"
     );
+    // `T::F32`: the lanes of `T` as `f32`, in the body and as a buffer, of one width or of
+    // each type's.
+    let widened = |types: proc_macro2::TokenStream| {
+        quote! {
+            mod m {
+                #[kernel(workgroup = [64], grid = [1], types(T = #types), features(f16))]
+                fn k<T>(x: &[T], y: &mut [T::F32]) {
+                    let v: T::F32 = x[0] as T::F32;
+                    y[0] = v + 1.0;
+                }
+            }
+        }
+    };
+    assert!(host(widened(quote!([f32, f16]))) == [param, fixed]);
+    let follows = HostElement::Associated(Associated::WithScalar(Scalar::F32));
+    assert!(host(widened(quote!([f16, Vec4<f16>]))) == [param, follows]);
+    // A buffer of an associated type alone does not name the instance.
+    let error = first_error(quote! {
+        mod m {
+            #[kernel(workgroup = [64], grid = [1], types(T = [f16, Vec4<f16>]), features(f16))]
+            fn k<T>(y: &mut [T::F32]) { y[0] = 1.0 as T::F32; }
+        }
+    });
+    assert!(error.starts_with("`T` must be the element type of a buffer"), "{error}");
 }
 
 #[test]

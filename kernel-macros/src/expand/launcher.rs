@@ -8,7 +8,8 @@ use quote::{quote, quote_spanned};
 use crate::compile::Narrower;
 use crate::expand::host;
 use crate::ir::{
-    Binding, BindingKind, Element, Feature, Instance, Kernel, Module, Scalar, Ty, Variant,
+    Binding, BindingKind, Element, Feature, HostElement, Instance, Kernel, Module, Scalar, Ty,
+    Variant,
 };
 
 /// The host type of a buffer element: `f32`, `half::f16`, `u32`, `i32`.
@@ -37,19 +38,24 @@ fn host_element(element: Element) -> TokenStream {
     element_tokens(&element.ty(), scalar_tokens(Some(element.scalar)))
 }
 
-/// The type of the argument for `binding`; `element` is the kernel's type parameter with the
-/// element type of the instance `binding` comes from. A generic binding's buffer holds the
-/// parameter (`x: &[T]`) or vectors of it (`x: &[Vec4<T>]`, with `T` a scalar).
+/// The type of the argument for `binding`; `generic` is the kernel's type parameter, the
+/// element type of the instance `binding` comes from, and the launcher's element trait. A
+/// generic binding's buffer holds the parameter (`x: &[T]`) or vectors of it (`x:
+/// &[Vec4<T>]`, with `T` a scalar), or an associated type the trait carries (`x: &[T::F32]`).
 pub fn field_ty(
     module: &Module,
     binding: &Binding,
-    element: Option<(&Ident, Element)>,
+    generic: Option<(&Ident, Element, &Ident)>,
 ) -> TokenStream {
     let span = binding.span.first;
-    let element_of = |ty: &Ty| match element.filter(|_| binding.generic) {
-        Some((param, element)) if *ty == element.ty() => quote!(#param),
-        Some((param, _)) => element_tokens(ty, quote!(#param)),
-        None => element_tokens(ty, scalar_tokens(ty.scalar())),
+    let element_of = |ty: &Ty| match (generic, binding.host) {
+        (Some((param, element, _)), HostElement::Param) if *ty == element.ty() => quote!(#param),
+        (Some((param, _, _)), HostElement::Param) => element_tokens(ty, quote!(#param)),
+        (Some((param, _, element_trait)), HostElement::Associated(associated)) => {
+            let name = Ident::new(&associated.name(), span);
+            quote!(<#param as #element_trait>::#name)
+        }
+        _ => element_tokens(ty, scalar_tokens(ty.scalar())),
     };
     match &binding.kind {
         BindingKind::Storage {
@@ -160,7 +166,11 @@ pub fn launcher(
     let field_tys: Vec<TokenStream> = general
         .bindings
         .iter()
-        .map(|b| field_ty(module, b, param.as_ref().zip(kernel.instances[0].element)))
+        .map(|b| {
+            let first = param.as_ref().zip(kernel.instances[0].element);
+            let element_trait = element_trait(&launcher);
+            field_ty(module, b, first.map(|(p, e)| (p, e, &element_trait)))
+        })
         .collect();
     let field_docs: Vec<String> = general
         .bindings
@@ -745,11 +755,36 @@ impl Generics {
             " The element types the kernel `{name}` is instantiated for ({list}): the `{param}` \
              of [`{launcher}`]. Implemented by tessera for exactly those types."
         );
+        // The associated types buffers are declared over where they differ between types.
+        let mut associated = Vec::new();
+        for binding in &kernel.instances[0].general().bindings {
+            if let HostElement::Associated(ty) = binding.host {
+                if !associated.contains(&ty) {
+                    associated.push(ty);
+                }
+            }
+        }
+        let names: Vec<Ident> = associated
+            .iter()
+            .map(|ty| Ident::new(&ty.name(), Span::call_site()))
+            .collect();
+        let declared = names.iter().map(|name| {
+            let doc = format!(" The host type of `{param}::{name}` for this type.");
+            quote! {
+                #[doc = #doc]
+                type #name: ::tessera::__private::bytemuck::Pod + ::core::fmt::Debug;
+            }
+        });
         let impls = type_param.types.iter().enumerate().map(|(index, element)| {
             let ty = host_element(*element);
+            let defined = associated.iter().zip(&names).map(|(associated, name)| {
+                let host = host_element(associated.of(*element));
+                quote!(type #name = #host;)
+            });
             quote! {
                 impl #element_trait for #ty {
                     const INDEX: usize = #index;
+                    #(#defined)*
                 }
             }
         });
@@ -770,6 +805,7 @@ impl Generics {
                     /// The type's place in the kernel's `types(..)` list.
                     #[doc(hidden)]
                     const INDEX: usize;
+                    #(#declared)*
                 }
                 #(#impls)*
             },

@@ -415,9 +415,68 @@ pub struct Binding {
     /// `#[len(expr)]`: the elements the buffer must hold.
     pub len: Option<HostExpr>,
     pub span: Span,
-    /// Declared over the kernel's type parameter (`&[T]`): the launcher's argument is
-    /// `GpuBuffer<T>`.
-    pub generic: bool,
+    /// How the launcher's argument follows the kernel's type parameter, if at all.
+    pub host: HostElement,
+}
+
+/// How the host type of a binding's buffer follows the kernel's type parameter `T`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum HostElement {
+    /// One type for every instance (`&[f32]`, or `&[T::Scalar]` where the listed types share
+    /// their scalar).
+    Fixed,
+    /// Declared over the parameter itself (`&[T]`, `&[Vec4<T>]`): `GpuBuffer<T>`.
+    Param,
+    /// Declared as an associated type of it that differs between instances (`&[T::F32]` over
+    /// `f32` and `Vec4<f16>`): `GpuBuffer<<T as XElement>::F32>`, the element trait carrying
+    /// the type.
+    Associated(Associated),
+}
+
+/// An associated type of a kernel's type parameter a buffer may be declared over.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Associated {
+    /// `T::Scalar`.
+    Scalar,
+    /// `T::F32`, `T::F16`, `T::U32`, `T::I32`: `T`'s lanes with that scalar.
+    WithScalar(Scalar),
+}
+
+impl Associated {
+    /// The type it is for the element type `element`.
+    pub fn of(self, element: Element) -> Element {
+        match self {
+            Associated::Scalar => Element {
+                scalar: element.scalar,
+                lanes: 1,
+            },
+            Associated::WithScalar(scalar) => Element {
+                scalar,
+                lanes: element.lanes,
+            },
+        }
+    }
+
+    /// The associated type `name` names after `T::`, if any: `Scalar`, `F32`, `F16`, `U32`,
+    /// `I32`.
+    pub fn named(name: &str) -> Option<Associated> {
+        Some(match name {
+            "Scalar" => Associated::Scalar,
+            "F32" => Associated::WithScalar(Scalar::F32),
+            "F16" => Associated::WithScalar(Scalar::F16),
+            "U32" => Associated::WithScalar(Scalar::U32),
+            "I32" => Associated::WithScalar(Scalar::I32),
+            _ => return None,
+        })
+    }
+
+    /// Its name after `T::`: `Scalar`, `F32`.
+    pub fn name(self) -> String {
+        match self {
+            Associated::Scalar => "Scalar".to_owned(),
+            Associated::WithScalar(scalar) => scalar.rust_name().to_uppercase(),
+        }
+    }
 }
 
 #[derive(Clone)]

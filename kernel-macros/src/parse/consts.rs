@@ -157,11 +157,10 @@ impl Consts {
 enum Associated {
     /// `T::LANES`: 1 for a scalar, else the vector's lanes.
     Lanes,
-    /// `T::Scalar`: the type itself, or the vector's scalar.
-    Scalar,
-    /// `T::F32`, `T::F16`, `T::U32`, `T::I32`: the type of `T`'s lanes with that scalar
-    /// (`Vec4<f32>` for a `Vec4<f16>`), to sum or convert in another precision.
-    WithScalar(ir::Scalar),
+    /// `T::Scalar` (the type itself, or the vector's scalar), `T::F32`, `T::F16`, `T::U32`,
+    /// `T::I32` (the type of `T`'s lanes with that scalar: `Vec4<f32>` for a `Vec4<f16>`, to
+    /// sum or convert in another precision).
+    Type(ir::Associated),
 }
 
 impl Associated {
@@ -173,13 +172,7 @@ impl Associated {
                 literal.set_span(span);
                 TokenTree::Literal(literal).into()
             }
-            Associated::Scalar => {
-                TokenTree::Ident(proc_macro2::Ident::new(element.scalar.rust_name(), span)).into()
-            }
-            Associated::WithScalar(scalar) => {
-                let lanes = element.lanes;
-                Value::Type(ir::Element { scalar, lanes }).tokens(span)
-            }
+            Associated::Type(ty) => Value::Type(ty.of(element)).tokens(span),
         }
     }
 }
@@ -195,12 +188,7 @@ fn associated(rest: &[TokenTree]) -> Option<Associated> {
     }
     match name.to_string().as_str() {
         "LANES" => Some(Associated::Lanes),
-        "Scalar" => Some(Associated::Scalar),
-        "F32" => Some(Associated::WithScalar(ir::Scalar::F32)),
-        "F16" => Some(Associated::WithScalar(ir::Scalar::F16)),
-        "U32" => Some(Associated::WithScalar(ir::Scalar::U32)),
-        "I32" => Some(Associated::WithScalar(ir::Scalar::I32)),
-        _ => None,
+        other => ir::Associated::named(other).map(Associated::Type),
     }
 }
 

@@ -139,7 +139,7 @@ fn family_binding(
         kind,
         len: None,
         span: Span::of(field),
-        generic: false,
+        host: ir::HostElement::Fixed,
     };
     let declared = ir::FamilyBinding {
         binding,

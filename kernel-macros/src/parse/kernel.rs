@@ -186,7 +186,9 @@ pub fn kernel(
                 continue;
             };
             for binding in &mut variant.bindings {
-                binding.generic = generic.contains(&binding.name);
+                if let Some((_, host)) = generic.iter().find(|(name, _)| *name == binding.name) {
+                    binding.host = *host;
+                }
             }
             let roots = called_names(&variant.body);
             let caller = Some(&function.sig.ident);
@@ -202,7 +204,10 @@ pub fn kernel(
         }
     }
     if let (Some(param), Some(first)) = (&type_param, kernel_instances.first()) {
-        if !first.general().bindings.iter().any(|b| b.generic) {
+        // Only a buffer of `T` itself lets the arguments name `T` (`<T as XElement>::F32` is
+        // the same type for `f16` and `f32`).
+        let named = |b: &ir::Binding| b.host == ir::HostElement::Param;
+        if !first.general().bindings.iter().any(named) {
             errors.at(
                 param.span,
                 format!(

@@ -247,7 +247,7 @@ pub(super) fn kernel_param(
         kind,
         len: None,
         span,
-        generic: false,
+        host: ir::HostElement::Fixed,
     });
     len
 }

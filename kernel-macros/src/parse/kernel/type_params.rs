@@ -101,14 +101,17 @@ fn element_type(ty: &syn::Type) -> Option<ir::Element> {
         .then_some(ir::Element { scalar, lanes })
 }
 
-/// The parameters of `function` whose type names the type parameter (`x: &[T]`). A buffer of
-/// `T::Scalar` or `T::F32` (..) is one of a fixed type, so it must resolve to one type for
-/// every listed type: otherwise an error at the parameter.
+/// The parameters of `function` whose type names the type parameter, with how their buffers'
+/// host types follow it: `x: &[T]` is `GpuBuffer<T>`; `sums: &mut [T::F32]` is one type for
+/// every listed type where they agree (`GpuBuffer<f32>` over `f32` and `f16`), else
+/// `GpuBuffer<<T as XElement>::F32>`. A buffer of a compound of an associated type
+/// (`&[Vec4<T::Scalar>]`) must resolve to one type for every listed type: otherwise an error
+/// at the parameter.
 pub(super) fn generic_params(
     function: &syn::ItemFn,
     param: Option<&ir::TypeParam>,
     errors: &mut Errors,
-) -> Vec<syn::Ident> {
+) -> Vec<(syn::Ident, ir::HostElement)> {
     let Some(param) = param else {
         return Vec::new();
     };
@@ -122,9 +125,8 @@ pub(super) fn generic_params(
         };
         let (whole, associated) = mentions(quote::ToTokens::to_token_stream(&arg.ty), &param.name);
         if whole {
-            generic.push(pat.ident.clone());
+            generic.push((pat.ident.clone(), ir::HostElement::Param));
         } else if associated {
-            // `T::Scalar`, `T::F32`..: the buffer's host type must be one for every instance.
             let tokens = quote::ToTokens::to_token_stream(&arg.ty);
             let name = param.name.to_string();
             let resolved = |element| consts::resolve_associated(tokens.clone(), &name, element);
@@ -135,26 +137,56 @@ pub(super) fn generic_params(
                 .types
                 .iter()
                 .find(|&&t| resolved(t) != resolved(first));
-            if let Some(&other) = other {
-                let (written, a, b) =
-                    (shown(&tokens.to_string()), resolved(first), resolved(other));
-                errors.spanned(
-                    &arg.ty,
-                    format!(
-                        "`{written}` is `{}` where `{name}` is `{}` but `{}` where it is `{}`: a \
-                         buffer has one type for every type `{name}` stands for; list types \
-                         that agree (one scalar for `{name}::Scalar`, one width for \
-                         `{name}::F32`), or write a kernel for each",
-                        shown(&a),
-                        first.rust_name(),
-                        shown(&b),
-                        other.rust_name(),
-                    ),
-                );
+            let Some(&other) = other else {
+                continue;
+            };
+            if let Some(ty) = buffer_of_associated(&arg.ty, &param.name) {
+                generic.push((pat.ident.clone(), ir::HostElement::Associated(ty)));
+                continue;
             }
+            let (written, a, b) = (shown(&tokens.to_string()), resolved(first), resolved(other));
+            errors.spanned(
+                &arg.ty,
+                format!(
+                    "`{written}` is `{}` where `{name}` is `{}` but `{}` where it is `{}`: a \
+                     buffer of a type built from `{name}::..` has one type for every type \
+                     `{name}` stands for; declare the buffer over `{name}` or `{name}::..` \
+                     itself (`&[{name}::Scalar]`), or write a kernel for each",
+                    shown(&a),
+                    first.rust_name(),
+                    shown(&b),
+                    other.rust_name(),
+                ),
+            );
         }
     }
     generic
+}
+
+/// The associated type `ty` is a buffer of, if it is one of exactly `name::..`
+/// (`&mut [T::F32]`).
+fn buffer_of_associated(ty: &syn::Type, name: &syn::Ident) -> Option<ir::Associated> {
+    let syn::Type::Reference(reference) = ty else {
+        return None;
+    };
+    let syn::Type::Slice(slice) = &*reference.elem else {
+        return None;
+    };
+    let syn::Type::Path(path) = &*slice.elem else {
+        return None;
+    };
+    if path.qself.is_some() {
+        return None;
+    }
+    let segments: Vec<&syn::PathSegment> = path.path.segments.iter().collect();
+    let [first, second] = segments[..] else {
+        return None;
+    };
+    let bare = |s: &syn::PathSegment| matches!(s.arguments, syn::PathArguments::None);
+    if first.ident != *name || !bare(first) || !bare(second) {
+        return None;
+    }
+    ir::Associated::named(&second.ident.to_string())
 }
 
 /// Whether `tokens` name `name` itself, and whether they name an item of it (`T::Scalar`).
