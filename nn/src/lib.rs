@@ -61,8 +61,8 @@
 //! - [`Softmax`], [`RmsNorm`] (with a learned scale) and [`LayerNorm`] (with a learned scale
 //!   and bias): along each row of a `[rows, cols]` matrix, a workgroup per row holding the row
 //!   in registers (rows of up to [`MAX_COLS`] scalars; softmax takes longer ones a segment at
-//!   a time), forward and backward; the norms' parameter gradients are column sums over the
-//!   rows.
+//!   a time), forward and backward, over `f32` or `f16` storage ([`RowElement`]; sums in
+//!   `f32`); the norms' parameter gradients are column sums over the rows.
 //! - [`Sgd`] (with momentum) and [`Adam`]: parameter updates.
 //!
 //! Building an op or a layer compiles nothing: each kernel is compiled at the first call
@@ -143,8 +143,8 @@ pub use optim::{Adam, AdamConfig, AdamState, Sgd, SgdConfig};
 pub use precision::Precision;
 pub use rows::{
     LayerNorm, LayerNormBackward, LayerNormForward, LossBackward, LossForward, LossShape, RmsNorm,
-    RmsNormBackward, RmsNormForward, RowsShape, Softmax, SoftmaxBackward, SoftmaxCrossEntropy,
-    SoftmaxForward, MAX_COLS,
+    RmsNormBackward, RmsNormForward, RowElement, RowsShape, Softmax, SoftmaxBackward,
+    SoftmaxCrossEntropy, SoftmaxForward, MAX_COLS,
 };
 
 use tessera::Error;

@@ -2,18 +2,22 @@
 //!
 //! Shapes cover both widths (`cols` a multiple of 4, read as `Vec4<f32>`, and not), rows with
 //! a tail (`cols` not a multiple of the workgroup), rows held in more than one element
-//! per invocation (the larger segments), several rows, and one scalar. Tolerance: 1e-5 for
-//! softmax, 1e-4 for the norms (their `rstd` scales a sum of `cols` squares), each relative to
-//! the larger magnitude or absolute below 1 (`assert_close`).
+//! per invocation (the larger segments), several rows, and one scalar, each over `f32` and
+//! `f16` storage. Tolerance over `f32`: 1e-5 for softmax, 1e-4 for the norms (their `rstd`
+//! scales a sum of `cols` squares); over `f16`, whose inputs the references take rounded as the
+//! GPU reads them, 2e-3 (an output rounded to `f16` is off by up to 4.9e-4 of itself, and
+//! softmax's backward reads the forward's rounded `y`); each relative to the larger magnitude
+//! or absolute below 1 (`assert_close`).
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::{assert_close, kernels_run, rng, runtime, values};
-use tessera::{Error, Runtime};
+use tessera::{half::f16, wgpu, Error, GpuBuffer, Runtime};
 use tessera_nn::{
     LayerNorm, LayerNormBackward, LayerNormForward, LayerNormLayer, RmsNorm, RmsNormBackward,
-    RmsNormForward, RmsNormLayer, RowsShape, Softmax, SoftmaxBackward, SoftmaxForward, MAX_COLS,
+    RmsNormForward, RmsNormLayer, RowElement, RowsShape, Softmax, SoftmaxBackward, SoftmaxForward,
+    MAX_COLS,
 };
 
 /// `(rows, cols)`: vectors in one element an invocation; scalars; one scalar; scalars in 2 of
@@ -43,6 +47,58 @@ const LONG_ROWS: [(u32, u32); 3] = [
 
 const SOFTMAX_TOLERANCE: f32 = 1e-5;
 const NORM_TOLERANCE: f32 = 1e-4;
+const F16_TOLERANCE: f32 = 2e-3;
+
+/// A storage type of the row ops, converted from and to the tests' `f32`s.
+trait Storage: RowElement {
+    fn of(v: f32) -> Self;
+    fn value(self) -> f32;
+}
+
+impl Storage for f32 {
+    fn of(v: f32) -> Self {
+        v
+    }
+    fn value(self) -> f32 {
+        self
+    }
+}
+
+impl Storage for f16 {
+    fn of(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+    fn value(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+fn upload<E: Storage>(rt: &Runtime, v: &[f32]) -> GpuBuffer<E> {
+    let stored: Vec<E> = v.iter().map(|&v| E::of(v)).collect();
+    rt.upload(&stored).unwrap()
+}
+
+fn read<E: Storage>(rt: &Runtime, buffer: &GpuBuffer<E>) -> Vec<f32> {
+    buffer.read(rt).unwrap().into_iter().map(E::value).collect()
+}
+
+/// `v` as `E` stores it.
+fn rounded<E: Storage>(v: &[f32]) -> Vec<f32> {
+    v.iter().map(|&v| E::of(v).value()).collect()
+}
+
+/// Whether `rt` runs `f16` kernels; if not, the `f16` op must refuse to be made.
+fn runs_f16(rt: &Runtime) -> bool {
+    let runs = rt.info().features.contains(wgpu::Features::SHADER_F16);
+    if !runs {
+        let refused = Softmax::<f16>::new(rt);
+        assert!(
+            matches!(refused, Err(Error::MissingFeature { .. })),
+            "{refused:?}"
+        );
+    }
+    runs
+}
 
 /// The inputs of one case: `x` spread and shifted off zero (so centering matters), `scale`
 /// near 1, `bias` and `grad_y` in [-1, 1).
@@ -64,6 +120,18 @@ fn inputs(shape: RowsShape, seed: u64) -> Inputs {
             .collect(),
         bias: values(&mut rng, cols),
         grad_y: values(&mut rng, n),
+    }
+}
+
+impl Inputs {
+    /// The inputs as `E` stores them.
+    fn stored<E: Storage>(&self) -> Inputs {
+        Inputs {
+            x: rounded::<E>(&self.x),
+            scale: rounded::<E>(&self.scale),
+            bias: rounded::<E>(&self.bias),
+            grad_y: rounded::<E>(&self.grad_y),
+        }
     }
 }
 
@@ -159,16 +227,29 @@ fn check(what: &str, shape: RowsShape, got: &[f32], want: &[f32], tolerance: f32
 
 #[test]
 fn softmax_matches_reference() {
+    check_softmax::<f32>(&runtime(), SOFTMAX_TOLERANCE);
+}
+
+#[test]
+fn softmax_over_f16_matches_reference() {
     let rt = runtime();
-    let softmax = Softmax::new(&rt).unwrap();
+    if runs_f16(&rt) {
+        check_softmax::<f16>(&rt, F16_TOLERANCE);
+    }
+}
+
+/// Checks softmax over `E` storage against the reference on every shape of [`SHAPES`] and
+/// [`LONG_ROWS`].
+fn check_softmax<E: Storage>(rt: &Runtime, tolerance: f32) {
+    let softmax = Softmax::<E>::new(rt).unwrap();
     for (seed, (rows, cols)) in SHAPES.into_iter().chain(LONG_ROWS).enumerate() {
         let shape = RowsShape { rows, cols };
-        let inputs = inputs(shape, seed as u64);
+        let inputs = inputs(shape, seed as u64).stored::<E>();
         let (want_y, want_grad_x) = softmax_reference(&inputs.x, &inputs.grad_y, cols as usize);
-        let x = rt.upload(&inputs.x).unwrap();
-        let grad_y = rt.upload(&inputs.grad_y).unwrap();
-        let mut y = rt.zeros::<f32>(inputs.x.len()).unwrap();
-        let mut grad_x = rt.zeros::<f32>(inputs.x.len()).unwrap();
+        let x = upload::<E>(rt, &inputs.x);
+        let grad_y = upload::<E>(rt, &inputs.grad_y);
+        let mut y = rt.zeros::<E>(inputs.x.len()).unwrap();
+        let mut grad_x = rt.zeros::<E>(inputs.x.len()).unwrap();
         let mut batch = rt.batch();
         let forward = SoftmaxForward {
             shape,
@@ -185,18 +266,11 @@ fn softmax_matches_reference() {
         };
         softmax.backward(&mut batch, backward).unwrap();
         batch.submit().unwrap();
-        let tolerance = SOFTMAX_TOLERANCE;
-        check(
-            "softmax y",
-            shape,
-            &y.read(&rt).unwrap(),
-            &want_y,
-            tolerance,
-        );
+        check("softmax y", shape, &read(rt, y), &want_y, tolerance);
         check(
             "softmax grad_x",
             shape,
-            &grad_x.read(&rt).unwrap(),
+            &read(rt, grad_x),
             &want_grad_x,
             tolerance,
         );
@@ -204,21 +278,18 @@ fn softmax_matches_reference() {
 }
 
 /// Runs RMSNorm forward and backward on `inputs`, returning what the GPU wrote.
-fn rms_norm_on_gpu(
+fn rms_norm_on_gpu<E: Storage>(
     rt: &Runtime,
-    norm: &RmsNorm,
+    norm: &RmsNorm<E>,
     shape: RowsShape,
     inputs: &Inputs,
 ) -> NormReference {
     let (n, rows, cols) = (inputs.x.len(), shape.rows as usize, shape.cols as usize);
-    let (x, scale) = (
-        &rt.upload(&inputs.x).unwrap(),
-        &rt.upload(&inputs.scale).unwrap(),
-    );
-    let grad_y = &rt.upload(&inputs.grad_y).unwrap();
-    let (mut y, mut rstd) = (rt.zeros::<f32>(n).unwrap(), rt.zeros::<f32>(rows).unwrap());
-    let mut grad_x = rt.zeros::<f32>(n).unwrap();
-    let mut grad_scale = rt.zeros::<f32>(cols).unwrap();
+    let (x, scale) = (&upload::<E>(rt, &inputs.x), &upload::<E>(rt, &inputs.scale));
+    let grad_y = &upload::<E>(rt, &inputs.grad_y);
+    let (mut y, mut rstd) = (rt.zeros::<E>(n).unwrap(), rt.zeros::<f32>(rows).unwrap());
+    let mut grad_x = rt.zeros::<E>(n).unwrap();
+    let mut grad_scale = rt.zeros::<E>(cols).unwrap();
     let mut batch = rt.batch();
     let (y_out, rstd_out) = (&mut y, &mut rstd);
     let forward = RmsNormForward {
@@ -242,11 +313,11 @@ fn rms_norm_on_gpu(
     norm.backward(&mut batch, backward).unwrap();
     batch.submit().unwrap();
     NormReference {
-        y: y.read(rt).unwrap(),
+        y: read(rt, &y),
         mean: vec![0.0; rows], // RMSNorm subtracts no mean: the reference's are 0
         rstd: rstd.read(rt).unwrap(),
-        grad_x: grad_x.read(rt).unwrap(),
-        grad_scale: grad_scale.read(rt).unwrap(),
+        grad_x: read(rt, &grad_x),
+        grad_scale: read(rt, &grad_scale),
         grad_bias: Vec::new(), // RMSNorm has no bias
     }
 }
@@ -254,22 +325,40 @@ fn rms_norm_on_gpu(
 #[test]
 fn rms_norm_matches_reference() {
     let rt = runtime();
-    let norm = RmsNorm::new(&rt).unwrap();
+    let norm = RmsNorm::<f32>::new(&rt).unwrap();
     let gpu = |shape, inputs: &Inputs| rms_norm_on_gpu(&rt, &norm, shape, inputs);
-    check_norm("RMSNorm", RmsNorm::DEFAULT_EPS, false, gpu);
+    check_norm::<f32>("RMSNorm", RmsNorm::DEFAULT_EPS, false, NORM_TOLERANCE, gpu);
 }
 
-/// Checks a norm run by `gpu` (LayerNorm when `centered`, else RMSNorm) against the reference
-/// on every shape of [`SHAPES`].
-fn check_norm(
+#[test]
+fn rms_norm_over_f16_matches_reference() {
+    let rt = runtime();
+    if !runs_f16(&rt) {
+        return;
+    }
+    let norm = RmsNorm::<f16>::new(&rt).unwrap();
+    let gpu = |shape, inputs: &Inputs| rms_norm_on_gpu(&rt, &norm, shape, inputs);
+    check_norm::<f16>(
+        "f16 RMSNorm",
+        RmsNorm::DEFAULT_EPS,
+        false,
+        F16_TOLERANCE,
+        gpu,
+    );
+}
+
+/// Checks a norm over `E` storage run by `gpu` (LayerNorm when `centered`, else RMSNorm)
+/// against the reference on every shape of [`SHAPES`].
+fn check_norm<E: Storage>(
     name: &str,
     eps: f32,
     centered: bool,
+    tolerance: f32,
     gpu: impl Fn(RowsShape, &Inputs) -> NormReference,
 ) {
     for (seed, (rows, cols)) in SHAPES.into_iter().enumerate() {
         let shape = RowsShape { rows, cols };
-        let inputs = inputs(shape, 10 * (1 + u64::from(centered)) + seed as u64);
+        let inputs = inputs(shape, 10 * (1 + u64::from(centered)) + seed as u64).stored::<E>();
         let want = norm_reference(&inputs, cols as usize, f64::from(eps), centered);
         let got = gpu(shape, &inputs);
         let mut outputs = vec![
@@ -283,43 +372,32 @@ fn check_norm(
             outputs.push(("grad_bias", &got.grad_bias, &want.grad_bias));
         }
         for (output, got, want) in outputs {
-            check(
-                &format!("{name} {output}"),
-                shape,
-                got,
-                want,
-                NORM_TOLERANCE,
-            );
+            check(&format!("{name} {output}"), shape, got, want, tolerance);
         }
     }
 }
 
 /// Runs LayerNorm forward and backward on `inputs`, returning what the GPU wrote.
-fn layer_norm_on_gpu(
+fn layer_norm_on_gpu<E: Storage>(
     rt: &Runtime,
-    norm: &LayerNorm,
+    norm: &LayerNorm<E>,
     shape: RowsShape,
     inputs: &Inputs,
 ) -> NormReference {
     let (n, rows, cols) = (inputs.x.len(), shape.rows as usize, shape.cols as usize);
-    let (x, scale) = (
-        &rt.upload(&inputs.x).unwrap(),
-        &rt.upload(&inputs.scale).unwrap(),
-    );
+    let (x, scale) = (&upload::<E>(rt, &inputs.x), &upload::<E>(rt, &inputs.scale));
     let (bias, grad_y) = (
-        &rt.upload(&inputs.bias).unwrap(),
-        &rt.upload(&inputs.grad_y).unwrap(),
+        &upload::<E>(rt, &inputs.bias),
+        &upload::<E>(rt, &inputs.grad_y),
     );
-    let mut y = rt.zeros::<f32>(n).unwrap();
+    let mut y = rt.zeros::<E>(n).unwrap();
     let (mut mean, mut rstd) = (
         rt.zeros::<f32>(rows).unwrap(),
         rt.zeros::<f32>(rows).unwrap(),
     );
-    let mut grad_x = rt.zeros::<f32>(n).unwrap();
-    let (mut grad_scale, mut grad_bias) = (
-        rt.zeros::<f32>(cols).unwrap(),
-        rt.zeros::<f32>(cols).unwrap(),
-    );
+    let mut grad_x = rt.zeros::<E>(n).unwrap();
+    let (mut grad_scale, mut grad_bias) =
+        (rt.zeros::<E>(cols).unwrap(), rt.zeros::<E>(cols).unwrap());
     let mut batch = rt.batch();
     let (y_out, mean_out, rstd_out) = (&mut y, &mut mean, &mut rstd);
     let forward = LayerNormForward {
@@ -346,21 +424,39 @@ fn layer_norm_on_gpu(
     norm.backward(&mut batch, backward).unwrap();
     batch.submit().unwrap();
     NormReference {
-        y: y.read(rt).unwrap(),
+        y: read(rt, &y),
         mean: mean.read(rt).unwrap(),
         rstd: rstd.read(rt).unwrap(),
-        grad_x: grad_x.read(rt).unwrap(),
-        grad_scale: grad_scale.read(rt).unwrap(),
-        grad_bias: grad_bias.read(rt).unwrap(),
+        grad_x: read(rt, &grad_x),
+        grad_scale: read(rt, &grad_scale),
+        grad_bias: read(rt, &grad_bias),
     }
 }
 
 #[test]
 fn layer_norm_matches_reference() {
     let rt = runtime();
-    let norm = LayerNorm::new(&rt).unwrap();
+    let norm = LayerNorm::<f32>::new(&rt).unwrap();
     let gpu = |shape, inputs: &Inputs| layer_norm_on_gpu(&rt, &norm, shape, inputs);
-    check_norm("LayerNorm", LayerNorm::DEFAULT_EPS, true, gpu);
+    check_norm::<f32>(
+        "LayerNorm",
+        LayerNorm::DEFAULT_EPS,
+        true,
+        NORM_TOLERANCE,
+        gpu,
+    );
+}
+
+#[test]
+fn layer_norm_over_f16_matches_reference() {
+    let rt = runtime();
+    if !runs_f16(&rt) {
+        return;
+    }
+    let norm = LayerNorm::<f16>::new(&rt).unwrap();
+    let gpu = |shape, inputs: &Inputs| layer_norm_on_gpu(&rt, &norm, shape, inputs);
+    let eps = LayerNorm::DEFAULT_EPS;
+    check_norm::<f16>("f16 LayerNorm", eps, true, F16_TOLERANCE, gpu);
 }
 
 /// The `problem` of an `InvalidArgument`, or a panic naming what came instead.
@@ -393,7 +489,7 @@ fn bad_shapes_and_buffers_are_refused() {
     assert!(run(0, 4, None).contains("at least 1"));
     let message = run(2, 3, Some(5));
     assert!(
-        message.contains("`y` holds 5 floats") && message.contains("at least 6"),
+        message.contains("`y` holds 5 elements") && message.contains("at least 6"),
         "{message}"
     );
     // The norms hold a row in one workgroup: vectors of 4 hold 16384 scalars a row, scalars a
@@ -419,7 +515,7 @@ fn bad_shapes_and_buffers_are_refused() {
             "{message}"
         );
     }
-    let bad_eps = RmsNorm::new(&rt).unwrap().with_eps(f32::NAN);
+    let bad_eps = RmsNorm::<f32>::new(&rt).unwrap().with_eps(f32::NAN);
     assert!(matches!(bad_eps, Err(Error::InvalidArgument { .. })));
 }
 
@@ -449,9 +545,14 @@ fn the_width_and_segment_follow_cols() {
 #[test]
 fn prepare_builds_every_instance() {
     let rt = runtime();
-    Softmax::new(&rt).unwrap().prepare(&rt).unwrap();
-    RmsNorm::new(&rt).unwrap().prepare(&rt).unwrap();
-    LayerNorm::new(&rt).unwrap().prepare(&rt).unwrap();
+    Softmax::<f32>::new(&rt).unwrap().prepare(&rt).unwrap();
+    RmsNorm::<f32>::new(&rt).unwrap().prepare(&rt).unwrap();
+    LayerNorm::<f32>::new(&rt).unwrap().prepare(&rt).unwrap();
+    if runs_f16(&rt) {
+        Softmax::<f16>::new(&rt).unwrap().prepare(&rt).unwrap();
+        RmsNorm::<f16>::new(&rt).unwrap().prepare(&rt).unwrap();
+        LayerNorm::<f16>::new(&rt).unwrap().prepare(&rt).unwrap();
+    }
 }
 
 /// What a norm layer wrote for `inputs`, its parameters set to theirs (`scale`, then

@@ -30,7 +30,11 @@
 /// [`GpuBuffer::view_as`](crate::GpuBuffer::view_as)). Elements past the segment's `count`
 /// (the tail of a row that is not a multiple of `GROUP`) are filled with the caller's `fill`
 /// on loading, skipped by the reductions, and not written by [`row_store`](self).
-/// `f16` buffers (`features(f16)`) load the same way; the reductions sum in `E::Scalar`.
+/// `f16` buffers (`features(f16)`) load the same way, and the reductions then sum in
+/// `f16`; to hold, reduce and scale the row in `f32` instead, as a norm over `f16` storage
+/// should (an `f16` sum of 3000 ones stops at 2048), load it with `row_load_f32` into
+/// registers `[T::F32; PER]` and store it with `row_store_f32`, which convert each element:
+/// one kernel over `types(T = [f32, Vec4<f32>, f16, Vec4<f16>])` then serves all four.
 ///
 /// # Longer rows, and the grid
 ///
@@ -100,6 +104,38 @@ pub mod rows {
             let i = local + k * GROUP;
             if i < count {
                 y[start + i] = regs[k];
+            }
+        }
+    }
+
+    /// [`row_load`](self) into registers of `f32` lanes (`E::F32`), converting each element:
+    /// a row of `f16` (or `Vec4<f16>`) storage held, reduced and scaled in `f32`.
+    fn row_load_f32<E>(
+        regs: &mut [E::F32; PER],
+        x: &[E],
+        start: u32,
+        count: u32,
+        local: u32,
+        fill: E::F32,
+    ) {
+        #[unroll]
+        for k in 0..PER {
+            let i = local + k * GROUP;
+            regs[k] = fill;
+            if i < count {
+                regs[k] = x[start + i] as E::F32;
+            }
+        }
+    }
+
+    /// [`row_store`](self) from registers of `f32` lanes (`E::F32`), converting each element
+    /// back to `E` (rounding to the nearest `f16` for `f16` storage).
+    fn row_store_f32<E>(regs: &[E::F32; PER], y: &mut [E], start: u32, count: u32, local: u32) {
+        #[unroll]
+        for k in 0..PER {
+            let i = local + k * GROUP;
+            if i < count {
+                y[start + i] = regs[k] as E;
             }
         }
     }

@@ -71,7 +71,7 @@ pub mod row_ops {
     /// `y = softmax(x)` along each row, the online state merged across the workgroup, over
     /// rows of any length (see `softmax_row`).
     #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
-             types(T = [f32, Vec4<f32>]))]
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
     pub fn softmax_forward<T>(
         p: &RowParams,
         #[len(p.rows * p.cols / T::LANES)] x: &[T],
@@ -96,13 +96,13 @@ pub mod row_ops {
         local: u32,
     ) -> Vec2<f32> {
         let segment = GROUP * PER;
-        let mut regs = [0.0 as T; PER];
+        let mut regs = [0.0 as T::F32; PER];
         let mut state = softmax_start();
         if width <= segment {
             // One segment, without the loops: they cost rows of 1000 `f32`s 4% on an H200,
             // rows of 768 13%.
             // Padding folds as `-f32::MAX`, which weighs nothing once a real value is in.
-            row_load(&mut regs, x, first, width, local, -f32::MAX as T);
+            row_load_f32(&mut regs, x, first, width, local, -f32::MAX as T::F32);
             #[unroll]
             for k in 0..PER {
                 state = softmax_fold(state, regs[k]);
@@ -112,12 +112,19 @@ pub mod row_ops {
             for k in 0..PER {
                 regs[k] = softmax_of(state, regs[k]);
             }
-            row_store(&regs, y, first, width, local);
+            row_store_f32(&regs, y, first, width, local);
             return state;
         }
         for start in (0..width).step_by(segment) {
             let count = (width - start).min(segment);
-            row_load(&mut regs, x, first + start, count, local, -f32::MAX as T);
+            row_load_f32(
+                &mut regs,
+                x,
+                first + start,
+                count,
+                local,
+                -f32::MAX as T::F32,
+            );
             #[unroll]
             for k in 0..PER {
                 state = softmax_fold(state, regs[k]);
@@ -126,12 +133,12 @@ pub mod row_ops {
         state = softmax_workgroup_tree(tile, local, state);
         for start in (0..width).step_by(segment) {
             let count = (width - start).min(segment);
-            row_load(&mut regs, x, first + start, count, local, 0.0 as T);
+            row_load_f32(&mut regs, x, first + start, count, local, 0.0 as T::F32);
             #[unroll]
             for k in 0..PER {
                 regs[k] = softmax_of(state, regs[k]);
             }
-            row_store(&regs, y, first + start, count, local);
+            row_store_f32(&regs, y, first + start, count, local);
         }
         state
     }
@@ -155,7 +162,7 @@ pub mod row_ops {
         if local == 0 {
             loss[row] = if label < p.cols {
                 let at = row * p.cols + label;
-                softmax_log_normalizer(state) - logits[at / T::LANES][at % T::LANES]
+                softmax_log_normalizer(state) - logits[at / T::LANES][at % T::LANES] as f32
             } else {
                 -1.0
             };
@@ -165,7 +172,7 @@ pub mod row_ops {
     /// `grad_x = y * (grad_y - sum_c(grad_y * y))` along each row, from the forward's `y`,
     /// over rows of any length as `softmax_row` takes them.
     #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
-             types(T = [f32, Vec4<f32>]))]
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
     pub fn softmax_backward<T>(
         p: &RowParams,
         #[len(p.rows * p.cols / T::LANES)] y: &[T],
@@ -175,14 +182,14 @@ pub mod row_ops {
     ) {
         let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
         let (segment, first) = (GROUP * PER, row * width);
-        let mut probs = [0.0 as T; PER];
-        let mut grads = [0.0 as T; PER];
+        let mut probs = [0.0 as T::F32; PER];
+        let mut grads = [0.0 as T::F32; PER];
         // Padding loads as 0 in both, so it adds nothing to the dot product.
         if width <= segment {
             // One segment, without the loops (see `softmax_row`).
-            row_load(&mut probs, y, first, width, local, 0.0 as T);
-            row_load(&mut grads, grad_y, first, width, local, 0.0 as T);
-            let mut dot = 0.0 as T;
+            row_load_f32(&mut probs, y, first, width, local, 0.0 as T::F32);
+            row_load_f32(&mut grads, grad_y, first, width, local, 0.0 as T::F32);
+            let mut dot = 0.0 as T::F32;
             #[unroll]
             for k in 0..PER {
                 dot += probs[k] * grads[k];
@@ -190,16 +197,23 @@ pub mod row_ops {
             let total = workgroup_sum_tree(tile, local, dot.element_sum());
             #[unroll]
             for k in 0..PER {
-                grads[k] = probs[k] * (grads[k] - total as T);
+                grads[k] = probs[k] * (grads[k] - total as T::F32);
             }
-            row_store(&grads, grad_x, first, width, local);
+            row_store_f32(&grads, grad_x, first, width, local);
             return;
         }
-        let mut dot = 0.0 as T;
+        let mut dot = 0.0 as T::F32;
         for start in (0..width).step_by(segment) {
             let count = (width - start).min(segment);
-            row_load(&mut probs, y, first + start, count, local, 0.0 as T);
-            row_load(&mut grads, grad_y, first + start, count, local, 0.0 as T);
+            row_load_f32(&mut probs, y, first + start, count, local, 0.0 as T::F32);
+            row_load_f32(
+                &mut grads,
+                grad_y,
+                first + start,
+                count,
+                local,
+                0.0 as T::F32,
+            );
             #[unroll]
             for k in 0..PER {
                 dot += probs[k] * grads[k];
@@ -208,13 +222,20 @@ pub mod row_ops {
         let total = workgroup_sum_tree(tile, local, dot.element_sum());
         for start in (0..width).step_by(segment) {
             let count = (width - start).min(segment);
-            row_load(&mut probs, y, first + start, count, local, 0.0 as T);
-            row_load(&mut grads, grad_y, first + start, count, local, 0.0 as T);
+            row_load_f32(&mut probs, y, first + start, count, local, 0.0 as T::F32);
+            row_load_f32(
+                &mut grads,
+                grad_y,
+                first + start,
+                count,
+                local,
+                0.0 as T::F32,
+            );
             #[unroll]
             for k in 0..PER {
-                grads[k] = probs[k] * (grads[k] - total as T);
+                grads[k] = probs[k] * (grads[k] - total as T::F32);
             }
-            row_store(&grads, grad_x, first + start, count, local);
+            row_store_f32(&grads, grad_x, first + start, count, local);
         }
     }
 
@@ -224,7 +245,7 @@ pub mod row_ops {
     /// (LayerNorm), 0 otherwise (RMSNorm, whose variance is then the mean square). Every
     /// invocation of the workgroup calls it together (it holds barriers).
     fn normalize_row<T>(
-        regs: &mut [T; PER],
+        regs: &mut [T::F32; PER],
         p: &RowParams,
         x: &[T],
         row: u32,
@@ -233,29 +254,29 @@ pub mod row_ops {
         centered: bool,
     ) -> Vec2<f32> {
         let width = p.cols / T::LANES;
-        row_load(regs, x, row * width, width, local, 0.0 as T);
+        row_load_f32(regs, x, row * width, width, local, 0.0 as T::F32);
         let mut mean = 0.0;
         if centered {
             mean = workgroup_sum_tree(tile, local, row_sum(regs, width, local)) / p.cols as f32;
             #[unroll]
             for k in 0..PER {
-                regs[k] -= mean as T;
+                regs[k] -= mean as T::F32;
             }
         }
         let squares = workgroup_sum_tree(tile, local, row_sum_of_squares(regs, width, local));
         let rstd = (squares / p.cols as f32 + p.eps).sqrt().recip();
         #[unroll]
         for k in 0..PER {
-            regs[k] *= rstd as T;
+            regs[k] *= rstd as T::F32;
         }
         vec2(mean, rstd)
     }
 
     /// Multiplies `regs` (a row as `row_load` lays it out) by `factors[column]`; padding
     /// becomes 0.
-    fn scale_row<T>(regs: &mut [T; PER], factors: &[T], width: u32, local: u32) {
-        let mut column = [0.0 as T; PER];
-        row_load(&mut column, factors, 0, width, local, 0.0 as T);
+    fn scale_row<T>(regs: &mut [T::F32; PER], factors: &[T], width: u32, local: u32) {
+        let mut column = [0.0 as T::F32; PER];
+        row_load_f32(&mut column, factors, 0, width, local, 0.0 as T::F32);
         #[unroll]
         for k in 0..PER {
             regs[k] *= column[k];
@@ -264,7 +285,7 @@ pub mod row_ops {
 
     /// RMSNorm: `y = x * rstd * scale`, `rstd = 1 / sqrt(mean(x^2) + eps)` saved per row.
     #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
-             types(T = [f32, Vec4<f32>]))]
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
     pub fn rms_norm_forward<T>(
         p: &RowParams,
         #[len(p.rows * p.cols / T::LANES)] x: &[T],
@@ -274,10 +295,10 @@ pub mod row_ops {
         #[workgroup] tile: &mut [f32; GROUP],
     ) {
         let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
-        let mut regs = [0.0 as T; PER];
+        let mut regs = [0.0 as T::F32; PER];
         let stats = normalize_row(&mut regs, p, x, row, local, tile, false);
         scale_row(&mut regs, scale, width, local);
-        row_store(&regs, y, row * width, width, local);
+        row_store_f32(&regs, y, row * width, width, local);
         if local == 0 {
             rstd[row] = stats.y;
         }
@@ -286,7 +307,7 @@ pub mod row_ops {
     /// LayerNorm: `y = (x - mean) * rstd * scale + bias`, `rstd = 1 / sqrt(var(x) + eps)`;
     /// `mean` and `rstd` saved per row.
     #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
-             types(T = [f32, Vec4<f32>]))]
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
     pub fn layer_norm_forward<T>(
         p: &RowParams,
         #[len(p.rows * p.cols / T::LANES)] x: &[T],
@@ -298,16 +319,16 @@ pub mod row_ops {
         #[workgroup] tile: &mut [f32; GROUP],
     ) {
         let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
-        let mut regs = [0.0 as T; PER];
+        let mut regs = [0.0 as T::F32; PER];
         let stats = normalize_row(&mut regs, p, x, row, local, tile, true);
         scale_row(&mut regs, scale, width, local);
-        let mut shift = [0.0 as T; PER];
-        row_load(&mut shift, bias, 0, width, local, 0.0 as T);
+        let mut shift = [0.0 as T::F32; PER];
+        row_load_f32(&mut shift, bias, 0, width, local, 0.0 as T::F32);
         #[unroll]
         for k in 0..PER {
             regs[k] += shift[k];
         }
-        row_store(&regs, y, row * width, width, local);
+        row_store_f32(&regs, y, row * width, width, local);
         if local == 0 {
             mean[row] = stats.x;
             rstd[row] = stats.y;
@@ -331,16 +352,16 @@ pub mod row_ops {
         centered: bool,
     ) {
         let (width, start) = (p.cols / T::LANES, row * (p.cols / T::LANES));
-        let mut xhat = [0.0 as T; PER];
-        let mut grads = [0.0 as T; PER];
-        row_load(&mut xhat, x, start, width, local, 0.0 as T);
+        let mut xhat = [0.0 as T::F32; PER];
+        let mut grads = [0.0 as T::F32; PER];
+        row_load_f32(&mut xhat, x, start, width, local, 0.0 as T::F32);
         // Padding loads as 0 in `grad_y` and `scale`, so it adds nothing to either sum.
-        row_load(&mut grads, grad_y, start, width, local, 0.0 as T);
+        row_load_f32(&mut grads, grad_y, start, width, local, 0.0 as T::F32);
         scale_row(&mut grads, scale, width, local);
         let mut own = vec2(0.0f32, 0.0);
         #[unroll]
         for k in 0..PER {
-            xhat[k] = (xhat[k] - stats.x as T) * stats.y as T;
+            xhat[k] = (xhat[k] - stats.x as T::F32) * stats.y as T::F32;
             own += vec2(grads[k].element_sum(), (grads[k] * xhat[k]).element_sum());
         }
         let total = workgroup_sum_tree(tile, local, own);
@@ -352,14 +373,14 @@ pub mod row_ops {
         let slope = total.y / p.cols as f32;
         #[unroll]
         for k in 0..PER {
-            grads[k] = (grads[k] - shift as T - xhat[k] * slope as T) * stats.y as T;
+            grads[k] = (grads[k] - shift as T::F32 - xhat[k] * slope as T::F32) * stats.y as T::F32;
         }
-        row_store(&grads, grad_x, start, width, local);
+        row_store_f32(&grads, grad_x, start, width, local);
     }
 
     /// RMSNorm's input gradient, from the forward's `rstd`.
     #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
-             types(T = [f32, Vec4<f32>]))]
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
     pub fn rms_norm_grad_x<T>(
         p: &RowParams,
         #[len(p.rows * p.cols / T::LANES)] x: &[T],
@@ -387,7 +408,7 @@ pub mod row_ops {
 
     /// LayerNorm's input gradient, from the forward's `mean` and `rstd`.
     #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
-             types(T = [f32, Vec4<f32>]))]
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
     pub fn layer_norm_grad_x<T>(
         p: &RowParams,
         #[len(p.rows * p.cols / T::LANES)] x: &[T],
@@ -415,14 +436,14 @@ pub mod row_ops {
     }
 
     /// `grad_y[i] * (x[i] - mean) * rstd`: one row's term of a column of `grad_scale`.
-    fn scale_term<T>(x: &[T], grad_y: &[T], i: u32, mean: f32, rstd: f32) -> T {
-        grad_y[i] * (x[i] - mean as T) * rstd as T
+    fn scale_term<T>(x: &[T], grad_y: &[T], i: u32, mean: f32, rstd: f32) -> T::F32 {
+        grad_y[i] as T::F32 * (x[i] as T::F32 - mean as T::F32) * rstd as T::F32
     }
 
     /// The sum of `value` over the `ROW_LANES` invocations of column `column` of a column
     /// kernel's workgroup (`lane` is the invocation's place among them), by halving `tile`.
     /// Every invocation of the workgroup calls it together; the array may be lent again at once.
-    fn column_sum<T>(tile: &mut [T; COLUMNS * ROW_LANES], value: T, column: u32, lane: u32) -> T {
+    fn column_sum<E>(tile: &mut [E; COLUMNS * ROW_LANES], value: E, column: u32, lane: u32) -> E {
         tile[lane * COLUMNS + column] = value;
         workgroup_barrier();
         let mut half = ROW_LANES / 2;
@@ -451,18 +472,18 @@ pub mod row_ops {
     /// chunk, which `sum_chunks` adds up.
     #[kernel(workgroup = [COLUMNS, ROW_LANES],
              grid = [ceil_div(p.cols / T::LANES, COLUMNS), p.chunks],
-             types(T = [f32, Vec4<f32>]))]
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
     pub fn rms_norm_grad_scale<T>(
         p: &RowParams,
         #[len(p.rows * p.cols / T::LANES)] x: &[T],
         #[len(p.rows)] rstd: &[f32],
         #[len(p.rows * p.cols / T::LANES)] grad_y: &[T],
-        #[len(p.chunks * p.cols / T::LANES)] partial: &mut [T],
-        #[workgroup] tile: &mut [T; COLUMNS * ROW_LANES],
+        #[len(p.chunks * p.cols / T::LANES)] partial: &mut [T::F32],
+        #[workgroup] tile: &mut [T::F32; COLUMNS * ROW_LANES],
     ) {
         let (column, lane, width) = (local_id().x, local_id().y, p.cols / T::LANES);
         let (c, chunk) = (workgroup_id().x * COLUMNS + column, workgroup_id().y);
-        let mut acc = 0.0 as T;
+        let mut acc = 0.0 as T::F32;
         if c < width {
             let rows = chunk_rows(p, chunk, lane);
             for r in (rows.x..rows.y).step_by(ROW_LANES) {
@@ -481,24 +502,24 @@ pub mod row_ops {
     /// `grad_bias` sums.
     #[kernel(workgroup = [COLUMNS, ROW_LANES],
              grid = [ceil_div(p.cols / T::LANES, COLUMNS), p.chunks],
-             types(T = [f32, Vec4<f32>]))]
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
     pub fn layer_norm_grad_params<T>(
         p: &RowParams,
         #[len(p.rows * p.cols / T::LANES)] x: &[T],
         #[len(p.rows)] mean: &[f32],
         #[len(p.rows)] rstd: &[f32],
         #[len(p.rows * p.cols / T::LANES)] grad_y: &[T],
-        #[len(2 * p.chunks * p.cols / T::LANES)] partial: &mut [T],
-        #[workgroup] tile: &mut [T; COLUMNS * ROW_LANES],
+        #[len(2 * p.chunks * p.cols / T::LANES)] partial: &mut [T::F32],
+        #[workgroup] tile: &mut [T::F32; COLUMNS * ROW_LANES],
     ) {
         let (column, lane, width) = (local_id().x, local_id().y, p.cols / T::LANES);
         let (c, chunk) = (workgroup_id().x * COLUMNS + column, workgroup_id().y);
-        let (mut scales, mut biases) = (0.0 as T, 0.0 as T);
+        let (mut scales, mut biases) = (0.0 as T::F32, 0.0 as T::F32);
         if c < width {
             let rows = chunk_rows(p, chunk, lane);
             for r in (rows.x..rows.y).step_by(ROW_LANES) {
                 scales += scale_term(x, grad_y, r * width + c, mean[r], rstd[r]);
-                biases += grad_y[r * width + c];
+                biases += grad_y[r * width + c] as T::F32;
             }
         }
         let scale_total = column_sum(tile, scales, column, lane);
@@ -513,17 +534,17 @@ pub mod row_ops {
     /// the `ROW_LANES` invocations of its place `column` in a column kernel's workgroup
     /// (`lane` is the invocation's place among them), every invocation receiving it. Every
     /// invocation of the workgroup calls it together.
-    fn chunk_sum<T>(
+    fn chunk_sum<E>(
         p: &RowParams,
-        partial: &[T],
+        partial: &[E],
         base: u32,
-        tile: &mut [T; COLUMNS * ROW_LANES],
+        tile: &mut [E; COLUMNS * ROW_LANES],
         c: u32,
         column: u32,
         lane: u32,
-    ) -> T {
-        let width = p.cols / T::LANES;
-        let mut acc = 0.0 as T;
+    ) -> E {
+        let width = p.cols / E::LANES;
+        let mut acc = 0.0 as E;
         if c < width {
             for chunk in (lane..p.chunks).step_by(ROW_LANES) {
                 acc += partial[base + chunk * width + c];
@@ -535,39 +556,39 @@ pub mod row_ops {
     /// `grad_scale[c]`: the chunks' sums `rms_norm_grad_scale` left in `partial`, added up by
     /// a workgroup per `COLUMNS` columns.
     #[kernel(workgroup = [COLUMNS, ROW_LANES], grid = [ceil_div(p.cols / T::LANES, COLUMNS)],
-             types(T = [f32, Vec4<f32>]))]
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
     pub fn sum_chunks<T>(
         p: &RowParams,
-        #[len(p.chunks * p.cols / T::LANES)] partial: &[T],
+        #[len(p.chunks * p.cols / T::LANES)] partial: &[T::F32],
         #[len(p.cols / T::LANES)] grad_scale: &mut [T],
-        #[workgroup] tile: &mut [T; COLUMNS * ROW_LANES],
+        #[workgroup] tile: &mut [T::F32; COLUMNS * ROW_LANES],
     ) {
         let (column, lane) = (local_id().x, local_id().y);
         let c = workgroup_id().x * COLUMNS + column;
         let total = chunk_sum(p, partial, 0, tile, c, column, lane);
         if lane == 0 && c < p.cols / T::LANES {
-            grad_scale[c] = total;
+            grad_scale[c] = total as T;
         }
     }
 
     /// `grad_scale[c]` and `grad_bias[c]`: the chunks' sums `layer_norm_grad_params` left in
     /// `partial`, added up as `sum_chunks` does.
     #[kernel(workgroup = [COLUMNS, ROW_LANES], grid = [ceil_div(p.cols / T::LANES, COLUMNS)],
-             types(T = [f32, Vec4<f32>]))]
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
     pub fn sum_chunk_pairs<T>(
         p: &RowParams,
-        #[len(2 * p.chunks * p.cols / T::LANES)] partial: &[T],
+        #[len(2 * p.chunks * p.cols / T::LANES)] partial: &[T::F32],
         #[len(p.cols / T::LANES)] grad_scale: &mut [T],
         #[len(p.cols / T::LANES)] grad_bias: &mut [T],
-        #[workgroup] tile: &mut [T; COLUMNS * ROW_LANES],
+        #[workgroup] tile: &mut [T::F32; COLUMNS * ROW_LANES],
     ) {
         let (column, lane, width) = (local_id().x, local_id().y, p.cols / T::LANES);
         let c = workgroup_id().x * COLUMNS + column;
         let scales = chunk_sum(p, partial, 0, tile, c, column, lane);
         let biases = chunk_sum(p, partial, p.chunks * width, tile, c, column, lane);
         if lane == 0 && c < width {
-            grad_scale[c] = scales;
-            grad_bias[c] = biases;
+            grad_scale[c] = scales as T;
+            grad_bias[c] = biases as T;
         }
     }
 }

@@ -27,6 +27,63 @@ use tessera::{Prepare, Result, Runtime};
 /// Other rows are read a scalar at a time and may hold a quarter of that, 4096.
 pub const MAX_COLS: u32 = kernels::MAX_WIDTH * 4;
 
+/// The element types the row operations store: `f32`, and `half::f16` on devices with
+/// [`SHADER_F16`](tessera::wgpu::Features::SHADER_F16) (an op over `f16` reports
+/// [`Error::MissingFeature`](tessera::Error::MissingFeature) at [`Softmax::new`] and the
+/// like elsewhere).
+///
+/// Over `f16` every matrix and parameter (`x`, `y`, `scale`, `bias` and their gradients) is
+/// `f16` in memory, and each row is held, summed and scaled in `f32`, as are the per-row
+/// statistics (`mean`, `rstd`, always `f32` buffers) and the parameter gradients' partial
+/// sums; each result is rounded to `f16` once, when stored.
+pub trait RowElement: sealed::Kernels {
+    /// Four of it, the instance the ops bind where `cols` is a multiple of 4.
+    #[doc(hidden)]
+    type Vector: sealed::Kernels;
+}
+
+impl RowElement for f32 {
+    type Vector = [f32; 4];
+}
+
+impl RowElement for tessera::half::f16 {
+    type Vector = [tessera::half::f16; 4];
+}
+
+mod sealed {
+    use super::kernels::*;
+
+    /// The element traits of every row kernel generic over its element type: implemented by
+    /// the types the kernels are instantiated for.
+    pub trait Kernels:
+        SoftmaxForwardElement
+        + SoftmaxBackwardElement
+        + RmsNormForwardElement
+        + RmsNormGradXElement
+        + RmsNormGradScaleElement
+        + SumChunksElement
+        + LayerNormForwardElement
+        + LayerNormGradXElement
+        + LayerNormGradParamsElement
+        + SumChunkPairsElement
+    {
+    }
+
+    impl<T> Kernels for T where
+        T: SoftmaxForwardElement
+            + SoftmaxBackwardElement
+            + RmsNormForwardElement
+            + RmsNormGradXElement
+            + RmsNormGradScaleElement
+            + SumChunksElement
+            + LayerNormForwardElement
+            + LayerNormGradXElement
+            + LayerNormGradParamsElement
+            + SumChunkPairsElement
+    {
+    }
+}
+
 /// `rows` rows of `cols` scalars each, row-major: the shape of a row operation's input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RowsShape {
@@ -161,7 +218,7 @@ trait RowArgs {
                 return Err(invalid(
                     operation,
                     format!(
-                        "`{name}` holds {len} floats, but a shape of {rows} x {cols} needs \
+                        "`{name}` holds {len} elements, but a shape of {rows} x {cols} needs \
                          {what}: pass a buffer of at least {want}"
                     ),
                 ));
@@ -171,11 +228,12 @@ trait RowArgs {
     }
 }
 
-/// Implements [`RowArgs`] for `$args`, named `$operation`, whose kernels take rows of
-/// `$length` ([`Length`]), and whose buffers are the fields given, each with its [`Span`].
+/// Implements [`RowArgs`] for `$args` (over every [`RowElement`]), named `$operation`, whose
+/// kernels take rows of `$length` ([`Length`]), and whose buffers are the fields given, each
+/// with its [`Span`].
 macro_rules! row_args {
     ($args:ident, $operation:literal, $length:ident: $($buffer:ident: $span:ident),* $(,)?) => {
-        impl crate::rows::RowArgs for $args<'_> {
+        impl<E: crate::rows::RowElement> crate::rows::RowArgs for $args<'_, E> {
             const OPERATION: &'static str = $operation;
             const LENGTH: crate::rows::Length = crate::rows::Length::$length;
 
@@ -190,7 +248,7 @@ macro_rules! row_args {
     };
 }
 
-/// A kernel in both widths: `S` reads scalars, `V` `Vec4<f32>`s. For a row kernel each is a
+/// A kernel in both widths: `S` reads scalars, `V` `Vec4`s. For a row kernel each is a
 /// list of its [`kernels::Segment`] instances, in that order.
 #[derive(Clone, Debug)]
 struct Widths<S, V> {
@@ -221,12 +279,13 @@ impl<S, V> RowKernels<S, V> {
     }
 }
 
-/// Builds the [`RowKernels`] of the launcher `kernels::$kernel`.
+/// Builds the [`RowKernels`] of the launcher `kernels::$kernel`, in the element types the
+/// field it is for names.
 macro_rules! row_kernels {
     ($rt:expr, $kernel:ident) => {
         crate::rows::RowKernels::build(
-            |segment| crate::kernels::row_ops::$kernel::<f32>::with_constants($rt, segment),
-            |segment| crate::kernels::row_ops::$kernel::<[f32; 4]>::with_constants($rt, segment),
+            |segment| crate::kernels::row_ops::$kernel::with_constants($rt, segment),
+            |segment| crate::kernels::row_ops::$kernel::with_constants($rt, segment),
         )
     };
 }
@@ -243,12 +302,13 @@ macro_rules! dispatch {
     };
 }
 
-/// Builds the [`Widths`] of the launcher `kernels::$kernel` (one instance each).
+/// Builds the [`Widths`] of the launcher `kernels::$kernel` (one instance each), in the
+/// element types the field it is for names.
 macro_rules! widths {
     ($rt:expr, $kernel:ident) => {
         crate::rows::Widths {
-            scalar: crate::kernels::row_ops::$kernel::<f32>::new($rt)?,
-            vector: crate::kernels::row_ops::$kernel::<[f32; 4]>::new($rt)?,
+            scalar: crate::kernels::row_ops::$kernel::new($rt)?,
+            vector: crate::kernels::row_ops::$kernel::new($rt)?,
         }
     };
 }

@@ -1,7 +1,8 @@
 //! RMSNorm and LayerNorm along the last dimension, with a learned scale (and bias).
 
 use super::{
-    dispatch, kernels, row_args, row_kernels, widths, RowArgs, RowKernels, RowsShape, Widths,
+    dispatch, kernels, row_args, row_kernels, widths, RowArgs, RowElement, RowKernels, RowsShape,
+    Widths,
 };
 use crate::invalid;
 use crate::spare::Spare;
@@ -9,15 +10,15 @@ use tessera::{Batch, GpuBuffer, Prepare, Result, Runtime};
 
 /// One [`RmsNorm::forward`].
 #[derive(Debug)]
-pub struct RmsNormForward<'a> {
+pub struct RmsNormForward<'a, E: RowElement = f32> {
     /// The sizes of the buffers.
     pub shape: RowsShape,
     /// `[rows, cols]`: the input.
-    pub x: &'a GpuBuffer<f32>,
+    pub x: &'a GpuBuffer<E>,
     /// `[cols]`: the learned scale of each column.
-    pub scale: &'a GpuBuffer<f32>,
+    pub scale: &'a GpuBuffer<E>,
     /// `[rows, cols]`: the output (overwritten).
-    pub y: &'a mut GpuBuffer<f32>,
+    pub y: &'a mut GpuBuffer<E>,
     /// `[rows]`: each row's `1 / sqrt(mean(x^2) + eps)` (overwritten), which the backward reads.
     pub rstd: &'a mut GpuBuffer<f32>,
 }
@@ -28,21 +29,21 @@ row_args!(RmsNormForward, "RMSNorm forward", OneSegment:
 
 /// One [`RmsNorm::backward`].
 #[derive(Debug)]
-pub struct RmsNormBackward<'a> {
+pub struct RmsNormBackward<'a, E: RowElement = f32> {
     /// The forward's shape.
     pub shape: RowsShape,
     /// The forward's `x`.
-    pub x: &'a GpuBuffer<f32>,
+    pub x: &'a GpuBuffer<E>,
     /// The forward's `scale`.
-    pub scale: &'a GpuBuffer<f32>,
+    pub scale: &'a GpuBuffer<E>,
     /// The forward's `rstd`.
     pub rstd: &'a GpuBuffer<f32>,
     /// `[rows, cols]`: the gradient of the loss with respect to `y`.
-    pub grad_y: &'a GpuBuffer<f32>,
+    pub grad_y: &'a GpuBuffer<E>,
     /// `[rows, cols]`: the gradient with respect to `x` (overwritten).
-    pub grad_x: &'a mut GpuBuffer<f32>,
+    pub grad_x: &'a mut GpuBuffer<E>,
     /// `[cols]`: the gradient with respect to `scale` (overwritten).
-    pub grad_scale: &'a mut GpuBuffer<f32>,
+    pub grad_scale: &'a mut GpuBuffer<E>,
 }
 
 row_args!(RmsNormBackward, "RMSNorm backward", OneSegment:
@@ -51,17 +52,17 @@ row_args!(RmsNormBackward, "RMSNorm backward", OneSegment:
 
 /// One [`LayerNorm::forward`].
 #[derive(Debug)]
-pub struct LayerNormForward<'a> {
+pub struct LayerNormForward<'a, E: RowElement = f32> {
     /// The sizes of the buffers.
     pub shape: RowsShape,
     /// `[rows, cols]`: the input.
-    pub x: &'a GpuBuffer<f32>,
+    pub x: &'a GpuBuffer<E>,
     /// `[cols]`: the learned scale of each column.
-    pub scale: &'a GpuBuffer<f32>,
+    pub scale: &'a GpuBuffer<E>,
     /// `[cols]`: the learned bias of each column.
-    pub bias: &'a GpuBuffer<f32>,
+    pub bias: &'a GpuBuffer<E>,
     /// `[rows, cols]`: the output (overwritten).
-    pub y: &'a mut GpuBuffer<f32>,
+    pub y: &'a mut GpuBuffer<E>,
     /// `[rows]`: each row's mean (overwritten), which the backward reads.
     pub mean: &'a mut GpuBuffer<f32>,
     /// `[rows]`: each row's `1 / sqrt(var(x) + eps)` (overwritten), which the backward reads.
@@ -74,25 +75,25 @@ row_args!(LayerNormForward, "LayerNorm forward", OneSegment:
 
 /// One [`LayerNorm::backward`].
 #[derive(Debug)]
-pub struct LayerNormBackward<'a> {
+pub struct LayerNormBackward<'a, E: RowElement = f32> {
     /// The forward's shape.
     pub shape: RowsShape,
     /// The forward's `x`.
-    pub x: &'a GpuBuffer<f32>,
+    pub x: &'a GpuBuffer<E>,
     /// The forward's `scale`.
-    pub scale: &'a GpuBuffer<f32>,
+    pub scale: &'a GpuBuffer<E>,
     /// The forward's `mean`.
     pub mean: &'a GpuBuffer<f32>,
     /// The forward's `rstd`.
     pub rstd: &'a GpuBuffer<f32>,
     /// `[rows, cols]`: the gradient of the loss with respect to `y`.
-    pub grad_y: &'a GpuBuffer<f32>,
+    pub grad_y: &'a GpuBuffer<E>,
     /// `[rows, cols]`: the gradient with respect to `x` (overwritten).
-    pub grad_x: &'a mut GpuBuffer<f32>,
+    pub grad_x: &'a mut GpuBuffer<E>,
     /// `[cols]`: the gradient with respect to `scale` (overwritten).
-    pub grad_scale: &'a mut GpuBuffer<f32>,
+    pub grad_scale: &'a mut GpuBuffer<E>,
     /// `[cols]`: the gradient with respect to `bias` (overwritten).
-    pub grad_bias: &'a mut GpuBuffer<f32>,
+    pub grad_bias: &'a mut GpuBuffer<E>,
 }
 
 row_args!(LayerNormBackward, "LayerNorm backward", OneSegment:
@@ -104,8 +105,9 @@ row_args!(LayerNormBackward, "LayerNorm backward", OneSegment:
 /// `rstd = 1 / sqrt(mean(x^2) + eps)`; and its backward, the gradients with respect to `x`
 /// and `scale`.
 ///
-/// Rows hold at most [`MAX_COLS`](crate::MAX_COLS) scalars (see [`RowsShape`]). The scale's
-/// gradient sums each column over chunks of the rows in a pass of its own, then the chunks'
+/// Rows hold at most [`MAX_COLS`](crate::MAX_COLS) scalars (see [`RowsShape`]), in `f32`
+/// storage (`RmsNorm`, the default) or `f16` (`RmsNorm<half::f16>`, computed in `f32`; see
+/// [`RowElement`]). The scale's gradient sums each column over chunks of the rows in a pass of its own, then the chunks'
 /// sums in another, through scratch memory the op keeps.
 ///
 /// ```no_run
@@ -132,27 +134,34 @@ row_args!(LayerNormBackward, "LayerNorm backward", OneSegment:
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
-pub struct RmsNorm(RmsNormKernels);
+pub struct RmsNorm<E: RowElement = f32>(RmsNormKernels<E>);
 
 /// RMSNorm's [`Norm`].
-type RmsNormKernels = Norm<
-    RowKernels<kernels::RmsNormForward, kernels::RmsNormForward<[f32; 4]>>,
-    RowKernels<kernels::RmsNormGradX, kernels::RmsNormGradX<[f32; 4]>>,
-    Widths<kernels::RmsNormGradScale, kernels::RmsNormGradScale<[f32; 4]>>,
-    Widths<kernels::SumChunks, kernels::SumChunks<[f32; 4]>>,
+type RmsNormKernels<E> = Norm<
+    RowKernels<kernels::RmsNormForward<E>, kernels::RmsNormForward<<E as RowElement>::Vector>>,
+    RowKernels<kernels::RmsNormGradX<E>, kernels::RmsNormGradX<<E as RowElement>::Vector>>,
+    Widths<kernels::RmsNormGradScale<E>, kernels::RmsNormGradScale<<E as RowElement>::Vector>>,
+    Widths<kernels::SumChunks<E>, kernels::SumChunks<<E as RowElement>::Vector>>,
 >;
 
 impl RmsNorm {
-    /// The `eps` of [`new`](Self::new).
+    /// The `eps` of [`new`](Self::new), whatever the element type.
     pub const DEFAULT_EPS: f32 = 1e-6;
+}
 
+impl<E: RowElement> RmsNorm<E> {
     /// Makes the op, with `eps` [`DEFAULT_EPS`](Self::DEFAULT_EPS); its kernels compile at
     /// their first use, or at [`prepare`](Self::prepare).
     pub fn new(rt: &Runtime) -> Result<Self> {
         let forward = row_kernels!(rt, RmsNormForward)?;
         let grad_x = row_kernels!(rt, RmsNormGradX)?;
         let sums = (widths!(rt, RmsNormGradScale), widths!(rt, SumChunks));
-        Ok(RmsNorm(Norm::new(Self::DEFAULT_EPS, forward, grad_x, sums)))
+        Ok(RmsNorm(Norm::new(
+            RmsNorm::DEFAULT_EPS,
+            forward,
+            grad_x,
+            sums,
+        )))
     }
 
     /// The op with `eps` (added to the mean square) instead; an error unless it is finite
@@ -167,13 +176,13 @@ impl RmsNorm {
     }
 
     /// Records `y = x * rstd * scale` along each row, and each row's `rstd`.
-    pub fn forward(&self, batch: &mut Batch<'_>, args: RmsNormForward<'_>) -> Result<()> {
+    pub fn forward(&self, batch: &mut Batch<'_>, args: RmsNormForward<'_, E>) -> Result<()> {
         let plan = args.plan(self.0.eps)?;
         dispatch!(plan, self.0.forward, [plan.segment]; rms_forward(batch, &plan.params, args))
     }
 
     /// Records the gradients with respect to `x` and `scale`, from the forward's `rstd`.
-    pub fn backward(&self, batch: &mut Batch<'_>, mut args: RmsNormBackward<'_>) -> Result<()> {
+    pub fn backward(&self, batch: &mut Batch<'_>, mut args: RmsNormBackward<'_, E>) -> Result<()> {
         let plan = args.plan(self.0.eps)?;
         let p = &plan.params;
         dispatch!(plan, self.0.grad_x, [plan.segment]; rms_grad_x(batch, p, &mut args))?;
@@ -188,8 +197,9 @@ impl RmsNorm {
 /// `y = (x - mean) * rstd * scale + bias`, where `rstd = 1 / sqrt(var(x) + eps)` (the
 /// biased variance); and its backward, the gradients with respect to `x`, `scale` and `bias`.
 ///
-/// Rows hold at most [`MAX_COLS`](crate::MAX_COLS) scalars (see [`RowsShape`]). The
-/// parameters' gradients sum each column over chunks of the rows in a pass of their own, then
+/// Rows hold at most [`MAX_COLS`](crate::MAX_COLS) scalars (see [`RowsShape`]), in `f32`
+/// storage (`LayerNorm`, the default) or `f16` (`LayerNorm<half::f16>`, computed in `f32`;
+/// see [`RowElement`]). The parameters' gradients sum each column over chunks of the rows in a pass of their own, then
 /// the chunks' sums in another, through scratch memory the op keeps.
 ///
 /// ```no_run
@@ -221,20 +231,25 @@ impl RmsNorm {
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
-pub struct LayerNorm(LayerNormKernels);
+pub struct LayerNorm<E: RowElement = f32>(LayerNormKernels<E>);
 
 /// LayerNorm's [`Norm`].
-type LayerNormKernels = Norm<
-    RowKernels<kernels::LayerNormForward, kernels::LayerNormForward<[f32; 4]>>,
-    RowKernels<kernels::LayerNormGradX, kernels::LayerNormGradX<[f32; 4]>>,
-    Widths<kernels::LayerNormGradParams, kernels::LayerNormGradParams<[f32; 4]>>,
-    Widths<kernels::SumChunkPairs, kernels::SumChunkPairs<[f32; 4]>>,
+type LayerNormKernels<E> = Norm<
+    RowKernels<kernels::LayerNormForward<E>, kernels::LayerNormForward<<E as RowElement>::Vector>>,
+    RowKernels<kernels::LayerNormGradX<E>, kernels::LayerNormGradX<<E as RowElement>::Vector>>,
+    Widths<
+        kernels::LayerNormGradParams<E>,
+        kernels::LayerNormGradParams<<E as RowElement>::Vector>,
+    >,
+    Widths<kernels::SumChunkPairs<E>, kernels::SumChunkPairs<<E as RowElement>::Vector>>,
 >;
 
 impl LayerNorm {
-    /// The `eps` of [`new`](Self::new) (PyTorch's).
+    /// The `eps` of [`new`](Self::new) (PyTorch's), whatever the element type.
     pub const DEFAULT_EPS: f32 = 1e-5;
+}
 
+impl<E: RowElement> LayerNorm<E> {
     /// Makes the op, with `eps` [`DEFAULT_EPS`](Self::DEFAULT_EPS); its kernels compile at
     /// their first use, or at [`prepare`](Self::prepare).
     pub fn new(rt: &Runtime) -> Result<Self> {
@@ -242,7 +257,7 @@ impl LayerNorm {
         let grad_x = row_kernels!(rt, LayerNormGradX)?;
         let sums = (widths!(rt, LayerNormGradParams), widths!(rt, SumChunkPairs));
         Ok(LayerNorm(Norm::new(
-            Self::DEFAULT_EPS,
+            LayerNorm::DEFAULT_EPS,
             forward,
             grad_x,
             sums,
@@ -262,14 +277,18 @@ impl LayerNorm {
 
     /// Records `y = (x - mean) * rstd * scale + bias` along each row, and each row's `mean`
     /// and `rstd`.
-    pub fn forward(&self, batch: &mut Batch<'_>, args: LayerNormForward<'_>) -> Result<()> {
+    pub fn forward(&self, batch: &mut Batch<'_>, args: LayerNormForward<'_, E>) -> Result<()> {
         let plan = args.plan(self.0.eps)?;
         dispatch!(plan, self.0.forward, [plan.segment]; layer_forward(batch, &plan.params, args))
     }
 
     /// Records the gradients with respect to `x`, `scale` and `bias`, from the forward's
     /// `mean` and `rstd`.
-    pub fn backward(&self, batch: &mut Batch<'_>, mut args: LayerNormBackward<'_>) -> Result<()> {
+    pub fn backward(
+        &self,
+        batch: &mut Batch<'_>,
+        mut args: LayerNormBackward<'_, E>,
+    ) -> Result<()> {
         let plan = args.plan(self.0.eps)?;
         let p = &plan.params;
         dispatch!(plan, self.0.grad_x, [plan.segment]; layer_grad_x(batch, p, &mut args))?;
@@ -328,11 +347,11 @@ impl<F: Prepare, G: Prepare, P: Prepare, S: Prepare> Norm<F, G, P, S> {
 
 // Each function below records one kernel in the width of `U`, `args`' buffers viewed as `U`s.
 
-fn rms_forward<U: kernels::RmsNormForwardElement>(
+fn rms_forward<E: RowElement, U: kernels::RmsNormForwardElement>(
     kernel: &kernels::RmsNormForward<U>,
     batch: &mut Batch<'_>,
     p: &kernels::RowParams,
-    args: RmsNormForward<'_>,
+    args: RmsNormForward<'_, E>,
 ) -> Result<()> {
     let bound = kernels::RmsNormForwardArgs {
         p,
@@ -344,11 +363,11 @@ fn rms_forward<U: kernels::RmsNormForwardElement>(
     kernel.record(batch, bound)
 }
 
-fn rms_grad_x<U: kernels::RmsNormGradXElement>(
+fn rms_grad_x<E: RowElement, U: kernels::RmsNormGradXElement>(
     kernel: &kernels::RmsNormGradX<U>,
     batch: &mut Batch<'_>,
     p: &kernels::RowParams,
-    args: &mut RmsNormBackward<'_>,
+    args: &mut RmsNormBackward<'_, E>,
 ) -> Result<()> {
     let bound = kernels::RmsNormGradXArgs {
         p,
@@ -361,11 +380,11 @@ fn rms_grad_x<U: kernels::RmsNormGradXElement>(
     kernel.record(batch, bound)
 }
 
-fn rms_grad_scale<U: kernels::RmsNormGradScaleElement>(
+fn rms_grad_scale<E: RowElement, U: kernels::RmsNormGradScaleElement>(
     kernel: &kernels::RmsNormGradScale<U>,
     batch: &mut Batch<'_>,
     p: &kernels::RowParams,
-    args: &RmsNormBackward<'_>,
+    args: &RmsNormBackward<'_, E>,
     partial: &mut GpuBuffer<f32>,
 ) -> Result<()> {
     let bound = kernels::RmsNormGradScaleArgs {
@@ -378,12 +397,12 @@ fn rms_grad_scale<U: kernels::RmsNormGradScaleElement>(
     kernel.record(batch, bound)
 }
 
-fn sum_chunks<U: kernels::SumChunksElement>(
+fn sum_chunks<E: RowElement, U: kernels::SumChunksElement>(
     kernel: &kernels::SumChunks<U>,
     batch: &mut Batch<'_>,
     p: &kernels::RowParams,
     partial: &GpuBuffer<f32>,
-    grad_scale: &mut GpuBuffer<f32>,
+    grad_scale: &mut GpuBuffer<E>,
 ) -> Result<()> {
     let bound = kernels::SumChunksArgs {
         p,
@@ -393,11 +412,11 @@ fn sum_chunks<U: kernels::SumChunksElement>(
     kernel.record(batch, bound)
 }
 
-fn layer_forward<U: kernels::LayerNormForwardElement>(
+fn layer_forward<E: RowElement, U: kernels::LayerNormForwardElement>(
     kernel: &kernels::LayerNormForward<U>,
     batch: &mut Batch<'_>,
     p: &kernels::RowParams,
-    args: LayerNormForward<'_>,
+    args: LayerNormForward<'_, E>,
 ) -> Result<()> {
     let bound = kernels::LayerNormForwardArgs {
         p,
@@ -411,11 +430,11 @@ fn layer_forward<U: kernels::LayerNormForwardElement>(
     kernel.record(batch, bound)
 }
 
-fn layer_grad_x<U: kernels::LayerNormGradXElement>(
+fn layer_grad_x<E: RowElement, U: kernels::LayerNormGradXElement>(
     kernel: &kernels::LayerNormGradX<U>,
     batch: &mut Batch<'_>,
     p: &kernels::RowParams,
-    args: &mut LayerNormBackward<'_>,
+    args: &mut LayerNormBackward<'_, E>,
 ) -> Result<()> {
     let bound = kernels::LayerNormGradXArgs {
         p,
@@ -429,11 +448,11 @@ fn layer_grad_x<U: kernels::LayerNormGradXElement>(
     kernel.record(batch, bound)
 }
 
-fn layer_grad_params<U: kernels::LayerNormGradParamsElement>(
+fn layer_grad_params<E: RowElement, U: kernels::LayerNormGradParamsElement>(
     kernel: &kernels::LayerNormGradParams<U>,
     batch: &mut Batch<'_>,
     p: &kernels::RowParams,
-    args: &LayerNormBackward<'_>,
+    args: &LayerNormBackward<'_, E>,
     partial: &mut GpuBuffer<f32>,
 ) -> Result<()> {
     let bound = kernels::LayerNormGradParamsArgs {
@@ -447,12 +466,12 @@ fn layer_grad_params<U: kernels::LayerNormGradParamsElement>(
     kernel.record(batch, bound)
 }
 
-fn sum_chunk_pairs<U: kernels::SumChunkPairsElement>(
+fn sum_chunk_pairs<E: RowElement, U: kernels::SumChunkPairsElement>(
     kernel: &kernels::SumChunkPairs<U>,
     batch: &mut Batch<'_>,
     p: &kernels::RowParams,
     partial: &GpuBuffer<f32>,
-    (grad_scale, grad_bias): (&mut GpuBuffer<f32>, &mut GpuBuffer<f32>),
+    (grad_scale, grad_bias): (&mut GpuBuffer<E>, &mut GpuBuffer<E>),
 ) -> Result<()> {
     let bound = kernels::SumChunkPairsArgs {
         p,

@@ -1,32 +1,32 @@
 //! Softmax along the last dimension.
 
-use super::{dispatch, kernels, row_args, row_kernels, RowArgs, RowKernels, RowsShape};
+use super::{dispatch, kernels, row_args, row_kernels, RowArgs, RowElement, RowKernels, RowsShape};
 use tessera::{Batch, GpuBuffer, Result, Runtime};
 
 /// One [`Softmax::forward`].
 #[derive(Debug)]
-pub struct SoftmaxForward<'a> {
+pub struct SoftmaxForward<'a, E: RowElement = f32> {
     /// The sizes of `x` and `y`.
     pub shape: RowsShape,
     /// `[rows, cols]`: the input.
-    pub x: &'a GpuBuffer<f32>,
+    pub x: &'a GpuBuffer<E>,
     /// `[rows, cols]`: the softmax of each row of `x` (overwritten), which the backward reads.
-    pub y: &'a mut GpuBuffer<f32>,
+    pub y: &'a mut GpuBuffer<E>,
 }
 
 row_args!(SoftmaxForward, "softmax forward", Any: x: Matrix, y: Matrix);
 
 /// One [`Softmax::backward`].
 #[derive(Debug)]
-pub struct SoftmaxBackward<'a> {
+pub struct SoftmaxBackward<'a, E: RowElement = f32> {
     /// The forward's shape.
     pub shape: RowsShape,
     /// The forward's `y`.
-    pub y: &'a GpuBuffer<f32>,
+    pub y: &'a GpuBuffer<E>,
     /// `[rows, cols]`: the gradient of the loss with respect to `y`.
-    pub grad_y: &'a GpuBuffer<f32>,
+    pub grad_y: &'a GpuBuffer<E>,
     /// `[rows, cols]`: the gradient of the loss with respect to `x` (overwritten).
-    pub grad_x: &'a mut GpuBuffer<f32>,
+    pub grad_x: &'a mut GpuBuffer<E>,
 }
 
 row_args!(SoftmaxBackward, "softmax backward", Any: y: Matrix, grad_y: Matrix, grad_x: Matrix);
@@ -36,7 +36,8 @@ row_args!(SoftmaxBackward, "softmax backward", Any: y: Matrix, grad_y: Matrix, g
 ///
 /// Rows of any length: one that a workgroup holds (up to [`MAX_COLS`](crate::MAX_COLS)
 /// scalars; see [`RowsShape`]) is read once by each pass, a longer one twice, a segment at a
-/// time.
+/// time. Over `f32` storage (`Softmax`, the default) or `f16` (`Softmax<half::f16>`, computed
+/// in `f32`; see [`RowElement`]).
 ///
 /// ```no_run
 /// # use tessera::Runtime;
@@ -58,12 +59,12 @@ row_args!(SoftmaxBackward, "softmax backward", Any: y: Matrix, grad_y: Matrix, g
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
-pub struct Softmax {
-    forward: RowKernels<kernels::SoftmaxForward, kernels::SoftmaxForward<[f32; 4]>>,
-    backward: RowKernels<kernels::SoftmaxBackward, kernels::SoftmaxBackward<[f32; 4]>>,
+pub struct Softmax<E: RowElement = f32> {
+    forward: RowKernels<kernels::SoftmaxForward<E>, kernels::SoftmaxForward<E::Vector>>,
+    backward: RowKernels<kernels::SoftmaxBackward<E>, kernels::SoftmaxBackward<E::Vector>>,
 }
 
-impl Softmax {
+impl<E: RowElement> Softmax<E> {
     /// Makes the op; its kernels compile at their first use, or at [`prepare`](Self::prepare).
     pub fn new(rt: &Runtime) -> Result<Self> {
         Ok(Softmax {
@@ -78,25 +79,25 @@ impl Softmax {
     }
 
     /// Records `y = softmax(x)` along each row.
-    pub fn forward(&self, batch: &mut Batch<'_>, args: SoftmaxForward<'_>) -> Result<()> {
+    pub fn forward(&self, batch: &mut Batch<'_>, args: SoftmaxForward<'_, E>) -> Result<()> {
         let plan = args.plan(0.0)?;
         dispatch!(plan, self.forward, [plan.segment]; record_forward(batch, &plan.params, args))
     }
 
     /// Records `grad_x = y * (grad_y - sum_c(grad_y * y))` along each row, from the
     /// forward's `y`.
-    pub fn backward(&self, batch: &mut Batch<'_>, args: SoftmaxBackward<'_>) -> Result<()> {
+    pub fn backward(&self, batch: &mut Batch<'_>, args: SoftmaxBackward<'_, E>) -> Result<()> {
         let plan = args.plan(0.0)?;
         dispatch!(plan, self.backward, [plan.segment]; record_backward(batch, &plan.params, args))
     }
 }
 
 /// Records `kernel`, the forward in the width of `U`, with `args`' buffers viewed as `U`s.
-fn record_forward<U: kernels::SoftmaxForwardElement>(
+fn record_forward<E: RowElement, U: kernels::SoftmaxForwardElement>(
     kernel: &kernels::SoftmaxForward<U>,
     batch: &mut Batch<'_>,
     p: &kernels::RowParams,
-    args: SoftmaxForward<'_>,
+    args: SoftmaxForward<'_, E>,
 ) -> Result<()> {
     let bound = kernels::SoftmaxForwardArgs {
         p,
@@ -107,11 +108,11 @@ fn record_forward<U: kernels::SoftmaxForwardElement>(
 }
 
 /// Records `kernel`, the backward in the width of `U`, with `args`' buffers viewed as `U`s.
-fn record_backward<U: kernels::SoftmaxBackwardElement>(
+fn record_backward<E: RowElement, U: kernels::SoftmaxBackwardElement>(
     kernel: &kernels::SoftmaxBackward<U>,
     batch: &mut Batch<'_>,
     p: &kernels::RowParams,
-    args: SoftmaxBackward<'_>,
+    args: SoftmaxBackward<'_, E>,
 ) -> Result<()> {
     let bound = kernels::SoftmaxBackwardArgs {
         p,

@@ -4,6 +4,7 @@
 use crate::diag::Errors;
 use crate::ir::{self, Scalar, Span, Ty};
 use crate::parse::attr::KernelAttr;
+use crate::parse::keywords::WORKGROUP_MEMORY;
 use crate::parse::{consts, ty};
 
 /// The scalar types a type parameter may stand for.
@@ -123,6 +124,10 @@ pub(super) fn generic_params(
         let syn::Pat::Ident(pat) = &*arg.pat else {
             continue;
         };
+        // Workgroup memory has no host type: `#[workgroup] tile: &mut [T::F32; N]` may differ.
+        if arg.attrs.iter().any(|a| a.path().is_ident(WORKGROUP_MEMORY)) {
+            continue;
+        }
         let (whole, associated) = mentions(quote::ToTokens::to_token_stream(&arg.ty), &param.name);
         if whole {
             generic.push((pat.ident.clone(), ir::HostElement::Param));
