@@ -27,7 +27,7 @@ def softmax_rows(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     offsets = tl.arange(0, BLOCK)
     inside = offsets < cols
-    x = tl.load(x_ptr + row * cols + offsets, mask=inside, other=-float("inf"))
+    x = tl.load(x_ptr + row * cols + offsets, mask=inside, other=-float("inf")).to(tl.float32)
     e = tl.exp(x - tl.max(x, axis=0))
     tl.store(y_ptr + row * cols + offsets, e / tl.sum(e, axis=0), mask=inside)
 

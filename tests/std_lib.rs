@@ -692,3 +692,121 @@ fn the_std_lib_wgsl_is_pinned() {
     insta::assert_snapshot!("reductions", reductions::WGSL);
     insta::assert_snapshot!("row_ops", row_ops::WGSL);
 }
+
+/// `row_load_f32` and `row_store_f32`: rows of `f16` (or `f32`) storage held in `f32`.
+#[tessera::kernels]
+pub mod wide_rows {
+    #[device]
+    use tessera::std::reduce;
+    #[device]
+    use tessera::std::rows;
+
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct Shape {
+        pub rows: u32,
+        /// Scalars a row: a multiple of `T::LANES`, at most `GROUP * PER * T::LANES`.
+        pub cols: u32,
+    }
+
+    /// Each row of `x` halved into `y`, and its sum into `sums`, both in `f32` whatever `T`
+    /// stores: a workgroup a row.
+    #[kernel(workgroup = [GROUP], constants(GROUP = [64], PER = 16), grid = [p.rows],
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
+    pub fn halved_rows<T>(
+        p: &Shape,
+        x: &[T],
+        y: &mut [T],
+        sums: &mut [f32],
+        #[workgroup] tile: &mut [f32; GROUP],
+    ) {
+        let (row, local) = (workgroup_id().x, local_index());
+        let width = p.cols / T::LANES;
+        let mut regs = [0.0 as T::F32; PER];
+        // A fill the sum must skip.
+        row_load_f32(&mut regs, x, row * width, width, local, 1000.0 as T::F32);
+        let sum = workgroup_sum_tree(tile, local, row_sum(&regs, width, local));
+        #[unroll]
+        for k in 0..PER {
+            regs[k] *= 0.5 as T::F32;
+        }
+        row_store_f32(&regs, y, row * width, width, local);
+        if local == 0 {
+            sums[row] = sum;
+        }
+    }
+}
+
+/// `halved_rows` at `T` over the scalars `x` (of `S`, `T`'s scalar): the halved rows and the
+/// sums, with a sentinel element past the rows that must stay.
+fn halved_rows<T, S>(rt: &Runtime, rows: u32, cols: u32, x: &[S], sentinel: S) -> (Vec<S>, Vec<f32>)
+where
+    T: wide_rows::HalvedRowsElement,
+    S: bytemuck::Pod + PartialEq + std::fmt::Debug,
+{
+    let lanes = std::mem::size_of::<T>() / std::mem::size_of::<S>();
+    let xs: GpuBuffer<T> = rt.upload(bytemuck::cast_slice::<S, T>(x)).unwrap();
+    let padded = vec![sentinel; x.len() + lanes];
+    let mut y: GpuBuffer<T> = rt.upload(bytemuck::cast_slice::<S, T>(&padded)).unwrap();
+    let mut sums = rt.zeros::<f32>(rows as usize).unwrap();
+    let kernel = wide_rows::HalvedRows::<T>::new(rt).unwrap();
+    let p = wide_rows::Shape { rows, cols };
+    let args = wide_rows::HalvedRowsArgs {
+        p: &p,
+        x: &xs,
+        y: &mut y,
+        sums: &mut sums,
+    };
+    kernel.launch(rt, args).unwrap();
+    let mut y = bytemuck::cast_slice::<T, S>(&y.read(rt).unwrap()).to_vec();
+    assert_eq!(
+        y.split_off(x.len()),
+        vec![sentinel; lanes],
+        "written past the rows"
+    );
+    (y, sums.read(rt).unwrap())
+}
+
+/// Rows of `cols` scalars: a row of ones, whose `f16` sum would stop at 2048, then rows of
+/// small integers and halves (exact in `f16`, and so are their halves).
+fn ones_then_halves(rows: u32, cols: u32) -> Vec<f32> {
+    let mut x = vec![1.0f32; cols as usize];
+    x.extend((0..(rows - 1) * cols).map(|i| (i % 13) as f32 / 2.0 - 3.0));
+    x
+}
+
+#[test]
+fn rows_of_f16_storage_load_and_store_through_f32() {
+    use tessera::half::f16;
+    let rt = runtime();
+    let f16s = rt.info().features.contains(wgpu::Features::SHADER_F16);
+    // Vectors: rows of 3000 scalars, 750 `Vec4`s of the 1024 a workgroup holds. Scalars: rows
+    // of 1000 of the 1024. Each with a tail past the last full turn of the workgroup.
+    for (rows, cols, lanes) in [(2u32, 3000u32, 4usize), (3, 1000, 1)] {
+        let x = ones_then_halves(rows, cols);
+        let want_sums: Vec<f32> = x.chunks(cols as usize).map(|r| r.iter().sum()).collect();
+        let want_y: Vec<f32> = x.iter().map(|v| v / 2.0).collect();
+        let got = if lanes == 4 {
+            halved_rows::<[f32; 4], f32>(&rt, rows, cols, &x, 7.0)
+        } else {
+            halved_rows::<f32, f32>(&rt, rows, cols, &x, 7.0)
+        };
+        assert_eq!(
+            got,
+            (want_y.clone(), want_sums.clone()),
+            "f32, {lanes} lanes"
+        );
+        if !f16s {
+            continue;
+        }
+        let halves: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
+        let want_halves: Vec<f16> = want_y.iter().map(|&v| f16::from_f32(v)).collect();
+        let sentinel = f16::from_f32(7.0);
+        let got = if lanes == 4 {
+            halved_rows::<[f16; 4], f16>(&rt, rows, cols, &halves, sentinel)
+        } else {
+            halved_rows::<f16, f16>(&rt, rows, cols, &halves, sentinel)
+        };
+        assert_eq!(got, (want_halves, want_sums), "f16, {lanes} lanes");
+    }
+}

@@ -396,7 +396,11 @@ fn a_buffer_of_t_f32_follows_t_in_width() {
     let wide: Vec<f32> = (0..36).map(|i| i as f32 - 17.5).collect();
     let want: Vec<f32> = wide.iter().map(|v| 2.0 * v).collect();
     assert_eq!(doubled::<f32, f32>(&rt, &wide).unwrap(), want, "f32");
-    assert_eq!(doubled::<[f32; 4], f32>(&rt, &wide).unwrap(), want, "Vec4<f32>");
+    assert_eq!(
+        doubled::<[f32; 4], f32>(&rt, &wide).unwrap(),
+        want,
+        "Vec4<f32>"
+    );
     let x: Vec<half::f16> = wide.iter().map(|&v| half::f16::from_f32(v)).collect();
     if !rt.info().features.contains(wgpu::Features::SHADER_F16) {
         let refused = doubled::<half::f16, half::f16>(&rt, &x);
@@ -407,5 +411,9 @@ fn a_buffer_of_t_f32_follows_t_in_width() {
         return;
     }
     assert_eq!(doubled::<half::f16, _>(&rt, &x).unwrap(), want, "f16");
-    assert_eq!(doubled::<[half::f16; 4], _>(&rt, &x).unwrap(), want, "Vec4<f16>");
+    assert_eq!(
+        doubled::<[half::f16; 4], _>(&rt, &x).unwrap(),
+        want,
+        "Vec4<f16>"
+    );
 }

@@ -20,6 +20,11 @@ for shape in "16384 4096" "16384 1000" "4096 768" "4096 50257"; do
   tessera "nn-rows-$tag" rows_bench $shape
   python "nn-rows-$tag" bench/nn_rows_bench.py $shape
 done
+for shape in "16384 4096" "16384 1000" "4096 768"; do
+  tag=${shape// /x}-f16
+  tessera "nn-rows-$tag" rows_bench $shape f16
+  python "nn-rows-$tag" bench/nn_rows_bench.py $shape f16
+done
 tessera std-rows std_rows
 python rows bench/rows_bench.py
 tessera elementwise elementwise

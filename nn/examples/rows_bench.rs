@@ -3,10 +3,12 @@
 //! `std_rows` example; `bench/nn_rows_bench.py` times PyTorch on the same work. Bytes per
 //! pass: each `[rows, cols]` matrix read or written once (the per-row and per-column vectors
 //! are left out). Rows longer than `MAX_COLS` time the loss alone (the other ops refuse them).
+//! With `f16`, the ops run over `f16` storage (the loss, `f32` only, is left out) and the bytes
+//! are counted at 2 a scalar.
 //!
 //! ```text
 //! cargo build --release -p tessera-nn --example rows_bench
-//! target/release/examples/rows_bench [ROWS COLS], default 16384 4096
+//! target/release/examples/rows_bench [ROWS COLS] [f16], default 16384 4096 in f32
 //! ```
 
 // The root crate's examples' timing (a warmed-up GPU, the median of 3 submissions).
@@ -16,36 +18,54 @@ mod timing;
 
 use std::time::Duration;
 
-use tessera::{GpuBuffer, Result, Runtime};
+use tessera::{half::f16, GpuBuffer, Result, Runtime};
 use tessera_nn::{
     LayerNorm, LayerNormBackward, LayerNormForward, LossForward, LossShape, RmsNorm,
-    RmsNormBackward, RmsNormForward, RowsShape, Softmax, SoftmaxBackward, SoftmaxCrossEntropy,
-    SoftmaxForward, MAX_COLS,
+    RmsNormBackward, RmsNormForward, RowElement, RowsShape, Softmax, SoftmaxBackward,
+    SoftmaxCrossEntropy, SoftmaxForward, MAX_COLS,
 };
 
 /// Launches a timing submission holds.
 const REPS: u32 = 20;
 
-/// The buffers every op reads or writes, each `[rows, cols]` or `[cols]` or `[rows]`.
-struct Buffers {
-    x: GpuBuffer<f32>,
-    y: GpuBuffer<f32>,
-    grad_y: GpuBuffer<f32>,
-    grad_x: GpuBuffer<f32>,
-    scale: GpuBuffer<f32>,
-    bias: GpuBuffer<f32>,
-    grad_scale: GpuBuffer<f32>,
-    grad_bias: GpuBuffer<f32>,
+/// A storage type the ops are timed over, made from `f32` values.
+trait Storage: RowElement {
+    fn of(v: f32) -> Self;
+}
+
+impl Storage for f32 {
+    fn of(v: f32) -> Self {
+        v
+    }
+}
+
+impl Storage for f16 {
+    fn of(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+}
+
+/// The buffers every op reads or writes, each `[rows, cols]` or `[cols]` or `[rows]`: the
+/// matrices and parameters in `E`, the per-row statistics in `f32`.
+struct Buffers<E: RowElement> {
+    x: GpuBuffer<E>,
+    y: GpuBuffer<E>,
+    grad_y: GpuBuffer<E>,
+    grad_x: GpuBuffer<E>,
+    scale: GpuBuffer<E>,
+    bias: GpuBuffer<E>,
+    grad_scale: GpuBuffer<E>,
+    grad_bias: GpuBuffer<E>,
     mean: GpuBuffer<f32>,
     rstd: GpuBuffer<f32>,
 }
 
-impl Buffers {
+impl<E: Storage> Buffers<E> {
     fn new(rt: &Runtime, shape: RowsShape) -> Result<Self> {
         let (rows, cols) = (shape.rows as usize, shape.cols as usize);
-        let values = |n: usize, seed: usize| -> Vec<f32> {
+        let values = |n: usize, seed: usize| -> Vec<E> {
             (0..n)
-                .map(|i| ((i * 7 + seed) % 17) as f32 / 8.0 - 1.0)
+                .map(|i| E::of(((i * 7 + seed) % 17) as f32 / 8.0 - 1.0))
                 .collect()
         };
         Ok(Buffers {
@@ -63,10 +83,16 @@ impl Buffers {
     }
 }
 
-/// One table row: the work, the pass, its time and the matrices it moves.
-fn print_row(shape: RowsShape, work: &str, pass: &str, time: Duration, matrices: f64) {
-    let bytes = matrices * f64::from(shape.rows) * f64::from(shape.cols) * 4.0;
+/// One table row: the work (over `E`), the pass, its time and the matrices it moves.
+fn print_row<E>(shape: RowsShape, work: &str, pass: &str, time: Duration, matrices: f64) {
+    let scalar = std::mem::size_of::<E>();
+    let bytes = matrices * f64::from(shape.rows) * f64::from(shape.cols) * scalar as f64;
     let secs = time.as_secs_f64();
+    let work = if scalar == 2 {
+        format!("{work} f16")
+    } else {
+        work.to_owned()
+    };
     println!(
         "| {work} {}x{} | {pass} | {:.4} | {:.2} |",
         shape.rows,
@@ -78,7 +104,7 @@ fn print_row(shape: RowsShape, work: &str, pass: &str, time: Duration, matrices:
 
 /// The loss's forward: `probs` (in `y`) and each row's loss (in `rstd`), every row's label
 /// its row index modulo `cols`.
-fn cross_entropy(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
+fn cross_entropy(rt: &Runtime, shape: RowsShape, b: &mut Buffers<f32>) -> Result<()> {
     let op = SoftmaxCrossEntropy::new(rt)?;
     let labels: Vec<u32> = (0..shape.rows).map(|r| r % shape.cols).collect();
     let labels = rt.upload(&labels)?;
@@ -96,18 +122,18 @@ fn cross_entropy(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> 
         };
         op.forward(batch, args)
     })?;
-    print_row(shape, "cross_entropy", "forward", t, 2.0);
+    print_row::<f32>(shape, "cross_entropy", "forward", t, 2.0);
     Ok(())
 }
 
-fn softmax(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
-    let op = Softmax::new(rt)?;
+fn softmax<E: Storage>(rt: &Runtime, shape: RowsShape, b: &mut Buffers<E>) -> Result<()> {
+    let op = Softmax::<E>::new(rt)?;
     op.prepare(rt)?;
     let t = timing::time(rt, REPS, |batch| {
         let (x, y) = (&b.x, &mut b.y);
         op.forward(batch, SoftmaxForward { shape, x, y })
     })?;
-    print_row(shape, "softmax", "forward", t, 2.0);
+    print_row::<E>(shape, "softmax", "forward", t, 2.0);
     let t = timing::time(rt, REPS, |batch| {
         let (y, grad_y, grad_x) = (&b.y, &b.grad_y, &mut b.grad_x);
         op.backward(
@@ -120,12 +146,12 @@ fn softmax(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
             },
         )
     })?;
-    print_row(shape, "softmax", "backward", t, 3.0);
+    print_row::<E>(shape, "softmax", "backward", t, 3.0);
     Ok(())
 }
 
-fn rms_norm(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
-    let op = RmsNorm::new(rt)?;
+fn rms_norm<E: Storage>(rt: &Runtime, shape: RowsShape, b: &mut Buffers<E>) -> Result<()> {
+    let op = RmsNorm::<E>::new(rt)?;
     op.prepare(rt)?;
     let t = timing::time(rt, REPS, |batch| {
         let (x, scale, y, rstd) = (&b.x, &b.scale, &mut b.y, &mut b.rstd);
@@ -140,7 +166,7 @@ fn rms_norm(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
             },
         )
     })?;
-    print_row(shape, "rms_norm", "forward", t, 2.0);
+    print_row::<E>(shape, "rms_norm", "forward", t, 2.0);
     let t = timing::time(rt, REPS, |batch| {
         let args = RmsNormBackward {
             shape,
@@ -153,12 +179,12 @@ fn rms_norm(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
         };
         op.backward(batch, args)
     })?;
-    print_row(shape, "rms_norm", "backward (x, scale)", t, 3.0);
+    print_row::<E>(shape, "rms_norm", "backward (x, scale)", t, 3.0);
     Ok(())
 }
 
-fn layer_norm(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
-    let op = LayerNorm::new(rt)?;
+fn layer_norm<E: Storage>(rt: &Runtime, shape: RowsShape, b: &mut Buffers<E>) -> Result<()> {
+    let op = LayerNorm::<E>::new(rt)?;
     op.prepare(rt)?;
     let t = timing::time(rt, REPS, |batch| {
         let args = LayerNormForward {
@@ -172,7 +198,7 @@ fn layer_norm(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
         };
         op.forward(batch, args)
     })?;
-    print_row(shape, "layer_norm", "forward", t, 2.0);
+    print_row::<E>(shape, "layer_norm", "forward", t, 2.0);
     let t = timing::time(rt, REPS, |batch| {
         let args = LayerNormBackward {
             shape,
@@ -187,30 +213,40 @@ fn layer_norm(rt: &Runtime, shape: RowsShape, b: &mut Buffers) -> Result<()> {
         };
         op.backward(batch, args)
     })?;
-    print_row(shape, "layer_norm", "backward (x, scale, bias)", t, 3.0);
+    print_row::<E>(shape, "layer_norm", "backward (x, scale, bias)", t, 3.0);
     Ok(())
 }
 
 fn main() -> Result<()> {
-    let args: Vec<u32> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("ROWS COLS"))
-        .collect();
-    let (rows, cols) = match args[..] {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let halves = args.last().is_some_and(|a| a == "f16");
+    if halves {
+        args.pop();
+    }
+    let sizes: Vec<u32> = args.iter().map(|a| a.parse().expect("ROWS COLS")).collect();
+    let (rows, cols) = match sizes[..] {
         [rows, cols] => (rows, cols),
         _ => (16384, 4096),
     };
     let rt = Runtime::new()?;
     let shape = RowsShape { rows, cols };
-    let mut buffers = Buffers::new(&rt, shape)?;
     println!("{} ({:?})", rt.info().name, rt.info().backend);
     println!("| work | pass | ms | TB/s |");
     println!("| --- | --- | --- | --- |");
+    if halves {
+        return time_ops(&rt, shape, &mut Buffers::<f16>::new(&rt, shape)?);
+    }
+    let mut buffers = Buffers::<f32>::new(&rt, shape)?;
     cross_entropy(&rt, shape, &mut buffers)?;
-    if cols <= MAX_COLS {
-        softmax(&rt, shape, &mut buffers)?;
-        rms_norm(&rt, shape, &mut buffers)?;
-        layer_norm(&rt, shape, &mut buffers)?;
+    time_ops(&rt, shape, &mut buffers)
+}
+
+/// Times softmax and the norms over `E`, for rows they take.
+fn time_ops<E: Storage>(rt: &Runtime, shape: RowsShape, buffers: &mut Buffers<E>) -> Result<()> {
+    if shape.cols <= MAX_COLS {
+        softmax(rt, shape, buffers)?;
+        rms_norm(rt, shape, buffers)?;
+        layer_norm(rt, shape, buffers)?;
     }
     Ok(())
 }

@@ -699,7 +699,10 @@ fn element_types_may_be_vectors_of_two_or_four_lanes() {
             fn k<T>(y: &mut [T::F32]) { y[0] = 1.0 as T::F32; }
         }
     });
-    assert!(error.starts_with("`T` must be the element type of a buffer"), "{error}");
+    assert!(
+        error.starts_with("`T` must be the element type of a buffer"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -125,7 +125,11 @@ pub(super) fn generic_params(
             continue;
         };
         // Workgroup memory has no host type: `#[workgroup] tile: &mut [T::F32; N]` may differ.
-        if arg.attrs.iter().any(|a| a.path().is_ident(WORKGROUP_MEMORY)) {
+        if arg
+            .attrs
+            .iter()
+            .any(|a| a.path().is_ident(WORKGROUP_MEMORY))
+        {
             continue;
         }
         let (whole, associated) = mentions(quote::ToTokens::to_token_stream(&arg.ty), &param.name);
