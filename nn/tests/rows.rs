@@ -20,10 +20,10 @@ use tessera_nn::{
     MAX_COLS,
 };
 
-/// `(rows, cols)`: vectors in one element an invocation; scalars; one scalar; scalars in 2 of
-/// the 4 elements an invocation holds, with a tail; vectors (275 a row) likewise; the largest
-/// segment (16 elements an invocation), in scalars and in vectors; and more rows than a
-/// column kernel's lanes, in both widths.
+/// `(rows, cols)`: vectors in one element an invocation; scalars; one scalar; scalars in 3 of
+/// the 8 elements an invocation holds, with a tail; vectors (275 a row) likewise; the largest
+/// segment (16 elements an invocation), in scalars (1030, 5 of 16) and in vectors (1025); and
+/// more rows than a column kernel's lanes, in both widths.
 const SHAPES: [(u32, u32); 9] = [
     (3, 8),
     (4, 5),
@@ -527,7 +527,7 @@ fn the_width_and_segment_follow_cols() {
     let mut y = rt.zeros::<f32>(4100).unwrap();
     for (cols, entry) in [
         (8, "softmax_forward_vec4_f32_group128_per2"),
-        (301, "softmax_forward_f32_group256_per4"),
+        (301, "softmax_forward_f32_group128_per8"),
         (4100, "softmax_forward_vec4_f32_group256_per16"),
     ] {
         let mut batch = rt.batch();
@@ -688,4 +688,37 @@ fn norm_layers_start_at_identity_and_refuse_bad_inputs() {
     let longer = rt.upload(&[1.0f32; 12]).unwrap();
     assert!(layer.backward(&mut batch, &longer, &longer).is_err());
     batch.submit().unwrap();
+}
+
+#[test]
+fn layer_norm_keeps_a_large_mean_apart_from_a_small_variance() {
+    // Rows near 1000 spread by about 1: a variance taken as mean(x^2) - mean^2 in f32 would
+    // lose it (1e6 against 0.3); the per-invocation moments merged pairwise keep it.
+    let rt = runtime();
+    let norm = LayerNorm::<f32>::new(&rt).unwrap();
+    for (seed, (rows, cols)) in [(4u32, 1000u32), (3, 301), (2, 4100)]
+        .into_iter()
+        .enumerate()
+    {
+        let shape = RowsShape { rows, cols };
+        let mut inputs = inputs(shape, 60 + seed as u64);
+        for v in &mut inputs.x {
+            *v += 1000.0;
+        }
+        let want = norm_reference(
+            &inputs,
+            cols as usize,
+            f64::from(LayerNorm::DEFAULT_EPS),
+            true,
+        );
+        let got = layer_norm_on_gpu(&rt, &norm, shape, &inputs);
+        check("LayerNorm y near 1000", shape, &got.y, &want.y, 1e-3);
+        check(
+            "LayerNorm rstd near 1000",
+            shape,
+            &got.rstd,
+            &want.rstd,
+            1e-3,
+        );
+    }
 }

@@ -199,9 +199,9 @@ fn sample_instances_are_pinned() {
 /// normalize and input-gradient helpers, a column sum), scalar and vector, `f32` and `f16`.
 const ROW_SAMPLES: [&str; 5] = [
     "softmax_forward_f32_group128_per2",
-    "layer_norm_forward_vec4_f32_group256_per4",
-    "layer_norm_forward_vec4_f16_group256_per4",
-    "layer_norm_grad_x_vec4_f32_group256_per4",
+    "layer_norm_forward_vec4_f32_group128_per8",
+    "layer_norm_forward_vec4_f16_group128_per8",
+    "layer_norm_grad_x_vec4_f32_group128_per8",
     "layer_norm_grad_params_f32",
 ];
 

@@ -45,10 +45,13 @@ pub mod row_ops {
 
     /// How a row kernel holds a row: `GROUP` invocations in its workgroup (one workgroup per
     /// row), `PER` elements of the row in each one's registers, so rows of up to `GROUP * PER`
-    /// elements of `T`. Short rows take the small workgroup: on an H200, rows of 250 `Vec4`s
-    /// ran at 2.6 TB/s in workgroups of 256 holding one each, and 3.9 in workgroups of 128
-    /// holding two (the root crate's `std_rows` example).
-    #[constants(zip(GROUP = [128, 256, 256], PER = [2, 4, 16]))]
+    /// elements of `T`. Rows take the small workgroup where it can hold them: on an H200,
+    /// rows of 250 `Vec4`s ran at 2.6 TB/s in workgroups of 256 holding one each, and 3.9 in
+    /// workgroups of 128 holding two (the root crate's `std_rows` example); rows of 1024
+    /// `Vec4<f16>` ran 10-25% faster in workgroups of 128 holding 8 than of 256 holding 4, rows
+    /// of 1024 `Vec4<f32>` as fast (`rows_bench`, 16384 x 4096): a smaller workgroup's tree
+    /// reductions take fewer steps.
+    #[constants(zip(GROUP = [128, 128, 256], PER = [2, 8, 16]))]
     pub struct Segment;
 
     /// The shape of a row operation.
@@ -239,37 +242,92 @@ pub mod row_ops {
         }
     }
 
-    /// Loads row `row` of `x` into `regs` as `(x - mean) * rstd` and returns `vec2(mean, rstd)`.
-    ///
-    /// `rstd = 1 / sqrt(mean((x - mean)^2) + eps)`; `mean` is the row's mean when `centered`
-    /// (LayerNorm), 0 otherwise (RMSNorm, whose variance is then the mean square). Every
-    /// invocation of the workgroup calls it together (it holds barriers).
-    fn normalize_row<T>(
-        regs: &mut [T::F32; PER],
+    /// RMSNorm's statistics of the row `regs` holds (`width` elements of `T`): `vec2(0,
+    /// rstd)`, `rstd = 1 / sqrt(mean(x^2) + eps)`. Every invocation of the workgroup calls it
+    /// together (it holds barriers).
+    fn rms_stats<E>(
+        regs: &[E; PER],
         p: &RowParams,
-        x: &[T],
-        row: u32,
+        width: u32,
         local: u32,
         tile: &mut [f32; GROUP],
-        centered: bool,
     ) -> Vec2<f32> {
-        let width = p.cols / T::LANES;
-        row_load_f32(regs, x, row * width, width, local, 0.0 as T::F32);
-        let mut mean = 0.0;
-        if centered {
-            mean = workgroup_sum_tree(tile, local, row_sum(regs, width, local)) / p.cols as f32;
-            #[unroll]
-            for k in 0..PER {
-                regs[k] -= mean as T::F32;
-            }
-        }
         let squares = workgroup_sum_tree(tile, local, row_sum_of_squares(regs, width, local));
-        let rstd = (squares / p.cols as f32 + p.eps).sqrt().recip();
+        vec2(0.0, (squares / p.cols as f32 + p.eps).sqrt().recip())
+    }
+
+    /// LayerNorm's statistics of the row `regs` holds: `vec2(mean, rstd)`, `rstd = 1 /
+    /// sqrt(var + eps)`, both from one reduction: each invocation's count, mean and sum of
+    /// squared deviations (`own_moments`), merged across the workgroup (`moments_merge`).
+    /// Every invocation of the workgroup calls it together (it holds barriers).
+    fn layer_stats<E>(
+        regs: &[E; PER],
+        p: &RowParams,
+        width: u32,
+        local: u32,
+        tile: &mut [Vec4<f32>; GROUP],
+    ) -> Vec2<f32> {
+        tile[local] = own_moments(regs, width, local);
+        workgroup_barrier();
+        let mut half = GROUP / 2;
+        while half > 0 {
+            if local < half {
+                tile[local] = moments_merge(tile[local], tile[local + half]);
+            }
+            workgroup_barrier();
+            half /= 2;
+        }
+        let total = tile[0];
+        workgroup_barrier();
+        vec2(total.y, (total.z / p.cols as f32 + p.eps).sqrt().recip())
+    }
+
+    /// `vec4(count, mean, m2, 0)` of the invocation's elements (and their lanes) of the row
+    /// `regs` holds, `m2` the sum of their squared deviations from `mean`: zeros where it
+    /// holds none.
+    fn own_moments<E>(regs: &[E; PER], width: u32, local: u32) -> Vec4<f32> {
+        let mut held = 0u32;
+        let mut sum = 0.0 as E;
         #[unroll]
         for k in 0..PER {
-            regs[k] *= rstd as T::F32;
+            if local + k * GROUP < width {
+                sum += regs[k];
+                held += 1;
+            }
         }
-        vec2(mean, rstd)
+        let count = (held * E::LANES) as f32;
+        let mean = sum.element_sum() / count.max(1.0);
+        let mut m2 = 0.0 as E;
+        #[unroll]
+        for k in 0..PER {
+            if local + k * GROUP < width {
+                let deviation = regs[k] - mean as E;
+                m2 += deviation * deviation;
+            }
+        }
+        vec4(count, mean, m2.element_sum(), 0.0)
+    }
+
+    /// The moments `vec4(count, mean, m2, 0)` of the union of two disjoint sets of values from
+    /// theirs (Chan, Golub and LeVeque's pairwise update, as stable as the two-pass variance).
+    fn moments_merge(a: Vec4<f32>, b: Vec4<f32>) -> Vec4<f32> {
+        let count = a.x + b.x;
+        let share = b.x / count.max(1.0);
+        let delta = b.y - a.y;
+        vec4(
+            count,
+            a.y + delta * share,
+            a.z + b.z + delta * delta * a.x * share,
+            0.0,
+        )
+    }
+
+    /// `regs[k] = (regs[k] - stats.x) * stats.y`: a row normalized by its `vec2(mean, rstd)`.
+    fn normalize<E>(regs: &mut [E; PER], stats: Vec2<f32>) {
+        #[unroll]
+        for k in 0..PER {
+            regs[k] = (regs[k] - stats.x as E) * stats.y as E;
+        }
     }
 
     /// Multiplies `regs` (a row as `row_load` lays it out) by `factors[column]`; padding
@@ -296,7 +354,9 @@ pub mod row_ops {
     ) {
         let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
         let mut regs = [0.0 as T::F32; PER];
-        let stats = normalize_row(&mut regs, p, x, row, local, tile, false);
+        row_load_f32(&mut regs, x, row * width, width, local, 0.0 as T::F32);
+        let stats = rms_stats(&regs, p, width, local, tile);
+        normalize(&mut regs, stats);
         scale_row(&mut regs, scale, width, local);
         row_store_f32(&regs, y, row * width, width, local);
         if local == 0 {
@@ -316,11 +376,13 @@ pub mod row_ops {
         #[len(p.rows * p.cols / T::LANES)] y: &mut [T],
         #[len(p.rows)] mean: &mut [f32],
         #[len(p.rows)] rstd: &mut [f32],
-        #[workgroup] tile: &mut [f32; GROUP],
+        #[workgroup] tile: &mut [Vec4<f32>; GROUP],
     ) {
         let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
         let mut regs = [0.0 as T::F32; PER];
-        let stats = normalize_row(&mut regs, p, x, row, local, tile, true);
+        row_load_f32(&mut regs, x, row * width, width, local, 0.0 as T::F32);
+        let stats = layer_stats(&regs, p, width, local, tile);
+        normalize(&mut regs, stats);
         scale_row(&mut regs, scale, width, local);
         let mut shift = [0.0 as T::F32; PER];
         row_load_f32(&mut shift, bias, 0, width, local, 0.0 as T::F32);
