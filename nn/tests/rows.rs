@@ -526,7 +526,7 @@ fn the_width_and_segment_follow_cols() {
     let x = rt.zeros::<f32>(4100).unwrap();
     let mut y = rt.zeros::<f32>(4100).unwrap();
     for (cols, entry) in [
-        (8, "softmax_forward_vec4_f32_group128_per2"),
+        (8, "softmax_forward_vec4_f32_group64_per4"),
         (301, "softmax_forward_f32_group128_per8"),
         (4100, "softmax_forward_vec4_f32_group256_per16"),
     ] {

@@ -198,7 +198,7 @@ fn sample_instances_are_pinned() {
 /// point, and in full the instances whose closures cover its parts (softmax, the shared
 /// normalize and input-gradient helpers, a column sum), scalar and vector, `f32` and `f16`.
 const ROW_SAMPLES: [&str; 5] = [
-    "softmax_forward_f32_group128_per2",
+    "softmax_forward_f32_group64_per4",
     "layer_norm_forward_vec4_f32_group128_per8",
     "layer_norm_forward_vec4_f16_group128_per8",
     "layer_norm_grad_x_vec4_f32_group128_per8",

@@ -9,11 +9,15 @@
 //! longer than the largest is refused by the norms' host ([`row_ops::MAX_WIDTH`]); softmax and
 //! the loss loop over segments of the largest instead, reading the row twice. The reductions
 //! across the workgroup are trees in workgroup memory (`tessera::std::reduce`,
-//! `tessera::std::softmax`), so the kernels need no optional device feature.
+//! `tessera::std::softmax`), so the kernels need no optional device feature (but `SHADER_F16`
+//! for the `f16` instances).
 //!
-//! Every kernel is written once over `types(T = [f32, Vec4<f32>])`: the host binds the
-//! `Vec4<f32>` instance (buffers of `f32` viewed as `[f32; 4]`) when the row's length is a
-//! multiple of 4, the scalar one otherwise. Sums are in f32.
+//! Every kernel is written once over `types(T = [f32, Vec4<f32>, f16, Vec4<f16>])` (the loss
+//! over the `f32` two): the host binds the `Vec4` instance (buffers of scalars viewed as
+//! `[E; 4]`) when the row's length is a multiple of 4, the scalar one otherwise. Rows are held
+//! and summed in `f32` (`T::F32`, loaded and stored by `row_load_f32` and `row_store_f32`),
+//! whatever `T` stores; the per-row statistics and the parameter gradients' partial sums are
+//! `f32` buffers.
 //!
 //! The parameter gradients of the norms (`grad_scale`, `grad_bias`) are sums over the rows of
 //! each column: a workgroup per [`COLUMNS`](row_ops::COLUMNS) columns (elements of `T`) and
@@ -45,13 +49,15 @@ pub mod row_ops {
 
     /// How a row kernel holds a row: `GROUP` invocations in its workgroup (one workgroup per
     /// row), `PER` elements of the row in each one's registers, so rows of up to `GROUP * PER`
-    /// elements of `T`. Rows take the small workgroup where it can hold them: on an H200,
-    /// rows of 250 `Vec4`s ran at 2.6 TB/s in workgroups of 256 holding one each, and 3.9 in
-    /// workgroups of 128 holding two (the root crate's `std_rows` example); rows of 1024
-    /// `Vec4<f16>` ran 10-25% faster in workgroups of 128 holding 8 than of 256 holding 4, rows
-    /// of 1024 `Vec4<f32>` as fast (`rows_bench`, 16384 x 4096): a smaller workgroup's tree
-    /// reductions take fewer steps.
-    #[constants(zip(GROUP = [128, 128, 256], PER = [2, 8, 16]))]
+    /// elements of `T`. Rows take the smallest workgroup that can hold them, each invocation
+    /// holding several elements: a smaller workgroup's tree reductions take fewer steps. On
+    /// an H200 (`rows_bench`, 2026-11-29): rows of 1024 `Vec4<f16>` ran 9-31% faster in
+    /// workgroups of 128 holding 8 than of 256 holding 4 (`Vec4<f32>` within 1%); rows of 250
+    /// `Vec4<f16>` 16-24% faster in workgroups of 64 holding 4 than of 128 holding 2 (`Vec4<f32>`
+    /// 2% slower at 16384 rows, up to 14% faster at 4096 x 768); and earlier, rows of 250
+    /// `Vec4`s ran at 2.6 TB/s in workgroups of 256 holding one each, 3.9 in workgroups of 128
+    /// holding two (the root crate's `std_rows` example).
+    #[constants(zip(GROUP = [64, 128, 256], PER = [4, 8, 16]))]
     pub struct Segment;
 
     /// The shape of a row operation.
