@@ -64,6 +64,7 @@
 //!   a time), forward and backward, over `f32` or `f16` storage ([`RowElement`]; sums in
 //!   `f32`); the norms' parameter gradients are column sums over the rows.
 //! - [`Sgd`] (with momentum) and [`Adam`]: parameter updates.
+//! - [`RadixSort`]: sorts `u32` or `f32` keys in place, alone or with a value each (stable).
 //!
 //! Building an op or a layer compiles nothing: each kernel is compiled at the first call
 //! that runs it (with autotuning, the first call of a shape also compiles and times the
@@ -125,6 +126,7 @@ mod optim;
 pub mod parts;
 mod precision;
 mod rows;
+mod sort;
 mod spare;
 mod split;
 mod tune;
@@ -146,6 +148,7 @@ pub use rows::{
     RmsNormBackward, RmsNormForward, RowElement, RowsShape, Softmax, SoftmaxBackward,
     SoftmaxCrossEntropy, SoftmaxForward, MAX_COLS,
 };
+pub use sort::{RadixSort, SortKey, SortValue};
 
 use tessera::Error;
 

@@ -55,6 +55,7 @@ mod gradients;
 mod models;
 mod params;
 mod rows;
+mod sort;
 pub(crate) mod staging;
 mod stream;
 mod training;
@@ -83,6 +84,7 @@ mod libraries {
 /// The shared constants the host code names (`kernels::GROUP`, ..).
 pub(crate) use params::params::{FEW, NARROW, SUMS};
 pub(crate) use rows::row_ops;
+pub(crate) use sort::sort_ops;
 pub(crate) use staging::staging::GROUP;
 pub(crate) use winograd::winograd::{POINTS, TILE};
 

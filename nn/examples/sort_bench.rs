@@ -1,0 +1,71 @@
+//! Times `tessera-nn`'s `RadixSort` on `f32` keys (alone, and with a `u32` value each), in the
+//! table format of `rows_bench`; `bench/sort_bench.py` times `torch.sort` on the same keys.
+//! Bytes: each key read once and written once (8 a key), whatever the sort moves, so the
+//! figures compare times.
+//!
+//! ```text
+//! cargo build --release -p tessera-nn --example sort_bench
+//! target/release/examples/sort_bench [LOG2_KEYS..], default 20 26
+//! ```
+
+// The root crate's examples' timing (a warmed-up GPU, the median of 3 submissions).
+#[path = "../../examples/shared/timing.rs"]
+#[allow(dead_code)] // `Row`, `print_table`, `time_after`: this table has its own columns
+mod timing;
+
+use std::time::Duration;
+
+use tessera::{Result, Runtime};
+use tessera_nn::RadixSort;
+
+/// Sorts a timing submission holds.
+const REPS: u32 = 10;
+
+fn print_row(log2: u32, how: &str, time: Duration) {
+    let bytes = 8.0 * f64::from(1u32 << log2);
+    let secs = time.as_secs_f64();
+    println!(
+        "| sort f32 2^{log2} | {how} | {:.4} | {:.3} |",
+        secs * 1e3,
+        bytes / secs / 1e12
+    );
+}
+
+fn main() -> Result<()> {
+    let sizes: Vec<u32> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse().expect("LOG2_KEYS"))
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![20, 26]
+    } else {
+        sizes
+    };
+    let rt = Runtime::new()?;
+    let sort = RadixSort::new(&rt)?;
+    sort.prepare(&rt)?;
+    println!("{} ({:?})", rt.info().name, rt.info().backend);
+    println!("| work | how | ms | TB/s |");
+    println!("| --- | --- | --- | --- |");
+    for log2 in sizes {
+        let n = 1usize << log2;
+        // Keys spread over every exponent and sign bit a normal f32 sorts by (a fixed
+        // scramble, so runs compare).
+        let keys: Vec<f32> = (0..n as u32)
+            .map(|i| {
+                let mixed = i.wrapping_mul(2_654_435_761).rotate_left(13) ^ 0x5bd1_e995;
+                (mixed as f32 / u32::MAX as f32 - 0.5) * 1e6
+            })
+            .collect();
+        let mut gpu = rt.upload(&keys)?;
+        let t = timing::time(&rt, REPS, |batch| sort.sort(batch, &mut gpu))?;
+        print_row(log2, "keys", t);
+        let mut values = rt.upload(&(0..n as u32).collect::<Vec<u32>>())?;
+        let mut gpu = rt.upload(&keys)?;
+        let t = timing::time(&rt, REPS, |batch| {
+            sort.sort_pairs(batch, &mut gpu, &mut values)
+        })?;
+        print_row(log2, "pairs (u32 values)", t);
+    }
+    Ok(())
+}

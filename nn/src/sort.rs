@@ -1,0 +1,201 @@
+//! Sorting on the GPU: [`RadixSort`], of `u32` or `f32` keys, alone or with a value each.
+
+use crate::invalid;
+use crate::kernels::sort_ops as kernels;
+use crate::spare::Spare;
+use tessera::{Batch, GpuBuffer, Result, Runtime};
+
+/// The key types [`RadixSort`] sorts: `u32`, and `f32` as numbers (`-0.0` before `0.0`; NaNs
+/// with the sign bit set before every number, the others after; sorted by their bits among
+/// themselves).
+pub trait SortKey: bytemuck::Pod + sealed::Sealed {
+    /// Whether the keys are `f32`s, whose bits the kernels reorder.
+    #[doc(hidden)]
+    const FLOAT: bool;
+}
+
+impl SortKey for u32 {
+    const FLOAT: bool = false;
+}
+
+impl SortKey for f32 {
+    const FLOAT: bool = true;
+}
+
+/// The value types [`RadixSort::sort_pairs`] moves with the keys: any of 32 bits.
+pub trait SortValue: bytemuck::Pod + sealed::Sealed {}
+
+impl SortValue for u32 {}
+impl SortValue for i32 {}
+impl SortValue for f32 {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for i32 {}
+    impl Sealed for f32 {}
+}
+
+/// Sorts a buffer of keys in place, ascending, and with [`sort_pairs`](Self::sort_pairs)
+/// moves a buffer of values with them: a stable least-significant-digit radix sort, 4 bits a
+/// pass (8 passes of 3 kernels each), through scratch memory the op keeps (as much again as
+/// the keys and values, and a count per digit per 2048 keys).
+///
+/// ```no_run
+/// # use tessera::Runtime;
+/// # use tessera_nn::RadixSort;
+/// # fn main() -> Result<(), tessera::Error> {
+/// let rt = Runtime::new()?;
+/// let sort = RadixSort::new(&rt)?;
+/// let mut keys = rt.upload(&[3.5f32, -1.0, 2.0, -1.0])?;
+/// let mut order = rt.upload(&[0u32, 1, 2, 3])?;
+/// let mut batch = rt.batch();
+/// sort.sort_pairs(&mut batch, &mut keys, &mut order)?;
+/// batch.submit()?;
+/// assert_eq!(keys.read(&rt)?, [-1.0, -1.0, 2.0, 3.5]);
+/// assert_eq!(order.read(&rt)?, [1, 3, 2, 0]); // stable: equal keys keep their order
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct RadixSort {
+    count: kernels::CountDigits,
+    scan: kernels::ScanCounts,
+    scatter: kernels::Scatter,
+    /// The keys between passes.
+    keys: Spare<u32>,
+    /// The values between passes (a place to write nothing to when there are none).
+    values: Spare<u32>,
+    /// Each tile's count of each digit.
+    counts: Spare<u32>,
+    /// Each digit's total.
+    totals: Spare<u32>,
+}
+
+/// The passes a sort of 32-bit keys takes.
+const PASSES: u32 = 32 / kernels::BITS;
+
+impl RadixSort {
+    /// Makes the op; its kernels compile at their first use, or at [`prepare`](Self::prepare).
+    pub fn new(rt: &Runtime) -> Result<Self> {
+        Ok(RadixSort {
+            count: kernels::CountDigits::new(rt)?,
+            scan: kernels::ScanCounts::new(rt)?,
+            scatter: kernels::Scatter::new(rt)?,
+            keys: Spare::default(),
+            values: Spare::default(),
+            counts: Spare::default(),
+            totals: Spare::default(),
+        })
+    }
+
+    /// Compiles every kernel of the op now rather than at its first use.
+    pub fn prepare(&self, rt: &Runtime) -> Result<()> {
+        prepare_fields!(rt, self => RadixSort { count, scan, scatter; keys, values, counts, totals })
+    }
+
+    /// Records sorting `keys` in place, ascending.
+    pub fn sort<K: SortKey>(&self, batch: &mut Batch<'_>, keys: &mut GpuBuffer<K>) -> Result<()> {
+        let n = keys.len();
+        let mut keys = keys.view_as_mut::<u32>()?;
+        self.record::<K>(batch, n, &mut keys, None)
+    }
+
+    /// Records sorting `keys` in place, ascending, and putting `values[i]` where `keys[i]`
+    /// goes. Equal keys keep their order (the sort is stable), so values `0, 1, ..` become the
+    /// order that sorts the keys.
+    pub fn sort_pairs<K: SortKey, V: SortValue>(
+        &self,
+        batch: &mut Batch<'_>,
+        keys: &mut GpuBuffer<K>,
+        values: &mut GpuBuffer<V>,
+    ) -> Result<()> {
+        let n = keys.len();
+        if values.len() < n {
+            let problem = format!(
+                "`values` holds {} elements for {n} keys: pass a value for every key",
+                values.len()
+            );
+            return Err(invalid("radix sort", problem));
+        }
+        let (mut keys, mut values) = (keys.view_as_mut::<u32>()?, values.view_as_mut::<u32>()?);
+        self.record::<K>(batch, n, &mut keys, Some(&mut values))
+    }
+
+    /// The passes over the first `n` of `keys` (and `values`), each from the caller's buffers
+    /// to the scratch or back: an even number, so the last writes the caller's.
+    fn record<K: SortKey>(
+        &self,
+        batch: &mut Batch<'_>,
+        n: usize,
+        keys: &mut GpuBuffer<u32>,
+        mut values: Option<&mut GpuBuffer<u32>>,
+    ) -> Result<()> {
+        let n = u32::try_from(n)
+            .ok()
+            .filter(|n| {
+                n.div_ceil(kernels::TILE)
+                    .checked_mul(kernels::RADIX)
+                    .is_some()
+            })
+            .ok_or_else(|| {
+                let problem = format!("{n} keys do not fit in u32 indices: sort fewer at once");
+                invalid("radix sort", problem)
+            })?;
+        if n == 0 {
+            return Ok(());
+        }
+        let tiles = n.div_ceil(kernels::TILE);
+        let (mut spare_keys, mut spare_values) = (self.keys.lock(), self.values.lock());
+        let (mut counts, mut totals) = (self.counts.lock(), self.totals.lock());
+        let spare_keys = spare_keys.at_least(batch.runtime(), n as usize)?;
+        let values_len = if values.is_some() { n as usize } else { 1 };
+        let spare_values = spare_values.at_least(batch.runtime(), values_len)?;
+        let counts = counts.at_least(batch.runtime(), (kernels::RADIX * tiles) as usize)?;
+        let totals = totals.at_least(batch.runtime(), kernels::RADIX as usize)?;
+        for pass in 0..PASSES {
+            let p = kernels::SortParams {
+                n,
+                tiles,
+                shift: pass * kernels::BITS,
+                float_keys: u32::from(K::FLOAT),
+                with_values: u32::from(values.is_some()),
+            };
+            // Even passes read the caller's buffers, odd ones the scratch.
+            let (keys_in, keys_out) = if pass % 2 == 0 {
+                (&*keys, &mut *spare_keys)
+            } else {
+                (&*spare_keys, &mut *keys)
+            };
+            let args = kernels::CountDigitsArgs {
+                p: &p,
+                keys: keys_in,
+                counts,
+            };
+            self.count.record(batch, args)?;
+            let args = kernels::ScanCountsArgs {
+                p: &p,
+                counts,
+                totals,
+            };
+            self.scan.record(batch, args)?;
+            // Without values, `totals` stands in for the values read and the scratch for
+            // those written: the kernel touches neither.
+            let (values_in, values_out) = match (values.as_deref_mut(), pass % 2 == 0) {
+                (Some(values), true) => (&*values, &mut *spare_values),
+                (Some(values), false) => (&*spare_values, values),
+                (None, _) => (&*totals, &mut *spare_values),
+            };
+            let args = kernels::ScatterArgs {
+                p: &p,
+                keys: keys_in,
+                values: values_in,
+                counts,
+                totals,
+                keys_out,
+                values_out,
+            };
+            self.scatter.record(batch, args)?;
+        }
+        Ok(())
+    }
+}
