@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The memory-bound rows of BENCHMARKS.md, on the GPU machine, from the repository root: the
-# tessera examples staged in .gpu/memory.tar.xz (nn's `rows_bench`, the root crate's
-# `std_rows`, `elementwise` and `std_scan`; `bash bench/device/stage_memory.sh` builds them)
+# tessera examples staged in .gpu/memory.tar.xz (nn's `rows_bench` and `sort_bench`, the root
+# crate's `std_rows`, `elementwise` and `std_scan`; `bash bench/device/stage_memory.sh` builds them)
 # beside the PyTorch and Triton scripts of bench/, one process each, in one device command.
 # Each writes its Markdown table to memory/NAME.md, packed in $OUT/memory.tgz; then, here:
 #
@@ -30,4 +30,6 @@ python rows bench/rows_bench.py
 tessera elementwise elementwise
 python elementwise bench/elementwise_bench.py
 tessera scan std_scan
+tessera sort sort_bench
+python sort bench/sort_bench.py
 tar czf "$OUT/memory.tgz" -C "$W" memory

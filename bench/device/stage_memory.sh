@@ -3,10 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -x .gpu/run.sh ] || bash ../shared/device/stage.sh
-cargo build --release -p tessera-nn --example rows_bench
+cargo build --release -p tessera-nn --example rows_bench --example sort_bench
 cargo build --release --example std_rows --example elementwise --example std_scan
 stage=$(mktemp -d)
-cp target/release/examples/{rows_bench,std_rows,elementwise,std_scan} "$stage/"
+cp target/release/examples/{rows_bench,sort_bench,std_rows,elementwise,std_scan} "$stage/"
 strip "$stage"/*
 tar cf - -C "$stage" . | xz -T2 > .gpu/memory.tar.xz
 rm -rf "$stage"
