@@ -192,7 +192,8 @@ fn markdown(
     let _ = writeln!(
         out,
         "One run of `bench/device/memory.sh`, {date}, commit `{commit}`: tessera's examples \
-         (nn's row ops in `nn/examples/rows_bench.rs`; kernels built on `tessera::std` in \
+         (nn's row ops in `nn/examples/rows_bench.rs`, over `f32` and `f16` storage, and its \
+         radix sort in `nn/examples/sort_bench.rs`; kernels built on `tessera::std` in \
          `examples/std_rows.rs` and `examples/std_scan.rs`; `examples/elementwise.rs`) beside \
          PyTorch eager and Triton kernels written from its tutorials (`bench/*.py`), one \
          process each, in one device command. Raw tables: `bench/results/memory`.\n"
