@@ -162,8 +162,13 @@ pub const WGSL: &str = kernels::WGSL;
 pub const WGSL_PORTABLE: &str = kernels::WGSL_PLAIN;
 
 /// The WGSL of the row operations ([`Softmax`], [`RmsNorm`], [`LayerNorm`]), a kernels module
-/// of their own; none needs an optional device feature.
+/// of their own; none needs an optional device feature but `SHADER_F16` for their `f16`
+/// instances.
 pub const WGSL_ROWS: &str = kernels::row_ops::WGSL;
+
+/// The WGSL of [`RadixSort`], a kernels module of its own; it needs no optional device
+/// feature.
+pub const WGSL_SORT: &str = kernels::sort_ops::WGSL;
 
 /// The error for arguments an op cannot work with.
 fn invalid(operation: &str, problem: String) -> Error {

@@ -215,6 +215,12 @@ fn row_kernels_are_pinned() {
     );
 }
 
+/// The radix sort's module ([`tessera_nn::WGSL_SORT`]), pinned whole: three kernels.
+#[test]
+fn sort_kernels_are_pinned() {
+    insta::assert_snapshot!("sort", tessera_nn::WGSL_SORT);
+}
+
 #[test]
 fn portable_kernels_pass_tint() {
     let mut batch =
@@ -222,6 +228,7 @@ fn portable_kernels_pass_tint() {
     // All but the tensor-core kernels, whose wgpu extension Tint does not know.
     batch.add("nn", tessera_nn::WGSL_PORTABLE).unwrap();
     batch.add("rows", tessera_nn::WGSL_ROWS).unwrap();
+    batch.add("sort", tessera_nn::WGSL_SORT).unwrap();
     match batch.validate() {
         Ok(verdict) => tessera_tint::note(&verdict.to_string()),
         Err(report) => panic!("Tint rejects WGSL that naga accepted:\n{report}"),
