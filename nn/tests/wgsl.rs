@@ -13,7 +13,8 @@
 //!   gather, an elementwise kernel), without the `// line N` comments.
 //!
 //! The row operations' module (`WGSL_ROWS`) has its own pair, `wgsl__rows_entry_points.snap`
-//! and `wgsl__rows_samples.snap`.
+//! and `wgsl__rows_samples.snap`; the radix sort's (`WGSL_SORT`) is pinned whole,
+//! `wgsl__sort.snap`.
 //!
 //! Review with `cargo insta review`, or regenerate with `INSTA_UPDATE=always`.
 
