@@ -1,7 +1,8 @@
 //! Times `tessera-nn`'s `RadixSort` on `f32` keys (alone, and with a `u32` value each), in the
 //! table format of `rows_bench`; `bench/sort_bench.py` times `torch.sort` on the same keys.
 //! Bytes: each key read once and written once (8 a key), whatever the sort moves, so the
-//! figures compare times.
+//! figures compare times. After the table, one sort of keys alone of each size profiled: each
+//! kernel's time summed over the passes.
 //!
 //! ```text
 //! cargo build --release -p tessera-nn --example sort_bench
@@ -47,6 +48,7 @@ fn main() -> Result<()> {
     println!("{} ({:?})", rt.info().name, rt.info().backend);
     println!("| work | how | ms | TB/s |");
     println!("| --- | --- | --- | --- |");
+    let mut profiles = Vec::new();
     for log2 in sizes {
         let n = 1usize << log2;
         // Keys spread over every exponent and sign bit a normal f32 sorts by (a fixed
@@ -66,6 +68,32 @@ fn main() -> Result<()> {
             sort.sort_pairs(batch, &mut gpu, &mut values)
         })?;
         print_row(log2, "pairs (u32 values)", t);
+        profiles.push((log2, profile(&rt, &sort, &keys)?));
+    }
+    for (log2, kernels) in profiles {
+        let parts: Vec<String> = kernels
+            .iter()
+            .map(|(label, ms)| format!("{label} {ms:.4} ms"))
+            .collect();
+        println!("profile of 2^{log2} keys: {}", parts.join(", "));
     }
     Ok(())
+}
+
+/// One sort of `keys` alone, profiled: each kernel's time summed over the passes, in order of
+/// first appearance.
+fn profile(rt: &Runtime, sort: &RadixSort, keys: &[f32]) -> Result<Vec<(String, f64)>> {
+    let mut gpu = rt.upload(keys)?;
+    let mut batch = rt.batch();
+    sort.sort(&mut batch, &mut gpu)?;
+    let timing = batch.submit_profiled()?;
+    let mut kernels: Vec<(String, f64)> = Vec::new();
+    for (label, time) in timing.dispatches {
+        let ms = time.map_or(0.0, |t| t.as_secs_f64() * 1e3);
+        match kernels.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, total)) => *total += ms,
+            None => kernels.push((label, ms)),
+        }
+    }
+    Ok(kernels)
 }
