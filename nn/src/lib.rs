@@ -60,7 +60,7 @@
 //! - [`SoftmaxCrossEntropy`]: the classification loss and its gradient, over rows of any length.
 //! - [`Softmax`], [`RmsNorm`] (with a learned scale) and [`LayerNorm`] (with a learned scale
 //!   and bias): along each row of a `[rows, cols]` matrix, a workgroup per row holding the row
-//!   in registers (rows of up to [`MAX_COLS`] scalars; softmax takes longer ones a segment at
+//!   in registers (rows of up to [`MAX_COLS`] scalars; longer ones are taken a segment at
 //!   a time), forward and backward, over `f32` or `f16` storage ([`RowElement`]; sums in
 //!   `f32`); the norms' parameter gradients are column sums over the rows.
 //! - [`Sgd`] (with momentum) and [`Adam`]: parameter updates.

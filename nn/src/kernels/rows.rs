@@ -248,32 +248,17 @@ pub mod row_ops {
         }
     }
 
-    /// RMSNorm's statistics of the row `regs` holds (`width` elements of `T`): `vec2(0,
-    /// rstd)`, `rstd = 1 / sqrt(mean(x^2) + eps)`. Every invocation of the workgroup calls it
-    /// together (it holds barriers).
-    fn rms_stats<E>(
-        regs: &[E; PER],
+    /// LayerNorm's statistics of a row from each invocation's moments of it (`own_moments`,
+    /// `moments_merge`): `vec2(mean, rstd)`, `rstd = 1 / sqrt(var + eps)`, the moments merged
+    /// across the workgroup in one tree. Every invocation of the workgroup calls it together
+    /// (it holds barriers).
+    fn layer_stats(
         p: &RowParams,
-        width: u32,
-        local: u32,
-        tile: &mut [f32; GROUP],
-    ) -> Vec2<f32> {
-        let squares = workgroup_sum_tree(tile, local, row_sum_of_squares(regs, width, local));
-        vec2(0.0, (squares / p.cols as f32 + p.eps).sqrt().recip())
-    }
-
-    /// LayerNorm's statistics of the row `regs` holds: `vec2(mean, rstd)`, `rstd = 1 /
-    /// sqrt(var + eps)`, both from one reduction: each invocation's count, mean and sum of
-    /// squared deviations (`own_moments`), merged across the workgroup (`moments_merge`).
-    /// Every invocation of the workgroup calls it together (it holds barriers).
-    fn layer_stats<E>(
-        regs: &[E; PER],
-        p: &RowParams,
-        width: u32,
+        own: Vec4<f32>,
         local: u32,
         tile: &mut [Vec4<f32>; GROUP],
     ) -> Vec2<f32> {
-        tile[local] = own_moments(regs, width, local);
+        tile[local] = own;
         workgroup_barrier();
         let mut half = GROUP / 2;
         while half > 0 {
@@ -336,11 +321,11 @@ pub mod row_ops {
         }
     }
 
-    /// Multiplies `regs` (a row as `row_load` lays it out) by `factors[column]`; padding
-    /// becomes 0.
-    fn scale_row<T>(regs: &mut [T::F32; PER], factors: &[T], width: u32, local: u32) {
+    /// Multiplies `regs` (the `count` elements of a row from column `start` on, as `row_load`
+    /// lays them out) by `factors[column]`; padding becomes 0.
+    fn scale_row<T>(regs: &mut [T::F32; PER], factors: &[T], start: u32, count: u32, local: u32) {
         let mut column = [0.0 as T::F32; PER];
-        row_load_f32(&mut column, factors, 0, width, local, 0.0 as T::F32);
+        row_load_f32(&mut column, factors, start, count, local, 0.0 as T::F32);
         #[unroll]
         for k in 0..PER {
             regs[k] *= column[k];
@@ -359,12 +344,26 @@ pub mod row_ops {
         #[workgroup] tile: &mut [f32; GROUP],
     ) {
         let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
+        let (segment, first) = (GROUP * PER, row * width);
         let mut regs = [0.0 as T::F32; PER];
-        row_load_f32(&mut regs, x, row * width, width, local, 0.0 as T::F32);
-        let stats = rms_stats(&regs, p, width, local, tile);
-        normalize(&mut regs, stats);
-        scale_row(&mut regs, scale, width, local);
-        row_store_f32(&regs, y, row * width, width, local);
+        let mut squares = 0.0;
+        for start in (0..width).step_by(segment) {
+            let count = (width - start).min(segment);
+            row_load_f32(&mut regs, x, first + start, count, local, 0.0 as T::F32);
+            squares += row_sum_of_squares(&regs, count, local);
+        }
+        let total = workgroup_sum_tree(tile, local, squares);
+        let stats = vec2(0.0, (total / p.cols as f32 + p.eps).sqrt().recip());
+        // A row one segment holds is still in `regs`; a longer one is read again.
+        for start in (0..width).step_by(segment) {
+            let count = (width - start).min(segment);
+            if width > segment {
+                row_load_f32(&mut regs, x, first + start, count, local, 0.0 as T::F32);
+            }
+            normalize(&mut regs, stats);
+            scale_row(&mut regs, scale, start, count, local);
+            row_store_f32(&regs, y, first + start, count, local);
+        }
         if local == 0 {
             rstd[row] = stats.y;
         }
@@ -385,18 +384,31 @@ pub mod row_ops {
         #[workgroup] tile: &mut [Vec4<f32>; GROUP],
     ) {
         let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
+        let (segment, first) = (GROUP * PER, row * width);
         let mut regs = [0.0 as T::F32; PER];
-        row_load_f32(&mut regs, x, row * width, width, local, 0.0 as T::F32);
-        let stats = layer_stats(&regs, p, width, local, tile);
-        normalize(&mut regs, stats);
-        scale_row(&mut regs, scale, width, local);
-        let mut shift = [0.0 as T::F32; PER];
-        row_load_f32(&mut shift, bias, 0, width, local, 0.0 as T::F32);
-        #[unroll]
-        for k in 0..PER {
-            regs[k] += shift[k];
+        let mut moments = vec4(0.0f32, 0.0, 0.0, 0.0);
+        for start in (0..width).step_by(segment) {
+            let count = (width - start).min(segment);
+            row_load_f32(&mut regs, x, first + start, count, local, 0.0 as T::F32);
+            moments = moments_merge(moments, own_moments(&regs, count, local));
         }
-        row_store_f32(&regs, y, row * width, width, local);
+        let stats = layer_stats(p, moments, local, tile);
+        // A row one segment holds is still in `regs`; a longer one is read again.
+        for start in (0..width).step_by(segment) {
+            let count = (width - start).min(segment);
+            if width > segment {
+                row_load_f32(&mut regs, x, first + start, count, local, 0.0 as T::F32);
+            }
+            normalize(&mut regs, stats);
+            scale_row(&mut regs, scale, start, count, local);
+            let mut shift = [0.0 as T::F32; PER];
+            row_load_f32(&mut shift, bias, start, count, local, 0.0 as T::F32);
+            #[unroll]
+            for k in 0..PER {
+                regs[k] += shift[k];
+            }
+            row_store_f32(&regs, y, first + start, count, local);
+        }
         if local == 0 {
             mean[row] = stats.x;
             rstd[row] = stats.y;
@@ -419,18 +431,17 @@ pub mod row_ops {
         stats: Vec2<f32>,
         centered: bool,
     ) {
-        let (width, start) = (p.cols / T::LANES, row * (p.cols / T::LANES));
+        let width = p.cols / T::LANES;
+        let (segment, first) = (GROUP * PER, row * width);
         let mut xhat = [0.0 as T::F32; PER];
         let mut grads = [0.0 as T::F32; PER];
-        row_load_f32(&mut xhat, x, start, width, local, 0.0 as T::F32);
-        // Padding loads as 0 in `grad_y` and `scale`, so it adds nothing to either sum.
-        row_load_f32(&mut grads, grad_y, start, width, local, 0.0 as T::F32);
-        scale_row(&mut grads, scale, width, local);
         let mut own = vec2(0.0f32, 0.0);
-        #[unroll]
-        for k in 0..PER {
-            xhat[k] = (xhat[k] - stats.x as T::F32) * stats.y as T::F32;
-            own += vec2(grads[k].element_sum(), (grads[k] * xhat[k]).element_sum());
+        for start in (0..width).step_by(segment) {
+            let count = (width - start).min(segment);
+            let at = vec2(first + start, count);
+            own += grad_segment(
+                &mut xhat, &mut grads, x, scale, grad_y, at, start, local, stats,
+            );
         }
         let total = workgroup_sum_tree(tile, local, own);
         let shift = if centered {
@@ -439,11 +450,49 @@ pub mod row_ops {
             0.0
         };
         let slope = total.y / p.cols as f32;
+        // A row one segment holds is still in `xhat` and `grads`; a longer one is read again.
+        for start in (0..width).step_by(segment) {
+            let count = (width - start).min(segment);
+            if width > segment {
+                let at = vec2(first + start, count);
+                grad_segment(
+                    &mut xhat, &mut grads, x, scale, grad_y, at, start, local, stats,
+                );
+            }
+            #[unroll]
+            for k in 0..PER {
+                let centered_grad = grads[k] - shift as T::F32 - xhat[k] * slope as T::F32;
+                grads[k] = centered_grad * stats.y as T::F32;
+            }
+            row_store_f32(&grads, grad_x, first + start, count, local);
+        }
+    }
+
+    /// Loads the segment of `at = vec2(index, count)` (`count` elements of the row from
+    /// `index` in the matrices, column `start` in `scale`): `xhat = (x - mean) * rstd` and
+    /// `grads = grad_y * scale`, and returns the invocation's share of `vec2(sum(grads),
+    /// sum(grads * xhat))`. Padding loads as 0 in `grad_y` and `scale`, so it adds nothing.
+    fn grad_segment<T>(
+        xhat: &mut [T::F32; PER],
+        grads: &mut [T::F32; PER],
+        x: &[T],
+        scale: &[T],
+        grad_y: &[T],
+        at: Vec2<u32>,
+        start: u32,
+        local: u32,
+        stats: Vec2<f32>,
+    ) -> Vec2<f32> {
+        row_load_f32(xhat, x, at.x, at.y, local, 0.0 as T::F32);
+        row_load_f32(grads, grad_y, at.x, at.y, local, 0.0 as T::F32);
+        scale_row(grads, scale, start, at.y, local);
+        normalize(xhat, stats);
+        let mut own = vec2(0.0f32, 0.0);
         #[unroll]
         for k in 0..PER {
-            grads[k] = (grads[k] - shift as T::F32 - xhat[k] * slope as T::F32) * stats.y as T::F32;
+            own += vec2(grads[k].element_sum(), (grads[k] * xhat[k]).element_sum());
         }
-        row_store_f32(&grads, grad_x, start, width, local);
+        own
     }
 
     /// RMSNorm's input gradient, from the forward's `rstd`.

@@ -13,7 +13,8 @@ use tessera::{Batch, GpuBuffer, Result, Runtime};
 /// [`RmsNormLayer`] and [`LayerNormLayer`]; what this page lists holds for both.
 ///
 /// The number of rows is read off each call's input (its length over `features`); the
-/// layer's buffers follow it. Rows hold at most [`MAX_COLS`](crate::MAX_COLS) features.
+/// layer's buffers follow it. Rows of any length: past [`MAX_COLS`](crate::MAX_COLS) features
+/// they are read a segment at a time.
 ///
 /// ```no_run
 /// # use tessera::Runtime;

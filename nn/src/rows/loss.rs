@@ -1,6 +1,6 @@
 //! Softmax cross-entropy, the classification loss.
 
-use super::{dispatch, kernels, row_kernels, Length, RowKernels, RowsShape};
+use super::{dispatch, kernels, row_kernels, RowKernels, RowsShape};
 use crate::invalid;
 use tessera::{Batch, GpuBuffer, Result, Runtime};
 
@@ -97,7 +97,7 @@ impl SoftmaxCrossEntropy {
             rows,
             cols: classes,
         }
-        .plan_for(OPERATION, 0.0, Length::Any)?;
+        .plan_for(OPERATION, 0.0)?;
         dispatch!(plan, self.forward, [plan.segment]; record_forward(batch, &plan.params, args))
     }
 

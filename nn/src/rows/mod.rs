@@ -3,10 +3,9 @@
 //! [`SoftmaxCrossEntropy`].
 //!
 //! Each row is read into registers once, reduced across its workgroup and written once, four
-//! floats a load where `cols` is a multiple of 4 (the ops pick that instance themselves).
-//! A row longer than one workgroup holds ([`MAX_COLS`] scalars, a quarter of that where `cols`
-//! is not a multiple of 4) is read twice by [`Softmax`] and [`SoftmaxCrossEntropy`], a segment
-//! at a time, and refused by the norms with [`Error::InvalidArgument`](tessera::Error).
+//! scalars a load where `cols` is a multiple of 4 (the ops pick that instance themselves).
+//! Rows may be of any length: one longer than a workgroup holds ([`MAX_COLS`] scalars, a
+//! quarter of that where `cols` is not a multiple of 4) is read twice, a segment at a time.
 
 mod loss;
 mod norm;
@@ -23,8 +22,9 @@ use crate::kernels::row_ops as kernels;
 use tessera::{Prepare, Result, Runtime};
 
 /// The longest row a workgroup of the row operations holds when `cols` is a multiple of 4:
-/// 16384 scalars; the longest the norms take.
-/// Other rows are read a scalar at a time and may hold a quarter of that, 4096.
+/// 16384 scalars. Other rows are read a scalar at a time and a workgroup holds a quarter of
+/// that, 4096. Longer rows are read twice (the norms' backward three times), a segment at a
+/// time.
 pub const MAX_COLS: u32 = kernels::MAX_WIDTH * 4;
 
 /// The element types the row operations store: `f32`, and `half::f16` on devices with
@@ -102,20 +102,10 @@ struct Plan {
     segment: usize,
 }
 
-/// How long a row a kernel takes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Length {
-    /// At most one segment (the largest [`kernels::Segment`]'s `GROUP * PER`): longer rows
-    /// are refused.
-    OneSegment,
-    /// Any: the kernel loops over segments of the largest where one does not hold the row.
-    Any,
-}
-
 impl RowsShape {
-    /// Checks the shape and picks the kernels' instance for it, for kernels that take rows of
-    /// `length`.
-    fn plan_for(self, operation: &str, eps: f32, length: Length) -> Result<Plan> {
+    /// Checks the shape and picks the kernels' instance for it: the smallest segment that
+    /// holds a row, else the largest, which the kernels loop over.
+    fn plan_for(self, operation: &str, eps: f32) -> Result<Plan> {
         let RowsShape { rows, cols } = self;
         if rows == 0 || cols == 0 {
             return Err(invalid(
@@ -139,17 +129,7 @@ impl RowsShape {
         let segment = kernels::Segment::ALL
             .iter()
             .position(|s| width <= s.group * s.per)
-            .or((length == Length::Any).then_some(largest))
-            .ok_or_else(|| {
-                invalid(
-                    operation,
-                    format!(
-                        "rows of {cols} scalars are longer than a workgroup holds: at most \
-                         {MAX_COLS} when cols is a multiple of 4, {} otherwise",
-                        kernels::MAX_WIDTH
-                    ),
-                )
-            })?;
+            .unwrap_or(largest);
         let (chunk_rows, chunks) = chunks(rows, width);
         Ok(Plan {
             params: kernels::RowParams {
@@ -195,9 +175,6 @@ trait RowArgs {
     /// The call's name in errors, e.g. "RMSNorm forward".
     const OPERATION: &'static str;
 
-    /// How long a row its kernels take.
-    const LENGTH: Length;
-
     fn shape(&self) -> RowsShape;
 
     /// Each buffer's name, length and span.
@@ -206,7 +183,7 @@ trait RowArgs {
     /// Checks the shape and that each buffer is long enough for it, and plans the call.
     fn plan(&self, eps: f32) -> Result<Plan> {
         let (shape, operation) = (self.shape(), Self::OPERATION);
-        let plan = shape.plan_for(operation, eps, Self::LENGTH)?;
+        let plan = shape.plan_for(operation, eps)?;
         let RowsShape { rows, cols } = shape;
         for (name, len, span) in self.buffers() {
             let (want, what) = match span {
@@ -229,13 +206,11 @@ trait RowArgs {
 }
 
 /// Implements [`RowArgs`] for `$args` (over every [`RowElement`]), named `$operation`, whose
-/// kernels take rows of `$length` ([`Length`]), and whose buffers are the fields given, each
-/// with its [`Span`].
+/// buffers are the fields given, each with its [`Span`].
 macro_rules! row_args {
-    ($args:ident, $operation:literal, $length:ident: $($buffer:ident: $span:ident),* $(,)?) => {
+    ($args:ident, $operation:literal: $($buffer:ident: $span:ident),* $(,)?) => {
         impl<E: crate::rows::RowElement> crate::rows::RowArgs for $args<'_, E> {
             const OPERATION: &'static str = $operation;
-            const LENGTH: crate::rows::Length = crate::rows::Length::$length;
 
             fn shape(&self) -> crate::rows::RowsShape {
                 self.shape

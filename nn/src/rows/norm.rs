@@ -23,7 +23,7 @@ pub struct RmsNormForward<'a, E: RowElement = f32> {
     pub rstd: &'a mut GpuBuffer<f32>,
 }
 
-row_args!(RmsNormForward, "RMSNorm forward", OneSegment:
+row_args!(RmsNormForward, "RMSNorm forward":
     x: Matrix, scale: Columns, y: Matrix, rstd: Rows
 );
 
@@ -46,7 +46,7 @@ pub struct RmsNormBackward<'a, E: RowElement = f32> {
     pub grad_scale: &'a mut GpuBuffer<E>,
 }
 
-row_args!(RmsNormBackward, "RMSNorm backward", OneSegment:
+row_args!(RmsNormBackward, "RMSNorm backward":
     x: Matrix, scale: Columns, rstd: Rows, grad_y: Matrix, grad_x: Matrix, grad_scale: Columns
 );
 
@@ -69,7 +69,7 @@ pub struct LayerNormForward<'a, E: RowElement = f32> {
     pub rstd: &'a mut GpuBuffer<f32>,
 }
 
-row_args!(LayerNormForward, "LayerNorm forward", OneSegment:
+row_args!(LayerNormForward, "LayerNorm forward":
     x: Matrix, scale: Columns, bias: Columns, y: Matrix, mean: Rows, rstd: Rows
 );
 
@@ -96,7 +96,7 @@ pub struct LayerNormBackward<'a, E: RowElement = f32> {
     pub grad_bias: &'a mut GpuBuffer<E>,
 }
 
-row_args!(LayerNormBackward, "LayerNorm backward", OneSegment:
+row_args!(LayerNormBackward, "LayerNorm backward":
     x: Matrix, scale: Columns, mean: Rows, rstd: Rows, grad_y: Matrix, grad_x: Matrix,
     grad_scale: Columns, grad_bias: Columns
 );
@@ -105,7 +105,8 @@ row_args!(LayerNormBackward, "LayerNorm backward", OneSegment:
 /// `rstd = 1 / sqrt(mean(x^2) + eps)`; and its backward, the gradients with respect to `x`
 /// and `scale`.
 ///
-/// Rows hold at most [`MAX_COLS`](crate::MAX_COLS) scalars (see [`RowsShape`]), in `f32`
+/// Rows of any length (past [`MAX_COLS`](crate::MAX_COLS) scalars they are read twice, a
+/// segment at a time, three times by the backward), in `f32`
 /// storage (`RmsNorm`, the default) or `f16` (`RmsNorm<half::f16>`, computed in `f32`; see
 /// [`RowElement`]). The scale's gradient sums each column over chunks of the rows in a pass of its own, then the chunks'
 /// sums in another, through scratch memory the op keeps.
@@ -197,7 +198,8 @@ impl<E: RowElement> RmsNorm<E> {
 /// `y = (x - mean) * rstd * scale + bias`, where `rstd = 1 / sqrt(var(x) + eps)` (the
 /// biased variance); and its backward, the gradients with respect to `x`, `scale` and `bias`.
 ///
-/// Rows hold at most [`MAX_COLS`](crate::MAX_COLS) scalars (see [`RowsShape`]), in `f32`
+/// Rows of any length (past [`MAX_COLS`](crate::MAX_COLS) scalars they are read twice, a
+/// segment at a time, three times by the backward), in `f32`
 /// storage (`LayerNorm`, the default) or `f16` (`LayerNorm<half::f16>`, computed in `f32`;
 /// see [`RowElement`]). The parameters' gradients sum each column over chunks of the rows in a pass of their own, then
 /// the chunks' sums in another, through scratch memory the op keeps.

@@ -14,7 +14,7 @@ pub struct SoftmaxForward<'a, E: RowElement = f32> {
     pub y: &'a mut GpuBuffer<E>,
 }
 
-row_args!(SoftmaxForward, "softmax forward", Any: x: Matrix, y: Matrix);
+row_args!(SoftmaxForward, "softmax forward": x: Matrix, y: Matrix);
 
 /// One [`Softmax::backward`].
 #[derive(Debug)]
@@ -29,7 +29,7 @@ pub struct SoftmaxBackward<'a, E: RowElement = f32> {
     pub grad_x: &'a mut GpuBuffer<E>,
 }
 
-row_args!(SoftmaxBackward, "softmax backward", Any: y: Matrix, grad_y: Matrix, grad_x: Matrix);
+row_args!(SoftmaxBackward, "softmax backward": y: Matrix, grad_y: Matrix, grad_x: Matrix);
 
 /// Softmax of each row, `y = exp(x - max) / sum(exp(x - max))`, and its backward
 /// `grad_x = y * (grad_y - sum_c(grad_y * y))`.
