@@ -196,8 +196,7 @@ pub mod row_ops {
         // Padding loads as 0 in both, so it adds nothing to the dot product.
         if width <= segment {
             // One segment, without the loops (see `softmax_row`).
-            row_load_f32(&mut probs, y, first, width, local, 0.0 as T::F32);
-            row_load_f32(&mut grads, grad_y, first, width, local, 0.0 as T::F32);
+            load_pair(&mut probs, &mut grads, y, grad_y, first, width, local);
             let mut dot = 0.0 as T::F32;
             #[unroll]
             for k in 0..PER {
@@ -213,16 +212,8 @@ pub mod row_ops {
         }
         let mut dot = 0.0 as T::F32;
         for start in (0..width).step_by(segment) {
-            let count = (width - start).min(segment);
-            row_load_f32(&mut probs, y, first + start, count, local, 0.0 as T::F32);
-            row_load_f32(
-                &mut grads,
-                grad_y,
-                first + start,
-                count,
-                local,
-                0.0 as T::F32,
-            );
+            let (at, count) = (first + start, (width - start).min(segment));
+            load_pair(&mut probs, &mut grads, y, grad_y, at, count, local);
             #[unroll]
             for k in 0..PER {
                 dot += probs[k] * grads[k];
@@ -230,22 +221,29 @@ pub mod row_ops {
         }
         let total = workgroup_sum_tree(tile, local, dot.element_sum());
         for start in (0..width).step_by(segment) {
-            let count = (width - start).min(segment);
-            row_load_f32(&mut probs, y, first + start, count, local, 0.0 as T::F32);
-            row_load_f32(
-                &mut grads,
-                grad_y,
-                first + start,
-                count,
-                local,
-                0.0 as T::F32,
-            );
+            let (at, count) = (first + start, (width - start).min(segment));
+            load_pair(&mut probs, &mut grads, y, grad_y, at, count, local);
             #[unroll]
             for k in 0..PER {
                 grads[k] = probs[k] * (grads[k] - total as T::F32);
             }
-            row_store_f32(&grads, grad_x, first + start, count, local);
+            row_store_f32(&grads, grad_x, at, count, local);
         }
+    }
+
+    /// The `count` elements from `at` of `y` and of `grad_y` into `probs` and `grads`, as
+    /// `row_load_f32` lays them out; padding loads as 0 in both.
+    fn load_pair<T>(
+        probs: &mut [T::F32; PER],
+        grads: &mut [T::F32; PER],
+        y: &[T],
+        grad_y: &[T],
+        at: u32,
+        count: u32,
+        local: u32,
+    ) {
+        row_load_f32(probs, y, at, count, local, 0.0 as T::F32);
+        row_load_f32(grads, grad_y, at, count, local, 0.0 as T::F32);
     }
 
     /// LayerNorm's statistics of a row from each invocation's moments of it (`own_moments`,

@@ -53,35 +53,28 @@ impl RowElement for tessera::half::f16 {
 mod sealed {
     use super::kernels::*;
 
-    /// The element traits of every row kernel generic over its element type: implemented by
-    /// the types the kernels are instantiated for.
-    pub trait Kernels:
-        SoftmaxForwardElement
-        + SoftmaxBackwardElement
-        + RmsNormForwardElement
-        + RmsNormGradXElement
-        + RmsNormGradScaleElement
-        + SumChunksElement
-        + LayerNormForwardElement
-        + LayerNormGradXElement
-        + LayerNormGradParamsElement
-        + SumChunkPairsElement
-    {
+    /// `Kernels`: the element traits of every row kernel generic over its element type,
+    /// implemented by the types the kernels are instantiated for; the list written once.
+    macro_rules! every_kernel {
+        ($($element:ident),+) => {
+            pub trait Kernels: $($element +)+ {}
+
+            impl<T: $($element +)+> Kernels for T {}
+        };
     }
 
-    impl<T> Kernels for T where
-        T: SoftmaxForwardElement
-            + SoftmaxBackwardElement
-            + RmsNormForwardElement
-            + RmsNormGradXElement
-            + RmsNormGradScaleElement
-            + SumChunksElement
-            + LayerNormForwardElement
-            + LayerNormGradXElement
-            + LayerNormGradParamsElement
-            + SumChunkPairsElement
-    {
-    }
+    every_kernel!(
+        SoftmaxForwardElement,
+        SoftmaxBackwardElement,
+        RmsNormForwardElement,
+        RmsNormGradXElement,
+        RmsNormGradScaleElement,
+        SumChunksElement,
+        LayerNormForwardElement,
+        LayerNormGradXElement,
+        LayerNormGradParamsElement,
+        SumChunkPairsElement
+    );
 }
 
 /// `rows` rows of `cols` scalars each, row-major: the shape of a row operation's input.
