@@ -2,7 +2,8 @@
 //! and the loss `SoftmaxCrossEntropy`'s forward, in the table format of the root crate's
 //! `std_rows` example; `bench/nn_rows_bench.py` times PyTorch on the same work. Bytes per
 //! pass: each `[rows, cols]` matrix read or written once (the per-row and per-column vectors
-//! are left out). Rows longer than `MAX_COLS` time the loss alone (the other ops refuse them).
+//! are left out). Rows longer than `MAX_COLS` time the loss alone (the other ops take them a
+//! segment at a time, untimed here).
 //! With `f16`, the ops run over `f16` storage (the loss, `f32` only, is left out) and the bytes
 //! are counted at 2 a scalar.
 //!
@@ -241,7 +242,7 @@ fn main() -> Result<()> {
     time_ops(&rt, shape, &mut buffers)
 }
 
-/// Times softmax and the norms over `E`, for rows they take.
+/// Times softmax and the norms over `E`, for rows a workgroup holds.
 fn time_ops<E: Storage>(rt: &Runtime, shape: RowsShape, buffers: &mut Buffers<E>) -> Result<()> {
     if shape.cols <= MAX_COLS {
         softmax(rt, shape, buffers)?;
