@@ -810,3 +810,100 @@ fn rows_of_f16_storage_load_and_store_through_f32() {
         assert_eq!(got, (want_halves, want_sums), "f16, {lanes} lanes");
     }
 }
+
+/// `row_moments`, `moments_merge` and `workgroup_moments_tree`: a row's mean and variance in
+/// one reduction.
+#[tessera::kernels]
+pub mod moments {
+    #[device]
+    use tessera::std::reduce;
+    #[device]
+    use tessera::std::rows;
+
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct Shape {
+        pub rows: u32,
+        /// Scalars a row: a multiple of `T::LANES`; a segment of `GROUP * PER` elements of `T`
+        /// at a time.
+        pub cols: u32,
+    }
+
+    /// Each row's `vec2(mean, variance)`: its segments' moments merged in each invocation,
+    /// then across the workgroup.
+    #[kernel(workgroup = [GROUP], constants(GROUP = [64, 256], PER = 2), grid = [p.rows],
+             types(T = [f32, Vec4<f32>]))]
+    pub fn row_stats<T>(
+        p: &Shape,
+        x: &[T],
+        stats: &mut [Vec2<f32>],
+        #[workgroup] tile: &mut [Vec4<f32>; GROUP],
+    ) {
+        let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
+        let mut regs = [0.0 as T; PER];
+        let mut own = vec4(0.0f32, 0.0, 0.0, 0.0);
+        for start in (0..width).step_by(GROUP * PER) {
+            let count = (width - start).min(GROUP * PER);
+            // A fill the moments must skip.
+            row_load(&mut regs, x, row * width + start, count, local, 1000.0 as T);
+            own = moments_merge(own, row_moments(&regs, count, local));
+        }
+        let total = workgroup_moments_tree(tile, local, own);
+        if local == 0 {
+            stats[row] = vec2(total.y, total.z / total.x);
+        }
+    }
+}
+
+#[test]
+fn moments_give_a_mean_and_variance_in_one_reduction() {
+    let rt = runtime();
+    let mut rng = rng(9);
+    // Rows near 1000 spread by about 1 (a variance as `mean(x^2) - mean^2` in f32 would lose
+    // it), of one segment with a tail and of several; both widths, both workgroup sizes.
+    for (rows, cols) in [(3u32, 100u32), (2, 2052)] {
+        let x: Vec<f32> = values(&mut rng, (rows * cols) as usize)
+            .iter()
+            .map(|v| 1000.0 + 2.0 * v)
+            .collect();
+        let mut want = Vec::new();
+        for row in x.chunks(cols as usize) {
+            let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / f64::from(cols);
+            let var = row
+                .iter()
+                .map(|&v| (f64::from(v) - mean).powi(2))
+                .sum::<f64>()
+                / f64::from(cols);
+            want.extend([mean as f32, var as f32]);
+        }
+        for group in [64, 256] {
+            for lanes in [1usize, 4] {
+                let p = moments::Shape { rows, cols };
+                let mut stats = rt.zeros::<[f32; 2]>(rows as usize).unwrap();
+                let constants = moments::RowStatsConstants { group };
+                if lanes == 1 {
+                    let xs = upload_as::<f32>(&rt, &x);
+                    let kernel = moments::RowStats::<f32>::with_constants(&rt, constants).unwrap();
+                    let args = moments::RowStatsArgs {
+                        p: &p,
+                        x: &xs,
+                        stats: &mut stats,
+                    };
+                    kernel.launch(&rt, args).unwrap();
+                } else {
+                    let xs = upload_as::<[f32; 4]>(&rt, &x);
+                    let kernel =
+                        moments::RowStats::<[f32; 4]>::with_constants(&rt, constants).unwrap();
+                    let args = moments::RowStatsArgs {
+                        p: &p,
+                        x: &xs,
+                        stats: &mut stats,
+                    };
+                    kernel.launch(&rt, args).unwrap();
+                }
+                let got = read_scalars(&rt, &stats);
+                assert_close(&got, &want, 1e-4);
+            }
+        }
+    }
+}

@@ -13,6 +13,7 @@
 /// | `subgroup_sum`, `subgroup_maximum`, `subgroup_minimum`, `subgroup_argmax` | subgroup operations | `features(subgroups)` |
 /// | `workgroup_sum`, `workgroup_maximum`, `workgroup_minimum`, `workgroup_argmax` | within each subgroup first, then one value per subgroup through `partials`, which every subgroup then reduces | `features(subgroups)`, `GROUP`, a `#[workgroup] partials: &mut [E; GROUP / 4]` |
 /// | `workgroup_sum_tree`, `workgroup_maximum_tree`, `workgroup_minimum_tree`, `workgroup_argmax_tree` | a tree in workgroup memory, halving `tile` with a barrier a step | `GROUP`, a `#[workgroup] tile: &mut [E; GROUP]` |
+/// | `workgroup_moments_tree` | the same tree over moments `vec4(count, mean, m2, 0)` (`m2`: the sum of squared deviations from the mean), merged pairwise (`moments_merge`) | `GROUP`, a `#[workgroup] tile: &mut [Vec4<f32>; GROUP]` |
 ///
 /// The subgroup paths do less work: a workgroup of 256 invocations in subgroups of 32
 /// reduces with two barriers and eight slots of workgroup memory, where the tree takes ten
@@ -39,6 +40,13 @@
 /// Every invocation of the workgroup must make the call together (it holds barriers or
 /// subgroup operations), and each returns the result. Each workgroup helper ends with a
 /// barrier, so the same array may be lent again right away.
+///
+/// The moments give a mean and a variance in one reduction, as stable as computing the mean
+/// first and then the squared deviations from it (Chan, Golub and LeVeque's pairwise update):
+/// each invocation's own moments (`row_moments` of [`rows`](crate::std::rows) for a row in
+/// registers), merged across the workgroup; the variance is `m2 / count`. A layer norm takes
+/// one reduction where the two-pass form takes two, and keeps a large mean apart from a small
+/// variance, which `mean(x^2) - mean^2` in `f32` would lose.
 ///
 /// `E` is whatever the call passes: `f32`, `Vec4<f32>` (lane by lane: reduce the lanes with
 /// `element_sum()` or `max_element()` before or after), `f16` and its vectors under
@@ -234,6 +242,44 @@ pub mod reduce {
             let half = (width + 1) / 2;
             if local + half < width {
                 tile[local] += tile[local + half];
+            }
+            workgroup_barrier();
+            width = half;
+        }
+        let total = tile[0];
+        workgroup_barrier();
+        total
+    }
+
+    /// The moments `vec4(count, mean, m2, 0)` of the union of two disjoint sets of values from
+    /// theirs (`m2`: the sum of squared deviations from the mean; a `count` of 0 is an empty
+    /// set).
+    fn moments_merge(a: Vec4<f32>, b: Vec4<f32>) -> Vec4<f32> {
+        let count = a.x + b.x;
+        let share = b.x / count.max(1.0);
+        let delta = b.y - a.y;
+        vec4(
+            count,
+            a.y + delta * share,
+            a.z + b.z + delta * delta * a.x * share,
+            0.0,
+        )
+    }
+
+    /// The moments of the workgroup's values from each invocation's `own`, without subgroups
+    /// (a tree in `tile`, merging with `moments_merge`).
+    fn workgroup_moments_tree(
+        tile: &mut [Vec4<f32>; GROUP],
+        local: u32,
+        own: Vec4<f32>,
+    ) -> Vec4<f32> {
+        tile[local] = own;
+        workgroup_barrier();
+        let mut width = GROUP;
+        while width > 1 {
+            let half = (width + 1) / 2;
+            if local + half < width {
+                tile[local] = moments_merge(tile[local], tile[local + half]);
             }
             workgroup_barrier();
             width = half;

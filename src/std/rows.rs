@@ -164,6 +164,33 @@ pub mod rows {
         acc.element_sum()
     }
 
+    /// The moments `vec4(count, mean, m2, 0)` of the invocation's elements of the segment and
+    /// their lanes (`m2`: the sum of their squared deviations from `mean`), for
+    /// [`reduce`](crate::std::reduce)'s `workgroup_moments_tree`; zeros where it holds none.
+    /// `E` has `f32` lanes (`f32`, `Vec4<f32>`: load `f16` rows with `row_load_f32`).
+    fn row_moments<E>(regs: &[E; PER], count: u32, local: u32) -> Vec4<f32> {
+        let mut held = 0u32;
+        let mut sum = 0.0 as E;
+        #[unroll]
+        for k in 0..PER {
+            if local + k * GROUP < count {
+                sum += regs[k];
+                held += 1;
+            }
+        }
+        let n = (held * E::LANES) as f32;
+        let mean = sum.element_sum() / n.max(1.0);
+        let mut m2 = 0.0 as E;
+        #[unroll]
+        for k in 0..PER {
+            if local + k * GROUP < count {
+                let deviation = regs[k] - mean as E;
+                m2 += deviation * deviation;
+            }
+        }
+        vec4(n, mean, m2.element_sum(), 0.0)
+    }
+
     /// The largest of the invocation's elements of the segment and their lanes.
     ///
     /// `-f32::MAX` where the invocation holds none.

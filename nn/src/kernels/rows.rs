@@ -246,69 +246,18 @@ pub mod row_ops {
         row_load_f32(grads, grad_y, at, count, local, 0.0 as T::F32);
     }
 
-    /// LayerNorm's statistics of a row from each invocation's moments of it (`own_moments`,
-    /// `moments_merge`): `vec2(mean, rstd)`, `rstd = 1 / sqrt(var + eps)`, the moments merged
-    /// across the workgroup in one tree. Every invocation of the workgroup calls it together
-    /// (it holds barriers).
+    /// LayerNorm's statistics of a row from each invocation's moments of it (`row_moments`,
+    /// merged by `moments_merge`): `vec2(mean, rstd)`, `rstd = 1 / sqrt(var + eps)`, the
+    /// moments merged across the workgroup in one tree. Every invocation of the workgroup
+    /// calls it together (it holds barriers).
     fn layer_stats(
         p: &RowParams,
         own: Vec4<f32>,
         local: u32,
         tile: &mut [Vec4<f32>; GROUP],
     ) -> Vec2<f32> {
-        tile[local] = own;
-        workgroup_barrier();
-        let mut half = GROUP / 2;
-        while half > 0 {
-            if local < half {
-                tile[local] = moments_merge(tile[local], tile[local + half]);
-            }
-            workgroup_barrier();
-            half /= 2;
-        }
-        let total = tile[0];
-        workgroup_barrier();
+        let total = workgroup_moments_tree(tile, local, own);
         vec2(total.y, (total.z / p.cols as f32 + p.eps).sqrt().recip())
-    }
-
-    /// `vec4(count, mean, m2, 0)` of the invocation's elements (and their lanes) of the row
-    /// `regs` holds, `m2` the sum of their squared deviations from `mean`: zeros where it
-    /// holds none.
-    fn own_moments<E>(regs: &[E; PER], width: u32, local: u32) -> Vec4<f32> {
-        let mut held = 0u32;
-        let mut sum = 0.0 as E;
-        #[unroll]
-        for k in 0..PER {
-            if local + k * GROUP < width {
-                sum += regs[k];
-                held += 1;
-            }
-        }
-        let count = (held * E::LANES) as f32;
-        let mean = sum.element_sum() / count.max(1.0);
-        let mut m2 = 0.0 as E;
-        #[unroll]
-        for k in 0..PER {
-            if local + k * GROUP < width {
-                let deviation = regs[k] - mean as E;
-                m2 += deviation * deviation;
-            }
-        }
-        vec4(count, mean, m2.element_sum(), 0.0)
-    }
-
-    /// The moments `vec4(count, mean, m2, 0)` of the union of two disjoint sets of values from
-    /// theirs (Chan, Golub and LeVeque's pairwise update, as stable as the two-pass variance).
-    fn moments_merge(a: Vec4<f32>, b: Vec4<f32>) -> Vec4<f32> {
-        let count = a.x + b.x;
-        let share = b.x / count.max(1.0);
-        let delta = b.y - a.y;
-        vec4(
-            count,
-            a.y + delta * share,
-            a.z + b.z + delta * delta * a.x * share,
-            0.0,
-        )
     }
 
     /// `regs[k] = (regs[k] - stats.x) * stats.y`: a row normalized by its `vec2(mean, rstd)`.
@@ -398,7 +347,7 @@ pub mod row_ops {
         if width <= segment {
             // One segment, without the loops (see `rms_norm_forward`).
             row_load_f32(&mut regs, x, first, width, local, 0.0 as T::F32);
-            let stats = layer_stats(p, own_moments(&regs, width, local), local, tile);
+            let stats = layer_stats(p, row_moments(&regs, width, local), local, tile);
             normalize(&mut regs, stats);
             scale_row(&mut regs, scale, 0, width, local);
             row_load_f32(&mut shift, bias, 0, width, local, 0.0 as T::F32);
@@ -417,7 +366,7 @@ pub mod row_ops {
         for start in (0..width).step_by(segment) {
             let count = (width - start).min(segment);
             row_load_f32(&mut regs, x, first + start, count, local, 0.0 as T::F32);
-            moments = moments_merge(moments, own_moments(&regs, count, local));
+            moments = moments_merge(moments, row_moments(&regs, count, local));
         }
         let stats = layer_stats(p, moments, local, tile);
         for start in (0..width).step_by(segment) {
