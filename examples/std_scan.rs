@@ -1,14 +1,14 @@
 //! A whole-buffer prefix sum of `u32`s built from `tessera::std::scan`, checked against a CPU
-//! scan and timed beside a plain copy (the bandwidth ceiling).
-//!
-//! Reduce, then scan, in three passes of one submission: (1) each workgroup sums its tile of
-//! `GROUP * PER` elements into `totals`; (2) one workgroup scans `totals` in place, looping
-//! over chunks of `GROUP * PER`; (3) each workgroup scans its tile in registers from its
-//! offset. Each invocation holds `PER` consecutive elements: `PER` `Vec4<u32>`s (16 `u32`s)
-//! where the length is a multiple of 4, scalars otherwise. [`buffer_scan`] is the kernels
-//! module to copy (or to import from this file, as `tests/std_scan.rs` does); [`BufferScan`]
-//! launches it. Both paths are here: through subgroups, and through workgroup memory for
-//! devices without them. Why not one pass: see `tessera::std::scan`'s docs.
+//! scan and timed beside a plain copy (the bandwidth ceiling). **One pass** ([`OnePassScan`]):
+//! each workgroup claims a tile, scans it in registers and adds the sum of the tiles below it,
+//! learnt by decoupled look-back (why that is correct on WebGPU: `tessera::std::scan`'s docs);
+//! it reads the input once and needs subgroups. **Reduce, then scan** ([`BufferScan`]), three
+//! passes of one submission: (1) each workgroup sums its tile into `totals`; (2) one workgroup
+//! scans `totals` in place by chunks; (3) each workgroup scans its tile from its offset; it
+//! reads the input twice, through subgroups or workgroup memory only. Each invocation holds
+//! `PER` elements: `Vec4<u32>`s where the length is a multiple of 4, scalars otherwise.
+//! [`buffer_scan`] is the kernels module to copy (or to import from this file, as
+//! `tests/std_scan.rs` does).
 //!
 //! ```text
 //! cargo run --release --example std_scan          # 2^26 u32
@@ -16,7 +16,7 @@
 //! ```
 //!
 //! `tests/examples.rs` runs it at a small size on whatever adapter the tests have. Bytes in
-//! the table: each element read once and written once (the scan reads it twice).
+//! the table: each element read once and written once (the three passes read it twice).
 
 use std::time::Duration;
 
@@ -186,11 +186,89 @@ pub mod buffer_scan {
             y[i] = x[i];
         }
     }
+
+    /// The single pass's tiling: workgroups of `GROUP` holding `PER` elements each, a
+    /// subgroup's run after another's (`scan_load_striped`), so that each load and store
+    /// instruction moves consecutive elements. (512 x 4 `Vec4<u32>`s measured fastest on the
+    /// H200: fewer, larger tiles spend less time looking back; 64 is for the tests.)
+    #[constants(GROUP = [512, 64], PER = 4)]
+    pub struct OnePassTiling;
+
+    /// The single pass's shape and knobs.
+    #[repr(C)]
+    #[derive(Clone, Copy, tessera::Params)]
+    pub struct OnePass {
+        /// Elements of `T` to scan.
+        pub n: u32,
+        /// Tiles, `ceil_div(n, GROUP * PER)`.
+        pub tiles: u32,
+        /// 1 for an exclusive scan, 0 for an inclusive one.
+        pub exclusive: u32,
+        /// Look-back steps waiting on the tile just below before summing it from `x` instead
+        /// (`lookback_prefix`'s `patience`).
+        pub patience: u32,
+        /// 1 to scan the tiles in the reverse of the order they are claimed in, so that each
+        /// look-back finds the tile below not started: the tests' way to run the fallback.
+        pub claim_from_last: u32,
+    }
+
+    /// The single pass: each workgroup claims a tile, scans it in registers, and adds the sum
+    /// of the tiles before it, found by decoupled look-back. A grid holds at most 65,535
+    /// workgroups: past that many tiles, each claims another until none are left. `states`
+    /// must be zero at the start ([`clear_states`]).
+    #[kernel(workgroup = [GROUP], constants = OnePassTiling, grid = [min(p.tiles, 65535)],
+             types(T = [u32, Vec4<u32>]), features(subgroups), limits(invocations = GROUP))]
+    pub fn scan_single_pass<T>(
+        p: &OnePass,
+        #[len(p.n)] x: &[T],
+        #[len(2 * p.tiles + 1)] states: &mut [AtomicU32],
+        #[len(p.n)] y: &mut [T],
+        #[workgroup] partials: &mut [u32; GROUP / 4],
+        #[workgroup] look: &mut [Vec2<u32>; 3],
+    ) {
+        let (lane, subgroup, size) = (subgroup_invocation_id(), subgroup_id(), subgroup_size());
+        loop {
+            let claimed = lookback_claim_tile(states, look, local_index());
+            if claimed >= p.tiles {
+                break;
+            }
+            let tile = if p.claim_from_last == 1 { p.tiles - 1 - claimed } else { claimed };
+            let start = tile * GROUP * PER;
+            let count = p.n - start;
+            let mut regs = [0 as T; PER];
+            scan_load_striped(&mut regs, x, start, count, lane, subgroup, size);
+            let own = if p.exclusive == 1 {
+                scan_striped_exclusive(&mut regs)
+            } else {
+                scan_striped_inclusive(&mut regs)
+            };
+            let mut total = [0u32; 1];
+            let offset = subgroup_totals_before(partials, &mut total, own, lane, subgroup, size);
+            let (n, patience) = (p.n, p.patience);
+            let before = lookback_prefix(
+                x, n, states, tile, total[0], patience, look, partials, lane, subgroup, size,
+            );
+            scan_registers_add(&mut regs, before + offset);
+            scan_store_striped(&regs, y, start, count, lane, subgroup, size);
+            if p.tiles <= 65535 {
+                break; // a tile each: no second claim to find none left
+            }
+        }
+    }
+
+    /// Zeroes the single pass's `states` before a scan.
+    #[kernel(workgroup = [256], grid = [ceil_div(states.len(), 256)])]
+    pub fn clear_states(states: &mut [u32]) {
+        let i = global_id().x;
+        if i < states.len() {
+            states[i] = 0;
+        }
+    }
 }
 
 use buffer_scan as k;
 
-/// Which workgroup scan the passes use.
+/// Which workgroup scan the three passes use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Path {
     /// Subgroup operations (`features(subgroups)`).
@@ -206,6 +284,7 @@ pub trait Element:
     + k::ScanTilesElement
     + k::TileTotalsTreeElement
     + k::ScanTilesTreeElement
+    + k::ScanSinglePassElement
     + bytemuck::Pod
 {
 }
@@ -213,7 +292,7 @@ pub trait Element:
 impl Element for u32 {}
 impl Element for [u32; 4] {}
 
-/// The three passes' launchers, for one path, tiling and element type.
+/// The passes' launchers, for one path, tiling and element type.
 pub enum BufferScan<T: Element> {
     Subgroups(k::TileTotals<T>, k::ScanTotals, k::ScanTiles<T>),
     Tree(k::TileTotalsTree<T>, k::ScanTotalsTree, k::ScanTilesTree<T>),
@@ -283,6 +362,82 @@ impl<T: Element> BufferScan<T> {
                 )
             }
         }
+    }
+}
+
+/// The single pass's knobs (`OnePass`'s last two fields).
+#[derive(Clone, Copy, Debug)]
+pub struct LookBack {
+    /// Look-back steps waiting on the tile below before summing it from the input.
+    pub patience: u32,
+    /// Scan the tiles in the reverse of the order they are claimed in (tests only).
+    pub claim_from_last: bool,
+}
+
+impl Default for LookBack {
+    fn default() -> Self {
+        Self {
+            patience: 64,
+            claim_from_last: false,
+        }
+    }
+}
+
+/// The single pass's launchers: the states' clearing and the scan.
+pub struct OnePassScan<T: Element> {
+    clear: k::ClearStates,
+    scan: k::ScanSinglePass<T>,
+    tiling: k::OnePassTiling,
+    look_back: LookBack,
+}
+
+impl<T: Element> OnePassScan<T> {
+    /// The launchers with `tiling` and `look_back`.
+    pub fn new(rt: &Runtime, tiling: k::OnePassTiling, look_back: LookBack) -> Result<Self> {
+        Ok(Self {
+            clear: k::ClearStates::new(rt)?,
+            scan: k::ScanSinglePass::with_constants(rt, tiling)?,
+            tiling,
+            look_back,
+        })
+    }
+
+    /// The shape of a scan of `n` elements of `T`.
+    pub fn shape(&self, n: u32, exclusive: bool) -> k::OnePass {
+        k::OnePass {
+            n,
+            tiles: n.div_ceil(self.tiling.group * self.tiling.per()),
+            exclusive: exclusive as u32,
+            patience: self.look_back.patience,
+            claim_from_last: self.look_back.claim_from_last as u32,
+        }
+    }
+
+    /// Records the scan of `x` into `y`; `states` holds `2 * p.tiles + 1` `u32`s, each
+    /// tile's inclusive total afterwards (two 16-bit halves, status 2 above each).
+    pub fn record(
+        &self,
+        batch: &mut Batch<'_>,
+        p: &k::OnePass,
+        x: &GpuBuffer<T>,
+        states: &mut GpuBuffer<u32>,
+        y: &mut GpuBuffer<T>,
+    ) -> Result<()> {
+        self.clear.record(batch, k::ClearStatesArgs { states })?;
+        self.scan.record(batch, k::ScanSinglePassArgs { p, x, states, y })
+    }
+
+    /// Scans the `u32`s `x` (as `T`): the result and the states, read back.
+    pub fn scan(&self, rt: &Runtime, x: &[u32], exclusive: bool) -> Result<(Vec<u32>, Vec<u32>)> {
+        let lanes = std::mem::size_of::<T>() / 4;
+        let p = self.shape((x.len() / lanes) as u32, exclusive);
+        let xs: GpuBuffer<T> = rt.upload(bytemuck::cast_slice::<u32, T>(x))?;
+        let mut states = rt.zeros::<u32>(2 * p.tiles as usize + 1)?;
+        let mut y: GpuBuffer<T> = rt.upload(bytemuck::cast_slice::<u32, T>(&vec![0; x.len()]))?;
+        let mut batch = rt.batch();
+        self.record(&mut batch, &p, &xs, &mut states, &mut y)?;
+        batch.submit()?;
+        Ok((bytemuck::cast_slice(&y.read(rt)?).to_vec(), states.read(rt)?))
     }
 }
 
@@ -372,6 +527,29 @@ fn time_scan<T: Element>(
     Ok(t)
 }
 
+/// Times and checks the single pass over `x` as `T` with `tiling`, inclusive, and checks
+/// the exclusive scan too.
+fn time_one_pass<T: Element>(
+    rt: &Runtime,
+    tiling: k::OnePassTiling,
+    x: &[u32],
+    want: &[u32],
+    reps: u32,
+) -> Result<Duration> {
+    let lanes = std::mem::size_of::<T>() / 4;
+    let scan = OnePassScan::<T>::new(rt, tiling, LookBack::default())?;
+    let p = scan.shape((x.len() / lanes) as u32, false);
+    let xs: GpuBuffer<T> = rt.upload(bytemuck::cast_slice::<u32, T>(x))?;
+    let mut states = rt.zeros::<u32>(2 * p.tiles as usize + 1)?;
+    let mut y: GpuBuffer<T> = rt.upload(bytemuck::cast_slice::<u32, T>(&vec![0; x.len()]))?;
+    let t = time(rt, reps, |b| scan.record(b, &p, &xs, &mut states, &mut y))?;
+    let what = format!("one pass, GROUP {}, {lanes} lanes", tiling.group);
+    check(&what, bytemuck::cast_slice(&y.read(rt)?), want);
+    let (exclusive, _) = scan.scan(rt, x, true)?;
+    check(&format!("{what}, exclusive"), &exclusive, &scan_reference(x, true));
+    Ok(t)
+}
+
 /// Scans `n` `u32`s every way (each path where the device has it, `Vec4` where `n` is a
 /// multiple of 4, workgroups of 256 and 64), checks each against the CPU scan, and times
 /// each `reps` launches beside a copy.
@@ -385,6 +563,29 @@ pub fn run(rt: &Runtime, n: u32, reps: u32) -> Result<Vec<Row>> {
         .info()
         .features
         .contains(tessera::wgpu::Features::SUBGROUP);
+    if subgroups {
+        for &tiling in k::OnePassTiling::ALL {
+            let group = tiling.group;
+            if n.is_multiple_of(4) {
+                let t = time_one_pass::<[u32; 4]>(rt, tiling, &x, &want, reps)?;
+                let how = format!("one pass, Vec4 x {} a thread, GROUP {group}", tiling.per());
+                report.push(Row {
+                    work: work.clone(),
+                    how,
+                    time: t,
+                    bytes,
+                });
+            }
+            let t = time_one_pass::<u32>(rt, tiling, &x, &want, reps)?;
+            let how = format!("one pass, u32 x {} a thread, GROUP {group}", tiling.per());
+            report.push(Row {
+                work: work.clone(),
+                how,
+                time: t,
+                bytes,
+            });
+        }
+    }
     let paths: &[Path] = if subgroups {
         &[Path::Subgroups, Path::Tree]
     } else {

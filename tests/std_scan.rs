@@ -1,11 +1,11 @@
-//! `tessera::std::scan` on a real adapter, against CPU scans: the subgroup and workgroup scans
-//! (inclusive and exclusive, with a carry in and the total out) over `u32`, `f32`,
-//! `Vec4<u32>` and `Vec4<f32>`, through subgroups and through the tree, in workgroups of 64
-//! and 256 with the last partly past the data; and the whole-buffer scan of
-//! `examples/std_scan.rs` (which the register helpers make up) at both widths, both paths,
-//! both workgroup sizes, over lengths of one tile, several tiles with a partial last, and more
-//! tiles than one workgroup's chunk of totals. The subgroup tests skip, saying so, on an
-//! adapter without subgroups.
+//! `tessera::std::scan` against CPU scans: subgroup and workgroup scans (inclusive and
+//! exclusive, a carry in, the total out) over `u32`, `f32`, `Vec4<u32>`, `Vec4<f32>`, both
+//! paths, workgroups of 64 and 256, the last partly past the data; `examples/std_scan.rs`'s
+//! whole-buffer scans (three passes on both paths, and one pass with look-back) at both
+//! widths and workgroup sizes, over one tile, several with a partial last, and more tiles
+//! than one chunk of totals; the single pass with tiles scanned in the reverse of their
+//! claims, so its look-back must sum the tiles below itself. Subgroup tests skip, saying so,
+//! on an adapter without subgroups.
 //!
 //! The values are small integers, so every sum here is exact in `f32` too and the GPU's
 //! results are compared exactly, whatever order it adds in.
@@ -19,7 +19,7 @@ mod std_scan;
 use common::{rng, runtime, RngExt};
 use tessera::{wgpu, Runtime};
 
-use std_scan::{buffer_scan, scan_on_gpu, scan_reference, Path};
+use std_scan::{buffer_scan, scan_on_gpu, scan_reference, LookBack, OnePassScan, Path};
 
 #[tessera::kernels]
 pub mod scans {
@@ -303,6 +303,67 @@ fn whole_buffer_scans_through_the_tree_match_the_cpu_scan() {
     let rt = runtime();
     check_buffer_scan::<u32>(&rt, Path::Tree);
     check_buffer_scan::<[u32; 4]>(&rt, Path::Tree);
+}
+
+/// Checks the single pass at width `T`, both tilings, the first `lengths` of
+/// `buffer_lengths`, inclusive and exclusive, and that every tile's published state is its
+/// inclusive total.
+fn check_one_pass<T: std_scan::Element>(rt: &Runtime, look_back: LookBack, lengths: usize) {
+    let lanes = (std::mem::size_of::<T>() / 4) as u32;
+    for &tiling in buffer_scan::OnePassTiling::ALL {
+        let tile = (tiling.group * tiling.per() * lanes) as usize;
+        let scan = OnePassScan::<T>::new(rt, tiling, look_back).unwrap();
+        let three_pass = buffer_scan::Tiling::ALL[0];
+        for &n in &buffer_lengths(three_pass, lanes)[..lengths] {
+            let x = std_scan::inputs(n as usize);
+            for exclusive in [false, true] {
+                let (got, states) = scan.scan(rt, &x, exclusive).unwrap();
+                let what = format!("group {}, lanes {lanes}, n {n}, {look_back:?}", tiling.group);
+                let want = scan_reference(&x, exclusive);
+                let first = (0..x.len()).find(|&i| got[i] != want[i]);
+                assert!(first.is_none(), "{what}, exclusive {exclusive}: element {first:?}");
+                let tiles = x.len().div_ceil(tile);
+                let workgroups = tiles.min(65535);
+                let claims = if tiles > 65535 { tiles + workgroups } else { tiles };
+                assert_eq!(states[0] as usize, claims, "{what}: claims");
+                let inclusive = scan_reference(&x, false);
+                for t in 0..tiles {
+                    let (low, high) = (states[1 + 2 * t], states[2 + 2 * t]);
+                    assert_eq!((low >> 16, high >> 16), (2, 2), "{what}: tile {t}'s status");
+                    let last = ((t + 1) * tile).min(x.len()) - 1;
+                    let total = (low & 0xFFFF) | (high << 16);
+                    assert_eq!(total, inclusive[last], "{what}: tile {t}'s inclusive total");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn whole_buffer_scans_in_a_single_pass_match_the_cpu_scan() {
+    if let Some(rt) = subgroup_runtime("whole_buffer_scans_in_a_single_pass") {
+        check_one_pass::<u32>(&rt, LookBack::default(), 3);
+        check_one_pass::<[u32; 4]>(&rt, LookBack::default(), 3);
+    }
+}
+
+/// The single pass with every tile scanned in the reverse of the order it was claimed in, so
+/// the tile below a workgroup's has at best just started: the look-back must sum the tiles
+/// below from the input (at once with patience 0, after a few steps with 3).
+#[test]
+fn the_single_pass_sums_tiles_that_have_not_started_itself() {
+    let Some(rt) = subgroup_runtime("the_single_pass_sums_tiles_that_have_not_started") else {
+        return;
+    };
+    for patience in [0, 3] {
+        let look_back = LookBack {
+            patience,
+            claim_from_last: true,
+        };
+        // Not the longest: its first workgroup would sum 16,000 tiles alone (20 s here).
+        check_one_pass::<u32>(&rt, look_back, 2);
+        check_one_pass::<[u32; 4]>(&rt, look_back, 2);
+    }
 }
 
 /// The WGSL of the modules, pinned, so that a change in the library's helpers shows as a

@@ -7,7 +7,7 @@
 //!   cross-entropy and attention.
 //! - [`rows`]: a row segment in registers, loaded with the widest loads, reduced and stored.
 //! - [`scan`]: prefix sums (inclusive and exclusive) across a subgroup, a workgroup and a tile
-//!   in registers, the parts of a whole-buffer scan.
+//!   in registers, and a whole buffer in one pass (decoupled look-back).
 //!
 //! Each library's rustdoc lists its device functions; their full documentation is in the
 //! source. The conventions they share:
@@ -18,7 +18,8 @@
 //! - The workgroup memory a helper needs is the caller's, lent as an argument and sized by
 //!   the caller's constants: `GROUP` is the calling kernel's workgroup size.
 //! - Helpers that use subgroups need `features(subgroups)` on the calling kernel; each has a
-//!   `_tree` twin through workgroup memory for devices without them. A kernel is built for
+//!   `_tree` twin through workgroup memory for devices without them (but the single-pass
+//!   scan's look-back: the three-pass scan runs there). A kernel is built for
 //!   one path: write a kernel per path, sharing the rest through helpers.
 //! - Helpers over an element type `E` take it from their arguments: `f32`, `Vec4<f32>` and,
 //!   where the docs say so, `f16`, integers and their vectors.
