@@ -232,7 +232,11 @@ pub mod buffer_scan {
             if claimed >= p.tiles {
                 break;
             }
-            let tile = if p.claim_from_last == 1 { p.tiles - 1 - claimed } else { claimed };
+            let tile = if p.claim_from_last == 1 {
+                p.tiles - 1 - claimed
+            } else {
+                claimed
+            };
             let start = tile * GROUP * PER;
             let count = p.n - start;
             let mut regs = [0 as T; PER];
@@ -424,7 +428,8 @@ impl<T: Element> OnePassScan<T> {
         y: &mut GpuBuffer<T>,
     ) -> Result<()> {
         self.clear.record(batch, k::ClearStatesArgs { states })?;
-        self.scan.record(batch, k::ScanSinglePassArgs { p, x, states, y })
+        self.scan
+            .record(batch, k::ScanSinglePassArgs { p, x, states, y })
     }
 
     /// Scans the `u32`s `x` (as `T`): the result and the states, read back.
@@ -437,7 +442,10 @@ impl<T: Element> OnePassScan<T> {
         let mut batch = rt.batch();
         self.record(&mut batch, &p, &xs, &mut states, &mut y)?;
         batch.submit()?;
-        Ok((bytemuck::cast_slice(&y.read(rt)?).to_vec(), states.read(rt)?))
+        Ok((
+            bytemuck::cast_slice(&y.read(rt)?).to_vec(),
+            states.read(rt)?,
+        ))
     }
 }
 
@@ -546,7 +554,11 @@ fn time_one_pass<T: Element>(
     let what = format!("one pass, GROUP {}, {lanes} lanes", tiling.group);
     check(&what, bytemuck::cast_slice(&y.read(rt)?), want);
     let (exclusive, _) = scan.scan(rt, x, true)?;
-    check(&format!("{what}, exclusive"), &exclusive, &scan_reference(x, true));
+    check(
+        &format!("{what}, exclusive"),
+        &exclusive,
+        &scan_reference(x, true),
+    );
     Ok(t)
 }
 

@@ -318,13 +318,23 @@ fn check_one_pass<T: std_scan::Element>(rt: &Runtime, look_back: LookBack, lengt
             let x = std_scan::inputs(n as usize);
             for exclusive in [false, true] {
                 let (got, states) = scan.scan(rt, &x, exclusive).unwrap();
-                let what = format!("group {}, lanes {lanes}, n {n}, {look_back:?}", tiling.group);
+                let what = format!(
+                    "group {}, lanes {lanes}, n {n}, {look_back:?}",
+                    tiling.group
+                );
                 let want = scan_reference(&x, exclusive);
                 let first = (0..x.len()).find(|&i| got[i] != want[i]);
-                assert!(first.is_none(), "{what}, exclusive {exclusive}: element {first:?}");
+                assert!(
+                    first.is_none(),
+                    "{what}, exclusive {exclusive}: element {first:?}"
+                );
                 let tiles = x.len().div_ceil(tile);
                 let workgroups = tiles.min(65535);
-                let claims = if tiles > 65535 { tiles + workgroups } else { tiles };
+                let claims = if tiles > 65535 {
+                    tiles + workgroups
+                } else {
+                    tiles
+                };
                 assert_eq!(states[0] as usize, claims, "{what}: claims");
                 let inclusive = scan_reference(&x, false);
                 for t in 0..tiles {

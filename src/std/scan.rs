@@ -508,11 +508,7 @@ pub mod scan {
     /// the same in every invocation.
     ///
     /// `look` is the caller's workgroup array of 3 that `lookback_prefix` takes too.
-    fn lookback_claim_tile(
-        states: &mut [AtomicU32],
-        look: &mut [Vec2<u32>; 3],
-        local: u32,
-    ) -> u32 {
+    fn lookback_claim_tile(states: &mut [AtomicU32], look: &mut [Vec2<u32>; 3], local: u32) -> u32 {
         if local == 0 {
             look[0] = vec2(states[0].fetch_add(1u32), 0u32);
         }
@@ -597,7 +593,12 @@ pub mod scan {
                 let own = scan_registers_sum(&regs);
                 workgroup_inclusive_sum(partials, &mut below, own, lane, subgroup, size);
                 if first {
-                    lookback_publish(states, next - 1, if next == 1 { 2u32 } else { 1u32 }, below[0]);
+                    lookback_publish(
+                        states,
+                        next - 1,
+                        if next == 1 { 2u32 } else { 1u32 },
+                        below[0],
+                    );
                 }
                 prefix += below[0];
                 next -= 1;
