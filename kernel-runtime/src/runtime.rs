@@ -267,6 +267,15 @@ impl Runtime {
     /// queries, `SHADER_F16`, `SUBGROUP` and the tensor cores
     /// (`EXPERIMENTAL_COOPERATIVE_MATRIX`).
     ///
+    /// # Debug builds
+    ///
+    /// wgpu's debug builds turn on its `InstanceFlags::DEBUG`, which makes every pipeline's
+    /// SPIR-V carry the WGSL and a line for each statement, found by scanning the text from
+    /// its start each time: on lavapipe, `tessera_nn::Convolution::prepare` took 208 s with
+    /// it and 9 s without. The runtime leaves it off; set `WGPU_DEBUG=1` for shader debug
+    /// info in a graphics debugger. wgpu's other flags and variables (`WGPU_VALIDATION`, ...)
+    /// apply as wgpu documents them.
+    ///
     /// # Tensor cores
     ///
     /// wgpu 30 offers cooperative matrices as an *experimental* feature, which a device gets
@@ -290,8 +299,12 @@ impl Runtime {
 
     /// The asynchronous form of [`Runtime::new`].
     pub async fn new_async() -> Result<Self> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let mut instance = wgpu::InstanceDescriptor::new_without_display_handle();
+        // wgpu's debug builds set `DEBUG`, under which naga writes SPIR-V debug info whose
+        // line numbers it finds by scanning the WGSL from its start for every statement:
+        // 25x slower pipelines for nn's modules. Off unless `WGPU_DEBUG=1` asks for it.
+        instance.flags.remove(wgpu::InstanceFlags::DEBUG);
+        let instance = wgpu::Instance::new(instance.with_env());
         let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
         let infos: Vec<wgpu::AdapterInfo> = adapters.iter().map(wgpu::Adapter::get_info).collect();
         let candidates: Vec<adapter::Candidate> = infos.iter().map(Into::into).collect();
