@@ -299,12 +299,7 @@ impl Runtime {
 
     /// The asynchronous form of [`Runtime::new`].
     pub async fn new_async() -> Result<Self> {
-        let mut instance = wgpu::InstanceDescriptor::new_without_display_handle();
-        // wgpu's debug builds set `DEBUG`, under which naga writes SPIR-V debug info whose
-        // line numbers it finds by scanning the WGSL from its start for every statement:
-        // 25x slower pipelines for nn's modules. Off unless `WGPU_DEBUG=1` asks for it.
-        instance.flags.remove(wgpu::InstanceFlags::DEBUG);
-        let instance = wgpu::Instance::new(instance.with_env());
+        let instance = wgpu::Instance::new(instance_descriptor());
         let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
         let infos: Vec<wgpu::AdapterInfo> = adapters.iter().map(wgpu::Adapter::get_info).collect();
         let candidates: Vec<adapter::Candidate> = infos.iter().map(Into::into).collect();
@@ -592,9 +587,26 @@ impl fmt::Debug for Runtime {
     }
 }
 
+/// The `wgpu` instance's options: wgpu's defaults and environment variables, but for
+/// `InstanceFlags::DEBUG`, which wgpu's debug builds set and under which naga writes SPIR-V
+/// debug info whose line numbers it finds by scanning the WGSL from its start for every
+/// statement (25x slower pipelines for nn's modules). Off unless `WGPU_DEBUG=1` asks for it.
+fn instance_descriptor() -> wgpu::InstanceDescriptor {
+    let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle();
+    descriptor.flags.remove(wgpu::InstanceFlags::DEBUG);
+    descriptor.with_env()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wgpus_debug_flag_is_off_unless_asked_for() {
+        let asked = std::env::var("WGPU_DEBUG").is_ok_and(|v| v != "0");
+        let flags = instance_descriptor().flags;
+        assert_eq!(flags.contains(wgpu::InstanceFlags::DEBUG), asked);
+    }
 
     #[test]
     fn the_tensor_core_setting_is_on_or_off_and_anything_else_is_an_error() {
