@@ -65,6 +65,8 @@
 //!   `f32`); the norms' parameter gradients are column sums over the rows.
 //! - [`Sgd`] (with momentum) and [`Adam`]: parameter updates.
 //! - [`RadixSort`]: sorts `u32` or `f32` keys in place, alone or with a value each (stable).
+//! - [`Attention`]: scaled dot-product attention's forward (causal or not, grouped queries),
+//!   in strict `f32`, as FlashAttention computes it; no backward yet.
 //!
 //! Building an op or a layer compiles nothing: each kernel is compiled at the first call
 //! that runs it (with autotuning, the first call of a shape also compiles and times the
@@ -118,6 +120,7 @@ macro_rules! prepare_fields {
 }
 
 mod activation;
+mod attention;
 mod conv;
 mod gemm;
 mod kernels;
@@ -132,6 +135,7 @@ mod split;
 mod tune;
 
 pub use activation::Activation;
+pub use attention::{Attention, AttentionForward, AttentionMask, AttentionShape, MAX_HEAD_DIM};
 pub use conv::{
     Conv2dBackward, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape, Convolution,
     Padding,
@@ -169,6 +173,10 @@ pub const WGSL_ROWS: &str = kernels::row_ops::WGSL;
 /// The WGSL of [`RadixSort`], a kernels module of its own; it needs no optional device
 /// feature.
 pub const WGSL_SORT: &str = kernels::sort_ops::WGSL;
+
+/// The WGSL of [`Attention`], a kernels module of its own; it needs no optional device
+/// feature.
+pub const WGSL_ATTENTION: &str = kernels::attention_ops::WGSL;
 
 /// The error for arguments an op cannot work with.
 fn invalid(operation: &str, problem: String) -> Error {

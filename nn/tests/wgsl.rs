@@ -13,8 +13,8 @@
 //!   gather, an elementwise kernel), without the `// line N` comments.
 //!
 //! The row operations' module (`WGSL_ROWS`) has its own pair, `wgsl__rows_entry_points.snap`
-//! and `wgsl__rows_samples.snap`; the radix sort's (`WGSL_SORT`) is pinned whole,
-//! `wgsl__sort.snap`.
+//! and `wgsl__rows_samples.snap`; the radix sort's (`WGSL_SORT`) and attention's
+//! (`WGSL_ATTENTION`) are pinned whole, `wgsl__sort.snap` and `wgsl__attention.snap`.
 //!
 //! Review with `cargo insta review`, or regenerate with `INSTA_UPDATE=always`.
 
@@ -222,6 +222,13 @@ fn sort_kernels_are_pinned() {
     insta::assert_snapshot!("sort", tessera_nn::WGSL_SORT);
 }
 
+/// Attention's module ([`tessera_nn::WGSL_ATTENTION`]), pinned whole: one kernel, two
+/// instances.
+#[test]
+fn attention_kernels_are_pinned() {
+    insta::assert_snapshot!("attention", tessera_nn::WGSL_ATTENTION);
+}
+
 #[test]
 fn portable_kernels_pass_tint() {
     let mut batch =
@@ -230,6 +237,7 @@ fn portable_kernels_pass_tint() {
     batch.add("nn", tessera_nn::WGSL_PORTABLE).unwrap();
     batch.add("rows", tessera_nn::WGSL_ROWS).unwrap();
     batch.add("sort", tessera_nn::WGSL_SORT).unwrap();
+    batch.add("attention", tessera_nn::WGSL_ATTENTION).unwrap();
     match batch.validate() {
         Ok(verdict) => tessera_tint::note(&verdict.to_string()),
         Err(report) => panic!("Tint rejects WGSL that naga accepted:\n{report}"),

@@ -44,6 +44,7 @@
 //! (`conv::plan::over_window`).
 
 pub(crate) mod activation;
+mod attention;
 mod conv;
 mod conv_forward;
 mod conv_grad_input;
@@ -81,6 +82,7 @@ mod libraries {
     pub(crate) use super::winograd::winograd;
 }
 
+pub(crate) use attention::attention_ops;
 /// The shared constants the host code names (`kernels::GROUP`, ..).
 pub(crate) use params::params::{FEW, NARROW, SUMS};
 pub(crate) use rows::row_ops;
