@@ -2,6 +2,7 @@
 
 use crate::invalid;
 use crate::kernels::attention_ops as kernels;
+use crate::spare::Spare;
 use tessera::{Batch, GpuBuffer, Result, Runtime};
 
 /// The sizes of one attention call. Every tensor is row-major and contiguous: queries and
@@ -68,15 +69,47 @@ pub struct AttentionForward<'a> {
     pub lse: &'a mut GpuBuffer<f32>,
 }
 
+/// One [`Attention::backward`]: the forward's arguments, its results, and the gradients.
+#[derive(Debug)]
+pub struct AttentionBackward<'a> {
+    /// The forward's sizes.
+    pub shape: AttentionShape,
+    /// The forward's mask.
+    pub mask: AttentionMask,
+    /// The forward's scale.
+    pub scale: f32,
+    /// The forward's `q`.
+    pub q: &'a GpuBuffer<f32>,
+    /// The forward's `k`.
+    pub k: &'a GpuBuffer<f32>,
+    /// The forward's `v`.
+    pub v: &'a GpuBuffer<f32>,
+    /// The forward's `out`.
+    pub out: &'a GpuBuffer<f32>,
+    /// The forward's `lse`.
+    pub lse: &'a GpuBuffer<f32>,
+    /// `[batch, heads, queries, head_dim]`: the gradient of the loss with respect to `out`.
+    pub grad_out: &'a GpuBuffer<f32>,
+    /// `[batch, heads, queries, head_dim]`: the gradient with respect to `q` (overwritten).
+    pub grad_q: &'a mut GpuBuffer<f32>,
+    /// `[batch, kv_heads, keys, head_dim]`: the gradient with respect to `k` (overwritten),
+    /// summed over the query heads that share each key head.
+    pub grad_k: &'a mut GpuBuffer<f32>,
+    /// `[batch, kv_heads, keys, head_dim]`: the gradient with respect to `v` (overwritten),
+    /// likewise.
+    pub grad_v: &'a mut GpuBuffer<f32>,
+}
+
 /// Scaled dot-product attention, `out = softmax(scale * q kᵀ + mask) v` for every head, in
 /// strict `f32`, as FlashAttention computes it: the scores are never stored, each query row
 /// keeping a running maximum, sum and output while it walks the keys a block at a time.
 ///
 /// Causal or not ([`AttentionMask`]), any numbers of queries and keys, head dimensions up to
 /// [`MAX_HEAD_DIM`], grouped queries (fewer key and value heads than query heads). The
-/// forward only, for now: no backward, no `f16` storage, no tensor cores, no additive mask
-/// or key-padding lengths yet, and the kernel is the simple one (a query row an invocation);
-/// see notes/attention.md.
+/// backward recomputes the probabilities from the forward's log-sum-exp (nothing of the size
+/// of the scores is ever stored) through scratch memory the op keeps (a float per query row).
+/// Not yet: `f16` storage, tensor cores, an additive mask or key-padding lengths; and the
+/// kernels are the simple ones (a row an invocation); see notes/attention.md.
 ///
 /// ```no_run
 /// # use tessera::Runtime;
@@ -102,31 +135,67 @@ pub struct AttentionForward<'a> {
 pub struct Attention {
     /// The forward for each [`kernels::HeadDim`] instance, in its order.
     forward: Vec<kernels::AttentionForward>,
+    /// Each query row's `grad_out · out`.
+    row_dots: kernels::AttentionRowDots,
+    /// The query gradient for each instance.
+    grad_q: Vec<kernels::AttentionGradQ>,
+    /// The key and value gradients for each instance.
+    grad_kv: Vec<kernels::AttentionGradKv>,
+    /// The backward's row dots.
+    dots: Spare<f32>,
 }
 
 impl Attention {
     /// Makes the op; its kernels compile at their first use, or at [`prepare`](Self::prepare).
     pub fn new(rt: &Runtime) -> Result<Self> {
-        let forward = kernels::HeadDim::ALL
-            .iter()
-            .map(|&instance| kernels::AttentionForward::with_constants(rt, instance))
-            .collect::<Result<_>>()?;
-        Ok(Attention { forward })
+        let instances = kernels::HeadDim::ALL;
+        Ok(Attention {
+            forward: instances
+                .iter()
+                .map(|&instance| kernels::AttentionForward::with_constants(rt, instance))
+                .collect::<Result<_>>()?,
+            row_dots: kernels::AttentionRowDots::new(rt)?,
+            grad_q: instances
+                .iter()
+                .map(|&instance| kernels::AttentionGradQ::with_constants(rt, instance))
+                .collect::<Result<_>>()?,
+            grad_kv: instances
+                .iter()
+                .map(|&instance| kernels::AttentionGradKv::with_constants(rt, instance))
+                .collect::<Result<_>>()?,
+            dots: Spare::default(),
+        })
     }
 
     /// Compiles every kernel of the op now rather than at its first use.
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
-        let kernels: Vec<&dyn tessera::Prepare> = self
-            .forward
-            .iter()
-            .map(|k| k as &dyn tessera::Prepare)
-            .collect();
+        let mut kernels: Vec<&dyn tessera::Prepare> = vec![&self.row_dots];
+        for i in 0..self.forward.len() {
+            kernels.extend([
+                &self.forward[i] as &dyn tessera::Prepare,
+                &self.grad_q[i],
+                &self.grad_kv[i],
+            ]);
+        }
         tessera::Prepare::prepare(&kernels[..], rt)
     }
 
     /// Records `out = softmax(scale * q kᵀ + mask) v` and each query row's log-sum-exp.
     pub fn forward(&self, batch: &mut Batch<'_>, args: AttentionForward<'_>) -> Result<()> {
-        let plan = Plan::new(&args)?;
+        let call = Call {
+            operation: "attention forward",
+            shape: args.shape,
+            mask: args.mask,
+            scale: args.scale,
+            q: args.q,
+            k: args.k,
+            v: args.v,
+        };
+        let lengths = [
+            ("out", args.out.len(), Rows::Queries),
+            ("lse", args.lse.len(), Rows::QueryLse),
+        ];
+        let plan = Plan::new(&call, &lengths)?;
         self.forward[plan.instance].record(
             batch,
             kernels::AttentionForwardArgs {
@@ -139,6 +208,94 @@ impl Attention {
             },
         )
     }
+
+    /// Records the gradients of the loss with respect to `q`, `k` and `v`, from the
+    /// forward's arguments and results and the gradient with respect to `out`.
+    pub fn backward(&self, batch: &mut Batch<'_>, args: AttentionBackward<'_>) -> Result<()> {
+        let lengths = [
+            ("out", args.out.len(), Rows::Queries),
+            ("lse", args.lse.len(), Rows::QueryLse),
+            ("grad_out", args.grad_out.len(), Rows::Queries),
+            ("grad_q", args.grad_q.len(), Rows::Queries),
+            ("grad_k", args.grad_k.len(), Rows::Keys),
+            ("grad_v", args.grad_v.len(), Rows::Keys),
+        ];
+        let call = Call {
+            operation: "attention backward",
+            shape: args.shape,
+            mask: args.mask,
+            scale: args.scale,
+            q: args.q,
+            k: args.k,
+            v: args.v,
+        };
+        let plan = Plan::new(&call, &lengths)?;
+        let p = &plan.params;
+        let mut dots = self.dots.lock();
+        let rows = (p.batch_heads * p.queries) as usize;
+        let dots = dots.at_least(batch.runtime(), rows)?;
+        let (out, grad_o) = (args.out, args.grad_out);
+        self.row_dots.record(
+            batch,
+            kernels::AttentionRowDotsArgs {
+                p,
+                o: out,
+                grad_o,
+                dots,
+            },
+        )?;
+        let (q, k, v, lse) = (args.q, args.k, args.v, args.lse);
+        self.grad_q[plan.instance].record(
+            batch,
+            kernels::AttentionGradQArgs {
+                p,
+                q,
+                k,
+                v,
+                grad_o,
+                lse,
+                dots,
+                grad_q: args.grad_q,
+            },
+        )?;
+        self.grad_kv[plan.instance].record(
+            batch,
+            kernels::AttentionGradKvArgs {
+                p,
+                q,
+                k,
+                v,
+                grad_o,
+                lse,
+                dots,
+                grad_k: args.grad_k,
+                grad_v: args.grad_v,
+            },
+        )
+    }
+}
+
+/// What a buffer of a call holds, and so its length.
+#[derive(Clone, Copy)]
+enum Rows {
+    /// `[batch, heads, queries, head_dim]`.
+    Queries,
+    /// `[batch, kv_heads, keys, head_dim]`.
+    Keys,
+    /// `[batch, heads, queries]`.
+    QueryLse,
+}
+
+/// What every call checks: its shape, mask, scale and inputs.
+struct Call<'a> {
+    /// The call's name in errors.
+    operation: &'static str,
+    shape: AttentionShape,
+    mask: AttentionMask,
+    scale: f32,
+    q: &'a GpuBuffer<f32>,
+    k: &'a GpuBuffer<f32>,
+    v: &'a GpuBuffer<f32>,
 }
 
 /// How one call runs: its parameters and the kernel instance its head dimension takes.
@@ -149,11 +306,11 @@ struct Plan {
 }
 
 impl Plan {
-    /// Checks the call's shape, scale and buffers, and plans it.
-    fn new(args: &AttentionForward<'_>) -> Result<Self> {
-        const OPERATION: &str = "attention forward";
-        let fail = |problem: String| Err(invalid(OPERATION, problem));
-        let s = args.shape;
+    /// Checks the call's shape, scale and buffers (its inputs and `buffers`, each a name, a
+    /// length and what it holds), and plans it.
+    fn new(call: &Call<'_>, buffers: &[(&str, usize, Rows)]) -> Result<Self> {
+        let fail = |problem: String| Err(invalid(call.operation, problem));
+        let s = call.shape;
         let sizes = [
             ("batch", s.batch),
             ("heads", s.heads),
@@ -180,21 +337,20 @@ impl Plan {
                 s.head_dim
             ));
         }
-        if !args.scale.is_finite() {
-            return fail(format!("the scale is {}: pass a finite number", args.scale));
+        if !call.scale.is_finite() {
+            return fail(format!("the scale is {}: pass a finite number", call.scale));
         }
-        let lengths = [
-            ("q", args.q.len(), [s.batch, s.heads, s.queries, s.head_dim]),
-            ("k", args.k.len(), [s.batch, s.kv_heads, s.keys, s.head_dim]),
-            ("v", args.v.len(), [s.batch, s.kv_heads, s.keys, s.head_dim]),
-            (
-                "out",
-                args.out.len(),
-                [s.batch, s.heads, s.queries, s.head_dim],
-            ),
-            ("lse", args.lse.len(), [s.batch, s.heads, s.queries, 1]),
+        let inputs = [
+            ("q", call.q.len(), Rows::Queries),
+            ("k", call.k.len(), Rows::Keys),
+            ("v", call.v.len(), Rows::Keys),
         ];
-        for (name, len, dims) in lengths {
+        for &(name, len, rows) in inputs.iter().chain(buffers) {
+            let dims = match rows {
+                Rows::Queries => [s.batch, s.heads, s.queries, s.head_dim],
+                Rows::Keys => [s.batch, s.kv_heads, s.keys, s.head_dim],
+                Rows::QueryLse => [s.batch, s.heads, s.queries, 1],
+            };
             let Some(want) = dims.iter().try_fold(1u32, |n, &d| n.checked_mul(d)) else {
                 return fail(format!(
                     "`{name}` of {dims:?} has more elements than u32 indices reach: split the \
@@ -219,8 +375,8 @@ impl Plan {
                 queries: s.queries,
                 keys: s.keys,
                 head_dim: s.head_dim,
-                causal: u32::from(args.mask == AttentionMask::Causal),
-                scale: args.scale,
+                causal: u32::from(call.mask == AttentionMask::Causal),
+                scale: call.scale,
             },
             instance,
         })

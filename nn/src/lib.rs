@@ -65,8 +65,8 @@
 //!   `f32`); the norms' parameter gradients are column sums over the rows.
 //! - [`Sgd`] (with momentum) and [`Adam`]: parameter updates.
 //! - [`RadixSort`]: sorts `u32` or `f32` keys in place, alone or with a value each (stable).
-//! - [`Attention`]: scaled dot-product attention's forward (causal or not, grouped queries),
-//!   in strict `f32`, as FlashAttention computes it; no backward yet.
+//! - [`Attention`]: scaled dot-product attention, forward and backward (causal or not,
+//!   grouped queries), in strict `f32`, as FlashAttention computes it.
 //!
 //! Building an op or a layer compiles nothing: each kernel is compiled at the first call
 //! that runs it (with autotuning, the first call of a shape also compiles and times the
@@ -135,7 +135,9 @@ mod split;
 mod tune;
 
 pub use activation::Activation;
-pub use attention::{Attention, AttentionForward, AttentionMask, AttentionShape, MAX_HEAD_DIM};
+pub use attention::{
+    Attention, AttentionBackward, AttentionForward, AttentionMask, AttentionShape, MAX_HEAD_DIM,
+};
 pub use conv::{
     Conv2dBackward, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape, Convolution,
     Padding,

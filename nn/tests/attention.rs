@@ -1,63 +1,99 @@
-//! `Attention`'s forward against attention computed in `f64` on the CPU: causal or not, both
-//! head-dimension instances and dimensions padded up to them, queries and keys past a block
-//! and not multiples of it, fewer keys than queries and more, grouped and multi-query heads,
-//! a scale other than the default; and its refusals.
+//! `Attention`'s forward and backward against attention and its gradients computed in `f64`
+//! on the CPU: causal or not, both head-dimension instances and dimensions padded up to them,
+//! queries and keys past a block and not multiples of it, fewer keys than queries and more,
+//! grouped and multi-query heads, a scale other than the default; and their refusals.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::{assert_close, rng, runtime, values};
 use tessera::{Error, Runtime};
-use tessera_nn::{Attention, AttentionForward, AttentionMask, AttentionShape};
+use tessera_nn::{Attention, AttentionBackward, AttentionForward, AttentionMask, AttentionShape};
 
-/// The output and the log-sum-exp of `softmax(scale * q kᵀ + mask) v`, by definition.
+/// What the reference computes: the forward's results and the gradients for `grad_out`.
+struct Reference {
+    out: Vec<f32>,
+    lse: Vec<f32>,
+    grad_q: Vec<f32>,
+    grad_k: Vec<f32>,
+    grad_v: Vec<f32>,
+}
+
+/// `softmax(scale * q kᵀ + mask) v`, its log-sum-exp and its gradients, by definition: with
+/// `p` the probabilities, `grad_v += p grad_out`, `ds = p (grad_out · v - sum_j p_j grad_out ·
+/// v_j)`, `grad_q = scale * ds k`, `grad_k += scale * ds q`.
 fn reference(
     s: AttentionShape,
     mask: AttentionMask,
     scale: f32,
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-) -> (Vec<f32>, Vec<f32>) {
+    [q, k, v, grad_out]: [&[f32]; 4],
+) -> Reference {
     let (queries, keys, d) = (s.queries as usize, s.keys as usize, s.head_dim as usize);
     let group = (s.heads / s.kv_heads) as usize;
+    let scale = scale as f64;
     let mut out = Vec::new();
     let mut lse = Vec::new();
+    let mut grad_q = Vec::new();
+    let mut grad_k = vec![0.0f64; k.len()];
+    let mut grad_v = vec![0.0f64; v.len()];
+    let row =
+        |x: &[f32], r: usize| -> Vec<f64> { x[r * d..][..d].iter().map(|&a| a as f64).collect() };
+    let dot = |a: &[f64], b: &[f64]| -> f64 { a.iter().zip(b).map(|(x, y)| x * y).sum() };
     for head in 0..(s.batch * s.heads) as usize {
         let kv = head / group;
         for i in 0..queries {
-            let row = &q[(head * queries + i) * d..][..d];
+            let (qi, gi) = (
+                row(q, head * queries + i),
+                row(grad_out, head * queries + i),
+            );
             let seen = match mask {
                 AttentionMask::None => keys,
                 AttentionMask::Causal => keys.min(i + 1),
             };
             let scores: Vec<f64> = (0..seen)
-                .map(|j| {
-                    let key = &k[(kv * keys + j) * d..][..d];
-                    let dot: f64 = row
-                        .iter()
-                        .zip(key)
-                        .map(|(&a, &b)| a as f64 * b as f64)
-                        .sum();
-                    dot * scale as f64
-                })
+                .map(|j| scale * dot(&qi, &row(k, kv * keys + j)))
                 .collect();
             let max = scores.iter().copied().fold(f64::MIN, f64::max);
-            let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
-            let sum: f64 = weights.iter().sum();
-            for c in 0..d {
-                let acc: f64 = (0..seen)
-                    .map(|j| weights[j] * v[(kv * keys + j) * d + c] as f64)
-                    .sum();
-                out.push((acc / sum) as f32);
+            let sum: f64 = scores.iter().map(|s| (s - max).exp()).sum();
+            let probs: Vec<f64> = scores.iter().map(|s| (s - max).exp() / sum).collect();
+            let mut o = vec![0.0f64; d];
+            for (j, &p) in probs.iter().enumerate() {
+                for (c, x) in row(v, kv * keys + j).into_iter().enumerate() {
+                    o[c] += p * x;
+                }
             }
+            out.extend(o.iter().map(|&x| x as f32));
             lse.push((max + sum.ln()) as f32);
+            let grad_p: Vec<f64> = (0..seen)
+                .map(|j| dot(&gi, &row(v, kv * keys + j)))
+                .collect();
+            let total: f64 = probs.iter().zip(&grad_p).map(|(p, g)| p * g).sum();
+            let mut gq = vec![0.0f64; d];
+            for j in 0..seen {
+                let ds = probs[j] * (grad_p[j] - total);
+                let kj = row(k, kv * keys + j);
+                let at = (kv * keys + j) * d;
+                for c in 0..d {
+                    gq[c] += scale * ds * kj[c];
+                    grad_k[at + c] += scale * ds * qi[c];
+                    grad_v[at + c] += probs[j] * gi[c];
+                }
+            }
+            grad_q.extend(gq.iter().map(|&x| x as f32));
         }
     }
-    (out, lse)
+    let f32s = |v: Vec<f64>| v.into_iter().map(|x| x as f32).collect();
+    Reference {
+        out,
+        lse,
+        grad_q,
+        grad_k: f32s(grad_k),
+        grad_v: f32s(grad_v),
+    }
 }
 
-/// Runs the forward on random data and compares it with the reference.
+/// Runs the forward and the backward on random data and compares all five results with the
+/// reference.
 fn check(
     rt: &Runtime,
     attention: &Attention,
@@ -72,22 +108,23 @@ fn check(
     let kv_len = (s.batch * s.kv_heads * s.keys * s.head_dim) as usize;
     // Scores of a few units, so that the softmax is neither flat nor one-hot.
     let scaled = |v: Vec<f32>| v.into_iter().map(|x| 3.0 * x).collect::<Vec<_>>();
-    let (qv, kv, vv) = (
+    let (qv, kv, vv, gv) = (
         scaled(values(&mut rng, q_len)),
         scaled(values(&mut rng, kv_len)),
         values(&mut rng, kv_len),
+        values(&mut rng, q_len),
     );
-    let (want_out, want_lse) = reference(s, mask, scale, &qv, &kv, &vv);
-    let (q, k, v) = (
-        rt.upload(&qv).unwrap(),
-        rt.upload(&kv).unwrap(),
-        rt.upload(&vv).unwrap(),
+    let want = reference(s, mask, scale, [&qv, &kv, &vv, &gv]);
+    let upload = |x: &[f32]| rt.upload(x).unwrap();
+    let (q, k, v, grad_out) = (upload(&qv), upload(&kv), upload(&vv), upload(&gv));
+    let zeros = |n: usize| rt.zeros::<f32>(n).unwrap();
+    let (mut out, mut lse) = (
+        zeros(q_len),
+        zeros((s.batch * s.heads * s.queries) as usize),
     );
-    let mut out = rt.zeros::<f32>(q_len).unwrap();
-    let mut lse = rt
-        .zeros::<f32>((s.batch * s.heads * s.queries) as usize)
-        .unwrap();
+    let (mut grad_q, mut grad_k, mut grad_v) = (zeros(q_len), zeros(kv_len), zeros(kv_len));
     let mut batch = rt.batch();
+    let (out_ref, lse_ref) = (&mut out, &mut lse);
     let args = AttentionForward {
         shape,
         mask,
@@ -95,16 +132,36 @@ fn check(
         q: &q,
         k: &k,
         v: &v,
-        out: &mut out,
-        lse: &mut lse,
+        out: out_ref,
+        lse: lse_ref,
     };
     attention.forward(&mut batch, args).unwrap();
+    let args = AttentionBackward {
+        shape,
+        mask,
+        scale,
+        q: &q,
+        k: &k,
+        v: &v,
+        out: &out,
+        lse: &lse,
+        grad_out: &grad_out,
+        grad_q: &mut grad_q,
+        grad_k: &mut grad_k,
+        grad_v: &mut grad_v,
+    };
+    attention.backward(&mut batch, args).unwrap();
     batch.submit().unwrap();
     let context = format!("{shape:?}, {mask:?}, scale {scale}");
-    for (name, got, want) in [
-        ("out", out.read(rt).unwrap(), want_out),
-        ("lse", lse.read(rt).unwrap(), want_lse),
-    ] {
+    let results = [
+        ("out", &out, want.out),
+        ("lse", &lse, want.lse),
+        ("grad_q", &grad_q, want.grad_q),
+        ("grad_k", &grad_k, want.grad_k),
+        ("grad_v", &grad_v, want.grad_v),
+    ];
+    for (name, got, want) in results {
+        let got = got.read(rt).unwrap();
         if std::panic::catch_unwind(|| assert_close(&got, &want, 1e-4)).is_err() {
             panic!("{name} differs for {context}");
         }
@@ -130,7 +187,7 @@ fn shape(
 }
 
 #[test]
-fn the_forward_matches_attention_in_f64() {
+fn forward_and_backward_match_attention_in_f64() {
     let rt = runtime();
     let attention = Attention::new(&rt).unwrap();
     let cases = [
@@ -208,4 +265,33 @@ fn the_forward_refuses_bad_shapes_saying_why() {
         problem.contains("`q` holds 63 elements") && problem.contains("at least 64"),
         "{problem}"
     );
+    // The backward checks its own buffers too.
+    let s = shape(1, 2, 1, 4, 4, 8);
+    let (q, k, v) = (buffer(64), buffer(32), buffer(32));
+    let (out, lse, grad_out) = (buffer(64), buffer(8), buffer(64));
+    let (mut grad_q, mut grad_k, mut grad_v) = (buffer(64), buffer(31), buffer(32));
+    let args = AttentionBackward {
+        shape: s,
+        mask: AttentionMask::Causal,
+        scale: 1.0,
+        q: &q,
+        k: &k,
+        v: &v,
+        out: &out,
+        lse: &lse,
+        grad_out: &grad_out,
+        grad_q: &mut grad_q,
+        grad_k: &mut grad_k,
+        grad_v: &mut grad_v,
+    };
+    let mut batch = rt.batch();
+    let refused = attention.backward(&mut batch, args);
+    drop(batch);
+    match refused {
+        Err(Error::InvalidArgument { operation, problem }) => {
+            assert_eq!(operation, "attention backward");
+            assert!(problem.contains("`grad_k` holds 31 elements"), "{problem}");
+        }
+        other => panic!("a short `grad_k` was not refused: {other:?}"),
+    }
 }

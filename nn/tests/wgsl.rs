@@ -13,8 +13,8 @@
 //!   gather, an elementwise kernel), without the `// line N` comments.
 //!
 //! The row operations' module (`WGSL_ROWS`) has its own pair, `wgsl__rows_entry_points.snap`
-//! and `wgsl__rows_samples.snap`; the radix sort's (`WGSL_SORT`) and attention's
-//! (`WGSL_ATTENTION`) are pinned whole, `wgsl__sort.snap` and `wgsl__attention.snap`.
+//! and `wgsl__rows_samples.snap`, and so does attention's (`WGSL_ATTENTION`); the radix
+//! sort's (`WGSL_SORT`) is pinned whole, `wgsl__sort.snap`.
 //!
 //! Review with `cargo insta review`, or regenerate with `INSTA_UPDATE=always`.
 
@@ -222,11 +222,16 @@ fn sort_kernels_are_pinned() {
     insta::assert_snapshot!("sort", tessera_nn::WGSL_SORT);
 }
 
-/// Attention's module ([`tessera_nn::WGSL_ATTENTION`]), pinned whole: one kernel, two
-/// instances.
+/// Attention's module ([`tessera_nn::WGSL_ATTENTION`]): every entry point, and in full the
+/// forward's narrower instance and the row dots (the others unroll the same loops wider, or
+/// walk the blocks the other way; all of them pass Tint below).
 #[test]
 fn attention_kernels_are_pinned() {
-    insta::assert_snapshot!("attention", tessera_nn::WGSL_ATTENTION);
+    let table = entry_point_table(tessera_nn::WGSL_ATTENTION);
+    insta::assert_snapshot!("attention_entry_points", table);
+    let samples = ["attention_forward_d64_keys32", "attention_row_dots"];
+    let samples = samples_of(tessera_nn::WGSL_ATTENTION, &samples);
+    insta::assert_snapshot!("attention_samples", samples);
 }
 
 #[test]

@@ -9,6 +9,13 @@
 //! log-sum-exp, which a backward recomputes the probabilities from. Head dimensions up to `D`
 //! are padded with zeros (in registers and in the staged blocks, never in memory).
 //!
+//! The backward recomputes each probability from the forward's log-sum-exp, as FlashAttention
+//! does, in three kernels: each query row's `dO · O` (`attention_row_dots`); the query
+//! gradient, a query row an invocation walking the key blocks as the forward does
+//! (`attention_grad_q`); the key and value gradients, a key row an invocation walking the
+//! query blocks of every query head that shares it (`attention_grad_kv`). No atomics: each
+//! gradient row has one invocation that sums it.
+//!
 //! This is the correct, simple form: one row an invocation keeps `2 * D` registers, and each
 //! score is a dot product read from workgroup memory. The tiled form on the GEMM parts (and
 //! on the tensor cores) is the next step; see notes/attention.md.
@@ -86,16 +93,9 @@ pub mod attention_ops {
             keys = p.keys.min((first + ROWS).min(p.queries));
         }
         for start in (0..keys).step_by(KEYS) {
-            #[unroll]
-            for r in 0..KEYS * D / ROWS {
-                let at = r * ROWS + local;
-                let key = start + at / D;
-                let c = at % D;
-                let inside = key < p.keys && c < p.head_dim;
-                let from = kv_at + key * p.head_dim + c;
-                staged_k[at] = if inside { k[from] } else { 0.0 };
-                staged_v[at] = if inside { v[from] } else { 0.0 };
-            }
+            stage_rows(
+                staged_k, staged_v, k, v, kv_at, start, p.keys, p.head_dim, local,
+            );
             workgroup_barrier();
             let mut scores = [0.0f32; KEYS];
             let mut block_max = -f32::MAX;
@@ -140,6 +140,228 @@ pub mod attention_ops {
                 }
             }
             lse[head * p.queries + row] = running_max + sum.ln();
+        }
+    }
+
+    /// `dots[r] = grad_o[r] · o[r]` for every query row `r` of every head: the term each
+    /// probability's gradient subtracts (`sum_j p_j dp_j`).
+    #[kernel(workgroup = [ROWS], grid = [ceil_div(p.batch_heads * p.queries, ROWS)])]
+    pub fn attention_row_dots(
+        p: &AttentionParams,
+        #[len(p.batch_heads * p.queries * p.head_dim)] o: &[f32],
+        #[len(p.batch_heads * p.queries * p.head_dim)] grad_o: &[f32],
+        #[len(p.batch_heads * p.queries)] dots: &mut [f32],
+    ) {
+        let row = global_id().x;
+        if row < p.batch_heads * p.queries {
+            let mut dot = 0.0f32;
+            for c in 0..p.head_dim {
+                dot += o[row * p.head_dim + c] * grad_o[row * p.head_dim + c];
+            }
+            dots[row] = dot;
+        }
+    }
+
+    /// `grad_q = scale * sum_j ds_j k_j` for `ROWS` query rows of one head, where `ds_j =
+    /// p_j (grad_o · v_j - dots)` and `p_j = exp(scale * q · k_j - lse)`: the forward's walk
+    /// over the key blocks, each probability recomputed from the row's log-sum-exp.
+    #[kernel(workgroup = [ROWS], constants = HeadDim,
+             grid = [ceil_div(p.queries, ROWS), p.batch_heads])]
+    pub fn attention_grad_q(
+        p: &AttentionParams,
+        #[len(p.batch_heads * p.queries * p.head_dim)] q: &[f32],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] k: &[f32],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] v: &[f32],
+        #[len(p.batch_heads * p.queries * p.head_dim)] grad_o: &[f32],
+        #[len(p.batch_heads * p.queries)] lse: &[f32],
+        #[len(p.batch_heads * p.queries)] dots: &[f32],
+        #[len(p.batch_heads * p.queries * p.head_dim)] grad_q: &mut [f32],
+        #[workgroup] staged_k: &mut [f32; KEYS * D],
+        #[workgroup] staged_v: &mut [f32; KEYS * D],
+    ) {
+        let local = local_index();
+        let head = workgroup_id().y;
+        let first = workgroup_id().x * ROWS;
+        let row = first + local;
+        let live = row < p.queries;
+        let q_at = (head * p.queries + row) * p.head_dim;
+        let kv_at = head / p.group * p.keys * p.head_dim;
+        let mut query = [0.0f32; D];
+        let mut grad_row = [0.0f32; D];
+        let mut grad = [0.0f32; D];
+        let mut row_lse = 0.0f32;
+        let mut row_dot = 0.0f32;
+        if live {
+            row_lse = lse[head * p.queries + row];
+            row_dot = dots[head * p.queries + row];
+        }
+        #[unroll]
+        for c in 0..D {
+            if live && c < p.head_dim {
+                query[c] = q[q_at + c] * p.scale;
+                grad_row[c] = grad_o[q_at + c];
+            }
+        }
+        let mut keys = p.keys;
+        if p.causal == 1 {
+            keys = p.keys.min((first + ROWS).min(p.queries));
+        }
+        for start in (0..keys).step_by(KEYS) {
+            stage_rows(
+                staged_k, staged_v, k, v, kv_at, start, p.keys, p.head_dim, local,
+            );
+            workgroup_barrier();
+            for j in 0..KEYS {
+                if live && sees(row, start + j, p.keys, p.causal) {
+                    let mut score = 0.0f32;
+                    let mut grad_p = 0.0f32;
+                    #[unroll]
+                    for c in 0..D {
+                        score += query[c] * staged_k[j * D + c];
+                        grad_p += grad_row[c] * staged_v[j * D + c];
+                    }
+                    let grad_score = (score - row_lse).exp() * (grad_p - row_dot);
+                    #[unroll]
+                    for c in 0..D {
+                        grad[c] += grad_score * staged_k[j * D + c];
+                    }
+                }
+            }
+            workgroup_barrier();
+        }
+        if live {
+            #[unroll]
+            for c in 0..D {
+                if c < p.head_dim {
+                    grad_q[q_at + c] = grad[c] * p.scale;
+                }
+            }
+        }
+    }
+
+    /// `grad_v = sum_i p_i grad_o_i` and `grad_k = scale * sum_i ds_i q_i` for `ROWS` key rows
+    /// of one key head (`workgroup_id().y`, batch included), over every query row of the query
+    /// heads that share it, `KEYS / 2` query rows a block, staged scaled (so `ds_i` times the
+    /// staged row is already `scale * ds_i q_i`).
+    #[kernel(workgroup = [ROWS], constants = HeadDim,
+             grid = [ceil_div(p.keys, ROWS), p.batch_heads / p.group])]
+    pub fn attention_grad_kv(
+        p: &AttentionParams,
+        #[len(p.batch_heads * p.queries * p.head_dim)] q: &[f32],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] k: &[f32],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] v: &[f32],
+        #[len(p.batch_heads * p.queries * p.head_dim)] grad_o: &[f32],
+        #[len(p.batch_heads * p.queries)] lse: &[f32],
+        #[len(p.batch_heads * p.queries)] dots: &[f32],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] grad_k: &mut [f32],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] grad_v: &mut [f32],
+        #[workgroup] staged_q: &mut [f32; KEYS / 2 * D],
+        #[workgroup] staged_grad_o: &mut [f32; KEYS / 2 * D],
+        #[workgroup] staged_lse: &mut [f32; KEYS / 2],
+        #[workgroup] staged_dots: &mut [f32; KEYS / 2],
+    ) {
+        let local = local_index();
+        let kv_head = workgroup_id().y;
+        let first = workgroup_id().x * ROWS;
+        let key = first + local;
+        let live = key < p.keys;
+        let kv_at = (kv_head * p.keys + key) * p.head_dim;
+        let mut key_row = [0.0f32; D];
+        let mut value_row = [0.0f32; D];
+        #[unroll]
+        for c in 0..D {
+            if live && c < p.head_dim {
+                key_row[c] = k[kv_at + c];
+                value_row[c] = v[kv_at + c];
+            }
+        }
+        let mut grad_key = [0.0f32; D];
+        let mut grad_value = [0.0f32; D];
+        // Under the causal mask, no query before this workgroup's first key sees its keys.
+        let mut from = 0u32;
+        if p.causal == 1 {
+            from = first / (KEYS / 2) * (KEYS / 2);
+        }
+        for g in 0..p.group {
+            let head = kv_head * p.group + g;
+            for start in (from..p.queries).step_by(KEYS / 2) {
+                let q_at = head * p.queries * p.head_dim;
+                #[unroll]
+                for r in 0..KEYS / 2 * D / ROWS {
+                    let slot = r * ROWS + local;
+                    let query = start + slot / D;
+                    let c = slot % D;
+                    let inside = query < p.queries && c < p.head_dim;
+                    let from = q_at + query * p.head_dim + c;
+                    staged_q[slot] = if inside { q[from] * p.scale } else { 0.0 };
+                    staged_grad_o[slot] = if inside { grad_o[from] } else { 0.0 };
+                }
+                if local < KEYS / 2 {
+                    let query = start + local;
+                    staged_lse[local] = 0.0;
+                    staged_dots[local] = 0.0;
+                    if query < p.queries {
+                        staged_lse[local] = lse[head * p.queries + query];
+                        staged_dots[local] = dots[head * p.queries + query];
+                    }
+                }
+                workgroup_barrier();
+                for i in 0..KEYS / 2 {
+                    let query = start + i;
+                    if live && query < p.queries && sees(query, key, p.keys, p.causal) {
+                        let mut score = 0.0f32;
+                        let mut grad_p = 0.0f32;
+                        #[unroll]
+                        for c in 0..D {
+                            score += staged_q[i * D + c] * key_row[c];
+                            grad_p += staged_grad_o[i * D + c] * value_row[c];
+                        }
+                        let prob = (score - staged_lse[i]).exp();
+                        let grad_score = prob * (grad_p - staged_dots[i]);
+                        #[unroll]
+                        for c in 0..D {
+                            grad_value[c] += prob * staged_grad_o[i * D + c];
+                            grad_key[c] += grad_score * staged_q[i * D + c];
+                        }
+                    }
+                }
+                workgroup_barrier();
+            }
+        }
+        if live {
+            #[unroll]
+            for c in 0..D {
+                if c < p.head_dim {
+                    grad_k[kv_at + c] = grad_key[c];
+                    grad_v[kv_at + c] = grad_value[c];
+                }
+            }
+        }
+    }
+
+    /// Stages rows `start..start + KEYS` of two matrices of `rows` rows of `width` scalars
+    /// (from `at`) into `a` and `b`, `D` scalars a row: zeros past `rows` and past `width`.
+    /// Each invocation of the `ROWS` stages its share.
+    fn stage_rows(
+        a: &mut [f32; KEYS * D],
+        b: &mut [f32; KEYS * D],
+        x: &[f32],
+        y: &[f32],
+        at: u32,
+        start: u32,
+        rows: u32,
+        width: u32,
+        local: u32,
+    ) {
+        #[unroll]
+        for r in 0..KEYS * D / ROWS {
+            let slot = r * ROWS + local;
+            let row = start + slot / D;
+            let c = slot % D;
+            let inside = row < rows && c < width;
+            let from = at + row * width + c;
+            a[slot] = if inside { x[from] } else { 0.0 };
+            b[slot] = if inside { y[from] } else { 0.0 };
         }
     }
 }
