@@ -62,6 +62,10 @@ pub struct AttentionForward<'a> {
     pub k: &'a GpuBuffer<f32>,
     /// `[batch, kv_heads, keys, head_dim]`.
     pub v: &'a GpuBuffer<f32>,
+    /// `[batch]`: how many keys each sequence has, where they differ (padded batches):
+    /// queries of sequence `b` see its first `key_lengths[b]` keys alone (at most `keys`; a
+    /// sequence of 0 keys gets zero outputs). `None`: every sequence has `keys`.
+    pub key_lengths: Option<&'a GpuBuffer<u32>>,
     /// `[batch, heads, queries, head_dim]`: `softmax(scale * q kᵀ) v` (overwritten).
     pub out: &'a mut GpuBuffer<f32>,
     /// `[batch, heads, queries]`: each query row's log-sum-exp of its scaled scores
@@ -84,6 +88,8 @@ pub struct AttentionBackward<'a> {
     pub k: &'a GpuBuffer<f32>,
     /// The forward's `v`.
     pub v: &'a GpuBuffer<f32>,
+    /// The forward's `key_lengths`.
+    pub key_lengths: Option<&'a GpuBuffer<u32>>,
     /// The forward's `out`.
     pub out: &'a GpuBuffer<f32>,
     /// The forward's `lse`.
@@ -104,12 +110,13 @@ pub struct AttentionBackward<'a> {
 /// strict `f32`, as FlashAttention computes it: the scores are never stored, each query row
 /// keeping a running maximum, sum and output while it walks the keys a block at a time.
 ///
-/// Causal or not ([`AttentionMask`]), any numbers of queries and keys, head dimensions up to
+/// Causal or not ([`AttentionMask`]), sequences of different lengths in one batch
+/// (`key_lengths`), any numbers of queries and keys, head dimensions up to
 /// [`MAX_HEAD_DIM`], grouped queries (fewer key and value heads than query heads). The
 /// backward recomputes the probabilities from the forward's log-sum-exp (nothing of the size
 /// of the scores is ever stored) through scratch memory the op keeps (a float per query row).
-/// Not yet: `f16` storage, tensor cores, an additive mask or key-padding lengths; and the
-/// kernels are the simple ones (a row an invocation); see notes/attention.md.
+/// Not yet: `f16` storage, tensor cores, an additive mask; and the kernels are the simple
+/// ones (a row an invocation); see notes/attention.md.
 ///
 /// ```no_run
 /// # use tessera::Runtime;
@@ -124,7 +131,8 @@ pub struct AttentionBackward<'a> {
 /// let mut batch = rt.batch();
 /// let scale = shape.default_scale();
 /// let (q, k, v, out, lse) = (&q, &k, &v, &mut out, &mut lse);
-/// let args = AttentionForward { shape, mask: AttentionMask::Causal, scale, q, k, v, out, lse };
+/// let mask = AttentionMask::Causal;
+/// let args = AttentionForward { shape, mask, scale, q, k, v, key_lengths: None, out, lse };
 /// attention.forward(&mut batch, args)?;
 /// batch.submit()?;
 /// // Query 0 sees key 0 alone; query 1 both keys, equally.
@@ -135,14 +143,16 @@ pub struct AttentionBackward<'a> {
 pub struct Attention {
     /// The forward for each [`kernels::HeadDim`] instance, in its order.
     forward: Vec<kernels::AttentionForward>,
-    /// Each query row's `grad_out · out`.
-    row_dots: kernels::AttentionRowDots,
+    /// Each query row's log-sum-exp and `grad_out · out`.
+    row_stats: kernels::AttentionRowStats,
     /// The query gradient for each instance.
     grad_q: Vec<kernels::AttentionGradQ>,
     /// The key and value gradients for each instance.
     grad_kv: Vec<kernels::AttentionGradKv>,
-    /// The backward's row dots.
-    dots: Spare<f32>,
+    /// The backward's row statistics.
+    stats: Spare<[f32; 2]>,
+    /// What the kernels bind for `key_lengths` where a call has none (never read).
+    no_lengths: Spare<u32>,
 }
 
 impl Attention {
@@ -154,7 +164,7 @@ impl Attention {
                 .iter()
                 .map(|&instance| kernels::AttentionForward::with_constants(rt, instance))
                 .collect::<Result<_>>()?,
-            row_dots: kernels::AttentionRowDots::new(rt)?,
+            row_stats: kernels::AttentionRowStats::new(rt)?,
             grad_q: instances
                 .iter()
                 .map(|&instance| kernels::AttentionGradQ::with_constants(rt, instance))
@@ -163,13 +173,14 @@ impl Attention {
                 .iter()
                 .map(|&instance| kernels::AttentionGradKv::with_constants(rt, instance))
                 .collect::<Result<_>>()?,
-            dots: Spare::default(),
+            stats: Spare::default(),
+            no_lengths: Spare::default(),
         })
     }
 
     /// Compiles every kernel of the op now rather than at its first use.
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
-        let mut kernels: Vec<&dyn tessera::Prepare> = vec![&self.row_dots];
+        let mut kernels: Vec<&dyn tessera::Prepare> = vec![&self.row_stats];
         for i in 0..self.forward.len() {
             kernels.extend([
                 &self.forward[i] as &dyn tessera::Prepare,
@@ -190,12 +201,18 @@ impl Attention {
             q: args.q,
             k: args.k,
             v: args.v,
+            key_lengths: args.key_lengths,
         };
-        let lengths = [
+        let outputs = [
             ("out", args.out.len(), Rows::Queries),
             ("lse", args.lse.len(), Rows::QueryLse),
         ];
-        let plan = Plan::new(&call, &lengths)?;
+        let plan = Plan::new(&call, &outputs)?;
+        let mut no_lengths = self.no_lengths.lock();
+        let key_lengths = match args.key_lengths {
+            Some(lengths) => lengths,
+            None => no_lengths.at_least(batch.runtime(), 1)?,
+        };
         self.forward[plan.instance].record(
             batch,
             kernels::AttentionForwardArgs {
@@ -205,6 +222,7 @@ impl Attention {
                 v: args.v,
                 o: args.out,
                 lse: args.lse,
+                key_lengths,
             },
         )
     }
@@ -212,14 +230,6 @@ impl Attention {
     /// Records the gradients of the loss with respect to `q`, `k` and `v`, from the
     /// forward's arguments and results and the gradient with respect to `out`.
     pub fn backward(&self, batch: &mut Batch<'_>, args: AttentionBackward<'_>) -> Result<()> {
-        let lengths = [
-            ("out", args.out.len(), Rows::Queries),
-            ("lse", args.lse.len(), Rows::QueryLse),
-            ("grad_out", args.grad_out.len(), Rows::Queries),
-            ("grad_q", args.grad_q.len(), Rows::Queries),
-            ("grad_k", args.grad_k.len(), Rows::Keys),
-            ("grad_v", args.grad_v.len(), Rows::Keys),
-        ];
         let call = Call {
             operation: "attention backward",
             shape: args.shape,
@@ -228,23 +238,33 @@ impl Attention {
             q: args.q,
             k: args.k,
             v: args.v,
+            key_lengths: args.key_lengths,
         };
-        let plan = Plan::new(&call, &lengths)?;
+        let others = [
+            ("out", args.out.len(), Rows::Queries),
+            ("lse", args.lse.len(), Rows::QueryLse),
+            ("grad_out", args.grad_out.len(), Rows::Queries),
+            ("grad_q", args.grad_q.len(), Rows::Queries),
+            ("grad_k", args.grad_k.len(), Rows::Keys),
+            ("grad_v", args.grad_v.len(), Rows::Keys),
+        ];
+        let plan = Plan::new(&call, &others)?;
         let p = &plan.params;
-        let mut dots = self.dots.lock();
-        let rows = (p.batch_heads * p.queries) as usize;
-        let dots = dots.at_least(batch.runtime(), rows)?;
-        let (out, grad_o) = (args.out, args.grad_out);
-        self.row_dots.record(
-            batch,
-            kernels::AttentionRowDotsArgs {
-                p,
-                o: out,
-                grad_o,
-                dots,
-            },
-        )?;
-        let (q, k, v, lse) = (args.q, args.k, args.v, args.lse);
+        let (mut stats, mut no_lengths) = (self.stats.lock(), self.no_lengths.lock());
+        let stats = stats.at_least(batch.runtime(), (p.batch_heads * p.queries) as usize)?;
+        let key_lengths = match args.key_lengths {
+            Some(lengths) => lengths,
+            None => no_lengths.at_least(batch.runtime(), 1)?,
+        };
+        let (q, k, v, lse, o, grad_o) = (args.q, args.k, args.v, args.lse, args.out, args.grad_out);
+        let row_stats = kernels::AttentionRowStatsArgs {
+            p,
+            o,
+            grad_o,
+            lse,
+            stats,
+        };
+        self.row_stats.record(batch, row_stats)?;
         self.grad_q[plan.instance].record(
             batch,
             kernels::AttentionGradQArgs {
@@ -253,9 +273,9 @@ impl Attention {
                 k,
                 v,
                 grad_o,
-                lse,
-                dots,
+                stats,
                 grad_q: args.grad_q,
+                key_lengths,
             },
         )?;
         self.grad_kv[plan.instance].record(
@@ -266,10 +286,10 @@ impl Attention {
                 k,
                 v,
                 grad_o,
-                lse,
-                dots,
+                stats,
                 grad_k: args.grad_k,
                 grad_v: args.grad_v,
+                key_lengths,
             },
         )
     }
@@ -284,6 +304,8 @@ enum Rows {
     Keys,
     /// `[batch, heads, queries]`.
     QueryLse,
+    /// `[batch]`.
+    Sequences,
 }
 
 /// What every call checks: its shape, mask, scale and inputs.
@@ -296,6 +318,7 @@ struct Call<'a> {
     q: &'a GpuBuffer<f32>,
     k: &'a GpuBuffer<f32>,
     v: &'a GpuBuffer<f32>,
+    key_lengths: Option<&'a GpuBuffer<u32>>,
 }
 
 /// How one call runs: its parameters and the kernel instance its head dimension takes.
@@ -340,16 +363,20 @@ impl Plan {
         if !call.scale.is_finite() {
             return fail(format!("the scale is {}: pass a finite number", call.scale));
         }
-        let inputs = [
+        let mut inputs = vec![
             ("q", call.q.len(), Rows::Queries),
             ("k", call.k.len(), Rows::Keys),
             ("v", call.v.len(), Rows::Keys),
         ];
+        if let Some(lengths) = call.key_lengths {
+            inputs.push(("key_lengths", lengths.len(), Rows::Sequences));
+        }
         for &(name, len, rows) in inputs.iter().chain(buffers) {
             let dims = match rows {
                 Rows::Queries => [s.batch, s.heads, s.queries, s.head_dim],
                 Rows::Keys => [s.batch, s.kv_heads, s.keys, s.head_dim],
                 Rows::QueryLse => [s.batch, s.heads, s.queries, 1],
+                Rows::Sequences => [s.batch, 1, 1, 1],
             };
             let Some(want) = dims.iter().try_fold(1u32, |n, &d| n.checked_mul(d)) else {
                 return fail(format!(
@@ -371,6 +398,8 @@ impl Plan {
         Ok(Plan {
             params: kernels::AttentionParams {
                 batch_heads: s.batch * s.heads,
+                heads: s.heads,
+                padded: u32::from(call.key_lengths.is_some()),
                 group: s.heads / s.kv_heads,
                 queries: s.queries,
                 keys: s.keys,

@@ -26,6 +26,7 @@ fn reference(
     s: AttentionShape,
     mask: AttentionMask,
     scale: f32,
+    lengths: Option<&[u32]>,
     [q, k, v, grad_out]: [&[f32]; 4],
 ) -> Reference {
     let (queries, keys, d) = (s.queries as usize, s.keys as usize, s.head_dim as usize);
@@ -46,10 +47,18 @@ fn reference(
                 row(q, head * queries + i),
                 row(grad_out, head * queries + i),
             );
+            let sequence = head / s.heads as usize;
+            let keys_here = lengths.map_or(keys, |l| (l[sequence] as usize).min(keys));
             let seen = match mask {
-                AttentionMask::None => keys,
-                AttentionMask::Causal => keys.min(i + 1),
+                AttentionMask::None => keys_here,
+                AttentionMask::Causal => keys_here.min(i + 1),
             };
+            if seen == 0 {
+                out.extend(std::iter::repeat_n(0.0, d));
+                lse.push(-f32::MAX);
+                grad_q.extend(std::iter::repeat_n(0.0, d));
+                continue;
+            }
             let scores: Vec<f64> = (0..seen)
                 .map(|j| scale * dot(&qi, &row(k, kv * keys + j)))
                 .collect();
@@ -92,14 +101,15 @@ fn reference(
     }
 }
 
-/// Runs the forward and the backward on random data and compares all five results with the
-/// reference.
+/// Runs the forward and the backward on random data (and `lengths` keys a sequence, if
+/// given) and compares all five results with the reference.
 fn check(
     rt: &Runtime,
     attention: &Attention,
     shape: AttentionShape,
     mask: AttentionMask,
     scale: f32,
+    lengths: Option<&[u32]>,
     seed: u64,
 ) {
     let mut rng = rng(seed);
@@ -114,7 +124,9 @@ fn check(
         values(&mut rng, kv_len),
         values(&mut rng, q_len),
     );
-    let want = reference(s, mask, scale, [&qv, &kv, &vv, &gv]);
+    let want = reference(s, mask, scale, lengths, [&qv, &kv, &vv, &gv]);
+    let key_lengths = lengths.map(|l| rt.upload(l).unwrap());
+    let key_lengths = key_lengths.as_ref();
     let upload = |x: &[f32]| rt.upload(x).unwrap();
     let (q, k, v, grad_out) = (upload(&qv), upload(&kv), upload(&vv), upload(&gv));
     let zeros = |n: usize| rt.zeros::<f32>(n).unwrap();
@@ -132,6 +144,7 @@ fn check(
         q: &q,
         k: &k,
         v: &v,
+        key_lengths,
         out: out_ref,
         lse: lse_ref,
     };
@@ -143,6 +156,7 @@ fn check(
         q: &q,
         k: &k,
         v: &v,
+        key_lengths,
         out: &out,
         lse: &lse,
         grad_out: &grad_out,
@@ -152,7 +166,7 @@ fn check(
     };
     attention.backward(&mut batch, args).unwrap();
     batch.submit().unwrap();
-    let context = format!("{shape:?}, {mask:?}, scale {scale}");
+    let context = format!("{shape:?}, {mask:?}, scale {scale}, key lengths {lengths:?}");
     let results = [
         ("out", &out, want.out),
         ("lse", &lse, want.lse),
@@ -208,18 +222,32 @@ fn forward_and_backward_match_attention_in_f64() {
     ];
     for (i, s) in cases.into_iter().enumerate() {
         for mask in [AttentionMask::None, AttentionMask::Causal] {
-            check(&rt, &attention, s, mask, s.default_scale(), i as u64);
+            check(&rt, &attention, s, mask, s.default_scale(), None, i as u64);
         }
     }
     // A scale other than the default.
-    check(
-        &rt,
-        &attention,
-        shape(1, 2, 1, 33, 50, 48),
-        AttentionMask::Causal,
-        0.7,
-        99,
-    );
+    let s = shape(1, 2, 1, 33, 50, 48);
+    check(&rt, &attention, s, AttentionMask::Causal, 0.7, None, 99);
+    // Sequences of different lengths: one of every key, shorter ones (past a key block and
+    // not), one of no keys (zero outputs and gradients); grouped heads, both masks, both
+    // instances.
+    let lengths = [70, 33, 0, 5];
+    for (i, s) in [shape(4, 2, 1, 40, 70, 64), shape(4, 2, 2, 19, 70, 128)]
+        .into_iter()
+        .enumerate()
+    {
+        for mask in [AttentionMask::None, AttentionMask::Causal] {
+            check(
+                &rt,
+                &attention,
+                s,
+                mask,
+                s.default_scale(),
+                Some(&lengths),
+                50 + i as u64,
+            );
+        }
+    }
 }
 
 #[test]
@@ -238,6 +266,7 @@ fn the_forward_refuses_bad_shapes_saying_why() {
             q: &q,
             k: &k,
             v: &v,
+            key_lengths: None,
             out: &mut out,
             lse: &mut lse,
         };
@@ -277,6 +306,7 @@ fn the_forward_refuses_bad_shapes_saying_why() {
         q: &q,
         k: &k,
         v: &v,
+        key_lengths: None,
         out: &out,
         lse: &lse,
         grad_out: &grad_out,

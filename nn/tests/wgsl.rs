@@ -223,13 +223,13 @@ fn sort_kernels_are_pinned() {
 }
 
 /// Attention's module ([`tessera_nn::WGSL_ATTENTION`]): every entry point, and in full the
-/// forward's narrower instance and the row dots (the others unroll the same loops wider, or
+/// forward's narrower instance and the row statistics (the others unroll the same loops wider, or
 /// walk the blocks the other way; all of them pass Tint below).
 #[test]
 fn attention_kernels_are_pinned() {
     let table = entry_point_table(tessera_nn::WGSL_ATTENTION);
     insta::assert_snapshot!("attention_entry_points", table);
-    let samples = ["attention_forward_d64_keys32", "attention_row_dots"];
+    let samples = ["attention_forward_d64_keys32", "attention_row_stats"];
     let samples = samples_of(tessera_nn::WGSL_ATTENTION, &samples);
     insta::assert_snapshot!("attention_samples", samples);
 }

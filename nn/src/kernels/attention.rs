@@ -10,7 +10,8 @@
 //! are padded with zeros (in registers and in the staged blocks, never in memory).
 //!
 //! The backward recomputes each probability from the forward's log-sum-exp, as FlashAttention
-//! does, in three kernels: each query row's `dO · O` (`attention_row_dots`); the query
+//! does, in three kernels: each query row's `dO · O`, beside its log-sum-exp
+//! (`attention_row_stats`); the query
 //! gradient, a query row an invocation walking the key blocks as the forward does
 //! (`attention_grad_q`); the key and value gradients, a key row an invocation walking the
 //! query blocks of every query head that shares it (`attention_grad_kv`). No atomics: each
@@ -36,6 +37,11 @@ pub mod attention_ops {
     pub struct AttentionParams {
         /// Query heads over the batch: `batch * heads`.
         pub batch_heads: u32,
+        /// Query heads of each sequence.
+        pub heads: u32,
+        /// 1 where `key_lengths` holds each sequence's number of keys, 0 where every
+        /// sequence has `keys` (and `key_lengths` is not read).
+        pub padded: u32,
         /// Query heads sharing one key and value head: `heads / kv_heads`.
         pub group: u32,
         /// Query rows of each head.
@@ -55,6 +61,16 @@ pub mod attention_ops {
         key < keys && (causal == 0 || key <= row)
     }
 
+    /// The keys of query head `head`'s sequence: `keys`, or its entry of `key_lengths` (at
+    /// most `keys`) where the call is `padded`.
+    fn sequence_keys(key_lengths: &[u32], head: u32, heads: u32, keys: u32, padded: u32) -> u32 {
+        let mut n = keys;
+        if padded == 1 {
+            n = key_lengths[head / heads].min(keys);
+        }
+        n
+    }
+
     /// `o = softmax(scale * q kᵀ) v` for `ROWS` query rows of one head (`workgroup_id().y`
     /// is the head over the batch), with each row's log-sum-exp of the scaled scores.
     #[kernel(workgroup = [ROWS], constants = HeadDim,
@@ -66,6 +82,7 @@ pub mod attention_ops {
         #[len(p.batch_heads / p.group * p.keys * p.head_dim)] v: &[f32],
         #[len(p.batch_heads * p.queries * p.head_dim)] o: &mut [f32],
         #[len(p.batch_heads * p.queries)] lse: &mut [f32],
+        #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
         #[workgroup] staged_k: &mut [f32; KEYS * D],
         #[workgroup] staged_v: &mut [f32; KEYS * D],
     ) {
@@ -77,6 +94,7 @@ pub mod attention_ops {
         let q_at = (head * p.queries + row) * p.head_dim;
         // `head / group`: the key and value head of this query head, batch included.
         let kv_at = head / p.group * p.keys * p.head_dim;
+        let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
         let mut query = [0.0f32; D];
         #[unroll]
         for c in 0..D {
@@ -101,7 +119,7 @@ pub mod attention_ops {
             let mut block_max = -f32::MAX;
             for j in 0..KEYS {
                 let key = start + j;
-                if sees(row, key, p.keys, p.causal) {
+                if sees(row, key, seq_keys, p.causal) {
                     let mut dot = 0.0f32;
                     #[unroll]
                     for c in 0..D {
@@ -120,7 +138,7 @@ pub mod attention_ops {
             }
             for j in 0..KEYS {
                 let key = start + j;
-                if sees(row, key, p.keys, p.causal) {
+                if sees(row, key, seq_keys, p.causal) {
                     let weight = (scores[j] - new_max).exp();
                     sum += weight;
                     #[unroll]
@@ -133,24 +151,32 @@ pub mod attention_ops {
             workgroup_barrier();
         }
         if live {
+            // A row that sees no key (its sequence has none) gets zeros.
+            let inverse = if sum > 0.0 { 1.0 / sum } else { 0.0 };
             #[unroll]
             for c in 0..D {
                 if c < p.head_dim {
-                    o[q_at + c] = out[c] / sum;
+                    o[q_at + c] = out[c] * inverse;
                 }
             }
-            lse[head * p.queries + row] = running_max + sum.ln();
+            lse[head * p.queries + row] = if sum > 0.0 {
+                running_max + sum.ln()
+            } else {
+                -f32::MAX
+            };
         }
     }
 
-    /// `dots[r] = grad_o[r] · o[r]` for every query row `r` of every head: the term each
-    /// probability's gradient subtracts (`sum_j p_j dp_j`).
+    /// `stats[r] = (lse[r], grad_o[r] · o[r])` for every query row `r` of every head: its
+    /// log-sum-exp beside the term each probability's gradient subtracts (`sum_j p_j dp_j`),
+    /// one buffer for the gradient kernels to read (which bind eight buffers already).
     #[kernel(workgroup = [ROWS], grid = [ceil_div(p.batch_heads * p.queries, ROWS)])]
-    pub fn attention_row_dots(
+    pub fn attention_row_stats(
         p: &AttentionParams,
         #[len(p.batch_heads * p.queries * p.head_dim)] o: &[f32],
         #[len(p.batch_heads * p.queries * p.head_dim)] grad_o: &[f32],
-        #[len(p.batch_heads * p.queries)] dots: &mut [f32],
+        #[len(p.batch_heads * p.queries)] lse: &[f32],
+        #[len(p.batch_heads * p.queries)] stats: &mut [Vec2<f32>],
     ) {
         let row = global_id().x;
         if row < p.batch_heads * p.queries {
@@ -158,7 +184,7 @@ pub mod attention_ops {
             for c in 0..p.head_dim {
                 dot += o[row * p.head_dim + c] * grad_o[row * p.head_dim + c];
             }
-            dots[row] = dot;
+            stats[row] = vec2(lse[row], dot);
         }
     }
 
@@ -173,9 +199,9 @@ pub mod attention_ops {
         #[len(p.batch_heads / p.group * p.keys * p.head_dim)] k: &[f32],
         #[len(p.batch_heads / p.group * p.keys * p.head_dim)] v: &[f32],
         #[len(p.batch_heads * p.queries * p.head_dim)] grad_o: &[f32],
-        #[len(p.batch_heads * p.queries)] lse: &[f32],
-        #[len(p.batch_heads * p.queries)] dots: &[f32],
+        #[len(p.batch_heads * p.queries)] stats: &[Vec2<f32>],
         #[len(p.batch_heads * p.queries * p.head_dim)] grad_q: &mut [f32],
+        #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
         #[workgroup] staged_k: &mut [f32; KEYS * D],
         #[workgroup] staged_v: &mut [f32; KEYS * D],
     ) {
@@ -186,14 +212,16 @@ pub mod attention_ops {
         let live = row < p.queries;
         let q_at = (head * p.queries + row) * p.head_dim;
         let kv_at = head / p.group * p.keys * p.head_dim;
+        let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
         let mut query = [0.0f32; D];
         let mut grad_row = [0.0f32; D];
         let mut grad = [0.0f32; D];
         let mut row_lse = 0.0f32;
         let mut row_dot = 0.0f32;
         if live {
-            row_lse = lse[head * p.queries + row];
-            row_dot = dots[head * p.queries + row];
+            let row_stats = stats[head * p.queries + row];
+            row_lse = row_stats.x;
+            row_dot = row_stats.y;
         }
         #[unroll]
         for c in 0..D {
@@ -212,7 +240,7 @@ pub mod attention_ops {
             );
             workgroup_barrier();
             for j in 0..KEYS {
-                if live && sees(row, start + j, p.keys, p.causal) {
+                if live && sees(row, start + j, seq_keys, p.causal) {
                     let mut score = 0.0f32;
                     let mut grad_p = 0.0f32;
                     #[unroll]
@@ -251,10 +279,10 @@ pub mod attention_ops {
         #[len(p.batch_heads / p.group * p.keys * p.head_dim)] k: &[f32],
         #[len(p.batch_heads / p.group * p.keys * p.head_dim)] v: &[f32],
         #[len(p.batch_heads * p.queries * p.head_dim)] grad_o: &[f32],
-        #[len(p.batch_heads * p.queries)] lse: &[f32],
-        #[len(p.batch_heads * p.queries)] dots: &[f32],
+        #[len(p.batch_heads * p.queries)] stats: &[Vec2<f32>],
         #[len(p.batch_heads / p.group * p.keys * p.head_dim)] grad_k: &mut [f32],
         #[len(p.batch_heads / p.group * p.keys * p.head_dim)] grad_v: &mut [f32],
+        #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
         #[workgroup] staged_q: &mut [f32; KEYS / 2 * D],
         #[workgroup] staged_grad_o: &mut [f32; KEYS / 2 * D],
         #[workgroup] staged_lse: &mut [f32; KEYS / 2],
@@ -282,6 +310,8 @@ pub mod attention_ops {
         if p.causal == 1 {
             from = first / (KEYS / 2) * (KEYS / 2);
         }
+        // Every query head of the group is of the same sequence.
+        let seq_keys = sequence_keys(key_lengths, kv_head * p.group, p.heads, p.keys, p.padded);
         for g in 0..p.group {
             let head = kv_head * p.group + g;
             for start in (from..p.queries).step_by(KEYS / 2) {
@@ -301,14 +331,15 @@ pub mod attention_ops {
                     staged_lse[local] = 0.0;
                     staged_dots[local] = 0.0;
                     if query < p.queries {
-                        staged_lse[local] = lse[head * p.queries + query];
-                        staged_dots[local] = dots[head * p.queries + query];
+                        let row_stats = stats[head * p.queries + query];
+                        staged_lse[local] = row_stats.x;
+                        staged_dots[local] = row_stats.y;
                     }
                 }
                 workgroup_barrier();
                 for i in 0..KEYS / 2 {
                     let query = start + i;
-                    if live && query < p.queries && sees(query, key, p.keys, p.causal) {
+                    if live && query < p.queries && sees(query, key, seq_keys, p.causal) {
                         let mut score = 0.0f32;
                         let mut grad_p = 0.0f32;
                         #[unroll]
