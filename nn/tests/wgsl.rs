@@ -223,8 +223,8 @@ fn sort_kernels_are_pinned() {
 }
 
 /// Attention's module ([`tessera_nn::WGSL_ATTENTION`]): every entry point, and in full the
-/// forward's narrower instance and the row statistics (the others unroll the same loops wider, or
-/// walk the blocks the other way; all of them pass Tint below).
+/// forward's narrower instance and the row statistics (the others unroll the same loops
+/// wider, or walk the blocks the other way; all of them pass Tint below).
 #[test]
 fn attention_kernels_are_pinned() {
     let table = entry_point_table(tessera_nn::WGSL_ATTENTION);
