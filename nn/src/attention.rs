@@ -132,7 +132,8 @@ pub struct AttentionBackward<'a> {
 /// let scale = shape.default_scale();
 /// let (q, k, v, out, lse) = (&q, &k, &v, &mut out, &mut lse);
 /// let mask = AttentionMask::Causal;
-/// let args = AttentionForward { shape, mask, scale, q, k, v, key_lengths: None, out, lse };
+/// let key_lengths = None; // every sequence has `keys`
+/// let args = AttentionForward { shape, mask, scale, q, k, v, key_lengths, out, lse };
 /// attention.forward(&mut batch, args)?;
 /// batch.submit()?;
 /// // Query 0 sees key 0 alone; query 1 both keys, equally.

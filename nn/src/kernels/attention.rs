@@ -71,6 +71,38 @@ pub mod attention_ops {
         n
     }
 
+    /// The keys a workgroup of query rows from `first` reads: all `keys`, or under the causal
+    /// mask none past its last row's.
+    fn keys_read(keys: u32, first: u32, queries: u32, causal: u32) -> u32 {
+        let mut n = keys;
+        if causal == 1 {
+            n = keys.min((first + ROWS).min(queries));
+        }
+        n
+    }
+
+    /// `row` = the `width` scalars at `x[at]` times `factor`, zeros past them (and all zeros
+    /// where not `live`).
+    fn load_row(row: &mut [f32; D], x: &[f32], at: u32, live: bool, width: u32, factor: f32) {
+        #[unroll]
+        for c in 0..D {
+            row[c] = 0.0;
+            if live && c < width {
+                row[c] = x[at + c] * factor;
+            }
+        }
+    }
+
+    /// Stores the first `width` scalars of `row` times `factor` to `y[at]`, where `live`.
+    fn store_row(row: &[f32; D], y: &mut [f32], at: u32, live: bool, width: u32, factor: f32) {
+        #[unroll]
+        for c in 0..D {
+            if live && c < width {
+                y[at + c] = row[c] * factor;
+            }
+        }
+    }
+
     /// `o = softmax(scale * q kᵀ) v` for `ROWS` query rows of one head (`workgroup_id().y`
     /// is the head over the batch), with each row's log-sum-exp of the scaled scores.
     #[kernel(workgroup = [ROWS], constants = HeadDim,
@@ -96,21 +128,11 @@ pub mod attention_ops {
         let kv_at = head / p.group * p.keys * p.head_dim;
         let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
         let mut query = [0.0f32; D];
-        #[unroll]
-        for c in 0..D {
-            if live && c < p.head_dim {
-                query[c] = q[q_at + c] * p.scale;
-            }
-        }
+        load_row(&mut query, q, q_at, live, p.head_dim, p.scale);
         let mut out = [0.0f32; D];
         let mut running_max = -f32::MAX;
         let mut sum = 0.0f32;
-        // The keys any row of the workgroup sees: under the causal mask, none past its last.
-        let mut keys = p.keys;
-        if p.causal == 1 {
-            keys = p.keys.min((first + ROWS).min(p.queries));
-        }
-        for start in (0..keys).step_by(KEYS) {
+        for start in (0..keys_read(p.keys, first, p.queries, p.causal)).step_by(KEYS) {
             stage_rows(
                 staged_k, staged_v, k, v, kv_at, start, p.keys, p.head_dim, local,
             );
@@ -153,12 +175,7 @@ pub mod attention_ops {
         if live {
             // A row that sees no key (its sequence has none) gets zeros.
             let inverse = if sum > 0.0 { 1.0 / sum } else { 0.0 };
-            #[unroll]
-            for c in 0..D {
-                if c < p.head_dim {
-                    o[q_at + c] = out[c] * inverse;
-                }
-            }
+            store_row(&out, o, q_at, live, p.head_dim, inverse);
             lse[head * p.queries + row] = if sum > 0.0 {
                 running_max + sum.ln()
             } else {
@@ -223,18 +240,9 @@ pub mod attention_ops {
             row_lse = row_stats.x;
             row_dot = row_stats.y;
         }
-        #[unroll]
-        for c in 0..D {
-            if live && c < p.head_dim {
-                query[c] = q[q_at + c] * p.scale;
-                grad_row[c] = grad_o[q_at + c];
-            }
-        }
-        let mut keys = p.keys;
-        if p.causal == 1 {
-            keys = p.keys.min((first + ROWS).min(p.queries));
-        }
-        for start in (0..keys).step_by(KEYS) {
+        load_row(&mut query, q, q_at, live, p.head_dim, p.scale);
+        load_row(&mut grad_row, grad_o, q_at, live, p.head_dim, 1.0);
+        for start in (0..keys_read(p.keys, first, p.queries, p.causal)).step_by(KEYS) {
             stage_rows(
                 staged_k, staged_v, k, v, kv_at, start, p.keys, p.head_dim, local,
             );
@@ -257,14 +265,7 @@ pub mod attention_ops {
             }
             workgroup_barrier();
         }
-        if live {
-            #[unroll]
-            for c in 0..D {
-                if c < p.head_dim {
-                    grad_q[q_at + c] = grad[c] * p.scale;
-                }
-            }
-        }
+        store_row(&grad, grad_q, q_at, live, p.head_dim, p.scale);
     }
 
     /// `grad_v = sum_i p_i grad_o_i` and `grad_k = scale * sum_i ds_i q_i` for `ROWS` key rows
@@ -296,13 +297,8 @@ pub mod attention_ops {
         let kv_at = (kv_head * p.keys + key) * p.head_dim;
         let mut key_row = [0.0f32; D];
         let mut value_row = [0.0f32; D];
-        #[unroll]
-        for c in 0..D {
-            if live && c < p.head_dim {
-                key_row[c] = k[kv_at + c];
-                value_row[c] = v[kv_at + c];
-            }
-        }
+        load_row(&mut key_row, k, kv_at, live, p.head_dim, 1.0);
+        load_row(&mut value_row, v, kv_at, live, p.head_dim, 1.0);
         let mut grad_key = [0.0f32; D];
         let mut grad_value = [0.0f32; D];
         // Under the causal mask, no query before this workgroup's first key sees its keys.
@@ -359,15 +355,8 @@ pub mod attention_ops {
                 workgroup_barrier();
             }
         }
-        if live {
-            #[unroll]
-            for c in 0..D {
-                if c < p.head_dim {
-                    grad_k[kv_at + c] = grad_key[c];
-                    grad_v[kv_at + c] = grad_value[c];
-                }
-            }
-        }
+        store_row(&grad_key, grad_k, kv_at, live, p.head_dim, 1.0);
+        store_row(&grad_value, grad_v, kv_at, live, p.head_dim, 1.0);
     }
 
     /// Stages rows `start..start + KEYS` of two matrices of `rows` rows of `width` scalars
