@@ -124,7 +124,8 @@ pub struct AttentionBackward<'a> {
 /// # fn main() -> Result<(), tessera::Error> {
 /// let rt = Runtime::new()?;
 /// let attention = Attention::new(&rt)?;
-/// let shape = AttentionShape { batch: 1, heads: 1, kv_heads: 1, queries: 2, keys: 2, head_dim: 1 };
+/// let (batch, heads, kv_heads) = (1, 1, 1);
+/// let shape = AttentionShape { batch, heads, kv_heads, queries: 2, keys: 2, head_dim: 1 };
 /// let (q, k) = (rt.upload(&[1.0f32, 1.0])?, rt.upload(&[0.0f32, 0.0])?);
 /// let v = rt.upload(&[2.0f32, 4.0])?;
 /// let (mut out, mut lse) = (rt.zeros::<f32>(2)?, rt.zeros::<f32>(2)?);
