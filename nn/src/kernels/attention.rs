@@ -11,11 +11,11 @@
 //!
 //! The backward recomputes each probability from the forward's log-sum-exp, as FlashAttention
 //! does, in three kernels: each query row's `dO · O`, beside its log-sum-exp
-//! (`attention_row_stats`); the query
-//! gradient, a query row an invocation walking the key blocks as the forward does
-//! (`attention_grad_q`); the key and value gradients, a key row an invocation walking the
-//! query blocks of every query head that shares it (`attention_grad_kv`). No atomics: each
-//! gradient row has one invocation that sums it.
+//! (`attention_row_stats`); the query gradient, a query row an invocation walking the key
+//! blocks as the forward does (`attention_grad_q`); the key and value gradients, a key row an
+//! invocation walking the query blocks of every query head that shares it
+//! (`attention_grad_kv`). No atomics: each gradient row has one invocation that sums it.
+//! Sequences shorter than `keys` (`key_lengths`) mask their keys past the end, in every pass.
 //!
 //! This is the correct, simple form: one row an invocation keeps `2 * D` registers, and each
 //! score is a dot product read from workgroup memory. The tiled form on the GEMM parts (and
