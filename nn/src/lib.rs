@@ -63,7 +63,8 @@
 //!   in registers (rows of up to [`MAX_COLS`] scalars; longer ones are taken a segment at
 //!   a time), forward and backward, over `f32` or `f16` storage ([`RowElement`]; sums in
 //!   `f32`); the norms' parameter gradients are column sums over the rows.
-//! - [`Sgd`] (with momentum) and [`Adam`]: parameter updates.
+//! - [`Sgd`] (with momentum) and [`Adam`] (AdamW with [`WeightDecay::Decoupled`]): parameter
+//!   updates.
 //! - [`RadixSort`]: sorts `u32` or `f32` keys in place, alone or with a value each (stable).
 //! - [`Attention`]: scaled dot-product attention, forward and backward (causal or not,
 //!   grouped queries), in strict `f32`, as FlashAttention computes it.
@@ -147,7 +148,7 @@ pub use layers::{
     Conv2d, Conv2dConfig, Init, Layer, LayerNormLayer, Linear, LinearConfig, NormLayer, Parameter,
     RmsNormLayer,
 };
-pub use optim::{Adam, AdamConfig, AdamState, Sgd, SgdConfig};
+pub use optim::{Adam, AdamConfig, AdamState, Sgd, SgdConfig, WeightDecay};
 pub use precision::Precision;
 pub use rows::{
     LayerNorm, LayerNormBackward, LayerNormForward, LossBackward, LossForward, LossShape, RmsNorm,

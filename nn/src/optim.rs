@@ -79,7 +79,22 @@ impl Sgd {
     }
 }
 
-/// Adam's hyperparameters; PyTorch's `Adam(lr, betas, eps, weight_decay)` semantics.
+/// How Adam decays the weights.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum WeightDecay {
+    /// None.
+    #[default]
+    None,
+    /// An L2 penalty added to the gradient, `grad + decay * param`, before the moments:
+    /// PyTorch's `Adam(weight_decay=decay)`.
+    L2(f32),
+    /// Decoupled from the gradient: each step first shrinks the weights, `param *= 1 - lr *
+    /// decay`: PyTorch's `AdamW(weight_decay=decay)`, what transformers train with.
+    Decoupled(f32),
+}
+
+/// Adam's hyperparameters; PyTorch's `Adam(lr, betas, eps, weight_decay)` semantics, or
+/// `AdamW`'s with [`WeightDecay::Decoupled`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdamConfig {
     /// Step size.
@@ -90,8 +105,8 @@ pub struct AdamConfig {
     pub beta2: f32,
     /// Added to the root of the second moment.
     pub epsilon: f32,
-    /// L2 penalty added to the gradient.
-    pub weight_decay: f32,
+    /// How the weights decay, if they do.
+    pub weight_decay: WeightDecay,
 }
 
 impl Default for AdamConfig {
@@ -102,7 +117,7 @@ impl Default for AdamConfig {
             beta1: 0.9,
             beta2: 0.999,
             epsilon: 1e-8,
-            weight_decay: 0.0,
+            weight_decay: WeightDecay::None,
         }
     }
 }
@@ -133,7 +148,8 @@ impl AdamState {
 
 /// Adam with bias-corrected moments:
 /// `m = b1 m + (1 - b1) g`, `v = b2 v + (1 - b2) g²`,
-/// `param -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)`.
+/// `param -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)`; AdamW with
+/// [`WeightDecay::Decoupled`].
 #[derive(Clone, Debug)]
 pub struct Adam {
     kernel: kernels::AdamStep,
@@ -165,13 +181,19 @@ impl Adam {
             weight_decay,
         } = self.config;
         let steps = state.steps.saturating_add(1);
+        let (l2, decoupled) = match weight_decay {
+            WeightDecay::None => (0.0, 0.0),
+            WeightDecay::L2(decay) => (decay, 0.0),
+            WeightDecay::Decoupled(decay) => (0.0, decay),
+        };
         let p = kernels::AdamParams {
             len,
             learning_rate,
             beta1,
             beta2,
             epsilon,
-            weight_decay,
+            l2,
+            shrink: 1.0 - learning_rate * decoupled,
             correction1: 1.0 - beta1.powi(steps as i32),
             correction2: 1.0 - beta2.powi(steps as i32),
         };

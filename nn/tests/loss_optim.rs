@@ -1,5 +1,5 @@
-//! Softmax cross-entropy (rows of every width and length), SGD with momentum and Adam against
-//! f64 CPU references.
+//! Softmax cross-entropy (rows of every width and length), SGD with momentum and Adam (no
+//! decay, L2, decoupled: AdamW) against f64 CPU references.
 //! Tolerance: 1e-5 relative to the larger magnitude or 1 (a handful of f32 operations each).
 
 #[path = "../../tests/common/mod.rs"]
@@ -9,7 +9,7 @@ use common::{assert_close, property_cases, property_seed, rng, runtime, values, 
 use tessera::{Batch, Error, GpuBuffer};
 use tessera_nn::{
     Adam, AdamConfig, AdamState, LossBackward, LossForward, LossShape, Sgd, SgdConfig,
-    SoftmaxCrossEntropy,
+    SoftmaxCrossEntropy, WeightDecay,
 };
 
 #[test]
@@ -164,15 +164,14 @@ fn sgd_with_momentum_matches_reference_over_steps() {
     assert!(error.to_string().contains("must match"), "{error}");
 }
 
-#[test]
-fn adam_matches_reference_over_steps() {
-    let rt = runtime();
+/// Adam with `weight_decay` over four steps against the update written out in `f64`.
+fn check_adam(rt: &tessera::Runtime, weight_decay: WeightDecay) {
     let config = AdamConfig {
         learning_rate: 0.01,
-        weight_decay: 0.1,
+        weight_decay,
         ..AdamConfig::default()
     };
-    let adam = Adam::new(&rt, config).unwrap();
+    let adam = Adam::new(rt, config).unwrap();
     let mut rng = rng(9);
     let len = 257;
     let mut want_w: Vec<f64> = values(&mut rng, len).into_iter().map(f64::from).collect();
@@ -180,16 +179,22 @@ fn adam_matches_reference_over_steps() {
     let mut w = rt
         .upload(&want_w.iter().map(|&v| v as f32).collect::<Vec<_>>())
         .unwrap();
-    let mut state = AdamState::new(&rt, len).unwrap();
+    let mut state = AdamState::new(rt, len).unwrap();
     let (b1, b2, eps) = (0.9f64, 0.999f64, 1e-8f64);
+    let (l2, decoupled) = match weight_decay {
+        WeightDecay::None => (0.0, 0.0),
+        WeightDecay::L2(decay) => (f64::from(decay), 0.0),
+        WeightDecay::Decoupled(decay) => (0.0, f64::from(decay)),
+    };
     for t in 1..=4 {
         let g = values(&mut rng, len);
         for i in 0..len {
-            let g = f64::from(g[i]) + 0.1 * want_w[i];
+            let g = f64::from(g[i]) + l2 * want_w[i];
             m[i] = b1 * m[i] + (1.0 - b1) * g;
             v[i] = b2 * v[i] + (1.0 - b2) * g * g;
             let m_hat = m[i] / (1.0 - b1.powi(t));
             let v_hat = v[i] / (1.0 - b2.powi(t));
+            want_w[i] *= 1.0 - 0.01 * decoupled;
             want_w[i] -= 0.01 * m_hat / (v_hat.sqrt() + eps);
         }
         let grad = rt.upload(&g).unwrap();
@@ -199,5 +204,14 @@ fn adam_matches_reference_over_steps() {
     }
     assert_eq!(state.steps(), 4);
     let want: Vec<f32> = want_w.iter().map(|&v| v as f32).collect();
-    assert_close(&w.read(&rt).unwrap(), &want, 1e-5);
+    assert_close(&w.read(rt).unwrap(), &want, 1e-5);
+}
+
+#[test]
+fn adam_matches_reference_over_steps() {
+    let rt = runtime();
+    check_adam(&rt, WeightDecay::None);
+    check_adam(&rt, WeightDecay::L2(0.1));
+    // AdamW; a large decay, so that a missing or doubled shrink shows past the tolerance.
+    check_adam(&rt, WeightDecay::Decoupled(0.5));
 }

@@ -151,7 +151,11 @@ pub mod params {
         pub beta1: f32,
         pub beta2: f32,
         pub epsilon: f32,
-        pub weight_decay: f32,
+        /// The L2 penalty's factor (0 without).
+        pub l2: f32,
+        /// What the weights are multiplied by before the step: `1 - lr * decay` for
+        /// decoupled decay, 1 without.
+        pub shrink: f32,
         /// `1 - beta1^t` for step `t`.
         pub correction1: f32,
         /// `1 - beta2^t` for step `t`.

@@ -105,7 +105,8 @@ pub mod training {
         }
     }
 
-    /// Adam (with L2 weight decay added to the gradient), with bias-corrected moments.
+    /// Adam with bias-corrected moments, L2 weight decay added to the gradient (`l2`) and
+    /// decoupled decay shrinking the weights first (`shrink`; AdamW).
     #[kernel(workgroup = [GROUP], grid = [ceil_div(p.len, GROUP)])]
     pub fn adam_step(
         p: &AdamParams,
@@ -116,13 +117,13 @@ pub mod training {
     ) {
         let i = global_id().x;
         if i < p.len {
-            let g = grad[i] + p.weight_decay * param[i];
+            let g = grad[i] + p.l2 * param[i];
             let m = p.beta1 * first[i] + (1.0 - p.beta1) * g;
             let v = p.beta2 * second[i] + (1.0 - p.beta2) * g * g;
             first[i] = m;
             second[i] = v;
             let step = m / p.correction1 / ((v / p.correction2).sqrt() + p.epsilon);
-            param[i] = param[i] - p.learning_rate * step;
+            param[i] = param[i] * p.shrink - p.learning_rate * step;
         }
     }
 }
