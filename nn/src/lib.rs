@@ -64,7 +64,7 @@
 //!   a time), forward and backward, over `f32` or `f16` storage ([`RowElement`]; sums in
 //!   `f32`); the norms' parameter gradients are column sums over the rows.
 //! - [`Sgd`] (with momentum) and [`Adam`] (AdamW with [`WeightDecay::Decoupled`]): parameter
-//!   updates.
+//!   updates; [`GradClip`]: gradients clipped by their global norm.
 //! - [`RadixSort`]: sorts `u32` or `f32` keys in place, alone or with a value each (stable).
 //! - [`Attention`]: scaled dot-product attention, forward and backward (causal or not,
 //!   grouped queries), in strict `f32`, as FlashAttention computes it.
@@ -148,7 +148,7 @@ pub use layers::{
     Conv2d, Conv2dConfig, Init, Layer, LayerNormLayer, Linear, LinearConfig, NormLayer, Parameter,
     RmsNormLayer,
 };
-pub use optim::{Adam, AdamConfig, AdamState, Sgd, SgdConfig, WeightDecay};
+pub use optim::{Adam, AdamConfig, AdamState, GradClip, Sgd, SgdConfig, WeightDecay};
 pub use precision::Precision;
 pub use rows::{
     LayerNorm, LayerNormBackward, LayerNormForward, LossBackward, LossForward, LossShape, RmsNorm,
@@ -180,6 +180,9 @@ pub const WGSL_SORT: &str = kernels::sort_ops::WGSL;
 /// The WGSL of [`Attention`], a kernels module of its own; it needs no optional device
 /// feature.
 pub const WGSL_ATTENTION: &str = kernels::attention_ops::WGSL;
+
+/// The WGSL of [`GradClip`], a kernels module of its own; it needs no optional device feature.
+pub const WGSL_CLIP: &str = kernels::clip_ops::WGSL;
 
 /// The error for arguments an op cannot work with.
 fn invalid(operation: &str, problem: String) -> Error {

@@ -1,6 +1,9 @@
-//! Optimizers: SGD with momentum and Adam, one parameter tensor per step call.
+//! Optimizers: SGD with momentum and Adam (or AdamW), one parameter tensor per step call;
+//! gradient clipping by the global norm of many.
 
 use super::{invalid, kernels};
+use crate::kernels::clip_ops as clip;
+use crate::spare::Spare;
 use tessera::{Batch, GpuBuffer, Result, Runtime};
 
 /// SGD's hyperparameters; PyTorch's `SGD(lr, momentum, weight_decay)` semantics.
@@ -231,4 +234,132 @@ fn same_len(operation: &str, param: &GpuBuffer<f32>, others: &[&GpuBuffer<f32>])
             format!("{len} elements exceed the 2^32 that kernels index"),
         )
     })
+}
+
+/// Clips gradients by their global norm, as PyTorch's `clip_grad_norm_`: where the L2 norm
+/// of all of them together exceeds `max_norm`, every one is multiplied by
+/// `max_norm / (norm + 1e-6)`. Everything stays on the GPU (the norm is not read back),
+/// through scratch memory the op keeps (a float per 256 gradient elements).
+///
+/// ```no_run
+/// # use tessera::Runtime;
+/// # use tessera_nn::GradClip;
+/// # fn main() -> Result<(), tessera::Error> {
+/// let rt = Runtime::new()?;
+/// let clip = GradClip::new(&rt, 1.0)?;
+/// let (mut a, mut b) = (rt.upload(&[3.0f32])?, rt.upload(&[4.0f32])?);
+/// let mut norm = rt.zeros::<f32>(2)?;
+/// let mut batch = rt.batch();
+/// clip.clip(&mut batch, &mut [&mut a, &mut b], &mut norm)?;
+/// batch.submit()?;
+/// assert_eq!(norm.read(&rt)?[0], 5.0); // the norm before clipping
+/// assert!((a.read(&rt)?[0] - 0.6).abs() < 1e-6);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct GradClip {
+    sum_squares: clip::SumSquares,
+    factor: clip::ClipFactor,
+    scale: clip::ScaleByFactor,
+    /// Each workgroup's sum of squares.
+    partials: Spare<f32>,
+    max_norm: f32,
+}
+
+impl GradClip {
+    /// The op, clipping to a global norm of `max_norm` (finite and above 0); its kernels
+    /// compile at their first use, or at [`prepare`](Self::prepare).
+    pub fn new(rt: &Runtime, max_norm: f32) -> Result<Self> {
+        if !(max_norm.is_finite() && max_norm > 0.0) {
+            let problem = format!("`max_norm` is {max_norm}: pass a finite number above 0");
+            return Err(invalid("gradient clipping", problem));
+        }
+        Ok(GradClip {
+            sum_squares: clip::SumSquares::new(rt)?,
+            factor: clip::ClipFactor::new(rt)?,
+            scale: clip::ScaleByFactor::new(rt)?,
+            partials: Spare::default(),
+            max_norm,
+        })
+    }
+
+    /// Compiles every kernel of the op now rather than at its first use.
+    pub fn prepare(&self, rt: &Runtime) -> Result<()> {
+        prepare_fields!(rt, self => GradClip { sum_squares, factor, scale; partials, max_norm })
+    }
+
+    /// Records clipping `grads` together to the global norm `max_norm`; `norm` (2 elements)
+    /// gets their global norm before clipping and the factor they were multiplied by (1 where
+    /// the norm was within `max_norm`).
+    pub fn clip(
+        &self,
+        batch: &mut Batch<'_>,
+        grads: &mut [&mut GpuBuffer<f32>],
+        norm: &mut GpuBuffer<f32>,
+    ) -> Result<()> {
+        if norm.len() < 2 {
+            let problem = format!("`norm` holds {} elements: pass a buffer of 2", norm.len());
+            return Err(invalid("gradient clipping", problem));
+        }
+        let group = clip::GROUP as usize;
+        let mut lens = Vec::with_capacity(grads.len());
+        for grad in grads.iter() {
+            let len = u32::try_from(grad.len()).map_err(|_| {
+                let problem = format!("a gradient of {} elements: split it", grad.len());
+                invalid("gradient clipping", problem)
+            })?;
+            lens.push(len);
+        }
+        let total: usize = grads.iter().map(|g| g.len().div_ceil(group)).sum();
+        let total = u32::try_from(total.max(1)).map_err(|_| {
+            invalid(
+                "gradient clipping",
+                "too many gradient elements at once".into(),
+            )
+        })?;
+        let mut partials = self.partials.lock();
+        let partials = partials.at_least(batch.runtime(), total as usize)?;
+        let max_norm = self.max_norm;
+        // Empty gradients add nothing to the norm and have nothing to scale.
+        let mut offset = 0;
+        for (grad, &len) in grads.iter().zip(&lens).filter(|(_, &len)| len > 0) {
+            let p = clip::ClipParams {
+                len,
+                offset,
+                max_norm,
+            };
+            self.sum_squares.record(
+                batch,
+                clip::SumSquaresArgs {
+                    p: &p,
+                    grad,
+                    partials,
+                },
+            )?;
+            offset += len.div_ceil(clip::GROUP);
+        }
+        let p = clip::ClipParams {
+            len: offset,
+            offset: 0,
+            max_norm,
+        };
+        self.factor.record(
+            batch,
+            clip::ClipFactorArgs {
+                p: &p,
+                partials,
+                norm,
+            },
+        )?;
+        for (grad, &len) in grads.iter_mut().zip(&lens).filter(|(_, &len)| len > 0) {
+            let p = clip::ClipParams {
+                len,
+                offset: 0,
+                max_norm,
+            };
+            self.scale
+                .record(batch, clip::ScaleByFactorArgs { p: &p, norm, grad })?;
+        }
+        Ok(())
+    }
 }

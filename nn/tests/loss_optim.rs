@@ -1,5 +1,6 @@
 //! Softmax cross-entropy (rows of every width and length), SGD with momentum and Adam (no
-//! decay, L2, decoupled: AdamW) against f64 CPU references.
+//! decay, L2, decoupled: AdamW) and gradient clipping by the global norm against f64 CPU
+//! references.
 //! Tolerance: 1e-5 relative to the larger magnitude or 1 (a handful of f32 operations each).
 
 #[path = "../../tests/common/mod.rs"]
@@ -8,7 +9,7 @@ mod common;
 use common::{assert_close, property_cases, property_seed, rng, runtime, values, RngExt};
 use tessera::{Batch, Error, GpuBuffer};
 use tessera_nn::{
-    Adam, AdamConfig, AdamState, LossBackward, LossForward, LossShape, Sgd, SgdConfig,
+    Adam, AdamConfig, AdamState, GradClip, LossBackward, LossForward, LossShape, Sgd, SgdConfig,
     SoftmaxCrossEntropy, WeightDecay,
 };
 
@@ -214,4 +215,55 @@ fn adam_matches_reference_over_steps() {
     check_adam(&rt, WeightDecay::L2(0.1));
     // AdamW; a large decay, so that a missing or doubled shrink shows past the tolerance.
     check_adam(&rt, WeightDecay::Decoupled(0.5));
+}
+
+#[test]
+fn gradients_clip_to_their_global_norm() {
+    let rt = runtime();
+    let mut rng = rng(13);
+    // Past one workgroup, one element, several workgroups with a tail, and an empty one.
+    let lens = [300, 1, 1000, 0];
+    for max_norm in [1.0f32, 1000.0] {
+        let clip = GradClip::new(&rt, max_norm).unwrap();
+        let grads: Vec<Vec<f32>> = lens.iter().map(|&n| values(&mut rng, n)).collect();
+        let squares: f64 = grads.iter().flatten().map(|&x| f64::from(x).powi(2)).sum();
+        let want_norm = squares.sqrt();
+        let factor = (f64::from(max_norm) / (want_norm + 1e-6)).min(1.0);
+        let mut buffers: Vec<GpuBuffer<f32>> = grads
+            .iter()
+            .map(|g| {
+                if g.is_empty() {
+                    rt.zeros(0)
+                } else {
+                    rt.upload(g)
+                }
+                .unwrap()
+            })
+            .collect();
+        let mut norm = rt.zeros::<f32>(2).unwrap();
+        let mut batch = rt.batch();
+        let mut refs: Vec<&mut GpuBuffer<f32>> = buffers.iter_mut().collect();
+        clip.clip(&mut batch, &mut refs, &mut norm).unwrap();
+        batch.submit().unwrap();
+        let want = [want_norm as f32, factor as f32];
+        assert_close(&norm.read(&rt).unwrap(), &want, 1e-5);
+        for (buffer, grad) in buffers.iter().zip(&grads).filter(|(_, g)| !g.is_empty()) {
+            let scaled: Vec<f32> = grad
+                .iter()
+                .map(|&x| (f64::from(x) * factor) as f32)
+                .collect();
+            assert_close(&buffer.read(&rt).unwrap(), &scaled, 1e-5);
+        }
+    }
+
+    for bad in [0.0, -1.0, f32::INFINITY, f32::NAN] {
+        let error = GradClip::new(&rt, bad).unwrap_err();
+        assert!(error.to_string().contains("`max_norm`"), "{error}");
+    }
+    let clip = GradClip::new(&rt, 1.0).unwrap();
+    let (mut grad, mut short) = (rt.zeros::<f32>(4).unwrap(), rt.zeros::<f32>(1).unwrap());
+    let error = clip
+        .clip(&mut rt.batch(), &mut [&mut grad], &mut short)
+        .unwrap_err();
+    assert!(error.to_string().contains("`norm` holds 1"), "{error}");
 }

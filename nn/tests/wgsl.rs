@@ -14,7 +14,8 @@
 //!
 //! The row operations' module (`WGSL_ROWS`) has its own pair, `wgsl__rows_entry_points.snap`
 //! and `wgsl__rows_samples.snap`, and so does attention's (`WGSL_ATTENTION`); the radix
-//! sort's (`WGSL_SORT`) is pinned whole, `wgsl__sort.snap`.
+//! sort's (`WGSL_SORT`) and gradient clipping's (`WGSL_CLIP`) are pinned whole,
+//! `wgsl__sort.snap` and `wgsl__clip.snap`.
 //!
 //! Review with `cargo insta review`, or regenerate with `INSTA_UPDATE=always`.
 
@@ -222,6 +223,12 @@ fn sort_kernels_are_pinned() {
     insta::assert_snapshot!("sort", tessera_nn::WGSL_SORT);
 }
 
+/// Gradient clipping's module ([`tessera_nn::WGSL_CLIP`]), pinned whole: three kernels.
+#[test]
+fn clip_kernels_are_pinned() {
+    insta::assert_snapshot!("clip", tessera_nn::WGSL_CLIP);
+}
+
 /// Attention's module ([`tessera_nn::WGSL_ATTENTION`]): every entry point, and in full the
 /// forward's narrower instance and the row statistics (the others unroll the same loops
 /// wider, or walk the blocks the other way; all of them pass Tint below).
@@ -243,6 +250,7 @@ fn portable_kernels_pass_tint() {
     batch.add("rows", tessera_nn::WGSL_ROWS).unwrap();
     batch.add("sort", tessera_nn::WGSL_SORT).unwrap();
     batch.add("attention", tessera_nn::WGSL_ATTENTION).unwrap();
+    batch.add("clip", tessera_nn::WGSL_CLIP).unwrap();
     match batch.validate() {
         Ok(verdict) => tessera_tint::note(&verdict.to_string()),
         Err(report) => panic!("Tint rejects WGSL that naga accepted:\n{report}"),

@@ -45,6 +45,7 @@
 
 pub(crate) mod activation;
 mod attention;
+mod clip;
 mod conv;
 mod conv_forward;
 mod conv_grad_input;
@@ -83,6 +84,7 @@ mod libraries {
 }
 
 pub(crate) use attention::attention_ops;
+pub(crate) use clip::clip_ops;
 /// The shared constants the host code names (`kernels::GROUP`, ..).
 pub(crate) use params::params::{FEW, NARROW, SUMS};
 pub(crate) use rows::row_ops;
