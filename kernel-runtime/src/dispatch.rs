@@ -21,8 +21,10 @@ use crate::pipeline::{BindingKind, Pipeline};
 use crate::runtime::{Runtime, RuntimeId};
 use crate::timing::{self, Timing};
 
+mod sanitized;
 mod timed;
 use crate::wait::Progress;
+use sanitized::Reports;
 
 /// One argument of a dispatch, bound at the binding with its position.
 ///
@@ -556,19 +558,41 @@ impl Recording {
 
     /// Submits the dispatches as one command buffer, in one error scope, now; the future
     /// reports the scope's errors.
+    ///
+    /// Where dispatches were built with the sanitizer's checks, the future also waits for the
+    /// GPU and returns [`Error::Hazard`] for the first dispatch that met one.
     fn submit_async(self, rt: &Runtime) -> impl Future<Output = Result<()>> + '_ {
+        let checked = self.recorded.iter().any(|r| r.pipeline.checked().is_some());
+        let layout = checked
+            .then(|| rt.bind_group_layout(&[BindingKind::ReadWriteStorage]))
+            .transpose();
         let submitted = (!self.recorded.is_empty()).then(|| {
+            let layout = layout?;
             rt.push_scopes().map(|scopes| {
                 let bind_groups = self.bind_groups(rt);
+                let reports = layout.map(|layout| Reports::new(rt, &self.recorded, &layout));
                 let mut encoder = rt.device().create_command_encoder(&Default::default());
-                encode(&mut encoder, &self.recorded, &bind_groups, None);
-                rt.raw_queue().submit([encoder.finish()]);
-                rt.pop_scopes(scopes, self.describe())
+                if let Some(reports) = &reports {
+                    reports.clear(&mut encoder);
+                }
+                let sanitizer = reports.as_ref().map_or(&[][..], Reports::bind_groups);
+                encode(&mut encoder, &self.recorded, &bind_groups, sanitizer, None);
+                if let Some(reports) = &reports {
+                    reports.copy_out(&mut encoder);
+                }
+                let submission = rt.raw_queue().submit([encoder.finish()]);
+                let errors = rt.pop_scopes(scopes, self.describe());
+                (errors, reports.map(|r| r.read(rt, submission)))
             })
         });
         async move {
-            match submitted {
-                Some(errors) => errors?.await,
+            let Some(submitted) = submitted else {
+                return Ok(());
+            };
+            let (errors, reports) = submitted?;
+            errors.await?;
+            match reports {
+                Some(reports) => reports.await,
                 None => Ok(()),
             }
         }
@@ -648,10 +672,14 @@ impl Recording {
 
 /// Records the dispatches: all in one compute pass, or, when timed, in the passes of `timed`'s
 /// plan (one for the timed batch's, or one each when profiled), which write its timestamps.
+///
+/// `sanitizer` holds the bind group of each dispatch built with the sanitizer's checks (group
+/// 1), and is empty when none was.
 fn encode(
     encoder: &mut wgpu::CommandEncoder,
     recorded: &[Recorded],
     bind_groups: &[wgpu::BindGroup],
+    sanitizer: &[Option<wgpu::BindGroup>],
     timed: Option<(&timing::Plan, &timing::Queries)>,
 ) {
     let Some((plan, queries)) = timed else {
@@ -659,7 +687,7 @@ fn encode(
             label: Some("tessera batch"),
             timestamp_writes: None,
         });
-        record_pass(&mut pass, recorded, bind_groups);
+        record_pass(&mut pass, recorded, bind_groups, sanitizer);
         return;
     };
     for planned in plan.passes() {
@@ -673,7 +701,13 @@ fn encode(
             label: Some(label),
             timestamp_writes: plan.pass_writes(planned, queries),
         });
-        record_pass(&mut pass, &recorded[range.clone()], &bind_groups[range]);
+        let checks = sanitizer.get(range.clone()).unwrap_or_default();
+        record_pass(
+            &mut pass,
+            &recorded[range.clone()],
+            &bind_groups[range],
+            checks,
+        );
     }
 }
 
@@ -683,9 +717,13 @@ fn record_pass(
     pass: &mut wgpu::ComputePass<'_>,
     recorded: &[Recorded],
     bind_groups: &[wgpu::BindGroup],
+    sanitizer: &[Option<wgpu::BindGroup>],
 ) {
     let mut previous: Option<(&Recorded, &wgpu::BindGroup)> = None;
-    for (dispatch, group) in recorded.iter().zip(bind_groups) {
+    for (index, (dispatch, group)) in recorded.iter().zip(bind_groups).enumerate() {
+        if let Some(Some(checks)) = sanitizer.get(index) {
+            pass.set_bind_group(1, checks, &[]);
+        }
         let (same_pipeline, same_group) = previous.map_or((false, false), |(p, g)| {
             (
                 p.pipeline.raw() == dispatch.pipeline.raw(),

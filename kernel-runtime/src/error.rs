@@ -233,6 +233,12 @@ pub enum Error {
         problem: String,
     },
 
+    /// The sanitizer ([`Runtime::with_sanitizer`](crate::Runtime::with_sanitizer)) found a
+    /// data race or an index out of bounds in a dispatch of the submission that returned it.
+    /// The dispatch ran to its end; what it wrote is as the kernel left it.
+    #[error("{0}")]
+    Hazard(Box<crate::sanitizer::Hazard>),
+
     /// A kernel needs more of a device limit than this device has.
     #[error("`{kernel}` needs {limit} of at least {needed}, but this device has {available}")]
     LimitExceeded {

@@ -58,6 +58,7 @@ mod grid;
 mod pipeline;
 mod prepare;
 mod runtime;
+pub mod sanitizer;
 mod timing;
 mod variant;
 mod wait;
@@ -74,6 +75,7 @@ pub use grid::{fold_grid, FoldedGrid};
 pub use pipeline::{BindingKind, Pipeline, PipelineDesc};
 pub use prepare::Prepare;
 pub use runtime::{Runtime, RuntimeId, RuntimeInfo, COOPERATIVE_MATRIX_ENV};
+pub use sanitizer::SANITIZE_ENV;
 pub use timing::{Timing, TimingSource};
 pub use variant::VariantInfo;
 

@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, RwLock};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::runtime::{Runtime, RuntimeId};
+use crate::sanitizer::{self, Checked, Prepared};
 
 /// How a kernel sees one binding of its bind group. Bindings are numbered in order from 0 in
 /// group 0.
@@ -126,6 +127,8 @@ pub struct Pipeline {
     bindings: Arc<[BindingKind]>,
     layout: Arc<wgpu::BindGroupLayout>,
     raw: wgpu::ComputePipeline,
+    /// What the sanitizer's reports of the pipeline refer to, when built with its checks.
+    checked: Option<Arc<Checked>>,
 }
 
 impl Pipeline {
@@ -153,6 +156,16 @@ impl Pipeline {
     pub(crate) fn runtime(&self) -> RuntimeId {
         self.runtime
     }
+
+    /// Whether the pipeline was built with the sanitizer's checks
+    /// ([`Runtime::with_sanitizer`]).
+    pub fn sanitized(&self) -> bool {
+        self.checked.is_some()
+    }
+
+    pub(crate) fn checked(&self) -> Option<&Arc<Checked>> {
+        self.checked.as_ref()
+    }
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -163,6 +176,7 @@ struct PipelineKey {
     /// Constants by name and bit pattern, so the key can be hashed.
     constants: Vec<(String, u64)>,
     bounds_checks: bool,
+    sanitized: bool,
 }
 
 /// Built pipelines, shader modules and layouts, keyed by what identifies them. Lookups take a
@@ -171,6 +185,10 @@ struct PipelineKey {
 pub(crate) struct PipelineCache {
     /// Modules by source and whether they check bounds.
     modules: Cached<(Arc<str>, bool), wgpu::ShaderModule>,
+    /// Sources parsed with the sanitizer's checks, and each entry point's module built from
+    /// one (the sanitizer instruments one entry point at a time).
+    prepared: Cached<Arc<str>, Arc<Prepared>>,
+    sanitized: Cached<(Arc<str>, String), (wgpu::ShaderModule, Arc<Checked>)>,
     layouts: Cached<Vec<BindingKind>, Arc<wgpu::BindGroupLayout>>,
     pipelines: Cached<PipelineKey, Pipeline>,
 }
@@ -217,7 +235,9 @@ impl Runtime {
                 .iter()
                 .map(|(name, value)| ((*name).to_owned(), value.to_bits()))
                 .collect(),
-            bounds_checks: desc.bounds_checks,
+            // The sanitizer reports an index out of bounds, and keeps naga's checks behind it.
+            bounds_checks: desc.bounds_checks || self.sanitizes(),
+            sanitized: self.sanitizes(),
         };
         self.cache
             .pipelines
@@ -230,9 +250,123 @@ impl Runtime {
     }
 
     fn build_pipeline(&self, desc: &PipelineDesc<'_>, key: &PipelineKey) -> Result<Pipeline> {
-        let module = self.cache.modules.get_or_build(
-            (Arc::clone(&key.source), key.bounds_checks),
+        let (module, checked) = if key.sanitized {
+            let (module, checked) = self.sanitized_module(desc, key)?;
+            (module, Some(checked))
+        } else {
+            (self.plain_module(desc, key)?, None)
+        };
+        let layout = self.bind_group_layout(desc.bindings)?;
+        let sanitizer_layout = match checked {
+            Some(_) => Some(self.bind_group_layout(&[BindingKind::ReadWriteStorage])?),
+            None => None,
+        };
+        let raw = self.scoped(
+            format_args!("creating the pipeline `{}`", desc.entry_point),
             || {
+                let pipeline_layout =
+                    self.device()
+                        .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                            label: Some(desc.entry_point),
+                            bind_group_layouts: &[Some(&layout), sanitizer_layout.as_deref()],
+                            immediate_size: 0,
+                        });
+                self.device()
+                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(desc.entry_point),
+                        layout: Some(&pipeline_layout),
+                        module: &module,
+                        entry_point: Some(desc.entry_point),
+                        compilation_options: wgpu::PipelineCompilationOptions {
+                            constants: desc.constants,
+                            zero_initialize_workgroup_memory: true,
+                        },
+                        cache: None,
+                    })
+            },
+        )?;
+        Ok(Pipeline {
+            label: desc.entry_point.into(),
+            runtime: self.id(),
+            bindings: desc.bindings.into(),
+            layout,
+            raw,
+            checked,
+        })
+    }
+
+    /// The bind-group layout of `bindings`, numbered from 0.
+    pub(crate) fn bind_group_layout(
+        &self,
+        bindings: &[BindingKind],
+    ) -> Result<Arc<wgpu::BindGroupLayout>> {
+        self.cache.layouts.get_or_build(bindings.to_vec(), || {
+            self.scoped("creating a bind-group layout", || {
+                let entries: Vec<_> = (0u32..)
+                    .zip(bindings)
+                    .map(|(i, kind)| kind.layout_entry(i))
+                    .collect();
+                Arc::new(
+                    self.device()
+                        .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                            label: Some("tessera bindings"),
+                            entries: &entries,
+                        }),
+                )
+            })
+        })
+    }
+
+    /// The entry point's module with the sanitizer's checks, and what its reports refer to.
+    fn sanitized_module(
+        &self,
+        desc: &PipelineDesc<'_>,
+        key: &PipelineKey,
+    ) -> Result<(wgpu::ShaderModule, Arc<Checked>)> {
+        let operation = || {
+            format!(
+                "building `{}` with the sanitizer's checks",
+                desc.entry_point
+            )
+        };
+        let failed = |message: String| Error::Validation {
+            operation: operation(),
+            message,
+        };
+        let cache_key = (Arc::clone(&key.source), desc.entry_point.to_owned());
+        self.cache.sanitized.get_or_build(cache_key, || {
+            let prepared = self
+                .cache
+                .prepared
+                .get_or_build(Arc::clone(&key.source), || {
+                    sanitizer::prepare(desc.source)
+                        .map(Arc::new)
+                        .map_err(failed)
+                })?;
+            let instrumented = prepared.instrument(desc.entry_point).map_err(failed)?;
+            let checked = Checked::new(desc.entry_point, &instrumented);
+            let module = self.scoped(operation(), || {
+                self.device()
+                    .create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: Some(desc.entry_point),
+                        source: wgpu::ShaderSource::Naga(std::borrow::Cow::Owned(
+                            instrumented.module,
+                        )),
+                    })
+            })?;
+            Ok((module, checked))
+        })
+    }
+
+    /// The module of `desc`'s source, as it is.
+    fn plain_module(
+        &self,
+        desc: &PipelineDesc<'_>,
+        key: &PipelineKey,
+    ) -> Result<wgpu::ShaderModule> {
+        self.cache
+            .modules
+            .get_or_build((Arc::clone(&key.source), key.bounds_checks), || {
                 self.scoped(
                     format_args!("compiling the WGSL of `{}`", desc.entry_point),
                     || {
@@ -258,53 +392,6 @@ impl Runtime {
                         }
                     },
                 )
-            },
-        )?;
-        let layout = self.cache.layouts.get_or_build(key.bindings.clone(), || {
-            self.scoped("creating a bind-group layout", || {
-                let entries: Vec<_> = (0u32..)
-                    .zip(desc.bindings)
-                    .map(|(i, kind)| kind.layout_entry(i))
-                    .collect();
-                Arc::new(
-                    self.device()
-                        .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                            label: Some("tessera bindings"),
-                            entries: &entries,
-                        }),
-                )
             })
-        })?;
-        let raw = self.scoped(
-            format_args!("creating the pipeline `{}`", desc.entry_point),
-            || {
-                let pipeline_layout =
-                    self.device()
-                        .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                            label: Some(desc.entry_point),
-                            bind_group_layouts: &[Some(&layout)],
-                            immediate_size: 0,
-                        });
-                self.device()
-                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                        label: Some(desc.entry_point),
-                        layout: Some(&pipeline_layout),
-                        module: &module,
-                        entry_point: Some(desc.entry_point),
-                        compilation_options: wgpu::PipelineCompilationOptions {
-                            constants: desc.constants,
-                            zero_initialize_workgroup_memory: true,
-                        },
-                        cache: None,
-                    })
-            },
-        )?;
-        Ok(Pipeline {
-            label: desc.entry_point.into(),
-            runtime: self.id(),
-            bindings: desc.bindings.into(),
-            layout,
-            raw,
-        })
     }
 }

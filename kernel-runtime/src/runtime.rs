@@ -12,6 +12,7 @@ use crate::autotune::{Autotune, Tuner};
 use crate::dispatch::Recording;
 use crate::error::{Error, Result};
 use crate::pipeline::PipelineCache;
+use crate::sanitizer::{self, SANITIZE_ENV};
 use crate::wait::{Completion, Progress, Signal};
 
 /// Optional device features the runtime asks for whenever the adapter has them.
@@ -72,6 +73,8 @@ pub struct Runtime {
     unreported: Mutex<Option<Error>>,
     pub(crate) cache: PipelineCache,
     pub(crate) tuner: Tuner,
+    /// Whether pipelines are built with the sanitizer's checks ([`Runtime::with_sanitizer`]).
+    sanitize: bool,
 }
 
 /// The error scopes of one operation, pushed by [`Runtime::push_scopes`]: out of memory,
@@ -291,8 +294,8 @@ impl Runtime {
     ///
     /// [`Error::NoAdapter`] when there is no adapter (the message says how to install one) or
     /// none matches `TESSERA_ADAPTER`; [`Error::RequestDevice`] when the adapter refuses;
-    /// [`Error::InvalidArgument`] when `TESSERA_AUTOTUNE` or `TESSERA_COOPERATIVE_MATRIX` is
-    /// neither `on` nor `off`.
+    /// [`Error::InvalidArgument`] when `TESSERA_AUTOTUNE`, `TESSERA_COOPERATIVE_MATRIX` or
+    /// `TESSERA_SANITIZE` ([`Runtime::with_sanitizer`]) is neither `on` nor `off`.
     pub fn new() -> Result<Self> {
         pollster::block_on(Self::new_async())
     }
@@ -309,6 +312,7 @@ impl Runtime {
         let mut required_features = adapter.features() & OPTIONAL_FEATURES;
         let wanted =
             cooperative_matrix_wanted(&std::env::var(COOPERATIVE_MATRIX_ENV).unwrap_or_default())?;
+        sanitizer::wanted(&std::env::var(SANITIZE_ENV).unwrap_or_default())?;
         if !wanted {
             required_features.remove(COOPERATIVE_MATRIX);
         }
@@ -385,6 +389,9 @@ impl Runtime {
             Err(error) => (Autotune::Off, Some(error.to_string())),
         };
         let info = RuntimeInfo::new(adapter, device.features(), device.limits(), cooperative);
+        // `Runtime::new` has refused a value that is neither `on` nor `off`; here it is off.
+        let sanitize =
+            sanitizer::wanted(&std::env::var(SANITIZE_ENV).unwrap_or_default()).unwrap_or(false);
         Runtime {
             id: RuntimeId::next(),
             tuner: Tuner::new(autotune, problem),
@@ -397,7 +404,60 @@ impl Runtime {
             next_batch: AtomicU64::new(0),
             unreported: Mutex::default(),
             cache: PipelineCache::default(),
+            sanitize,
         }
+    }
+
+    /// The same runtime with the sanitizer on or off: while it is on, every pipeline the
+    /// runtime builds checks each access to workgroup memory and storage buffers, and every
+    /// submission waits for the GPU and returns [`Error::Hazard`] for the first data race or
+    /// out-of-bounds index a dispatch met. `TESSERA_SANITIZE=on` turns it on for every
+    /// runtime [`Runtime::new`] and [`Runtime::from_wgpu`] create. It is meant for tests (on
+    /// lavapipe, say): kernels run several times slower, with three more words of workgroup
+    /// memory per element of each workgroup array and one more storage binding (group 1), and
+    /// the host waits after each submission.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let rt = kernel_runtime::Runtime::new()?.with_sanitizer(true);
+    /// assert!(rt.sanitizes());
+    /// // ... dispatches; a racy one makes the next flush, read or wait return
+    /// // `Error::Hazard`, naming the kernel, the lines, the element and the invocations.
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # What it reports
+    ///
+    /// - **Races on workgroup memory**: an element one invocation wrote and another read or
+    ///   wrote, or one read and another wrote, with no workgroup barrier between (a reduction
+    ///   finished "warp-synchronously", a tree reduction missing a barrier between steps).
+    ///   The shadows are cleared at every barrier, so a race across loop turns with a barrier
+    ///   in between is not one.
+    /// - **Indices out of bounds**: of a storage buffer (against its length) and of a workgroup
+    ///   array, read, written or updated atomically. wgpu's bounds checks already keep such an
+    ///   access inside the memory; the sanitizer says it happened.
+    /// - **Races on storage buffers between workgroups**: an element of a buffer the kernel
+    ///   writes, written by one workgroup and then read or written by another in the same
+    ///   dispatch, without atomics (two workgroups writing one element, say).
+    ///
+    /// # What it cannot see
+    ///
+    /// Races through storage within one workgroup (invocations of a workgroup may order them
+    /// with `storage_barrier()`), a read of a storage element by one workgroup before another
+    /// writes it (only the last writer is kept), accesses of whole workgroup arrays at once,
+    /// accesses through pointers passed to functions and through tensor-core fragments, and
+    /// uniform buffers. Atomic accesses are never races. Only the first hazard of a dispatch
+    /// is described (with how many it met); the sanitizer changes no result of a kernel
+    /// without hazards. Pipelines already built keep how they were built: turn it on before
+    /// building a kernel's launcher.
+    pub fn with_sanitizer(mut self, on: bool) -> Self {
+        self.sanitize = on;
+        self
+    }
+
+    /// Whether the sanitizer is on ([`Runtime::with_sanitizer`]).
+    pub fn sanitizes(&self) -> bool {
+        self.sanitize
     }
 
     /// Which runtime this is: what its buffers, pipelines and kernel launchers record, and

@@ -79,7 +79,13 @@ impl Runtime {
         // (it was first in the queue): they stay queued, and nothing of the batch is timed.
         *queue = rest;
         let labels = timed.labels(batch);
-        if !self.info().has_timestamps() || !labels.iter().any(|(_, mine)| *mine) {
+        // With the sanitizer, the submission waits for its reports: timed by the wall clock.
+        let checked = timed
+            .recorded
+            .iter()
+            .any(|r| r.pipeline.checked().is_some());
+        let untimed = !self.info().has_timestamps() || checked;
+        if untimed || !labels.iter().any(|(_, mine)| *mine) {
             let start = std::time::Instant::now();
             let errors = timed.submit_async(self);
             let mine = labels.into_iter().filter(|(_, mine)| *mine);
@@ -96,6 +102,7 @@ impl Runtime {
                     encoder,
                     &timed.recorded,
                     &bind_groups,
+                    &[],
                     Some((&plan, queries)),
                 );
             })?;

@@ -1,0 +1,1020 @@
+//! The instrumentation: a WGSL module in, the same module out with every access to workgroup
+//! memory and to storage buffers checked, for one entry point.
+//!
+//! Done on naga's IR, so it works on any WGSL, tessera's or hand-written. The checks are WGSL
+//! functions of a prelude appended to the source ([`prelude`]), one set per workgroup array
+//! and per storage buffer, which the pass calls before each access:
+//!
+//! - a workgroup array gets three shadow arrays of atomics, one word per element: the last
+//!   writer since the last barrier, and the highest and lowest reader (each packed as the
+//!   invocation's local index and the access's site). A read of an element another invocation
+//!   wrote, a write of one another invocation wrote or read, is a race; an index past the array
+//!   is out of bounds. After every `workgroupBarrier()` (and before every
+//!   `workgroupUniformLoad`) the shadows are cleared between two barriers.
+//! - a storage buffer gets a bounds check against `arrayLength`; one the module writes (not
+//!   through atomics) also gets two shadow words per element in the sanitizer's own buffer:
+//!   the workgroup that last wrote it in this dispatch and where. A read or write of an element
+//!   another workgroup wrote is a race.
+//!
+//! The first hazard a dispatch meets is written to the head of the sanitizer's buffer
+//! ([`HEADER_WORDS`]), with how many it met; the runtime reads it back after the dispatch.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+
+use naga::{
+    AddressSpace, ArraySize, Barrier, BinaryOperator, Binding, Block, BuiltIn, Expression,
+    Function, FunctionArgument, Handle, Literal, Module, ScalarKind, Span, Statement,
+    StorageAccess, Type, TypeInner,
+};
+
+/// Words at the head of each dispatch's part of the sanitizer buffer: the report.
+pub(crate) const HEADER_WORDS: u64 = 16;
+
+/// Bits of a packed workgroup access that hold the site; the local index (plus one) is above.
+const SITE_BITS: u32 = 21;
+
+/// The prefix of every name the prelude declares.
+const PREFIX: &str = "tessera_sanitizer";
+
+/// What a report's `kind` word says.
+pub(crate) mod kind {
+    pub const WORKGROUP_RACE: u32 = 1;
+    pub const WORKGROUP_BOUNDS: u32 = 2;
+    pub const STORAGE_RACE: u32 = 3;
+    pub const STORAGE_BOUNDS: u32 = 4;
+}
+
+/// How an access site touches memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Touch {
+    Read,
+    Write,
+    Atomic,
+}
+
+/// One checked access: where it is and what it does.
+#[derive(Clone, Debug)]
+pub(crate) struct Site {
+    pub touch: Touch,
+    /// The line in the WGSL text (1-based).
+    pub wgsl_line: u32,
+    /// The Rust line tessera's generated WGSL names in a `// line N` comment on that line.
+    pub rust_line: Option<u32>,
+}
+
+/// A workgroup array (or value) the checks track.
+#[derive(Clone, Debug)]
+pub(crate) struct WorkgroupArray {
+    pub name: String,
+    /// Elements (array levels flattened; a vector or struct is one element).
+    pub len: u32,
+}
+
+/// A storage buffer the checks track: a runtime-sized array at group 0.
+#[derive(Clone, Debug)]
+pub(crate) struct StorageArray {
+    pub name: String,
+    pub binding: u32,
+    /// Bytes from one element to the next.
+    pub stride: u32,
+    /// Whether writes of its elements are tracked (the module writes it, not atomically).
+    pub shadowed: bool,
+}
+
+/// A source parsed with the prelude, once for all its entry points.
+pub(crate) struct Prepared {
+    module: Module,
+    /// The source with the prelude after it (spans point into it).
+    text: String,
+    /// Per WGSL line (0-based), the Rust line of its `// line N` comment.
+    rust_lines: Vec<Option<u32>>,
+    workgroup: Vec<(String, WorkgroupArray)>,
+    storage: Vec<(String, StorageArray)>,
+}
+
+/// One entry point's instrumented module and what its reports refer to.
+pub(crate) struct Instrumented {
+    pub module: Module,
+    pub sites: Vec<Site>,
+    pub workgroup: Vec<WorkgroupArray>,
+    pub storage: Vec<StorageArray>,
+    /// The shadowed storage bindings the entry point uses, in binding order: the host sizes
+    /// each dispatch's part of the sanitizer buffer from their lengths, in this order.
+    pub shadowed: Vec<(u32, u32)>,
+}
+
+/// Parses `source`, finds its workgroup arrays and storage buffers, and parses it again with
+/// the prelude of checks for them.
+pub(crate) fn prepare(source: &str) -> Result<Prepared, String> {
+    if source.contains(PREFIX) {
+        return Err(format!(
+            "the module declares a name starting with `{PREFIX}`, which the sanitizer's checks use"
+        ));
+    }
+    let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
+    let rust_lines = rust_lines(source);
+    let mut workgroup = Vec::new();
+    let mut storage = Vec::new();
+    let written = written_globals(&module);
+    for (handle, global) in module.global_variables.iter() {
+        let Some(name) = global.name.clone() else {
+            continue;
+        };
+        match global.space {
+            AddressSpace::WorkGroup => {
+                let (len, element) = flat_len(&module, global.ty);
+                if !is_atomic(&module, element) {
+                    workgroup.push((name.clone(), WorkgroupArray { name, len }));
+                }
+            }
+            AddressSpace::Storage { access } => {
+                let (
+                    Some(binding),
+                    TypeInner::Array {
+                        base,
+                        size: ArraySize::Dynamic,
+                        stride,
+                    },
+                ) = (&global.binding, &module.types[global.ty].inner)
+                else {
+                    continue;
+                };
+                if binding.group != 0 {
+                    continue;
+                }
+                let atomic = is_atomic(&module, *base);
+                let shadowed =
+                    access.contains(StorageAccess::STORE) && !atomic && written.contains(&handle);
+                storage.push((
+                    name.clone(),
+                    StorageArray {
+                        name,
+                        binding: binding.binding,
+                        stride: *stride,
+                        shadowed,
+                    },
+                ));
+            }
+            _ => {}
+        }
+    }
+    let mut text = source.to_owned();
+    text.push_str(&prelude(&workgroup, &storage));
+    let module = naga::front::wgsl::parse_str(&text).map_err(|e| {
+        format!(
+            "the sanitizer's checks do not compile (a bug of tessera): {}",
+            e.emit_to_string(&text)
+        )
+    })?;
+    Ok(Prepared {
+        module,
+        text,
+        rust_lines,
+        workgroup,
+        storage,
+    })
+}
+
+/// Per WGSL line, the number of its trailing `// line N` comment.
+fn rust_lines(source: &str) -> Vec<Option<u32>> {
+    source
+        .lines()
+        .map(|line| {
+            let (_, comment) = line.rsplit_once("// line ")?;
+            comment.trim().parse().ok()
+        })
+        .collect()
+}
+
+/// The globals some function or entry point stores to, not through atomics.
+fn written_globals(module: &Module) -> BTreeSet<Handle<naga::GlobalVariable>> {
+    let mut written = BTreeSet::new();
+    let functions = module
+        .functions
+        .iter()
+        .map(|(_, f)| f)
+        .chain(module.entry_points.iter().map(|e| &e.function));
+    for function in functions {
+        visit(&function.body, &mut |statement| {
+            if let Statement::Store { pointer, .. } = statement {
+                if let Some((global, _)) = chain(function, *pointer) {
+                    written.insert(global);
+                }
+            }
+        });
+    }
+    written
+}
+
+/// Calls `f` on every statement of `block`, nested ones included.
+fn visit(block: &Block, f: &mut impl FnMut(&Statement)) {
+    for statement in block.iter() {
+        f(statement);
+        match statement {
+            Statement::Block(inner) => visit(inner, f),
+            Statement::If { accept, reject, .. } => {
+                visit(accept, f);
+                visit(reject, f);
+            }
+            Statement::Switch { cases, .. } => cases.iter().for_each(|c| visit(&c.body, f)),
+            Statement::Loop {
+                body, continuing, ..
+            } => {
+                visit(body, f);
+                visit(continuing, f);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One step of an access chain from a global.
+#[derive(Clone, Copy)]
+enum Step {
+    Dynamic(Handle<Expression>),
+    Constant(u32),
+}
+
+/// The global a pointer expression starts from and the steps from it, outermost first.
+fn chain(
+    function: &Function,
+    mut pointer: Handle<Expression>,
+) -> Option<(Handle<naga::GlobalVariable>, Vec<Step>)> {
+    let mut steps = Vec::new();
+    loop {
+        match function.expressions[pointer] {
+            Expression::GlobalVariable(global) => {
+                steps.reverse();
+                return Some((global, steps));
+            }
+            Expression::Access { base, index } => {
+                steps.push(Step::Dynamic(index));
+                pointer = base;
+            }
+            Expression::AccessIndex { base, index } => {
+                steps.push(Step::Constant(index));
+                pointer = base;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Elements of a type with its array levels flattened, and the element type.
+fn flat_len(module: &Module, mut ty: Handle<Type>) -> (u32, Handle<Type>) {
+    let mut len = 1u32;
+    while let TypeInner::Array {
+        base,
+        size: ArraySize::Constant(n),
+        ..
+    } = module.types[ty].inner
+    {
+        len = len.saturating_mul(n.get());
+        ty = base;
+    }
+    (len, ty)
+}
+
+fn is_atomic(module: &Module, ty: Handle<Type>) -> bool {
+    matches!(module.types[ty].inner, TypeInner::Atomic(_))
+}
+
+/// The checks' WGSL: the sanitizer's binding, the invocation's identity, and per tracked array
+/// its shadows and check functions (named by position: `_w3` for the fourth workgroup array).
+fn prelude(workgroup: &[(String, WorkgroupArray)], storage: &[(String, StorageArray)]) -> String {
+    let p = PREFIX;
+    let mask = (1u32 << SITE_BITS) - 1;
+    let mut s = format!(
+        "
+// The sanitizer's checks (added by tessera's runtime).
+@group(1) @binding(0) var<storage, read_write> {p}: array<atomic<u32>>;
+var<private> {p}_local: u32;
+var<private> {p}_group: u32;
+var<private> {p}_size: u32;
+
+fn {p}_enter(local: u32, group: vec3<u32>, groups: vec3<u32>, size: u32) {{
+    {p}_local = local;
+    {p}_group = group.x + groups.x * (group.y + groups.y * group.z);
+    {p}_size = size;
+}}
+
+fn {p}_report(kind: u32, site: u32, other_site: u32, element: u32, other: u32, len: u32, subject: u32) {{
+    if atomicAdd(&{p}[0], 1u) == 0u {{
+        atomicStore(&{p}[1], kind);
+        atomicStore(&{p}[2], site);
+        atomicStore(&{p}[3], other_site);
+        atomicStore(&{p}[4], element);
+        atomicStore(&{p}[5], {p}_local);
+        atomicStore(&{p}[6], {p}_group);
+        atomicStore(&{p}[7], other);
+        atomicStore(&{p}[8], len);
+        atomicStore(&{p}[9], subject);
+    }}
+}}
+"
+    );
+    for (k, (_, array)) in workgroup.iter().enumerate() {
+        let n = array.len;
+        let bounds = |what: &str| {
+            format!(
+                "if element >= {n}u {{ {p}_report({}u, site, 0u, element, 0u, {n}u, {k}u); return; }}\n    // {what}",
+                kind::WORKGROUP_BOUNDS
+            )
+        };
+        let race = kind::WORKGROUP_RACE;
+        let _ = write!(
+            s,
+            "
+var<workgroup> {p}_writer{k}: array<atomic<u32>, {n}>;
+var<workgroup> {p}_high{k}: array<atomic<u32>, {n}>;
+var<workgroup> {p}_low{k}: array<atomic<u32>, {n}>;
+
+fn {p}_read_w{k}(element: u32, site: u32) {{
+    {}
+    let me = (({p}_local + 1u) << {SITE_BITS}u) | site;
+    let writer = atomicLoad(&{p}_writer{k}[element]);
+    if writer != 0u && (writer >> {SITE_BITS}u) != (me >> {SITE_BITS}u) {{
+        {p}_report({race}u, site, (writer & {mask}u) + 1u, element, (writer >> {SITE_BITS}u) - 1u, 0u, {k}u);
+    }}
+    atomicMax(&{p}_high{k}[element], me);
+    atomicMax(&{p}_low{k}[element], ~me);
+}}
+
+fn {p}_write_w{k}(element: u32, site: u32) {{
+    {}
+    let me = (({p}_local + 1u) << {SITE_BITS}u) | site;
+    let writer = atomicExchange(&{p}_writer{k}[element], me);
+    if writer != 0u && (writer >> {SITE_BITS}u) != (me >> {SITE_BITS}u) {{
+        {p}_report({race}u, site, (writer & {mask}u) + 1u, element, (writer >> {SITE_BITS}u) - 1u, 0u, {k}u);
+        return;
+    }}
+    let high = atomicLoad(&{p}_high{k}[element]);
+    let low = ~atomicLoad(&{p}_low{k}[element]);
+    if high != 0u && (high >> {SITE_BITS}u) != (me >> {SITE_BITS}u) {{
+        {p}_report({race}u, site, (high & {mask}u) + 1u, element, (high >> {SITE_BITS}u) - 1u, 0u, {k}u);
+    }} else if high != 0u && (low >> {SITE_BITS}u) != (me >> {SITE_BITS}u) {{
+        {p}_report({race}u, site, (low & {mask}u) + 1u, element, (low >> {SITE_BITS}u) - 1u, 0u, {k}u);
+    }}
+}}
+
+fn {p}_clear_w{k}() {{
+    for (var i = {p}_local; i < {n}u; i += {p}_size) {{
+        atomicStore(&{p}_writer{k}[i], 0u);
+        atomicStore(&{p}_high{k}[i], 0u);
+        atomicStore(&{p}_low{k}[i], 0u);
+    }}
+}}
+",
+            bounds("a read"),
+            bounds("a write"),
+        );
+    }
+    for (g, (name, array)) in storage.iter().enumerate() {
+        let bounds = format!(
+            "let len = arrayLength(&{name});
+    if index >= len {{ {p}_report({}u, site, 0u, index, 0u, len, {g}u); return; }}",
+            kind::STORAGE_BOUNDS
+        );
+        let race = kind::STORAGE_RACE;
+        let _ = write!(
+            s,
+            "
+fn {p}_touch_s{g}(index: u32, site: u32) {{
+    {bounds}
+}}
+"
+        );
+        if !array.shadowed {
+            let _ = write!(
+                s,
+                "
+fn {p}_load_s{g}(index: u32, site: u32) {{
+    {bounds}
+}}
+"
+            );
+            continue;
+        }
+        let _ = write!(
+            s,
+            "
+var<private> {p}_base{g}: u32;
+
+fn {p}_place_s{g}(base: u32) -> u32 {{
+    {p}_base{g} = base;
+    return base + 2u * arrayLength(&{name});
+}}
+
+fn {p}_load_s{g}(index: u32, site: u32) {{
+    {bounds}
+    let at = {p}_base{g} + 2u * index;
+    let writer = atomicLoad(&{p}[at]);
+    if writer != 0u && writer != {p}_group + 1u {{
+        {p}_report({race}u, site, atomicLoad(&{p}[at + 1u]), index, writer - 1u, 0u, {g}u);
+    }}
+}}
+
+fn {p}_store_s{g}(index: u32, site: u32) {{
+    {bounds}
+    let at = {p}_base{g} + 2u * index;
+    let writer = atomicExchange(&{p}[at], {p}_group + 1u);
+    let other_site = atomicExchange(&{p}[at + 1u], site + 1u);
+    if writer != 0u && writer != {p}_group + 1u {{
+        {p}_report({race}u, site, other_site, index, writer - 1u, 0u, {g}u);
+    }}
+}}
+"
+        );
+    }
+    s
+}
+
+impl Prepared {
+    /// The module with `entry_point`'s accesses checked, and it its only entry point.
+    pub(crate) fn instrument(&self, entry_point: &str) -> Result<Instrumented, String> {
+        let mut module = self.module.clone();
+        let Some(index) = module
+            .entry_points
+            .iter()
+            .position(|e| e.name == entry_point)
+        else {
+            return Err(format!("the module has no entry point `{entry_point}`"));
+        };
+        let mut entry = module.entry_points.swap_remove(index);
+        module.entry_points.clear();
+        let reachable = reachable(&module, &entry.function);
+        let globals = used_globals(&module, &entry.function, &reachable);
+        let by_name = |name: &Option<String>| name.clone().unwrap_or_default();
+        let workgroup_used: Vec<usize> = self
+            .workgroup
+            .iter()
+            .enumerate()
+            .filter(|(_, (name, _))| {
+                globals
+                    .iter()
+                    .any(|&g| by_name(&module.global_variables[g].name) == *name)
+            })
+            .map(|(k, _)| k)
+            .collect();
+        let mut storage_used: Vec<usize> = self
+            .storage
+            .iter()
+            .enumerate()
+            .filter(|(_, (name, _))| {
+                globals
+                    .iter()
+                    .any(|&g| by_name(&module.global_variables[g].name) == *name)
+            })
+            .map(|(g, _)| g)
+            .collect();
+        storage_used.sort_by_key(|&g| self.storage[g].1.binding);
+        let mut pass = Pass {
+            text: &self.text,
+            rust_lines: &self.rust_lines,
+            sites: Vec::new(),
+            workgroup: HashMap::new(),
+            storage: HashMap::new(),
+            clears: Vec::new(),
+        };
+        for &k in &workgroup_used {
+            let name = &self.workgroup[k].0;
+            let global = module
+                .global_variables
+                .fetch_if(|g| g.name.as_deref() == Some(name.as_str()))
+                .ok_or_else(|| format!("`{name}` went missing"))?;
+            let dims = dims(&module, module.global_variables[global].ty);
+            pass.workgroup.insert(
+                global,
+                WorkgroupChecks {
+                    dims,
+                    read: find(&module, format!("{PREFIX}_read_w{k}"))?,
+                    write: find(&module, format!("{PREFIX}_write_w{k}"))?,
+                },
+            );
+            pass.clears
+                .push(find(&module, format!("{PREFIX}_clear_w{k}"))?);
+        }
+        let mut places = Vec::new();
+        for &g in &storage_used {
+            let (name, array) = &self.storage[g];
+            let global = module
+                .global_variables
+                .fetch_if(|v| v.name.as_deref() == Some(name.as_str()))
+                .ok_or_else(|| format!("`{name}` went missing"))?;
+            let shadowed = array.shadowed;
+            pass.storage.insert(
+                global,
+                StorageChecks {
+                    load: find(&module, format!("{PREFIX}_load_s{g}"))?,
+                    store: shadowed
+                        .then(|| find(&module, format!("{PREFIX}_store_s{g}")))
+                        .transpose()?,
+                    touch: find(&module, format!("{PREFIX}_touch_s{g}"))?,
+                },
+            );
+            if shadowed {
+                places.push(find(&module, format!("{PREFIX}_place_s{g}"))?);
+            }
+        }
+        for &function in &reachable {
+            let mut f = std::mem::take(&mut module.functions[function]);
+            let body = std::mem::take(&mut f.body);
+            f.body = pass.block(&mut f, body);
+            module.functions[function] = f;
+        }
+        let body = std::mem::take(&mut entry.function.body);
+        let mut body = pass.block(&mut entry.function, body);
+        let enter = find(&module, format!("{PREFIX}_enter"))?;
+        let prologue = prologue(&mut module, &mut entry, enter, &places)?;
+        let mut whole = prologue;
+        whole.append(&mut body);
+        entry.function.body = whole;
+        module.entry_points.push(entry);
+        Ok(Instrumented {
+            module,
+            sites: pass.sites,
+            workgroup: self.workgroup.iter().map(|(_, a)| a.clone()).collect(),
+            storage: self.storage.iter().map(|(_, a)| a.clone()).collect(),
+            shadowed: storage_used
+                .iter()
+                .filter(|&&g| self.storage[g].1.shadowed)
+                .map(|&g| (self.storage[g].1.binding, self.storage[g].1.stride))
+                .collect(),
+        })
+    }
+}
+
+/// The prelude's function `name`.
+fn find(module: &Module, name: String) -> Result<Handle<Function>, String> {
+    module
+        .functions
+        .fetch_if(|f| f.name.as_deref() == Some(name.as_str()))
+        .ok_or_else(|| format!("the sanitizer's prelude lacks `{name}` (a bug of tessera)"))
+}
+
+/// The functions `entry` calls, directly or not.
+fn reachable(module: &Module, entry: &Function) -> Vec<Handle<Function>> {
+    let calls = |function: &Function| {
+        let mut callees = Vec::new();
+        visit(&function.body, &mut |statement| {
+            if let Statement::Call { function, .. } = statement {
+                callees.push(*function);
+            }
+        });
+        callees
+    };
+    let mut found: Vec<Handle<Function>> = Vec::new();
+    let mut work = calls(entry);
+    while let Some(function) = work.pop() {
+        if !found.contains(&function) {
+            found.push(function);
+            work.extend(calls(&module.functions[function]));
+        }
+    }
+    found
+}
+
+/// The globals `entry` and the functions it reaches name.
+fn used_globals(
+    module: &Module,
+    entry: &Function,
+    reachable: &[Handle<Function>],
+) -> BTreeSet<Handle<naga::GlobalVariable>> {
+    let functions = std::iter::once(entry).chain(reachable.iter().map(|&h| &module.functions[h]));
+    let mut globals = BTreeSet::new();
+    for function in functions {
+        for (_, expression) in function.expressions.iter() {
+            if let Expression::GlobalVariable(global) = expression {
+                globals.insert(*global);
+            }
+        }
+    }
+    globals
+}
+
+/// The lengths of a type's array levels, outermost first.
+fn dims(module: &Module, mut ty: Handle<Type>) -> Vec<u32> {
+    let mut dims = Vec::new();
+    while let TypeInner::Array {
+        base,
+        size: ArraySize::Constant(n),
+        ..
+    } = module.types[ty].inner
+    {
+        dims.push(n.get());
+        ty = base;
+    }
+    dims
+}
+
+/// The calls that record the invocation's identity and place each shadowed buffer's words,
+/// for the start of the entry point; adds the builtins they need as arguments where the entry
+/// point does not take them already.
+fn prologue(
+    module: &mut Module,
+    entry: &mut naga::EntryPoint,
+    enter: Handle<Function>,
+    places: &[Handle<Function>],
+) -> Result<Block, String> {
+    let u32_ty = module.types.insert(
+        Type {
+            name: None,
+            inner: TypeInner::Scalar(naga::Scalar::U32),
+        },
+        Span::UNDEFINED,
+    );
+    let vec3_ty = module.types.insert(
+        Type {
+            name: None,
+            inner: TypeInner::Vector {
+                size: naga::VectorSize::Tri,
+                scalar: naga::Scalar::U32,
+            },
+        },
+        Span::UNDEFINED,
+    );
+    let size = match entry.workgroup_size_overrides {
+        // Each invocation then clears every shadow element: right, only slower.
+        Some(_) => 1,
+        None => entry.workgroup_size.iter().product::<u32>().max(1),
+    };
+    let f = &mut entry.function;
+    let in_structs = f.arguments.iter().any(|a| {
+        matches!(&module.types[a.ty].inner, TypeInner::Struct { members, .. }
+            if members.iter().any(|m| m.binding.is_some()))
+    });
+    if in_structs {
+        return Err(
+            "the sanitizer needs the entry point's builtins as plain arguments, not struct members"
+                .into(),
+        );
+    }
+    let mut argument = |builtin: BuiltIn, ty: Handle<Type>, name: &str| {
+        let binding = Some(Binding::BuiltIn(builtin));
+        let index = match f.arguments.iter().position(|a| a.binding == binding) {
+            Some(index) => index,
+            None => {
+                f.arguments.push(FunctionArgument {
+                    name: Some(format!("{PREFIX}_{name}")),
+                    ty,
+                    binding,
+                });
+                f.arguments.len() - 1
+            }
+        };
+        f.expressions
+            .append(Expression::FunctionArgument(index as u32), Span::UNDEFINED)
+    };
+    let local = argument(BuiltIn::LocalInvocationIndex, u32_ty, "local_index");
+    let group = argument(BuiltIn::WorkGroupId, vec3_ty, "workgroup_id");
+    let groups = argument(BuiltIn::NumWorkGroups, vec3_ty, "num_workgroups");
+    let literal = |f: &mut Function, value: u32| {
+        f.expressions
+            .append(Expression::Literal(Literal::U32(value)), Span::UNDEFINED)
+    };
+    let size = literal(f, size);
+    let mut block = Block::new();
+    block.push(
+        Statement::Call {
+            function: enter,
+            arguments: vec![local, group, groups, size],
+            result: None,
+        },
+        Span::UNDEFINED,
+    );
+    let mut base = literal(f, HEADER_WORDS as u32);
+    for &place in places {
+        let result = f
+            .expressions
+            .append(Expression::CallResult(place), Span::UNDEFINED);
+        block.push(
+            Statement::Call {
+                function: place,
+                arguments: vec![base],
+                result: Some(result),
+            },
+            Span::UNDEFINED,
+        );
+        base = result;
+    }
+    Ok(block)
+}
+
+/// The checks of one tracked workgroup array.
+struct WorkgroupChecks {
+    dims: Vec<u32>,
+    read: Handle<Function>,
+    write: Handle<Function>,
+}
+
+/// The checks of one tracked storage buffer; `store` only where writes are shadowed.
+struct StorageChecks {
+    load: Handle<Function>,
+    store: Option<Handle<Function>>,
+    touch: Handle<Function>,
+}
+
+/// The pass over one entry point's functions: inserts the calls, numbers the sites.
+struct Pass<'a> {
+    text: &'a str,
+    rust_lines: &'a [Option<u32>],
+    sites: Vec<Site>,
+    workgroup: HashMap<Handle<naga::GlobalVariable>, WorkgroupChecks>,
+    storage: HashMap<Handle<naga::GlobalVariable>, StorageChecks>,
+    /// What clears the shadows after a barrier.
+    clears: Vec<Handle<Function>>,
+}
+
+impl Pass<'_> {
+    fn block(&mut self, f: &mut Function, block: Block) -> Block {
+        let mut out = Block::with_capacity(block.len());
+        for (statement, span) in block.span_into_iter() {
+            match statement {
+                Statement::Emit(range) => self.emit(f, range, &mut out),
+                Statement::Store { pointer, .. } => {
+                    self.check(f, pointer, Touch::Write, span, &mut out);
+                    out.push(statement, span);
+                }
+                Statement::Atomic { pointer, .. } => {
+                    self.check(f, pointer, Touch::Atomic, span, &mut out);
+                    out.push(statement, span);
+                }
+                Statement::ControlBarrier(barrier)
+                    if barrier.contains(Barrier::WORK_GROUP) && !self.clears.is_empty() =>
+                {
+                    out.push(statement, span);
+                    self.clear(&mut out, span);
+                    out.push(Statement::ControlBarrier(Barrier::WORK_GROUP), span);
+                }
+                Statement::WorkGroupUniformLoad { .. } if !self.clears.is_empty() => {
+                    out.push(Statement::ControlBarrier(Barrier::WORK_GROUP), span);
+                    self.clear(&mut out, span);
+                    out.push(statement, span);
+                }
+                Statement::Block(inner) => {
+                    let inner = self.block(f, inner);
+                    out.push(Statement::Block(inner), span);
+                }
+                Statement::If {
+                    condition,
+                    accept,
+                    reject,
+                } => {
+                    let accept = self.block(f, accept);
+                    let reject = self.block(f, reject);
+                    out.push(
+                        Statement::If {
+                            condition,
+                            accept,
+                            reject,
+                        },
+                        span,
+                    );
+                }
+                Statement::Switch { selector, cases } => {
+                    let cases = cases
+                        .into_iter()
+                        .map(|case| naga::SwitchCase {
+                            body: self.block(f, case.body),
+                            ..case
+                        })
+                        .collect();
+                    out.push(Statement::Switch { selector, cases }, span);
+                }
+                Statement::Loop {
+                    body,
+                    continuing,
+                    break_if,
+                } => {
+                    let body = self.block(f, body);
+                    let continuing = self.block(f, continuing);
+                    out.push(
+                        Statement::Loop {
+                            body,
+                            continuing,
+                            break_if,
+                        },
+                        span,
+                    );
+                }
+                other => out.push(other, span),
+            }
+        }
+        out
+    }
+
+    fn clear(&self, out: &mut Block, span: Span) {
+        for &function in &self.clears {
+            out.push(
+                Statement::Call {
+                    function,
+                    arguments: Vec::new(),
+                    result: None,
+                },
+                span,
+            );
+        }
+    }
+
+    /// An `Emit`, split before each checked load so that the check runs first.
+    fn emit(&mut self, f: &mut Function, range: naga::Range<Expression>, out: &mut Block) {
+        let mut run: Option<(Handle<Expression>, Handle<Expression>)> = None;
+        for handle in range.clone() {
+            if let Expression::Load { pointer } = f.expressions[handle] {
+                let span = f.expressions.get_span(handle);
+                let mut checks = Block::new();
+                self.check(f, pointer, Touch::Read, span, &mut checks);
+                if !checks.is_empty() {
+                    if let Some((first, last)) = run.take() {
+                        out.push(
+                            Statement::Emit(naga::Range::new_from_bounds(first, last)),
+                            Span::UNDEFINED,
+                        );
+                    }
+                    out.append(&mut checks);
+                }
+            }
+            run = Some(match run {
+                Some((first, _)) => (first, handle),
+                None => (handle, handle),
+            });
+        }
+        if let Some((first, last)) = run {
+            out.push(
+                Statement::Emit(naga::Range::new_from_bounds(first, last)),
+                Span::UNDEFINED,
+            );
+        }
+    }
+
+    /// Pushes the check of an access through `pointer` onto `out`, when it reaches a tracked
+    /// array's element.
+    fn check(
+        &mut self,
+        f: &mut Function,
+        pointer: Handle<Expression>,
+        touch: Touch,
+        span: Span,
+        out: &mut Block,
+    ) {
+        let Some((global, steps)) = chain(f, pointer) else {
+            return;
+        };
+        let before = f.expressions.len();
+        let (function, element) = if let Some(array) = self.workgroup.get(&global) {
+            if touch == Touch::Atomic || steps.len() < array.dims.len() {
+                return;
+            }
+            let function = match touch {
+                Touch::Read => array.read,
+                _ => array.write,
+            };
+            let dims = array.dims.clone();
+            (function, flat_index(f, &steps, &dims))
+        } else if let Some(buffer) = self.storage.get(&global) {
+            let Some(&first) = steps.first() else {
+                return;
+            };
+            let function = match touch {
+                Touch::Read => buffer.load,
+                Touch::Write => buffer.store.unwrap_or(buffer.touch),
+                Touch::Atomic => buffer.touch,
+            };
+            (function, index(f, first))
+        } else {
+            return;
+        };
+        let site = self.site(touch, span);
+        let site = f
+            .expressions
+            .append(Expression::Literal(Literal::U32(site)), Span::UNDEFINED);
+        emit_new(f, before, out, span);
+        out.push(
+            Statement::Call {
+                function,
+                arguments: vec![element, site],
+                result: None,
+            },
+            span,
+        );
+    }
+
+    /// Numbers a new site.
+    fn site(&mut self, touch: Touch, span: Span) -> u32 {
+        let wgsl_line = if span.is_defined() {
+            span.location(self.text).line_number
+        } else {
+            0
+        };
+        let rust_line = (wgsl_line as usize)
+            .checked_sub(1)
+            .and_then(|line| self.rust_lines.get(line).copied().flatten());
+        self.sites.push(Site {
+            touch,
+            wgsl_line,
+            rust_line,
+        });
+        // Past 2^21 sites, reports name a wrong site; no module comes near.
+        ((self.sites.len() - 1) as u32) & ((1 << SITE_BITS) - 1)
+    }
+}
+
+/// Emits the expressions appended to `f` since it had `before`, but for those in scope from
+/// the start (literals), which the validator refuses to see emitted.
+fn emit_new(f: &Function, before: usize, out: &mut Block, span: Span) {
+    let mut run: Option<(Handle<Expression>, Handle<Expression>)> = None;
+    let flush = |run: &mut Option<(Handle<Expression>, Handle<Expression>)>, out: &mut Block| {
+        if let Some((first, last)) = run.take() {
+            out.push(
+                Statement::Emit(naga::Range::new_from_bounds(first, last)),
+                span,
+            );
+        }
+    };
+    for handle in f.expressions.range_from(before) {
+        if f.expressions[handle].needs_pre_emit() {
+            flush(&mut run, out);
+        } else {
+            run = Some(run.map_or((handle, handle), |(first, _)| (first, handle)));
+        }
+    }
+    flush(&mut run, out);
+}
+
+/// A step's index as a `u32` expression.
+fn index(f: &mut Function, step: Step) -> Handle<Expression> {
+    let expression = match step {
+        Step::Dynamic(index) => Expression::As {
+            expr: index,
+            kind: ScalarKind::Uint,
+            convert: Some(4),
+        },
+        Step::Constant(index) => Expression::Literal(Literal::U32(index)),
+    };
+    f.expressions.append(expression, Span::UNDEFINED)
+}
+
+/// The element `steps` reach in an array of `dims`, flattened; past the end (`u32::MAX`) when
+/// an inner index is past its level.
+fn flat_index(f: &mut Function, steps: &[Step], dims: &[u32]) -> Handle<Expression> {
+    let append = |f: &mut Function, e: Expression| f.expressions.append(e, Span::UNDEFINED);
+    if dims.is_empty() {
+        return append(f, Expression::Literal(Literal::U32(0)));
+    }
+    let mut flat = index(f, steps[0]);
+    let mut outside = None;
+    for (&step, &n) in steps.iter().zip(dims).skip(1) {
+        let i = index(f, step);
+        let len = append(f, Expression::Literal(Literal::U32(n)));
+        let past = append(
+            f,
+            Expression::Binary {
+                op: BinaryOperator::GreaterEqual,
+                left: i,
+                right: len,
+            },
+        );
+        outside = Some(match outside {
+            None => past,
+            Some(before) => append(
+                f,
+                Expression::Binary {
+                    op: BinaryOperator::LogicalOr,
+                    left: before,
+                    right: past,
+                },
+            ),
+        });
+        let scaled = append(
+            f,
+            Expression::Binary {
+                op: BinaryOperator::Multiply,
+                left: flat,
+                right: len,
+            },
+        );
+        flat = append(
+            f,
+            Expression::Binary {
+                op: BinaryOperator::Add,
+                left: scaled,
+                right: i,
+            },
+        );
+    }
+    match outside {
+        None => flat,
+        Some(outside) => {
+            let past_end = append(f, Expression::Literal(Literal::U32(u32::MAX)));
+            append(
+                f,
+                Expression::Select {
+                    condition: outside,
+                    accept: past_end,
+                    reject: flat,
+                },
+            )
+        }
+    }
+}
