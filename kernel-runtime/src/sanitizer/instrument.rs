@@ -85,8 +85,10 @@ pub(crate) struct StorageArray {
 /// A source parsed with the prelude, once for all its entry points.
 pub(crate) struct Prepared {
     module: Module,
-    /// The source with the prelude after it (spans point into it).
+    /// The source with the prelude inserted after its directives (spans point into it).
     text: String,
+    /// The prelude's lines: a site's line in the source is its line in `text` less these.
+    prelude_lines: u32,
     /// Per WGSL line (0-based), the Rust line of its `// line N` comment.
     rust_lines: Vec<Option<u32>>,
     workgroup: Vec<(String, WorkgroupArray)>,
@@ -159,8 +161,11 @@ pub(crate) fn prepare(source: &str) -> Result<Prepared, String> {
             _ => {}
         }
     }
-    let mut text = source.to_owned();
-    text.push_str(&prelude(&workgroup, &storage));
+    // Before the module's own declarations (after its directives): naga's validator wants
+    // a function's callees before it in the module, and the frontend keeps source order.
+    let at = after_directives(source);
+    let prelude = prelude(&workgroup, &storage);
+    let text = format!("{}{prelude}{}", &source[..at], &source[at..]);
     let module = naga::front::wgsl::parse_str(&text).map_err(|e| {
         format!(
             "the sanitizer's checks do not compile (a bug of tessera): {}",
@@ -170,10 +175,28 @@ pub(crate) fn prepare(source: &str) -> Result<Prepared, String> {
     Ok(Prepared {
         module,
         text,
+        prelude_lines: prelude.matches('\n').count() as u32,
         rust_lines,
         workgroup,
         storage,
     })
+}
+
+/// Where a module's declarations start: after its directives (`enable f16;`, ...), comments
+/// and blank lines.
+fn after_directives(source: &str) -> usize {
+    let mut at = 0;
+    for line in source.split_inclusive('\n') {
+        let code = line.trim();
+        let directive = ["enable ", "requires ", "diagnostic"]
+            .iter()
+            .any(|d| code.starts_with(d));
+        if !(code.is_empty() || code.starts_with("//") || directive) {
+            break;
+        }
+        at += line.len();
+    }
+    at
 }
 
 /// Per WGSL line, the number of its trailing `// line N` comment.
@@ -471,6 +494,7 @@ impl Prepared {
         storage_used.sort_by_key(|&g| self.storage[g].1.binding);
         let mut pass = Pass {
             text: &self.text,
+            prelude_lines: self.prelude_lines,
             rust_lines: &self.rust_lines,
             sites: Vec::new(),
             workgroup: HashMap::new(),
@@ -718,6 +742,7 @@ struct StorageChecks {
 /// The pass over one entry point's functions: inserts the calls, numbers the sites.
 struct Pass<'a> {
     text: &'a str,
+    prelude_lines: u32,
     rust_lines: &'a [Option<u32>],
     sites: Vec<Site>,
     workgroup: HashMap<Handle<naga::GlobalVariable>, WorkgroupChecks>,
@@ -903,7 +928,8 @@ impl Pass<'_> {
     /// Numbers a new site.
     fn site(&mut self, touch: Touch, span: Span) -> u32 {
         let wgsl_line = if span.is_defined() {
-            span.location(self.text).line_number
+            let line = span.location(self.text).line_number;
+            line.saturating_sub(self.prelude_lines)
         } else {
             0
         };

@@ -203,12 +203,10 @@ impl fmt::Display for Hazard {
                 )?;
             }
         }
-        if *count > 1 {
-            write!(
-                f,
-                " ({} more hazards in the same dispatch; this is the first found)",
-                count - 1
-            )?;
+        match count {
+            0 | 1 => {}
+            2 => write!(f, " (1 more hazard in the same dispatch)")?,
+            n => write!(f, " ({} more hazards in the same dispatch)", n - 1)?,
         }
         Ok(())
     }

@@ -38,3 +38,26 @@ fn k(@builtin(local_invocation_index) t: u32) {
     let i = instrumented(source, "k");
     assert_eq!(i.sites.len(), 6);
 }
+
+#[test]
+fn helpers_call_checks_declared_before_them() {
+    let source = "enable f16;
+@group(0) @binding(0) var<storage, read_write> y: array<f16>;
+var<workgroup> tile: array<array<f32, 4>, 8>;
+fn put(i: u32, j: u32, v: f32) {
+    tile[i][j] = v;
+    workgroupBarrier();
+}
+fn fetch(i: i32) -> f32 { return tile[i][1]; }
+@compute @workgroup_size(8, 4)
+fn k(@builtin(local_invocation_id) id: vec3<u32>) {
+    put(id.x, id.y, 1.0);
+    y[id.x] = f16(fetch(i32(id.x)) + tile[0][0]);
+}
+";
+    let i = instrumented(source, "k");
+    let mut lines: Vec<u32> = i.sites.iter().map(|s| s.wgsl_line).collect();
+    lines.sort();
+    assert_eq!(lines, [5, 8, 12, 12]);
+    assert_eq!(i.shadowed, [(0, 2)]);
+}
