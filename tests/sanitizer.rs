@@ -123,7 +123,11 @@ pub mod hazards {
 
     /// Each workgroup writes its own element: correct.
     #[kernel(workgroup = [64], grid = [ceil_div(p.n, 64)])]
-    pub fn first_of_each(p: &Len, #[len(p.n)] x: &[f32], #[len(ceil_div(p.n, 64))] firsts: &mut [f32]) {
+    pub fn first_of_each(
+        p: &Len,
+        #[len(p.n)] x: &[f32],
+        #[len(ceil_div(p.n, 64))] firsts: &mut [f32],
+    ) {
         let i = global_id().x;
         if local_index() == 0 && i < p.n {
             firsts[workgroup_id().x] = x[i];
@@ -189,7 +193,10 @@ fn a_warp_synchronous_reduction_is_a_race() {
     // step: the pair of lines is one of these, and the element one invocations 16-31 own.
     let (step32, step16) = (line("warp: step 32"), line("warp: step 16"));
     let pair = lines(&found);
-    assert!(pair == set(&[step32, step16]) || pair == set(&[step16]), "{pair:?}");
+    assert!(
+        pair == set(&[step32, step16]) || pair == set(&[step16]),
+        "{pair:?}"
+    );
     assert!((16..32).contains(&found.element), "{found:?}");
     let other = found.other.unwrap();
     let invocations: BTreeSet<u32> = [found.access.invocation, other.invocation]
@@ -374,7 +381,10 @@ fn hand_written_wgsl_is_reported_at_its_own_lines() {
     assert_eq!(found.array, "partial");
     let pair = lines(&found);
     let (step32, step16) = (Line::Wgsl(10), Line::Wgsl(11));
-    assert!(pair == set(&[step32, step16]) || pair == set(&[step16]), "{pair:?}");
+    assert!(
+        pair == set(&[step32, step16]) || pair == set(&[step16]),
+        "{pair:?}"
+    );
     // The runtime goes on: a later submission without hazards succeeds.
     let kernel = TreeSumFixed::new(&rt).unwrap();
     let args = TreeSumFixedArgs {

@@ -563,14 +563,19 @@ impl Recording {
     /// GPU and returns [`Error::Hazard`] for the first dispatch that met one.
     fn submit_async(self, rt: &Runtime) -> impl Future<Output = Result<()>> + '_ {
         let checked = self.recorded.iter().any(|r| r.pipeline.checked().is_some());
-        let layout = checked
-            .then(|| rt.bind_group_layout(&[BindingKind::ReadWriteStorage]))
+        let sanitizer = checked
+            .then(|| {
+                let sizes = Reports::sizes(rt, &self.recorded)?;
+                let layout = rt.bind_group_layout(&[BindingKind::ReadWriteStorage])?;
+                Ok::<_, Error>((sizes, layout))
+            })
             .transpose();
         let submitted = (!self.recorded.is_empty()).then(|| {
-            let layout = layout?;
+            let sanitizer = sanitizer?;
             rt.push_scopes().map(|scopes| {
                 let bind_groups = self.bind_groups(rt);
-                let reports = layout.map(|layout| Reports::new(rt, &self.recorded, &layout));
+                let reports = sanitizer
+                    .map(|(sizes, layout)| Reports::new(rt, &self.recorded, &sizes, &layout));
                 let mut encoder = rt.device().create_command_encoder(&Default::default());
                 if let Some(reports) = &reports {
                     reports.clear(&mut encoder);

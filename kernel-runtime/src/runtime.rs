@@ -437,8 +437,12 @@ impl Runtime {
     ///   array, read, written or updated atomically. wgpu's bounds checks already keep such an
     ///   access inside the memory; the sanitizer says it happened.
     /// - **Races on storage buffers between workgroups**: an element of a buffer the kernel
-    ///   writes, written by one workgroup and then read or written by another in the same
-    ///   dispatch, without atomics (two workgroups writing one element, say).
+    ///   writes, written by one workgroup and then written by another in the same dispatch
+    ///   (two workgroups writing one element), or read by another, without atomics. A
+    ///   workgroup that has updated a storage buffer atomically may read what others wrote:
+    ///   that is how split reductions hand their parts over (each workgroup writes its part
+    ///   and counts itself in atomically; the last to arrive reads every part), and the
+    ///   sanitizer does not judge whether the atomics order the accesses.
     ///
     /// # What it cannot see
     ///

@@ -22,30 +22,61 @@ pub(super) struct Reports {
     readback: wgpu::Buffer,
     /// Per recorded dispatch, the bind group of its part; `None` for one without checks.
     groups: Vec<Option<wgpu::BindGroup>>,
-    /// Each checked dispatch's part: its offset in bytes, and what its report refers to.
-    parts: Vec<(u64, Arc<Checked>)>,
+    /// Each checked dispatch's part: its offset and size in bytes, and what its report refers
+    /// to.
+    parts: Vec<(u64, u64, Arc<Checked>)>,
 }
 
 impl Reports {
-    /// The parts of the dispatches of `recorded` that have checks. Runs inside an error scope.
-    pub(super) fn new(rt: &Runtime, recorded: &[Recorded], layout: &wgpu::BindGroupLayout) -> Self {
+    /// The bytes of each dispatch's part (`None` for one without checks), checked against
+    /// the device's limit for one binding.
+    pub(super) fn sizes(rt: &Runtime, recorded: &[Recorded]) -> Result<Vec<Option<u64>>> {
+        let limit = rt.info().limits.max_storage_buffer_binding_size as u64;
+        recorded
+            .iter()
+            .map(|dispatch| {
+                let Some(checked) = dispatch.pipeline.checked() else {
+                    return Ok(None);
+                };
+                let size = |binding: u32| match dispatch.bound.get(binding as usize) {
+                    Some(Bound::Storage(buffer)) => buffer.size(),
+                    _ => 0,
+                };
+                let bytes = checked.words(size, dispatch.grid) * 4;
+                if bytes > limit {
+                    return Err(Error::InvalidArgument {
+                        operation: format!("running `{}` with the sanitizer", checked.kernel()),
+                        problem: format!(
+                            "its checks need {bytes} bytes for the shadows of its buffers and \
+                             of each of its {:?} workgroups' arrays, over this device's limit \
+                             of {limit} bytes for one binding; sanitize it on a smaller grid",
+                            dispatch.grid
+                        ),
+                    });
+                }
+                Ok(Some(bytes))
+            })
+            .collect()
+    }
+
+    /// The parts of the dispatches of `recorded` that have checks, `sizes` bytes each (as
+    /// [`Reports::sizes`] gave them). Runs inside an error scope.
+    pub(super) fn new(
+        rt: &Runtime,
+        recorded: &[Recorded],
+        sizes: &[Option<u64>],
+        layout: &wgpu::BindGroupLayout,
+    ) -> Self {
         let alignment = u64::from(rt.info().limits.min_storage_buffer_offset_alignment).max(4);
         let mut parts = Vec::new();
-        let mut sizes = Vec::new();
         let mut end = 0u64;
-        for dispatch in recorded {
-            let Some(checked) = dispatch.pipeline.checked() else {
+        for (dispatch, bytes) in recorded.iter().zip(sizes) {
+            let (Some(checked), Some(bytes)) = (dispatch.pipeline.checked(), bytes) else {
                 continue;
             };
-            let size = |binding: u32| match dispatch.bound.get(binding as usize) {
-                Some(Bound::Storage(buffer)) => buffer.size(),
-                _ => 0,
-            };
-            let bytes = checked.words(size) * 4;
             let offset = end.next_multiple_of(alignment);
             end = offset + bytes;
-            parts.push((offset, Arc::clone(checked)));
-            sizes.push(bytes);
+            parts.push((offset, *bytes, Arc::clone(checked)));
         }
         let device = rt.device();
         let buffer = device.create_buffer(&wgpu::BufferDescriptor {
@@ -62,12 +93,12 @@ impl Reports {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut part = parts.iter().zip(&sizes);
+        let mut part = parts.iter();
         let groups = recorded
             .iter()
             .map(|dispatch| {
                 dispatch.pipeline.checked()?;
-                let ((offset, _), &size) = part.next()?;
+                let (offset, size, _) = part.next()?;
                 Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some("tessera sanitizer"),
                     layout,
@@ -76,7 +107,7 @@ impl Reports {
                         resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                             buffer: &buffer,
                             offset: *offset,
-                            size: wgpu::BufferSize::new(size),
+                            size: wgpu::BufferSize::new(*size),
                         }),
                     }],
                 }))
@@ -102,7 +133,7 @@ impl Reports {
 
     /// Copies each part's report out: after the pass.
     pub(super) fn copy_out(&self, encoder: &mut wgpu::CommandEncoder) {
-        for (i, (offset, _)) in self.parts.iter().enumerate() {
+        for (i, (offset, _, _)) in self.parts.iter().enumerate() {
             let at = i as u64 * REPORT_BYTES;
             encoder.copy_buffer_to_buffer(&self.buffer, *offset, &self.readback, at, REPORT_BYTES);
         }
@@ -131,7 +162,7 @@ impl Reports {
             }
             let words: Vec<u32> = bytemuck::pod_collect_to_vec(&readback.get_mapped_range(..)?);
             readback.unmap();
-            for (report, (_, checked)) in words.chunks(HEADER_WORDS as usize).zip(&parts) {
+            for (report, (_, _, checked)) in words.chunks(HEADER_WORDS as usize).zip(&parts) {
                 if let Some(hazard) = checked.hazard(report) {
                     return Err(Error::Hazard(Box::new(hazard)));
                 }

@@ -5,16 +5,22 @@
 //! functions of a prelude appended to the source ([`prelude`]), one set per workgroup array
 //! and per storage buffer, which the pass calls before each access:
 //!
-//! - a workgroup array gets three shadow arrays of atomics, one word per element: the last
-//!   writer since the last barrier, and the highest and lowest reader (each packed as the
-//!   invocation's local index and the access's site). A read of an element another invocation
+//! - a workgroup array gets five shadow arrays of atomics, one word per element: the last
+//!   writer and its site, the highest and lowest reader (by local index) and the last
+//!   reader's site. A read of an element another invocation
 //!   wrote, a write of one another invocation wrote or read, is a race; an index past the array
-//!   is out of bounds. After every `workgroupBarrier()` (and before every
-//!   `workgroupUniformLoad`) the shadows are cleared between two barriers.
+//!   is out of bounds. Each shadow word carries the number of barriers the invocation has
+//!   passed (every invocation passes the same ones), counted after every `workgroupBarrier()`
+//!   and before every `workgroupUniformLoad`: a word of an earlier count is as good as empty,
+//!   so nothing needs clearing (clearing would take two more barriers each time, which
+//!   lavapipe compiles at a cost that grows with their square).
 //! - a storage buffer gets a bounds check against `arrayLength`; one the module writes (not
 //!   through atomics) also gets two shadow words per element in the sanitizer's own buffer:
-//!   the workgroup that last wrote it in this dispatch and where. A read or write of an element
-//!   another workgroup wrote is a race.
+//!   the workgroup that last wrote it in this dispatch and where. A write of an element another
+//!   workgroup wrote is a race; so is a read, unless the reading workgroup has updated a
+//!   storage buffer atomically before (the hand-over of split reductions: write a part, count
+//!   arrivals atomically, the last to arrive reads every part), whose ordering the sanitizer
+//!   does not judge.
 //!
 //! The first hazard a dispatch meets is written to the head of the sanitizer's buffer
 //! ([`HEADER_WORDS`]), with how many it met; the runtime reads it back after the dispatch.
@@ -31,8 +37,11 @@ use naga::{
 /// Words at the head of each dispatch's part of the sanitizer buffer: the report.
 pub(crate) const HEADER_WORDS: u64 = 16;
 
-/// Bits of a packed workgroup access that hold the site; the local index (plus one) is above.
-const SITE_BITS: u32 = 21;
+/// Bits of a workgroup shadow word that hold the invocation's local index plus one; the
+/// barrier count (the epoch) is above.
+const INVOCATION_BITS: u32 = 11;
+const INVOCATION_MASK: u32 = (1 << INVOCATION_BITS) - 1;
+const EPOCH_MASK: u32 = u32::MAX >> INVOCATION_BITS;
 
 /// The prefix of every name the prelude declares.
 const PREFIX: &str = "tessera_sanitizer";
@@ -104,6 +113,8 @@ pub(crate) struct Instrumented {
     /// The shadowed storage bindings the entry point uses, in binding order: the host sizes
     /// each dispatch's part of the sanitizer buffer from their lengths, in this order.
     pub shadowed: Vec<(u32, u32)>,
+    /// Words of each workgroup's region, after the storage shadows.
+    pub region: u32,
 }
 
 /// Parses `source`, finds its workgroup arrays and storage buffers, and parses it again with
@@ -303,23 +314,51 @@ fn is_atomic(module: &Module, ty: Handle<Type>) -> bool {
     matches!(module.types[ty].inner, TypeInner::Atomic(_))
 }
 
+/// Words of a workgroup array element's shadow: the last writer and its site, the highest
+/// reader and its site, the lowest reader and its site.
+const SHADOW_WORDS: u32 = 6;
+
 /// The checks' WGSL: the sanitizer's binding, the invocation's identity, and per tracked array
-/// its shadows and check functions (named by position: `_w3` for the fourth workgroup array).
+/// its check functions (named by position: `_w3` for the fourth workgroup array).
+///
+/// All shadows live in the sanitizer's buffer, none in workgroup memory (which kernels fill:
+/// lavapipe offers 32 KiB). A dispatch's part of it is: the report ([`HEADER_WORDS`]), two
+/// words per element of each shadowed storage buffer, then a region per workgroup of the
+/// grid: a word set once the workgroup has updated a storage buffer atomically, then
+/// [`SHADOW_WORDS`] per element of each workgroup array.
 fn prelude(workgroup: &[(String, WorkgroupArray)], storage: &[(String, StorageArray)]) -> String {
     let p = PREFIX;
-    let mask = (1u32 << SITE_BITS) - 1;
+    let (bits, mask, epochs) = (INVOCATION_BITS, INVOCATION_MASK, EPOCH_MASK);
+    let w = SHADOW_WORDS;
     let mut s = format!(
         "
 // The sanitizer's checks (added by tessera's runtime).
 @group(1) @binding(0) var<storage, read_write> {p}: array<atomic<u32>>;
 var<private> {p}_local: u32;
 var<private> {p}_group: u32;
-var<private> {p}_size: u32;
+// Where the workgroup's region starts.
+var<private> {p}_region: u32;
+// How many workgroup barriers the invocation has passed: every invocation of a workgroup
+// passes the same ones, so an access tagged with an older count was ordered by a barrier.
+var<private> {p}_epoch: u32;
 
-fn {p}_enter(local: u32, group: vec3<u32>, groups: vec3<u32>, size: u32) {{
+fn {p}_enter(local: u32, group: vec3<u32>, groups: vec3<u32>) {{
     {p}_local = local;
     {p}_group = group.x + groups.x * (group.y + groups.y * group.z);
-    {p}_size = size;
+}}
+
+fn {p}_regions(start: u32, size: u32) -> u32 {{
+    {p}_region = start + {p}_group * size;
+    return {p}_region + 1u;
+}}
+
+fn {p}_barrier() {{
+    {p}_epoch += 1u;
+}}
+
+// Whether a shadow word was written since the last barrier.
+fn {p}_current(tag: u32) -> bool {{
+    return tag != 0u && (tag >> {bits}u) == ({p}_epoch & {epochs}u);
 }}
 
 fn {p}_report(kind: u32, site: u32, other_site: u32, element: u32, other: u32, len: u32, subject: u32) {{
@@ -339,58 +378,57 @@ fn {p}_report(kind: u32, site: u32, other_site: u32, element: u32, other: u32, l
     );
     for (k, (_, array)) in workgroup.iter().enumerate() {
         let n = array.len;
-        let bounds = |what: &str| {
-            format!(
-                "if element >= {n}u {{ {p}_report({}u, site, 0u, element, 0u, {n}u, {k}u); return; }}\n    // {what}",
-                kind::WORKGROUP_BOUNDS
-            )
-        };
-        let race = kind::WORKGROUP_RACE;
+        let (race, outside) = (kind::WORKGROUP_RACE, kind::WORKGROUP_BOUNDS);
+        let bounds = format!(
+            "if element >= {n}u {{ {p}_report({outside}u, site, 0u, element, 0u, {n}u, {k}u); return; }}"
+        );
         let _ = write!(
             s,
             "
-var<workgroup> {p}_writer{k}: array<atomic<u32>, {n}>;
-var<workgroup> {p}_high{k}: array<atomic<u32>, {n}>;
-var<workgroup> {p}_low{k}: array<atomic<u32>, {n}>;
+var<private> {p}_shadow{k}: u32;
+
+fn {p}_place_w{k}(base: u32) -> u32 {{
+    {p}_shadow{k} = base;
+    return base + {}u;
+}}
 
 fn {p}_read_w{k}(element: u32, site: u32) {{
-    {}
-    let me = (({p}_local + 1u) << {SITE_BITS}u) | site;
-    let writer = atomicLoad(&{p}_writer{k}[element]);
-    if writer != 0u && (writer >> {SITE_BITS}u) != (me >> {SITE_BITS}u) {{
-        {p}_report({race}u, site, (writer & {mask}u) + 1u, element, (writer >> {SITE_BITS}u) - 1u, 0u, {k}u);
+    {bounds}
+    let at = {p}_shadow{k} + {w}u * element;
+    let writer = atomicLoad(&{p}[at]);
+    if {p}_current(writer) && (writer & {mask}u) != {p}_local + 1u {{
+        let other_site = atomicLoad(&{p}[at + 1u]) + 1u;
+        {p}_report({race}u, site, other_site, element, (writer & {mask}u) - 1u, 0u, {k}u);
     }}
-    atomicMax(&{p}_high{k}[element], me);
-    atomicMax(&{p}_low{k}[element], ~me);
+    let epoch = {p}_epoch << {bits}u;
+    let high = epoch | ({p}_local + 1u);
+    if atomicMax(&{p}[at + 2u], high) < high {{ atomicStore(&{p}[at + 3u], site); }}
+    let low = epoch | ({mask}u - {p}_local);
+    if atomicMax(&{p}[at + 4u], low) < low {{ atomicStore(&{p}[at + 5u], site); }}
 }}
 
 fn {p}_write_w{k}(element: u32, site: u32) {{
-    {}
-    let me = (({p}_local + 1u) << {SITE_BITS}u) | site;
-    let writer = atomicExchange(&{p}_writer{k}[element], me);
-    if writer != 0u && (writer >> {SITE_BITS}u) != (me >> {SITE_BITS}u) {{
-        {p}_report({race}u, site, (writer & {mask}u) + 1u, element, (writer >> {SITE_BITS}u) - 1u, 0u, {k}u);
+    {bounds}
+    let at = {p}_shadow{k} + {w}u * element;
+    let me = {p}_local + 1u;
+    let writer = atomicExchange(&{p}[at], ({p}_epoch << {bits}u) | me);
+    let writer_site = atomicExchange(&{p}[at + 1u], site);
+    if {p}_current(writer) && (writer & {mask}u) != me {{
+        {p}_report({race}u, site, writer_site + 1u, element, (writer & {mask}u) - 1u, 0u, {k}u);
         return;
     }}
-    let high = atomicLoad(&{p}_high{k}[element]);
-    let low = ~atomicLoad(&{p}_low{k}[element]);
-    if high != 0u && (high >> {SITE_BITS}u) != (me >> {SITE_BITS}u) {{
-        {p}_report({race}u, site, (high & {mask}u) + 1u, element, (high >> {SITE_BITS}u) - 1u, 0u, {k}u);
-    }} else if high != 0u && (low >> {SITE_BITS}u) != (me >> {SITE_BITS}u) {{
-        {p}_report({race}u, site, (low & {mask}u) + 1u, element, (low >> {SITE_BITS}u) - 1u, 0u, {k}u);
-    }}
-}}
-
-fn {p}_clear_w{k}() {{
-    for (var i = {p}_local; i < {n}u; i += {p}_size) {{
-        atomicStore(&{p}_writer{k}[i], 0u);
-        atomicStore(&{p}_high{k}[i], 0u);
-        atomicStore(&{p}_low{k}[i], 0u);
+    let high = atomicLoad(&{p}[at + 2u]);
+    let low = atomicLoad(&{p}[at + 4u]);
+    if {p}_current(high) && (high & {mask}u) != me {{
+        let other_site = atomicLoad(&{p}[at + 3u]) + 1u;
+        {p}_report({race}u, site, other_site, element, (high & {mask}u) - 1u, 0u, {k}u);
+    }} else if {p}_current(low) && {mask}u - (low & {mask}u) != {p}_local {{
+        let other_site = atomicLoad(&{p}[at + 5u]) + 1u;
+        {p}_report({race}u, site, other_site, element, {mask}u - (low & {mask}u), 0u, {k}u);
     }}
 }}
 ",
-            bounds("a read"),
-            bounds("a write"),
+            u64::from(w) * u64::from(n)
         );
     }
     for (g, (name, array)) in storage.iter().enumerate() {
@@ -405,6 +443,7 @@ fn {p}_clear_w{k}() {{
             "
 fn {p}_touch_s{g}(index: u32, site: u32) {{
     {bounds}
+    atomicStore(&{p}[{p}_region], 1u);
 }}
 "
         );
@@ -433,7 +472,7 @@ fn {p}_load_s{g}(index: u32, site: u32) {{
     {bounds}
     let at = {p}_base{g} + 2u * index;
     let writer = atomicLoad(&{p}[at]);
-    if writer != 0u && writer != {p}_group + 1u {{
+    if writer != 0u && writer != {p}_group + 1u && atomicLoad(&{p}[{p}_region]) == 0u {{
         {p}_report({race}u, site, atomicLoad(&{p}[at + 1u]), index, writer - 1u, 0u, {g}u);
     }}
 }}
@@ -499,9 +538,13 @@ impl Prepared {
             sites: Vec::new(),
             workgroup: HashMap::new(),
             storage: HashMap::new(),
-            clears: Vec::new(),
+            barrier: find(&module, format!("{PREFIX}_barrier"))?,
         };
+        let mut region = 1u64;
+        let mut workgroup_places = Vec::new();
         for &k in &workgroup_used {
+            region += u64::from(SHADOW_WORDS) * u64::from(self.workgroup[k].1.len);
+            workgroup_places.push(find(&module, format!("{PREFIX}_place_w{k}"))?);
             let name = &self.workgroup[k].0;
             let global = module
                 .global_variables
@@ -516,9 +559,10 @@ impl Prepared {
                     write: find(&module, format!("{PREFIX}_write_w{k}"))?,
                 },
             );
-            pass.clears
-                .push(find(&module, format!("{PREFIX}_clear_w{k}"))?);
         }
+        let region = u32::try_from(region).map_err(|_| {
+            "the workgroup arrays are too large for the sanitizer's shadows".to_owned()
+        })?;
         let mut places = Vec::new();
         for &g in &storage_used {
             let (name, array) = &self.storage[g];
@@ -550,7 +594,14 @@ impl Prepared {
         let body = std::mem::take(&mut entry.function.body);
         let mut body = pass.block(&mut entry.function, body);
         let enter = find(&module, format!("{PREFIX}_enter"))?;
-        let prologue = prologue(&mut module, &mut entry, enter, &places)?;
+        let regions = find(&module, format!("{PREFIX}_regions"))?;
+        let layout = Layout {
+            storage: &places,
+            regions,
+            region,
+            workgroup: &workgroup_places,
+        };
+        let prologue = prologue(&mut module, &mut entry, enter, &layout)?;
         let mut whole = prologue;
         whole.append(&mut body);
         entry.function.body = whole;
@@ -560,6 +611,7 @@ impl Prepared {
             sites: pass.sites,
             workgroup: self.workgroup.iter().map(|(_, a)| a.clone()).collect(),
             storage: self.storage.iter().map(|(_, a)| a.clone()).collect(),
+            region,
             shadowed: storage_used
                 .iter()
                 .filter(|&&g| self.storage[g].1.shadowed)
@@ -632,14 +684,24 @@ fn dims(module: &Module, mut ty: Handle<Type>) -> Vec<u32> {
     dims
 }
 
-/// The calls that record the invocation's identity and place each shadowed buffer's words,
-/// for the start of the entry point; adds the builtins they need as arguments where the entry
-/// point does not take them already.
+/// How an entry point's part of the sanitizer buffer is laid out: the prelude's functions
+/// that place each shadowed buffer's words, then the workgroups' regions, then each
+/// workgroup array's shadows in the workgroup's region.
+struct Layout<'a> {
+    storage: &'a [Handle<Function>],
+    regions: Handle<Function>,
+    region: u32,
+    workgroup: &'a [Handle<Function>],
+}
+
+/// The calls that record the invocation's identity and place each shadow, for the start of
+/// the entry point; adds the builtins they need as arguments where the entry point does not
+/// take them already.
 fn prologue(
     module: &mut Module,
     entry: &mut naga::EntryPoint,
     enter: Handle<Function>,
-    places: &[Handle<Function>],
+    layout: &Layout<'_>,
 ) -> Result<Block, String> {
     let u32_ty = module.types.insert(
         Type {
@@ -658,11 +720,6 @@ fn prologue(
         },
         Span::UNDEFINED,
     );
-    let size = match entry.workgroup_size_overrides {
-        // Each invocation then clears every shadow element: right, only slower.
-        Some(_) => 1,
-        None => entry.workgroup_size.iter().product::<u32>().max(1),
-    };
     let f = &mut entry.function;
     let in_structs = f.arguments.iter().any(|a| {
         matches!(&module.types[a.ty].inner, TypeInner::Struct { members, .. }
@@ -697,30 +754,37 @@ fn prologue(
         f.expressions
             .append(Expression::Literal(Literal::U32(value)), Span::UNDEFINED)
     };
-    let size = literal(f, size);
     let mut block = Block::new();
     block.push(
         Statement::Call {
             function: enter,
-            arguments: vec![local, group, groups, size],
+            arguments: vec![local, group, groups],
             result: None,
         },
         Span::UNDEFINED,
     );
-    let mut base = literal(f, HEADER_WORDS as u32);
-    for &place in places {
+    let mut call = |f: &mut Function, function: Handle<Function>, arguments: Vec<_>| {
         let result = f
             .expressions
-            .append(Expression::CallResult(place), Span::UNDEFINED);
+            .append(Expression::CallResult(function), Span::UNDEFINED);
         block.push(
             Statement::Call {
-                function: place,
-                arguments: vec![base],
+                function,
+                arguments,
                 result: Some(result),
             },
             Span::UNDEFINED,
         );
-        base = result;
+        result
+    };
+    let mut base = literal(f, HEADER_WORDS as u32);
+    for &place in layout.storage {
+        base = call(f, place, vec![base]);
+    }
+    let region = literal(f, layout.region);
+    base = call(f, layout.regions, vec![base, region]);
+    for &place in layout.workgroup {
+        base = call(f, place, vec![base]);
     }
     Ok(block)
 }
@@ -747,8 +811,8 @@ struct Pass<'a> {
     sites: Vec<Site>,
     workgroup: HashMap<Handle<naga::GlobalVariable>, WorkgroupChecks>,
     storage: HashMap<Handle<naga::GlobalVariable>, StorageChecks>,
-    /// What clears the shadows after a barrier.
-    clears: Vec<Handle<Function>>,
+    /// What counts a barrier passed.
+    barrier: Handle<Function>,
 }
 
 impl Pass<'_> {
@@ -765,16 +829,13 @@ impl Pass<'_> {
                     self.check(f, pointer, Touch::Atomic, span, &mut out);
                     out.push(statement, span);
                 }
-                Statement::ControlBarrier(barrier)
-                    if barrier.contains(Barrier::WORK_GROUP) && !self.clears.is_empty() =>
-                {
+                // `workgroupUniformLoad` is a barrier too.
+                Statement::ControlBarrier(barrier) if barrier.contains(Barrier::WORK_GROUP) => {
                     out.push(statement, span);
-                    self.clear(&mut out, span);
-                    out.push(Statement::ControlBarrier(Barrier::WORK_GROUP), span);
+                    self.count_barrier(&mut out, span);
                 }
-                Statement::WorkGroupUniformLoad { .. } if !self.clears.is_empty() => {
-                    out.push(Statement::ControlBarrier(Barrier::WORK_GROUP), span);
-                    self.clear(&mut out, span);
+                Statement::WorkGroupUniformLoad { .. } => {
+                    self.count_barrier(&mut out, span);
                     out.push(statement, span);
                 }
                 Statement::Block(inner) => {
@@ -829,17 +890,15 @@ impl Pass<'_> {
         out
     }
 
-    fn clear(&self, out: &mut Block, span: Span) {
-        for &function in &self.clears {
-            out.push(
-                Statement::Call {
-                    function,
-                    arguments: Vec::new(),
-                    result: None,
-                },
-                span,
-            );
-        }
+    fn count_barrier(&self, out: &mut Block, span: Span) {
+        out.push(
+            Statement::Call {
+                function: self.barrier,
+                arguments: Vec::new(),
+                result: None,
+            },
+            span,
+        );
     }
 
     /// An `Emit`, split before each checked load so that the check runs first.
@@ -941,8 +1000,7 @@ impl Pass<'_> {
             wgsl_line,
             rust_line,
         });
-        // Past 2^21 sites, reports name a wrong site; no module comes near.
-        ((self.sites.len() - 1) as u32) & ((1 << SITE_BITS) - 1)
+        (self.sites.len() - 1) as u32
     }
 }
 

@@ -222,6 +222,8 @@ pub(crate) struct Checked {
     storage: Vec<StorageArray>,
     /// (binding, stride) of the shadowed buffers, in binding order.
     shadowed: Vec<(u32, u32)>,
+    /// Words of each workgroup's region.
+    region: u32,
 }
 
 impl Checked {
@@ -232,18 +234,25 @@ impl Checked {
             workgroup: instrumented.workgroup.clone(),
             storage: instrumented.storage.clone(),
             shadowed: instrumented.shadowed.clone(),
+            region: instrumented.region,
         })
     }
 
-    /// Words of the dispatch's part of the sanitizer buffer, with `size(binding)` the bytes
-    /// of the buffer bound there.
-    pub(crate) fn words(&self, size: impl Fn(u32) -> u64) -> u64 {
-        HEADER_WORDS
-            + self
-                .shadowed
-                .iter()
-                .map(|&(binding, stride)| 2 * (size(binding) / u64::from(stride.max(1))))
-                .sum::<u64>()
+    /// Words of a dispatch's part of the sanitizer buffer, over `grid` workgroups, with
+    /// `size(binding)` the bytes of the buffer bound there.
+    pub(crate) fn words(&self, size: impl Fn(u32) -> u64, grid: [u32; 3]) -> u64 {
+        let groups: u64 = grid.iter().map(|&n| u64::from(n)).product();
+        let storage: u64 = self
+            .shadowed
+            .iter()
+            .map(|&(binding, stride)| 2 * (size(binding) / u64::from(stride.max(1))))
+            .sum();
+        HEADER_WORDS + storage + groups * u64::from(self.region)
+    }
+
+    /// The kernel the checks are of.
+    pub(crate) fn kernel(&self) -> &str {
+        &self.kernel
     }
 
     /// The hazard a dispatch's report describes, if any.
