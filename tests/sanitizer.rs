@@ -394,3 +394,49 @@ fn hand_written_wgsl_is_reported_at_its_own_lines() {
     kernel.launch(&rt, args).unwrap();
     assert_eq!(sums.read(&rt).unwrap(), vec![64.0]);
 }
+
+/// Invocation 0 writes a flag every turn, after a `storageBarrier()` that orders it after the
+/// others' reads of the turn before (a write after a read needs only the barrier's execution
+/// order); the others read it after a `workgroupBarrier()`.
+const FLAG_TURNS: &str = "
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+var<workgroup> flag: u32;
+
+@compute @workgroup_size(64)
+fn turns(@builtin(local_invocation_index) t: u32) {
+    var seen = 0u;
+    for (var turn = 0u; turn < 4u; turn++) {
+        storageBarrier();
+        if t == 0u { flag = turn; }
+        workgroupBarrier();
+        seen += flag;
+    }
+    out[t] = seen;
+}
+
+@compute @workgroup_size(64)
+fn too_early(@builtin(local_invocation_index) t: u32) {
+    if t == 0u { flag = 7u; }
+    storageBarrier();
+    out[t] = flag;
+}
+";
+
+#[test]
+fn a_storage_barrier_orders_a_write_after_reads_but_not_a_read_after_a_write() {
+    let rt = sanitized();
+    let mut out = rt.zeros::<u32>(64).unwrap();
+    let desc = PipelineDesc::new(FLAG_TURNS, "turns", &[BindingKind::ReadWriteStorage]);
+    let pipeline = rt.pipeline(&desc).unwrap();
+    rt.dispatch(&pipeline, &[Arg::read_write(&mut out)], [1, 1, 1])
+        .unwrap();
+    assert_eq!(out.read(&rt).unwrap(), vec![6; 64]);
+    let desc = PipelineDesc::new(FLAG_TURNS, "too_early", &[BindingKind::ReadWriteStorage]);
+    let pipeline = rt.pipeline(&desc).unwrap();
+    rt.dispatch(&pipeline, &[Arg::read_write(&mut out)], [1, 1, 1])
+        .unwrap();
+    let found = hazard(rt.flush());
+    assert_eq!(found.kind, HazardKind::WorkgroupRace);
+    assert_eq!(found.array, "flag");
+    assert_eq!(lines(&found), set(&[Line::Wgsl(19), Line::Wgsl(21)]));
+}

@@ -13,7 +13,9 @@
 //!   passed (every invocation passes the same ones), counted after every `workgroupBarrier()`
 //!   and before every `workgroupUniformLoad`: a word of an earlier count is as good as empty,
 //!   so nothing needs clearing (clearing would take two more barriers each time, which
-//!   lavapipe compiles at a cost that grows with their square).
+//!   lavapipe compiles at a cost that grows with their square). Readers count
+//!   `storageBarrier()` too: it orders a later write after a read (an execution dependency),
+//!   though not a read after a write of workgroup memory.
 //! - a storage buffer gets a bounds check against `arrayLength`; one the module writes (not
 //!   through atomics) also gets two shadow words per element in the sanitizer's own buffer:
 //!   the workgroup that last wrote it in this dispatch and where. A write of an element another
@@ -339,8 +341,12 @@ var<private> {p}_group: u32;
 // Where the workgroup's region starts.
 var<private> {p}_region: u32;
 // How many workgroup barriers the invocation has passed: every invocation of a workgroup
-// passes the same ones, so an access tagged with an older count was ordered by a barrier.
+// passes the same ones, so a write tagged with an older count was ordered by a barrier.
 var<private> {p}_epoch: u32;
+// How many control barriers (`storageBarrier()` too) it has passed: a read tagged with an
+// older count is done before a later write of another invocation (a write after a read
+// needs the barrier's execution order only, not its memory order).
+var<private> {p}_steps: u32;
 
 fn {p}_enter(local: u32, group: vec3<u32>, groups: vec3<u32>) {{
     {p}_local = local;
@@ -354,11 +360,21 @@ fn {p}_regions(start: u32, size: u32) -> u32 {{
 
 fn {p}_barrier() {{
     {p}_epoch += 1u;
+    {p}_steps += 1u;
 }}
 
-// Whether a shadow word was written since the last barrier.
+fn {p}_storage_barrier() {{
+    {p}_steps += 1u;
+}}
+
+// Whether a writer's shadow word was written since the last workgroup barrier.
 fn {p}_current(tag: u32) -> bool {{
     return tag != 0u && (tag >> {bits}u) == ({p}_epoch & {epochs}u);
+}}
+
+// Whether a reader's shadow word was written since the last control barrier.
+fn {p}_current_read(tag: u32) -> bool {{
+    return tag != 0u && (tag >> {bits}u) == ({p}_steps & {epochs}u);
 }}
 
 fn {p}_report(kind: u32, site: u32, other_site: u32, element: u32, other: u32, len: u32, subject: u32) {{
@@ -400,7 +416,7 @@ fn {p}_read_w{k}(element: u32, site: u32) {{
         let other_site = atomicLoad(&{p}[at + 1u]) + 1u;
         {p}_report({race}u, site, other_site, element, (writer & {mask}u) - 1u, 0u, {k}u);
     }}
-    let epoch = {p}_epoch << {bits}u;
+    let epoch = {p}_steps << {bits}u;
     let high = epoch | ({p}_local + 1u);
     if atomicMax(&{p}[at + 2u], high) < high {{ atomicStore(&{p}[at + 3u], site); }}
     let low = epoch | ({mask}u - {p}_local);
@@ -419,10 +435,10 @@ fn {p}_write_w{k}(element: u32, site: u32) {{
     }}
     let high = atomicLoad(&{p}[at + 2u]);
     let low = atomicLoad(&{p}[at + 4u]);
-    if {p}_current(high) && (high & {mask}u) != me {{
+    if {p}_current_read(high) && (high & {mask}u) != me {{
         let other_site = atomicLoad(&{p}[at + 3u]) + 1u;
         {p}_report({race}u, site, other_site, element, (high & {mask}u) - 1u, 0u, {k}u);
-    }} else if {p}_current(low) && {mask}u - (low & {mask}u) != {p}_local {{
+    }} else if {p}_current_read(low) && {mask}u - (low & {mask}u) != {p}_local {{
         let other_site = atomicLoad(&{p}[at + 5u]) + 1u;
         {p}_report({race}u, site, other_site, element, {mask}u - (low & {mask}u), 0u, {k}u);
     }}
@@ -539,6 +555,7 @@ impl Prepared {
             workgroup: HashMap::new(),
             storage: HashMap::new(),
             barrier: find(&module, format!("{PREFIX}_barrier"))?,
+            storage_barrier: find(&module, format!("{PREFIX}_storage_barrier"))?,
         };
         let mut region = 1u64;
         let mut workgroup_places = Vec::new();
@@ -811,8 +828,9 @@ struct Pass<'a> {
     sites: Vec<Site>,
     workgroup: HashMap<Handle<naga::GlobalVariable>, WorkgroupChecks>,
     storage: HashMap<Handle<naga::GlobalVariable>, StorageChecks>,
-    /// What counts a barrier passed.
+    /// What counts a workgroup barrier passed, and a storage barrier.
     barrier: Handle<Function>,
+    storage_barrier: Handle<Function>,
 }
 
 impl Pass<'_> {
@@ -829,13 +847,14 @@ impl Pass<'_> {
                     self.check(f, pointer, Touch::Atomic, span, &mut out);
                     out.push(statement, span);
                 }
-                // `workgroupUniformLoad` is a barrier too.
-                Statement::ControlBarrier(barrier) if barrier.contains(Barrier::WORK_GROUP) => {
+                // `workgroupUniformLoad` is a workgroup barrier too.
+                Statement::ControlBarrier(barrier) => {
                     out.push(statement, span);
-                    self.count_barrier(&mut out, span);
+                    let workgroup = barrier.contains(Barrier::WORK_GROUP);
+                    self.count_barrier(&mut out, span, workgroup);
                 }
                 Statement::WorkGroupUniformLoad { .. } => {
-                    self.count_barrier(&mut out, span);
+                    self.count_barrier(&mut out, span, true);
                     out.push(statement, span);
                 }
                 Statement::Block(inner) => {
@@ -890,10 +909,14 @@ impl Pass<'_> {
         out
     }
 
-    fn count_barrier(&self, out: &mut Block, span: Span) {
+    fn count_barrier(&self, out: &mut Block, span: Span, workgroup: bool) {
         out.push(
             Statement::Call {
-                function: self.barrier,
+                function: if workgroup {
+                    self.barrier
+                } else {
+                    self.storage_barrier
+                },
                 arguments: Vec::new(),
                 result: None,
             },
