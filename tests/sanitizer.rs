@@ -440,3 +440,50 @@ fn a_storage_barrier_orders_a_write_after_reads_but_not_a_read_after_a_write() {
     assert_eq!(found.array, "flag");
     assert_eq!(lines(&found), set(&[Line::Wgsl(19), Line::Wgsl(21)]));
 }
+
+/// Four invocations write the four components of one vector: no race (each component is its
+/// own memory); `collide` has two write the same one.
+const COMPONENTS: &str = "
+@group(0) @binding(0) var<storage, read_write> out: array<vec4<f32>>;
+var<workgroup> quads: array<vec4<f32>, 16>;
+
+@compute @workgroup_size(64)
+fn components(@builtin(local_invocation_index) t: u32) {
+    quads[t / 4u][t % 4u] = f32(t);
+    workgroupBarrier();
+    if t < 16u { out[t] = quads[t]; }
+}
+
+@compute @workgroup_size(64)
+fn collide(@builtin(local_invocation_index) t: u32) {
+    quads[t / 4u][t % 2u] = f32(t);
+    workgroupBarrier();
+    if t < 16u { out[t] = quads[t]; }
+}
+";
+
+#[test]
+fn invocations_may_own_different_components_of_one_vector() {
+    let rt = sanitized();
+    let mut out = rt.zeros::<[f32; 4]>(16).unwrap();
+    let bindings = [BindingKind::ReadWriteStorage];
+    let pipeline = rt
+        .pipeline(&PipelineDesc::new(COMPONENTS, "components", &bindings))
+        .unwrap();
+    rt.dispatch(&pipeline, &[Arg::read_write(&mut out)], [1, 1, 1])
+        .unwrap();
+    let want: Vec<[f32; 4]> = (0..16)
+        .map(|i| [0, 1, 2, 3].map(|c| (4 * i + c) as f32))
+        .collect();
+    assert_eq!(out.read(&rt).unwrap(), want);
+    let pipeline = rt
+        .pipeline(&PipelineDesc::new(COMPONENTS, "collide", &bindings))
+        .unwrap();
+    rt.dispatch(&pipeline, &[Arg::read_write(&mut out)], [1, 1, 1])
+        .unwrap();
+    let found = hazard(rt.flush());
+    assert_eq!(found.kind, HazardKind::WorkgroupRace);
+    assert_eq!(found.array, "quads");
+    assert_eq!(lines(&found), set(&[Line::Wgsl(14)]));
+    assert!(found.element < 16);
+}

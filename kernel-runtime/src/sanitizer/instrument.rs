@@ -80,6 +80,10 @@ pub(crate) struct WorkgroupArray {
     pub name: String,
     /// Elements (array levels flattened; a vector or struct is one element).
     pub len: u32,
+    /// Where the module writes or reads single components of its vector elements (different
+    /// invocations may own different components of one vector): the vector's size, and each
+    /// component has its shadow. Otherwise 1.
+    pub lanes: u32,
 }
 
 /// A storage buffer the checks track: a runtime-sized array at group 0.
@@ -132,6 +136,7 @@ pub(crate) fn prepare(source: &str) -> Result<Prepared, String> {
     let mut workgroup = Vec::new();
     let mut storage = Vec::new();
     let written = written_globals(&module);
+    let by_component = by_component(&module);
     for (handle, global) in module.global_variables.iter() {
         let Some(name) = global.name.clone() else {
             continue;
@@ -140,7 +145,8 @@ pub(crate) fn prepare(source: &str) -> Result<Prepared, String> {
             AddressSpace::WorkGroup => {
                 let (len, element) = flat_len(&module, global.ty);
                 if !is_atomic(&module, element) {
-                    workgroup.push((name.clone(), WorkgroupArray { name, len }));
+                    let lanes = by_component.get(&handle).copied().unwrap_or(1);
+                    workgroup.push((name.clone(), WorkgroupArray { name, len, lanes }));
                 }
             }
             AddressSpace::Storage { access } => {
@@ -243,6 +249,42 @@ fn written_globals(module: &Module) -> BTreeSet<Handle<naga::GlobalVariable>> {
     written
 }
 
+/// The workgroup arrays of vectors some function reaches a single component of, with the
+/// vectors' sizes.
+fn by_component(module: &Module) -> HashMap<Handle<naga::GlobalVariable>, u32> {
+    let mut found = HashMap::new();
+    let functions = module
+        .functions
+        .iter()
+        .map(|(_, f)| f)
+        .chain(module.entry_points.iter().map(|e| &e.function));
+    for function in functions {
+        for (handle, expression) in function.expressions.iter() {
+            if !matches!(
+                expression,
+                Expression::Access { .. } | Expression::AccessIndex { .. }
+            ) {
+                continue;
+            }
+            let Some((global, steps)) = chain(function, handle) else {
+                continue;
+            };
+            let variable = &module.global_variables[global];
+            if variable.space != AddressSpace::WorkGroup {
+                continue;
+            }
+            let levels = dims(module, variable.ty).len();
+            let (_, element) = flat_len(module, variable.ty);
+            if let TypeInner::Vector { size, .. } = module.types[element].inner {
+                if steps.len() > levels {
+                    found.insert(global, size as u32);
+                }
+            }
+        }
+    }
+    found
+}
+
 /// Calls `f` on every statement of `block`, nested ones included.
 fn visit(block: &Block, f: &mut impl FnMut(&Statement)) {
     for statement in block.iter() {
@@ -316,6 +358,17 @@ fn is_atomic(module: &Module, ty: Handle<Type>) -> bool {
     matches!(module.types[ty].inner, TypeInner::Atomic(_))
 }
 
+/// The most words one storage buffer's shadow may take (two per element): a larger buffer is
+/// checked for bounds only.
+pub(crate) const STORAGE_SHADOW_LIMIT: u64 = 1 << 21;
+
+/// The most words the workgroups' regions of one dispatch may take together: the workgroups
+/// past that many regions are checked for bounds only.
+pub(crate) const REGIONS_LIMIT: u64 = 1 << 23;
+
+/// A base that says "not tracked".
+const UNTRACKED: u32 = u32::MAX;
+
 /// Words of a workgroup array element's shadow: the last writer and its site, the highest
 /// reader and its site, the lowest reader and its site.
 const SHADOW_WORDS: u32 = 6;
@@ -332,6 +385,7 @@ fn prelude(workgroup: &[(String, WorkgroupArray)], storage: &[(String, StorageAr
     let p = PREFIX;
     let (bits, mask, epochs) = (INVOCATION_BITS, INVOCATION_MASK, EPOCH_MASK);
     let w = SHADOW_WORDS;
+    let (none, regions, storage_limit) = (UNTRACKED, REGIONS_LIMIT, STORAGE_SHADOW_LIMIT);
     let mut s = format!(
         "
 // The sanitizer's checks (added by tessera's runtime).
@@ -354,6 +408,10 @@ fn {p}_enter(local: u32, group: vec3<u32>, groups: vec3<u32>) {{
 }}
 
 fn {p}_regions(start: u32, size: u32) -> u32 {{
+    if {p}_group >= max({regions}u / size, 1u) {{
+        {p}_region = {none}u;
+        return {none}u;
+    }}
     {p}_region = start + {p}_group * size;
     return {p}_region + 1u;
 }}
@@ -377,26 +435,46 @@ fn {p}_current_read(tag: u32) -> bool {{
     return tag != 0u && (tag >> {bits}u) == ({p}_steps & {epochs}u);
 }}
 
+// The invocation's first hazard and how many it met, kept in private memory (no atomics,
+// and plain stores the compiler turns into selects: each check stays small) until the
+// entry point returns.
+var<private> {p}_found: u32;
+var<private> {p}_first: array<u32, 6>;
+
 fn {p}_report(kind: u32, site: u32, other_site: u32, element: u32, other: u32, len: u32, subject: u32) {{
-    if atomicAdd(&{p}[0], 1u) == 0u {{
-        atomicStore(&{p}[1], kind);
-        atomicStore(&{p}[2], site);
-        atomicStore(&{p}[3], other_site);
-        atomicStore(&{p}[4], element);
+    if {p}_found == 0u {{
+        {p}_first = array<u32, 6>(kind | (subject << 8u), site, other_site, element, other, len);
+    }}
+    {p}_found += 1u;
+}}
+
+// Before the entry point returns: the first invocation to report writes its hazard.
+fn {p}_flush() {{
+    if {p}_found == 0u {{
+        return;
+    }}
+    if atomicAdd(&{p}[0], {p}_found) == 0u {{
+        atomicStore(&{p}[1], {p}_first[0] & 255u);
+        atomicStore(&{p}[2], {p}_first[1]);
+        atomicStore(&{p}[3], {p}_first[2]);
+        atomicStore(&{p}[4], {p}_first[3]);
         atomicStore(&{p}[5], {p}_local);
         atomicStore(&{p}[6], {p}_group);
-        atomicStore(&{p}[7], other);
-        atomicStore(&{p}[8], len);
-        atomicStore(&{p}[9], subject);
+        atomicStore(&{p}[7], {p}_first[4]);
+        atomicStore(&{p}[8], {p}_first[5]);
+        atomicStore(&{p}[9], {p}_first[0] >> 8u);
     }}
 }}
 "
     );
     for (k, (_, array)) in workgroup.iter().enumerate() {
-        let n = array.len;
+        let (n, lanes) = (array.len, array.lanes);
+        // `element` counts components where the array has a shadow per component; reports
+        // name the vector.
+        let scalars = u64::from(n) * u64::from(lanes);
         let (race, outside) = (kind::WORKGROUP_RACE, kind::WORKGROUP_BOUNDS);
         let bounds = format!(
-            "if element >= {n}u {{ {p}_report({outside}u, site, 0u, element, 0u, {n}u, {k}u); return; }}"
+            "if element >= {scalars}u {{ {p}_report({outside}u, site, 0u, element / {lanes}u, 0u, {n}u, {k}u); return; }}"
         );
         let _ = write!(
             s,
@@ -405,16 +483,34 @@ var<private> {p}_shadow{k}: u32;
 
 fn {p}_place_w{k}(base: u32) -> u32 {{
     {p}_shadow{k} = base;
+    if base == {none}u {{
+        return base;
+    }}
     return base + {}u;
+}}
+
+fn {p}_read_all_w{k}(element: u32, site: u32) {{
+    for (var c = 0u; c < {lanes}u; c++) {{
+        {p}_read_w{k}(element * {lanes}u + c, site);
+    }}
+}}
+
+fn {p}_write_all_w{k}(element: u32, site: u32) {{
+    for (var c = 0u; c < {lanes}u; c++) {{
+        {p}_write_w{k}(element * {lanes}u + c, site);
+    }}
 }}
 
 fn {p}_read_w{k}(element: u32, site: u32) {{
     {bounds}
+    if {p}_shadow{k} == {none}u {{
+        return;
+    }}
     let at = {p}_shadow{k} + {w}u * element;
     let writer = atomicLoad(&{p}[at]);
     if {p}_current(writer) && (writer & {mask}u) != {p}_local + 1u {{
         let other_site = atomicLoad(&{p}[at + 1u]) + 1u;
-        {p}_report({race}u, site, other_site, element, (writer & {mask}u) - 1u, 0u, {k}u);
+        {p}_report({race}u, site, other_site, element / {lanes}u, (writer & {mask}u) - 1u, 0u, {k}u);
     }}
     let epoch = {p}_steps << {bits}u;
     let high = epoch | ({p}_local + 1u);
@@ -425,26 +521,29 @@ fn {p}_read_w{k}(element: u32, site: u32) {{
 
 fn {p}_write_w{k}(element: u32, site: u32) {{
     {bounds}
+    if {p}_shadow{k} == {none}u {{
+        return;
+    }}
     let at = {p}_shadow{k} + {w}u * element;
     let me = {p}_local + 1u;
     let writer = atomicExchange(&{p}[at], ({p}_epoch << {bits}u) | me);
     let writer_site = atomicExchange(&{p}[at + 1u], site);
     if {p}_current(writer) && (writer & {mask}u) != me {{
-        {p}_report({race}u, site, writer_site + 1u, element, (writer & {mask}u) - 1u, 0u, {k}u);
+        {p}_report({race}u, site, writer_site + 1u, element / {lanes}u, (writer & {mask}u) - 1u, 0u, {k}u);
         return;
     }}
     let high = atomicLoad(&{p}[at + 2u]);
     let low = atomicLoad(&{p}[at + 4u]);
     if {p}_current_read(high) && (high & {mask}u) != me {{
         let other_site = atomicLoad(&{p}[at + 3u]) + 1u;
-        {p}_report({race}u, site, other_site, element, (high & {mask}u) - 1u, 0u, {k}u);
+        {p}_report({race}u, site, other_site, element / {lanes}u, (high & {mask}u) - 1u, 0u, {k}u);
     }} else if {p}_current_read(low) && {mask}u - (low & {mask}u) != {p}_local {{
         let other_site = atomicLoad(&{p}[at + 5u]) + 1u;
-        {p}_report({race}u, site, other_site, element, {mask}u - (low & {mask}u), 0u, {k}u);
+        {p}_report({race}u, site, other_site, element / {lanes}u, {mask}u - (low & {mask}u), 0u, {k}u);
     }}
 }}
 ",
-            u64::from(w) * u64::from(n)
+            u64::from(w) * scalars
         );
     }
     for (g, (name, array)) in storage.iter().enumerate() {
@@ -459,7 +558,9 @@ fn {p}_write_w{k}(element: u32, site: u32) {{
             "
 fn {p}_touch_s{g}(index: u32, site: u32) {{
     {bounds}
-    atomicStore(&{p}[{p}_region], 1u);
+    if {p}_region != {none}u {{
+        atomicStore(&{p}[{p}_region], 1u);
+    }}
 }}
 "
         );
@@ -480,12 +581,20 @@ fn {p}_load_s{g}(index: u32, site: u32) {{
 var<private> {p}_base{g}: u32;
 
 fn {p}_place_s{g}(base: u32) -> u32 {{
+    if arrayLength(&{name}) > {storage_limit}u / 2u {{
+        {p}_base{g} = {none}u;
+        return base;
+    }}
     {p}_base{g} = base;
     return base + 2u * arrayLength(&{name});
 }}
 
 fn {p}_load_s{g}(index: u32, site: u32) {{
     {bounds}
+    // A workgroup past the tracked ones may have synchronized: left alone.
+    if {p}_base{g} == {none}u || {p}_region == {none}u {{
+        return;
+    }}
     let at = {p}_base{g} + 2u * index;
     let writer = atomicLoad(&{p}[at]);
     if writer != 0u && writer != {p}_group + 1u && atomicLoad(&{p}[{p}_region]) == 0u {{
@@ -495,6 +604,9 @@ fn {p}_load_s{g}(index: u32, site: u32) {{
 
 fn {p}_store_s{g}(index: u32, site: u32) {{
     {bounds}
+    if {p}_base{g} == {none}u {{
+        return;
+    }}
     let at = {p}_base{g} + 2u * index;
     let writer = atomicExchange(&{p}[at], {p}_group + 1u);
     let other_site = atomicExchange(&{p}[at + 1u], site + 1u);
@@ -560,7 +672,8 @@ impl Prepared {
         let mut region = 1u64;
         let mut workgroup_places = Vec::new();
         for &k in &workgroup_used {
-            region += u64::from(SHADOW_WORDS) * u64::from(self.workgroup[k].1.len);
+            let array = &self.workgroup[k].1;
+            region += u64::from(SHADOW_WORDS) * u64::from(array.len) * u64::from(array.lanes);
             workgroup_places.push(find(&module, format!("{PREFIX}_place_w{k}"))?);
             let name = &self.workgroup[k].0;
             let global = module
@@ -572,8 +685,11 @@ impl Prepared {
                 global,
                 WorkgroupChecks {
                     dims,
+                    lanes: self.workgroup[k].1.lanes,
                     read: find(&module, format!("{PREFIX}_read_w{k}"))?,
                     write: find(&module, format!("{PREFIX}_write_w{k}"))?,
+                    read_all: find(&module, format!("{PREFIX}_read_all_w{k}"))?,
+                    write_all: find(&module, format!("{PREFIX}_write_all_w{k}"))?,
                 },
             );
         }
@@ -610,6 +726,11 @@ impl Prepared {
         }
         let body = std::mem::take(&mut entry.function.body);
         let mut body = pass.block(&mut entry.function, body);
+        let flush = find(&module, format!("{PREFIX}_flush"))?;
+        flush_before_returns(&mut body, flush);
+        if !matches!(body.last(), Some(Statement::Return { .. })) {
+            body.push(call(flush), Span::UNDEFINED);
+        }
         let enter = find(&module, format!("{PREFIX}_enter"))?;
         let regions = find(&module, format!("{PREFIX}_regions"))?;
         let layout = Layout {
@@ -636,6 +757,39 @@ impl Prepared {
                 .collect(),
         })
     }
+}
+
+/// A call of `function`, which takes no arguments and returns nothing.
+fn call(function: Handle<Function>) -> Statement {
+    Statement::Call {
+        function,
+        arguments: Vec::new(),
+        result: None,
+    }
+}
+
+/// Calls `flush` before every `return` of an entry point's body.
+fn flush_before_returns(block: &mut Block, flush: Handle<Function>) {
+    let mut out = Block::with_capacity(block.len());
+    for (mut statement, span) in std::mem::take(block).span_into_iter() {
+        match &mut statement {
+            Statement::Return { .. } => out.push(call(flush), span),
+            Statement::Block(inner) => flush_before_returns(inner, flush),
+            Statement::If { accept, reject, .. } => {
+                flush_before_returns(accept, flush);
+                flush_before_returns(reject, flush);
+            }
+            Statement::Switch { cases, .. } => {
+                for case in cases {
+                    flush_before_returns(&mut case.body, flush);
+                }
+            }
+            Statement::Loop { body, .. } => flush_before_returns(body, flush),
+            _ => {}
+        }
+        out.push(statement, span);
+    }
+    *block = out;
 }
 
 /// The prelude's function `name`.
@@ -809,8 +963,14 @@ fn prologue(
 /// The checks of one tracked workgroup array.
 struct WorkgroupChecks {
     dims: Vec<u32>,
+    /// As [`WorkgroupArray::lanes`].
+    lanes: u32,
+    /// Of one element, or one component where `lanes` > 1.
     read: Handle<Function>,
     write: Handle<Function>,
+    /// Of every component of one element.
+    read_all: Handle<Function>,
+    write_all: Handle<Function>,
 }
 
 /// The checks of one tracked storage buffer; `store` only where writes are shadowed.
@@ -973,11 +1133,18 @@ impl Pass<'_> {
             if touch == Touch::Atomic || steps.len() < array.dims.len() {
                 return;
             }
-            let function = match touch {
-                Touch::Read => array.read,
-                _ => array.write,
+            let levels = array.dims.len();
+            let whole = array.lanes > 1 && steps.len() == levels;
+            let function = match (touch, whole) {
+                (Touch::Read, false) => array.read,
+                (Touch::Read, true) => array.read_all,
+                (_, false) => array.write,
+                (_, true) => array.write_all,
             };
-            let dims = array.dims.clone();
+            let mut dims = array.dims.clone();
+            if array.lanes > 1 && !whole {
+                dims.push(array.lanes);
+            }
             (function, flat_index(f, &steps, &dims))
         } else if let Some(buffer) = self.storage.get(&global) {
             let Some(&first) = steps.first() else {

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use instrument::{kind, Instrumented, Site, StorageArray, Touch, WorkgroupArray};
 pub(crate) use instrument::{prepare, Prepared, HEADER_WORDS};
+use instrument::{REGIONS_LIMIT, STORAGE_SHADOW_LIMIT};
 
 use crate::error::Error;
 #[cfg(doc)]
@@ -246,8 +247,11 @@ impl Checked {
             .shadowed
             .iter()
             .map(|&(binding, stride)| 2 * (size(binding) / u64::from(stride.max(1))))
+            .filter(|&words| words <= STORAGE_SHADOW_LIMIT)
             .sum();
-        HEADER_WORDS + storage + groups * u64::from(self.region)
+        let region = u64::from(self.region);
+        let tracked = groups.min((REGIONS_LIMIT / region).max(1));
+        HEADER_WORDS + storage + tracked * region
     }
 
     /// The kernel the checks are of.
