@@ -369,8 +369,12 @@ pub(crate) const REGIONS_LIMIT: u64 = 1 << 23;
 /// A base that says "not tracked".
 const UNTRACKED: u32 = u32::MAX;
 
+/// Bits of a reader's site word that hold the site; the reader is above.
+const SITE_BITS: u32 = 32 - INVOCATION_BITS;
+
 /// Words of a workgroup array element's shadow: the last writer and its site, the highest
-/// reader and its site, the lowest reader and its site.
+/// reader and (by the same maximum, among all barriers' readers) its site, the lowest reader
+/// and its site.
 const SHADOW_WORDS: u32 = 6;
 
 /// The checks' WGSL: the sanitizer's binding, the invocation's identity, and per tracked array
@@ -386,6 +390,9 @@ fn prelude(workgroup: &[(String, WorkgroupArray)], storage: &[(String, StorageAr
     let (bits, mask, epochs) = (INVOCATION_BITS, INVOCATION_MASK, EPOCH_MASK);
     let w = SHADOW_WORDS;
     let (none, regions, storage_limit) = (UNTRACKED, REGIONS_LIMIT, STORAGE_SHADOW_LIMIT);
+    let (site_bits, site_mask) = (SITE_BITS, (1u32 << SITE_BITS) - 1);
+    // The report's spare words: the shadow of accesses not tracked.
+    let dummy = HEADER_WORDS - u64::from(SHADOW_WORDS);
     let mut s = format!(
         "
 // The sanitizer's checks (added by tessera's runtime).
@@ -435,17 +442,19 @@ fn {p}_current_read(tag: u32) -> bool {{
     return tag != 0u && (tag >> {bits}u) == ({p}_steps & {epochs}u);
 }}
 
-// The invocation's first hazard and how many it met, kept in private memory (no atomics,
-// and plain stores the compiler turns into selects: each check stays small) until the
-// entry point returns.
+// The invocation's first hazard and how many it met, kept in private memory until the
+// entry point returns. Every check is written without branches (selects, and a dummy shadow
+// for an access it does not track): lavapipe compiles a kernel's barriers as coroutine
+// suspension points, at a cost that grows with the branches between them.
 var<private> {p}_found: u32;
-var<private> {p}_first: array<u32, 6>;
+var<private> {p}_first: vec4<u32>;
+var<private> {p}_first_more: vec2<u32>;
 
-fn {p}_report(kind: u32, site: u32, other_site: u32, element: u32, other: u32, len: u32, subject: u32) {{
-    if {p}_found == 0u {{
-        {p}_first = array<u32, 6>(kind | (subject << 8u), site, other_site, element, other, len);
-    }}
-    {p}_found += 1u;
+fn {p}_report(hazard: bool, kind: u32, site: u32, other_site: u32, element: u32, other: u32, len: u32, subject: u32) {{
+    let first = hazard && {p}_found == 0u;
+    {p}_first = select({p}_first, vec4(kind | (subject << 8u), site, other_site, element), first);
+    {p}_first_more = select({p}_first_more, vec2(other, len), first);
+    {p}_found += u32(hazard);
 }}
 
 // Before the entry point returns: the first invocation to report writes its hazard.
@@ -454,15 +463,15 @@ fn {p}_flush() {{
         return;
     }}
     if atomicAdd(&{p}[0], {p}_found) == 0u {{
-        atomicStore(&{p}[1], {p}_first[0] & 255u);
-        atomicStore(&{p}[2], {p}_first[1]);
-        atomicStore(&{p}[3], {p}_first[2]);
-        atomicStore(&{p}[4], {p}_first[3]);
+        atomicStore(&{p}[1], {p}_first.x & 255u);
+        atomicStore(&{p}[2], {p}_first.y);
+        atomicStore(&{p}[3], {p}_first.z);
+        atomicStore(&{p}[4], {p}_first.w);
         atomicStore(&{p}[5], {p}_local);
         atomicStore(&{p}[6], {p}_group);
-        atomicStore(&{p}[7], {p}_first[4]);
-        atomicStore(&{p}[8], {p}_first[5]);
-        atomicStore(&{p}[9], {p}_first[0] >> 8u);
+        atomicStore(&{p}[7], {p}_first_more.x);
+        atomicStore(&{p}[8], {p}_first_more.y);
+        atomicStore(&{p}[9], {p}_first.x >> 8u);
     }}
 }}
 "
@@ -473,8 +482,14 @@ fn {p}_flush() {{
         // name the vector.
         let scalars = u64::from(n) * u64::from(lanes);
         let (race, outside) = (kind::WORKGROUP_RACE, kind::WORKGROUP_BOUNDS);
-        let bounds = format!(
-            "if element >= {scalars}u {{ {p}_report({outside}u, site, 0u, element / {lanes}u, 0u, {n}u, {k}u); return; }}"
+        // Where the access is not tracked (out of bounds, a workgroup past the tracked
+        // ones), its shadow is the dummy one in the report's spare words, and it reports no
+        // race.
+        let track = format!(
+            "let outside = element >= {scalars}u;
+    {p}_report(outside, {outside}u, site, 0u, element / {lanes}u, 0u, {n}u, {k}u);
+    let tracked = !outside && {p}_shadow{k} != {none}u;
+    let at = select({dummy}u, {p}_shadow{k} + {w}u * element, tracked);"
         );
         let _ = write!(
             s,
@@ -502,45 +517,40 @@ fn {p}_write_all_w{k}(element: u32, site: u32) {{
 }}
 
 fn {p}_read_w{k}(element: u32, site: u32) {{
-    {bounds}
-    if {p}_shadow{k} == {none}u {{
-        return;
-    }}
-    let at = {p}_shadow{k} + {w}u * element;
+    {track}
+    let me = {p}_local + 1u;
     let writer = atomicLoad(&{p}[at]);
-    if {p}_current(writer) && (writer & {mask}u) != {p}_local + 1u {{
-        let other_site = atomicLoad(&{p}[at + 1u]) + 1u;
-        {p}_report({race}u, site, other_site, element / {lanes}u, (writer & {mask}u) - 1u, 0u, {k}u);
-    }}
+    let racy = tracked && {p}_current(writer) && (writer & {mask}u) != me;
+    let writer_site = atomicLoad(&{p}[at + 1u]);
+    {p}_report(racy, {race}u, site, writer_site + 1u, element / {lanes}u, (writer & {mask}u) - 1u, 0u, {k}u);
     let epoch = {p}_steps << {bits}u;
-    let high = epoch | ({p}_local + 1u);
-    if atomicMax(&{p}[at + 2u], high) < high {{ atomicStore(&{p}[at + 3u], site); }}
-    let low = epoch | ({mask}u - {p}_local);
-    if atomicMax(&{p}[at + 4u], low) < low {{ atomicStore(&{p}[at + 5u], site); }}
+    atomicMax(&{p}[at + 2u], epoch | me);
+    atomicMax(&{p}[at + 3u], (me << {site_bits}u) | site);
+    atomicMax(&{p}[at + 4u], epoch | ({mask}u - {p}_local));
+    atomicMax(&{p}[at + 5u], (({mask}u - {p}_local) << {site_bits}u) | site);
 }}
 
 fn {p}_write_w{k}(element: u32, site: u32) {{
-    {bounds}
-    if {p}_shadow{k} == {none}u {{
-        return;
-    }}
-    let at = {p}_shadow{k} + {w}u * element;
+    {track}
     let me = {p}_local + 1u;
     let writer = atomicExchange(&{p}[at], ({p}_epoch << {bits}u) | me);
     let writer_site = atomicExchange(&{p}[at + 1u], site);
-    if {p}_current(writer) && (writer & {mask}u) != me {{
-        {p}_report({race}u, site, writer_site + 1u, element / {lanes}u, (writer & {mask}u) - 1u, 0u, {k}u);
-        return;
-    }}
+    let overwrites = tracked && {p}_current(writer) && (writer & {mask}u) != me;
+    {p}_report(overwrites, {race}u, site, writer_site + 1u, element / {lanes}u, (writer & {mask}u) - 1u, 0u, {k}u);
+    // A reader's site is known where its site word is the same reader's.
     let high = atomicLoad(&{p}[at + 2u]);
+    let high_site = atomicLoad(&{p}[at + 3u]);
+    let high_reader = high & {mask}u;
+    let after_high = tracked && !overwrites && {p}_current_read(high) && high_reader != me;
+    let high_line = select(0u, (high_site & {site_mask}u) + 1u, high_site >> {site_bits}u == high_reader);
+    {p}_report(after_high, {race}u, site, high_line, element / {lanes}u, high_reader - 1u, 0u, {k}u);
     let low = atomicLoad(&{p}[at + 4u]);
-    if {p}_current_read(high) && (high & {mask}u) != me {{
-        let other_site = atomicLoad(&{p}[at + 3u]) + 1u;
-        {p}_report({race}u, site, other_site, element / {lanes}u, (high & {mask}u) - 1u, 0u, {k}u);
-    }} else if {p}_current_read(low) && {mask}u - (low & {mask}u) != {p}_local {{
-        let other_site = atomicLoad(&{p}[at + 5u]) + 1u;
-        {p}_report({race}u, site, other_site, element / {lanes}u, {mask}u - (low & {mask}u), 0u, {k}u);
-    }}
+    let low_site = atomicLoad(&{p}[at + 5u]);
+    let low_reader = low & {mask}u;
+    let after_low = tracked && !overwrites && !after_high && {p}_current_read(low)
+        && {mask}u - low_reader != {p}_local;
+    let low_line = select(0u, (low_site & {site_mask}u) + 1u, low_site >> {site_bits}u == low_reader);
+    {p}_report(after_low, {race}u, site, low_line, element / {lanes}u, {mask}u - low_reader, 0u, {k}u);
 }}
 ",
             u64::from(w) * scalars
@@ -549,18 +559,18 @@ fn {p}_write_w{k}(element: u32, site: u32) {{
     for (g, (name, array)) in storage.iter().enumerate() {
         let bounds = format!(
             "let len = arrayLength(&{name});
-    if index >= len {{ {p}_report({}u, site, 0u, index, 0u, len, {g}u); return; }}",
+    let outside = index >= len;
+    {p}_report(outside, {}u, site, 0u, index, 0u, len, {g}u);",
             kind::STORAGE_BOUNDS
         );
         let race = kind::STORAGE_RACE;
+        let region = format!("select({dummy}u, {p}_region, {p}_region != {none}u)");
         let _ = write!(
             s,
             "
 fn {p}_touch_s{g}(index: u32, site: u32) {{
     {bounds}
-    if {p}_region != {none}u {{
-        atomicStore(&{p}[{p}_region], 1u);
-    }}
+    atomicStore(&{p}[{region}], 1u);
 }}
 "
         );
@@ -592,27 +602,23 @@ fn {p}_place_s{g}(base: u32) -> u32 {{
 fn {p}_load_s{g}(index: u32, site: u32) {{
     {bounds}
     // A workgroup past the tracked ones may have synchronized: left alone.
-    if {p}_base{g} == {none}u || {p}_region == {none}u {{
-        return;
-    }}
-    let at = {p}_base{g} + 2u * index;
+    let tracked = !outside && {p}_base{g} != {none}u && {p}_region != {none}u;
+    let at = select({dummy}u, {p}_base{g} + 2u * index, tracked);
     let writer = atomicLoad(&{p}[at]);
-    if writer != 0u && writer != {p}_group + 1u && atomicLoad(&{p}[{p}_region]) == 0u {{
-        {p}_report({race}u, site, atomicLoad(&{p}[at + 1u]), index, writer - 1u, 0u, {g}u);
-    }}
+    let other_site = atomicLoad(&{p}[at + 1u]);
+    let unsynchronized = atomicLoad(&{p}[{region}]) == 0u;
+    let racy = tracked && writer != 0u && writer != {p}_group + 1u && unsynchronized;
+    {p}_report(racy, {race}u, site, other_site, index, writer - 1u, 0u, {g}u);
 }}
 
 fn {p}_store_s{g}(index: u32, site: u32) {{
     {bounds}
-    if {p}_base{g} == {none}u {{
-        return;
-    }}
-    let at = {p}_base{g} + 2u * index;
+    let tracked = !outside && {p}_base{g} != {none}u;
+    let at = select({dummy}u, {p}_base{g} + 2u * index, tracked);
     let writer = atomicExchange(&{p}[at], {p}_group + 1u);
     let other_site = atomicExchange(&{p}[at + 1u], site + 1u);
-    if writer != 0u && writer != {p}_group + 1u {{
-        {p}_report({race}u, site, other_site, index, writer - 1u, 0u, {g}u);
-    }}
+    let racy = tracked && writer != 0u && writer != {p}_group + 1u;
+    {p}_report(racy, {race}u, site, other_site, index, writer - 1u, 0u, {g}u);
 }}
 "
         );
