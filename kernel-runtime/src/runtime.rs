@@ -413,9 +413,12 @@ impl Runtime {
     /// submission waits for the GPU and returns [`Error::Hazard`] for the first data race or
     /// out-of-bounds index a dispatch met. `TESSERA_SANITIZE=on` turns it on for every
     /// runtime [`Runtime::new`] and [`Runtime::from_wgpu`] create. It is meant for tests (on
-    /// lavapipe, say): kernels run several times slower, with three more words of workgroup
-    /// memory per element of each workgroup array and one more storage binding (group 1), and
-    /// the host waits after each submission.
+    /// lavapipe, say), and costs: on lavapipe a kernel with many accesses compiles 10 to 20
+    /// times slower (each atomic of a check becomes code per lane) and runs several times
+    /// slower; each kernel takes one more storage binding (group 1) and a buffer with six
+    /// words for each element of its workgroup arrays in each workgroup, and two for each
+    /// element of the buffers it writes (no workgroup memory); and the host waits for the
+    /// GPU after each submission.
     ///
     /// ```no_run
     /// # fn main() -> Result<(), kernel_runtime::Error> {
@@ -450,10 +453,12 @@ impl Runtime {
     /// with `storage_barrier()`), a read of a storage element by one workgroup before another
     /// writes it (only the last writer is kept), accesses of whole workgroup arrays at once,
     /// accesses through pointers passed to functions and through tensor-core fragments, and
-    /// uniform buffers. Atomic accesses are never races. Only the first hazard of a dispatch
-    /// is described (with how many it met); the sanitizer changes no result of a kernel
-    /// without hazards. Pipelines already built keep how they were built: turn it on before
-    /// building a kernel's launcher.
+    /// uniform buffers. Atomic accesses are never races. A storage buffer of more than 2^20
+    /// elements is checked for bounds only, and so are the workgroups of a dispatch past the
+    /// first 32 MiB of their shadows. Only the first hazard of a dispatch is described (with
+    /// how many it met); the sanitizer changes no result of a kernel without hazards.
+    /// Pipelines already built keep how they were built: turn it on before building a
+    /// kernel's launcher.
     pub fn with_sanitizer(mut self, on: bool) -> Self {
         self.sanitize = on;
         self

@@ -31,7 +31,7 @@ impl Reports {
     /// The bytes of each dispatch's part (`None` for one without checks), checked against
     /// the device's limit for one binding.
     pub(super) fn sizes(rt: &Runtime, recorded: &[Recorded]) -> Result<Vec<Option<u64>>> {
-        let limit = rt.info().limits.max_storage_buffer_binding_size as u64;
+        let limit = rt.info().limits.max_storage_buffer_binding_size;
         recorded
             .iter()
             .map(|dispatch| {

@@ -2,30 +2,33 @@
 //! memory and to storage buffers checked, for one entry point.
 //!
 //! Done on naga's IR, so it works on any WGSL, tessera's or hand-written. The checks are WGSL
-//! functions of a prelude appended to the source ([`prelude`]), one set per workgroup array
-//! and per storage buffer, which the pass calls before each access:
+//! functions of a prelude inserted before the module's own declarations ([`prelude`]), one
+//! set per workgroup array and per storage buffer, which the pass calls before each access.
+//! Every shadow lives in the sanitizer's own buffer (group 1), none in workgroup memory:
 //!
-//! - a workgroup array gets five shadow arrays of atomics, one word per element: the last
-//!   writer and its site, the highest and lowest reader (by local index) and the last
-//!   reader's site. A read of an element another invocation
-//!   wrote, a write of one another invocation wrote or read, is a race; an index past the array
-//!   is out of bounds. Each shadow word carries the number of barriers the invocation has
-//!   passed (every invocation passes the same ones), counted after every `workgroupBarrier()`
-//!   and before every `workgroupUniformLoad`: a word of an earlier count is as good as empty,
-//!   so nothing needs clearing (clearing would take two more barriers each time, which
-//!   lavapipe compiles at a cost that grows with their square). Readers count
-//!   `storageBarrier()` too: it orders a later write after a read (an execution dependency),
-//!   though not a read after a write of workgroup memory.
+//! - an element of a workgroup array has six words in its workgroup's region: the last writer
+//!   and its site, the highest and the lowest reader (by local index) and their sites. A read
+//!   of an element another invocation wrote, a write of one another invocation wrote or read,
+//!   is a race; an index past the array is out of bounds. Each word carries the number of
+//!   barriers its invocation had passed (every invocation passes the same ones), counted
+//!   after every `workgroupBarrier()` and before every `workgroupUniformLoad`: a word of an
+//!   earlier count is as good as empty, so nothing needs clearing (clearing would take two
+//!   more barriers each time, which lavapipe compiles at a cost that grows with their
+//!   square). Readers count `storageBarrier()` too: it orders a later write after a read (an
+//!   execution dependency), though not a read after a write of workgroup memory.
 //! - a storage buffer gets a bounds check against `arrayLength`; one the module writes (not
-//!   through atomics) also gets two shadow words per element in the sanitizer's own buffer:
-//!   the workgroup that last wrote it in this dispatch and where. A write of an element another
-//!   workgroup wrote is a race; so is a read, unless the reading workgroup has updated a
-//!   storage buffer atomically before (the hand-over of split reductions: write a part, count
-//!   arrivals atomically, the last to arrive reads every part), whose ordering the sanitizer
-//!   does not judge.
+//!   through atomics) also gets two words per element: the workgroup that last wrote it in
+//!   this dispatch and where. A write of an element another workgroup wrote is a race; so is
+//!   a read, unless the reading workgroup has updated a storage buffer atomically before (the
+//!   hand-over of split reductions: write a part, count arrivals atomically, the last to
+//!   arrive reads every part), whose ordering the sanitizer does not judge.
 //!
-//! The first hazard a dispatch meets is written to the head of the sanitizer's buffer
-//! ([`HEADER_WORDS`]), with how many it met; the runtime reads it back after the dispatch.
+//! Each invocation keeps its first hazard, and how many it met, in private memory, and the
+//! first invocation to return with one writes it to the head of its dispatch's part
+//! ([`HEADER_WORDS`]); the runtime reads it back after the submission. The checks have no
+//! branches, and as few atomics as they can: lavapipe turns each atomic into code per lane,
+//! and nn's attention forward compiled in 67 s under the first version, 31 s under this one
+//! (1.6 s without the sanitizer).
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
