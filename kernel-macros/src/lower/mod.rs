@@ -126,7 +126,13 @@ impl Globals {
                 } else {
                     names.claim(&format!("{}_{name}", entry.kernel.name))
                 };
-                lines.push((template.replace(NAME, &wgsl_name), *span));
+                let mut line = template.replace(NAME, &wgsl_name);
+                if wgsl_name != *name && name != GRID_VAR {
+                    // The Rust name, for tools that report on the WGSL (the runtime's
+                    // sanitizer names arrays so).
+                    line.push_str(&format!(" // `{name}`"));
+                }
+                lines.push((line, *span));
                 vars.insert(name.clone(), wgsl_name);
             }
             kernel_vars.push(vars);

@@ -141,15 +141,17 @@ pub(crate) fn prepare(source: &str) -> Result<Prepared, String> {
     let written = written_globals(&module);
     let by_component = by_component(&module);
     for (handle, global) in module.global_variables.iter() {
-        let Some(name) = global.name.clone() else {
+        let Some(wgsl_name) = global.name.clone() else {
             continue;
         };
+        let span = module.global_variables.get_span(handle);
+        let name = rust_name(source, span).unwrap_or_else(|| wgsl_name.clone());
         match global.space {
             AddressSpace::WorkGroup => {
                 let (len, element) = flat_len(&module, global.ty);
                 if !is_atomic(&module, element) {
                     let lanes = by_component.get(&handle).copied().unwrap_or(1);
-                    workgroup.push((name.clone(), WorkgroupArray { name, len, lanes }));
+                    workgroup.push((wgsl_name, WorkgroupArray { name, len, lanes }));
                 }
             }
             AddressSpace::Storage { access } => {
@@ -171,7 +173,7 @@ pub(crate) fn prepare(source: &str) -> Result<Prepared, String> {
                 let shadowed =
                     access.contains(StorageAccess::STORE) && !atomic && written.contains(&handle);
                 storage.push((
-                    name.clone(),
+                    wgsl_name,
                     StorageArray {
                         name,
                         binding: binding.binding,
@@ -219,6 +221,19 @@ fn after_directives(source: &str) -> usize {
         at += line.len();
     }
     at
+}
+
+/// The Rust name tessera's WGSL gives a global it renamed, in a comment on its declaration's
+/// line: "var<workgroup> kernel_tile_2: array<f32, 64>; // `tile` // line 12".
+fn rust_name(source: &str, span: Span) -> Option<String> {
+    if !span.is_defined() {
+        return None;
+    }
+    let start = span.to_range()?.start;
+    let line = source.get(start..)?.lines().next()?;
+    let (_, comment) = line.split_once("// `")?;
+    let (name, _) = comment.split_once('`')?;
+    Some(name.to_owned())
 }
 
 /// Per WGSL line, the number of its trailing `// line N` comment.

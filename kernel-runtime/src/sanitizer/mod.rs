@@ -45,7 +45,8 @@ pub struct Hazard {
     pub kernel: String,
     /// What went wrong.
     pub kind: HazardKind,
-    /// The workgroup array or storage buffer, as the kernel's WGSL names it.
+    /// The workgroup array or storage buffer, by its name in the kernel's source (for a
+    /// module tessera generated, the Rust name; otherwise the WGSL name).
     pub array: String,
     /// The index into it (for an array of arrays, the index into its elements laid end to end).
     pub element: u64,
@@ -296,7 +297,7 @@ impl Checked {
         let storage_name = || {
             self.storage
                 .get(subject)
-                .map_or_else(|| "?".to_owned(), |a| self.buffer_name(a))
+                .map_or_else(|| "?".to_owned(), |a| a.name.clone())
         };
         let (kind, array, other) = match word(1) {
             kind::WORKGROUP_RACE => (
@@ -343,17 +344,5 @@ impl Checked {
             other,
             count,
         })
-    }
-
-    /// A buffer's name as the kernel's author wrote it: tessera prefixes a binding with its
-    /// kernel's name where kernels of one module bind different buffers under one name.
-    fn buffer_name(&self, array: &StorageArray) -> String {
-        let prefix = format!("{}_", self.kernel);
-        array
-            .name
-            .strip_prefix(&prefix)
-            .filter(|rest| !rest.is_empty())
-            .unwrap_or(&array.name)
-            .to_owned()
     }
 }
