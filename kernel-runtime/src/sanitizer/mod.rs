@@ -149,15 +149,17 @@ impl fmt::Display for Hazard {
             (AccessKind::Atomic, true) => "updates",
             (AccessKind::Atomic, false) => "updated",
         };
-        write!(f, "the sanitizer found ")?;
+        let accessed = format!(
+            "{} {} `{array}[{element}]` at {}",
+            who(access),
+            verb(access, true),
+            access.line
+        );
         match kind {
             HazardKind::WorkgroupRace => {
                 write!(
                     f,
-                    "a data race in `{kernel}`: {} {} `{array}[{element}]` at {}",
-                    who(access),
-                    verb(access, true),
-                    access.line
+                    "the sanitizer found a data race in `{kernel}`: {accessed}"
                 )?;
                 if let Some(o) = other {
                     write!(
@@ -177,10 +179,7 @@ impl fmt::Display for Hazard {
             HazardKind::StorageRace => {
                 write!(
                     f,
-                    "a data race in `{kernel}`: {} {} `{array}[{element}]` at {}",
-                    who(access),
-                    verb(access, true),
-                    access.line
+                    "the sanitizer found a data race in `{kernel}`: {accessed}"
                 )?;
                 if let Some(o) = other {
                     write!(f, ", which {} wrote at {}", who(o), o.line)?;
@@ -195,13 +194,10 @@ impl fmt::Display for Hazard {
             HazardKind::OutOfBounds { len } => {
                 write!(
                     f,
-                    "an index out of bounds in `{kernel}`: {} {} `{array}[{element}]` at {}, \
-                     past the end of its {len} elements; wgpu's bounds checks kept the access \
-                     inside the memory, but not where the kernel meant: compare the index with \
-                     the length first",
-                    who(access),
-                    verb(access, true),
-                    access.line
+                    "the sanitizer found an index out of bounds in `{kernel}`: {accessed}, past \
+                     the end of its {len} elements; wgpu's bounds checks kept the access inside \
+                     the memory, but not where the kernel meant: compare the index with the \
+                     length first"
                 )?;
             }
         }
