@@ -21,6 +21,10 @@
 //! - A buffer larger than the device binds to one storage binding can be made and used, but
 //!   binding it is refused with [`Error::BindingTooLarge`], which names the kernel and the
 //!   binding (a generated launcher's parameter) and says what to do instead.
+//! - [`Runtime::with_sanitizer`] (or `TESSERA_SANITIZE=on`) builds every pipeline with checks
+//!   of each access to workgroup memory and storage buffers, and reports the first data race
+//!   or index out of bounds of a dispatch as [`Error::Hazard`], naming the kernel, the array
+//!   and element, the source lines and the invocations ([`sanitizer::Hazard`]).
 //! - Nothing needs an executor to block: submission, timing and readback have `async` forms
 //!   ([`Runtime::flush_async`], [`Batch::submit_async`], [`Batch::submit_timed_async`],
 //!   [`Batch::submit_profiled_async`], [`Runtime::wait_async`], [`GpuBuffer::read_async`],
