@@ -61,3 +61,43 @@ fn k(@builtin(local_invocation_id) id: vec3<u32>) {
     assert_eq!(lines, [5, 8, 12, 12]);
     assert_eq!(i.shadowed, [(0, 2)]);
 }
+
+#[test]
+fn the_environment_variable_takes_on_or_off() {
+    assert!(!wanted("").unwrap());
+    assert!(!wanted("off").unwrap());
+    assert!(wanted("on").unwrap());
+    assert!(wanted(" ON ").unwrap());
+    let error = wanted("yes").unwrap_err().to_string();
+    assert!(
+        error.contains("TESSERA_SANITIZE") && error.contains("`yes`"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_module_using_the_checks_prefix_is_refused() {
+    let source = "@compute @workgroup_size(1) fn tessera_sanitizer_k() {}";
+    let error = prepare(source).err().expect("refused");
+    assert!(error.contains("tessera_sanitizer"), "{error}");
+}
+
+#[test]
+fn arrays_keep_the_rust_names_of_their_declarations() {
+    let source = "
+@group(0) @binding(0) var<storage, read_write> kernel_y: array<f32>; // `y` // line 4
+var<workgroup> kernel_tile_2: array<vec4<f32>, 8>; // `tile` // line 5
+@compute @workgroup_size(8)
+fn kernel(@builtin(local_invocation_index) t: u32) {
+    kernel_tile_2[t][t % 4u] = 1.0; // line 7
+    workgroupBarrier(); // line 8
+    kernel_y[t] = kernel_tile_2[t].x; // line 9
+}
+";
+    let i = instrumented(source, "kernel");
+    assert_eq!(i.workgroup[0].name, "tile");
+    assert_eq!(i.workgroup[0].lanes, 4);
+    assert_eq!(i.storage[0].name, "y");
+    let lines: Vec<Option<u32>> = i.sites.iter().map(|s| s.rust_line).collect();
+    assert_eq!(lines, [Some(7), Some(9), Some(9)]);
+}
