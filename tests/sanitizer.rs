@@ -487,3 +487,25 @@ fn invocations_may_own_different_components_of_one_vector() {
     assert_eq!(lines(&found), set(&[Line::Wgsl(14)]));
     assert!(found.element < 16);
 }
+
+#[test]
+fn a_kernel_without_a_storage_binding_to_spare_is_refused_saying_why() {
+    let rt = common::limited_runtime(&runtime(), |limits| {
+        limits.max_storage_buffers_per_shader_stage = 1;
+    })
+    .with_sanitizer(true);
+    let desc = PipelineDesc::new(WARP_SUM_WGSL, "warp_sum", &[BindingKind::ReadWriteStorage]);
+    let error = rt.pipeline(&desc).unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            Error::LimitExceeded {
+                needed: 2,
+                available: 1,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(error.to_string().contains("sanitizer"), "{error}");
+}

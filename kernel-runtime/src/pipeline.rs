@@ -333,6 +333,21 @@ impl Runtime {
             operation: operation(),
             message,
         };
+        // The checks take one more storage binding than the kernel's own.
+        let storage = desc
+            .bindings
+            .iter()
+            .filter(|b| **b != BindingKind::Uniform)
+            .count() as u64;
+        let available = u64::from(self.info().limits.max_storage_buffers_per_shader_stage);
+        if storage + 1 > available {
+            return Err(Error::LimitExceeded {
+                kernel: desc.entry_point.to_owned(),
+                limit: "max_storage_buffers_per_shader_stage (with the sanitizer's binding)",
+                needed: storage + 1,
+                available,
+            });
+        }
         let cache_key = (Arc::clone(&key.source), desc.entry_point.to_owned());
         self.cache.sanitized.get_or_build(cache_key, || {
             let prepared = self
