@@ -19,10 +19,14 @@ pub struct Row {
 
 /// How long [`time`] keeps the GPU busy before it measures: an H200 that sat idle for a
 /// second (while the host made a large input, say) ran memory-bound kernels at 40% of its
-/// bandwidth until it had been busy for a while, so a few warm-up launches were not enough.
-pub const WARM_UP: Duration = Duration::from_millis(200);
+/// bandwidth until it had been busy for a while, so a few warm-up launches were not enough,
+/// and 200 ms were not always (a row 2.5 times slow in one process, normal in the next).
+pub const WARM_UP: Duration = Duration::from_millis(1000);
 
-/// The median over 3 submissions of `reps` launches of what `record` adds to a batch, after
+/// Timed submissions the median is taken over.
+const TIMED: usize = 5;
+
+/// The median over 5 submissions of `reps` launches of what `record` adds to a batch, after
 /// submissions of as many that keep the GPU busy for at least [`WARM_UP`].
 pub fn time(
     rt: &Runtime,
@@ -52,7 +56,7 @@ pub fn time_after(
         }
     }
     let mut times = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..TIMED {
         let mut batch = rt.batch();
         for _ in 0..reps {
             record(&mut batch)?;
@@ -60,7 +64,7 @@ pub fn time_after(
         times.push(batch.submit_timed()?.total / reps);
     }
     times.sort();
-    Ok(times[1])
+    Ok(times[TIMED / 2])
 }
 
 /// Prints the adapter and `rows` as a Markdown table: work, kernel, milliseconds, TB/s.

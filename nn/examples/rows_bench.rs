@@ -12,7 +12,7 @@
 //! target/release/examples/rows_bench [ROWS COLS] [f16], default 16384 4096 in f32
 //! ```
 
-// The root crate's examples' timing (a warmed-up GPU, the median of 3 submissions).
+// The root crate's examples' timing (a warmed-up GPU, the median of 5 submissions).
 #[path = "../../examples/shared/timing.rs"]
 #[allow(dead_code)] // `Row`, `print_table`, `time_after`: this table has its own columns
 mod timing;

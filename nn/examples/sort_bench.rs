@@ -9,7 +9,7 @@
 //! target/release/examples/sort_bench [LOG2_KEYS..], default 20 26
 //! ```
 
-// The root crate's examples' timing (a warmed-up GPU, the median of 3 submissions).
+// The root crate's examples' timing (a warmed-up GPU, the median of 5 submissions).
 #[path = "../../examples/shared/timing.rs"]
 #[allow(dead_code)] // `Row`, `print_table`, `time_after`: this table has its own columns
 mod timing;
