@@ -6,8 +6,8 @@
     python3 bench/elementwise_bench.py [MiB]
 
 Run on the GPU machine in the same device command as the Rust side. Bytes: the copy reads x
-and writes y; axpy reads x and y and writes y. Each figure is the median of 3 timings of 20
-launches (CUDA events) after at least 200 ms of warm-up, as the Rust side times.
+and writes y; axpy reads x and y and writes y. Each figure is the median of 5 timings of 20
+launches (CUDA events) after at least 1 s of warm-up, as the Rust side times.
 """
 import sys
 

@@ -14,8 +14,8 @@ eager kernels likewise), bytes are counted at 2 a scalar, and the loss is left o
 is f32 only).
 
 Bytes per pass: each [rows, cols] matrix read or written once (forward: x, y; backward: the
-saved input, grad_y, grad_x), as the Rust side counts. Each figure is the median of 3 timings
-of 20 launches (CUDA events) after at least 200 ms of warm-up. The softmax kernel and the
+saved input, grad_y, grad_x), as the Rust side counts. Each figure is the median of 5 timings
+of 20 launches (CUDA events) after at least 1 s of warm-up. The softmax kernel and the
 launch are `rows_bench.py`'s (stage it, and `cuda_timing.py`, beside this file).
 """
 import sys

@@ -11,7 +11,7 @@ Work as std_rows defines it: a row softmax, and an RMSNorm without a learned sca
 each element read once and written once (argmax: read once). The Triton kernels are the usual one-program-per-row form: the whole row
 loaded into registers in one masked block, reduced, and stored. The copy is PyTorch's
 device copy of the same bytes, the ceiling both are measured against. Each figure is the
-median of 3 timings of 20 launches (CUDA events) after a warm-up (`cuda_timing.py`), as
+median of 5 timings of 20 launches (CUDA events) after a warm-up (`cuda_timing.py`), as
 std_rows times.
 """
 import sys

@@ -4,7 +4,7 @@ keys sorted (PyTorch returns the sorted keys and their int64 indices), and the s
 
     python3 bench/sort_bench.py [LOG2_KEYS..]      # default 20 26
 
-Each figure is the median of 3 timings of 20 launches (CUDA events) after at least 200 ms of
+Each figure is the median of 5 timings of 20 launches (CUDA events) after at least 1 s of
 warm-up (`cuda_timing.py`, staged beside this file).
 """
 import sys

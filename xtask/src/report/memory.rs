@@ -211,7 +211,7 @@ fn markdown(
     let _ = writeln!(
         out,
         "\nTB/s: the bytes a pass must move (each input read once, each output written once) \
-         over its time; the median of 3 timings of 20 launches after 200 ms of warm-up. \
+         over its time; the median of 5 timings of 20 launches after 1 s of warm-up. \
          *tessera* names the fastest of the variants an example times; *vs best* is its speed \
          over the faster of Triton and PyTorch{copy_note}. Rows without a pass are kernels of \
          a user's kind (no learned parameters; `std_rows`, `std_scan`, `elementwise`).\n"
