@@ -434,11 +434,13 @@ impl Runtime {
     /// - **Races on workgroup memory**: an element one invocation wrote and another read or
     ///   wrote, or one read and another wrote, with no workgroup barrier between (a reduction
     ///   finished "warp-synchronously", a tree reduction missing a barrier between steps).
-    ///   The shadows are cleared at every barrier, so a race across loop turns with a barrier
-    ///   in between is not one.
-    /// - **Indices out of bounds**: of a storage buffer (against its length) and of a workgroup
-    ///   array, read, written or updated atomically. wgpu's bounds checks already keep such an
-    ///   access inside the memory; the sanitizer says it happened.
+    ///   Accesses before a `workgroup_barrier()` are forgotten after it (each shadow word
+    ///   carries the count of barriers passed), so accesses in loop turns with a barrier
+    ///   between never race; a `storage_barrier()` orders a write after other invocations'
+    ///   reads of workgroup memory, not a read after a write.
+    /// - **Indices out of bounds**: of a storage buffer, against its length (reads, writes and
+    ///   atomics), and of a workgroup array (reads and writes). wgpu's bounds checks already
+    ///   keep such an access inside the memory; the sanitizer says it happened.
     /// - **Races on storage buffers between workgroups**: an element of a buffer the kernel
     ///   writes, written by one workgroup and then written by another in the same dispatch
     ///   (two workgroups writing one element), or read by another, without atomics. A
@@ -452,8 +454,8 @@ impl Runtime {
     /// Races through storage within one workgroup (invocations of a workgroup may order them
     /// with `storage_barrier()`), a read of a storage element by one workgroup before another
     /// writes it (only the last writer is kept), accesses of whole workgroup arrays at once,
-    /// accesses through pointers passed to functions and through tensor-core fragments, and
-    /// uniform buffers. Atomic accesses are never races. A storage buffer of more than 2^20
+    /// accesses through pointers passed to functions and through tensor-core fragments,
+    /// atomics on workgroup memory, and uniform buffers. Atomic accesses are never races. A storage buffer of more than 2^20
     /// elements is checked for bounds only, and so are the workgroups of a dispatch past the
     /// first 32 MiB of their shadows. Only the first hazard of a dispatch is described (with
     /// how many it met); the sanitizer changes no result of a kernel without hazards.
