@@ -33,6 +33,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
+use super::AccessKind;
 use naga::{
     AddressSpace, ArraySize, Barrier, BinaryOperator, Binding, Block, BuiltIn, Expression,
     Function, FunctionArgument, Handle, Literal, Module, ScalarKind, Span, Statement,
@@ -59,18 +60,10 @@ pub(crate) mod kind {
     pub const STORAGE_BOUNDS: u32 = 4;
 }
 
-/// How an access site touches memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Touch {
-    Read,
-    Write,
-    Atomic,
-}
-
 /// One checked access: where it is and what it does.
 #[derive(Clone, Debug)]
 pub(crate) struct Site {
-    pub touch: Touch,
+    pub touch: AccessKind,
     /// The line in the WGSL text (1-based).
     pub wgsl_line: u32,
     /// The Rust line tessera's generated WGSL names in a `// line N` comment on that line.
@@ -291,10 +284,9 @@ fn by_component(module: &Module) -> HashMap<Handle<naga::GlobalVariable>, u32> {
             if variable.space != AddressSpace::WorkGroup {
                 continue;
             }
-            let levels = dims(module, variable.ty).len();
-            let (_, element) = flat_len(module, variable.ty);
+            let (dims, element) = levels(module, variable.ty);
             if let TypeInner::Vector { size, .. } = module.types[element].inner {
-                if steps.len() > levels {
+                if steps.len() > dims.len() {
                     found.insert(global, size as u32);
                 }
             }
@@ -358,18 +350,10 @@ fn chain(
 }
 
 /// Elements of a type with its array levels flattened, and the element type.
-fn flat_len(module: &Module, mut ty: Handle<Type>) -> (u32, Handle<Type>) {
-    let mut len = 1u32;
-    while let TypeInner::Array {
-        base,
-        size: ArraySize::Constant(n),
-        ..
-    } = module.types[ty].inner
-    {
-        len = len.saturating_mul(n.get());
-        ty = base;
-    }
-    (len, ty)
+fn flat_len(module: &Module, ty: Handle<Type>) -> (u32, Handle<Type>) {
+    let (dims, element) = levels(module, ty);
+    let len = dims.iter().fold(1u32, |len, &n| len.saturating_mul(n));
+    (len, element)
 }
 
 fn is_atomic(module: &Module, ty: Handle<Type>) -> bool {
@@ -704,7 +688,7 @@ impl Prepared {
                 .global_variables
                 .fetch_if(|g| g.name.as_deref() == Some(name.as_str()))
                 .ok_or_else(|| format!("`{name}` went missing"))?;
-            let dims = dims(&module, module.global_variables[global].ty);
+            let (dims, _) = levels(&module, module.global_variables[global].ty);
             pass.workgroup.insert(
                 global,
                 WorkgroupChecks {
@@ -864,8 +848,8 @@ fn used_globals(
     globals
 }
 
-/// The lengths of a type's array levels, outermost first.
-fn dims(module: &Module, mut ty: Handle<Type>) -> Vec<u32> {
+/// The lengths of a type's array levels, outermost first, and the type of their elements.
+fn levels(module: &Module, mut ty: Handle<Type>) -> (Vec<u32>, Handle<Type>) {
     let mut dims = Vec::new();
     while let TypeInner::Array {
         base,
@@ -876,7 +860,7 @@ fn dims(module: &Module, mut ty: Handle<Type>) -> Vec<u32> {
         dims.push(n.get());
         ty = base;
     }
-    dims
+    (dims, ty)
 }
 
 /// How an entry point's part of the sanitizer buffer is laid out: the prelude's functions
@@ -958,7 +942,7 @@ fn prologue(
         },
         Span::UNDEFINED,
     );
-    let mut call = |f: &mut Function, function: Handle<Function>, arguments: Vec<_>| {
+    let mut call_returning = |f: &mut Function, function: Handle<Function>, arguments: Vec<_>| {
         let result = f
             .expressions
             .append(Expression::CallResult(function), Span::UNDEFINED);
@@ -974,12 +958,12 @@ fn prologue(
     };
     let mut base = literal(f, HEADER_WORDS as u32);
     for &place in layout.storage {
-        base = call(f, place, vec![base]);
+        base = call_returning(f, place, vec![base]);
     }
     let region = literal(f, layout.region);
-    base = call(f, layout.regions, vec![base, region]);
+    base = call_returning(f, layout.regions, vec![base, region]);
     for &place in layout.workgroup {
-        base = call(f, place, vec![base]);
+        base = call_returning(f, place, vec![base]);
     }
     Ok(block)
 }
@@ -1024,11 +1008,11 @@ impl Pass<'_> {
             match statement {
                 Statement::Emit(range) => self.emit(f, range, &mut out),
                 Statement::Store { pointer, .. } => {
-                    self.check(f, pointer, Touch::Write, span, &mut out);
+                    self.check(f, pointer, AccessKind::Write, span, &mut out);
                     out.push(statement, span);
                 }
                 Statement::Atomic { pointer, .. } => {
-                    self.check(f, pointer, Touch::Atomic, span, &mut out);
+                    self.check(f, pointer, AccessKind::Atomic, span, &mut out);
                     out.push(statement, span);
                 }
                 // `workgroupUniformLoad` is a workgroup barrier too.
@@ -1094,18 +1078,12 @@ impl Pass<'_> {
     }
 
     fn count_barrier(&self, out: &mut Block, span: Span, workgroup: bool) {
-        out.push(
-            Statement::Call {
-                function: if workgroup {
-                    self.barrier
-                } else {
-                    self.storage_barrier
-                },
-                arguments: Vec::new(),
-                result: None,
-            },
-            span,
-        );
+        let counter = if workgroup {
+            self.barrier
+        } else {
+            self.storage_barrier
+        };
+        out.push(call(counter), span);
     }
 
     /// An `Emit`, split before each checked load so that the check runs first.
@@ -1115,7 +1093,7 @@ impl Pass<'_> {
             if let Expression::Load { pointer } = f.expressions[handle] {
                 let span = f.expressions.get_span(handle);
                 let mut checks = Block::new();
-                self.check(f, pointer, Touch::Read, span, &mut checks);
+                self.check(f, pointer, AccessKind::Read, span, &mut checks);
                 if !checks.is_empty() {
                     if let Some((first, last)) = run.take() {
                         out.push(
@@ -1145,7 +1123,7 @@ impl Pass<'_> {
         &mut self,
         f: &mut Function,
         pointer: Handle<Expression>,
-        touch: Touch,
+        touch: AccessKind,
         span: Span,
         out: &mut Block,
     ) {
@@ -1154,14 +1132,14 @@ impl Pass<'_> {
         };
         let before = f.expressions.len();
         let (function, element) = if let Some(array) = self.workgroup.get(&global) {
-            if touch == Touch::Atomic || steps.len() < array.dims.len() {
+            if touch == AccessKind::Atomic || steps.len() < array.dims.len() {
                 return;
             }
             let levels = array.dims.len();
             let whole = array.lanes > 1 && steps.len() == levels;
             let function = match (touch, whole) {
-                (Touch::Read, false) => array.read,
-                (Touch::Read, true) => array.read_all,
+                (AccessKind::Read, false) => array.read,
+                (AccessKind::Read, true) => array.read_all,
                 (_, false) => array.write,
                 (_, true) => array.write_all,
             };
@@ -1175,9 +1153,9 @@ impl Pass<'_> {
                 return;
             };
             let function = match touch {
-                Touch::Read => buffer.load,
-                Touch::Write => buffer.store.unwrap_or(buffer.touch),
-                Touch::Atomic => buffer.touch,
+                AccessKind::Read => buffer.load,
+                AccessKind::Write => buffer.store.unwrap_or(buffer.touch),
+                AccessKind::Atomic => buffer.touch,
             };
             (function, index(f, first))
         } else {
@@ -1199,7 +1177,7 @@ impl Pass<'_> {
     }
 
     /// Numbers a new site.
-    fn site(&mut self, touch: Touch, span: Span) -> u32 {
+    fn site(&mut self, touch: AccessKind, span: Span) -> u32 {
         let wgsl_line = if span.is_defined() {
             let line = span.location(self.text).line_number;
             line.saturating_sub(self.prelude_lines)

@@ -12,7 +12,7 @@ mod tests;
 use std::fmt;
 use std::sync::Arc;
 
-use instrument::{kind, Instrumented, Site, StorageArray, Touch, WorkgroupArray};
+use instrument::{kind, Instrumented, Site, StorageArray, WorkgroupArray};
 pub(crate) use instrument::{prepare, Prepared, HEADER_WORDS};
 use instrument::{REGIONS_LIMIT, STORAGE_SHADOW_LIMIT};
 
@@ -271,11 +271,7 @@ impl Checked {
             Some(Site { wgsl_line, .. }) if *wgsl_line > 0 => Line::Wgsl(*wgsl_line),
             _ => Line::Unknown,
         };
-        let touch = |site: Option<&Site>| match site.map(|s| s.touch) {
-            Some(Touch::Write) => AccessKind::Write,
-            Some(Touch::Atomic) => AccessKind::Atomic,
-            _ => AccessKind::Read,
-        };
+        let touch = |site: Option<&Site>| site.map_or(AccessKind::Read, |s| s.touch);
         let this = site(word(2));
         let access = Access {
             kind: touch(this),
