@@ -509,3 +509,81 @@ fn a_kernel_without_a_storage_binding_to_spare_is_refused_saying_why() {
     );
     assert!(error.to_string().contains("sanitizer"), "{error}");
 }
+
+/// Every invocation reads 32 elements of `cells` one after another (a run the sanitizer
+/// logs and checks at the next barrier, as it does tessera's unrolled loops), then
+/// overwrites its own element after a barrier: in a loop (`in_a_loop`), in a helper
+/// (`in_a_helper`), or with the barrier missing (`too_soon`, a race).
+fn logged_reads() -> String {
+    let reads: String = (0..32)
+        .map(|i| format!("    sum += cells[(t + {i}u) % 64u];\n"))
+        .collect();
+    format!(
+        "
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;
+var<workgroup> cells: array<f32, 64>;
+
+fn overwrite(t: u32, value: f32) {{
+    workgroupBarrier();
+    cells[t] = value;
+}}
+
+@compute @workgroup_size(64)
+fn in_a_loop(@builtin(local_invocation_index) t: u32) {{
+    cells[t] = 1.0;
+    workgroupBarrier();
+    var sum = 0.0;
+{reads}    for (var turn = 0u; turn < 2u; turn++) {{
+        workgroupBarrier();
+        cells[t] = sum;
+    }}
+    out[t] = sum;
+}}
+
+@compute @workgroup_size(64)
+fn in_a_helper(@builtin(local_invocation_index) t: u32) {{
+    cells[t] = 1.0;
+    workgroupBarrier();
+    var sum = 0.0;
+{reads}    overwrite(t, sum);
+    out[t] = sum;
+}}
+
+@compute @workgroup_size(64)
+fn too_soon(@builtin(local_invocation_index) t: u32) {{
+    cells[t] = 1.0;
+    workgroupBarrier();
+    var sum = 0.0;
+{reads}    cells[t] = sum;
+    out[t] = sum;
+}}
+"
+    )
+}
+
+#[test]
+fn logged_reads_are_checked_before_the_barriers_of_loops_and_helpers() {
+    let rt = sanitized();
+    let source = logged_reads();
+    let mut out = rt.zeros::<f32>(64).unwrap();
+    for entry in ["in_a_loop", "in_a_helper"] {
+        let desc = PipelineDesc::new(&source, entry, &[BindingKind::ReadWriteStorage]);
+        let pipeline = rt.pipeline(&desc).unwrap();
+        rt.dispatch(&pipeline, &[Arg::read_write(&mut out)], [1, 1, 1])
+            .unwrap();
+        assert_eq!(out.read(&rt).unwrap(), vec![32.0; 64], "{entry}");
+    }
+    let desc = PipelineDesc::new(&source, "too_soon", &[BindingKind::ReadWriteStorage]);
+    let pipeline = rt.pipeline(&desc).unwrap();
+    rt.dispatch(&pipeline, &[Arg::read_write(&mut out)], [1, 1, 1])
+        .unwrap();
+    let found = hazard(rt.flush());
+    assert_eq!(found.kind, HazardKind::WorkgroupRace);
+    assert_eq!(found.array, "cells");
+    // One of the 32 reads against the write after them.
+    let lines_of: Vec<&str> = source.lines().collect();
+    let at = lines_of.iter().rposition(|l| l.trim() == "cells[t] = sum;");
+    let write = Line::Wgsl(at.unwrap() as u32 + 1);
+    let pair = lines(&found);
+    assert!(pair.contains(&write.to_string()), "{pair:?}");
+}

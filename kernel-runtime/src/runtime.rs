@@ -413,12 +413,12 @@ impl Runtime {
     /// submission waits for the GPU and returns [`Error::Hazard`] for the first data race or
     /// out-of-bounds index a dispatch met. `TESSERA_SANITIZE=on` turns it on for every
     /// runtime [`Runtime::new`] and [`Runtime::from_wgpu`] create. It is meant for tests (on
-    /// lavapipe, say), and costs: on lavapipe a kernel with many accesses compiles 10 to 20
-    /// times slower (each atomic of a check becomes code per lane) and runs several times
-    /// slower; each kernel takes one more storage binding (group 1) and a buffer with six
-    /// words for each element of its workgroup arrays in each workgroup, and two for each
-    /// element of the buffers it writes (no workgroup memory); and the host waits for the
-    /// GPU after each submission.
+    /// lavapipe, say), and costs: on lavapipe nn's kernels compile about 4 to 8 times slower
+    /// (each atomic of a check becomes code per lane) and run several times slower; each
+    /// kernel takes one more storage binding (group 1) and a buffer with six words for each
+    /// element of its workgroup arrays in each workgroup, and two for each element of the
+    /// buffers it writes (no workgroup memory); and the host waits for the GPU after each
+    /// submission.
     ///
     /// ```no_run
     /// # fn main() -> Result<(), kernel_runtime::Error> {
@@ -455,9 +455,9 @@ impl Runtime {
     /// with `storage_barrier()`), a read of a storage element by one workgroup before another
     /// writes it (only the last writer is kept), accesses of whole workgroup arrays at once,
     /// accesses through pointers passed to functions and through tensor-core fragments,
-    /// atomics on workgroup memory, and uniform buffers. Atomic accesses are never races. A storage buffer of more than 2^20
-    /// elements is checked for bounds only, and so are the workgroups of a dispatch past the
-    /// first 32 MiB of their shadows. Only the first hazard of a dispatch is described (with
+    /// atomics on workgroup memory, and uniform buffers. Atomic accesses are never races. A
+    /// storage buffer of more than 2^20 elements is checked for bounds only, and so are the
+    /// workgroups of a dispatch past the first 32 MiB of their shadows. Only the first hazard of a dispatch is described (with
     /// how many it met); the sanitizer changes no result of a kernel without hazards.
     /// Pipelines already built keep how they were built: turn it on before building a
     /// kernel's launcher.

@@ -2,9 +2,9 @@
 //! memory and to storage buffers checked, for one entry point.
 //!
 //! Done on naga's IR, so it works on any WGSL, tessera's or hand-written. The checks are WGSL
-//! functions of a prelude inserted before the module's own declarations ([`prelude`]), one
-//! set per workgroup array and per storage buffer, which the pass calls before each access.
-//! Every shadow lives in the sanitizer's own buffer (group 1), none in workgroup memory:
+//! functions of a prelude inserted before the module's own declarations ([`prelude`]), which
+//! the pass calls at each access. Every shadow lives in the sanitizer's own buffer (group 1),
+//! none in workgroup memory:
 //!
 //! - an element of a workgroup array has six words in its workgroup's region: the last writer
 //!   and its site, the highest and the lowest reader (by local index) and their sites. A read
@@ -25,10 +25,24 @@
 //!
 //! Each invocation keeps its first hazard, and how many it met, in private memory, and the
 //! first invocation to return with one writes it to the head of its dispatch's part
-//! ([`HEADER_WORDS`]); the runtime reads it back after the submission. The checks have no
-//! branches, and as few atomics as they can: lavapipe turns each atomic into code per lane,
-//! and nn's attention forward compiled in 67 s under the first version, 31 s under this one
-//! (1.6 s without the sanitizer).
+//! ([`HEADER_WORDS`]); the runtime reads it back after the submission.
+//!
+//! Compiling the checks is the cost (lavapipe turns each atomic into code per lane, and
+//! compiles a kernel with barriers as a coroutine whose cost grows with its code), so an
+//! access is checked one of two ways ([`Plan`]):
+//!
+//! - where it is made, with the array's constants (`_here_w0`, then `_here_31`), in code
+//!   with few accesses between barriers;
+//! - logged in private memory (an array store per access) where many accesses share a
+//!   region between barriers, loop turns and calls (the unrolled loops of tessera's
+//!   kernels), and the log applied to the shadows, in a loop, before the next barrier, at
+//!   each loop turn and before the entry point returns: the accesses between two barriers
+//!   are unordered anyway, and one copy of the checks serves them all. An application
+//!   checks only the kinds of access its log may hold (`_apply_N`, [`kinds`]).
+//!
+//! nn's attention forward compiled in 67 s under the first version (a check with branches
+//! at every access), 31 s under the second (branch-free checks at every access), 7 s under
+//! this one (1.6 s without the sanitizer).
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -177,6 +191,15 @@ pub(crate) fn prepare(source: &str) -> Result<Prepared, String> {
             }
             _ => {}
         }
+    }
+    if workgroup.len().max(storage.len()) >= 1 << ARRAY_BITS {
+        return Err(format!(
+            "the module declares {} workgroup arrays and {} storage buffers, more than the \
+             sanitizer can number ({} of each)",
+            workgroup.len(),
+            storage.len(),
+            (1 << ARRAY_BITS) - 1
+        ));
     }
     // Before the module's own declarations (after its directives): naga's validator wants
     // a function's callees before it in the module, and the frontend keeps source order.
@@ -379,20 +402,69 @@ const SITE_BITS: u32 = 32 - INVOCATION_BITS;
 /// and its site.
 const SHADOW_WORDS: u32 = 6;
 
-/// The checks' WGSL: the sanitizer's binding, the invocation's identity, and per tracked array
-/// its check functions (named by position: `_w3` for the fourth workgroup array).
+/// Entries of an invocation's log of accesses: the pass applies the log before it could
+/// hold more (see [`Pass`]).
+const LOG_LEN: u32 = 64;
+
+/// How a log entry's code word is made: the array's number in its kind (workgroup arrays and
+/// storage buffers counted apart) in the low bits, then what the access does, then the lanes
+/// of the array's shadows less one, then the site.
+const ARRAY_BITS: u32 = 9;
+const WHAT_BITS: u32 = 3;
+const LANE_BITS: u32 = 2;
+const SITE_SHIFT: u32 = ARRAY_BITS + WHAT_BITS + LANE_BITS;
+
+/// What a logged access does.
+mod what {
+    /// Workgroup memory: of one element (or component), or of every component of a vector.
+    pub const READ: u32 = 0;
+    pub const WRITE: u32 = 1;
+    pub const READ_ALL: u32 = 2;
+    pub const WRITE_ALL: u32 = 3;
+    /// A storage buffer: a load, a store, an atomic.
+    pub const LOAD: u32 = 4;
+    pub const STORE: u32 = 5;
+    pub const ATOMIC: u32 = 6;
+}
+
+/// A log entry's code word.
+fn code(array: u32, what: u32, lanes: u32, site: u32) -> u32 {
+    (site << SITE_SHIFT) | ((lanes - 1) << (ARRAY_BITS + WHAT_BITS)) | (what << ARRAY_BITS) | array
+}
+
+/// The checks' WGSL: the sanitizer's binding, the invocation's identity, its log of accesses,
+/// the checks applying it, and per tracked array the function placing its shadows (named by
+/// position: `_w3` for the fourth workgroup array).
 ///
 /// All shadows live in the sanitizer's buffer, none in workgroup memory (which kernels fill:
 /// lavapipe offers 32 KiB). A dispatch's part of it is: the report ([`HEADER_WORDS`]), two
 /// words per element of each shadowed storage buffer, then a region per workgroup of the
 /// grid: a word set once the workgroup has updated a storage buffer atomically, then
 /// [`SHADOW_WORDS`] per element of each workgroup array.
+///
+/// An access is checked where it is made or logged, as [`Plan`] decides; [`apply`] writes the
+/// checks' entry points for each set of kinds.
 fn prelude(workgroup: &[(String, WorkgroupArray)], storage: &[(String, StorageArray)]) -> String {
     let p = PREFIX;
     let (bits, mask, epochs) = (INVOCATION_BITS, INVOCATION_MASK, EPOCH_MASK);
     let w = SHADOW_WORDS;
     let (none, regions, storage_limit) = (UNTRACKED, REGIONS_LIMIT, STORAGE_SHADOW_LIMIT);
     let (site_bits, site_mask) = (SITE_BITS, (1u32 << SITE_BITS) - 1);
+    let log_len = LOG_LEN;
+    let (nw, ns) = (workgroup.len().max(1), storage.len().max(1));
+    let table = |values: Vec<u32>| {
+        let values: Vec<String> = values.iter().map(|v| format!("{v}u")).collect();
+        let values = if values.is_empty() {
+            "0u".to_owned()
+        } else {
+            values.join(", ")
+        };
+        format!("array<u32, {}>({values})", values.split(", ").count())
+    };
+    let w_len = table(workgroup.iter().map(|(_, a)| a.len).collect());
+    let s_base = table(vec![none; storage.len()]);
+    let (race, outside) = (kind::WORKGROUP_RACE, kind::WORKGROUP_BOUNDS);
+    let (storage_race, storage_outside) = (kind::STORAGE_RACE, kind::STORAGE_BOUNDS);
     // The report's spare words: the shadow of accesses not tracked.
     let dummy = HEADER_WORDS - u64::from(SHADOW_WORDS);
     let mut s = format!(
@@ -445,9 +517,7 @@ fn {p}_current_read(tag: u32) -> bool {{
 }}
 
 // The invocation's first hazard and how many it met, kept in private memory until the
-// entry point returns. Every check is written without branches (selects, and a dummy shadow
-// for an access it does not track): lavapipe compiles a kernel's barriers as coroutine
-// suspension points, at a cost that grows with the branches between them.
+// entry point returns.
 var<private> {p}_found: u32;
 var<private> {p}_first: vec4<u32>;
 var<private> {p}_first_more: vec2<u32>;
@@ -459,7 +529,94 @@ fn {p}_report(hazard: bool, kind: u32, site: u32, other_site: u32, element: u32,
     {p}_found += u32(hazard);
 }}
 
-// Before the entry point returns: the first invocation to report writes its hazard.
+// The accesses since the log was last applied: a code (array, what, lanes, site) and the
+// element.
+var<private> {p}_log_code: array<u32, {log_len}>;
+var<private> {p}_log_element: array<u32, {log_len}>;
+var<private> {p}_logged: u32;
+
+fn {p}_log(code: u32, element: u32) {{
+    {p}_log_code[{p}_logged] = code;
+    {p}_log_element[{p}_logged] = element;
+    {p}_logged += 1u;
+}}
+
+// Per array, for the log's checks: where its shadows start (as `_w_base0`, ...), its length
+// (in vectors, for a workgroup array).
+var<private> {p}_w_base: array<u32, {nw}>;
+var<private> {p}_w_len: array<u32, {nw}> = {w_len};
+var<private> {p}_s_base: array<u32, {ns}> = {s_base};
+var<private> {p}_s_len: array<u32, {ns}>;
+
+// A read of the element `vector` of the workgroup array `a`, whose shadow is at `at` (the
+// dummy shadow in the report's spare words where it is not tracked, which reports no race).
+fn {p}_workgroup_read(a: u32, vector: u32, site: u32, at: u32) {{
+    let tracked = at != {dummy}u;
+    let me = {p}_local + 1u;
+    let writer = atomicLoad(&{p}[at]);
+    let racy = tracked && {p}_current(writer) && (writer & {mask}u) != me;
+    let writer_site = atomicLoad(&{p}[at + 1u]);
+    {p}_report(racy, {race}u, site, writer_site + 1u, vector, (writer & {mask}u) - 1u, 0u, a);
+    let epoch = {p}_steps << {bits}u;
+    atomicMax(&{p}[at + 2u], epoch | me);
+    atomicMax(&{p}[at + 3u], (me << {site_bits}u) | site);
+    atomicMax(&{p}[at + 4u], epoch | ({mask}u - {p}_local));
+    atomicMax(&{p}[at + 5u], (({mask}u - {p}_local) << {site_bits}u) | site);
+}}
+
+fn {p}_workgroup_write(a: u32, vector: u32, site: u32, at: u32) {{
+    let tracked = at != {dummy}u;
+    let me = {p}_local + 1u;
+    let writer = atomicExchange(&{p}[at], ({p}_epoch << {bits}u) | me);
+    let writer_site = atomicExchange(&{p}[at + 1u], site);
+    let overwrites = tracked && {p}_current(writer) && (writer & {mask}u) != me;
+    {p}_report(overwrites, {race}u, site, writer_site + 1u, vector, (writer & {mask}u) - 1u, 0u, a);
+    // A reader's site is known where its site word is the same reader's.
+    let high = atomicLoad(&{p}[at + 2u]);
+    let high_site = atomicLoad(&{p}[at + 3u]);
+    let high_reader = high & {mask}u;
+    let after_high = tracked && !overwrites && {p}_current_read(high) && high_reader != me;
+    let high_line = select(0u, (high_site & {site_mask}u) + 1u, high_site >> {site_bits}u == high_reader);
+    {p}_report(after_high, {race}u, site, high_line, vector, high_reader - 1u, 0u, a);
+    let low = atomicLoad(&{p}[at + 4u]);
+    let low_site = atomicLoad(&{p}[at + 5u]);
+    let low_reader = low & {mask}u;
+    let after_low = tracked && !overwrites && !after_high && {p}_current_read(low)
+        && {mask}u - low_reader != {p}_local;
+    let low_line = select(0u, (low_site & {site_mask}u) + 1u, low_site >> {site_bits}u == low_reader);
+    {p}_report(after_low, {race}u, site, low_line, vector, {mask}u - low_reader, 0u, a);
+}}
+
+// The word of the workgroup's region that says it has updated a storage buffer atomically.
+fn {p}_synchronized() -> u32 {{
+    return select({dummy}u, {p}_region, {p}_region != {none}u);
+}}
+
+// A load of `index` of the storage buffer `b`, whose shadow is at `at`.
+fn {p}_storage_load(b: u32, index: u32, site: u32, at: u32) {{
+    // A workgroup past the tracked ones may have synchronized: left alone.
+    let tracked = at != {dummy}u && {p}_region != {none}u;
+    let writer = atomicLoad(&{p}[at]);
+    let other_site = atomicLoad(&{p}[at + 1u]);
+    let unsynchronized = atomicLoad(&{p}[{p}_synchronized()]) == 0u;
+    let racy = tracked && writer != 0u && writer != {p}_group + 1u && unsynchronized;
+    {p}_report(racy, {storage_race}u, site, other_site, index, writer - 1u, 0u, b);
+}}
+
+fn {p}_storage_store(b: u32, index: u32, site: u32, at: u32) {{
+    let tracked = at != {dummy}u;
+    let writer = atomicExchange(&{p}[at], {p}_group + 1u);
+    let other_site = atomicExchange(&{p}[at + 1u], site + 1u);
+    let racy = tracked && writer != 0u && writer != {p}_group + 1u;
+    {p}_report(racy, {storage_race}u, site, other_site, index, writer - 1u, 0u, b);
+}}
+
+fn {p}_storage_atomic() {{
+    atomicStore(&{p}[{p}_synchronized()], 1u);
+}}
+
+// Before the entry point returns (after the log is applied): the first invocation to
+// report writes its hazard.
 fn {p}_flush() {{
     if {p}_found == 0u {{
         return;
@@ -478,154 +635,236 @@ fn {p}_flush() {{
 }}
 "
     );
+    for kinds in 1..=kinds::ALL {
+        s += &apply(kinds);
+    }
     for (k, (_, array)) in workgroup.iter().enumerate() {
         let (n, lanes) = (array.len, array.lanes);
-        // `element` counts components where the array has a shadow per component; reports
-        // name the vector.
-        let scalars = u64::from(n) * u64::from(lanes);
-        let (race, outside) = (kind::WORKGROUP_RACE, kind::WORKGROUP_BOUNDS);
-        // Where the access is not tracked (out of bounds, a workgroup past the tracked
-        // ones), its shadow is the dummy one in the report's spare words, and it reports no
-        // race.
-        let track = format!(
-            "let outside = element >= {scalars}u;
-    {p}_report(outside, {outside}u, site, 0u, element / {lanes}u, 0u, {n}u, {k}u);
-    let tracked = !outside && {p}_shadow{k} != {none}u;
-    let at = select({dummy}u, {p}_shadow{k} + {w}u * element, tracked);"
-        );
+        let words = u64::from(w) * u64::from(n) * u64::from(lanes);
         let _ = write!(
             s,
             "
-var<private> {p}_shadow{k}: u32;
+var<private> {p}_w_base{k}: u32;
 
 fn {p}_place_w{k}(base: u32) -> u32 {{
-    {p}_shadow{k} = base;
+    {p}_w_base{k} = base;
+    {p}_w_base[{k}] = base;
     if base == {none}u {{
         return base;
     }}
-    return base + {}u;
+    return base + {words}u;
 }}
 
-fn {p}_read_all_w{k}(element: u32, site: u32) {{
-    for (var c = 0u; c < {lanes}u; c++) {{
-        {p}_read_w{k}(element * {lanes}u + c, site);
-    }}
+// Where the shadow of `element` is (of its first component, for a whole vector: a component
+// where the array has shadows per component and `whole` is false), for an access checked
+// where it is made; reports it there if it is out of bounds.
+fn {p}_here_w{k}(element: u32, site: u32, whole: bool) -> u32 {{
+    let outside = element >= select({n}u * {lanes}u, {n}u, whole);
+    let vector = select(element / {lanes}u, element, whole);
+    {p}_report(outside, {outside}u, site, 0u, vector, 0u, {n}u, {k}u);
+    let first = select(element, element * {lanes}u, whole);
+    let tracked = !outside && {p}_w_base{k} != {none}u;
+    return select({dummy}u, {p}_w_base{k} + {w}u * first, tracked);
 }}
-
-fn {p}_write_all_w{k}(element: u32, site: u32) {{
-    for (var c = 0u; c < {lanes}u; c++) {{
-        {p}_write_w{k}(element * {lanes}u + c, site);
-    }}
-}}
-
-fn {p}_read_w{k}(element: u32, site: u32) {{
-    {track}
-    let me = {p}_local + 1u;
-    let writer = atomicLoad(&{p}[at]);
-    let racy = tracked && {p}_current(writer) && (writer & {mask}u) != me;
-    let writer_site = atomicLoad(&{p}[at + 1u]);
-    {p}_report(racy, {race}u, site, writer_site + 1u, element / {lanes}u, (writer & {mask}u) - 1u, 0u, {k}u);
-    let epoch = {p}_steps << {bits}u;
-    atomicMax(&{p}[at + 2u], epoch | me);
-    atomicMax(&{p}[at + 3u], (me << {site_bits}u) | site);
-    atomicMax(&{p}[at + 4u], epoch | ({mask}u - {p}_local));
-    atomicMax(&{p}[at + 5u], (({mask}u - {p}_local) << {site_bits}u) | site);
-}}
-
-fn {p}_write_w{k}(element: u32, site: u32) {{
-    {track}
-    let me = {p}_local + 1u;
-    let writer = atomicExchange(&{p}[at], ({p}_epoch << {bits}u) | me);
-    let writer_site = atomicExchange(&{p}[at + 1u], site);
-    let overwrites = tracked && {p}_current(writer) && (writer & {mask}u) != me;
-    {p}_report(overwrites, {race}u, site, writer_site + 1u, element / {lanes}u, (writer & {mask}u) - 1u, 0u, {k}u);
-    // A reader's site is known where its site word is the same reader's.
-    let high = atomicLoad(&{p}[at + 2u]);
-    let high_site = atomicLoad(&{p}[at + 3u]);
-    let high_reader = high & {mask}u;
-    let after_high = tracked && !overwrites && {p}_current_read(high) && high_reader != me;
-    let high_line = select(0u, (high_site & {site_mask}u) + 1u, high_site >> {site_bits}u == high_reader);
-    {p}_report(after_high, {race}u, site, high_line, element / {lanes}u, high_reader - 1u, 0u, {k}u);
-    let low = atomicLoad(&{p}[at + 4u]);
-    let low_site = atomicLoad(&{p}[at + 5u]);
-    let low_reader = low & {mask}u;
-    let after_low = tracked && !overwrites && !after_high && {p}_current_read(low)
-        && {mask}u - low_reader != {p}_local;
-    let low_line = select(0u, (low_site & {site_mask}u) + 1u, low_site >> {site_bits}u == low_reader);
-    {p}_report(after_low, {race}u, site, low_line, element / {lanes}u, {mask}u - low_reader, 0u, {k}u);
-}}
-",
-            u64::from(w) * scalars
+"
         );
     }
     for (g, (name, array)) in storage.iter().enumerate() {
-        let bounds = format!(
-            "let len = arrayLength(&{name});
-    let outside = index >= len;
-    {p}_report(outside, {}u, site, 0u, index, 0u, len, {g}u);",
-            kind::STORAGE_BOUNDS
-        );
-        let race = kind::STORAGE_RACE;
-        let region = format!("select({dummy}u, {p}_region, {p}_region != {none}u)");
-        let _ = write!(
-            s,
-            "
-fn {p}_touch_s{g}(index: u32, site: u32) {{
-    {bounds}
-    atomicStore(&{p}[{region}], 1u);
-}}
-"
-        );
-        if !array.shadowed {
-            let _ = write!(
-                s,
-                "
-fn {p}_load_s{g}(index: u32, site: u32) {{
-    {bounds}
-}}
-"
-            );
-            continue;
-        }
-        let _ = write!(
-            s,
-            "
-var<private> {p}_base{g}: u32;
-
-fn {p}_place_s{g}(base: u32) -> u32 {{
-    if arrayLength(&{name}) > {storage_limit}u / 2u {{
-        {p}_base{g} = {none}u;
+        // Every buffer the entry point uses is measured; a shadowed one also gets words.
+        let shadow = if array.shadowed {
+            format!(
+                "if {p}_s_len{g} > {storage_limit}u / 2u {{
         return base;
     }}
-    {p}_base{g} = base;
-    return base + 2u * arrayLength(&{name});
+    {p}_s_base{g} = base;
+    {p}_s_base[{g}] = base;
+    return base + 2u * {p}_s_len{g};"
+            )
+        } else {
+            "return base;".to_owned()
+        };
+        let _ = write!(
+            s,
+            "
+var<private> {p}_s_base{g}: u32 = {none}u;
+var<private> {p}_s_len{g}: u32;
+
+fn {p}_place_s{g}(base: u32) -> u32 {{
+    {p}_s_len{g} = arrayLength(&{name});
+    {p}_s_len[{g}] = {p}_s_len{g};
+    {shadow}
 }}
 
-fn {p}_load_s{g}(index: u32, site: u32) {{
-    {bounds}
-    // A workgroup past the tracked ones may have synchronized: left alone.
-    let tracked = !outside && {p}_base{g} != {none}u && {p}_region != {none}u;
-    let at = select({dummy}u, {p}_base{g} + 2u * index, tracked);
-    let writer = atomicLoad(&{p}[at]);
-    let other_site = atomicLoad(&{p}[at + 1u]);
-    let unsynchronized = atomicLoad(&{p}[{region}]) == 0u;
-    let racy = tracked && writer != 0u && writer != {p}_group + 1u && unsynchronized;
-    {p}_report(racy, {race}u, site, other_site, index, writer - 1u, 0u, {g}u);
-}}
-
-fn {p}_store_s{g}(index: u32, site: u32) {{
-    {bounds}
-    let tracked = !outside && {p}_base{g} != {none}u;
-    let at = select({dummy}u, {p}_base{g} + 2u * index, tracked);
-    let writer = atomicExchange(&{p}[at], {p}_group + 1u);
-    let other_site = atomicExchange(&{p}[at + 1u], site + 1u);
-    let racy = tracked && writer != 0u && writer != {p}_group + 1u;
-    {p}_report(racy, {race}u, site, other_site, index, writer - 1u, 0u, {g}u);
+// Where the shadow of `index` is (the dummy one where its writes are not tracked), for an
+// access checked where it is made; reports it there if it is out of bounds.
+fn {p}_here_s{g}(index: u32, site: u32) -> u32 {{
+    let outside = index >= {p}_s_len{g};
+    {p}_report(outside, {storage_outside}u, site, 0u, index, 0u, {p}_s_len{g}, {g}u);
+    return select({dummy}u, {p}_s_base{g} + 2u * index, !outside && {p}_s_base{g} != {none}u);
 }}
 "
         );
     }
     s
+}
+
+/// The kinds of access a log may hold, as bits of a set: an application of the log checks only
+/// the kinds its entries may be (`_apply_N` for the set `N`), since each check is code per
+/// lane of lavapipe's.
+mod kinds {
+    pub const WORKGROUP_READ: u32 = 1;
+    pub const WORKGROUP_WRITE: u32 = 2;
+    pub const LOAD: u32 = 4;
+    pub const STORE: u32 = 8;
+    pub const ATOMIC: u32 = 16;
+    pub const ALL: u32 = 31;
+}
+
+/// The kind of a logged access.
+fn kind_of(what: u32) -> u32 {
+    match what {
+        what::READ | what::READ_ALL => kinds::WORKGROUP_READ,
+        what::WRITE | what::WRITE_ALL => kinds::WORKGROUP_WRITE,
+        what::LOAD => kinds::LOAD,
+        what::STORE => kinds::STORE,
+        _ => kinds::ATOMIC,
+    }
+}
+
+/// The functions checking one access of the kinds of the set `kinds`, where it is made
+/// (`_here_N`, after the array's `_here` function checked its bounds) or from the log
+/// (`_check_N`), and applying a log whose entries are of those kinds (`_apply_N`).
+fn apply(kinds: u32) -> String {
+    let p = PREFIX;
+    let (array_mask, what_mask, lane_mask) = (
+        (1u32 << ARRAY_BITS) - 1,
+        (1u32 << WHAT_BITS) - 1,
+        (1u32 << LANE_BITS) - 1,
+    );
+    let (what_shift, lane_shift, site_shift) = (ARRAY_BITS, ARRAY_BITS + WHAT_BITS, SITE_SHIFT);
+    let (read_all, load, w) = (what::READ_ALL, what::LOAD, SHADOW_WORDS);
+    let (none, dummy) = (UNTRACKED, HEADER_WORDS - u64::from(SHADOW_WORDS));
+    let (workgroup_outside, storage_outside) = (kind::WORKGROUP_BOUNDS, kind::STORAGE_BOUNDS);
+    let has = |kind: u32| kinds & kind != 0;
+    let workgroup = match (has(kinds::WORKGROUP_READ), has(kinds::WORKGROUP_WRITE)) {
+        (true, true) => Some(format!(
+            "if (what & 1u) == 1u {{
+                    {p}_workgroup_write(a, vector, site, at);
+                }} else {{
+                    {p}_workgroup_read(a, vector, site, at);
+                }}"
+        )),
+        (true, false) => Some(format!("{p}_workgroup_read(a, vector, site, at);")),
+        (false, true) => Some(format!("{p}_workgroup_write(a, vector, site, at);")),
+        (false, false) => None,
+    }
+    .map(|check| {
+        // A whole vector's components' shadows follow each other (untracked: the dummy one).
+        format!(
+            "if what >= {read_all}u {{
+                let vector = element;
+                let step = select(0u, {w}u, first != {dummy}u);
+                for (var c = 0u; c < lanes; c++) {{
+                    let at = first + step * c;
+                    {check}
+                }}
+            }} else {{
+                let vector = element / lanes;
+                let at = first;
+                {check}
+            }}"
+        )
+    });
+    let storage: Vec<(u32, &str)> = [
+        (what::LOAD, "load(a, element, site, first)"),
+        (what::STORE, "store(a, element, site, first)"),
+        (what::ATOMIC, "atomic()"),
+    ]
+    .into_iter()
+    .filter(|&(what, _)| has(kind_of(what)))
+    .collect();
+    let storage = storage.split_last().map(|((_, last), others)| {
+        let mut chain = String::new();
+        for (what, call) in others {
+            chain += &format!(
+                "if what == {what}u {{
+                {p}_storage_{call};
+            }} else "
+            );
+        }
+        chain
+            + &format!(
+                "{{
+                {p}_storage_{last};
+            }}"
+            )
+    });
+    // Where the shadow is, from the tables `_place` fills; an access out of bounds reported,
+    // and the rest checked on the dummy shadow.
+    let workgroup_locate = format!(
+        "let n = {p}_w_len[a];
+        let whole = what >= {read_all}u;
+        let outside = element >= select(n * lanes, n, whole);
+        {p}_report(outside, {workgroup_outside}u, site, 0u, select(element / lanes, element, whole), 0u, n, a);
+        let at = {p}_w_base[a] + {w}u * select(element, element * lanes, whole);
+        first = select({dummy}u, at, !outside && {p}_w_base[a] != {none}u);"
+    );
+    let storage_locate = format!(
+        "let len = {p}_s_len[a];
+        let outside = element >= len;
+        {p}_report(outside, {storage_outside}u, site, 0u, element, 0u, len, a);
+        let at = {p}_s_base[a] + 2u * element;
+        first = select({dummy}u, at, !outside && {p}_s_base[a] != {none}u);"
+    );
+    let locate = match (workgroup.is_some(), storage.is_some()) {
+        (true, true) => format!(
+            "if what < {load}u {{
+        {workgroup_locate}
+    }} else {{
+        {storage_locate}
+    }}"
+        ),
+        (true, false) => format!("{{\n        {workgroup_locate}\n    }}"),
+        _ => format!("{{\n        {storage_locate}\n    }}"),
+    };
+    let check = match (workgroup, storage) {
+        (Some(workgroup), Some(storage)) => {
+            format!("if what < {load}u {{\n            {workgroup}\n        }} else {storage}")
+        }
+        (Some(one), None) | (None, Some(one)) => one,
+        (None, None) => String::new(),
+    };
+    let decode = format!(
+        "let a = code & {array_mask}u;
+    let what = (code >> {what_shift}u) & {what_mask}u;
+    let lanes = ((code >> {lane_shift}u) & {lane_mask}u) + 1u;
+    let site = code >> {site_shift}u;"
+    );
+    format!(
+        "
+// An access of a kind of the set {kinds}, whose bounds are checked and whose shadow is at
+// `first` (of its first component, for a whole vector).
+fn {p}_here_{kinds}(code: u32, element: u32, first: u32) {{
+    {decode}
+    {check}
+}}
+
+// An entry of a log of such accesses: its bounds checked and its shadow found.
+fn {p}_check_{kinds}(code: u32, element: u32) {{
+    {decode}
+    var first: u32;
+    {locate}
+    {p}_here_{kinds}(code, element, first);
+}}
+
+fn {p}_apply_{kinds}() {{
+    for (var i = 0u; i < {p}_logged; i++) {{
+        {p}_check_{kinds}({p}_log_code[i], {p}_log_element[i]);
+    }}
+    {p}_logged = 0u;
+}}
+"
+    )
 }
 
 impl Prepared {
@@ -676,6 +915,17 @@ impl Prepared {
             storage: HashMap::new(),
             barrier: find(&module, format!("{PREFIX}_barrier"))?,
             storage_barrier: find(&module, format!("{PREFIX}_storage_barrier"))?,
+            log: find(&module, format!("{PREFIX}_log"))?,
+            check: find(&module, format!("{PREFIX}_here_{}", kinds::ALL))?,
+            plan: Plan::default(),
+            surveyed: 0,
+            applies: (0..=kinds::ALL)
+                .map(|kinds| find(&module, format!("{PREFIX}_apply_{}", kinds.max(1))))
+                .collect::<Result<_, _>>()?,
+            flush: find(&module, format!("{PREFIX}_flush"))?,
+            entry: false,
+            logged: Logged::default(),
+            callees: HashMap::new(),
         };
         let mut region = 1u64;
         let mut workgroup_places = Vec::new();
@@ -692,12 +942,10 @@ impl Prepared {
             pass.workgroup.insert(
                 global,
                 WorkgroupChecks {
+                    number: k as u32,
                     dims,
                     lanes: self.workgroup[k].1.lanes,
-                    read: find(&module, format!("{PREFIX}_read_w{k}"))?,
-                    write: find(&module, format!("{PREFIX}_write_w{k}"))?,
-                    read_all: find(&module, format!("{PREFIX}_read_all_w{k}"))?,
-                    write_all: find(&module, format!("{PREFIX}_write_all_w{k}"))?,
+                    here: find(&module, format!("{PREFIX}_here_w{k}"))?,
                 },
             );
         }
@@ -711,33 +959,37 @@ impl Prepared {
                 .global_variables
                 .fetch_if(|v| v.name.as_deref() == Some(name.as_str()))
                 .ok_or_else(|| format!("`{name}` went missing"))?;
-            let shadowed = array.shadowed;
             pass.storage.insert(
                 global,
                 StorageChecks {
-                    load: find(&module, format!("{PREFIX}_load_s{g}"))?,
-                    store: shadowed
-                        .then(|| find(&module, format!("{PREFIX}_store_s{g}")))
-                        .transpose()?,
-                    touch: find(&module, format!("{PREFIX}_touch_s{g}"))?,
+                    number: g as u32,
+                    shadowed: array.shadowed,
+                    here: find(&module, format!("{PREFIX}_here_s{g}"))?,
                 },
             );
-            if shadowed {
-                places.push(find(&module, format!("{PREFIX}_place_s{g}"))?);
-            }
+            places.push(find(&module, format!("{PREFIX}_place_s{g}"))?);
         }
+        // Callees first (naga keeps them before their callers), so that a call knows how
+        // much its callee may log.
+        let mut reachable = reachable;
+        reachable.sort_by_key(|f| f.index());
         for &function in &reachable {
             let mut f = std::mem::take(&mut module.functions[function]);
-            let body = std::mem::take(&mut f.body);
-            f.body = pass.block(&mut f, body);
+            pass.function(&mut f);
+            pass.callees.insert(function, pass.logged.callee());
             module.functions[function] = f;
         }
-        let body = std::mem::take(&mut entry.function.body);
-        let mut body = pass.block(&mut entry.function, body);
-        let flush = find(&module, format!("{PREFIX}_flush"))?;
-        flush_before_returns(&mut body, flush);
+        pass.entry = true;
+        pass.function(&mut entry.function);
+        let mut body = std::mem::take(&mut entry.function.body);
         if !matches!(body.last(), Some(Statement::Return { .. })) {
-            body.push(call(flush), Span::UNDEFINED);
+            pass.before_return(&mut body, Span::UNDEFINED);
+        }
+        if pass.sites.len() >= 1 << (32 - SITE_SHIFT) {
+            return Err(format!(
+                "`{entry_point}` has {} accesses to check, more than the sanitizer can number",
+                pass.sites.len()
+            ));
         }
         let enter = find(&module, format!("{PREFIX}_enter"))?;
         let regions = find(&module, format!("{PREFIX}_regions"))?;
@@ -752,6 +1004,19 @@ impl Prepared {
         whole.append(&mut body);
         entry.function.body = whole;
         module.entry_points.push(entry);
+        // Without the functions the entry point does not call (every other entry point's,
+        // and the checks it does not use), which the device's compiler would translate.
+        // naga's compaction expects a valid module, which this is; should it panic anyway,
+        // the error says so rather than taking the caller down.
+        let compacted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            naga::compact::compact(&mut module, naga::compact::KeepUnused::No);
+            module
+        }));
+        let module = compacted.map_err(|_| {
+            format!(
+                "naga could not compact `{entry_point}` after instrumenting it (a bug of tessera)"
+            )
+        })?;
         Ok(Instrumented {
             module,
             sites: pass.sites,
@@ -774,30 +1039,6 @@ fn call(function: Handle<Function>) -> Statement {
         arguments: Vec::new(),
         result: None,
     }
-}
-
-/// Calls `flush` before every `return` of an entry point's body.
-fn flush_before_returns(block: &mut Block, flush: Handle<Function>) {
-    let mut out = Block::with_capacity(block.len());
-    for (mut statement, span) in std::mem::take(block).span_into_iter() {
-        match &mut statement {
-            Statement::Return { .. } => out.push(call(flush), span),
-            Statement::Block(inner) => flush_before_returns(inner, flush),
-            Statement::If { accept, reject, .. } => {
-                flush_before_returns(accept, flush);
-                flush_before_returns(reject, flush);
-            }
-            Statement::Switch { cases, .. } => {
-                for case in cases {
-                    flush_before_returns(&mut case.body, flush);
-                }
-            }
-            Statement::Loop { body, .. } => flush_before_returns(body, flush),
-            _ => {}
-        }
-        out.push(statement, span);
-    }
-    *block = out;
 }
 
 /// The prelude's function `name`.
@@ -968,27 +1209,140 @@ fn prologue(
     Ok(block)
 }
 
-/// The checks of one tracked workgroup array.
+/// What the pass knows of one tracked workgroup array.
 struct WorkgroupChecks {
+    /// Its number among the source's workgroup arrays.
+    number: u32,
     dims: Vec<u32>,
     /// As [`WorkgroupArray::lanes`].
     lanes: u32,
-    /// Of one element, or one component where `lanes` > 1.
-    read: Handle<Function>,
-    write: Handle<Function>,
-    /// Of every component of one element.
-    read_all: Handle<Function>,
-    write_all: Handle<Function>,
+    /// What checks an access's bounds and finds its shadow, where it is checked where made.
+    here: Handle<Function>,
 }
 
-/// The checks of one tracked storage buffer; `store` only where writes are shadowed.
+/// What the pass knows of one tracked storage buffer.
 struct StorageChecks {
-    load: Handle<Function>,
-    store: Option<Handle<Function>>,
-    touch: Handle<Function>,
+    /// Its number among the source's storage buffers.
+    number: u32,
+    /// As [`StorageArray::shadowed`].
+    shadowed: bool,
+    /// What checks an access's bounds and finds its shadow, where it is checked where made.
+    here: Handle<Function>,
 }
 
-/// The pass over one entry point's functions: inserts the calls, numbers the sites.
+/// What an invocation's log may hold at a point of a function, counted from the function's
+/// start or the log's last application, on every path.
+#[derive(Clone, Copy, Default)]
+struct Logged {
+    /// How many entries, at most.
+    now: u32,
+    /// The most at any point so far.
+    most: u32,
+    /// Of which kinds (a set of [`kinds`]).
+    kinds: u32,
+    /// Whether the code so far has a barrier (where the log is applied), through calls too.
+    synchronizes: bool,
+}
+
+impl Logged {
+    /// What a call of the function may add to its caller's log.
+    fn callee(self) -> Logged {
+        Logged {
+            now: self.most,
+            ..self
+        }
+    }
+}
+
+/// Which accesses of a function are logged and which checked where they are made.
+///
+/// Each application of the log is a copy of the checks (lavapipe inlines every call), about as
+/// costly to compile as checking a few accesses where they are made. So an access is logged
+/// only where the code it shares a region with (between two barriers, loop turns or calls) has
+/// at least [`LOGGED_REGION`] accesses: the unrolled loops of tessera's kernels do.
+#[derive(Default)]
+struct Plan {
+    /// Accesses per region.
+    sizes: Vec<u32>,
+    /// The region of each access, in the pass's order.
+    regions: Vec<usize>,
+}
+
+/// The fewest accesses a region has where they are logged.
+const LOGGED_REGION: u32 = 24;
+
+impl Plan {
+    /// Counts the accesses of each region of `block`, in the order the pass meets them.
+    fn survey(&mut self, pass: &Pass<'_>, f: &Function, block: &Block) {
+        if self.sizes.is_empty() {
+            self.sizes.push(0);
+        }
+        let access = |plan: &mut Plan, pointer, touch| {
+            if pass.tracked(f, pointer, touch) {
+                let region = plan.sizes.len() - 1;
+                plan.sizes[region] += 1;
+                plan.regions.push(region);
+            }
+        };
+        for statement in block.iter() {
+            match *statement {
+                Statement::Emit(ref range) => {
+                    for handle in range.clone() {
+                        if let Expression::Load { pointer } = f.expressions[handle] {
+                            access(self, pointer, AccessKind::Read);
+                        }
+                    }
+                }
+                Statement::Store { pointer, .. } => access(self, pointer, AccessKind::Write),
+                Statement::Atomic { pointer, .. } => access(self, pointer, AccessKind::Atomic),
+                Statement::ControlBarrier(_)
+                | Statement::WorkGroupUniformLoad { .. }
+                | Statement::Call { .. }
+                | Statement::Return { .. } => self.sizes.push(0),
+                Statement::Block(ref inner) => self.survey(pass, f, inner),
+                Statement::If {
+                    ref accept,
+                    ref reject,
+                    ..
+                } => {
+                    self.survey(pass, f, accept);
+                    self.survey(pass, f, reject);
+                }
+                Statement::Switch { ref cases, .. } => {
+                    for case in cases {
+                        self.survey(pass, f, &case.body);
+                    }
+                }
+                Statement::Loop {
+                    ref body,
+                    ref continuing,
+                    ..
+                } => {
+                    self.sizes.push(0);
+                    self.survey(pass, f, body);
+                    self.survey(pass, f, continuing);
+                    self.sizes.push(0);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether the `n`th access is logged.
+    fn logs(&self, n: usize) -> bool {
+        self.regions
+            .get(n)
+            .is_some_and(|&region| self.sizes[region] >= LOGGED_REGION)
+    }
+}
+
+/// The pass over one entry point's functions: logs each access, numbers the sites, applies
+/// the log where it must.
+///
+/// The log is applied before every barrier (its entries are tagged with the barrier count
+/// then current), at the start of every loop turn, and before the entry point returns; and
+/// before an access or a call that could fill it past [`LOG_LEN`] entries, counted on every
+/// path (a call counts the most its callee may log, which its own applications bound).
 struct Pass<'a> {
     text: &'a str,
     prelude_lines: u32,
@@ -999,6 +1353,23 @@ struct Pass<'a> {
     /// What counts a workgroup barrier passed, and a storage barrier.
     barrier: Handle<Function>,
     storage_barrier: Handle<Function>,
+    /// What logs an access; what applies a log of the kinds `k`, at `k`; what writes a
+    /// hazard out.
+    log: Handle<Function>,
+    applies: Vec<Handle<Function>>,
+    /// What checks an access where it is made.
+    check: Handle<Function>,
+    /// Which accesses of the function being instrumented are logged, and how many of its
+    /// accesses the pass has met.
+    plan: Plan,
+    surveyed: usize,
+    flush: Handle<Function>,
+    /// Whether the function being instrumented is the entry point.
+    entry: bool,
+    /// In the function being instrumented.
+    logged: Logged,
+    /// What each instrumented function may log.
+    callees: HashMap<Handle<Function>, Logged>,
 }
 
 impl Pass<'_> {
@@ -1017,12 +1388,34 @@ impl Pass<'_> {
                 }
                 // `workgroupUniformLoad` is a workgroup barrier too.
                 Statement::ControlBarrier(barrier) => {
+                    self.apply(&mut out, span);
+                    self.logged.synchronizes = true;
                     out.push(statement, span);
                     let workgroup = barrier.contains(Barrier::WORK_GROUP);
                     self.count_barrier(&mut out, span, workgroup);
                 }
                 Statement::WorkGroupUniformLoad { .. } => {
+                    self.apply(&mut out, span);
+                    self.logged.synchronizes = true;
                     self.count_barrier(&mut out, span, true);
+                    out.push(statement, span);
+                }
+                // A callee with a barrier applies only its own log there: the caller's entries
+                // are applied before the call.
+                Statement::Call { function, .. } => {
+                    let callee = self.callees.get(&function).copied().unwrap_or_default();
+                    if callee.synchronizes {
+                        self.apply(&mut out, span);
+                    }
+                    self.make_room(callee.most, &mut out, span);
+                    self.logged.most = self.logged.most.max(self.logged.now + callee.most);
+                    self.logged.now += callee.now;
+                    self.logged.kinds |= callee.kinds;
+                    self.logged.synchronizes |= callee.synchronizes;
+                    out.push(statement, span);
+                }
+                Statement::Return { .. } if self.entry => {
+                    self.before_return(&mut out, span);
                     out.push(statement, span);
                 }
                 Statement::Block(inner) => {
@@ -1034,8 +1427,16 @@ impl Pass<'_> {
                     accept,
                     reject,
                 } => {
+                    let before = self.logged;
                     let accept = self.block(f, accept);
+                    let after_accept = std::mem::replace(&mut self.logged, before);
                     let reject = self.block(f, reject);
+                    self.logged = Logged {
+                        now: self.logged.now.max(after_accept.now),
+                        most: self.logged.most.max(after_accept.most),
+                        kinds: self.logged.kinds | after_accept.kinds,
+                        synchronizes: self.logged.synchronizes | after_accept.synchronizes,
+                    };
                     out.push(
                         Statement::If {
                             condition,
@@ -1045,6 +1446,7 @@ impl Pass<'_> {
                         span,
                     );
                 }
+                // Counted as if every case ran, one after the other (cases may fall through).
                 Statement::Switch { selector, cases } => {
                     let cases = cases
                         .into_iter()
@@ -1055,13 +1457,39 @@ impl Pass<'_> {
                         .collect();
                     out.push(Statement::Switch { selector, cases }, span);
                 }
+                // Each turn of a loop that logs starts with the log applied (with the kinds
+                // the loop and the code before it log); the loop may be left at any point of
+                // a turn. Its barriers apply only what the loop logs: a loop that logs nothing
+                // but has barriers has the log applied before it.
                 Statement::Loop {
                     body,
                     continuing,
                     break_if,
                 } => {
-                    let body = self.block(f, body);
+                    let outside = std::mem::take(&mut self.logged);
+                    let mut body = self.block(f, body);
                     let continuing = self.block(f, continuing);
+                    let inside = self.logged;
+                    self.logged = if inside.most == 0 {
+                        self.logged = outside;
+                        if inside.synchronizes {
+                            self.apply(&mut out, span);
+                            self.logged.synchronizes = true;
+                        }
+                        self.logged
+                    } else {
+                        let kinds = outside.kinds | inside.kinds;
+                        let mut turn = Block::new();
+                        turn.push(call(self.applies[kinds as usize]), span);
+                        turn.append(&mut body);
+                        body = turn;
+                        Logged {
+                            now: inside.most,
+                            most: outside.most.max(inside.most),
+                            kinds,
+                            synchronizes: outside.synchronizes | inside.synchronizes,
+                        }
+                    };
                     out.push(
                         Statement::Loop {
                             body,
@@ -1075,6 +1503,28 @@ impl Pass<'_> {
             }
         }
         out
+    }
+
+    /// Applies the log here, if it may hold anything.
+    fn apply(&mut self, out: &mut Block, span: Span) {
+        if self.logged.now > 0 {
+            out.push(call(self.applies[self.logged.kinds as usize]), span);
+        }
+        self.logged.now = 0;
+        self.logged.kinds = 0;
+    }
+
+    /// Before the entry point returns: the log applied, the hazard written out.
+    fn before_return(&mut self, out: &mut Block, span: Span) {
+        self.apply(out, span);
+        out.push(call(self.flush), span);
+    }
+
+    /// Applies the log here if `entries` more could overfill it.
+    fn make_room(&mut self, entries: u32, out: &mut Block, span: Span) {
+        if self.logged.now + entries > LOG_LEN {
+            self.apply(out, span);
+        }
     }
 
     fn count_barrier(&self, out: &mut Block, span: Span, workgroup: bool) {
@@ -1127,53 +1577,117 @@ impl Pass<'_> {
         span: Span,
         out: &mut Block,
     ) {
+        if !self.tracked(f, pointer, touch) {
+            return;
+        }
         let Some((global, steps)) = chain(f, pointer) else {
             return;
         };
+        let logs = self.plan.logs(self.surveyed);
+        self.surveyed += 1;
         let before = f.expressions.len();
-        let (function, element) = if let Some(array) = self.workgroup.get(&global) {
-            if touch == AccessKind::Atomic || steps.len() < array.dims.len() {
+        let (array, what, element, lanes, here, whole) =
+            if let Some(array) = self.workgroup.get(&global) {
+                if touch == AccessKind::Atomic || steps.len() < array.dims.len() {
+                    return;
+                }
+                let levels = array.dims.len();
+                let whole = array.lanes > 1 && steps.len() == levels;
+                let what = match (touch, whole) {
+                    (AccessKind::Read, false) => what::READ,
+                    (AccessKind::Read, true) => what::READ_ALL,
+                    (_, false) => what::WRITE,
+                    (_, true) => what::WRITE_ALL,
+                };
+                let mut dims = array.dims.clone();
+                if array.lanes > 1 && !whole {
+                    dims.push(array.lanes);
+                }
+                let element = flat_index(f, &steps, &dims);
+                let whole = f
+                    .expressions
+                    .append(Expression::Literal(Literal::Bool(whole)), Span::UNDEFINED);
+                (
+                    array.number,
+                    what,
+                    element,
+                    array.lanes,
+                    array.here,
+                    Some(whole),
+                )
+            } else if let Some(buffer) = self.storage.get(&global) {
+                let Some(&first) = steps.first() else {
+                    return;
+                };
+                // A store to a buffer whose writes are not tracked is an atomic store.
+                let what = match touch {
+                    AccessKind::Read => what::LOAD,
+                    AccessKind::Write if buffer.shadowed => what::STORE,
+                    AccessKind::Write | AccessKind::Atomic => what::ATOMIC,
+                };
+                (buffer.number, what, index(f, first), 1, buffer.here, None)
+            } else {
                 return;
-            }
-            let levels = array.dims.len();
-            let whole = array.lanes > 1 && steps.len() == levels;
-            let function = match (touch, whole) {
-                (AccessKind::Read, false) => array.read,
-                (AccessKind::Read, true) => array.read_all,
-                (_, false) => array.write,
-                (_, true) => array.write_all,
             };
-            let mut dims = array.dims.clone();
-            if array.lanes > 1 && !whole {
-                dims.push(array.lanes);
-            }
-            (function, flat_index(f, &steps, &dims))
-        } else if let Some(buffer) = self.storage.get(&global) {
-            let Some(&first) = steps.first() else {
-                return;
-            };
-            let function = match touch {
-                AccessKind::Read => buffer.load,
-                AccessKind::Write => buffer.store.unwrap_or(buffer.touch),
-                AccessKind::Atomic => buffer.touch,
-            };
-            (function, index(f, first))
-        } else {
-            return;
-        };
         let site = self.site(touch, span);
-        let site = f
-            .expressions
-            .append(Expression::Literal(Literal::U32(site)), Span::UNDEFINED);
+        let code = literal(f, code(array, what, lanes, site));
+        let site = literal(f, site);
         emit_new(f, before, out, span);
+        let (function, arguments) = if logs {
+            self.make_room(1, out, span);
+            self.logged.now += 1;
+            self.logged.most = self.logged.most.max(self.logged.now);
+            self.logged.kinds |= kind_of(what);
+            (self.log, vec![code, element])
+        } else {
+            // Its bounds checked and its shadow found here, with the array's constants.
+            let shadow = f
+                .expressions
+                .append(Expression::CallResult(here), Span::UNDEFINED);
+            out.push(
+                Statement::Call {
+                    function: here,
+                    arguments: std::iter::once(element)
+                        .chain([site])
+                        .chain(whole)
+                        .collect(),
+                    result: Some(shadow),
+                },
+                span,
+            );
+            (self.check, vec![code, element, shadow])
+        };
         out.push(
             Statement::Call {
                 function,
-                arguments: vec![element, site],
+                arguments,
                 result: None,
             },
             span,
         );
+    }
+
+    /// Whether an access through `pointer` is checked.
+    fn tracked(&self, f: &Function, pointer: Handle<Expression>, touch: AccessKind) -> bool {
+        let Some((global, steps)) = chain(f, pointer) else {
+            return false;
+        };
+        if let Some(array) = self.workgroup.get(&global) {
+            touch != AccessKind::Atomic && steps.len() >= array.dims.len()
+        } else {
+            self.storage.contains_key(&global) && !steps.is_empty()
+        }
+    }
+
+    /// Instruments `f`: its checks logged or not as [`Plan`] decides.
+    fn function(&mut self, f: &mut Function) {
+        let mut plan = Plan::default();
+        plan.survey(self, f, &f.body);
+        self.plan = plan;
+        self.surveyed = 0;
+        self.logged = Logged::default();
+        let body = std::mem::take(&mut f.body);
+        f.body = self.block(f, body);
     }
 
     /// Numbers a new site.
@@ -1216,6 +1730,12 @@ fn emit_new(f: &Function, before: usize, out: &mut Block, span: Span) {
         }
     }
     flush(&mut run, out);
+}
+
+/// A `u32` literal.
+fn literal(f: &mut Function, value: u32) -> Handle<Expression> {
+    f.expressions
+        .append(Expression::Literal(Literal::U32(value)), Span::UNDEFINED)
 }
 
 /// A step's index as a `u32` expression.

@@ -101,3 +101,113 @@ fn kernel(@builtin(local_invocation_index) t: u32) {
     let lines: Vec<Option<u32>> = i.sites.iter().map(|s| s.rust_line).collect();
     assert_eq!(lines, [Some(7), Some(9), Some(9)]);
 }
+
+/// The calls of the instrumented entry point's body, in order, by the prelude's names
+/// (`log`, `apply`, ...), nested blocks flattened.
+fn calls(i: &Instrumented) -> Vec<String> {
+    fn walk(module: &naga::Module, block: &naga::Block, out: &mut Vec<String>) {
+        for statement in block.iter() {
+            match statement {
+                naga::Statement::Call { function, .. } => {
+                    let name = module.functions[*function].name.clone().unwrap_or_default();
+                    out.push(name.trim_start_matches("tessera_sanitizer_").to_owned());
+                }
+                naga::Statement::Block(inner) => walk(module, inner, out),
+                naga::Statement::If { accept, reject, .. } => {
+                    walk(module, accept, out);
+                    walk(module, reject, out);
+                }
+                naga::Statement::Loop {
+                    body, continuing, ..
+                } => {
+                    out.push("loop".into());
+                    walk(module, body, out);
+                    walk(module, continuing, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&i.module, &i.module.entry_points[0].function.body, &mut out);
+    out
+}
+
+#[test]
+fn long_runs_are_logged_and_applied_at_loop_turns_and_on_return() {
+    let run: String = (0..12)
+        .map(|k| format!("        s[t] += s[(t + d * {k}u) % 64u];\n"))
+        .collect();
+    let source = format!(
+        "
+@group(0) @binding(0) var<storage, read_write> y: array<f32>;
+var<workgroup> s: array<f32, 64>;
+@compute @workgroup_size(64)
+fn k(@builtin(local_invocation_index) t: u32) {{
+    s[t] = y[t];
+    workgroupBarrier();
+    for (var d = 0u; d < 4u; d++) {{
+{run}    }}
+    y[t] = s[t];
+}}
+"
+    );
+    let i = instrumented(&source, "k");
+    let calls: Vec<String> = calls(&i)
+        .into_iter()
+        .filter(|c| !c.starts_with("place") && c != "enter" && c != "regions")
+        .collect();
+    // The few accesses before the barrier and after the loop are checked where they are made
+    // (`here_s0` and `here_w0` find their shadows); the loop's 36 are logged, and its log
+    // applied at each turn and before the entry point returns, checking only the kinds it
+    // may hold (`apply_3`: workgroup reads and writes).
+    let logs = vec!["log"; 36];
+    let expected: Vec<&str> = [
+        "here_s0", "here_31", "here_w0", "here_31", "barrier", "loop",
+    ]
+    .into_iter()
+    .chain(["apply_3"])
+    .chain(logs)
+    .chain([
+        "here_w0", "here_31", "here_s0", "here_31", "apply_3", "flush",
+    ])
+    .collect();
+    assert_eq!(calls, expected);
+}
+
+#[test]
+fn a_long_run_of_accesses_never_overfills_the_log() {
+    let mut body = String::new();
+    for n in 0..150 {
+        body += &format!("    y[{n}] = y[{n} + 1] + 1.0;\n");
+        if n == 40 {
+            body += "    if t == 0u { helper(); }\n";
+        }
+    }
+    let helper: String = (0..50).map(|n| format!("    y[{n}] = 0.0;\n")).collect();
+    let source = format!(
+        "
+@group(0) @binding(0) var<storage, read_write> y: array<f32>;
+fn helper() {{
+{helper}}}
+@compute @workgroup_size(1)
+fn k(@builtin(local_invocation_index) t: u32) {{
+{body}}}
+"
+    );
+    let i = instrumented(&source, "k");
+    // In the entry point's straight-line body (the helper's 50 entries counted at its call).
+    let mut held = 0;
+    let mut most = 0;
+    for call in calls(&i) {
+        match call.as_str() {
+            "log" => held += 1,
+            "helper" => held += 50,
+            apply if apply.starts_with("apply_") => held = 0,
+            _ => {}
+        }
+        most = most.max(held);
+    }
+    assert!(most <= 64, "{most} entries held");
+    assert_eq!(i.sites.len(), 350);
+}
