@@ -587,3 +587,55 @@ fn logged_reads_are_checked_before_the_barriers_of_loops_and_helpers() {
     let pair = lines(&found);
     assert!(pair.contains(&write.to_string()), "{pair:?}");
 }
+
+/// Invocations write single components of `quads`' vectors, then each reads 30 whole vectors
+/// one after another (logged a component an entry): after a barrier (`after`), or without
+/// one (`before`, a race).
+fn whole_vectors() -> String {
+    let reads: String = (0..30)
+        .map(|i| {
+            format!("    let q{i} = quads[(t + {i}u) % 16u];\n    sum += dot(q{i}, vec4(1.0));\n")
+        })
+        .collect();
+    let kernel = |name: &str, barrier: &str| {
+        format!(
+            "
+@compute @workgroup_size(64)
+fn {name}(@builtin(local_invocation_index) t: u32) {{
+    quads[t / 4u][t % 4u] = 1.0;
+    {barrier}
+    var sum = 0.0;
+{reads}    out[t] = sum;
+}}
+"
+        )
+    };
+    format!(
+        "
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;
+var<workgroup> quads: array<vec4<f32>, 16>;
+{}{}",
+        kernel("after", "workgroupBarrier();"),
+        kernel("before", "")
+    )
+}
+
+#[test]
+fn logged_reads_of_whole_vectors_check_each_component() {
+    let rt = sanitized();
+    let source = whole_vectors();
+    let mut out = rt.zeros::<f32>(64).unwrap();
+    let desc = PipelineDesc::new(&source, "after", &[BindingKind::ReadWriteStorage]);
+    let pipeline = rt.pipeline(&desc).unwrap();
+    rt.dispatch(&pipeline, &[Arg::read_write(&mut out)], [1, 1, 1])
+        .unwrap();
+    assert_eq!(out.read(&rt).unwrap(), vec![120.0; 64]);
+    let desc = PipelineDesc::new(&source, "before", &[BindingKind::ReadWriteStorage]);
+    let pipeline = rt.pipeline(&desc).unwrap();
+    rt.dispatch(&pipeline, &[Arg::read_write(&mut out)], [1, 1, 1])
+        .unwrap();
+    let found = hazard(rt.flush());
+    assert_eq!(found.kind, HazardKind::WorkgroupRace);
+    assert_eq!(found.array, "quads");
+    assert!(found.element < 16, "{found}");
+}

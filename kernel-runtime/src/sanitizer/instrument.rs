@@ -409,7 +409,7 @@ const LOG_LEN: u32 = 64;
 /// How a log entry's code word is made: the array's number in its kind (workgroup arrays and
 /// storage buffers counted apart) in the low bits, then what the access does, then the lanes
 /// of the array's shadows less one, then the site.
-const ARRAY_BITS: u32 = 9;
+const ARRAY_BITS: u32 = 12;
 const WHAT_BITS: u32 = 3;
 const LANE_BITS: u32 = 2;
 const SITE_SHIFT: u32 = ARRAY_BITS + WHAT_BITS + LANE_BITS;
@@ -759,8 +759,16 @@ fn apply(kinds: u32) -> String {
         (false, false) => None,
     }
     .map(|check| {
-        // A whole vector's components' shadows follow each other (untracked: the dummy one).
-        format!(
+        let one = format!(
+            "let vector = element / lanes;
+                let at = first;
+                {check}"
+        );
+        // A whole vector's components' shadows follow each other (untracked: the dummy
+        // one). Only where checked in place, where `lanes` is a literal the compiler folds:
+        // lavapipe miscompiled this loop inside the log's loop (nn's attention backward
+        // answered wrong), so the log holds each component as an entry of its own.
+        let whole = format!(
             "if what >= {read_all}u {{
                 let vector = element;
                 let step = select(0u, {w}u, first != {dummy}u);
@@ -769,11 +777,10 @@ fn apply(kinds: u32) -> String {
                     {check}
                 }}
             }} else {{
-                let vector = element / lanes;
-                let at = first;
-                {check}
+                {one}
             }}"
-        )
+        );
+        (whole, one)
     });
     let storage: Vec<(u32, &str)> = [
         (what::LOAD, "load(a, element, site, first)"),
@@ -803,10 +810,9 @@ fn apply(kinds: u32) -> String {
     // and the rest checked on the dummy shadow.
     let workgroup_locate = format!(
         "let n = {p}_w_len[a];
-        let whole = what >= {read_all}u;
-        let outside = element >= select(n * lanes, n, whole);
-        {p}_report(outside, {workgroup_outside}u, site, 0u, select(element / lanes, element, whole), 0u, n, a);
-        let at = {p}_w_base[a] + {w}u * select(element, element * lanes, whole);
+        let outside = element >= n * lanes;
+        {p}_report(outside, {workgroup_outside}u, site, 0u, element / lanes, 0u, n, a);
+        let at = {p}_w_base[a] + {w}u * element;
         first = select({dummy}u, at, !outside && {p}_w_base[a] != {none}u);"
     );
     let storage_locate = format!(
@@ -827,13 +833,17 @@ fn apply(kinds: u32) -> String {
         (true, false) => format!("{{\n        {workgroup_locate}\n    }}"),
         _ => format!("{{\n        {storage_locate}\n    }}"),
     };
-    let check = match (workgroup, storage) {
+    let check = |workgroup: Option<&String>| match (workgroup, &storage) {
         (Some(workgroup), Some(storage)) => {
             format!("if what < {load}u {{\n            {workgroup}\n        }} else {storage}")
         }
-        (Some(one), None) | (None, Some(one)) => one,
+        (Some(one), None) | (None, Some(one)) => one.clone(),
         (None, None) => String::new(),
     };
+    let (here, logged) = (
+        check(workgroup.as_ref().map(|(whole, _)| whole)),
+        check(workgroup.as_ref().map(|(_, one)| one)),
+    );
     let decode = format!(
         "let a = code & {array_mask}u;
     let what = (code >> {what_shift}u) & {what_mask}u;
@@ -846,15 +856,16 @@ fn apply(kinds: u32) -> String {
 // `first` (of its first component, for a whole vector).
 fn {p}_here_{kinds}(code: u32, element: u32, first: u32) {{
     {decode}
-    {check}
+    {here}
 }}
 
-// An entry of a log of such accesses: its bounds checked and its shadow found.
+// An entry of a log of such accesses (a component where the array has shadows per
+// component): its bounds checked, its shadow found, and checked.
 fn {p}_check_{kinds}(code: u32, element: u32) {{
     {decode}
     var first: u32;
     {locate}
-    {p}_here_{kinds}(code, element, first);
+    {logged}
 }}
 
 fn {p}_apply_{kinds}() {{
@@ -944,6 +955,7 @@ impl Prepared {
                 WorkgroupChecks {
                     number: k as u32,
                     dims,
+                    len: self.workgroup[k].1.len,
                     lanes: self.workgroup[k].1.lanes,
                     here: find(&module, format!("{PREFIX}_here_w{k}"))?,
                 },
@@ -1214,7 +1226,8 @@ struct WorkgroupChecks {
     /// Its number among the source's workgroup arrays.
     number: u32,
     dims: Vec<u32>,
-    /// As [`WorkgroupArray::lanes`].
+    /// As [`WorkgroupArray::len`] and [`WorkgroupArray::lanes`].
+    len: u32,
     lanes: u32,
     /// What checks an access's bounds and finds its shadow, where it is checked where made.
     here: Handle<Function>,
@@ -1586,6 +1599,8 @@ impl Pass<'_> {
         let logs = self.plan.logs(self.surveyed);
         self.surveyed += 1;
         let before = f.expressions.len();
+        // Where logged, one entry per component of a whole vector (see `apply`).
+        let mut entries = Vec::new();
         let (array, what, element, lanes, here, whole) =
             if let Some(array) = self.workgroup.get(&global) {
                 if touch == AccessKind::Atomic || steps.len() < array.dims.len() {
@@ -1593,17 +1608,24 @@ impl Pass<'_> {
                 }
                 let levels = array.dims.len();
                 let whole = array.lanes > 1 && steps.len() == levels;
-                let what = match (touch, whole) {
-                    (AccessKind::Read, false) => what::READ,
-                    (AccessKind::Read, true) => what::READ_ALL,
-                    (_, false) => what::WRITE,
-                    (_, true) => what::WRITE_ALL,
+                let (one, all) = match touch {
+                    AccessKind::Read => (what::READ, what::READ_ALL),
+                    _ => (what::WRITE, what::WRITE_ALL),
                 };
                 let mut dims = array.dims.clone();
                 if array.lanes > 1 && !whole {
                     dims.push(array.lanes);
                 }
                 let element = flat_index(f, &steps, &dims);
+                if whole && logs {
+                    for c in 0..array.lanes {
+                        let component = component(f, element, array.len, array.lanes, c);
+                        entries.push((one, component));
+                    }
+                } else {
+                    entries.push((if whole { all } else { one }, element));
+                }
+                let what = if whole { all } else { one };
                 let whole = f
                     .expressions
                     .append(Expression::Literal(Literal::Bool(whole)), Span::UNDEFINED);
@@ -1625,42 +1647,57 @@ impl Pass<'_> {
                     AccessKind::Write if buffer.shadowed => what::STORE,
                     AccessKind::Write | AccessKind::Atomic => what::ATOMIC,
                 };
-                (buffer.number, what, index(f, first), 1, buffer.here, None)
+                let index = index(f, first);
+                entries.push((what, index));
+                (buffer.number, what, index, 1, buffer.here, None)
             } else {
                 return;
             };
         let site = self.site(touch, span);
-        let code = literal(f, code(array, what, lanes, site));
+        let entries: Vec<_> = entries
+            .into_iter()
+            .map(|(what, element)| (literal(f, code(array, what, lanes, site)), element))
+            .collect();
         let site = literal(f, site);
         emit_new(f, before, out, span);
-        let (function, arguments) = if logs {
-            self.make_room(1, out, span);
-            self.logged.now += 1;
+        if logs {
+            let n = entries.len() as u32;
+            self.make_room(n, out, span);
+            self.logged.now += n;
             self.logged.most = self.logged.most.max(self.logged.now);
             self.logged.kinds |= kind_of(what);
-            (self.log, vec![code, element])
-        } else {
-            // Its bounds checked and its shadow found here, with the array's constants.
-            let shadow = f
-                .expressions
-                .append(Expression::CallResult(here), Span::UNDEFINED);
-            out.push(
-                Statement::Call {
-                    function: here,
-                    arguments: std::iter::once(element)
-                        .chain([site])
-                        .chain(whole)
-                        .collect(),
-                    result: Some(shadow),
-                },
-                span,
-            );
-            (self.check, vec![code, element, shadow])
-        };
+            for (code, element) in entries {
+                out.push(
+                    Statement::Call {
+                        function: self.log,
+                        arguments: vec![code, element],
+                        result: None,
+                    },
+                    span,
+                );
+            }
+            return;
+        }
+        // Its bounds checked and its shadow found here, with the array's constants.
+        let shadow = f
+            .expressions
+            .append(Expression::CallResult(here), Span::UNDEFINED);
         out.push(
             Statement::Call {
-                function,
-                arguments,
+                function: here,
+                arguments: std::iter::once(element)
+                    .chain([site])
+                    .chain(whole)
+                    .collect(),
+                result: Some(shadow),
+            },
+            span,
+        );
+        let code = entries[0].0;
+        out.push(
+            Statement::Call {
+                function: self.check,
+                arguments: vec![code, element, shadow],
                 result: None,
             },
             span,
@@ -1730,6 +1767,38 @@ fn emit_new(f: &Function, before: usize, out: &mut Block, span: Span) {
         }
     }
     flush(&mut run, out);
+}
+
+/// Component `c` of the vector `element` of an array of `len` vectors of `lanes` components,
+/// counted over all components; past the end (`u32::MAX`) where `element` is.
+fn component(
+    f: &mut Function,
+    element: Handle<Expression>,
+    len: u32,
+    lanes: u32,
+    c: u32,
+) -> Handle<Expression> {
+    let (len, lanes, c, past_end) = (
+        literal(f, len),
+        literal(f, lanes),
+        literal(f, c),
+        literal(f, u32::MAX),
+    );
+    let binary = |f: &mut Function, op, left, right| {
+        f.expressions
+            .append(Expression::Binary { op, left, right }, Span::UNDEFINED)
+    };
+    let first = binary(f, BinaryOperator::Multiply, element, lanes);
+    let at = binary(f, BinaryOperator::Add, first, c);
+    let outside = binary(f, BinaryOperator::GreaterEqual, element, len);
+    f.expressions.append(
+        Expression::Select {
+            condition: outside,
+            accept: past_end,
+            reject: at,
+        },
+        Span::UNDEFINED,
+    )
 }
 
 /// A `u32` literal.
