@@ -733,8 +733,8 @@ fn kind_of(what: u32) -> u32 {
 }
 
 /// The functions checking one access of the kinds of the set `kinds`, where it is made
-/// (`_here_N`, after the array's `_here` function checked its bounds) or from the log
-/// (`_check_N`), and applying a log whose entries are of those kinds (`_apply_N`).
+/// (`_here_31`, of every kind, after the array's `_here` function checked its bounds) or from
+/// the log (`_check_N`), and applying a log whose entries are of those kinds (`_apply_N`).
 fn apply(kinds: u32) -> String {
     let p = PREFIX;
     let (array_mask, what_mask, lane_mask) = (
@@ -851,15 +851,23 @@ fn apply(kinds: u32) -> String {
     let lanes = ((code >> {lane_shift}u) & {lane_mask}u) + 1u;
     let site = code >> {site_shift}u;"
     );
-    format!(
-        "
-// An access of a kind of the set {kinds}, whose bounds are checked and whose shadow is at
-// `first` (of its first component, for a whole vector).
+    // Checks in place take any kind (the compiler folds the code, a literal): one function.
+    let here = if kinds == kinds::ALL {
+        format!(
+            "
+// An access whose bounds are checked and whose shadow is at `first` (of its first
+// component, for a whole vector).
 fn {p}_here_{kinds}(code: u32, element: u32, first: u32) {{
     {decode}
     {here}
 }}
-
+"
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{here}
 // An entry of a log of such accesses (a component where the array has shadows per
 // component): its bounds checked, its shadow found, and checked.
 fn {p}_check_{kinds}(code: u32, element: u32) {{
@@ -1488,27 +1496,25 @@ impl Pass<'_> {
                     let outside = std::mem::take(&mut self.logged);
                     let mut body = self.block(f, body);
                     let continuing = self.block(f, continuing);
-                    let inside = self.logged;
-                    self.logged = if inside.most == 0 {
-                        self.logged = outside;
+                    let inside = std::mem::replace(&mut self.logged, outside);
+                    if inside.most == 0 {
                         if inside.synchronizes {
                             self.apply(&mut out, span);
                             self.logged.synchronizes = true;
                         }
-                        self.logged
                     } else {
                         let kinds = outside.kinds | inside.kinds;
                         let mut turn = Block::new();
                         turn.push(call(self.applies[kinds as usize]), span);
                         turn.append(&mut body);
                         body = turn;
-                        Logged {
+                        self.logged = Logged {
                             now: inside.most,
                             most: outside.most.max(inside.most),
                             kinds,
                             synchronizes: outside.synchronizes | inside.synchronizes,
-                        }
-                    };
+                        };
+                    }
                     out.push(
                         Statement::Loop {
                             body,
