@@ -305,7 +305,7 @@ pub use kernel_runtime::{
     fold_grid, size_bucket, source_hash, Arg, Autotune, Batch, BindingKind, BufferView,
     BufferViewMut, Error, FoldedGrid, GpuBuffer, Pipeline, PipelineDesc, Prepare, Result, Runtime,
     RuntimeInfo, Timing, TimingSource, TuneChoice, TuneKey, Tuned, VariantInfo, ADAPTER_ENV,
-    AUTOTUNE_CACHE_ENV, AUTOTUNE_ENV, COOPERATIVE_MATRIX_ENV, SANITIZE_ENV,
+    AUTOTUNE_CACHE_ENV, AUTOTUNE_ENV, COOPERATIVE_MATRIX_ENV, SANITIZE_COVERAGE_ENV, SANITIZE_ENV,
 };
 
 /// The sanitizer's reports: what [`Error::Hazard`] carries (see [`Runtime::with_sanitizer`]).

@@ -79,7 +79,7 @@ pub use grid::{fold_grid, FoldedGrid};
 pub use pipeline::{BindingKind, Pipeline, PipelineDesc};
 pub use prepare::Prepare;
 pub use runtime::{Runtime, RuntimeId, RuntimeInfo, COOPERATIVE_MATRIX_ENV};
-pub use sanitizer::SANITIZE_ENV;
+pub use sanitizer::{SANITIZE_COVERAGE_ENV, SANITIZE_ENV};
 pub use timing::{Timing, TimingSource};
 pub use variant::VariantInfo;
 

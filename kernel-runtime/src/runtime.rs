@@ -457,10 +457,17 @@ impl Runtime {
     /// accesses through pointers passed to functions and through tensor-core fragments,
     /// atomics on workgroup memory, and uniform buffers. Atomic accesses are never races. A
     /// storage buffer of more than 2^20 elements is checked for bounds only, and so are the
-    /// workgroups of a dispatch past the first 32 MiB of their shadows. Only the first hazard of a dispatch is described (with
-    /// how many it met); the sanitizer changes no result of a kernel without hazards.
-    /// Pipelines already built keep how they were built: turn it on before building a
-    /// kernel's launcher.
+    /// workgroups of a dispatch past the first 32 MiB of their shadows. Only the first hazard
+    /// of a dispatch is described (with how many it met); the sanitizer changes no result of a
+    /// kernel without hazards. Pipelines already built keep how they were built: turn it on
+    /// before building a kernel's launcher.
+    ///
+    /// # Which kernels it checked
+    ///
+    /// With [`SANITIZE_COVERAGE_ENV`](crate::SANITIZE_COVERAGE_ENV) naming a file, the
+    /// sanitizer appends to it the entry point of each pipeline whose dispatches it checked
+    /// and found free of hazards, so that a test suite can tell which of its kernels it never
+    /// ran.
     pub fn with_sanitizer(mut self, on: bool) -> Self {
         self.sanitize = on;
         self

@@ -18,7 +18,8 @@ fn softmax_cross_entropy_matches_reference() {
     let rt = runtime();
     let loss = SoftmaxCrossEntropy::new(&rt).unwrap();
     // One class, one row, many rows, and large logits (stability); rows read as vectors
-    // (classes a multiple of 4) and as scalars, in one segment of the row kernels and longer
+    // (classes a multiple of 4) and as scalars, in each segment of the row kernels (1000
+    // classes are 250 vectors, 2000 are 500, 701 are scalars for the middle one) and longer
     // (looped: a vector segment holds 16,384 classes, a scalar one 4,096; GPT-2's vocabulary
     // of 50,257 takes 13); then random shapes (`TESSERA_PROPERTY_CASES` of them, 4 by default).
     let fixed = [
@@ -27,6 +28,8 @@ fn softmax_cross_entropy_matches_reference() {
         (70, 3, 4.0),
         (9, 10, 80.0),
         (3, 1000, 4.0),
+        (2, 701, 1.0),
+        (2, 2000, 4.0),
         (2, 16_388, 4.0),
         (2, 4_101, 1.0),
         (1, 50_257, 4.0),

@@ -256,3 +256,51 @@ fn portable_kernels_pass_tint() {
         Err(report) => panic!("Tint rejects WGSL that naga accepted:\n{report}"),
     }
 }
+
+/// The kernels of [`tessera_nn::WGSL_PORTABLE`] that run only after tensor-core passes, so
+/// never on an adapter without tensor cores: the tensor-core GEMM's sum of its split parts.
+const AFTER_TENSOR_CORES: [&str; 1] = ["gemm_forward_fragments_reduce"];
+
+/// Every kernel that can run without tensor cores ran under the sanitizer without a hazard:
+/// the entry points of [`tessera_nn::WGSL_PORTABLE`] (but [`AFTER_TENSOR_CORES`]) and of the
+/// other modules, each found in the file that `TESSERA_SANITIZE_COVERAGE` names. `cargo xtask
+/// sanitize` runs nn's tests under the sanitizer with that file, then this test; on its own it
+/// has nothing to read. (The tensor-core kernels need a GPU with them; notes/reliability.md
+/// says when they last ran there.)
+#[test]
+#[ignore = "run by `cargo xtask sanitize`, after nn's tests under the sanitizer"]
+fn every_portable_kernel_passed_the_sanitizer() {
+    let path = std::env::var(tessera::SANITIZE_COVERAGE_ENV)
+        .expect("TESSERA_SANITIZE_COVERAGE names the file the sanitized tests wrote");
+    let passed = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading the sanitizer's coverage file {path}: {e}"));
+    let passed: BTreeSet<&str> = passed.lines().collect();
+    let modules = [
+        ("nn", tessera_nn::WGSL_PORTABLE),
+        ("rows", tessera_nn::WGSL_ROWS),
+        ("sort", tessera_nn::WGSL_SORT),
+        ("attention", tessera_nn::WGSL_ATTENTION),
+        ("clip", tessera_nn::WGSL_CLIP),
+    ];
+    let mut missing = Vec::new();
+    let mut total = 0;
+    for (module, wgsl) in modules {
+        for entry in items(wgsl).iter().filter(|i| i.entry_point) {
+            let name = entry.name.unwrap_or("?");
+            if AFTER_TENSOR_CORES.contains(&name) {
+                continue;
+            }
+            total += 1;
+            if !passed.contains(name) {
+                missing.push(format!("{module}: {name}"));
+            }
+        }
+    }
+    assert!(total > 150, "too few entry points found: {total}");
+    assert!(
+        missing.is_empty(),
+        "{} of {total} kernels did not run under the sanitizer (or met a hazard):\n{}",
+        missing.len(),
+        missing.join("\n")
+    );
+}

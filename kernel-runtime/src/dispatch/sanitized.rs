@@ -167,7 +167,9 @@ impl Reports {
                     return Err(Error::Hazard(Box::new(hazard)));
                 }
             }
-            Ok(())
+            parts
+                .iter()
+                .try_for_each(|(_, _, checked)| checked.passed())
         }
     }
 }

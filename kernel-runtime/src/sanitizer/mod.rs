@@ -10,6 +10,8 @@ mod instrument;
 mod tests;
 
 use std::fmt;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use instrument::{kind, Instrumented, Site, StorageArray, WorkgroupArray};
@@ -23,6 +25,17 @@ use crate::runtime::Runtime;
 /// The environment variable that turns the sanitizer on (`on`) or off (`off`, the default)
 /// for every [`Runtime`] created while it is set.
 pub const SANITIZE_ENV: &str = "TESSERA_SANITIZE";
+
+/// The environment variable naming a file to which the sanitizer appends, one line each, the
+/// entry point of every pipeline whose dispatches it has checked and found free of hazards
+/// (once per pipeline a [`Runtime`] built). Unset, nothing is written.
+///
+/// It tells a test suite which of its kernels ran under the sanitizer: run the tests with
+/// `TESSERA_SANITIZE=on TESSERA_SANITIZE_COVERAGE=target/sanitized.txt`, then compare the
+/// file's kernels with the entry points of the modules (`tessera-nn` checks its own that way:
+/// `cargo xtask sanitize`). Test processes running at once may share the file: each line is
+/// one append.
+pub const SANITIZE_COVERAGE_ENV: &str = "TESSERA_SANITIZE_COVERAGE";
 
 /// Whether `value` of [`SANITIZE_ENV`] turns the sanitizer on.
 pub(crate) fn wanted(value: &str) -> Result<bool, Error> {
@@ -222,6 +235,9 @@ pub(crate) struct Checked {
     shadowed: Vec<(u32, u32)>,
     /// Words of each workgroup's region.
     region: u32,
+    /// Whether a dispatch of the pipeline has been checked without a hazard (and recorded in
+    /// [`SANITIZE_COVERAGE_ENV`]'s file, where set).
+    passed: AtomicBool,
 }
 
 impl Checked {
@@ -233,7 +249,33 @@ impl Checked {
             storage: instrumented.storage.clone(),
             shadowed: instrumented.shadowed.clone(),
             region: instrumented.region,
+            passed: AtomicBool::new(false),
         })
+    }
+
+    /// Notes that a dispatch was checked without a hazard; the first time, appends the kernel
+    /// to [`SANITIZE_COVERAGE_ENV`]'s file where that is set.
+    pub(crate) fn passed(&self) -> Result<(), Error> {
+        if self.passed.swap(true, Ordering::Relaxed) {
+            return Ok(());
+        }
+        let Some(path) = std::env::var_os(SANITIZE_COVERAGE_ENV).filter(|p| !p.is_empty()) else {
+            return Ok(());
+        };
+        let line = format!("{}\n", self.kernel);
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(line.as_bytes()))
+            .map_err(|e| Error::InvalidArgument {
+                operation: format!(
+                    "recording `{}` in {SANITIZE_COVERAGE_ENV} ({})",
+                    self.kernel,
+                    std::path::Path::new(&path).display()
+                ),
+                problem: format!("the file could not be appended to: {e}"),
+            })
     }
 
     /// Words of a dispatch's part of the sanitizer buffer, over `grid` workgroups, with

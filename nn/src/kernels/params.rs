@@ -120,13 +120,6 @@ pub mod params {
 
     #[repr(C)]
     #[derive(Clone, Copy, tessera::Params)]
-    pub struct ElementwiseParams {
-        pub len: u32,
-        pub activation: u32,
-    }
-
-    #[repr(C)]
-    #[derive(Clone, Copy, tessera::Params)]
     pub struct LossParams {
         pub rows: u32,
         pub classes: u32,

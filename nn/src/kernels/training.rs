@@ -1,5 +1,5 @@
-//! The pointwise and reduction kernels of training: the convolution's bias gradient, the
-//! activation's gradient, softmax cross-entropy and its gradient, and the SGD and Adam steps.
+//! The pointwise and reduction kernels of training: the convolution's bias gradient,
+//! the softmax cross-entropy's gradient, and the SGD and Adam steps.
 
 #[tessera::device]
 pub mod training {
@@ -51,20 +51,6 @@ pub mod training {
         }
         if t == 0 && co < p.out_channels {
             grad_bias[workgroup_id().y * p.out_channels + co] = partial[0];
-        }
-    }
-
-    /// `grad_pre = grad_y * act'(pre)`, elementwise.
-    #[kernel(workgroup = [GROUP], grid = [ceil_div(p.len, GROUP)])]
-    pub fn activation_grad(
-        p: &ElementwiseParams,
-        #[len(p.len)] pre: &[f32],
-        #[len(p.len)] grad_y: &[f32],
-        #[len(p.len)] grad_pre: &mut [f32],
-    ) {
-        let i = global_id().x;
-        if i < p.len {
-            grad_pre[i] = grad_y[i] * activate_grad(pre[i], p.activation);
         }
     }
 
