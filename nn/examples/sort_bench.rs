@@ -1,8 +1,10 @@
 //! Times `tessera-nn`'s `RadixSort` on `f32` keys (alone, and with a `u32` value each), in the
 //! table format of `rows_bench`; `bench/sort_bench.py` times `torch.sort` on the same keys.
 //! Bytes: each key read once and written once (8 a key), whatever the sort moves, so the
-//! figures compare times. After the table, one sort of keys alone of each size profiled: each
-//! kernel's time summed over the passes.
+//! figures compare times. Each size twice: on the runtime's device, whose sort ranks keys
+//! through subgroups where it has them, and on a device of the same adapter without
+//! subgroups, whose sort ranks them by trees in workgroup memory. After the table, one sort of
+//! keys alone of each size and way profiled: each kernel's time summed over the passes.
 //!
 //! ```text
 //! cargo build --release -p tessera-nn --example sort_bench
@@ -16,11 +18,42 @@ mod timing;
 
 use std::time::Duration;
 
-use tessera::{Result, Runtime};
+use tessera::{wgpu, Result, Runtime};
 use tessera_nn::RadixSort;
 
 /// Sorts a timing submission holds.
 const REPS: u32 = 10;
+
+/// A runtime on `like`'s adapter over a device with `like`'s features but subgroups, and its
+/// limits.
+fn without_subgroups(like: &Runtime) -> Result<Runtime> {
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    let adapter = adapters
+        .into_iter()
+        .find(|a| a.get_info().name == like.info().name)
+        .ok_or_else(|| tessera::Error::NoAdapter {
+            requested: Some(like.info().name.clone()),
+            available: Vec::new(),
+        })?;
+    let required_features = like.device().features()
+        - wgpu::Features::SUBGROUP
+        - wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+    let descriptor = wgpu::DeviceDescriptor {
+        required_features,
+        required_limits: like.device().limits(),
+        ..Default::default()
+    };
+    let (device, queue) =
+        pollster::block_on(adapter.request_device(&descriptor)).map_err(|source| {
+            tessera::Error::RequestDevice {
+                adapter: like.info().name.clone(),
+                source,
+            }
+        })?;
+    Ok(Runtime::from_wgpu(device, queue))
+}
 
 fn print_row(log2: u32, how: &str, time: Duration) {
     let bytes = 8.0 * f64::from(1u32 << log2);
@@ -43,8 +76,7 @@ fn main() -> Result<()> {
         sizes
     };
     let rt = Runtime::new()?;
-    let sort = RadixSort::new(&rt)?;
-    sort.prepare(&rt)?;
+    let trees = without_subgroups(&rt)?;
     println!("{} ({:?})", rt.info().name, rt.info().backend);
     println!("| work | how | ms | TB/s |");
     println!("| --- | --- | --- | --- |");
@@ -59,23 +91,27 @@ fn main() -> Result<()> {
                 (mixed as f32 / u32::MAX as f32 - 0.5) * 1e6
             })
             .collect();
-        let mut gpu = rt.upload(&keys)?;
-        let t = timing::time(&rt, REPS, |batch| sort.sort(batch, &mut gpu))?;
-        print_row(log2, "keys", t);
-        let mut values = rt.upload(&(0..n as u32).collect::<Vec<u32>>())?;
-        let mut gpu = rt.upload(&keys)?;
-        let t = timing::time(&rt, REPS, |batch| {
-            sort.sort_pairs(batch, &mut gpu, &mut values)
-        })?;
-        print_row(log2, "pairs (u32 values)", t);
-        profiles.push((log2, profile(&rt, &sort, &keys)?));
+        for (rt, way) in [(&rt, ""), (&trees, ", trees")] {
+            let sort = RadixSort::new(rt)?;
+            sort.prepare(rt)?;
+            let mut gpu = rt.upload(&keys)?;
+            let t = timing::time(rt, REPS, |batch| sort.sort(batch, &mut gpu))?;
+            print_row(log2, &format!("keys{way}"), t);
+            let mut values = rt.upload(&(0..n as u32).collect::<Vec<u32>>())?;
+            let mut gpu = rt.upload(&keys)?;
+            let t = timing::time(rt, REPS, |batch| {
+                sort.sort_pairs(batch, &mut gpu, &mut values)
+            })?;
+            print_row(log2, &format!("pairs (u32 values){way}"), t);
+            profiles.push((log2, way, profile(rt, &sort, &keys)?));
+        }
     }
-    for (log2, kernels) in profiles {
+    for (log2, way, kernels) in profiles {
         let parts: Vec<String> = kernels
             .iter()
             .map(|(label, ms)| format!("{label} {ms:.4} ms"))
             .collect();
-        println!("profile of 2^{log2} keys: {}", parts.join(", "));
+        println!("profile of 2^{log2} keys{way}: {}", parts.join(", "));
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 use crate::invalid;
 use crate::kernels::sort_ops as kernels;
 use crate::spare::Spare;
-use tessera::{Batch, GpuBuffer, Result, Runtime};
+use tessera::{wgpu, Batch, GpuBuffer, Result, Runtime};
 
 /// The key types [`RadixSort`] sorts: `u32`, and `f32` as numbers (`-0.0` before `0.0`; NaNs
 /// with the sign bit set before every number, the others after; sorted by their bits among
@@ -58,9 +58,8 @@ mod sealed {
 /// ```
 #[derive(Clone, Debug)]
 pub struct RadixSort {
-    count: kernels::CountDigits,
+    ranking: Ranking,
     scan: kernels::ScanCounts,
-    scatter: kernels::Scatter,
     /// The keys between passes.
     keys: Spare<u32>,
     /// The values between passes (a place to write nothing to when there are none).
@@ -74,13 +73,54 @@ pub struct RadixSort {
 /// The passes a sort of 32-bit keys takes.
 const PASSES: u32 = 32 / kernels::BITS;
 
+/// How each pass counts the digits of a tile and ranks its keys: through subgroups where the
+/// device has them, by trees in workgroup memory otherwise (the same counts and places).
+#[derive(Clone, Debug)]
+enum Ranking {
+    Subgroups {
+        count: kernels::CountDigits,
+        scatter: kernels::Scatter,
+    },
+    Trees {
+        count: kernels::CountDigitsTree,
+        scatter: kernels::ScatterTree,
+    },
+}
+
+impl Ranking {
+    fn new(rt: &Runtime) -> Result<Self> {
+        Ok(if rt.info().features.contains(wgpu::Features::SUBGROUP) {
+            Ranking::Subgroups {
+                count: kernels::CountDigits::new(rt)?,
+                scatter: kernels::Scatter::new(rt)?,
+            }
+        } else {
+            Ranking::Trees {
+                count: kernels::CountDigitsTree::new(rt)?,
+                scatter: kernels::ScatterTree::new(rt)?,
+            }
+        })
+    }
+}
+
+/// Records the ranking's `$kernel` (`count` or `scatter`) with the arguments `{ .. }`, which
+/// both of its launchers take: `$args` names the subgroup launcher's arguments, `$tree_args`
+/// the tree's.
+macro_rules! record_ranked {
+    ($ranking:expr, $batch:expr, $kernel:ident, $args:ident / $tree_args:ident { $($field:tt)* }) => {
+        match $ranking {
+            Ranking::Subgroups { $kernel, .. } => $kernel.record($batch, kernels::$args { $($field)* }),
+            Ranking::Trees { $kernel, .. } => $kernel.record($batch, kernels::$tree_args { $($field)* }),
+        }
+    };
+}
+
 impl RadixSort {
     /// Makes the op; its kernels compile at their first use, or at [`prepare`](Self::prepare).
     pub fn new(rt: &Runtime) -> Result<Self> {
         Ok(RadixSort {
-            count: kernels::CountDigits::new(rt)?,
+            ranking: Ranking::new(rt)?,
             scan: kernels::ScanCounts::new(rt)?,
-            scatter: kernels::Scatter::new(rt)?,
             keys: Spare::default(),
             values: Spare::default(),
             counts: Spare::default(),
@@ -90,7 +130,11 @@ impl RadixSort {
 
     /// Compiles every kernel of the op now rather than at its first use.
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
-        prepare_fields!(rt, self => RadixSort { count, scan, scatter; keys, values, counts, totals })
+        let kernels: [&dyn tessera::Prepare; 3] = match &self.ranking {
+            Ranking::Subgroups { count, scatter } => [count, &self.scan, scatter],
+            Ranking::Trees { count, scatter } => [count, &self.scan, scatter],
+        };
+        tessera::Prepare::prepare(&kernels[..], rt)
     }
 
     /// Records sorting `keys` in place, ascending.
@@ -166,12 +210,17 @@ impl RadixSort {
             } else {
                 (&*spare_keys, &mut *keys)
             };
-            let args = kernels::CountDigitsArgs {
-                p: &p,
-                keys: keys_in,
-                counts,
-            };
-            self.count.record(batch, args)?;
+            record_ranked!(
+                &self.ranking,
+                batch,
+                count,
+                CountDigitsArgs
+                    / CountDigitsTreeArgs {
+                        p: &p,
+                        keys: keys_in,
+                        counts: &mut *counts,
+                    }
+            )?;
             let args = kernels::ScanCountsArgs {
                 p: &p,
                 counts,
@@ -185,16 +234,21 @@ impl RadixSort {
                 (Some(values), false) => (&*spare_values, values),
                 (None, _) => (&*totals, &mut *spare_values),
             };
-            let args = kernels::ScatterArgs {
-                p: &p,
-                keys: keys_in,
-                values: values_in,
-                counts,
-                totals,
-                keys_out,
-                values_out,
-            };
-            self.scatter.record(batch, args)?;
+            record_ranked!(
+                &self.ranking,
+                batch,
+                scatter,
+                ScatterArgs
+                    / ScatterTreeArgs {
+                        p: &p,
+                        keys: keys_in,
+                        values: values_in,
+                        counts: &*counts,
+                        totals: &*totals,
+                        keys_out,
+                        values_out,
+                    }
+            )?;
         }
         Ok(())
     }

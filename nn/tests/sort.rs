@@ -1,15 +1,38 @@
 //! `RadixSort` against the standard library's stable sort: `u32` and `f32` keys, alone and with
-//! values, lengths around the tile of 2048 keys and one of more tiles than a scan chunk holds.
+//! values, lengths around the tile of 2048 keys and one of more tiles than a scan chunk holds;
+//! each on a device with subgroups (the sort ranks keys through them) and on one without
+//! optional features (by trees in workgroup memory).
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
-use common::{rng, runtime, RngExt};
+use common::{plain_device_runtime, rng, runtime, RngExt};
 use tessera::{Error, Runtime};
 use tessera_nn::{RadixSort, SortKey};
 
 /// Keys of one tile, one more, one fewer, a few tiles with a tail, and one key.
 const LENGTHS: [usize; 6] = [1, 5, 2047, 2048, 2049, 3 * 2048 + 17];
+
+/// A runtime whose sort ranks keys through subgroups (where the adapter has them), and one
+/// over a device without optional features, whose sort ranks them by trees.
+fn runtimes() -> [Runtime; 2] {
+    let rt = runtime();
+    let plain = plain_device_runtime(&rt);
+    [rt, plain]
+}
+
+/// How `rt`'s sort ranks keys, for messages.
+fn ranking(rt: &Runtime) -> &'static str {
+    if rt
+        .info()
+        .features
+        .contains(tessera::wgpu::Features::SUBGROUP)
+    {
+        "through subgroups"
+    } else {
+        "by trees"
+    }
+}
 
 /// The order the sort promises `f32` keys: by their bits, the sign flipped, and every bit
 /// for negative numbers.
@@ -48,82 +71,96 @@ fn on_gpu<K: SortKey>(rt: &Runtime, sort: &RadixSort, keys: &[K]) -> (Vec<K>, Ve
 
 #[test]
 fn u32_keys_sort_stably_with_their_values() {
-    let rt = runtime();
-    let sort = RadixSort::new(&rt).unwrap();
-    let mut rng = rng(1);
-    for (case, &n) in LENGTHS.iter().enumerate() {
-        // Every bit of the key in play, then few distinct keys (so stability shows).
-        let keys: Vec<u32> = if case % 2 == 0 {
-            (0..n).map(|_| rng.random_range(0..=u32::MAX)).collect()
-        } else {
-            (0..n)
-                .map(|_| rng.random_range(0..7u32) << 28 | 5)
-                .collect()
-        };
-        let indices: Vec<u32> = (0..n as u32).collect();
-        let (want_keys, want_values) = reference(&keys, &indices, |k| k);
-        let (keys_sorted, values, alone) = on_gpu(&rt, &sort, &keys);
-        assert_eq!(keys_sorted, want_keys, "{n} keys");
-        assert_eq!(values, want_values, "{n} values");
-        assert_eq!(alone, want_keys, "{n} keys alone");
+    for rt in runtimes() {
+        let sort = RadixSort::new(&rt).unwrap();
+        let mut rng = rng(1);
+        for (case, &n) in LENGTHS.iter().enumerate() {
+            // Every bit of the key in play, then few distinct keys (so stability shows).
+            let keys: Vec<u32> = if case % 2 == 0 {
+                (0..n).map(|_| rng.random_range(0..=u32::MAX)).collect()
+            } else {
+                (0..n)
+                    .map(|_| rng.random_range(0..7u32) << 28 | 5)
+                    .collect()
+            };
+            let indices: Vec<u32> = (0..n as u32).collect();
+            let (want_keys, want_values) = reference(&keys, &indices, |k| k);
+            let (keys_sorted, values, alone) = on_gpu(&rt, &sort, &keys);
+            assert_eq!(keys_sorted, want_keys, "{n} keys, {}", ranking(&rt));
+            assert_eq!(values, want_values, "{n} values, {}", ranking(&rt));
+            assert_eq!(alone, want_keys, "{n} keys alone, {}", ranking(&rt));
+        }
     }
 }
 
 #[test]
 fn f32_keys_sort_as_numbers() {
-    let rt = runtime();
-    let sort = RadixSort::new(&rt).unwrap();
-    let mut rng = rng(2);
-    let special = [
-        0.0,
-        -0.0,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::MIN_POSITIVE,
-        -f32::MIN_POSITIVE,
-        f32::MAX,
-        f32::MIN,
-        1.0,
-        -1.0,
-    ];
-    for &n in &LENGTHS {
-        let mut keys: Vec<f32> = (0..n)
-            .map(|_| rng.random_range(-1000.0f32..1000.0).round() / 4.0)
-            .collect();
-        for (key, &s) in keys.iter_mut().zip(special.iter().cycle().step_by(3)) {
-            if n > 20 {
-                *key = s;
+    for rt in runtimes() {
+        let sort = RadixSort::new(&rt).unwrap();
+        let mut rng = rng(2);
+        let special = [
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+            f32::MAX,
+            f32::MIN,
+            1.0,
+            -1.0,
+        ];
+        for &n in &LENGTHS {
+            let mut keys: Vec<f32> = (0..n)
+                .map(|_| rng.random_range(-1000.0f32..1000.0).round() / 4.0)
+                .collect();
+            for (key, &s) in keys.iter_mut().zip(special.iter().cycle().step_by(3)) {
+                if n > 20 {
+                    *key = s;
+                }
             }
+            let indices: Vec<u32> = (0..n as u32).collect();
+            let (want_keys, want_values) = reference(&keys, &indices, f32_order);
+            let (keys_sorted, values, alone) = on_gpu(&rt, &sort, &keys);
+            let bits = |v: &[f32]| v.iter().map(|k| k.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&keys_sorted),
+                bits(&want_keys),
+                "{n} keys, {}",
+                ranking(&rt)
+            );
+            assert_eq!(values, want_values, "{n} values, {}", ranking(&rt));
+            assert_eq!(
+                bits(&alone),
+                bits(&want_keys),
+                "{n} keys alone, {}",
+                ranking(&rt)
+            );
+            assert!(
+                keys_sorted.windows(2).all(|w| w[0] <= w[1]),
+                "{n} keys in order, {}",
+                ranking(&rt)
+            );
         }
-        let indices: Vec<u32> = (0..n as u32).collect();
-        let (want_keys, want_values) = reference(&keys, &indices, f32_order);
-        let (keys_sorted, values, alone) = on_gpu(&rt, &sort, &keys);
-        let bits = |v: &[f32]| v.iter().map(|k| k.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&keys_sorted), bits(&want_keys), "{n} keys");
-        assert_eq!(values, want_values, "{n} values");
-        assert_eq!(bits(&alone), bits(&want_keys), "{n} keys alone");
-        assert!(
-            keys_sorted.windows(2).all(|w| w[0] <= w[1]),
-            "{n} keys in order"
-        );
     }
 }
 
 #[test]
 fn more_tiles_than_a_scan_chunk_sort() {
-    // 2048 tiles of 2048 keys and a few more: the counts' scan loops over chunks.
-    let rt = runtime();
-    let sort = RadixSort::new(&rt).unwrap();
-    let mut rng = rng(3);
-    let n = 2048 * 2048 + 3 * 2048 + 5;
-    let keys: Vec<u32> = (0..n).map(|_| rng.random_range(0..=u32::MAX)).collect();
-    let mut want = keys.clone();
-    want.sort_unstable();
-    let mut gpu = rt.upload(&keys).unwrap();
-    let mut batch = rt.batch();
-    sort.sort(&mut batch, &mut gpu).unwrap();
-    batch.submit().unwrap();
-    assert!(gpu.read(&rt).unwrap() == want, "{n} keys");
+    for rt in runtimes() {
+        // 2048 tiles of 2048 keys and a few more: the counts' scan loops over chunks.
+        let sort = RadixSort::new(&rt).unwrap();
+        let mut rng = rng(3);
+        let n = 2048 * 2048 + 3 * 2048 + 5;
+        let keys: Vec<u32> = (0..n).map(|_| rng.random_range(0..=u32::MAX)).collect();
+        let mut want = keys.clone();
+        want.sort_unstable();
+        let mut gpu = rt.upload(&keys).unwrap();
+        let mut batch = rt.batch();
+        sort.sort(&mut batch, &mut gpu).unwrap();
+        batch.submit().unwrap();
+        assert!(gpu.read(&rt).unwrap() == want, "{n} keys, {}", ranking(&rt));
+    }
 }
 
 #[test]

@@ -12,10 +12,14 @@
 //!    give (`scatter`): keys of a digit keep their order, so the passes compose into a stable
 //!    sort.
 //!
-//! Within a tile, invocation `local` holds keys `local * PER ..` of it, in order. Its count of
-//! each of the [`RADIX`](sort_ops::RADIX) digits is packed two to a `u32` (16 bits each; a tile
-//! holds at most 2048 keys of one digit) in a pair of `Vec4<u32>`, so that one workgroup sum or
-//! scan of two vectors counts every digit at once. `f32` keys are sorted as their bits with the
+//! Within a tile, each invocation holds the keys of one slot, slot `s` keys `s * PER ..` of
+//! it, in order. Its count of each of the [`RADIX`](sort_ops::RADIX) digits is packed two to a
+//! `u32` (16 bits each; a tile holds at most 2048 keys of one digit) in a pair of `Vec4<u32>`,
+//! so that one workgroup sum or scan of two vectors counts every digit at once. Those sums and
+//! scans run through subgroups (`count_digits`, `scatter`: an invocation holds slot `subgroup *
+//! size + lane`, the order of the subgroup scans) where the device has them, and as trees in
+//! workgroup memory otherwise (`count_digits_tree`, `scatter_tree`: slot `local_index()`);
+//! the host picks one pair when it builds the sort. `f32` keys are sorted as their bits with the
 //! sign flipped and, for negative numbers, every other bit too, which orders them as numbers
 //! (`-0.0` before `0.0`, NaNs with the sign bit first and the others last).
 
@@ -84,17 +88,17 @@ pub mod sort_ops {
         (packed[(digit % 8) / 2] >> (16 * (digit % 2))) & 0xffffu32
     }
 
-    /// The packed counts of the digits of invocation `local`'s keys of tile `tile`, and the
+    /// The packed counts of the digits of the keys of slot `slot` of tile `tile`, and the
     /// keys themselves in `keys_held` (past `p.n`: not counted).
     fn held_counts(
         p: &SortParams,
         keys: &[u32],
         keys_held: &mut [u32; PER],
         tile: u32,
-        local: u32,
+        slot: u32,
     ) -> [Vec4<u32>; 2] {
         let mut counts = [0u32 as Vec4<u32>; 2];
-        let first = tile * TILE + local * PER;
+        let first = tile * TILE + slot * PER;
         #[unroll]
         for k in 0..PER {
             if first + k < p.n {
@@ -105,9 +109,29 @@ pub mod sort_ops {
         counts
     }
 
-    /// Each tile's count of each digit, into `counts[digit * tiles + tile]`.
-    #[kernel(workgroup = [GROUP], grid = [p.tiles])]
+    /// Each tile's count of each digit, into `counts[digit * tiles + tile]` (the counts
+    /// summed through subgroups).
+    #[kernel(workgroup = [GROUP], grid = [p.tiles], features(subgroups))]
     pub fn count_digits(
+        p: &SortParams,
+        #[len(p.n)] keys: &[u32],
+        #[len(RADIX * p.tiles)] counts: &mut [u32],
+        #[workgroup] partials: &mut [Vec4<u32>; GROUP / 4],
+    ) {
+        let (tile, local) = (workgroup_id().x, local_index());
+        let (lane, subgroup, size) = (subgroup_invocation_id(), subgroup_id(), subgroup_size());
+        let mut keys_held = [0u32; PER];
+        let held = held_counts(p, keys, &mut keys_held, tile, local);
+        let low = workgroup_sum(partials, held[0], lane, subgroup, size);
+        let high = workgroup_sum(partials, held[1], lane, subgroup, size);
+        if local < RADIX {
+            counts[local * p.tiles + tile] = count_of(low, high, local);
+        }
+    }
+
+    /// `count_digits` without subgroups (the counts summed by a tree in `sums`).
+    #[kernel(workgroup = [GROUP], grid = [p.tiles])]
+    pub fn count_digits_tree(
         p: &SortParams,
         #[len(p.n)] keys: &[u32],
         #[len(RADIX * p.tiles)] counts: &mut [u32],
@@ -150,11 +174,95 @@ pub mod sort_ops {
         }
     }
 
+    /// Where each digit's keys of tile `tile` start in this pass's output: the keys of smaller
+    /// digits, then those of the digit in the tiles before (`counts`, scanned), into
+    /// `starts[digit]`, by the first `RADIX` invocations.
+    fn digit_starts(
+        p: &SortParams,
+        counts: &[u32],
+        totals: &[u32],
+        starts: &mut [u32; RADIX],
+        tile: u32,
+        local: u32,
+    ) {
+        if local < RADIX {
+            let mut smaller = 0u32;
+            for digit in 0..local {
+                smaller += totals[digit];
+            }
+            starts[local] = smaller + counts[local * p.tiles + tile];
+        }
+    }
+
+    /// Moves the keys `keys_held` of slot `slot` of tile `tile` (and their values, where
+    /// `p.with_values` is 1) to their places: `starts[digit]` plus the keys of that digit in
+    /// the slots before (`ranks`, packed as `held_counts` packs them) and before it in its own.
+    fn place_keys(
+        p: &SortParams,
+        values: &[u32],
+        keys_out: &mut [u32],
+        values_out: &mut [u32],
+        starts: &[u32; RADIX],
+        keys_held: &[u32; PER],
+        ranks: &mut [Vec4<u32>; 2],
+        tile: u32,
+        slot: u32,
+    ) {
+        let first = tile * TILE + slot * PER;
+        #[unroll]
+        for k in 0..PER {
+            if first + k < p.n {
+                let digit = digit_of(p, keys_held[k]);
+                let place = starts[digit] + count_of(ranks[0], ranks[1], digit);
+                count_one(ranks, digit);
+                keys_out[place] = keys_held[k];
+                if p.with_values == 1 {
+                    values_out[place] = values[first + k];
+                }
+            }
+        }
+    }
+
     /// Moves each key of tile `workgroup_id().x` (and its value, where `p.with_values` is 1)
     /// to its place for this pass: the keys of smaller digits, then those of its digit in the
-    /// tiles before (`counts`, scanned) and before it in its tile.
-    #[kernel(workgroup = [GROUP], grid = [p.tiles])]
+    /// tiles before (`counts`, scanned) and before it in its tile. The ranks within the tile
+    /// come from scans through subgroups, in `(subgroup, lane)` order: an invocation holds the
+    /// keys of slot `subgroup * size + lane` of the tile.
+    #[kernel(workgroup = [GROUP], grid = [p.tiles], features(subgroups))]
     pub fn scatter(
+        p: &SortParams,
+        #[len(p.n)] keys: &[u32],
+        values: &[u32],
+        #[len(RADIX * p.tiles)] counts: &[u32],
+        #[len(RADIX)] totals: &[u32],
+        #[len(p.n)] keys_out: &mut [u32],
+        values_out: &mut [u32],
+        #[workgroup] partials: &mut [Vec4<u32>; GROUP / 4],
+        #[workgroup] starts: &mut [u32; RADIX],
+    ) {
+        let (tile, local) = (workgroup_id().x, local_index());
+        let (lane, subgroup, size) = (subgroup_invocation_id(), subgroup_id(), subgroup_size());
+        let slot = subgroup * size + lane;
+        digit_starts(p, counts, totals, starts, tile, local);
+        let mut keys_held = [0u32; PER];
+        let held = held_counts(p, keys, &mut keys_held, tile, slot);
+        // Each digit's keys in the slots before this one, then counted on through the slot's
+        // own keys.
+        let mut low_carry = [0u32 as Vec4<u32>; 1];
+        let mut high_carry = [0u32 as Vec4<u32>; 1];
+        let mut ranks = [
+            workgroup_exclusive_sum(partials, &mut low_carry, held[0], lane, subgroup, size),
+            workgroup_exclusive_sum(partials, &mut high_carry, held[1], lane, subgroup, size),
+        ];
+        place_keys(
+            p, values, keys_out, values_out, starts, &keys_held, &mut ranks, tile, slot,
+        );
+    }
+
+    /// `scatter` without subgroups (the ranks from tree scans in `sums`; an invocation holds
+    /// the keys of slot `local_index()`).
+    #[kernel(workgroup = [GROUP], grid = [p.tiles])]
+    pub fn scatter_tree(
         p: &SortParams,
         #[len(p.n)] keys: &[u32],
         values: &[u32],
@@ -166,35 +274,17 @@ pub mod sort_ops {
         #[workgroup] starts: &mut [u32; RADIX],
     ) {
         let (tile, local) = (workgroup_id().x, local_index());
-        if local < RADIX {
-            let mut smaller = 0u32;
-            for digit in 0..local {
-                smaller += totals[digit];
-            }
-            starts[local] = smaller + counts[local * p.tiles + tile];
-        }
+        digit_starts(p, counts, totals, starts, tile, local);
         let mut keys_held = [0u32; PER];
         let held = held_counts(p, keys, &mut keys_held, tile, local);
-        // Each digit's keys in the invocations before this one, then counted on through the
-        // invocation's own keys.
         let mut low_carry = [0u32 as Vec4<u32>; 1];
         let mut high_carry = [0u32 as Vec4<u32>; 1];
         let mut ranks = [
             workgroup_exclusive_sum_tree(sums, &mut low_carry, local, held[0]),
             workgroup_exclusive_sum_tree(sums, &mut high_carry, local, held[1]),
         ];
-        let first = tile * TILE + local * PER;
-        #[unroll]
-        for k in 0..PER {
-            if first + k < p.n {
-                let digit = digit_of(p, keys_held[k]);
-                let place = starts[digit] + count_of(ranks[0], ranks[1], digit);
-                count_one(&mut ranks, digit);
-                keys_out[place] = keys_held[k];
-                if p.with_values == 1 {
-                    values_out[place] = values[first + k];
-                }
-            }
-        }
+        place_keys(
+            p, values, keys_out, values_out, starts, &keys_held, &mut ranks, tile, local,
+        );
     }
 }
