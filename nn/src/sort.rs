@@ -37,9 +37,14 @@ mod sealed {
 }
 
 /// Sorts a buffer of keys in place, ascending, and with [`sort_pairs`](Self::sort_pairs)
-/// moves a buffer of values with them: a stable least-significant-digit radix sort, 4 bits a
-/// pass (8 passes of 3 kernels each), through scratch memory the op keeps (as much again as
-/// the keys and values, and a count per digit per 2048 keys).
+/// moves a buffer of values with them: a stable least-significant-digit radix sort of 3
+/// kernels a pass, through scratch memory the op keeps (as much again as the keys and values,
+/// and a count per digit per tile). On a device with subgroups of at least 8 invocations it
+/// sorts a byte a pass (4 passes, tiles of 4096 keys); elsewhere 4 bits a pass (8 passes,
+/// tiles of 2048), with trees in workgroup memory in place of subgroup operations.
+///
+/// On an NVIDIA H200 (2026-11-29): 2^20 `f32` keys in 0.129 ms (`torch.sort` 0.107), with
+/// `u32` values 0.139; 2^26 keys in 6.86 ms (`torch.sort` 2.97), with values 7.71.
 ///
 /// ```no_run
 /// # use tessera::Runtime;
@@ -70,16 +75,14 @@ pub struct RadixSort {
     totals: Spare<u32>,
 }
 
-/// The passes a sort of 32-bit keys takes.
-const PASSES: u32 = 32 / kernels::BITS;
-
-/// How each pass counts the digits of a tile and ranks its keys: through subgroups where the
-/// device has them, by trees in workgroup memory otherwise (the same counts and places).
+/// How the sort's passes count the digits of a tile and rank its keys: a byte a pass through
+/// subgroups where the device has them (at least 8 invocations wide, and the workgroup memory
+/// `scatter_bytes` declares), 4 bits a pass by trees in workgroup memory otherwise.
 #[derive(Clone, Debug)]
 enum Ranking {
     Subgroups {
-        count: kernels::CountDigits,
-        scatter: kernels::Scatter,
+        count: kernels::CountBytes,
+        scatter: kernels::ScatterBytes,
     },
     Trees {
         count: kernels::CountDigitsTree,
@@ -88,26 +91,49 @@ enum Ranking {
 }
 
 impl Ranking {
+    /// Bits of the key a pass sorts by: a byte through subgroups, 4 by trees.
+    fn bits(&self) -> u32 {
+        match self {
+            Ranking::Subgroups { .. } => 8,
+            Ranking::Trees { .. } => kernels::BITS,
+        }
+    }
+
+    /// Keys a workgroup sorts into place each pass.
+    fn tile(&self) -> u32 {
+        match self {
+            Ranking::Subgroups { .. } => kernels::BYTE_TILE,
+            Ranking::Trees { .. } => kernels::TILE,
+        }
+    }
+
     fn new(rt: &Runtime) -> Result<Self> {
-        Ok(if rt.info().features.contains(wgpu::Features::SUBGROUP) {
-            Ranking::Subgroups {
-                count: kernels::CountDigits::new(rt)?,
-                scatter: kernels::Scatter::new(rt)?,
-            }
-        } else {
-            Ranking::Trees {
-                count: kernels::CountDigitsTree::new(rt)?,
-                scatter: kernels::ScatterTree::new(rt)?,
-            }
-        })
+        let info = rt.info();
+        let memory = kernels::ScatterBytes::VARIANTS[0].workgroup_memory;
+        Ok(
+            if info.features.contains(wgpu::Features::SUBGROUP)
+                && info.subgroup_sizes[0] >= 8
+                && info.limits.max_compute_workgroup_storage_size >= memory
+            {
+                Ranking::Subgroups {
+                    count: kernels::CountBytes::new(rt)?,
+                    scatter: kernels::ScatterBytes::new(rt)?,
+                }
+            } else {
+                Ranking::Trees {
+                    count: kernels::CountDigitsTree::new(rt)?,
+                    scatter: kernels::ScatterTree::new(rt)?,
+                }
+            },
+        )
     }
 }
 
 /// Records the ranking's `$kernel` (`count` or `scatter`) with the arguments `{ .. }`, which
-/// both of its launchers take: `$args` names the subgroup launcher's arguments, `$tree_args`
-/// the tree's.
+/// both of its launchers take: `[$args, $tree_args]` name the arguments' types of the byte
+/// passes and of the tree's.
 macro_rules! record_ranked {
-    ($ranking:expr, $batch:expr, $kernel:ident, $args:ident / $tree_args:ident { $($field:tt)* }) => {
+    ($ranking:expr, $batch:expr, $kernel:ident, [$args:ident, $tree_args:ident], { $($field:tt)* }) => {
         match $ranking {
             Ranking::Subgroups { $kernel, .. } => $kernel.record($batch, kernels::$args { $($field)* }),
             Ranking::Trees { $kernel, .. } => $kernel.record($batch, kernels::$tree_args { $($field)* }),
@@ -178,7 +204,7 @@ impl RadixSort {
             .ok()
             .filter(|n| {
                 n.div_ceil(kernels::TILE)
-                    .checked_mul(kernels::RADIX)
+                    .checked_mul(kernels::BYTE_RADIX)
                     .is_some()
             })
             .ok_or_else(|| {
@@ -188,21 +214,24 @@ impl RadixSort {
         if n == 0 {
             return Ok(());
         }
-        let tiles = n.div_ceil(kernels::TILE);
+        let tiles = n.div_ceil(self.ranking.tile());
         let (mut spare_keys, mut spare_values) = (self.keys.lock(), self.values.lock());
         let (mut counts, mut totals) = (self.counts.lock(), self.totals.lock());
         let spare_keys = spare_keys.at_least(batch.runtime(), n as usize)?;
         let values_len = if values.is_some() { n as usize } else { 1 };
         let spare_values = spare_values.at_least(batch.runtime(), values_len)?;
-        let counts = counts.at_least(batch.runtime(), (kernels::RADIX * tiles) as usize)?;
-        let totals = totals.at_least(batch.runtime(), kernels::RADIX as usize)?;
-        for pass in 0..PASSES {
+        let bits = self.ranking.bits();
+        let radix = 1u32 << bits;
+        let counts = counts.at_least(batch.runtime(), (radix * tiles) as usize)?;
+        let totals = totals.at_least(batch.runtime(), radix as usize)?;
+        for pass in 0..32 / bits {
             let p = kernels::SortParams {
                 n,
                 tiles,
-                shift: pass * kernels::BITS,
+                shift: pass * bits,
                 float_keys: u32::from(K::FLOAT),
                 with_values: u32::from(values.is_some()),
+                radix,
             };
             // Even passes read the caller's buffers, odd ones the scratch.
             let (keys_in, keys_out) = if pass % 2 == 0 {
@@ -210,17 +239,11 @@ impl RadixSort {
             } else {
                 (&*spare_keys, &mut *keys)
             };
-            record_ranked!(
-                &self.ranking,
-                batch,
-                count,
-                CountDigitsArgs
-                    / CountDigitsTreeArgs {
-                        p: &p,
-                        keys: keys_in,
-                        counts: &mut *counts,
-                    }
-            )?;
+            record_ranked!(&self.ranking, batch, count, [CountBytesArgs, CountDigitsTreeArgs], {
+                p: &p,
+                keys: keys_in,
+                counts: &mut *counts,
+            })?;
             let args = kernels::ScanCountsArgs {
                 p: &p,
                 counts,
@@ -234,21 +257,15 @@ impl RadixSort {
                 (Some(values), false) => (&*spare_values, values),
                 (None, _) => (&*totals, &mut *spare_values),
             };
-            record_ranked!(
-                &self.ranking,
-                batch,
-                scatter,
-                ScatterArgs
-                    / ScatterTreeArgs {
-                        p: &p,
-                        keys: keys_in,
-                        values: values_in,
-                        counts: &*counts,
-                        totals: &*totals,
-                        keys_out,
-                        values_out,
-                    }
-            )?;
+            record_ranked!(&self.ranking, batch, scatter, [ScatterBytesArgs, ScatterTreeArgs], {
+                p: &p,
+                keys: keys_in,
+                values: values_in,
+                counts: &*counts,
+                totals: &*totals,
+                keys_out,
+                values_out,
+            })?;
         }
         Ok(())
     }

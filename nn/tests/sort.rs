@@ -1,7 +1,7 @@
 //! `RadixSort` against the standard library's stable sort: `u32` and `f32` keys, alone and with
-//! values, lengths around the tile of 2048 keys and one of more tiles than a scan chunk holds;
-//! each on a device with subgroups (the sort ranks keys through them) and on one without
-//! optional features (by trees in workgroup memory).
+//! values, lengths around each way's tile and one of more tiles than a scan chunk holds; each
+//! on a device with subgroups (the sort takes a byte a pass, ranking keys by ballots) and on
+//! one without optional features (4 bits a pass, by trees in workgroup memory).
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
@@ -10,8 +10,9 @@ use common::{plain_device_runtime, rng, runtime, RngExt};
 use tessera::{Error, Runtime};
 use tessera_nn::{RadixSort, SortKey};
 
-/// Keys of one tile, one more, one fewer, a few tiles with a tail, and one key.
-const LENGTHS: [usize; 6] = [1, 5, 2047, 2048, 2049, 3 * 2048 + 17];
+/// One key, a few, and around one tile, of either way (2048 keys by trees, 4096 through
+/// subgroups), and a few tiles with a tail.
+const LENGTHS: [usize; 9] = [1, 5, 2047, 2048, 2049, 4095, 4096, 4097, 3 * 4096 + 17];
 
 /// A runtime whose sort ranks keys through subgroups (where the adapter has them), and one
 /// over a device without optional features, whose sort ranks them by trees.
@@ -148,7 +149,8 @@ fn f32_keys_sort_as_numbers() {
 #[test]
 fn more_tiles_than_a_scan_chunk_sort() {
     for rt in runtimes() {
-        // 2048 tiles of 2048 keys and a few more: the counts' scan loops over chunks.
+        // 2048 tiles of 2048 keys and a few more: the counts' scan loops over chunks (by trees;
+        // through subgroups, half as many tiles of 4096 keys, and the same scan kernel).
         let sort = RadixSort::new(&rt).unwrap();
         let mut rng = rng(3);
         let n = 2048 * 2048 + 3 * 2048 + 5;
