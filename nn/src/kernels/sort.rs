@@ -385,15 +385,22 @@ pub mod sort_ops {
         ];
         let below = lanes_below(lane);
         let first_key = tile * BYTE_TILE + subgroup * size * BYTE_PER + lane;
+        // Every key loaded before the first round, so that the loads are in flight together
+        // rather than one a round between barriers.
         let mut held = [0u32; BYTE_PER];
-        let mut ranks = [0u32; BYTE_PER];
         #[unroll]
         for r in 0..BYTE_PER {
             let i = first_key + r * size;
-            let inside = i < p.n;
+            if i < p.n {
+                held[r] = keys[i];
+            }
+        }
+        let mut ranks = [0u32; BYTE_PER];
+        #[unroll]
+        for r in 0..BYTE_PER {
+            let inside = first_key + r * size < p.n;
             let mut byte = 0u32;
             if inside {
-                held[r] = keys[i];
                 byte = byte_of(p, held[r]);
             }
             let mut peers = subgroup_ballot(inside);
