@@ -287,12 +287,20 @@ pub mod sort_ops {
         for k in 0..BYTE_RADIX / BYTE_GROUP {
             histogram[k * BYTE_GROUP + local].store(0u32);
         }
-        workgroup_barrier();
+        // Every key loaded before the first count, so that the loads are in flight together.
+        let mut held = [0u32; BYTE_PER];
         #[unroll]
         for k in 0..BYTE_PER {
             let i = tile * BYTE_TILE + k * BYTE_GROUP + local;
             if i < p.n {
-                histogram[byte_of(p, keys[i])].fetch_add(1u32);
+                held[k] = keys[i];
+            }
+        }
+        workgroup_barrier();
+        #[unroll]
+        for k in 0..BYTE_PER {
+            if tile * BYTE_TILE + k * BYTE_GROUP + local < p.n {
+                histogram[byte_of(p, held[k])].fetch_add(1u32);
             }
         }
         workgroup_barrier();
