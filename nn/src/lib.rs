@@ -173,8 +173,8 @@ pub const WGSL_PORTABLE: &str = kernels::WGSL_PLAIN;
 /// instances.
 pub const WGSL_ROWS: &str = kernels::row_ops::WGSL;
 
-/// The WGSL of [`RadixSort`], a kernels module of its own; it needs no optional device
-/// feature.
+/// The WGSL of [`RadixSort`], a kernels module of its own; its byte passes need subgroups
+/// (without them the sort takes 4 bits a pass, which need no optional device feature).
 pub const WGSL_SORT: &str = kernels::sort_ops::WGSL;
 
 /// The WGSL of [`Attention`], a kernels module of its own; it needs no optional device
