@@ -19,7 +19,7 @@ mod std_scan;
 use common::{rng, runtime, RngExt};
 use tessera::{wgpu, Runtime};
 
-use std_scan::{buffer_scan, scan_on_gpu, scan_reference, LookBack, OnePassScan, Path};
+use std_scan::{buffer_scan, scan_on_gpu, scan_reference, LookBack, OnePassScan, Path, TileOrder};
 
 #[tessera::kernels]
 pub mod scans {
@@ -330,7 +330,9 @@ fn check_one_pass<T: std_scan::Element>(rt: &Runtime, look_back: LookBack, lengt
                 );
                 let tiles = x.len().div_ceil(tile);
                 let workgroups = tiles.min(65535);
-                let claims = if tiles > 65535 {
+                let claims = if look_back.order == TileOrder::Launch {
+                    0
+                } else if tiles > 65535 {
                     tiles + workgroups
                 } else {
                     tiles
@@ -354,6 +356,17 @@ fn whole_buffer_scans_in_a_single_pass_match_the_cpu_scan() {
     if let Some(rt) = subgroup_runtime("whole_buffer_scans_in_a_single_pass") {
         check_one_pass::<u32>(&rt, LookBack::default(), 3);
         check_one_pass::<[u32; 4]>(&rt, LookBack::default(), 3);
+        // Tiles by workgroup id, with no claim, and patience 0 as well: whatever order the
+        // workgroups start in, a tile below not yet started is summed from the input.
+        for patience in [64, 0] {
+            let look_back = LookBack {
+                patience,
+                order: TileOrder::Launch,
+            };
+            let lengths = if patience == 0 { 2 } else { 3 };
+            check_one_pass::<u32>(&rt, look_back, lengths);
+            check_one_pass::<[u32; 4]>(&rt, look_back, lengths);
+        }
     }
 }
 
@@ -368,7 +381,7 @@ fn the_single_pass_sums_tiles_that_have_not_started_itself() {
     for patience in [0, 3] {
         let look_back = LookBack {
             patience,
-            claim_from_last: true,
+            order: TileOrder::ClaimedFromLast,
         };
         // Not the longest: its first workgroup would sum 16,000 tiles alone (20 s here).
         check_one_pass::<u32>(&rt, look_back, 2);
