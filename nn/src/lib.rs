@@ -66,6 +66,8 @@
 //! - [`Sgd`] (with momentum) and [`Adam`] (AdamW with [`WeightDecay::Decoupled`]): parameter
 //!   updates; [`GradClip`]: gradients clipped by their global norm.
 //! - [`RadixSort`]: sorts `u32` or `f32` keys in place, alone or with a value each (stable).
+//! - [`Embedding`]: rows of a table looked up by id, and the table's gradient, summed per id
+//!   without atomics (deterministic).
 //! - [`Attention`]: scaled dot-product attention, forward and backward (causal or not,
 //!   grouped queries), in strict `f32`, as FlashAttention computes it.
 //!
@@ -123,6 +125,7 @@ macro_rules! prepare_fields {
 mod activation;
 mod attention;
 mod conv;
+mod embedding;
 mod gemm;
 mod kernels;
 mod layers;
@@ -143,6 +146,7 @@ pub use conv::{
     Conv2dBackward, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape, Convolution,
     Padding,
 };
+pub use embedding::{Embedding, EmbeddingBackward, EmbeddingForward, EmbeddingShape};
 pub use gemm::{Gemm, GemmBackward, GemmForward, GemmShape};
 pub use layers::{
     Conv2d, Conv2dConfig, Init, Layer, LayerNormLayer, Linear, LinearConfig, NormLayer, Parameter,
@@ -180,6 +184,9 @@ pub const WGSL_SORT: &str = kernels::sort_ops::WGSL;
 /// The WGSL of [`Attention`], a kernels module of its own; it needs no optional device
 /// feature.
 pub const WGSL_ATTENTION: &str = kernels::attention_ops::WGSL;
+
+/// The WGSL of [`Embedding`], a kernels module of its own; it needs no optional device feature.
+pub const WGSL_EMBEDDING: &str = kernels::embedding_ops::WGSL;
 
 /// The WGSL of [`GradClip`], a kernels module of its own; it needs no optional device feature.
 pub const WGSL_CLIP: &str = kernels::clip_ops::WGSL;

@@ -191,6 +191,18 @@ impl RadixSort {
         self.record::<K>(batch, n, &mut keys, Some(&mut values))
     }
 
+    /// Records sorting the first `n` of `keys` with the first `n` of `values`, for ops that
+    /// sort scratch buffers longer than what they hold.
+    pub(crate) fn sort_pairs_prefix(
+        &self,
+        batch: &mut Batch<'_>,
+        keys: &mut GpuBuffer<u32>,
+        values: &mut GpuBuffer<u32>,
+        n: usize,
+    ) -> Result<()> {
+        self.record::<u32>(batch, n, keys, Some(values))
+    }
+
     /// The passes over the first `n` of `keys` (and `values`), each from the caller's buffers
     /// to the scratch or back: an even number, so the last writes the caller's.
     fn record<K: SortKey>(

@@ -14,8 +14,9 @@
 //!
 //! The row operations' module (`WGSL_ROWS`) has its own pair, `wgsl__rows_entry_points.snap`
 //! and `wgsl__rows_samples.snap`, and so does attention's (`WGSL_ATTENTION`); the radix
-//! sort's (`WGSL_SORT`) and gradient clipping's (`WGSL_CLIP`) are pinned whole,
-//! `wgsl__sort.snap` and `wgsl__clip.snap`.
+//! sort's (`WGSL_SORT`), gradient clipping's (`WGSL_CLIP`) and the embedding's
+//! (`WGSL_EMBEDDING`) are pinned whole, `wgsl__sort.snap`, `wgsl__clip.snap` and
+//! `wgsl__embedding.snap`.
 //!
 //! Review with `cargo insta review`, or regenerate with `INSTA_UPDATE=always`.
 
@@ -229,6 +230,12 @@ fn clip_kernels_are_pinned() {
     insta::assert_snapshot!("clip", tessera_nn::WGSL_CLIP);
 }
 
+/// The embedding's module ([`tessera_nn::WGSL_EMBEDDING`]), pinned whole: four kernels.
+#[test]
+fn embedding_kernels_are_pinned() {
+    insta::assert_snapshot!("embedding", tessera_nn::WGSL_EMBEDDING);
+}
+
 /// Attention's module ([`tessera_nn::WGSL_ATTENTION`]): every entry point, and in full the
 /// forward's narrower instance and the row statistics (the others unroll the same loops
 /// wider, or walk the blocks the other way; all of them pass Tint below).
@@ -251,6 +258,7 @@ fn portable_kernels_pass_tint() {
     batch.add("sort", tessera_nn::WGSL_SORT).unwrap();
     batch.add("attention", tessera_nn::WGSL_ATTENTION).unwrap();
     batch.add("clip", tessera_nn::WGSL_CLIP).unwrap();
+    batch.add("embedding", tessera_nn::WGSL_EMBEDDING).unwrap();
     match batch.validate() {
         Ok(verdict) => tessera_tint::note(&verdict.to_string()),
         Err(report) => panic!("Tint rejects WGSL that naga accepted:\n{report}"),
@@ -281,6 +289,7 @@ fn every_portable_kernel_passed_the_sanitizer() {
         ("sort", tessera_nn::WGSL_SORT),
         ("attention", tessera_nn::WGSL_ATTENTION),
         ("clip", tessera_nn::WGSL_CLIP),
+        ("embedding", tessera_nn::WGSL_EMBEDDING),
     ];
     let mut missing = Vec::new();
     let mut total = 0;

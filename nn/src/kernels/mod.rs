@@ -50,6 +50,7 @@ mod conv;
 mod conv_forward;
 mod conv_grad_input;
 mod conv_grad_weight;
+mod embedding;
 pub(crate) mod fragments;
 mod gemm;
 mod gradients;
@@ -85,6 +86,7 @@ mod libraries {
 
 pub(crate) use attention::attention_ops;
 pub(crate) use clip::clip_ops;
+pub(crate) use embedding::embedding_ops;
 /// The shared constants the host code names (`kernels::GROUP`, ..).
 pub(crate) use params::params::{FEW, NARROW, SUMS};
 pub(crate) use rows::row_ops;
