@@ -94,7 +94,7 @@ impl Ranking {
     /// Bits of the key a pass sorts by: a byte through subgroups, 4 by trees.
     fn bits(&self) -> u32 {
         match self {
-            Ranking::Subgroups { .. } => 8,
+            Ranking::Subgroups { .. } => kernels::BYTE_RADIX.ilog2(),
             Ranking::Trees { .. } => kernels::BITS,
         }
     }
@@ -212,13 +212,11 @@ impl RadixSort {
         keys: &mut GpuBuffer<u32>,
         mut values: Option<&mut GpuBuffer<u32>>,
     ) -> Result<()> {
+        let bits = self.ranking.bits();
+        let radix = 1u32 << bits;
         let n = u32::try_from(n)
             .ok()
-            .filter(|n| {
-                n.div_ceil(kernels::TILE)
-                    .checked_mul(kernels::BYTE_RADIX)
-                    .is_some()
-            })
+            .filter(|n| n.div_ceil(self.ranking.tile()).checked_mul(radix).is_some())
             .ok_or_else(|| {
                 let problem = format!("{n} keys do not fit in u32 indices: sort fewer at once");
                 invalid("radix sort", problem)
@@ -232,8 +230,6 @@ impl RadixSort {
         let spare_keys = spare_keys.at_least(batch.runtime(), n as usize)?;
         let values_len = if values.is_some() { n as usize } else { 1 };
         let spare_values = spare_values.at_least(batch.runtime(), values_len)?;
-        let bits = self.ranking.bits();
-        let radix = 1u32 << bits;
         let counts = counts.at_least(batch.runtime(), (radix * tiles) as usize)?;
         let totals = totals.at_least(batch.runtime(), radix as usize)?;
         for pass in 0..32 / bits {

@@ -71,8 +71,8 @@ pub mod sort_ops {
         pub radix: u32,
     }
 
-    /// The digit of `key` this pass sorts by, `key` read as bits that order as the keys do.
-    fn digit_of(p: &SortParams, key: u32) -> u32 {
+    /// `key` read as bits that order as the keys do, shifted down to this pass's digit.
+    fn ordered_from_shift(p: &SortParams, key: u32) -> u32 {
         let mut flip = 0u32;
         if p.float_keys == 1 {
             flip = 0x80000000u32;
@@ -80,7 +80,12 @@ pub mod sort_ops {
                 flip = 0xffffffffu32;
             }
         }
-        ((key ^ flip) >> p.shift) & (RADIX - 1)
+        (key ^ flip) >> p.shift
+    }
+
+    /// The digit (4 bits) of `key` this pass sorts by.
+    fn digit_of(p: &SortParams, key: u32) -> u32 {
+        ordered_from_shift(p, key) & (RADIX - 1)
     }
 
     /// One more key of digit `digit` in the packed counts `counts`.
@@ -263,14 +268,7 @@ pub mod sort_ops {
 
     /// The byte of `key` this pass sorts by.
     fn byte_of(p: &SortParams, key: u32) -> u32 {
-        let mut flip = 0u32;
-        if p.float_keys == 1 {
-            flip = 0x80000000u32;
-            if key >= 0x80000000u32 {
-                flip = 0xffffffffu32;
-            }
-        }
-        ((key ^ flip) >> p.shift) & (BYTE_RADIX - 1)
+        ordered_from_shift(p, key) & (BYTE_RADIX - 1)
     }
 
     /// Each tile's count of each byte, into `counts[byte * tiles + tile]`, by atomics in
