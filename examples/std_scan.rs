@@ -387,7 +387,7 @@ pub enum TileOrder {
     /// The workgroup's `workgroup_id().x`, with no claim (an atomic and a barrier less before
     /// the tile's loads); a tile below not yet started is summed from the input after the
     /// patience runs out, so nothing waits on the order the GPU starts workgroups in. On an
-    /// H200, 2^26 `u32`s in 0.1662 ms against 0.1737 claimed (2026-11-29).
+    /// H200, 2^26 `u32`s in 0.1662 ms against 0.1737 claimed (2026-11-29, commit `08cf403`).
     Launch,
 }
 

@@ -43,7 +43,7 @@ mod sealed {
 /// sorts a byte a pass (4 passes, tiles of 4096 keys); elsewhere 4 bits a pass (8 passes,
 /// tiles of 2048), with trees in workgroup memory in place of subgroup operations.
 ///
-/// On an NVIDIA H200 (2026-11-29): 2^20 `f32` keys in 0.092 ms (`torch.sort` 0.107), with
+/// On an NVIDIA H200 (2026-11-29, commit `6771e75`): 2^20 `f32` keys in 0.092 ms (`torch.sort` 0.107), with
 /// `u32` values 0.103; 2^26 keys in 3.46 ms (`torch.sort` 2.97), with values 4.15.
 ///
 /// ```no_run
