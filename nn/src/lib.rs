@@ -136,6 +136,7 @@ mod rows;
 mod sort;
 mod spare;
 mod split;
+mod transformer;
 mod tune;
 
 pub use activation::Activation;
@@ -160,6 +161,7 @@ pub use rows::{
     SoftmaxCrossEntropy, SoftmaxForward, MAX_COLS,
 };
 pub use sort::{RadixSort, SortKey, SortValue};
+pub use transformer::{Heads, HeadsLayout, Residual};
 
 use tessera::Error;
 
@@ -187,6 +189,10 @@ pub const WGSL_ATTENTION: &str = kernels::attention_ops::WGSL;
 
 /// The WGSL of [`Embedding`], a kernels module of its own; it needs no optional device feature.
 pub const WGSL_EMBEDDING: &str = kernels::embedding_ops::WGSL;
+
+/// The WGSL of [`Residual`] and [`Heads`], a kernels module of its own; it needs no optional
+/// device feature.
+pub const WGSL_TRANSFORMER: &str = kernels::transformer_ops::WGSL;
 
 /// The WGSL of [`GradClip`], a kernels module of its own; it needs no optional device feature.
 pub const WGSL_CLIP: &str = kernels::clip_ops::WGSL;

@@ -14,9 +14,9 @@
 //!
 //! The row operations' module (`WGSL_ROWS`) has its own pair, `wgsl__rows_entry_points.snap`
 //! and `wgsl__rows_samples.snap`, and so does attention's (`WGSL_ATTENTION`); the radix
-//! sort's (`WGSL_SORT`), gradient clipping's (`WGSL_CLIP`) and the embedding's
-//! (`WGSL_EMBEDDING`) are pinned whole, `wgsl__sort.snap`, `wgsl__clip.snap` and
-//! `wgsl__embedding.snap`.
+//! sort's (`WGSL_SORT`), gradient clipping's (`WGSL_CLIP`), the embedding's
+//! (`WGSL_EMBEDDING`) and the transformer ops' (`WGSL_TRANSFORMER`) are pinned whole,
+//! `wgsl__sort.snap`, `wgsl__clip.snap`, `wgsl__embedding.snap` and `wgsl__transformer.snap`.
 //!
 //! Review with `cargo insta review`, or regenerate with `INSTA_UPDATE=always`.
 
@@ -236,6 +236,13 @@ fn embedding_kernels_are_pinned() {
     insta::assert_snapshot!("embedding", tessera_nn::WGSL_EMBEDDING);
 }
 
+/// The transformer ops' module ([`tessera_nn::WGSL_TRANSFORMER`]), pinned whole: three
+/// kernels.
+#[test]
+fn transformer_kernels_are_pinned() {
+    insta::assert_snapshot!("transformer", tessera_nn::WGSL_TRANSFORMER);
+}
+
 /// Attention's module ([`tessera_nn::WGSL_ATTENTION`]): every entry point, and in full the
 /// forward's narrower instance and the row statistics (the others unroll the same loops
 /// wider, or walk the blocks the other way; all of them pass Tint below).
@@ -259,6 +266,7 @@ fn portable_kernels_pass_tint() {
     batch.add("attention", tessera_nn::WGSL_ATTENTION).unwrap();
     batch.add("clip", tessera_nn::WGSL_CLIP).unwrap();
     batch.add("embedding", tessera_nn::WGSL_EMBEDDING).unwrap();
+    batch.add("transformer", tessera_nn::WGSL_TRANSFORMER).unwrap();
     match batch.validate() {
         Ok(verdict) => tessera_tint::note(&verdict.to_string()),
         Err(report) => panic!("Tint rejects WGSL that naga accepted:\n{report}"),
@@ -290,6 +298,7 @@ fn every_portable_kernel_passed_the_sanitizer() {
         ("attention", tessera_nn::WGSL_ATTENTION),
         ("clip", tessera_nn::WGSL_CLIP),
         ("embedding", tessera_nn::WGSL_EMBEDDING),
+        ("transformer", tessera_nn::WGSL_TRANSFORMER),
     ];
     let mut missing = Vec::new();
     let mut total = 0;

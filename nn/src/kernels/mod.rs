@@ -62,6 +62,7 @@ mod sort;
 pub(crate) mod staging;
 mod stream;
 mod training;
+mod transformer;
 mod wide;
 mod window;
 mod winograd;
@@ -91,6 +92,7 @@ pub(crate) use embedding::embedding_ops;
 pub(crate) use params::params::{FEW, NARROW, SUMS};
 pub(crate) use rows::row_ops;
 pub(crate) use sort::sort_ops;
+pub(crate) use transformer::transformer_ops;
 pub(crate) use staging::staging::GROUP;
 pub(crate) use winograd::winograd::{POINTS, TILE};
 
