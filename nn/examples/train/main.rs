@@ -25,7 +25,9 @@
 //! Its tests (the checkpoint round trip, the loss curve, the kernel names) run with the
 //! workspace's (`cargo xtask test`), or alone with `cargo test --release -p tessera-nn --example train`.
 
+#[path = "../common/checkpoint.rs"]
 mod checkpoint;
+#[path = "../common/curve.rs"]
 mod curve;
 mod data;
 mod digits;
@@ -249,7 +251,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
         .collect();
     println!("parameters: {}", sizes.join(", "));
     if let Some(path) = &options.load {
-        checkpoint::load(&rt, &mut net, path)?;
+        checkpoint::load(&rt, net.parameters(), path)?;
         println!("loaded the parameters from {}", path.display());
     }
 
@@ -268,7 +270,7 @@ fn run(options: &Options) -> Result<(), Box<dyn Error>> {
         );
     }
     if let Some(path) = &options.save {
-        checkpoint::save(&rt, &mut net, path)?;
+        checkpoint::save(&rt, net.parameters(), path)?;
         println!("saved the parameters to {}", path.display());
     }
     write_curve(options, &training.losses);

@@ -1,20 +1,23 @@
-//! Saving and loading the network's parameters as a `safetensors` file: one little-endian f32
-//! tensor per parameter, named as [`Net::parameters`] names them, with its row-major shape.
+//! Saving and loading a model's parameters as a `safetensors` file: one little-endian f32
+//! tensor per parameter, under the name the model gives it, with its row-major shape. Shared
+//! by the examples (`#[path]`), each passing its model's named parameters.
 
 use std::error::Error;
 use std::path::Path;
 
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use tessera::Runtime;
-
-use crate::net::Net;
+use tessera_nn::Parameter;
 
 type BoxError = Box<dyn Error>;
 
-/// Writes every parameter of `net` to `path`, replacing the file if there is one.
-pub fn save(rt: &Runtime, net: &mut Net, path: &Path) -> Result<(), BoxError> {
+/// A model's parameters, each under its name in the file.
+pub type Named<'a> = Vec<(String, Parameter<'a>)>;
+
+/// Writes every parameter of `params` to `path`, replacing the file if there is one.
+pub fn save(rt: &Runtime, params: Named<'_>, path: &Path) -> Result<(), BoxError> {
     let mut tensors = Vec::new();
-    for (name, param) in net.parameters() {
+    for (name, param) in params {
         let values = param.value.read(rt)?;
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         tensors.push((name, param.shape, bytes));
@@ -35,13 +38,12 @@ pub fn save(rt: &Runtime, net: &mut Net, path: &Path) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// Replaces every parameter of `net` with the tensor of the same name in `path`. Every tensor
-/// must be there, as f32, with this network's shape; nothing else may be.
-pub fn load(rt: &Runtime, net: &mut Net, path: &Path) -> Result<(), BoxError> {
+/// Replaces every parameter of `params` with the tensor of the same name in `path`. Every
+/// tensor must be there, as f32, with this model's shape; nothing else may be.
+pub fn load(rt: &Runtime, mut params: Named<'_>, path: &Path) -> Result<(), BoxError> {
     let file = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     let tensors = SafeTensors::deserialize(&file)
         .map_err(|e| format!("{} is not a safetensors file: {e}", path.display()))?;
-    let mut params = net.parameters();
     let extra: Vec<&str> = tensors
         .names()
         .into_iter()
@@ -95,22 +97,7 @@ pub fn load(rt: &Runtime, net: &mut Net, path: &Path) -> Result<(), BoxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{Dataset, CLASSES};
-    use crate::net::NetConfig;
-    use tessera_nn::{Precision, SgdConfig};
-
-    const TINY: NetConfig = NetConfig {
-        batch: 4,
-        image: 4,
-        channels: [2, 3],
-        classes: CLASSES,
-        precision: Precision::F32,
-    };
-    const SGD: SgdConfig = SgdConfig {
-        learning_rate: 0.02,
-        momentum: 0.9,
-        weight_decay: 0.0,
-    };
+    use tessera_nn::{Init, Linear, LinearConfig};
 
     /// A file in the temporary folder, removed when dropped.
     struct TempFile(std::path::PathBuf);
@@ -118,7 +105,7 @@ mod tests {
     impl TempFile {
         fn new(name: &str) -> Self {
             TempFile(std::env::temp_dir().join(format!(
-                "tessera-train-{}-{name}.safetensors",
+                "tessera-checkpoint-{}-{name}.safetensors",
                 std::process::id()
             )))
         }
@@ -130,79 +117,83 @@ mod tests {
         }
     }
 
-    fn params(rt: &Runtime, net: &mut Net) -> Vec<Vec<u32>> {
-        net.parameters()
-            .iter()
-            .map(|(_, p)| {
-                p.value
-                    .read(rt)
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.to_bits())
-                    .collect()
-            })
-            .collect()
+    /// Two layers, their parameters named `first.weight`, `first.bias`, `second.weight`, ...
+    struct Model([Linear; 2]);
+
+    impl Model {
+        fn new(rt: &Runtime, widths: [u32; 3], seed: u64) -> Self {
+            let layer = |i: usize| {
+                let config = LinearConfig::new(widths[i], widths[i + 1]);
+                let seed = seed + i as u64;
+                Linear::new(rt, config.init(Init::Uniform { seed })).unwrap()
+            };
+            Model([layer(0), layer(1)])
+        }
+
+        fn named(&mut self) -> Named<'_> {
+            let [first, second] = &mut self.0;
+            let layers = [("first", first.parameters()), ("second", second.parameters())];
+            layers
+                .into_iter()
+                .flat_map(|(layer, ps)| ps.map(|p| (format!("{layer}.{}", p.name), p)))
+                .collect()
+        }
+
+        fn bits(&mut self, rt: &Runtime) -> Vec<Vec<u32>> {
+            let read = |p: &Parameter<'_>| p.value.read(rt).unwrap();
+            let values = self.named().iter().map(|(_, p)| read(p)).collect::<Vec<_>>();
+            values
+                .iter()
+                .map(|v| v.iter().map(|x| x.to_bits()).collect())
+                .collect()
+        }
     }
 
     #[test]
-    fn saved_parameters_load_exactly_and_evaluate_the_same() {
+    fn saved_parameters_load_exactly() {
         let rt = Runtime::new().unwrap();
-        let data = Dataset::stripes(8, TINY.image, 1);
-        let mut trained = Net::new(&rt, TINY, SGD, 3).unwrap();
-        for step in 0..2 {
-            let (images, labels) = data.batch(step * TINY.batch, TINY.batch);
-            trained.train_step(&rt, &images, &labels, false).unwrap();
-        }
+        let mut saved = Model::new(&rt, [3, 4, 2], 1);
         let file = TempFile::new("round-trip");
-        save(&rt, &mut trained, &file.0).unwrap();
-
-        let mut loaded = Net::new(&rt, TINY, SGD, 99).unwrap();
-        assert_ne!(params(&rt, &mut loaded), params(&rt, &mut trained));
-        load(&rt, &mut loaded, &file.0).unwrap();
-        assert_eq!(params(&rt, &mut loaded), params(&rt, &mut trained));
-
-        let (images, labels) = data.batch(4, TINY.batch);
-        let (loss_trained, right_trained) = trained.evaluate(&rt, &images, &labels).unwrap();
-        let (loss_loaded, right_loaded) = loaded.evaluate(&rt, &images, &labels).unwrap();
-        assert_eq!(loss_loaded.to_bits(), loss_trained.to_bits());
-        assert_eq!(right_loaded, right_trained);
+        save(&rt, saved.named(), &file.0).unwrap();
+        let mut loaded = Model::new(&rt, [3, 4, 2], 9);
+        assert_ne!(loaded.bits(&rt), saved.bits(&rt));
+        load(&rt, loaded.named(), &file.0).unwrap();
+        assert_eq!(loaded.bits(&rt), saved.bits(&rt));
     }
 
     #[test]
     fn a_shape_mismatch_or_a_missing_tensor_is_an_error_that_changes_nothing() {
         let rt = Runtime::new().unwrap();
-        let mut small = Net::new(&rt, TINY, SGD, 3).unwrap();
         let file = TempFile::new("mismatch");
-        save(&rt, &mut small, &file.0).unwrap();
+        save(&rt, Model::new(&rt, [3, 4, 2], 1).named(), &file.0).unwrap();
 
-        let wider = NetConfig {
-            channels: [2, 5],
-            ..TINY
-        };
-        let mut other = Net::new(&rt, wider, SGD, 4).unwrap();
-        let before = params(&rt, &mut other);
-        let error = load(&rt, &mut other, &file.0).unwrap_err().to_string();
+        let mut wider = Model::new(&rt, [3, 5, 2], 2);
+        let before = wider.bits(&rt);
+        let error = load(&rt, wider.named(), &file.0).unwrap_err().to_string();
         assert!(
-            error.contains("`conv2.weight`") && error.contains("[3, 2, 3, 3]"),
+            error.contains("`first.weight`") && error.contains("[3, 4]"),
             "{error}"
         );
-        assert_eq!(params(&rt, &mut other), before);
+        assert_eq!(wider.bits(&rt), before);
 
-        // A file with all but the last tensor.
+        // A file with one tensor of four.
         let partial = TempFile::new("partial");
         let one = [0u8; 4];
         let view = TensorView::new(Dtype::F32, vec![1], &one).unwrap();
-        std::fs::write(
-            &partial.0,
-            safetensors::serialize([("conv1.bias", view)], None).unwrap(),
-        )
-        .unwrap();
-        let mut net = Net::new(&rt, TINY, SGD, 3).unwrap();
-        let error = load(&rt, &mut net, &partial.0).unwrap_err().to_string();
-        assert!(error.contains("no tensor `conv1.weight`"), "{error}");
+        let bytes = safetensors::serialize([("second.bias", view)], None).unwrap();
+        std::fs::write(&partial.0, bytes).unwrap();
+        let mut model = Model::new(&rt, [3, 4, 1], 3);
+        let error = load(&rt, model.named(), &partial.0).unwrap_err().to_string();
+        assert!(error.contains("no tensor `first.weight`"), "{error}");
 
-        let missing = std::env::temp_dir().join("tessera-train-no-such-file.safetensors");
-        let error = load(&rt, &mut net, &missing).unwrap_err().to_string();
+        // A tensor the model does not have.
+        let mut smaller = Model::new(&rt, [3, 4, 2], 4);
+        let named: Named<'_> = smaller.named().into_iter().take(3).collect();
+        let error = load(&rt, named, &file.0).unwrap_err().to_string();
+        assert!(error.contains("does not have: second.bias"), "{error}");
+
+        let missing = std::env::temp_dir().join("tessera-checkpoint-no-such-file.safetensors");
+        let error = load(&rt, model.named(), &missing).unwrap_err().to_string();
         assert!(error.starts_with("reading "), "{error}");
     }
 }
