@@ -68,8 +68,8 @@ pub struct Parameter<'a> {
     pub shape: Vec<usize>,
     /// The values.
     pub value: &'a mut GpuBuffer<f32>,
-    /// The gradient the last backward pass wrote.
-    pub grad: &'a GpuBuffer<f32>,
+    /// The gradient the last backward pass wrote (mutable, for [`GradClip`](crate::GradClip)).
+    pub grad: &'a mut GpuBuffer<f32>,
 }
 
 /// The sizes and options of a [`Linear`] layer.
@@ -711,13 +711,13 @@ impl State {
                 name: "weight",
                 shape: self.weight_shape.clone(),
                 value: &mut self.weight,
-                grad: &self.grad_weight,
+                grad: &mut self.grad_weight,
             },
             Parameter {
                 name: "bias",
                 shape: vec![self.bias.len()],
                 value: &mut self.bias,
-                grad: &self.grad_bias,
+                grad: &mut self.grad_bias,
             },
         ]
     }

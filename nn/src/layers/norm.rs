@@ -194,7 +194,7 @@ impl<Op: NormOp> NormLayer<Op> {
     pub fn parameters(&mut self) -> Vec<Parameter<'_>> {
         let shape = vec![self.features as usize];
         let named = Op::PARAMETERS.iter().map(|(name, _)| *name);
-        let pairs = self.params.iter_mut().zip(&self.grads);
+        let pairs = self.params.iter_mut().zip(&mut self.grads);
         named
             .zip(pairs)
             .map(|(name, (value, grad))| Parameter {

@@ -1,0 +1,449 @@
+//! Trains a small GPT-style language model on Shakespeare, a character at a time, every step
+//! in tessera kernels: token and position embeddings, blocks of LayerNorm, causal multi-head
+//! attention and a GELU MLP with residual adds, softmax cross-entropy against the next
+//! character, gradients clipped to a global norm, AdamW.
+//!
+//! The text is `shakespeare.txt` beside this file (SOURCE.md: its provenance and licence),
+//! shipped in the repository; its last 10% is held out to measure the loss in bits per
+//! character. At the end the model writes a short sample.
+//!
+//! ```text
+//! cargo run --release -p tessera-nn --example gpt                 # the default: small, minutes on a CPU
+//! cargo run --release -p tessera-nn --example gpt -- --large      # 6 blocks of 384, context 256: a GPU's size
+//! cargo run --release -p tessera-nn --example gpt -- --save gpt.safetensors
+//! cargo run --release -p tessera-nn --example gpt -- --load gpt.safetensors --steps 0   # evaluate and sample
+//! cargo run --release -p tessera-nn --example gpt -- --help
+//! ```
+//!
+//! Every step's loss goes to `target/gpt/loss.csv` and `target/gpt/loss.png` (beside `PATH`
+//! with `--save PATH`). `bench/gpt.py` is the same model in PyTorch, for comparisons.
+//!
+//! Its tests (the text, the options, a finite-difference check of the model's gradients, and
+//! a default run's held-out loss) run with the workspace's (`cargo xtask test`).
+
+#[path = "../common/checkpoint.rs"]
+mod checkpoint;
+#[path = "../common/curve.rs"]
+mod curve;
+mod model;
+mod text;
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use model::{Gpt, GptConfig};
+use rand::RngExt;
+use tessera::{GpuBuffer, Runtime};
+use tessera_nn::{Adam, AdamConfig, AdamState, GradClip, Precision, WeightDecay};
+use text::{Corpus, Split, Start};
+
+const USAGE: &str = "\
+Trains a small GPT-style model on Shakespeare, a character at a time, every step in tessera
+kernels, then reports the held-out loss and writes a sample.
+
+usage: cargo run --release -p tessera-nn --example gpt -- [OPTIONS]
+
+options:
+  --large        6 blocks of 384 values, 6 heads, context 256, 64 sequences a step, 500 steps:
+                 a GPU's size (the default: 2 blocks of 64, 4 heads, context 32, 16 sequences,
+                 300 steps, minutes on a CPU)
+  --steps N      train N steps; 0 only evaluates and samples
+  --save PATH    write the trained parameters to PATH (safetensors); the loss curve goes beside it
+  --load PATH    start from the parameters in PATH (saved at the same size)
+  --tensor-cores multiply the projections on the tensor cores (f16 products, f32 sums; needs a
+                 GPU with them; attention stays f32)
+  --seed N       the seed of the parameters, the batches and the sample (default 1)
+  -h, --help     print this text";
+
+/// What the command line chose.
+#[derive(Clone, Debug, PartialEq)]
+struct Options {
+    config: GptConfig,
+    /// Sequences of `config.context` characters a step.
+    batch: u32,
+    steps: u32,
+    learning_rate: f32,
+    /// Held-out windows the loss is measured on (the whole held-out part at most).
+    eval_windows: u32,
+    seed: u64,
+    save: Option<PathBuf>,
+    load: Option<PathBuf>,
+}
+
+impl Options {
+    /// The default size: trains on a CPU's Vulkan (lavapipe) in minutes.
+    const SMALL: Options = Options {
+        config: GptConfig {
+            vocab: 65,
+            context: 32,
+            dim: 64,
+            heads: 4,
+            layers: 2,
+            precision: Precision::F32,
+        },
+        batch: 16,
+        steps: 300,
+        learning_rate: 3e-3,
+        eval_windows: 256,
+        seed: 1,
+        save: None,
+        load: None,
+    };
+
+    /// `--large`: nanoGPT's Shakespeare-character model's size.
+    const LARGE: Options = Options {
+        config: GptConfig {
+            vocab: 65,
+            context: 256,
+            dim: 384,
+            heads: 6,
+            layers: 6,
+            precision: Precision::F32,
+        },
+        batch: 64,
+        steps: 500,
+        learning_rate: 1e-3,
+        eval_windows: 256,
+        seed: 1,
+        save: None,
+        load: None,
+    };
+
+    /// The options of `args` (without the program's name), or `None` when the user asked
+    /// for help.
+    fn parse(
+        args: impl IntoIterator<Item = impl Into<std::ffi::OsString>>,
+    ) -> Result<Option<Self>, lexopt::Error> {
+        use lexopt::prelude::*;
+        let (mut large, mut tensor_cores) = (false, false);
+        let (mut steps, mut seed, mut save, mut load) = (None, None, None, None);
+        let mut parser = lexopt::Parser::from_args(args);
+        while let Some(arg) = parser.next()? {
+            match arg {
+                Long("large") => large = true,
+                Long("tensor-cores") => tensor_cores = true,
+                Long("steps") => steps = Some(parser.value()?.parse()?),
+                Long("seed") => seed = Some(parser.value()?.parse()?),
+                Long("save") => save = Some(PathBuf::from(parser.value()?)),
+                Long("load") => load = Some(PathBuf::from(parser.value()?)),
+                Short('h') | Long("help") => return Ok(None),
+                _ => return Err(arg.unexpected()),
+            }
+        }
+        let mut options = if large { Self::LARGE } else { Self::SMALL };
+        options.steps = steps.unwrap_or(options.steps);
+        options.seed = seed.unwrap_or(options.seed);
+        (options.save, options.load) = (save, load);
+        if tensor_cores {
+            options.config.precision = Precision::TensorCoreF16;
+        }
+        Ok(Some(options))
+    }
+
+    /// Where the loss curve goes: beside `--save`'s file, or in `target/gpt/`.
+    fn curve_paths(&self) -> (PathBuf, PathBuf) {
+        match &self.save {
+            Some(save) => (
+                save.with_extension("loss.csv"),
+                save.with_extension("loss.png"),
+            ),
+            None => {
+                let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/gpt");
+                (dir.join("loss.csv"), dir.join("loss.png"))
+            }
+        }
+    }
+}
+
+pub fn main() -> ExitCode {
+    let options = match Options::parse(std::env::args_os().skip(1)) {
+        Ok(Some(options)) => options,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("error: {e}; see --help");
+            return ExitCode::from(1);
+        }
+    };
+    let run = || -> Result<(), Box<dyn Error>> {
+        let rt = Runtime::new()?;
+        println!("adapter: {}", rt.info());
+        run(&rt, &options, true).map(|_| ())
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// What a run measured (`main` prints it as it goes; the tests read it).
+#[derive(Debug)]
+#[cfg_attr(not(test), allow(dead_code))]
+struct Report {
+    /// Every step's training loss, in nats a character.
+    losses: Vec<f32>,
+    /// The held-out loss after training, in bits a character.
+    held_out_bits: f32,
+    /// The text the trained model wrote.
+    sample: String,
+}
+
+/// The prompt every sample starts from.
+const PROMPT: &str = "ROMEO:\n";
+
+/// Characters a sample adds to the prompt.
+const SAMPLE_CHARS: usize = 200;
+
+/// Trains (or only evaluates) as the options say, printing as it goes when `verbose`.
+fn run(rt: &Runtime, options: &Options, verbose: bool) -> Result<Report, Box<dyn Error>> {
+    let say = |line: String| {
+        if verbose {
+            println!("{line}");
+        }
+    };
+    let corpus = Corpus::new(text::SHAKESPEARE);
+    let config = GptConfig {
+        vocab: corpus.vocab(),
+        ..options.config
+    };
+    let mut gpt = Gpt::new(rt, config, options.seed)?;
+    let parameters: usize = gpt.parameters().iter().map(|(_, p)| p.value.len()).sum();
+    say(format!(
+        "text: Shakespeare, {} characters to train on, {} held out, {} distinct",
+        corpus.len(Split::Train),
+        corpus.len(Split::HeldOut),
+        corpus.vocab()
+    ));
+    say(format!(
+        "model: {} blocks of {} values, {} heads, context {}, {parameters} parameters; \
+         {} sequences a step, {} steps, AdamW at {}",
+        config.layers,
+        config.dim,
+        config.heads,
+        config.context,
+        options.batch,
+        options.steps,
+        options.learning_rate
+    ));
+    if let Some(path) = &options.load {
+        checkpoint::load(rt, gpt.parameters(), path)?;
+        say(format!("loaded the parameters from {}", path.display()));
+    }
+
+    let mut optimizer = Optimizer::new(rt, &mut gpt, options.learning_rate)?;
+    let mut rng = text::rng(options.seed);
+    let mut losses = Vec::with_capacity(options.steps as usize);
+    let (mut gpu, mut timed) = (Duration::ZERO, 0u32);
+    let started = Instant::now();
+    let report_every = (options.steps / 10).max(1);
+    for step in 0..options.steps {
+        let (sequences, len) = (options.batch, config.context);
+        let windows = corpus.windows(Split::Train, sequences, len, Start::Random(&mut rng));
+        gpt.load(rt, sequences, &windows.inputs, &windows.targets)?;
+        let mut batch = rt.batch();
+        gpt.record_forward(&mut batch)?;
+        gpt.record_backward(&mut batch)?;
+        optimizer.record_step(&mut batch, &mut gpt)?;
+        let timing = batch.submit_timed()?;
+        let loss = gpt.mean_loss(rt)?;
+        if !loss.is_finite() {
+            return Err(format!("the loss diverged at step {step}: {loss}").into());
+        }
+        // The first step includes the kernels' compilation.
+        if step > 0 {
+            (gpu, timed) = (gpu + timing.total, timed + 1);
+        }
+        losses.push(loss);
+        if step % report_every == 0 || step + 1 == options.steps {
+            say(format!("step {step:>5}: loss {:.3} bits a character", bits(loss)));
+        }
+    }
+    if options.steps > 0 {
+        let tokens = f64::from(options.batch * config.context);
+        let per_step = gpu.as_secs_f64() / f64::from(timed.max(1));
+        say(format!(
+            "training took {:.1} s; a step {:.2} ms on the GPU, {:.0} tokens a second",
+            started.elapsed().as_secs_f64(),
+            per_step * 1e3,
+            tokens / per_step
+        ));
+    }
+
+    let held_out_bits = bits(evaluate(rt, &mut gpt, &corpus, options)?);
+    say(format!(
+        "held-out text: {held_out_bits:.3} bits a character ({} windows of {})",
+        options.eval_windows.min(corpus.held_out_windows(config.context)),
+        config.context
+    ));
+    let sample = sample(rt, &mut gpt, &corpus, &mut rng)?;
+    say(format!("sample:\n{sample}\n"));
+    if let Some(path) = &options.save {
+        checkpoint::save(rt, gpt.parameters(), path)?;
+        say(format!("saved the parameters to {}", path.display()));
+    }
+    if verbose && !losses.is_empty() {
+        let (csv, png) = options.curve_paths();
+        let curve = curve::write_csv(&losses, &csv).and_then(|()| curve::write_png(&losses, &png));
+        match curve {
+            Ok(()) => println!("loss curve: {} and {}", csv.display(), png.display()),
+            Err(e) => println!("no loss curve: {e}"),
+        }
+    }
+    Ok(Report {
+        losses,
+        held_out_bits,
+        sample,
+    })
+}
+
+/// Nats to bits.
+fn bits(nats: f32) -> f32 {
+    nats / std::f32::consts::LN_2
+}
+
+/// AdamW over every parameter, after clipping the gradients to a global norm of 1.
+struct Optimizer {
+    adam: Adam,
+    clip: GradClip,
+    /// Each parameter's moments, in [`Gpt::parameters`] order.
+    states: Vec<AdamState>,
+    /// The global norm before clipping and the factor applied.
+    norm: GpuBuffer<f32>,
+}
+
+impl Optimizer {
+    fn new(rt: &Runtime, gpt: &mut Gpt, learning_rate: f32) -> tessera::Result<Self> {
+        let config = AdamConfig {
+            learning_rate,
+            beta1: 0.9,
+            beta2: 0.99,
+            epsilon: 1e-8,
+            weight_decay: WeightDecay::Decoupled(0.1),
+        };
+        let states = gpt
+            .parameters()
+            .iter()
+            .map(|(_, p)| AdamState::new(rt, p.value.len()))
+            .collect::<tessera::Result<_>>()?;
+        Ok(Optimizer {
+            adam: Adam::new(rt, config)?,
+            clip: GradClip::new(rt, 1.0)?,
+            states,
+            norm: rt.zeros(2)?,
+        })
+    }
+
+    /// Records clipping every gradient and a step of every parameter.
+    fn record_step(&mut self, batch: &mut tessera::Batch<'_>, gpt: &mut Gpt) -> tessera::Result<()> {
+        let mut params = gpt.parameters();
+        let mut grads: Vec<&mut GpuBuffer<f32>> =
+            params.iter_mut().map(|(_, p)| &mut *p.grad).collect();
+        self.clip.clip(batch, &mut grads, &mut self.norm)?;
+        for ((_, p), state) in params.iter_mut().zip(&mut self.states) {
+            self.adam.step(batch, p.value, p.grad, state)?;
+        }
+        Ok(())
+    }
+}
+
+/// The mean loss over the held-out windows (in nats a character).
+fn evaluate(
+    rt: &Runtime,
+    gpt: &mut Gpt,
+    corpus: &Corpus,
+    options: &Options,
+) -> Result<f32, Box<dyn Error>> {
+    let len = gpt.config.context;
+    let windows = options.eval_windows.min(corpus.held_out_windows(len));
+    let (mut sum, mut first) = (0.0f64, 0);
+    while first < windows {
+        let count = options.batch.min(windows - first);
+        let start = Start::Every {
+            first: first as usize,
+        };
+        let part = corpus.windows(Split::HeldOut, count, len, start);
+        gpt.load(rt, count, &part.inputs, &part.targets)?;
+        let mut batch = rt.batch();
+        gpt.record_forward(&mut batch)?;
+        batch.submit()?;
+        sum += f64::from(gpt.mean_loss(rt)?) * f64::from(count);
+        first += count;
+    }
+    Ok((sum / f64::from(windows.max(1))) as f32)
+}
+
+/// [`PROMPT`] and [`SAMPLE_CHARS`] characters the model draws after it, each from its
+/// predicted distribution given the last `context` characters.
+fn sample(
+    rt: &Runtime,
+    gpt: &mut Gpt,
+    corpus: &Corpus,
+    rng: &mut rand::rngs::ChaCha8Rng,
+) -> Result<String, Box<dyn Error>> {
+    let mut ids = corpus
+        .encode(PROMPT)
+        .map_err(|c| format!("the prompt's {c:?} is not in the text"))?;
+    let context = gpt.config.context as usize;
+    for _ in 0..SAMPLE_CHARS {
+        let window = &ids[ids.len().saturating_sub(context)..];
+        gpt.load(rt, 1, window, window)?;
+        let mut batch = rt.batch();
+        gpt.record_forward(&mut batch)?;
+        batch.submit()?;
+        let probs = gpt.next_char_probs(rt, window.len() as u32 - 1)?;
+        let mut left = rng.random_range(0.0..1.0f32);
+        let mut next = probs.len() - 1;
+        for (id, &p) in probs.iter().enumerate() {
+            left -= p;
+            if left < 0.0 {
+                next = id;
+                break;
+            }
+        }
+        ids.push(next as u32);
+    }
+    Ok(corpus.decode(&ids))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_choose_the_size_and_refuse_what_they_do_not_know() {
+        let parse = |args: &[&str]| Options::parse(args.iter().copied());
+        assert_eq!(parse(&[]).unwrap(), Some(Options::SMALL));
+        let large = parse(&["--large", "--steps", "7", "--seed", "3"]).unwrap().unwrap();
+        assert_eq!((large.config, large.steps, large.seed), (Options::LARGE.config, 7, 3));
+        let cores = parse(&["--tensor-cores"]).unwrap().unwrap();
+        assert_eq!(cores.config.precision, Precision::TensorCoreF16);
+        assert_eq!(parse(&["--help"]).unwrap(), None);
+        assert!(parse(&["--steps", "many"]).is_err());
+        assert!(parse(&["--wide"]).is_err());
+    }
+
+    /// The default run, as `cargo run --example gpt` trains it, learns the text: the held-out
+    /// loss falls from about 6 bits a character (65 characters, equally likely) and below
+    /// the 4.4 bits of counting characters alone (the text's unigram entropy), so the model
+    /// uses what precedes each character.
+    #[test]
+    fn by_default_it_learns_the_text() {
+        let rt = Runtime::new().unwrap();
+        let report = run(&rt, &Options::SMALL, false).unwrap();
+        let first = bits(report.losses[0]);
+        assert!((5.5..6.5).contains(&first), "the first loss: {first} bits");
+        assert!(
+            report.held_out_bits < 3.0,
+            "held out: {} bits a character",
+            report.held_out_bits
+        );
+        assert!(report.sample.starts_with(PROMPT) && report.sample.len() == PROMPT.len() + 200);
+    }
+}
