@@ -47,8 +47,9 @@ pub struct EmbeddingBackward<'a> {
 /// An embedding table's lookup and gradient: the forward gathers a row of the table for each
 /// id; the backward sums the output gradient's rows of each id into that id's row of the
 /// table's gradient, deterministically and without atomics (the ids sorted with their
-/// tokens by a [`RadixSort`], stably, then each id's rows summed in token order by one
-/// workgroup), so the same inputs give the same bits on every run.
+/// tokens by a [`RadixSort`], stably, over the bits an id below `vocab` can have, then each
+/// id's rows summed in token order by one workgroup), so the same inputs give the same bits
+/// on every run.
 ///
 /// Each id must be below `vocab`. One that is not reads and writes wherever wgpu's bounds
 /// checks clamp it to, without an error; the sanitizer (`TESSERA_SANITIZE=on`) reports it as
@@ -149,7 +150,10 @@ impl Embedding {
             order: &mut *order,
         };
         self.pairs.record(batch, args)?;
-        self.sort.sort_pairs_prefix(batch, sorted, order, tokens)?;
+        // The ids are below `vocab`: only the passes over their significant bits run.
+        let id_bits = u32::BITS - (shape.vocab - 1).leading_zeros();
+        self.sort
+            .sort_pairs_prefix(batch, sorted, order, tokens, id_bits)?;
         let args = kernels::EmbeddingZeroArgs {
             p: &p,
             grad_table: &mut *grad_table,

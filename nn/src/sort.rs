@@ -167,7 +167,7 @@ impl RadixSort {
     pub fn sort<K: SortKey>(&self, batch: &mut Batch<'_>, keys: &mut GpuBuffer<K>) -> Result<()> {
         let n = keys.len();
         let mut keys = keys.view_as_mut::<u32>()?;
-        self.record::<K>(batch, n, &mut keys, None)
+        self.record::<K>(batch, n, 32, &mut keys, None)
     }
 
     /// Records sorting `keys` in place, ascending, and putting `values[i]` where `keys[i]`
@@ -188,27 +188,31 @@ impl RadixSort {
             return Err(invalid("radix sort", problem));
         }
         let (mut keys, mut values) = (keys.view_as_mut::<u32>()?, values.view_as_mut::<u32>()?);
-        self.record::<K>(batch, n, &mut keys, Some(&mut values))
+        self.record::<K>(batch, n, 32, &mut keys, Some(&mut values))
     }
 
-    /// Records sorting the first `n` of `keys` with the first `n` of `values`, for ops that
-    /// sort scratch buffers longer than what they hold.
+    /// Records sorting the first `n` of `keys`, each below `2^key_bits`, with the first `n` of
+    /// `values`, for ops that sort scratch buffers longer than what they hold: only the
+    /// passes over those bits run (an even number of them).
     pub(crate) fn sort_pairs_prefix(
         &self,
         batch: &mut Batch<'_>,
         keys: &mut GpuBuffer<u32>,
         values: &mut GpuBuffer<u32>,
         n: usize,
+        key_bits: u32,
     ) -> Result<()> {
-        self.record::<u32>(batch, n, keys, Some(values))
+        self.record::<u32>(batch, n, key_bits, keys, Some(values))
     }
 
-    /// The passes over the first `n` of `keys` (and `values`), each from the caller's buffers
-    /// to the scratch or back: an even number, so the last writes the caller's.
+    /// The passes over the low `key_bits` of the first `n` of `keys` (and `values`; the keys'
+    /// other bits must be 0), each from the caller's buffers to the scratch or back: an even
+    /// number, so the last writes the caller's.
     fn record<K: SortKey>(
         &self,
         batch: &mut Batch<'_>,
         n: usize,
+        key_bits: u32,
         keys: &mut GpuBuffer<u32>,
         mut values: Option<&mut GpuBuffer<u32>>,
     ) -> Result<()> {
@@ -232,7 +236,8 @@ impl RadixSort {
         let spare_values = spare_values.at_least(batch.runtime(), values_len)?;
         let counts = counts.at_least(batch.runtime(), (radix * tiles) as usize)?;
         let totals = totals.at_least(batch.runtime(), radix as usize)?;
-        for pass in 0..32 / bits {
+        let passes = key_bits.clamp(1, 32).div_ceil(bits).next_multiple_of(2);
+        for pass in 0..passes {
             let p = kernels::SortParams {
                 n,
                 tiles,

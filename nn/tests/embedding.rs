@@ -57,8 +57,17 @@ fn lookups_and_table_gradients_match_the_reference() {
         let embedding = Embedding::new(&rt).unwrap();
         let mut rng = rng(7);
         // (tokens, vocab, dim): one token; few ids repeated often; a row wider than a
-        // workgroup and not a multiple of it; more tokens than a sort tile, ids spread wide.
-        let shapes = [(1, 1, 1), (50, 3, 5), (17, 40, 300), (5000, 1000, 3)];
+        // workgroup and not a multiple of it; more tokens than a sort tile, ids spread wide;
+        // ids of 9 bits and of 17 (the sort runs only the passes over the ids' bits: one byte
+        // pass rounded to two, three rounded to four).
+        let shapes = [
+            (1, 1, 1),
+            (50, 3, 5),
+            (17, 40, 300),
+            (5000, 1000, 3),
+            (600, 257, 2),
+            (300, 70_000, 2),
+        ];
         for (tokens, vocab, dim) in shapes {
             let shape = EmbeddingShape { tokens, vocab, dim };
             let ids: Vec<u32> = (0..tokens).map(|_| rng.random_range(0..vocab)).collect();
