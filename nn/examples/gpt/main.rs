@@ -244,7 +244,9 @@ fn run(rt: &Runtime, options: &Options, verbose: bool) -> Result<Report, Box<dyn
     let mut kernels = Vec::new();
     let started = Instant::now();
     let report_every = (options.steps / 10).max(1);
+    let mut wall = Duration::ZERO;
     for step in 0..options.steps {
+        let step_started = Instant::now();
         let (sequences, len) = (options.batch, config.context);
         let windows = corpus.windows(Split::Train, sequences, len, Start::Random(&mut rng));
         gpt.load(rt, sequences, &windows.inputs, &windows.targets)?;
@@ -266,7 +268,10 @@ fn run(rt: &Runtime, options: &Options, verbose: bool) -> Result<Report, Box<dyn
             // The first step includes the kernels' compilation.
             0 => {}
             1 => kernels = kernel_times(&timing),
-            _ => (gpu, timed) = (gpu + timing.total, timed + 1),
+            _ => {
+                (gpu, timed) = (gpu + timing.total, timed + 1);
+                wall += step_started.elapsed();
+            }
         }
         losses.push(loss);
         if step % report_every == 0 || step + 1 == options.steps {
@@ -274,13 +279,18 @@ fn run(rt: &Runtime, options: &Options, verbose: bool) -> Result<Report, Box<dyn
         }
     }
     if options.steps > 0 {
+        // Steps after the second: the GPU's time of each submission, and the wall time of
+        // the whole step (drawing the windows, uploading them, recording, reading the loss).
         let tokens = f64::from(options.batch * config.context);
         let per_step = gpu.as_secs_f64() / f64::from(timed.max(1));
+        let wall_per_step = wall.as_secs_f64() / f64::from(timed.max(1));
         say(format!(
-            "training took {:.1} s; a step {:.2} ms on the GPU, {:.0} tokens a second",
+            "training took {:.1} s; a step {:.2} ms on the GPU, {:.2} ms of wall time: {:.0} \
+             tokens a second",
             started.elapsed().as_secs_f64(),
             per_step * 1e3,
-            tokens / per_step
+            wall_per_step * 1e3,
+            tokens / wall_per_step
         ));
         let total: Duration = kernels.iter().map(|(_, time, _)| *time).sum();
         let top: Vec<String> = kernels

@@ -1,0 +1,112 @@
+//! Times `tessera-nn`'s `Attention`, forward and backward, in strict f32 at the issue's shapes
+//! (batch x heads, sequence, head dim) = (32, 1024, 64), (8, 4096, 64), (16, 2048, 128), causal
+//! and not; `bench/attention_bench.py` times PyTorch's `scaled_dot_product_attention` on the
+//! same shapes, in the same table format.
+//!
+//! FLOPs as FlashAttention counts them: the forward's two products `4 * BH * N^2 * D`, half
+//! of that when causal; the backward 2.5 times the forward (five products to its two).
+//!
+//! ```text
+//! cargo build --release -p tessera-nn --example attention_bench
+//! target/release/examples/attention_bench
+//! ```
+
+// The root crate's examples' timing (a warmed-up GPU, the median of 5 submissions).
+#[path = "../../examples/shared/timing.rs"]
+#[allow(dead_code)] // `Row`, `print_table`, `time_after`: this table has its own columns
+mod timing;
+
+use tessera::{Result, Runtime};
+use tessera_nn::{Attention, AttentionBackward, AttentionForward, AttentionMask, AttentionShape};
+
+/// Calls a timing submission holds.
+const REPS: u32 = 5;
+
+/// The issue's shapes: (batch x heads, sequence, head dim).
+const SHAPES: [(u32, u32, u32); 3] = [(32, 1024, 64), (8, 4096, 64), (16, 2048, 128)];
+
+fn main() -> Result<()> {
+    let rt = Runtime::new()?;
+    let attention = Attention::new(&rt)?;
+    attention.prepare(&rt)?;
+    println!("{} ({:?})", rt.info().name, rt.info().backend);
+    println!("| shape | mask | pass | who | ms | TFLOP/s |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for (bh, n, d) in SHAPES {
+        let shape = AttentionShape {
+            batch: bh,
+            heads: 1,
+            kv_heads: 1,
+            queries: n,
+            keys: n,
+            head_dim: d,
+        };
+        let len = (bh * n * d) as usize;
+        // Values of a fixed scramble in [-1, 1).
+        let values = |salt: u32| -> Vec<f32> {
+            (0..len as u32)
+                .map(|i| {
+                    let mixed = (i ^ salt).wrapping_mul(2_654_435_761).rotate_left(11);
+                    mixed as f32 / u32::MAX as f32 * 2.0 - 1.0
+                })
+                .collect()
+        };
+        let (q, k, v) = (
+            rt.upload(&values(1))?,
+            rt.upload(&values(2))?,
+            rt.upload(&values(3))?,
+        );
+        let grad_out = rt.upload(&values(4))?;
+        let (mut out, mut lse) = (rt.zeros::<f32>(len)?, rt.zeros::<f32>((bh * n) as usize)?);
+        let (mut grad_q, mut grad_k, mut grad_v) =
+            (rt.zeros::<f32>(len)?, rt.zeros::<f32>(len)?, rt.zeros::<f32>(len)?);
+        for mask in [AttentionMask::None, AttentionMask::Causal] {
+            let scale = shape.default_scale();
+            let fwd = timing::time(&rt, REPS, |batch| {
+                let args = AttentionForward {
+                    shape,
+                    mask,
+                    scale,
+                    q: &q,
+                    k: &k,
+                    v: &v,
+                    key_lengths: None,
+                    out: &mut out,
+                    lse: &mut lse,
+                };
+                attention.forward(batch, args)
+            })?;
+            let bwd = timing::time(&rt, REPS, |batch| {
+                let args = AttentionBackward {
+                    shape,
+                    mask,
+                    scale,
+                    q: &q,
+                    k: &k,
+                    v: &v,
+                    key_lengths: None,
+                    out: &out,
+                    lse: &lse,
+                    grad_out: &grad_out,
+                    grad_q: &mut grad_q,
+                    grad_k: &mut grad_k,
+                    grad_v: &mut grad_v,
+                };
+                attention.backward(batch, args)
+            })?;
+            let causal = mask == AttentionMask::Causal;
+            let flops = 4.0 * f64::from(bh) * f64::from(n).powi(2) * f64::from(d)
+                / if causal { 2.0 } else { 1.0 };
+            let name = if causal { "causal" } else { "none" };
+            for (pass, time, flops) in [("forward", fwd, flops), ("backward", bwd, 2.5 * flops)] {
+                let secs = time.as_secs_f64();
+                println!(
+                    "| {bh}x{n}x{d} | {name} | {pass} | tessera f32 | {:.3} | {:.2} |",
+                    secs * 1e3,
+                    flops / secs / 1e12
+                );
+            }
+        }
+    }
+    Ok(())
+}
