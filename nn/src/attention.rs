@@ -143,8 +143,8 @@ pub struct AttentionBackward<'a> {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Attention {
-    /// The forward for each [`kernels::HeadDim`] instance, in its order.
-    forward: Vec<kernels::AttentionForward>,
+    /// The forward, as this device runs it.
+    forward: Forward,
     /// Each query row's log-sum-exp and `grad_out · out`.
     row_stats: kernels::AttentionRowStats,
     /// The query gradient for each instance.
@@ -157,15 +157,59 @@ pub struct Attention {
     no_lengths: Spare<u32>,
 }
 
+/// How the forward runs on a device: one kernel for each head-dimension instance, `D = 64`
+/// then `D = 128` in both.
+#[derive(Clone, Debug)]
+enum Forward {
+    /// On register tiles, a set of query rows shared by lanes of a subgroup
+    /// (`attention_forward_tiled`): where the device has subgroups of at least 8 lanes and
+    /// 32 KiB of workgroup memory.
+    Tiled(Vec<kernels::AttentionForwardTiled>),
+    /// A query row an invocation (`attention_forward`): anywhere.
+    Rows(Vec<kernels::AttentionForward>),
+}
+
+impl Forward {
+    fn new(rt: &Runtime) -> Result<Self> {
+        let info = rt.info();
+        let memory = kernels::AttentionForwardTiled::VARIANTS[0].workgroup_memory;
+        Ok(
+            if info.features.contains(tessera::wgpu::Features::SUBGROUP)
+                && info.subgroup_sizes[0] >= 8
+                && info.limits.max_compute_workgroup_storage_size >= memory
+            {
+                Forward::Tiled(
+                    kernels::TiledHeadDim::ALL
+                        .iter()
+                        .map(|&d| kernels::AttentionForwardTiled::with_constants(rt, d))
+                        .collect::<Result<_>>()?,
+                )
+            } else {
+                Forward::Rows(
+                    kernels::HeadDim::ALL
+                        .iter()
+                        .map(|&d| kernels::AttentionForward::with_constants(rt, d))
+                        .collect::<Result<_>>()?,
+                )
+            },
+        )
+    }
+
+    /// The kernels, as what [`Attention::prepare`] compiles.
+    fn kernels(&self) -> Vec<&dyn tessera::Prepare> {
+        match self {
+            Forward::Tiled(kernels) => kernels.iter().map(|k| k as &dyn tessera::Prepare).collect(),
+            Forward::Rows(kernels) => kernels.iter().map(|k| k as &dyn tessera::Prepare).collect(),
+        }
+    }
+}
+
 impl Attention {
     /// Makes the op; its kernels compile at their first use, or at [`prepare`](Self::prepare).
     pub fn new(rt: &Runtime) -> Result<Self> {
         let instances = kernels::HeadDim::ALL;
         Ok(Attention {
-            forward: instances
-                .iter()
-                .map(|&instance| kernels::AttentionForward::with_constants(rt, instance))
-                .collect::<Result<_>>()?,
+            forward: Forward::new(rt)?,
             row_stats: kernels::AttentionRowStats::new(rt)?,
             grad_q: instances
                 .iter()
@@ -183,12 +227,9 @@ impl Attention {
     /// Compiles every kernel of the op now rather than at its first use.
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
         let mut kernels: Vec<&dyn tessera::Prepare> = vec![&self.row_stats];
-        for i in 0..self.forward.len() {
-            kernels.extend([
-                &self.forward[i] as &dyn tessera::Prepare,
-                &self.grad_q[i],
-                &self.grad_kv[i],
-            ]);
+        kernels.extend(self.forward.kernels());
+        for i in 0..self.grad_q.len() {
+            kernels.extend([&self.grad_q[i] as &dyn tessera::Prepare, &self.grad_kv[i]]);
         }
         tessera::Prepare::prepare(&kernels[..], rt)
     }
@@ -215,18 +256,34 @@ impl Attention {
             Some(lengths) => lengths,
             None => no_lengths.at_least(batch.runtime(), 1)?,
         };
-        self.forward[plan.instance].record(
-            batch,
-            kernels::AttentionForwardArgs {
-                p: &plan.params,
-                q: args.q,
-                k: args.k,
-                v: args.v,
-                o: args.out,
-                lse: args.lse,
-                key_lengths,
-            },
-        )
+        let p = &plan.params;
+        let (q, k, v, o, lse) = (args.q, args.k, args.v, args.out, args.lse);
+        match &self.forward {
+            Forward::Tiled(kernels) => kernels[plan.instance].record(
+                batch,
+                kernels::AttentionForwardTiledArgs {
+                    p,
+                    q,
+                    k,
+                    v,
+                    o,
+                    lse,
+                    key_lengths,
+                },
+            ),
+            Forward::Rows(kernels) => kernels[plan.instance].record(
+                batch,
+                kernels::AttentionForwardArgs {
+                    p,
+                    q,
+                    k,
+                    v,
+                    o,
+                    lse,
+                    key_lengths,
+                },
+            ),
+        }
     }
 
     /// Records the gradients of the loss with respect to `q`, `k` and `v`, from the

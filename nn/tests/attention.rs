@@ -1,12 +1,13 @@
 //! `Attention`'s forward and backward against attention and its gradients computed in `f64`
 //! on the CPU: causal or not, both head-dimension instances and dimensions padded up to them,
 //! queries and keys past a block and not multiples of it, fewer keys than queries and more,
-//! grouped and multi-query heads, a scale other than the default; and their refusals.
+//! grouped and multi-query heads, a scale other than the default; on a device with subgroups
+//! (the forward on register tiles) and one without; and their refusals.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
-use common::{assert_close, rng, runtime, values};
+use common::{assert_close, kernels_run, plain_device_runtime, rng, runtime, values};
 use tessera::{Error, Runtime};
 use tessera_nn::{Attention, AttentionBackward, AttentionForward, AttentionMask, AttentionShape};
 
@@ -200,10 +201,47 @@ fn shape(
     }
 }
 
+/// On a device with subgroups (the forward on register tiles) and on one without optional
+/// features (a query row an invocation).
 #[test]
 fn forward_and_backward_match_attention_in_f64() {
     let rt = runtime();
-    let attention = Attention::new(&rt).unwrap();
+    for (rt, forward) in [
+        (plain_device_runtime(&rt), "attention_forward_d64_keys32"),
+        (rt, "attention_forward_tiled_d64_lanes4_log_lanes2_tile_keys64"),
+    ] {
+        assert_eq!(forward_kernel(&rt), forward);
+        all_cases(&rt);
+    }
+}
+
+/// The entry point `Attention::forward` runs on `rt` for a head dimension of 64.
+fn forward_kernel(rt: &Runtime) -> String {
+    let attention = Attention::new(rt).unwrap();
+    let s = shape(1, 1, 1, 1, 1, 64);
+    let (q, mut out, mut lse) = (
+        rt.zeros::<f32>(64).unwrap(),
+        rt.zeros::<f32>(64).unwrap(),
+        rt.zeros::<f32>(1).unwrap(),
+    );
+    let mut batch = rt.batch();
+    let args = AttentionForward {
+        shape: s,
+        mask: AttentionMask::None,
+        scale: 1.0,
+        q: &q,
+        k: &q,
+        v: &q,
+        key_lengths: None,
+        out: &mut out,
+        lse: &mut lse,
+    };
+    attention.forward(&mut batch, args).unwrap();
+    kernels_run(batch).join(", ")
+}
+
+fn all_cases(rt: &Runtime) {
+    let attention = Attention::new(rt).unwrap();
     let cases = [
         // Both instances exactly, past one block of queries (64) and of keys (32, 16).
         shape(2, 2, 2, 70, 70, 64),
@@ -219,15 +257,18 @@ fn forward_and_backward_match_attention_in_f64() {
         // Grouped queries (two query heads a key head) and multi-query (one key head).
         shape(2, 4, 2, 21, 45, 64),
         shape(1, 3, 1, 66, 40, 24),
+        // Past a workgroup of the tiled forward's query rows (128 for D = 64, 64 for 128).
+        shape(1, 1, 1, 150, 150, 64),
+        shape(1, 2, 1, 130, 70, 128),
     ];
     for (i, s) in cases.into_iter().enumerate() {
         for mask in [AttentionMask::None, AttentionMask::Causal] {
-            check(&rt, &attention, s, mask, s.default_scale(), None, i as u64);
+            check(rt, &attention, s, mask, s.default_scale(), None, i as u64);
         }
     }
     // A scale other than the default.
     let s = shape(1, 2, 1, 33, 50, 48);
-    check(&rt, &attention, s, AttentionMask::Causal, 0.7, None, 99);
+    check(rt, &attention, s, AttentionMask::Causal, 0.7, None, 99);
     // Sequences of different lengths: one of every key, shorter ones (past a key block and
     // not), one of no keys (zero outputs and gradients); grouped heads, both masks, both
     // instances.
@@ -238,7 +279,7 @@ fn forward_and_backward_match_attention_in_f64() {
     {
         for mask in [AttentionMask::None, AttentionMask::Causal] {
             check(
-                &rt,
+                rt,
                 &attention,
                 s,
                 mask,

@@ -298,11 +298,16 @@ fn run(rt: &Runtime, options: &Options, verbose: bool) -> Result<Report, Box<dyn
             .take(8)
             .map(|(name, time, calls)| {
                 let share = 100.0 * time.as_secs_f64() / total.as_secs_f64().max(1e-12);
-                format!("  {name:<40} {share:>5.1}%  ({calls} calls)")
+                let ms = time.as_secs_f64() * 1e3;
+                format!("  {name:<40} {ms:>8.3} ms {share:>5.1}%  ({calls} calls)")
             })
             .collect();
         if !top.is_empty() {
-            say(format!("the kernels' share of a profiled step:\n{}", top.join("\n")));
+            say(format!(
+                "the longest kernels of a profiled step ({:.2} ms in all, each kernel alone):\n{}",
+                total.as_secs_f64() * 1e3,
+                top.join("\n")
+            ));
         }
     }
 

@@ -184,6 +184,219 @@ pub mod attention_ops {
         }
     }
 
+    /// Invocations in a workgroup of the tiled forward.
+    pub const TILED_INVOCATIONS: u32 = 128;
+
+    /// Query rows each invocation of the tiled forward works on.
+    pub const ROWS_EACH: u32 = 4;
+
+    /// Keys the tiled forward scores at once, between two updates of the running maxima.
+    pub const CHUNK: u32 = 8;
+
+    /// The tiled forward's instances: `D`, the head dimension a row is padded to; `LANES`,
+    /// the lanes of a subgroup that share a set of query rows, each holding `D / LANES` of
+    /// their columns (`LOG_LANES` its base-2 logarithm); `TILE_KEYS`, the keys a block
+    /// stages (`2 * TILE_KEYS * D` scalars of workgroup memory, 32 KiB).
+    #[constants(zip(D = [64, 128], LANES = [4, 8], LOG_LANES = [2, 3], TILE_KEYS = [64, 32]))]
+    pub struct TiledHeadDim;
+
+    /// The forward on register tiles, where the device has subgroups of at least 8 lanes
+    /// (the host's choice): each `LANES` lanes of a subgroup take `ROWS_EACH` query rows, each
+    /// lane a `D / LANES` columns of them, so that every key and value read from workgroup
+    /// memory serves `ROWS_EACH` rows, and a score's partial dot products are summed across
+    /// the lanes by shuffles. Keys are scored `CHUNK` at a time, each chunk folded into the
+    /// rows' running maxima, sums and outputs (the online softmax). Same results as
+    /// [`attention_forward`] up to the order of the sums.
+    #[kernel(workgroup = [TILED_INVOCATIONS], constants = TiledHeadDim, features(subgroups),
+             limits(workgroup_memory = 32768),
+             grid = [ceil_div(p.queries, TILED_INVOCATIONS / LANES * ROWS_EACH), p.batch_heads])]
+    pub fn attention_forward_tiled(
+        p: &AttentionParams,
+        #[len(p.batch_heads * p.queries * p.head_dim)] q: &[f32],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] k: &[f32],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] v: &[f32],
+        #[len(p.batch_heads * p.queries * p.head_dim)] o: &mut [f32],
+        #[len(p.batch_heads * p.queries)] lse: &mut [f32],
+        #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
+        #[workgroup] staged_k: &mut [Vec4<f32>; TILE_KEYS * D / 4],
+        #[workgroup] staged_v: &mut [Vec4<f32>; TILE_KEYS * D / 4],
+    ) {
+        let head = workgroup_id().y;
+        // The lanes sharing rows are `LANES` consecutive lanes of one subgroup.
+        let lane = subgroup_invocation_id() % LANES;
+        let set = (subgroup_id() * subgroup_size() + subgroup_invocation_id()) / LANES;
+        let rows_per_group = TILED_INVOCATIONS / LANES * ROWS_EACH;
+        let first = workgroup_id().x * rows_per_group;
+        let row0 = first + set * ROWS_EACH;
+        let kv_at = head / p.group * p.keys * p.head_dim;
+        let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
+        // This lane's columns of each row: `D / LANES` from `lane * D / LANES`, as vectors.
+        let column0 = lane * (D / LANES);
+        let mut query = [vec4(0.0f32, 0.0, 0.0, 0.0); ROWS_EACH * D / LANES / 4];
+        let mut out = [vec4(0.0f32, 0.0, 0.0, 0.0); ROWS_EACH * D / LANES / 4];
+        #[unroll]
+        for r in 0..ROWS_EACH {
+            let row = row0 + r;
+            let at = (head * p.queries + row) * p.head_dim;
+            #[unroll]
+            for s in 0..D / LANES / 4 {
+                query[r * (D / LANES / 4) + s] =
+                    load_vec4(q, at, column0 + 4 * s, row < p.queries, p.head_dim) * p.scale;
+            }
+        }
+        let mut maxima = [-f32::MAX; ROWS_EACH];
+        let mut sums = [0.0f32; ROWS_EACH];
+        let keys_end = keys_read_by(p.keys, first, rows_per_group, p.queries, p.causal);
+        for start in (0..keys_end).step_by(TILE_KEYS) {
+            let (local, width) = (local_index(), p.head_dim);
+            stage_vec4_rows(staged_k, staged_v, k, v, kv_at, start, p.keys, width, local);
+            workgroup_barrier();
+            for chunk in (0..TILE_KEYS).step_by(CHUNK) {
+                // This lane's part of each score, then the whole score in every lane.
+                let mut scores = [0.0f32; ROWS_EACH * CHUNK];
+                #[unroll]
+                for j in 0..CHUNK {
+                    #[unroll]
+                    for s in 0..D / LANES / 4 {
+                        let key = staged_k[(chunk + j) * (D / 4) + column0 / 4 + s];
+                        #[unroll]
+                        for r in 0..ROWS_EACH {
+                            scores[r * CHUNK + j] += query[r * (D / LANES / 4) + s].dot(key);
+                        }
+                    }
+                }
+                #[unroll]
+                for i in 0..ROWS_EACH * CHUNK {
+                    #[unroll]
+                    for b in 0..LOG_LANES {
+                        scores[i] += subgroup_shuffle_xor(scores[i], 1u32 << b);
+                    }
+                }
+                // The online softmax: each row's maximum over what it has seen, the chunk's
+                // weights against it, and what came before rescaled to it.
+                #[unroll]
+                for r in 0..ROWS_EACH {
+                    let row = row0 + r;
+                    let mut chunk_max = maxima[r];
+                    #[unroll]
+                    for j in 0..CHUNK {
+                        if sees(row, start + chunk + j, seq_keys, p.causal) {
+                            chunk_max = chunk_max.max(scores[r * CHUNK + j]);
+                        }
+                    }
+                    let rescale = (maxima[r] - chunk_max).exp();
+                    sums[r] *= rescale;
+                    #[unroll]
+                    for s in 0..D / LANES / 4 {
+                        out[r * (D / LANES / 4) + s] *= rescale;
+                    }
+                    #[unroll]
+                    for j in 0..CHUNK {
+                        let mut weight = 0.0f32;
+                        if sees(row, start + chunk + j, seq_keys, p.causal) {
+                            weight = (scores[r * CHUNK + j] - chunk_max).exp();
+                        }
+                        scores[r * CHUNK + j] = weight;
+                        sums[r] += weight;
+                    }
+                    maxima[r] = chunk_max;
+                }
+                #[unroll]
+                for j in 0..CHUNK {
+                    #[unroll]
+                    for s in 0..D / LANES / 4 {
+                        let value = staged_v[(chunk + j) * (D / 4) + column0 / 4 + s];
+                        #[unroll]
+                        for r in 0..ROWS_EACH {
+                            out[r * (D / LANES / 4) + s] += scores[r * CHUNK + j] * value;
+                        }
+                    }
+                }
+            }
+            workgroup_barrier();
+        }
+        #[unroll]
+        for r in 0..ROWS_EACH {
+            let row = row0 + r;
+            if row < p.queries {
+                // A row that sees no key (its sequence has none) gets zeros.
+                let sum = sums[r];
+                let inverse = if sum > 0.0 { 1.0 / sum } else { 0.0 };
+                let at = (head * p.queries + row) * p.head_dim;
+                #[unroll]
+                for s in 0..D / LANES / 4 {
+                    let value = out[r * (D / LANES / 4) + s] * inverse;
+                    store_vec4(o, at, column0 + 4 * s, p.head_dim, value);
+                }
+                if lane == 0 {
+                    lse[head * p.queries + row] = if sum > 0.0 {
+                        maxima[r] + sum.ln()
+                    } else {
+                        -f32::MAX
+                    };
+                }
+            }
+        }
+    }
+
+    /// The keys a workgroup of `rows` query rows from `first` reads: all `keys`, or under the
+    /// causal mask none past its last row's.
+    fn keys_read_by(keys: u32, first: u32, rows: u32, queries: u32, causal: u32) -> u32 {
+        let mut n = keys;
+        if causal == 1 {
+            n = keys.min((first + rows).min(queries));
+        }
+        n
+    }
+
+    /// The 4 scalars of `x` from `at + column`, zeros at and past `width` (all zeros where
+    /// not `live`).
+    fn load_vec4(x: &[f32], at: u32, column: u32, live: bool, width: u32) -> Vec4<f32> {
+        let mut lanes = [0.0f32; 4];
+        #[unroll]
+        for i in 0..4 {
+            if live && column + i < width {
+                lanes[i] = x[at + column + i];
+            }
+        }
+        vec4(lanes[0], lanes[1], lanes[2], lanes[3])
+    }
+
+    /// Stores the lanes of `value` below `width` to `y[at + column ..]`.
+    fn store_vec4(y: &mut [f32], at: u32, column: u32, width: u32, value: Vec4<f32>) {
+        let lanes = [value.x, value.y, value.z, value.w];
+        #[unroll]
+        for i in 0..4 {
+            if column + i < width {
+                y[at + column + i] = lanes[i];
+            }
+        }
+    }
+
+    /// Stages the `TILE_KEYS` rows from `start` of `x` and `y` (rows of `width` scalars from
+    /// `at`), as vectors padded to `D` with zeros, and zero rows past `rows`.
+    fn stage_vec4_rows(
+        a: &mut [Vec4<f32>; TILE_KEYS * D / 4],
+        b: &mut [Vec4<f32>; TILE_KEYS * D / 4],
+        x: &[f32],
+        y: &[f32],
+        at: u32,
+        start: u32,
+        rows: u32,
+        width: u32,
+        local: u32,
+    ) {
+        #[unroll]
+        for r in 0..TILE_KEYS * D / 4 / TILED_INVOCATIONS {
+            let slot = r * TILED_INVOCATIONS + local;
+            let row = start + slot / (D / 4);
+            let column = slot % (D / 4) * 4;
+            let from = at + row * width;
+            a[slot] = load_vec4(x, from, column, row < rows, width);
+            b[slot] = load_vec4(y, from, column, row < rows, width);
+        }
+    }
+
     /// `stats[r] = (lse[r], grad_o[r] · o[r])` for every query row `r` of every head: its
     /// log-sum-exp beside the term each probability's gradient subtracts (`sum_j p_j dp_j`),
     /// one buffer for the gradient kernels to read (which bind eight buffers already).
