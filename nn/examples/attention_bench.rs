@@ -8,7 +8,8 @@
 //!
 //! ```text
 //! cargo build --release -p tessera-nn --example attention_bench
-//! target/release/examples/attention_bench
+//! target/release/examples/attention_bench              # forward and backward
+//! target/release/examples/attention_bench --forward    # the forward alone
 //! ```
 
 // The root crate's examples' timing (a warmed-up GPU, the median of 5 submissions).
@@ -26,6 +27,7 @@ const REPS: u32 = 5;
 const SHAPES: [(u32, u32, u32); 3] = [(32, 1024, 64), (8, 4096, 64), (16, 2048, 128)];
 
 fn main() -> Result<()> {
+    let forward_only = std::env::args().any(|a| a == "--forward");
     let rt = Runtime::new()?;
     let attention = Attention::new(&rt)?;
     attention.prepare(&rt)?;
@@ -58,8 +60,11 @@ fn main() -> Result<()> {
         );
         let grad_out = rt.upload(&values(4))?;
         let (mut out, mut lse) = (rt.zeros::<f32>(len)?, rt.zeros::<f32>((bh * n) as usize)?);
-        let (mut grad_q, mut grad_k, mut grad_v) =
-            (rt.zeros::<f32>(len)?, rt.zeros::<f32>(len)?, rt.zeros::<f32>(len)?);
+        let (mut grad_q, mut grad_k, mut grad_v) = (
+            rt.zeros::<f32>(len)?,
+            rt.zeros::<f32>(len)?,
+            rt.zeros::<f32>(len)?,
+        );
         for mask in [AttentionMask::None, AttentionMask::Causal] {
             let scale = shape.default_scale();
             let fwd = timing::time(&rt, REPS, |batch| {
@@ -76,29 +81,37 @@ fn main() -> Result<()> {
                 };
                 attention.forward(batch, args)
             })?;
-            let bwd = timing::time(&rt, REPS, |batch| {
-                let args = AttentionBackward {
-                    shape,
-                    mask,
-                    scale,
-                    q: &q,
-                    k: &k,
-                    v: &v,
-                    key_lengths: None,
-                    out: &out,
-                    lse: &lse,
-                    grad_out: &grad_out,
-                    grad_q: &mut grad_q,
-                    grad_k: &mut grad_k,
-                    grad_v: &mut grad_v,
-                };
-                attention.backward(batch, args)
-            })?;
+            let bwd = if forward_only {
+                None
+            } else {
+                Some(timing::time(&rt, REPS, |batch| {
+                    let args = AttentionBackward {
+                        shape,
+                        mask,
+                        scale,
+                        q: &q,
+                        k: &k,
+                        v: &v,
+                        key_lengths: None,
+                        out: &out,
+                        lse: &lse,
+                        grad_out: &grad_out,
+                        grad_q: &mut grad_q,
+                        grad_k: &mut grad_k,
+                        grad_v: &mut grad_v,
+                    };
+                    attention.backward(batch, args)
+                })?)
+            };
             let causal = mask == AttentionMask::Causal;
             let flops = 4.0 * f64::from(bh) * f64::from(n).powi(2) * f64::from(d)
                 / if causal { 2.0 } else { 1.0 };
             let name = if causal { "causal" } else { "none" };
-            for (pass, time, flops) in [("forward", fwd, flops), ("backward", bwd, 2.5 * flops)] {
+            let passes = [
+                ("forward", Some(fwd), flops),
+                ("backward", bwd, 2.5 * flops),
+            ];
+            for (pass, time, flops) in passes.into_iter().filter_map(|(p, t, f)| Some((p, t?, f))) {
                 let secs = time.as_secs_f64();
                 println!(
                     "| {bh}x{n}x{d} | {name} | {pass} | tessera f32 | {:.3} | {:.2} |",

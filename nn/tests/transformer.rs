@@ -57,8 +57,12 @@ fn on_gpu(rt: &Runtime, layout: HeadsLayout, rows: &[f32], fill: f32) -> (Vec<f3
     let mut by_head = rt.zeros::<f32>(layout.heads_len()).unwrap();
     let mut back = rt.upload(&vec![fill; layout.rows_len()]).unwrap();
     let mut batch = rt.batch();
-    heads.to_heads(&mut batch, layout, &rows, &mut by_head).unwrap();
-    heads.to_rows(&mut batch, layout, &by_head, &mut back).unwrap();
+    heads
+        .to_heads(&mut batch, layout, &rows, &mut by_head)
+        .unwrap();
+    heads
+        .to_rows(&mut batch, layout, &by_head, &mut back)
+        .unwrap();
     batch.submit().unwrap();
     (by_head.read(rt).unwrap(), back.read(rt).unwrap())
 }
@@ -108,9 +112,15 @@ fn refuses_what_it_cannot_move() {
     // Heads that end past the row, a size of 0, buffers of the wrong length.
     let past = HeadsLayout::packed(1, 2, 2, 2).within(4, 1);
     let mut c = rt.zeros::<f32>(8).unwrap();
-    invalid(heads.to_heads(&mut batch, past, &b, &mut c), "past the rows");
+    invalid(
+        heads.to_heads(&mut batch, past, &b, &mut c),
+        "past the rows",
+    );
     let empty = HeadsLayout::packed(1, 0, 2, 2);
     invalid(heads.to_rows(&mut batch, empty, &a, &mut b), "size of 0");
     let layout = HeadsLayout::packed(1, 2, 2, 2);
-    invalid(heads.to_heads(&mut batch, layout, &a, &mut b), "not 4 and 8");
+    invalid(
+        heads.to_heads(&mut batch, layout, &a, &mut b),
+        "not 4 and 8",
+    );
 }

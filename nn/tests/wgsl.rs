@@ -266,7 +266,9 @@ fn portable_kernels_pass_tint() {
     batch.add("attention", tessera_nn::WGSL_ATTENTION).unwrap();
     batch.add("clip", tessera_nn::WGSL_CLIP).unwrap();
     batch.add("embedding", tessera_nn::WGSL_EMBEDDING).unwrap();
-    batch.add("transformer", tessera_nn::WGSL_TRANSFORMER).unwrap();
+    batch
+        .add("transformer", tessera_nn::WGSL_TRANSFORMER)
+        .unwrap();
     match batch.validate() {
         Ok(verdict) => tessera_tint::note(&verdict.to_string()),
         Err(report) => panic!("Tint rejects WGSL that naga accepted:\n{report}"),

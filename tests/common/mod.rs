@@ -40,6 +40,21 @@ pub fn plain_device_runtime(like: &Runtime) -> Runtime {
 /// A runtime like `runtime()`'s, on the same adapter, over a device with the features `like`'s
 /// device has (cooperative matrices included) and `like`'s limits as `limit` changes them.
 pub fn limited_runtime(like: &Runtime, limit: impl FnOnce(&mut tessera::wgpu::Limits)) -> Runtime {
+    runtime_with(like, tessera::wgpu::Features::empty(), limit)
+}
+
+/// A runtime like `runtime()`'s, on the same adapter, over a device with `like`'s limits and
+/// `like`'s features but `without` (the way an op takes where a feature is missing, tested
+/// with the limits that the sanitizer's extra binding needs).
+pub fn runtime_without(like: &Runtime, without: tessera::wgpu::Features) -> Runtime {
+    runtime_with(like, without, |_| {})
+}
+
+fn runtime_with(
+    like: &Runtime,
+    without: tessera::wgpu::Features,
+    limit: impl FnOnce(&mut tessera::wgpu::Limits),
+) -> Runtime {
     use tessera::wgpu;
     let instance =
         wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
@@ -48,7 +63,7 @@ pub fn limited_runtime(like: &Runtime, limit: impl FnOnce(&mut tessera::wgpu::Li
         .into_iter()
         .find(|a| a.get_info().name == like.info().name)
         .expect("the runtime's adapter is enumerable");
-    let required_features = like.device().features();
+    let required_features = like.device().features() - without;
     let mut required_limits = like.device().limits();
     limit(&mut required_limits);
     let experimental_features =
@@ -67,7 +82,7 @@ pub fn limited_runtime(like: &Runtime, limit: impl FnOnce(&mut tessera::wgpu::Li
         ..Default::default()
     };
     let (device, queue) = pollster::block_on(adapter.request_device(&descriptor))
-        .expect("a device with the runtime's features and lower limits");
+        .expect("a device with fewer of the runtime's features or lower limits");
     let rt = Runtime::from_wgpu(device, queue);
     rt.set_autotune(Autotune::Off);
     rt.set_autotune_cache(None);

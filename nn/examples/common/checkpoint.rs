@@ -132,7 +132,10 @@ mod tests {
 
         fn named(&mut self) -> Named<'_> {
             let [first, second] = &mut self.0;
-            let layers = [("first", first.parameters()), ("second", second.parameters())];
+            let layers = [
+                ("first", first.parameters()),
+                ("second", second.parameters()),
+            ];
             layers
                 .into_iter()
                 .flat_map(|(layer, ps)| ps.map(|p| (format!("{layer}.{}", p.name), p)))
@@ -141,7 +144,11 @@ mod tests {
 
         fn bits(&mut self, rt: &Runtime) -> Vec<Vec<u32>> {
             let read = |p: &Parameter<'_>| p.value.read(rt).unwrap();
-            let values = self.named().iter().map(|(_, p)| read(p)).collect::<Vec<_>>();
+            let values = self
+                .named()
+                .iter()
+                .map(|(_, p)| read(p))
+                .collect::<Vec<_>>();
             values
                 .iter()
                 .map(|v| v.iter().map(|x| x.to_bits()).collect())
@@ -183,7 +190,9 @@ mod tests {
         let bytes = safetensors::serialize([("second.bias", view)], None).unwrap();
         std::fs::write(&partial.0, bytes).unwrap();
         let mut model = Model::new(&rt, [3, 4, 1], 3);
-        let error = load(&rt, model.named(), &partial.0).unwrap_err().to_string();
+        let error = load(&rt, model.named(), &partial.0)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("no tensor `first.weight`"), "{error}");
 
         // A tensor the model does not have.

@@ -275,7 +275,10 @@ fn run(rt: &Runtime, options: &Options, verbose: bool) -> Result<Report, Box<dyn
         }
         losses.push(loss);
         if step % report_every == 0 || step + 1 == options.steps {
-            say(format!("step {step:>5}: loss {:.3} bits a character", bits(loss)));
+            say(format!(
+                "step {step:>5}: loss {:.3} bits a character",
+                bits(loss)
+            ));
         }
     }
     if options.steps > 0 {
@@ -314,7 +317,9 @@ fn run(rt: &Runtime, options: &Options, verbose: bool) -> Result<Report, Box<dyn
     let held_out_bits = bits(evaluate(rt, &mut gpt, &corpus, options)?);
     say(format!(
         "held-out text: {held_out_bits:.3} bits a character ({} windows of {})",
-        options.eval_windows.min(corpus.held_out_windows(config.context)),
+        options
+            .eval_windows
+            .min(corpus.held_out_windows(config.context)),
         config.context
     ));
     let sample = sample(rt, &mut gpt, &corpus, &mut rng)?;
@@ -394,7 +399,11 @@ impl Optimizer {
     }
 
     /// Records clipping every gradient and a step of every parameter.
-    fn record_step(&mut self, batch: &mut tessera::Batch<'_>, gpt: &mut Gpt) -> tessera::Result<()> {
+    fn record_step(
+        &mut self,
+        batch: &mut tessera::Batch<'_>,
+        gpt: &mut Gpt,
+    ) -> tessera::Result<()> {
         let mut params = gpt.parameters();
         let mut grads: Vec<&mut GpuBuffer<f32>> =
             params.iter_mut().map(|(_, p)| &mut *p.grad).collect();
@@ -473,8 +482,13 @@ mod tests {
     fn options_choose_the_size_and_refuse_what_they_do_not_know() {
         let parse = |args: &[&str]| Options::parse(args.iter().copied());
         assert_eq!(parse(&[]).unwrap(), Some(Options::SMALL));
-        let large = parse(&["--large", "--steps", "7", "--seed", "3"]).unwrap().unwrap();
-        assert_eq!((large.config, large.steps, large.seed), (Options::LARGE.config, 7, 3));
+        let large = parse(&["--large", "--steps", "7", "--seed", "3"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (large.config, large.steps, large.seed),
+            (Options::LARGE.config, 7, 3)
+        );
         let cores = parse(&["--tensor-cores"]).unwrap().unwrap();
         assert_eq!(cores.config.precision, Precision::TensorCoreF16);
         assert_eq!(parse(&["--help"]).unwrap(), None);
@@ -515,19 +529,36 @@ mod tests {
         let named: Vec<(String, Vec<f32>, Vec<f32>)> = gpt
             .parameters()
             .iter()
-            .map(|(name, p)| (name.clone(), p.value.read(&rt).unwrap(), p.grad.read(&rt).unwrap()))
+            .map(|(name, p)| {
+                (
+                    name.clone(),
+                    p.value.read(&rt).unwrap(),
+                    p.grad.read(&rt).unwrap(),
+                )
+            })
             .collect();
         let eps = 1e-2f64;
         for (i, (name, value, grad)) in named.iter().enumerate() {
-            let norm = grad.iter().map(|&g| f64::from(g).powi(2)).sum::<f64>().sqrt();
+            let norm = grad
+                .iter()
+                .map(|&g| f64::from(g).powi(2))
+                .sum::<f64>()
+                .sqrt();
             assert!(norm > 1e-6, "`{name}` has no gradient");
-            let random: Vec<f64> = (0..grad.len()).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let random: Vec<f64> = (0..grad.len())
+                .map(|_| rng.random_range(-1.0..1.0))
+                .collect();
             let random_norm = random.iter().map(|d| d * d).sum::<f64>().sqrt();
             let directions = [
-                grad.iter().map(|&g| f64::from(g) / norm).collect::<Vec<_>>(),
+                grad.iter()
+                    .map(|&g| f64::from(g) / norm)
+                    .collect::<Vec<_>>(),
                 random.iter().map(|d| d / random_norm).collect(),
             ];
-            for (which, direction) in ["the gradient", "a random direction"].iter().zip(directions) {
+            for (which, direction) in ["the gradient", "a random direction"]
+                .iter()
+                .zip(directions)
+            {
                 let moved = |sign: f64, gpt: &mut Gpt| {
                     let shifted: Vec<f32> = value
                         .iter()
@@ -538,7 +569,11 @@ mod tests {
                     loss_at(gpt)
                 };
                 let finite = (moved(1.0, &mut gpt) - moved(-1.0, &mut gpt)) / (2.0 * eps);
-                let analytic: f64 = grad.iter().zip(&direction).map(|(&g, d)| f64::from(g) * d).sum();
+                let analytic: f64 = grad
+                    .iter()
+                    .zip(&direction)
+                    .map(|(&g, d)| f64::from(g) * d)
+                    .sum();
                 let error = (finite - analytic).abs();
                 assert!(
                     error <= 0.02 * norm + 2e-4,

@@ -222,7 +222,8 @@ impl Gpt {
             v: rt.zeros(1)?,
             qkv: rt.zeros(1)?,
         };
-        let zeros = |n: u32| -> Result<Vec<GpuBuffer<f32>>> { (0..n).map(|_| rt.zeros(1)).collect() };
+        let zeros =
+            |n: u32| -> Result<Vec<GpuBuffer<f32>>> { (0..n).map(|_| rt.zeros(1)).collect() };
         Ok(Gpt {
             config,
             ops,
@@ -386,10 +387,8 @@ impl Gpt {
             vocab,
             dim: self.config.dim,
         };
-        let (token_shape, position_shape) = (
-            embedding(self.config.vocab),
-            embedding(self.config.context),
-        );
+        let (token_shape, position_shape) =
+            (embedding(self.config.vocab), embedding(self.config.context));
         let Gpt {
             ops,
             tokens,
@@ -449,10 +448,8 @@ impl Gpt {
             vocab,
             dim: self.config.dim,
         };
-        let (token_shape, position_shape) = (
-            embedding(self.config.vocab),
-            embedding(self.config.context),
-        );
+        let (token_shape, position_shape) =
+            (embedding(self.config.vocab), embedding(self.config.context));
         let Gpt {
             ops,
             tokens,
@@ -617,7 +614,8 @@ impl Block {
         let grad_hidden = out.backward(batch, fc.output()?, grad_y)?;
         let grad_normed = fc.backward(batch, ln2.output()?, grad_hidden)?;
         let grad_mid = ln2.backward(batch, mid, grad_normed)?;
-        ops.residual.add(batch, grad_y, grad_mid, &mut scratch.mid)?;
+        ops.residual
+            .add(batch, grad_y, grad_mid, &mut scratch.mid)?;
         // The attention half: mid = x + proj(attention(ln1(x))).
         let grad_merged = proj.backward(batch, merged, &scratch.mid)?;
         ops.heads

@@ -65,7 +65,12 @@ impl Corpus {
     /// The ids of `text`'s characters, or the first character that is not in the vocabulary.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, char> {
         text.chars()
-            .map(|c| self.chars.binary_search(&c).map(|i| i as u32).map_err(|_| c))
+            .map(|c| {
+                self.chars
+                    .binary_search(&c)
+                    .map(|i| i as u32)
+                    .map_err(|_| c)
+            })
             .collect()
     }
 
@@ -93,7 +98,9 @@ impl Corpus {
         for i in 0..count as usize {
             let at = starts(i).min(last);
             windows.inputs.extend_from_slice(&part[at..at + len]);
-            windows.targets.extend_from_slice(&part[at + 1..at + len + 1]);
+            windows
+                .targets
+                .extend_from_slice(&part[at + 1..at + len + 1]);
         }
         windows
     }
@@ -134,7 +141,10 @@ mod tests {
         assert_eq!(SHAKESPEARE.len(), 1_115_394);
         assert_eq!(corpus.vocab(), 65);
         assert!(SHAKESPEARE.starts_with("First Citizen:\nBefore we proceed any further"));
-        assert_eq!(corpus.len(Split::Train) + corpus.len(Split::HeldOut), 1_115_394);
+        assert_eq!(
+            corpus.len(Split::Train) + corpus.len(Split::HeldOut),
+            1_115_394
+        );
         assert_eq!(corpus.len(Split::HeldOut), 111_539);
     }
 

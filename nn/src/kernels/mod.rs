@@ -92,8 +92,8 @@ pub(crate) use embedding::embedding_ops;
 pub(crate) use params::params::{FEW, NARROW, SUMS};
 pub(crate) use rows::row_ops;
 pub(crate) use sort::sort_ops;
-pub(crate) use transformer::transformer_ops;
 pub(crate) use staging::staging::GROUP;
+pub(crate) use transformer::transformer_ops;
 pub(crate) use winograd::winograd::{POINTS, TILE};
 
 // Imported in this order, a blank line apart so that rustfmt keeps it: the kernels' order in
