@@ -217,7 +217,7 @@ fn forward_and_backward_match_attention_in_f64() {
         (no_subgroups, "attention_forward_d64_keys32"),
         (
             rt,
-            "attention_forward_tiled_d64_lanes4_log_lanes2_tile_keys16",
+            "attention_forward_tiled_d64_lanes4_log_lanes2_tile_keys32",
         ),
     ] {
         assert_eq!(forward_kernel(&rt), forward);

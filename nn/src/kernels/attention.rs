@@ -1,11 +1,16 @@
 //! The kernels of [`crate::Attention`], a kernels module of their own (`attention_ops`).
 //!
-//! The forward is FlashAttention's: a workgroup takes [`ROWS`](attention_ops::ROWS) query
-//! rows of one head, an invocation a row, and walks the keys a block at a time (`KEYS` keys of
-//! `D` scalars, staged in workgroup memory with their values). Each invocation holds its
-//! query row, scaled, and its output row in registers, scores the block's keys, and folds
-//! them into its row's running maximum, sum and output (the online softmax), rescaling what it
-//! has when the maximum grows; at the end it divides by the sum and writes the row's
+//! The forward is FlashAttention's, in two forms. Where the device has subgroups of at least
+//! 8 lanes, on register tiles (`attention_forward_tiled`): `LANES` lanes of a subgroup share
+//! [`ROWS_EACH`](attention_ops::ROWS_EACH) query rows, each lane holding a slice of their
+//! columns (query and output), so that each key and value read from workgroup memory serves
+//! several rows; a score's partial dot products are summed across the lanes by shuffles, and
+//! keys are folded into each row's running maximum, sum and output
+//! [`CHUNK`](attention_ops::CHUNK) at a time (the online softmax). Elsewhere, a row an
+//! invocation (`attention_forward`): a workgroup takes [`ROWS`](attention_ops::ROWS) query
+//! rows of one head and walks the keys a block at a time (`KEYS` keys of `D` scalars, staged
+//! in workgroup memory with their values), each invocation holding its query row, scaled,
+//! and its output row in registers. Both end dividing by the sum and writing the row's
 //! log-sum-exp, which a backward recomputes the probabilities from. Head dimensions up to `D`
 //! are padded with zeros (in registers and in the staged blocks, never in memory).
 //!
@@ -17,9 +22,8 @@
 //! (`attention_grad_kv`). No atomics: each gradient row has one invocation that sums it.
 //! Sequences shorter than `keys` (`key_lengths`) mask their keys past the end, in every pass.
 //!
-//! This is the correct, simple form: one row an invocation keeps `2 * D` registers, and each
-//! score is a dot product read from workgroup memory. The tiled form on the GEMM parts (and
-//! on the tensor cores) is the next step; see notes/attention.md.
+//! The backward is still the simple form (a row an invocation, each score a dot product read
+//! from workgroup memory); notes/attention.md has the H200 figures of both.
 
 #[tessera::kernels]
 pub mod attention_ops {
@@ -184,15 +188,8 @@ pub mod attention_ops {
         }
     }
 
-    /// Invocations of the tiled forward that take a workgroup's query rows over one share of
-    /// the keys.
-    pub const SPLIT_INVOCATIONS: u32 = 128;
-
-    /// Shares of the keys a workgroup of the tiled forward splits its rows' keys into: share
-    /// `s` takes every `SPLITS`th key block from block `s`, and the shares' states are merged
-    /// at the end. Twice the invocations on the same rows: on an H200 a workgroup of one share
-    /// left the GPU with too few invocations to hide its latencies.
-    pub const SPLITS: u32 = 2;
+    /// Invocations in a workgroup of the tiled forward.
+    pub const TILED_INVOCATIONS: u32 = 128;
 
     /// Query rows each invocation of the tiled forward works on.
     pub const ROWS_EACH: u32 = 4;
@@ -202,11 +199,10 @@ pub mod attention_ops {
 
     /// The tiled forward's instances: `D`, the head dimension a row is padded to; `LANES`,
     /// the lanes of a subgroup that share a set of query rows, each holding `D / LANES` of
-    /// their columns (`LOG_LANES` its base-2 logarithm, `LANES` at least 4); `TILE_KEYS`, the
-    /// keys a share stages at a time (`2 * SPLITS * TILE_KEYS * D` scalars of workgroup
-    /// memory, 16 KiB, and 1 KiB for the merge: on an H200, blocks of half as many keys in one share ran 25% faster
-    /// than blocks of as many at `D = 64`, 18% at 128).
-    #[constants(zip(D = [64, 128], LANES = [4, 8], LOG_LANES = [2, 3], TILE_KEYS = [16, 8]))]
+    /// their columns (`LOG_LANES` its base-2 logarithm); `TILE_KEYS`, the keys a block
+    /// stages (`2 * TILE_KEYS * D` scalars of workgroup memory, 16 KiB: on an H200, 25%
+    /// faster than 32 KiB at `D = 64`, 18% at 128).
+    #[constants(zip(D = [64, 128], LANES = [4, 8], LOG_LANES = [2, 3], TILE_KEYS = [32, 16]))]
     pub struct TiledHeadDim;
 
     /// The forward on register tiles, where the device has subgroups of at least 8 lanes
@@ -214,12 +210,10 @@ pub mod attention_ops {
     /// lane a `D / LANES` columns of them, so that every key and value read from workgroup
     /// memory serves `ROWS_EACH` rows, and a score's partial dot products are summed across
     /// the lanes by shuffles. Keys are scored `CHUNK` at a time, each chunk folded into the
-    /// rows' running maxima, sums and outputs (the online softmax); the workgroup's
-    /// `SPLITS` shares of the keys (see [`SPLITS`]) merge their states through workgroup
-    /// memory at the end. Same results as [`attention_forward`] up to the order of the sums.
-    #[kernel(workgroup = [SPLIT_INVOCATIONS * SPLITS], constants = TiledHeadDim,
-             features(subgroups), limits(workgroup_memory = 17408),
-             grid = [ceil_div(p.queries, SPLIT_INVOCATIONS / LANES * ROWS_EACH), p.batch_heads])]
+    /// rows' running maxima, sums and outputs (the online softmax). Same results as
+    /// [`attention_forward`] up to the order of the sums.
+    #[kernel(workgroup = [TILED_INVOCATIONS], constants = TiledHeadDim, features(subgroups),
+             grid = [ceil_div(p.queries, TILED_INVOCATIONS / LANES * ROWS_EACH), p.batch_heads])]
     pub fn attention_forward_tiled(
         p: &AttentionParams,
         #[len(p.batch_heads * p.queries * p.head_dim)] q: &[f32],
@@ -228,19 +222,16 @@ pub mod attention_ops {
         #[len(p.batch_heads * p.queries * p.head_dim)] o: &mut [f32],
         #[len(p.batch_heads * p.queries)] lse: &mut [f32],
         #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
-        #[workgroup] staged_k: &mut [Vec4<f32>; SPLITS * TILE_KEYS * D / 4],
-        #[workgroup] staged_v: &mut [Vec4<f32>; SPLITS * TILE_KEYS * D / 4],
-        #[workgroup] handed: &mut [f32; 2 * SPLIT_INVOCATIONS / 4 * ROWS_EACH],
+        #[workgroup] staged_k: &mut [Vec4<f32>; TILE_KEYS * D / 4],
+        #[workgroup] staged_v: &mut [Vec4<f32>; TILE_KEYS * D / 4],
     ) {
         let head = workgroup_id().y;
-        // The lanes sharing rows are `LANES` consecutive lanes of one subgroup; a share is
-        // `SPLIT_INVOCATIONS` consecutive invocations of whole subgroups.
-        let flat = subgroup_id() * subgroup_size() + subgroup_invocation_id();
-        let share = flat / SPLIT_INVOCATIONS;
-        let lane = flat % LANES;
-        let set = flat % SPLIT_INVOCATIONS / LANES;
-        let rows_per_group = SPLIT_INVOCATIONS / LANES * ROWS_EACH;
-        // The last rows first: under the causal mask they read the most keys.
+        // The lanes sharing rows are `LANES` consecutive lanes of one subgroup.
+        let lane = subgroup_invocation_id() % LANES;
+        let set = (subgroup_id() * subgroup_size() + subgroup_invocation_id()) / LANES;
+        let rows_per_group = TILED_INVOCATIONS / LANES * ROWS_EACH;
+        // The last rows first: under the causal mask they read the most keys, and a long
+        // workgroup started last would run on alone.
         let blocks = (p.queries + rows_per_group - 1) / rows_per_group;
         let first = (blocks - 1 - workgroup_id().x) * rows_per_group;
         let row0 = first + set * ROWS_EACH;
@@ -263,15 +254,10 @@ pub mod attention_ops {
         let mut maxima = [-f32::MAX; ROWS_EACH];
         let mut sums = [0.0f32; ROWS_EACH];
         let keys_end = keys_read_by(p.keys, first, rows_per_group, p.queries, p.causal);
-        let key_blocks = (keys_end + TILE_KEYS - 1) / TILE_KEYS;
-        // This share's block in workgroup memory.
-        let mine = share * (TILE_KEYS * D / 4);
-        for round in (0..key_blocks).step_by(SPLITS) {
-            // Every share's block of the round (past the keys: zeros, and masked).
+        for start in (0..keys_end).step_by(TILE_KEYS) {
             let (local, width) = (local_index(), p.head_dim);
-            stage_shares(staged_k, staged_v, k, v, kv_at, round, p.keys, width, local);
+            stage_vec4_rows(staged_k, staged_v, k, v, kv_at, start, p.keys, width, local);
             workgroup_barrier();
-            let start = (round + share) * TILE_KEYS;
             for chunk in (0..TILE_KEYS).step_by(CHUNK) {
                 // This lane's part of each score, then the whole score in every lane.
                 let mut scores = [0.0f32; ROWS_EACH * CHUNK];
@@ -279,7 +265,7 @@ pub mod attention_ops {
                 for j in 0..CHUNK {
                     #[unroll]
                     for s in 0..D / LANES / 4 {
-                        let key = staged_k[mine + (chunk + j) * (D / 4) + column0 / 4 + s];
+                        let key = staged_k[(chunk + j) * (D / 4) + column0 / 4 + s];
                         #[unroll]
                         for r in 0..ROWS_EACH {
                             scores[r * CHUNK + j] += query[r * (D / LANES / 4) + s].dot(key);
@@ -326,7 +312,7 @@ pub mod attention_ops {
                 for j in 0..CHUNK {
                     #[unroll]
                     for s in 0..D / LANES / 4 {
-                        let value = staged_v[mine + (chunk + j) * (D / 4) + column0 / 4 + s];
+                        let value = staged_v[(chunk + j) * (D / 4) + column0 / 4 + s];
                         #[unroll]
                         for r in 0..ROWS_EACH {
                             out[r * (D / LANES / 4) + s] += scores[r * CHUNK + j] * value;
@@ -336,105 +322,27 @@ pub mod attention_ops {
             }
             workgroup_barrier();
         }
-        // The second share hands its maxima, sums and outputs to the first (the outputs
-        // through the staging memory, half the rows at a time), which merges them.
-        if share == 1 && lane == 0 {
-            #[unroll]
-            for r in 0..ROWS_EACH {
-                handed[2 * (set * ROWS_EACH + r)] = maxima[r];
-                handed[2 * (set * ROWS_EACH + r) + 1] = sums[r];
-            }
-        }
         #[unroll]
-        for half in 0..2 {
-            if share == 1 {
+        for r in 0..ROWS_EACH {
+            let row = row0 + r;
+            if row < p.queries {
+                // A row that sees no key (its sequence has none) gets zeros.
+                let sum = sums[r];
+                let inverse = if sum > 0.0 { 1.0 / sum } else { 0.0 };
+                let at = (head * p.queries + row) * p.head_dim;
                 #[unroll]
-                for rr in 0..ROWS_EACH / 2 {
-                    #[unroll]
-                    for s in 0..D / LANES / 4 {
-                        let r = half * (ROWS_EACH / 2) + rr;
-                        let at = ((flat % SPLIT_INVOCATIONS) * (ROWS_EACH / 2) + rr)
-                            * (D / LANES / 4)
-                            + s;
-                        hand_over(staged_k, staged_v, at, out[r * (D / LANES / 4) + s]);
-                    }
+                for s in 0..D / LANES / 4 {
+                    let value = out[r * (D / LANES / 4) + s] * inverse;
+                    store_vec4(o, at, column0 + 4 * s, p.head_dim, value);
+                }
+                if lane == 0 {
+                    lse[head * p.queries + row] = if sum > 0.0 {
+                        maxima[r] + sum.ln()
+                    } else {
+                        -f32::MAX
+                    };
                 }
             }
-            workgroup_barrier();
-            if share == 0 {
-                #[unroll]
-                for rr in 0..ROWS_EACH / 2 {
-                    let r = half * (ROWS_EACH / 2) + rr;
-                    let their_max = handed[2 * (set * ROWS_EACH + r)];
-                    let their_sum = handed[2 * (set * ROWS_EACH + r) + 1];
-                    let merged = maxima[r].max(their_max);
-                    let (mine_factor, their_factor) =
-                        ((maxima[r] - merged).exp(), (their_max - merged).exp());
-                    sums[r] = sums[r] * mine_factor + their_sum * their_factor;
-                    maxima[r] = merged;
-                    #[unroll]
-                    for s in 0..D / LANES / 4 {
-                        let at = ((flat % SPLIT_INVOCATIONS) * (ROWS_EACH / 2) + rr)
-                            * (D / LANES / 4)
-                            + s;
-                        let theirs = taken_over(staged_k, staged_v, at);
-                        let i = r * (D / LANES / 4) + s;
-                        out[i] = out[i] * mine_factor + theirs * their_factor;
-                    }
-                }
-            }
-            workgroup_barrier();
-        }
-        if share == 0 {
-            #[unroll]
-            for r in 0..ROWS_EACH {
-                let row = row0 + r;
-                if row < p.queries {
-                    // A row that sees no key (its sequence has none) gets zeros.
-                    let sum = sums[r];
-                    let inverse = if sum > 0.0 { 1.0 / sum } else { 0.0 };
-                    let at = (head * p.queries + row) * p.head_dim;
-                    #[unroll]
-                    for s in 0..D / LANES / 4 {
-                        let value = out[r * (D / LANES / 4) + s] * inverse;
-                        store_vec4(o, at, column0 + 4 * s, p.head_dim, value);
-                    }
-                    if lane == 0 {
-                        lse[head * p.queries + row] = if sum > 0.0 {
-                            maxima[r] + sum.ln()
-                        } else {
-                            -f32::MAX
-                        };
-                    }
-                }
-            }
-        }
-    }
-
-    /// Writes `value` to slot `at` of the staging memory seen as one array, `a` then `b`.
-    fn hand_over(
-        a: &mut [Vec4<f32>; SPLITS * TILE_KEYS * D / 4],
-        b: &mut [Vec4<f32>; SPLITS * TILE_KEYS * D / 4],
-        at: u32,
-        value: Vec4<f32>,
-    ) {
-        if at < SPLITS * TILE_KEYS * D / 4 {
-            a[at] = value;
-        } else {
-            b[at - SPLITS * TILE_KEYS * D / 4] = value;
-        }
-    }
-
-    /// Slot `at` of the staging memory seen as one array, `a` then `b`.
-    fn taken_over(
-        a: &[Vec4<f32>; SPLITS * TILE_KEYS * D / 4],
-        b: &[Vec4<f32>; SPLITS * TILE_KEYS * D / 4],
-        at: u32,
-    ) -> Vec4<f32> {
-        if at < SPLITS * TILE_KEYS * D / 4 {
-            a[at]
-        } else {
-            b[at - SPLITS * TILE_KEYS * D / 4]
         }
     }
 
@@ -472,27 +380,24 @@ pub mod attention_ops {
         }
     }
 
-    /// Stages key block `round + s` of `x` and `y` (rows of `width` scalars from `at`) for
-    /// each share `s`, one after the other, as vectors padded to `D` with zeros, and zero
-    /// rows past `rows`.
-    fn stage_shares(
-        a: &mut [Vec4<f32>; SPLITS * TILE_KEYS * D / 4],
-        b: &mut [Vec4<f32>; SPLITS * TILE_KEYS * D / 4],
+    /// Stages the `TILE_KEYS` rows from `start` of `x` and `y` (rows of `width` scalars from
+    /// `at`), as vectors padded to `D` with zeros, and zero rows past `rows`.
+    fn stage_vec4_rows(
+        a: &mut [Vec4<f32>; TILE_KEYS * D / 4],
+        b: &mut [Vec4<f32>; TILE_KEYS * D / 4],
         x: &[f32],
         y: &[f32],
         at: u32,
-        round: u32,
+        start: u32,
         rows: u32,
         width: u32,
         local: u32,
     ) {
         #[unroll]
-        for r in 0..TILE_KEYS * D / 4 / SPLIT_INVOCATIONS {
-            let slot = r * (SPLITS * SPLIT_INVOCATIONS) + local;
-            let share = slot / (TILE_KEYS * D / 4);
-            let in_block = slot % (TILE_KEYS * D / 4);
-            let row = (round + share) * TILE_KEYS + in_block / (D / 4);
-            let column = in_block % (D / 4) * 4;
+        for r in 0..TILE_KEYS * D / 4 / TILED_INVOCATIONS {
+            let slot = r * TILED_INVOCATIONS + local;
+            let row = start + slot / (D / 4);
+            let column = slot % (D / 4) * 4;
             let from = at + row * width;
             a[slot] = load_vec4(x, from, column, row < rows, width);
             b[slot] = load_vec4(y, from, column, row < rows, width);
