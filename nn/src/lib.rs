@@ -70,6 +70,10 @@
 //!   without atomics (deterministic).
 //! - [`Attention`]: scaled dot-product attention, forward and backward (causal or not,
 //!   grouped queries), in strict `f32`, as FlashAttention computes it.
+//! - [`Residual`]: a residual connection's sum; [`Heads`]: a projection's token rows to
+//!   attention's `[batch, heads, seq, head_dim]` tensors and back ([`HeadsLayout`] says where
+//!   the heads sit in the rows, the three groups of a fused query-key-value projection
+//!   included). `nn/examples/gpt` builds a transformer out of these and the ops above.
 //!
 //! Building an op or a layer compiles nothing: each kernel is compiled at the first call
 //! that runs it (with autotuning, the first call of a shape also compiles and times the

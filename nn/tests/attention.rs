@@ -170,7 +170,10 @@ fn check(
     };
     attention.backward(&mut batch, args).unwrap();
     batch.submit().unwrap();
-    let subgroups = rt.info().features.contains(tessera::wgpu::Features::SUBGROUP);
+    let subgroups = rt
+        .info()
+        .features
+        .contains(tessera::wgpu::Features::SUBGROUP);
     let context = format!(
         "{shape:?}, {mask:?}, scale {scale}, key lengths {lengths:?}, subgroups {subgroups}"
     );
@@ -386,4 +389,3 @@ fn the_forward_refuses_bad_shapes_saying_why() {
         other => panic!("a short `grad_k` was not refused: {other:?}"),
     }
 }
-

@@ -357,7 +357,7 @@ fn kernel_times(timing: &tessera::Timing) -> Vec<(String, Duration, u32)> {
         .into_iter()
         .map(|(name, (time, calls))| (name.to_owned(), time, calls))
         .collect();
-    times.sort_by(|a, b| b.1.cmp(&a.1));
+    times.sort_by_key(|&(_, time, _)| std::cmp::Reverse(time));
     times
 }
 

@@ -291,7 +291,7 @@ impl Gpt {
         let seq = tokens / sequences.max(1) as usize;
         if sequences == 0
             || tokens == 0
-            || tokens % sequences as usize != 0
+            || !tokens.is_multiple_of(sequences as usize)
             || targets.len() != tokens
             || seq > self.config.context as usize
         {
