@@ -585,6 +585,64 @@ mod tests {
         }
     }
 
+    /// On tensor cores the model computes what it computes in f32, within f16's precision:
+    /// the same loss and every parameter's gradient, for one batch at `--large`'s widths
+    /// (two blocks); on a device without tensor cores, building it is refused.
+    #[test]
+    fn on_tensor_cores_it_agrees_with_f32_or_is_refused() {
+        let rt = Runtime::new().unwrap();
+        let corpus = Corpus::new(text::SHAKESPEARE);
+        let config = GptConfig {
+            vocab: corpus.vocab(),
+            layers: 2,
+            ..Options::LARGE.config
+        };
+        let cores = GptConfig {
+            precision: Precision::TensorCoreF16,
+            ..config
+        };
+        let mut tensor = match Gpt::new(&rt, cores, 3) {
+            Ok(gpt) => gpt,
+            Err(tessera::Error::MissingFeature { .. }) => return,
+            Err(other) => panic!("not a refusal: {other}"),
+        };
+        let mut strict = Gpt::new(&rt, config, 3).unwrap();
+        let mut rng = text::rng(3);
+        let windows = corpus.windows(Split::Train, 8, config.context, Start::Random(&mut rng));
+        let mut run = |gpt: &mut Gpt| {
+            gpt.load(&rt, 8, &windows.inputs, &windows.targets).unwrap();
+            let mut batch = rt.batch();
+            gpt.record_forward(&mut batch).unwrap();
+            gpt.record_backward(&mut batch).unwrap();
+            batch.submit().unwrap();
+            let grads: Vec<(String, Vec<f32>)> = gpt
+                .parameters()
+                .iter()
+                .map(|(name, p)| (name.clone(), p.grad.read(&rt).unwrap()))
+                .collect();
+            (gpt.mean_loss(&rt).unwrap(), grads)
+        };
+        let (loss, grads) = run(&mut strict);
+        let (tensor_loss, tensor_grads) = run(&mut tensor);
+        assert!(
+            (loss - tensor_loss).abs() < 1e-2 * loss,
+            "loss {loss} in f32, {tensor_loss} on tensor cores"
+        );
+        for ((name, want), (_, got)) in grads.iter().zip(&tensor_grads) {
+            let norm = want.iter().map(|g| f64::from(*g).powi(2)).sum::<f64>().sqrt();
+            let error = want
+                .iter()
+                .zip(got)
+                .map(|(w, g)| f64::from(w - g).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            assert!(
+                error <= 0.05 * norm + 1e-6,
+                "`{name}`: the tensor cores' gradient is {error:.3e} from f32's (norm {norm:.3e})"
+            );
+        }
+    }
+
     /// The default run, as `cargo run --example gpt` trains it, learns the text: the held-out
     /// loss falls from about 6 bits a character (65 characters, nearly equally likely) to
     /// below 3.5 bits, which beats counting characters alone (4.83 bits on the held-out part,
