@@ -4,7 +4,9 @@
 //! plot `docs/benchmarks.png`. Where the run also has `DIR/tensor-cores/tessera.csv` (from
 //! `nn/examples/bench.rs --gemm --conv --tensor-cores --out DIR/tensor-cores`), the page gets a
 //! second table: those figures against PyTorch TF32; where it has `DIR/memory` (from
-//! `bench/device/memory.sh`), a section on memory-bound kernels ([`memory`]).
+//! `bench/device/memory.sh`), a section on memory-bound kernels ([`memory`]); where it has
+//! `DIR/attention` (from `nn/examples/attention_bench.rs` and `bench/attention_bench.py`), a
+//! section on attention ([`attention`]).
 //!
 //! Every CSV has the columns `work,pass,ms,tflops`; lines starting with `#` say what ran
 //! (`# adapter: ...`, `# torch: ...`).
@@ -15,6 +17,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
+mod attention;
 mod memory;
 
 /// One figure of one run.
@@ -487,6 +490,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let memory = memory::section(dir)?;
     if let Some(memory) = &memory {
         text.push_str(&memory.markdown);
+    }
+    if let Some(attention) = attention::section(dir)? {
+        text.push_str(&attention);
     }
     std::fs::write("BENCHMARKS.md", text).map_err(|e| format!("writing BENCHMARKS.md: {e}"))?;
     std::fs::create_dir_all("docs").map_err(|e| format!("creating docs/: {e}"))?;
