@@ -629,7 +629,11 @@ mod tests {
             "loss {loss} in f32, {tensor_loss} on tensor cores"
         );
         for ((name, want), (_, got)) in grads.iter().zip(&tensor_grads) {
-            let norm = want.iter().map(|g| f64::from(*g).powi(2)).sum::<f64>().sqrt();
+            let norm = want
+                .iter()
+                .map(|g| f64::from(*g).powi(2))
+                .sum::<f64>()
+                .sqrt();
             let error = want
                 .iter()
                 .zip(got)
