@@ -509,6 +509,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The commit and the day a section's run names in `dir/run.txt` (`commit C` and `date D`
+/// lines).
+fn commit_and_date(dir: &Path) -> Result<(String, String), String> {
+    let path = dir.join("run.txt");
+    let about =
+        std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let field = |key: &str| {
+        about
+            .lines()
+            .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_owned()))
+            .ok_or_else(|| format!("{}: no `{key} ...` line", path.display()))
+    };
+    Ok((field("commit")?, field("date")?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -114,15 +114,7 @@ pub(super) fn section(dir: &Path) -> Result<Option<String>, String> {
         figures.extend(rows);
         devices.extend(device);
     }
-    let about = std::fs::read_to_string(dir.join("run.txt"))
-        .map_err(|e| format!("reading {}: {e}", dir.join("run.txt").display()))?;
-    let field = |key: &str| {
-        about
-            .lines()
-            .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_owned()))
-            .ok_or_else(|| format!("{}: no `{key} ...` line", dir.join("run.txt").display()))
-    };
-    let (commit, date) = (field("commit")?, field("date")?);
+    let (commit, date) = super::commit_and_date(&dir)?;
     Ok(Some(markdown(&figures, &devices, (&commit, &date))))
 }
 

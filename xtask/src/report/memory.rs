@@ -162,15 +162,7 @@ pub(super) fn section(dir: &Path) -> Result<Option<Section>, String> {
             }
         }
     }
-    let about = std::fs::read_to_string(dir.join("run.txt"))
-        .map_err(|e| format!("reading {}: {e}", dir.join("run.txt").display()))?;
-    let field = |key: &str| {
-        about
-            .lines()
-            .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_owned()))
-            .ok_or_else(|| format!("{}: no `{key} ...` line", dir.join("run.txt").display()))
-    };
-    let (commit, date) = (field("commit")?, field("date")?);
+    let (commit, date) = super::commit_and_date(&dir)?;
     let copy = figures
         .iter()
         .find(|f| f.side == Side::PyTorch && f.work.starts_with("copy"));
