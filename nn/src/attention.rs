@@ -145,63 +145,90 @@ pub struct AttentionBackward<'a> {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Attention {
-    /// The forward, as this device runs it.
-    forward: Forward,
+    /// The forward and the key and value gradients, as this device runs them.
+    tiling: Tiling,
     /// Each query row's log-sum-exp and `grad_out · out`.
     row_stats: kernels::AttentionRowStats,
     /// The query gradient for each instance.
     grad_q: Vec<kernels::AttentionGradQ>,
-    /// The key and value gradients for each instance.
-    grad_kv: Vec<kernels::AttentionGradKv>,
     /// The backward's row statistics.
     stats: Spare<[f32; 2]>,
     /// What the kernels bind for `key_lengths` where a call has none (never read).
     no_lengths: Spare<u32>,
 }
 
-/// How the forward runs on a device: one kernel for each head-dimension instance, `D = 64`
-/// then `D = 128` in both.
+/// How the forward and the key and value gradients run on a device, chosen once: each a
+/// kernel for each head-dimension instance, `D = 64` then `D = 128` in both.
 #[derive(Clone, Debug)]
-enum Forward {
-    /// On register tiles, a set of query rows shared by lanes of a subgroup
-    /// (`attention_forward_tiled`): where the device has subgroups of at least 8 lanes and
-    /// 32 KiB of workgroup memory.
-    Tiled(Vec<kernels::AttentionForwardTiled>),
-    /// A query row an invocation (`attention_forward`): anywhere.
-    Rows(Vec<kernels::AttentionForward>),
+enum Tiling {
+    /// On register tiles, a set of rows shared by lanes of a subgroup
+    /// (`attention_forward_tiled`, `attention_grad_kv_tiled`): where the device has
+    /// subgroups of at least 8 lanes and the workgroup memory they take.
+    Tiled {
+        forward: Vec<kernels::AttentionForwardTiled>,
+        grad_kv: Vec<kernels::AttentionGradKvTiled>,
+    },
+    /// A row an invocation (`attention_forward`, `attention_grad_kv`): anywhere.
+    Rows {
+        forward: Vec<kernels::AttentionForward>,
+        grad_kv: Vec<kernels::AttentionGradKv>,
+    },
 }
 
-impl Forward {
+impl Tiling {
     fn new(rt: &Runtime) -> Result<Self> {
         let info = rt.info();
-        let memory = kernels::AttentionForwardTiled::VARIANTS[0].workgroup_memory;
+        let memory = kernels::AttentionForwardTiled::VARIANTS
+            .iter()
+            .chain(kernels::AttentionGradKvTiled::VARIANTS)
+            .map(|variant| variant.workgroup_memory)
+            .max()
+            .unwrap_or(0);
         Ok(
             if info.features.contains(tessera::wgpu::Features::SUBGROUP)
                 && info.subgroup_sizes[0] >= 8
                 && info.limits.max_compute_workgroup_storage_size >= memory
             {
-                Forward::Tiled(
-                    kernels::TiledHeadDim::ALL
+                let tiled = kernels::TiledHeadDim::ALL;
+                Tiling::Tiled {
+                    forward: tiled
                         .iter()
                         .map(|&d| kernels::AttentionForwardTiled::with_constants(rt, d))
                         .collect::<Result<_>>()?,
-                )
+                    grad_kv: tiled
+                        .iter()
+                        .map(|&d| kernels::AttentionGradKvTiled::with_constants(rt, d))
+                        .collect::<Result<_>>()?,
+                }
             } else {
-                Forward::Rows(
-                    kernels::HeadDim::ALL
+                let rows = kernels::HeadDim::ALL;
+                Tiling::Rows {
+                    forward: rows
                         .iter()
                         .map(|&d| kernels::AttentionForward::with_constants(rt, d))
                         .collect::<Result<_>>()?,
-                )
+                    grad_kv: rows
+                        .iter()
+                        .map(|&d| kernels::AttentionGradKv::with_constants(rt, d))
+                        .collect::<Result<_>>()?,
+                }
             },
         )
     }
 
     /// The kernels, as what [`Attention::prepare`] compiles.
     fn kernels(&self) -> Vec<&dyn tessera::Prepare> {
+        fn all<'a, K: tessera::Prepare>(
+            a: &'a [K],
+            b: &'a [impl tessera::Prepare],
+        ) -> Vec<&'a dyn tessera::Prepare> {
+            let a = a.iter().map(|k| k as &dyn tessera::Prepare);
+            a.chain(b.iter().map(|k| k as &dyn tessera::Prepare))
+                .collect()
+        }
         match self {
-            Forward::Tiled(kernels) => kernels.iter().map(|k| k as &dyn tessera::Prepare).collect(),
-            Forward::Rows(kernels) => kernels.iter().map(|k| k as &dyn tessera::Prepare).collect(),
+            Tiling::Tiled { forward, grad_kv } => all(forward, grad_kv),
+            Tiling::Rows { forward, grad_kv } => all(forward, grad_kv),
         }
     }
 }
@@ -211,15 +238,11 @@ impl Attention {
     pub fn new(rt: &Runtime) -> Result<Self> {
         let instances = kernels::HeadDim::ALL;
         Ok(Attention {
-            forward: Forward::new(rt)?,
+            tiling: Tiling::new(rt)?,
             row_stats: kernels::AttentionRowStats::new(rt)?,
             grad_q: instances
                 .iter()
                 .map(|&instance| kernels::AttentionGradQ::with_constants(rt, instance))
-                .collect::<Result<_>>()?,
-            grad_kv: instances
-                .iter()
-                .map(|&instance| kernels::AttentionGradKv::with_constants(rt, instance))
                 .collect::<Result<_>>()?,
             stats: Spare::default(),
             no_lengths: Spare::default(),
@@ -229,10 +252,8 @@ impl Attention {
     /// Compiles every kernel of the op now rather than at its first use.
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
         let mut kernels: Vec<&dyn tessera::Prepare> = vec![&self.row_stats];
-        kernels.extend(self.forward.kernels());
-        for i in 0..self.grad_q.len() {
-            kernels.extend([&self.grad_q[i] as &dyn tessera::Prepare, &self.grad_kv[i]]);
-        }
+        kernels.extend(self.tiling.kernels());
+        kernels.extend(self.grad_q.iter().map(|k| k as &dyn tessera::Prepare));
         tessera::Prepare::prepare(&kernels[..], rt)
     }
 
@@ -260,8 +281,8 @@ impl Attention {
         };
         let p = &plan.params;
         let (q, k, v, o, lse) = (args.q, args.k, args.v, args.out, args.lse);
-        match &self.forward {
-            Forward::Tiled(kernels) => kernels[plan.instance].record(
+        match &self.tiling {
+            Tiling::Tiled { forward, .. } => forward[plan.instance].record(
                 batch,
                 kernels::AttentionForwardTiledArgs {
                     p,
@@ -273,7 +294,7 @@ impl Attention {
                     key_lengths,
                 },
             ),
-            Forward::Rows(kernels) => kernels[plan.instance].record(
+            Tiling::Rows { forward, .. } => forward[plan.instance].record(
                 batch,
                 kernels::AttentionForwardArgs {
                     p,
@@ -339,20 +360,37 @@ impl Attention {
                 key_lengths,
             },
         )?;
-        self.grad_kv[plan.instance].record(
-            batch,
-            kernels::AttentionGradKvArgs {
-                p,
-                q,
-                k,
-                v,
-                grad_o,
-                stats,
-                grad_k: args.grad_k,
-                grad_v: args.grad_v,
-                key_lengths,
-            },
-        )
+        let (grad_k, grad_v) = (args.grad_k, args.grad_v);
+        match &self.tiling {
+            Tiling::Tiled { grad_kv, .. } => grad_kv[plan.instance].record(
+                batch,
+                kernels::AttentionGradKvTiledArgs {
+                    p,
+                    q,
+                    k,
+                    v,
+                    grad_o,
+                    stats,
+                    grad_k,
+                    grad_v,
+                    key_lengths,
+                },
+            ),
+            Tiling::Rows { grad_kv, .. } => grad_kv[plan.instance].record(
+                batch,
+                kernels::AttentionGradKvArgs {
+                    p,
+                    q,
+                    k,
+                    v,
+                    grad_o,
+                    stats,
+                    grad_k,
+                    grad_v,
+                    key_lengths,
+                },
+            ),
+        }
     }
 }
 

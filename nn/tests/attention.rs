@@ -210,22 +210,69 @@ fn shape(
     }
 }
 
-/// On a device with subgroups (the forward on register tiles) and on one without (a query row
-/// an invocation).
+/// On a device with subgroups (the forward and the key and value gradients on register
+/// tiles) and on one without (a row an invocation).
 #[test]
 fn forward_and_backward_match_attention_in_f64() {
     let rt = runtime();
     let no_subgroups = runtime_without(&rt, tessera::wgpu::Features::SUBGROUP);
-    for (rt, forward) in [
-        (no_subgroups, "attention_forward_d64_keys32"),
-        (
-            rt,
-            "attention_forward_tiled_d64_lanes4_log_lanes2_tile_keys32",
-        ),
-    ] {
-        assert_eq!(forward_kernel(&rt), forward);
+    let rows = [
+        "attention_forward_d64_keys32",
+        "attention_row_stats",
+        "attention_grad_q_d64_keys32",
+        "attention_grad_kv_d64_keys32",
+    ];
+    let tiled = [
+        "attention_forward_tiled_d64_lanes4_log_lanes2_tile_keys32",
+        "attention_row_stats",
+        "attention_grad_q_d64_keys32",
+        "attention_grad_kv_tiled_d64_lanes4_log_lanes2_tile_keys32",
+    ];
+    for (rt, kernels) in [(no_subgroups, rows), (rt, tiled)] {
+        assert_eq!(kernels_of(&rt), kernels);
         all_cases(&rt);
     }
+}
+
+/// The entry points `Attention::forward` and `backward` run on `rt` for a head dimension of
+/// 64, in order.
+fn kernels_of(rt: &Runtime) -> Vec<String> {
+    let attention = Attention::new(rt).unwrap();
+    let shape = shape(1, 1, 1, 1, 1, 64);
+    let zeros = |n: usize| rt.zeros::<f32>(n).unwrap();
+    let (x, mut out, mut lse) = (zeros(64), zeros(64), zeros(1));
+    let (mut grad_q, mut grad_k, mut grad_v) = (zeros(64), zeros(64), zeros(64));
+    let (mask, scale) = (AttentionMask::None, 1.0);
+    let mut batch = rt.batch();
+    let args = AttentionForward {
+        shape,
+        mask,
+        scale,
+        q: &x,
+        k: &x,
+        v: &x,
+        key_lengths: None,
+        out: &mut out,
+        lse: &mut lse,
+    };
+    attention.forward(&mut batch, args).unwrap();
+    let args = AttentionBackward {
+        shape,
+        mask,
+        scale,
+        q: &x,
+        k: &x,
+        v: &x,
+        key_lengths: None,
+        out: &out,
+        lse: &lse,
+        grad_out: &x,
+        grad_q: &mut grad_q,
+        grad_k: &mut grad_k,
+        grad_v: &mut grad_v,
+    };
+    attention.backward(&mut batch, args).unwrap();
+    kernels_run(batch)
 }
 
 /// Whether `check` skips `shape`: under the sanitizer on lavapipe, at `D = 128` with more
@@ -236,31 +283,6 @@ fn forward_and_backward_match_attention_in_f64() {
 fn sanitizer_gap(shape: AttentionShape) -> bool {
     let sanitized = std::env::var(tessera::SANITIZE_ENV).is_ok_and(|v| v == "on");
     sanitized && shape.head_dim > 64 && shape.keys > 64 && shape.queries > 64
-}
-
-/// The entry point `Attention::forward` runs on `rt` for a head dimension of 64.
-fn forward_kernel(rt: &Runtime) -> String {
-    let attention = Attention::new(rt).unwrap();
-    let s = shape(1, 1, 1, 1, 1, 64);
-    let (q, mut out, mut lse) = (
-        rt.zeros::<f32>(64).unwrap(),
-        rt.zeros::<f32>(64).unwrap(),
-        rt.zeros::<f32>(1).unwrap(),
-    );
-    let mut batch = rt.batch();
-    let args = AttentionForward {
-        shape: s,
-        mask: AttentionMask::None,
-        scale: 1.0,
-        q: &q,
-        k: &q,
-        v: &q,
-        key_lengths: None,
-        out: &mut out,
-        lse: &mut lse,
-    };
-    attention.forward(&mut batch, args).unwrap();
-    kernels_run(batch).join(", ")
 }
 
 fn all_cases(rt: &Runtime) {

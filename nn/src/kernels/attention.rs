@@ -579,6 +579,164 @@ pub mod attention_ops {
         store_row(&grad_value, grad_v, kv_at, live, p.head_dim, 1.0);
     }
 
+    /// Key rows each invocation of the tiled key and value gradients works on (it holds four
+    /// slices of each: the key, the value and their gradients).
+    pub const KEY_ROWS_EACH: u32 = 2;
+
+    /// The key and value gradients on register tiles, where the device has subgroups of at
+    /// least 8 lanes (the forward's choice): each `LANES` lanes of a subgroup take
+    /// `KEY_ROWS_EACH` key rows of one key head, each lane a `D / LANES` columns of their keys,
+    /// values and gradients, and walk the query rows of every query head sharing it
+    /// (`TILE_KEYS` a block, staged scaled with their gradients and statistics); the scores
+    /// and `grad_o · v` are summed across the lanes by shuffles, `CHUNK` queries at a time.
+    /// Same results as [`attention_grad_kv`] up to the order of the sums.
+    #[kernel(workgroup = [TILED_INVOCATIONS], constants = TiledHeadDim, features(subgroups),
+             limits(workgroup_memory = 16640),
+             grid = [ceil_div(p.keys, TILED_INVOCATIONS / LANES * KEY_ROWS_EACH),
+                     p.batch_heads / p.group])]
+    pub fn attention_grad_kv_tiled(
+        p: &AttentionParams,
+        #[len(p.batch_heads * p.queries * p.head_dim)] q: &[f32],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] k: &[f32],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] v: &[f32],
+        #[len(p.batch_heads * p.queries * p.head_dim)] grad_o: &[f32],
+        #[len(p.batch_heads * p.queries)] stats: &[Vec2<f32>],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] grad_k: &mut [f32],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] grad_v: &mut [f32],
+        #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
+        #[workgroup] staged_q: &mut [Vec4<f32>; TILE_KEYS * D / 4],
+        #[workgroup] staged_grad_o: &mut [Vec4<f32>; TILE_KEYS * D / 4],
+        #[workgroup] staged_stats: &mut [Vec2<f32>; TILE_KEYS],
+    ) {
+        let kv_head = workgroup_id().y;
+        let lane = subgroup_invocation_id() % LANES;
+        let set = (subgroup_id() * subgroup_size() + subgroup_invocation_id()) / LANES;
+        let keys_per_group = TILED_INVOCATIONS / LANES * KEY_ROWS_EACH;
+        let first = workgroup_id().x * keys_per_group;
+        let key0 = first + set * KEY_ROWS_EACH;
+        let column0 = lane * (D / LANES);
+        let mut key_rows = [vec4(0.0f32, 0.0, 0.0, 0.0); KEY_ROWS_EACH * D / LANES / 4];
+        let mut value_rows = [vec4(0.0f32, 0.0, 0.0, 0.0); KEY_ROWS_EACH * D / LANES / 4];
+        let mut grad_key = [vec4(0.0f32, 0.0, 0.0, 0.0); KEY_ROWS_EACH * D / LANES / 4];
+        let mut grad_value = [vec4(0.0f32, 0.0, 0.0, 0.0); KEY_ROWS_EACH * D / LANES / 4];
+        #[unroll]
+        for r in 0..KEY_ROWS_EACH {
+            let key = key0 + r;
+            let at = (kv_head * p.keys + key) * p.head_dim;
+            #[unroll]
+            for s in 0..D / LANES / 4 {
+                let i = r * (D / LANES / 4) + s;
+                key_rows[i] = load_vec4(k, at, column0 + 4 * s, key < p.keys, p.head_dim);
+                value_rows[i] = load_vec4(v, at, column0 + 4 * s, key < p.keys, p.head_dim);
+            }
+        }
+        // Under the causal mask, no query before this workgroup's first key sees its keys.
+        let mut from = 0u32;
+        if p.causal == 1 {
+            from = first.min(p.queries);
+        }
+        // Every query head of the group is of the same sequence.
+        let seq_keys = sequence_keys(key_lengths, kv_head * p.group, p.heads, p.keys, p.padded);
+        for g in 0..p.group {
+            let head = kv_head * p.group + g;
+            let q_at = head * p.queries * p.head_dim;
+            for start in (from..p.queries).step_by(TILE_KEYS) {
+                let local = local_index();
+                #[unroll]
+                for r in 0..TILE_KEYS * D / 4 / TILED_INVOCATIONS {
+                    let slot = r * TILED_INVOCATIONS + local;
+                    let query = start + slot / (D / 4);
+                    let column = slot % (D / 4) * 4;
+                    let from_row = q_at + query * p.head_dim;
+                    let inside = query < p.queries;
+                    staged_q[slot] = load_vec4(q, from_row, column, inside, p.head_dim) * p.scale;
+                    staged_grad_o[slot] = load_vec4(grad_o, from_row, column, inside, p.head_dim);
+                }
+                if local < TILE_KEYS {
+                    let query = start + local;
+                    staged_stats[local] = vec2(0.0f32, 0.0);
+                    if query < p.queries {
+                        staged_stats[local] = stats[head * p.queries + query];
+                    }
+                }
+                workgroup_barrier();
+                for chunk in (0..TILE_KEYS).step_by(CHUNK) {
+                    let mut scores = [0.0f32; KEY_ROWS_EACH * CHUNK];
+                    let mut grad_p = [0.0f32; KEY_ROWS_EACH * CHUNK];
+                    #[unroll]
+                    for j in 0..CHUNK {
+                        #[unroll]
+                        for s in 0..D / LANES / 4 {
+                            let at = (chunk + j) * (D / 4) + column0 / 4 + s;
+                            let (query, grad_row) = (staged_q[at], staged_grad_o[at]);
+                            #[unroll]
+                            for r in 0..KEY_ROWS_EACH {
+                                let i = r * (D / LANES / 4) + s;
+                                scores[r * CHUNK + j] += key_rows[i].dot(query);
+                                grad_p[r * CHUNK + j] += value_rows[i].dot(grad_row);
+                            }
+                        }
+                    }
+                    #[unroll]
+                    for i in 0..KEY_ROWS_EACH * CHUNK {
+                        #[unroll]
+                        for b in 0..LOG_LANES {
+                            scores[i] += subgroup_shuffle_xor(scores[i], 1u32 << b);
+                            grad_p[i] += subgroup_shuffle_xor(grad_p[i], 1u32 << b);
+                        }
+                    }
+                    // Each probability and its score's gradient (0 where the query does
+                    // not see the key).
+                    #[unroll]
+                    for r in 0..KEY_ROWS_EACH {
+                        #[unroll]
+                        for j in 0..CHUNK {
+                            let query = start + chunk + j;
+                            let row_stats = staged_stats[chunk + j];
+                            let i = r * CHUNK + j;
+                            let mut prob = 0.0f32;
+                            let mut grad_score = 0.0f32;
+                            if query < p.queries && sees(query, key0 + r, seq_keys, p.causal) {
+                                prob = (scores[i] - row_stats.x).exp();
+                                grad_score = prob * (grad_p[i] - row_stats.y);
+                            }
+                            scores[i] = prob;
+                            grad_p[i] = grad_score;
+                        }
+                    }
+                    #[unroll]
+                    for j in 0..CHUNK {
+                        #[unroll]
+                        for s in 0..D / LANES / 4 {
+                            let at = (chunk + j) * (D / 4) + column0 / 4 + s;
+                            let (query, grad_row) = (staged_q[at], staged_grad_o[at]);
+                            #[unroll]
+                            for r in 0..KEY_ROWS_EACH {
+                                let i = r * (D / LANES / 4) + s;
+                                grad_value[i] += scores[r * CHUNK + j] * grad_row;
+                                grad_key[i] += grad_p[r * CHUNK + j] * query;
+                            }
+                        }
+                    }
+                }
+                workgroup_barrier();
+            }
+        }
+        #[unroll]
+        for r in 0..KEY_ROWS_EACH {
+            let key = key0 + r;
+            if key < p.keys {
+                let at = (kv_head * p.keys + key) * p.head_dim;
+                #[unroll]
+                for s in 0..D / LANES / 4 {
+                    let i = r * (D / LANES / 4) + s;
+                    store_vec4(grad_k, at, column0 + 4 * s, p.head_dim, grad_key[i]);
+                    store_vec4(grad_v, at, column0 + 4 * s, p.head_dim, grad_value[i]);
+                }
+            }
+        }
+    }
+
     /// Stages rows `start..start + KEYS` of two matrices of `rows` rows of `width` scalars
     /// (from `at`) into `a` and `b`, `D` scalars a row: zeros past `rows` and past `width`.
     /// Each invocation of the `ROWS` stages its share.
