@@ -115,9 +115,9 @@ pub struct AttentionBackward<'a> {
 /// [`MAX_HEAD_DIM`], grouped queries (fewer key and value heads than query heads). The
 /// backward recomputes the probabilities from the forward's log-sum-exp (nothing of the size
 /// of the scores is ever stored) through scratch memory the op keeps (a float per query row).
-/// Where the device has subgroups of 8 lanes or more, the forward runs on register tiles
-/// (several query rows shared by a few lanes, scores summed by shuffles); elsewhere, and for
-/// the backward, a query or key row an invocation. Not yet: `f16` storage, tensor cores, an
+/// Where the device has subgroups of 8 lanes or more, the forward and the key and value
+/// gradients run on register tiles (several rows shared by a few lanes, scores summed by
+/// shuffles); elsewhere, and for the query gradient, a row an invocation. Not yet: `f16` storage, tensor cores, an
 /// additive mask; notes/attention.md has the H200 figures.
 ///
 /// ```no_run

@@ -609,7 +609,7 @@ mod tests {
         let mut strict = Gpt::new(&rt, config, 3).unwrap();
         let mut rng = text::rng(3);
         let windows = corpus.windows(Split::Train, 8, config.context, Start::Random(&mut rng));
-        let mut run = |gpt: &mut Gpt| {
+        let run = |gpt: &mut Gpt| {
             gpt.load(&rt, 8, &windows.inputs, &windows.targets).unwrap();
             let mut batch = rt.batch();
             gpt.record_forward(&mut batch).unwrap();

@@ -22,8 +22,10 @@
 //! (`attention_grad_kv`). No atomics: each gradient row has one invocation that sums it.
 //! Sequences shorter than `keys` (`key_lengths`) mask their keys past the end, in every pass.
 //!
-//! The backward is still the simple form (a row an invocation, each score a dot product read
-//! from workgroup memory); notes/attention.md has the H200 figures of both.
+//! Where the forward runs on register tiles, so do the key and value gradients
+//! (`attention_grad_kv_tiled`: lanes share [`KEY_ROWS_EACH`](attention_ops::KEY_ROWS_EACH)
+//! key rows and walk the query rows); the query gradient is a row an invocation everywhere.
+//! notes/attention.md has the H200 figures.
 
 #[tessera::kernels]
 pub mod attention_ops {
