@@ -175,6 +175,18 @@ enum Tiling {
     },
 }
 
+// Both ways index their kernels by the instance `Plan` picks from `HeadDim`: the same head
+// dimensions in the same order.
+const _: () = {
+    let (tiled, rows) = (kernels::TiledHeadDim::ALL, kernels::HeadDim::ALL);
+    assert!(tiled.len() == rows.len());
+    let mut i = 0;
+    while i < rows.len() {
+        assert!(tiled[i].d == rows[i].d);
+        i += 1;
+    }
+};
+
 impl Tiling {
     fn new(rt: &Runtime) -> Result<Self> {
         let info = rt.info();
