@@ -83,20 +83,18 @@ impl Corpus {
     /// character after its input, concatenated window after window. `Start::Random` draws
     /// where each window starts; `Start::Every` takes the part's windows in order from
     /// window `first`, wrapping around. `split` must hold more than `len` characters.
-    pub fn windows(&self, split: Split, count: u32, len: u32, start: Start<'_>) -> Windows {
+    pub fn windows(&self, split: Split, count: u32, len: u32, mut start: Start<'_>) -> Windows {
         let part = self.part(split);
         let len = len as usize;
         let last = part.len() - len - 1;
+        let whole = (part.len().saturating_sub(1) / len).max(1);
         let mut windows = Windows::default();
-        let mut starts: Box<dyn FnMut(usize) -> usize + '_> = match start {
-            Start::Random(rng) => Box::new(move |_| rng.random_range(0..=last)),
-            Start::Every { first } => {
-                let whole = part.len().saturating_sub(1) / len;
-                Box::new(move |i| ((first + i) % whole.max(1)) * len)
-            }
-        };
         for i in 0..count as usize {
-            let at = starts(i).min(last);
+            let at = match &mut start {
+                Start::Random(rng) => rng.random_range(0..=last),
+                Start::Every { first } => (*first + i) % whole * len,
+            }
+            .min(last);
             windows.inputs.extend_from_slice(&part[at..at + len]);
             windows
                 .targets
