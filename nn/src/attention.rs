@@ -115,10 +115,10 @@ pub struct AttentionBackward<'a> {
 /// [`MAX_HEAD_DIM`], grouped queries (fewer key and value heads than query heads). The
 /// backward recomputes the probabilities from the forward's log-sum-exp (nothing of the size
 /// of the scores is ever stored) through scratch memory the op keeps (a float per query row).
-/// Where the device has subgroups of 8 lanes or more, the forward and the key and value
-/// gradients run on register tiles (several rows shared by a few lanes, scores summed by
-/// shuffles); elsewhere, and for the query gradient, a row an invocation. Not yet: `f16` storage, tensor cores, an
-/// additive mask; notes/attention.md has the H200 figures.
+/// Where the device has subgroups of 8 lanes or more, the forward and the gradients run on
+/// register tiles (several rows shared by a few lanes, scores summed by shuffles); elsewhere
+/// a row an invocation. Not yet: `f16` storage, tensor cores, an additive mask;
+/// notes/attention.md has the H200 figures.
 ///
 /// ```no_run
 /// # use tessera::Runtime;
@@ -145,32 +145,33 @@ pub struct AttentionBackward<'a> {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Attention {
-    /// The forward and the key and value gradients, as this device runs them.
+    /// The forward and the gradients, as this device runs them.
     tiling: Tiling,
     /// Each query row's log-sum-exp and `grad_out · out`.
     row_stats: kernels::AttentionRowStats,
-    /// The query gradient for each instance.
-    grad_q: Vec<kernels::AttentionGradQ>,
     /// The backward's row statistics.
     stats: Spare<[f32; 2]>,
     /// What the kernels bind for `key_lengths` where a call has none (never read).
     no_lengths: Spare<u32>,
 }
 
-/// How the forward and the key and value gradients run on a device, chosen once: each a
-/// kernel for each head-dimension instance, `D = 64` then `D = 128` in both.
+/// How the forward and the gradients run on a device, chosen once: each a kernel for each
+/// head-dimension instance, `D = 64` then `D = 128` in both.
 #[derive(Clone, Debug)]
 enum Tiling {
     /// On register tiles, a set of rows shared by lanes of a subgroup
-    /// (`attention_forward_tiled`, `attention_grad_kv_tiled`): where the device has
-    /// subgroups of at least 8 lanes and the workgroup memory they take.
+    /// (`attention_forward_tiled`, `attention_grad_q_tiled`, `attention_grad_kv_tiled`):
+    /// where the device has subgroups of at least 8 lanes and the workgroup memory they take.
     Tiled {
         forward: Vec<kernels::AttentionForwardTiled>,
+        grad_q: Vec<kernels::AttentionGradQTiled>,
         grad_kv: Vec<kernels::AttentionGradKvTiled>,
     },
-    /// A row an invocation (`attention_forward`, `attention_grad_kv`): anywhere.
+    /// A row an invocation (`attention_forward`, `attention_grad_q`, `attention_grad_kv`):
+    /// anywhere.
     Rows {
         forward: Vec<kernels::AttentionForward>,
+        grad_q: Vec<kernels::AttentionGradQ>,
         grad_kv: Vec<kernels::AttentionGradKv>,
     },
 }
@@ -192,6 +193,7 @@ impl Tiling {
         let info = rt.info();
         let memory = kernels::AttentionForwardTiled::VARIANTS
             .iter()
+            .chain(kernels::AttentionGradQTiled::VARIANTS)
             .chain(kernels::AttentionGradKvTiled::VARIANTS)
             .map(|variant| variant.workgroup_memory)
             .max()
@@ -207,6 +209,10 @@ impl Tiling {
                         .iter()
                         .map(|&d| kernels::AttentionForwardTiled::with_constants(rt, d))
                         .collect::<Result<_>>()?,
+                    grad_q: tiled
+                        .iter()
+                        .map(|&d| kernels::AttentionGradQTiled::with_constants(rt, d))
+                        .collect::<Result<_>>()?,
                     grad_kv: tiled
                         .iter()
                         .map(|&d| kernels::AttentionGradKvTiled::with_constants(rt, d))
@@ -219,6 +225,10 @@ impl Tiling {
                         .iter()
                         .map(|&d| kernels::AttentionForward::with_constants(rt, d))
                         .collect::<Result<_>>()?,
+                    grad_q: rows
+                        .iter()
+                        .map(|&d| kernels::AttentionGradQ::with_constants(rt, d))
+                        .collect::<Result<_>>()?,
                     grad_kv: rows
                         .iter()
                         .map(|&d| kernels::AttentionGradKv::with_constants(rt, d))
@@ -230,17 +240,27 @@ impl Tiling {
 
     /// The kernels, as what [`Attention::prepare`] compiles.
     fn kernels(&self) -> Vec<&dyn tessera::Prepare> {
-        fn all<'a, K: tessera::Prepare>(
-            a: &'a [K],
-            b: &'a [impl tessera::Prepare],
+        fn all<'a>(
+            forward: &'a [impl tessera::Prepare],
+            grad_q: &'a [impl tessera::Prepare],
+            grad_kv: &'a [impl tessera::Prepare],
         ) -> Vec<&'a dyn tessera::Prepare> {
-            let a = a.iter().map(|k| k as &dyn tessera::Prepare);
-            a.chain(b.iter().map(|k| k as &dyn tessera::Prepare))
-                .collect()
+            let forward = forward.iter().map(|k| k as &dyn tessera::Prepare);
+            let grad_q = grad_q.iter().map(|k| k as &dyn tessera::Prepare);
+            let grad_kv = grad_kv.iter().map(|k| k as &dyn tessera::Prepare);
+            forward.chain(grad_q).chain(grad_kv).collect()
         }
         match self {
-            Tiling::Tiled { forward, grad_kv } => all(forward, grad_kv),
-            Tiling::Rows { forward, grad_kv } => all(forward, grad_kv),
+            Tiling::Tiled {
+                forward,
+                grad_q,
+                grad_kv,
+            } => all(forward, grad_q, grad_kv),
+            Tiling::Rows {
+                forward,
+                grad_q,
+                grad_kv,
+            } => all(forward, grad_q, grad_kv),
         }
     }
 }
@@ -248,14 +268,9 @@ impl Tiling {
 impl Attention {
     /// Makes the op; its kernels compile at their first use, or at [`prepare`](Self::prepare).
     pub fn new(rt: &Runtime) -> Result<Self> {
-        let instances = kernels::HeadDim::ALL;
         Ok(Attention {
             tiling: Tiling::new(rt)?,
             row_stats: kernels::AttentionRowStats::new(rt)?,
-            grad_q: instances
-                .iter()
-                .map(|&instance| kernels::AttentionGradQ::with_constants(rt, instance))
-                .collect::<Result<_>>()?,
             stats: Spare::default(),
             no_lengths: Spare::default(),
         })
@@ -265,7 +280,6 @@ impl Attention {
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
         let mut kernels: Vec<&dyn tessera::Prepare> = vec![&self.row_stats];
         kernels.extend(self.tiling.kernels());
-        kernels.extend(self.grad_q.iter().map(|k| k as &dyn tessera::Prepare));
         tessera::Prepare::prepare(&kernels[..], rt)
     }
 
@@ -359,49 +373,74 @@ impl Attention {
             stats,
         };
         self.row_stats.record(batch, row_stats)?;
-        self.grad_q[plan.instance].record(
-            batch,
-            kernels::AttentionGradQArgs {
-                p,
-                q,
-                k,
-                v,
-                grad_o,
-                stats,
-                grad_q: args.grad_q,
-                key_lengths,
-            },
-        )?;
-        let (grad_k, grad_v) = (args.grad_k, args.grad_v);
+        let (grad_q, grad_k, grad_v) = (args.grad_q, args.grad_k, args.grad_v);
         match &self.tiling {
-            Tiling::Tiled { grad_kv, .. } => grad_kv[plan.instance].record(
-                batch,
-                kernels::AttentionGradKvTiledArgs {
-                    p,
-                    q,
-                    k,
-                    v,
-                    grad_o,
-                    stats,
-                    grad_k,
-                    grad_v,
-                    key_lengths,
-                },
-            ),
-            Tiling::Rows { grad_kv, .. } => grad_kv[plan.instance].record(
-                batch,
-                kernels::AttentionGradKvArgs {
-                    p,
-                    q,
-                    k,
-                    v,
-                    grad_o,
-                    stats,
-                    grad_k,
-                    grad_v,
-                    key_lengths,
-                },
-            ),
+            Tiling::Tiled {
+                grad_q: grad_q_kernels,
+                grad_kv,
+                ..
+            } => {
+                grad_q_kernels[plan.instance].record(
+                    batch,
+                    kernels::AttentionGradQTiledArgs {
+                        p,
+                        q,
+                        k,
+                        v,
+                        grad_o,
+                        stats,
+                        grad_q,
+                        key_lengths,
+                    },
+                )?;
+                grad_kv[plan.instance].record(
+                    batch,
+                    kernels::AttentionGradKvTiledArgs {
+                        p,
+                        q,
+                        k,
+                        v,
+                        grad_o,
+                        stats,
+                        grad_k,
+                        grad_v,
+                        key_lengths,
+                    },
+                )
+            }
+            Tiling::Rows {
+                grad_q: grad_q_kernels,
+                grad_kv,
+                ..
+            } => {
+                grad_q_kernels[plan.instance].record(
+                    batch,
+                    kernels::AttentionGradQArgs {
+                        p,
+                        q,
+                        k,
+                        v,
+                        grad_o,
+                        stats,
+                        grad_q,
+                        key_lengths,
+                    },
+                )?;
+                grad_kv[plan.instance].record(
+                    batch,
+                    kernels::AttentionGradKvArgs {
+                        p,
+                        q,
+                        k,
+                        v,
+                        grad_o,
+                        stats,
+                        grad_k,
+                        grad_v,
+                        key_lengths,
+                    },
+                )
+            }
         }
     }
 }

@@ -210,8 +210,8 @@ fn shape(
     }
 }
 
-/// On a device with subgroups (the forward and the key and value gradients on register
-/// tiles) and on one without (a row an invocation).
+/// On a device with subgroups (the forward and the gradients on register tiles) and on one
+/// without (a row an invocation).
 #[test]
 fn forward_and_backward_match_attention_in_f64() {
     let rt = runtime();
@@ -225,7 +225,7 @@ fn forward_and_backward_match_attention_in_f64() {
     let tiled = [
         "attention_forward_tiled_d64_lanes4_log_lanes2_tile_keys32",
         "attention_row_stats",
-        "attention_grad_q_d64_keys32",
+        "attention_grad_q_tiled_d64_lanes4_log_lanes2_tile_keys32",
         "attention_grad_kv_tiled_d64_lanes4_log_lanes2_tile_keys32",
     ];
     for (rt, kernels) in [(no_subgroups, rows), (rt, tiled)] {

@@ -22,10 +22,11 @@
 //! (`attention_grad_kv`). No atomics: each gradient row has one invocation that sums it.
 //! Sequences shorter than `keys` (`key_lengths`) mask their keys past the end, in every pass.
 //!
-//! Where the forward runs on register tiles, so do the key and value gradients
+//! Where the forward runs on register tiles, so do the gradients: the query gradient
+//! (`attention_grad_q_tiled`: lanes share [`GRAD_ROWS_EACH`](attention_ops::GRAD_ROWS_EACH)
+//! query rows and walk the key blocks as the forward does) and the key and value gradients
 //! (`attention_grad_kv_tiled`: lanes share [`KEY_ROWS_EACH`](attention_ops::KEY_ROWS_EACH)
-//! key rows and walk the query rows); the query gradient is a row an invocation everywhere.
-//! notes/attention.md has the H200 figures.
+//! key rows and walk the query rows). notes/attention.md has the H200 figures.
 
 #[tessera::kernels]
 pub mod attention_ops {
@@ -579,6 +580,134 @@ pub mod attention_ops {
         }
         store_row(&grad_key, grad_k, kv_at, live, p.head_dim, 1.0);
         store_row(&grad_value, grad_v, kv_at, live, p.head_dim, 1.0);
+    }
+
+    /// Query rows each invocation of the tiled query gradient works on (it holds three
+    /// slices of each: the query, its output's gradient and its own gradient).
+    pub const GRAD_ROWS_EACH: u32 = 2;
+
+    /// The query gradient on register tiles, where the device has subgroups of at least 8
+    /// lanes (the forward's choice): each `LANES` lanes of a subgroup take `GRAD_ROWS_EACH`
+    /// query rows, each lane a `D / LANES` columns of their queries (scaled), output
+    /// gradients and query gradients, and walk the key blocks as the tiled forward does; each
+    /// score and `grad_o · v` is summed across the lanes by shuffles, `CHUNK` keys at a time,
+    /// and the probability recomputed from the row's log-sum-exp. Same results as
+    /// [`attention_grad_q`] up to the order of the sums.
+    #[kernel(workgroup = [TILED_INVOCATIONS], constants = TiledHeadDim, features(subgroups),
+             grid = [ceil_div(p.queries, TILED_INVOCATIONS / LANES * GRAD_ROWS_EACH),
+                     p.batch_heads])]
+    pub fn attention_grad_q_tiled(
+        p: &AttentionParams,
+        #[len(p.batch_heads * p.queries * p.head_dim)] q: &[f32],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] k: &[f32],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] v: &[f32],
+        #[len(p.batch_heads * p.queries * p.head_dim)] grad_o: &[f32],
+        #[len(p.batch_heads * p.queries)] stats: &[Vec2<f32>],
+        #[len(p.batch_heads * p.queries * p.head_dim)] grad_q: &mut [f32],
+        #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
+        #[workgroup] staged_k: &mut [Vec4<f32>; TILE_KEYS * D / 4],
+        #[workgroup] staged_v: &mut [Vec4<f32>; TILE_KEYS * D / 4],
+    ) {
+        let head = workgroup_id().y;
+        let lane = subgroup_invocation_id() % LANES;
+        let set = (subgroup_id() * subgroup_size() + subgroup_invocation_id()) / LANES;
+        let rows_per_group = TILED_INVOCATIONS / LANES * GRAD_ROWS_EACH;
+        // The last rows first, as the forward.
+        let blocks = (p.queries + rows_per_group - 1) / rows_per_group;
+        let first = (blocks - 1 - workgroup_id().x) * rows_per_group;
+        let row0 = first + set * GRAD_ROWS_EACH;
+        let kv_at = head / p.group * p.keys * p.head_dim;
+        let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
+        let column0 = lane * (D / LANES);
+        let mut query = [vec4(0.0f32, 0.0, 0.0, 0.0); GRAD_ROWS_EACH * D / LANES / 4];
+        let mut grad_row = [vec4(0.0f32, 0.0, 0.0, 0.0); GRAD_ROWS_EACH * D / LANES / 4];
+        let mut grad = [vec4(0.0f32, 0.0, 0.0, 0.0); GRAD_ROWS_EACH * D / LANES / 4];
+        let mut row_stats = [vec2(0.0f32, 0.0); GRAD_ROWS_EACH];
+        #[unroll]
+        for r in 0..GRAD_ROWS_EACH {
+            let row = row0 + r;
+            let live = row < p.queries;
+            let at = (head * p.queries + row) * p.head_dim;
+            #[unroll]
+            for s in 0..D / LANES / 4 {
+                let i = r * (D / LANES / 4) + s;
+                query[i] = load_vec4(q, at, column0 + 4 * s, live, p.head_dim) * p.scale;
+                grad_row[i] = load_vec4(grad_o, at, column0 + 4 * s, live, p.head_dim);
+            }
+            if live {
+                row_stats[r] = stats[head * p.queries + row];
+            }
+        }
+        let keys_end = keys_read_by(p.keys, first, rows_per_group, p.queries, p.causal);
+        for start in (0..keys_end).step_by(TILE_KEYS) {
+            let (local, width) = (local_index(), p.head_dim);
+            stage_vec4_rows(staged_k, staged_v, k, v, kv_at, start, p.keys, width, local);
+            workgroup_barrier();
+            for chunk in (0..TILE_KEYS).step_by(CHUNK) {
+                let mut scores = [0.0f32; GRAD_ROWS_EACH * CHUNK];
+                let mut grad_p = [0.0f32; GRAD_ROWS_EACH * CHUNK];
+                #[unroll]
+                for j in 0..CHUNK {
+                    #[unroll]
+                    for s in 0..D / LANES / 4 {
+                        let at = (chunk + j) * (D / 4) + column0 / 4 + s;
+                        let (key, value) = (staged_k[at], staged_v[at]);
+                        #[unroll]
+                        for r in 0..GRAD_ROWS_EACH {
+                            let i = r * (D / LANES / 4) + s;
+                            scores[r * CHUNK + j] += query[i].dot(key);
+                            grad_p[r * CHUNK + j] += grad_row[i].dot(value);
+                        }
+                    }
+                }
+                #[unroll]
+                for i in 0..GRAD_ROWS_EACH * CHUNK {
+                    #[unroll]
+                    for b in 0..LOG_LANES {
+                        scores[i] += subgroup_shuffle_xor(scores[i], 1u32 << b);
+                        grad_p[i] += subgroup_shuffle_xor(grad_p[i], 1u32 << b);
+                    }
+                }
+                // Each score's gradient (0 where the row does not see the key).
+                #[unroll]
+                for r in 0..GRAD_ROWS_EACH {
+                    #[unroll]
+                    for j in 0..CHUNK {
+                        let i = r * CHUNK + j;
+                        let mut grad_score = 0.0f32;
+                        if sees(row0 + r, start + chunk + j, seq_keys, p.causal) {
+                            let prob = (scores[i] - row_stats[r].x).exp();
+                            grad_score = prob * (grad_p[i] - row_stats[r].y);
+                        }
+                        scores[i] = grad_score;
+                    }
+                }
+                #[unroll]
+                for j in 0..CHUNK {
+                    #[unroll]
+                    for s in 0..D / LANES / 4 {
+                        let key = staged_k[(chunk + j) * (D / 4) + column0 / 4 + s];
+                        #[unroll]
+                        for r in 0..GRAD_ROWS_EACH {
+                            grad[r * (D / LANES / 4) + s] += scores[r * CHUNK + j] * key;
+                        }
+                    }
+                }
+            }
+            workgroup_barrier();
+        }
+        #[unroll]
+        for r in 0..GRAD_ROWS_EACH {
+            let row = row0 + r;
+            if row < p.queries {
+                let at = (head * p.queries + row) * p.head_dim;
+                #[unroll]
+                for s in 0..D / LANES / 4 {
+                    let value = grad[r * (D / LANES / 4) + s] * p.scale;
+                    store_vec4(grad_q, at, column0 + 4 * s, p.head_dim, value);
+                }
+            }
+        }
     }
 
     /// Key rows each invocation of the tiled key and value gradients works on (it holds four
