@@ -15,8 +15,10 @@ What matches tessera's model: token and position embeddings (uniform, standard d
 `scaled_dot_product_attention`, an output `Linear`, a residual add, LayerNorm, `Linear` to 4x
 with GELU (tanh), `Linear` back, a residual add; a final LayerNorm and a `Linear` to the
 vocabulary; `Linear`s as PyTorch starts them; AdamW (betas 0.9, 0.99, eps 1e-8, decay 0.1 on
-every parameter), gradients clipped to a global norm of 1. What does not: the order of the
-training windows (each side draws its own), so the curves match within noise, not exactly.
+every parameter), gradients clipped to a global norm of 1; the training windows, in the same
+order (`Draws`, the example's SplitMix64 from the seed 1). What does not: the parameters'
+starting values (each side draws its own), so the curves match within noise, not exactly.
+After the table, each mode's training loss at the steps the example reports it.
 """
 import argparse
 import math
@@ -25,6 +27,23 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+MASK = (1 << 64) - 1
+
+
+class Draws:
+    """SplitMix64, as `Draws` in nn/examples/gpt/text.rs: where the training windows start."""
+
+    def __init__(self, seed):
+        self.state = seed
+
+    def below(self, n):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+        return (z ^ (z >> 31)) % n
+
 
 SMALL = dict(context=32, dim=64, heads=4, layers=2, batch=16, steps=300, lr=3e-3)
 LARGE = dict(context=256, dim=384, heads=6, layers=6, batch=64, steps=500, lr=1e-3)
@@ -95,6 +114,7 @@ def main():
           f"{'--large' if args.large else 'default'} size, {steps} steps")
     print("| mode | ms a step | tokens/s | peak MiB | held-out bits/char |")
     print("| --- | --- | --- | --- | --- |")
+    curves = []
     for mode in args.modes.split(","):
         torch.manual_seed(1)
         model = Gpt(len(chars), n, size["dim"], size["heads"], size["layers"]).cuda()
@@ -103,13 +123,17 @@ def main():
         forward = torch.compile(model) if mode.startswith("compile") else model
         autocast = torch.autocast("cuda", dtype=torch.float16, enabled=mode.endswith("f16"))
         scaler = torch.amp.GradScaler(enabled=mode.endswith("f16"))
-        generator = torch.Generator(device="cuda").manual_seed(1)
+        # Every step's window starts, drawn before the timing as the example draws them.
+        draws = Draws(1)
+        all_starts = torch.tensor([[draws.below(len(train) - n) for _ in range(b)]
+                                   for _ in range(steps)], device="cuda")
+        losses = []
 
         def step():
-            starts = torch.randint(0, len(train) - n - 1, (b,), device="cuda", generator=generator)
-            offsets = starts[:, None] + torch.arange(n, device="cuda")
+            offsets = all_starts[len(losses)][:, None] + torch.arange(n, device="cuda")
             with autocast:
                 loss = forward(train[offsets], train[offsets + 1])
+            losses.append(loss.detach().float())
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.unscale_(optimizer)
@@ -132,6 +156,13 @@ def main():
         bits = float(sum(losses)) / windows / math.log(2)
         peak = torch.cuda.max_memory_allocated() / 2**20
         print(f"| PyTorch {mode} | {ms:.2f} | {b * n / ms * 1e3:.0f} | {peak:.0f} | {bits:.3f} |")
+        every = max(steps // 10, 1)
+        shown = [i for i in range(steps) if i % every == 0 or i + 1 == steps]
+        curves.append(f"{mode}: " + ", ".join(
+            f"{i} {float(losses[i]) / math.log(2):.3f}" for i in shown))
+    print("\ntraining loss in bits a character, step by step:")
+    for curve in curves:
+        print(curve)
 
 
 if __name__ == "__main__":

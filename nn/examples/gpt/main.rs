@@ -16,7 +16,8 @@
 //! ```
 //!
 //! Every step's loss goes to `target/gpt/loss.csv` and `target/gpt/loss.png` (beside `PATH`
-//! with `--save PATH`). `bench/gpt.py` is the same model in PyTorch, for comparisons.
+//! with `--save PATH`). `bench/gpt.py` is the same model in PyTorch, for comparisons: it
+//! trains on the same windows in the same order (`text::Draws`).
 //!
 //! Its tests (the text, the options, a finite-difference check of the model's gradients, and
 //! a default run's held-out loss) run with the workspace's (`cargo xtask test`).
@@ -37,7 +38,7 @@ use model::{Gpt, GptConfig};
 use rand::RngExt;
 use tessera::{GpuBuffer, Runtime};
 use tessera_nn::{Adam, AdamConfig, AdamState, GradClip, Precision, WeightDecay};
-use text::{Corpus, Split, Start};
+use text::{Corpus, Draws, Split, Start};
 
 const USAGE: &str = "\
 Trains a small GPT-style model on Shakespeare, a character at a time, every step in tessera
@@ -54,7 +55,8 @@ options:
   --load PATH    start from the parameters in PATH (saved at the same size)
   --tensor-cores multiply the projections on the tensor cores (f16 products, f32 sums; needs a
                  GPU with them; attention stays f32)
-  --seed N       the seed of the parameters, the batches and the sample (default 1)
+  --seed N       the seed of the parameters, the training windows and the sample (default 1;
+                 bench/gpt.py draws seed 1's windows)
   -h, --help     print this text";
 
 /// What the command line chose.
@@ -238,7 +240,7 @@ fn run(rt: &Runtime, options: &Options, verbose: bool) -> Result<Report, Box<dyn
     }
 
     let mut optimizer = Optimizer::new(rt, &mut gpt, options.learning_rate)?;
-    let mut rng = text::rng(options.seed);
+    let mut draws = Draws::new(options.seed);
     let mut losses = Vec::with_capacity(options.steps as usize);
     let (mut gpu, mut timed) = (Duration::ZERO, 0u32);
     let mut kernels = Vec::new();
@@ -248,7 +250,7 @@ fn run(rt: &Runtime, options: &Options, verbose: bool) -> Result<Report, Box<dyn
     for step in 0..options.steps {
         let step_started = Instant::now();
         let (sequences, len) = (options.batch, config.context);
-        let windows = corpus.windows(Split::Train, sequences, len, Start::Random(&mut rng));
+        let windows = corpus.windows(Split::Train, sequences, len, Start::Drawn(&mut draws));
         gpt.load(rt, sequences, &windows.inputs, &windows.targets)?;
         let mut batch = rt.batch();
         gpt.record_forward(&mut batch)?;
@@ -322,7 +324,7 @@ fn run(rt: &Runtime, options: &Options, verbose: bool) -> Result<Report, Box<dyn
             .min(corpus.held_out_windows(config.context)),
         config.context
     ));
-    let sample = sample(rt, &mut gpt, &corpus, &mut rng)?;
+    let sample = sample(rt, &mut gpt, &corpus, &mut text::rng(options.seed))?;
     say(format!("sample:\n{sample}\n"));
     if let Some(path) = &options.save {
         checkpoint::save(rt, gpt.parameters(), path)?;
@@ -513,8 +515,9 @@ mod tests {
             precision: Precision::F32,
         };
         let mut gpt = Gpt::new(&rt, config, 5).unwrap();
+        let mut draws = Draws::new(5);
+        let windows = corpus.windows(Split::Train, 2, 6, Start::Drawn(&mut draws));
         let mut rng = text::rng(5);
-        let windows = corpus.windows(Split::Train, 2, 6, Start::Random(&mut rng));
         gpt.load(&rt, 2, &windows.inputs, &windows.targets).unwrap();
         let loss_at = |gpt: &mut Gpt| {
             let mut batch = rt.batch();
@@ -607,8 +610,8 @@ mod tests {
             Err(other) => panic!("not a refusal: {other}"),
         };
         let mut strict = Gpt::new(&rt, config, 3).unwrap();
-        let mut rng = text::rng(3);
-        let windows = corpus.windows(Split::Train, 8, config.context, Start::Random(&mut rng));
+        let mut draws = Draws::new(3);
+        let windows = corpus.windows(Split::Train, 8, config.context, Start::Drawn(&mut draws));
         let run = |gpt: &mut Gpt| {
             gpt.load(&rt, 8, &windows.inputs, &windows.targets).unwrap();
             let mut batch = rt.batch();

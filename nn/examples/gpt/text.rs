@@ -80,9 +80,10 @@ impl Corpus {
     }
 
     /// `count` windows of `len` characters of `split` as (inputs, targets), each target the
-    /// character after its input, concatenated window after window. `Start::Random` draws
-    /// where each window starts; `Start::Every` takes the part's windows in order from
-    /// window `first`, wrapping around. `split` must hold more than `len` characters.
+    /// character after its input, concatenated window after window. `Start::Drawn` draws
+    /// where each window starts (`0..=split's length - len - 1`); `Start::Every` takes the
+    /// part's windows in order from window `first`, wrapping around. `split` must hold more
+    /// than `len` characters.
     pub fn windows(&self, split: Split, count: u32, len: u32, mut start: Start<'_>) -> Windows {
         let part = self.part(split);
         let len = len as usize;
@@ -91,7 +92,7 @@ impl Corpus {
         let mut windows = Windows::default();
         for i in 0..count as usize {
             let at = match &mut start {
-                Start::Random(rng) => rng.random_range(0..=last),
+                Start::Drawn(draws) => draws.below(last as u64 + 1) as usize,
                 Start::Every { first } => (*first + i) % whole * len,
             }
             .min(last);
@@ -111,8 +112,8 @@ impl Corpus {
 
 /// Where windows start (see [`Corpus::windows`]).
 pub enum Start<'a> {
-    /// Anywhere, drawn from the generator.
-    Random(&'a mut ChaCha8Rng),
+    /// Anywhere, the next draws of the stream.
+    Drawn(&'a mut Draws),
     /// One after the other, from window `first`.
     Every { first: usize },
 }
@@ -124,9 +125,32 @@ pub struct Windows {
     pub targets: Vec<u32>,
 }
 
-/// The generator of every random draw of the example (windows, samples), from `seed`.
+/// The generator of the sample's draws, from `seed`.
 pub fn rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)
+}
+
+/// Where the training windows start: SplitMix64 from the seed, a generator of five lines
+/// that `bench/gpt.py` repeats, so that PyTorch trains on the same windows in the same order.
+#[derive(Clone, Debug)]
+pub struct Draws {
+    state: u64,
+}
+
+impl Draws {
+    pub fn new(seed: u64) -> Self {
+        Draws { state: seed }
+    }
+
+    /// The next draw in `0..n` (`n` > 0; the remainder of a 64-bit draw, so the bias is
+    /// below `n / 2^64`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n
+    }
 }
 
 #[cfg(test)]
@@ -157,11 +181,26 @@ mod tests {
         // Two whole windows fit (a target must follow the last character): from the second.
         assert_eq!(corpus.decode(&every.inputs), "defabcdefabcdef");
         assert_eq!(corpus.decode(&every.targets), "efgbcdefgbcdefg");
-        let mut rng = rng(1);
-        let drawn = corpus.windows(Split::Train, 50, 4, Start::Random(&mut rng));
+        let mut draws = Draws::new(1);
+        let drawn = corpus.windows(Split::Train, 50, 4, Start::Drawn(&mut draws));
         for (input, target) in drawn.inputs.chunks(4).zip(drawn.targets.chunks(4)) {
             assert_eq!(input[1..], target[..3]);
             assert!(target[3] <= 8, "past the training part: {target:?}");
         }
+    }
+
+    #[test]
+    fn draws_are_splitmix64() {
+        // SplitMix64's first outputs from a state of 0, as its reference code gives them.
+        let mut draws = Draws::new(0);
+        assert_eq!(draws.below(u64::MAX), 0xE220_A839_7B1D_CDAF % u64::MAX);
+        assert_eq!(draws.below(u64::MAX), 0x6E78_9E6A_A1B9_65F4 % u64::MAX);
+        // The first windows' starts of the default run (context 32), which bench/gpt.py's
+        // `Draws` gives too.
+        let corpus = Corpus::new(SHAKESPEARE);
+        let n = corpus.len(Split::Train) as u64 - 32;
+        let mut draws = Draws::new(1);
+        let starts: Vec<u64> = (0..4).map(|_| draws.below(n)).collect();
+        assert_eq!(starts, [457_874, 18_922, 578_936, 311_436]);
     }
 }
