@@ -2,7 +2,7 @@
 //! characters numbered, split into a training part and a held-out part, and cut into windows.
 
 use rand::rngs::ChaCha8Rng;
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 
 /// The whole text, shipped with the example.
 pub const SHAKESPEARE: &str = include_str!("shakespeare.txt");
