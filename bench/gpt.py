@@ -127,13 +127,13 @@ def main():
         draws = Draws(1)
         all_starts = torch.tensor([[draws.below(len(train) - n) for _ in range(b)]
                                    for _ in range(steps)], device="cuda")
-        losses = []
+        trained = []
 
         def step():
-            offsets = all_starts[len(losses)][:, None] + torch.arange(n, device="cuda")
+            offsets = all_starts[len(trained)][:, None] + torch.arange(n, device="cuda")
             with autocast:
                 loss = forward(train[offsets], train[offsets + 1])
-            losses.append(loss.detach().float())
+            trained.append(loss.detach().float())
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.unscale_(optimizer)
@@ -159,7 +159,7 @@ def main():
         every = max(steps // 10, 1)
         shown = [i for i in range(steps) if i % every == 0 or i + 1 == steps]
         curves.append(f"{mode}: " + ", ".join(
-            f"{i} {float(losses[i]) / math.log(2):.3f}" for i in shown))
+            f"{i} {float(trained[i]) / math.log(2):.3f}" for i in shown))
     print("\ntraining loss in bits a character, step by step:")
     for curve in curves:
         print(curve)

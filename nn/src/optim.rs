@@ -297,6 +297,26 @@ impl GradClip {
         grads: &mut [&mut GpuBuffer<f32>],
         norm: &mut GpuBuffer<f32>,
     ) -> Result<()> {
+        self.clip_scaled(batch, grads, norm, 1.0)
+    }
+
+    /// Records dividing `grads` by `loss_scale`, the factor a scaled loss put on them
+    /// ([`SoftmaxCrossEntropy::backward_scaled`](crate::SoftmaxCrossEntropy::backward_scaled)),
+    /// and clipping them together to the global norm `max_norm`, in one pass: `norm` gets
+    /// their global norm once unscaled and the factor they were multiplied by (`1 /
+    /// loss_scale` where that norm was within `max_norm`). `loss_scale` must be finite and
+    /// above 0.
+    pub fn clip_scaled(
+        &self,
+        batch: &mut Batch<'_>,
+        grads: &mut [&mut GpuBuffer<f32>],
+        norm: &mut GpuBuffer<f32>,
+        loss_scale: f32,
+    ) -> Result<()> {
+        if !(loss_scale.is_finite() && loss_scale > 0.0) {
+            let problem = format!("`loss_scale` is {loss_scale}: pass a finite number above 0");
+            return Err(invalid("gradient clipping", problem));
+        }
         if norm.len() < 2 {
             let problem = format!("`norm` holds {} elements: pass a buffer of 2", norm.len());
             return Err(invalid("gradient clipping", problem));
@@ -327,6 +347,7 @@ impl GradClip {
                 len,
                 offset,
                 max_norm,
+                loss_scale,
             };
             self.sum_squares.record(
                 batch,
@@ -342,6 +363,7 @@ impl GradClip {
             len: offset,
             offset: 0,
             max_norm,
+            loss_scale,
         };
         self.factor.record(
             batch,
@@ -356,6 +378,7 @@ impl GradClip {
                 len,
                 offset: 0,
                 max_norm,
+                loss_scale,
             };
             self.scale
                 .record(batch, clip::ScaleByFactorArgs { p: &p, norm, grad })?;

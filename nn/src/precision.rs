@@ -24,7 +24,11 @@ pub enum Precision {
     /// Operands rounded to `f16` as they are staged into workgroup memory, multiplied on the
     /// tensor cores, summed in `f32`: each product is off by f16's rounding of its operands,
     /// about `1e-3` relative (measured against f64 in `tests/tensor_cores.rs`), and the
-    /// sums keep f32's precision. Operands beyond f16's range (65504) become infinite.
+    /// sums keep f32's precision. Operands beyond f16's range (65504) become infinite, and
+    /// those below its normal range (about `6e-5`) keep few digits: a backward whose
+    /// gradients are a mean's over many rows wants loss scaling
+    /// ([`SoftmaxCrossEntropy::backward_scaled`](crate::SoftmaxCrossEntropy::backward_scaled),
+    /// [`GradClip::clip_scaled`](crate::GradClip::clip_scaled)).
     /// Needs a device whose tensor cores multiply 16 x 16 x 16 `f16` fragments into `f32`,
     /// and whose subgroups may be 32 invocations wide (the kernels share a workgroup's
     /// fragments among subgroups of 32; see [`RuntimeInfo::subgroup_sizes`]): the op's

@@ -88,7 +88,18 @@ fn softmax_cross_entropy_matches_reference() {
             grad_logits: &mut grad,
         };
         loss.backward(&mut batch, args).unwrap();
+        // The gradient of 64 times the mean loss (loss scaling).
+        let mut scaled = rt.zeros::<f32>(logits.len()).unwrap();
+        let args = LossBackward {
+            shape,
+            probs: &probs,
+            labels: &y,
+            grad_logits: &mut scaled,
+        };
+        loss.backward_scaled(&mut batch, args, 64.0).unwrap();
         batch.submit().unwrap();
+        let want_scaled: Vec<f32> = want_grad.iter().map(|g| g * 64.0).collect();
+        assert_close(&scaled.read(&rt).unwrap(), &want_scaled, 1e-5);
         assert_close(&probs.read(&rt).unwrap(), &want_probs, 1e-5);
         let got_losses = losses.read(&rt).unwrap();
         assert_close(&got_losses, &want_losses, 1e-5);
@@ -126,6 +137,23 @@ fn softmax_cross_entropy_reports_labels_out_of_range() {
     let mut batch = rt.batch();
     let error = forward(&mut batch, 0, &mut probs, &mut losses).unwrap_err();
     assert!(matches!(error, Error::InvalidArgument { .. }), "{error}");
+
+    let mut grad = rt.zeros::<f32>(6).unwrap();
+    for bad in [0.0, -2.0, f32::INFINITY] {
+        let args = LossBackward {
+            shape: LossShape {
+                rows: 2,
+                classes: 3,
+            },
+            probs: &probs,
+            labels: &labels,
+            grad_logits: &mut grad,
+        };
+        let error = loss
+            .backward_scaled(&mut rt.batch(), args, bad)
+            .unwrap_err();
+        assert!(error.to_string().contains("`loss_scale`"), "{error}");
+    }
 }
 
 #[test]
@@ -226,7 +254,14 @@ fn gradients_clip_to_their_global_norm() {
     let mut rng = rng(13);
     // Past one workgroup, one element, several workgroups with a tail, and an empty one.
     let lens = [300, 1, 1000, 0];
-    for max_norm in [1.0f32, 1000.0] {
+    // Without a loss scale (`clip`) and with one (`clip_scaled`: the same result from
+    // gradients 1024 times as large).
+    for (max_norm, loss_scale) in [
+        (1.0f32, 1.0f32),
+        (1000.0, 1.0),
+        (1.0, 1024.0),
+        (1000.0, 1024.0),
+    ] {
         let clip = GradClip::new(&rt, max_norm).unwrap();
         let grads: Vec<Vec<f32>> = lens.iter().map(|&n| values(&mut rng, n)).collect();
         let squares: f64 = grads.iter().flatten().map(|&x| f64::from(x).powi(2)).sum();
@@ -238,7 +273,7 @@ fn gradients_clip_to_their_global_norm() {
                 if g.is_empty() {
                     rt.zeros(0)
                 } else {
-                    rt.upload(g)
+                    rt.upload(&g.iter().map(|&x| x * loss_scale).collect::<Vec<_>>())
                 }
                 .unwrap()
             })
@@ -246,9 +281,14 @@ fn gradients_clip_to_their_global_norm() {
         let mut norm = rt.zeros::<f32>(2).unwrap();
         let mut batch = rt.batch();
         let mut refs: Vec<&mut GpuBuffer<f32>> = buffers.iter_mut().collect();
-        clip.clip(&mut batch, &mut refs, &mut norm).unwrap();
+        if loss_scale == 1.0 {
+            clip.clip(&mut batch, &mut refs, &mut norm).unwrap();
+        } else {
+            clip.clip_scaled(&mut batch, &mut refs, &mut norm, loss_scale)
+                .unwrap();
+        }
         batch.submit().unwrap();
-        let want = [want_norm as f32, factor as f32];
+        let want = [want_norm as f32, (factor / f64::from(loss_scale)) as f32];
         assert_close(&norm.read(&rt).unwrap(), &want, 1e-5);
         for (buffer, grad) in buffers.iter().zip(&grads).filter(|(_, g)| !g.is_empty()) {
             let scaled: Vec<f32> = grad
@@ -269,4 +309,11 @@ fn gradients_clip_to_their_global_norm() {
         .clip(&mut rt.batch(), &mut [&mut grad], &mut short)
         .unwrap_err();
     assert!(error.to_string().contains("`norm` holds 1"), "{error}");
+    let mut norm = rt.zeros::<f32>(2).unwrap();
+    for bad in [0.0, f32::NAN] {
+        let error = clip
+            .clip_scaled(&mut rt.batch(), &mut [&mut grad], &mut norm, bad)
+            .unwrap_err();
+        assert!(error.to_string().contains("`loss_scale`"), "{error}");
+    }
 }

@@ -37,7 +37,9 @@ use std::time::{Duration, Instant};
 use model::{Gpt, GptConfig};
 use rand::RngExt;
 use tessera::{GpuBuffer, Runtime};
-use tessera_nn::{Adam, AdamConfig, AdamState, GradClip, Precision, WeightDecay};
+use tessera_nn::{
+    Adam, AdamConfig, AdamState, GradClip, Precision, SoftmaxCrossEntropy, WeightDecay,
+};
 use text::{Corpus, Draws, Split, Start};
 
 const USAGE: &str = "\
@@ -246,49 +248,56 @@ fn run(rt: &Runtime, options: &Options, verbose: bool) -> Result<Report, Box<dyn
     let mut kernels = Vec::new();
     let started = Instant::now();
     let report_every = (options.steps / 10).max(1);
-    let mut wall = Duration::ZERO;
+    let (sequences, len) = (options.batch, config.context);
+    let mut log = LossLog::new(rt, (sequences * len) as usize, report_every as usize)?;
+    let mut pipelined = Instant::now();
     for step in 0..options.steps {
-        let step_started = Instant::now();
-        let (sequences, len) = (options.batch, config.context);
+        let report = step % report_every == 0 || step + 1 == options.steps;
         let windows = corpus.windows(Split::Train, sequences, len, Start::Drawn(&mut draws));
         gpt.load(rt, sequences, &windows.inputs, &windows.targets)?;
         let mut batch = rt.batch();
         gpt.record_forward(&mut batch)?;
         gpt.record_backward(&mut batch)?;
         optimizer.record_step(&mut batch, &mut gpt)?;
-        // The second step is profiled (each kernel timed alone, which slows the step).
-        let timing = if step == 1 {
-            batch.submit_profiled()?
-        } else {
-            batch.submit_timed()?
-        };
-        let loss = gpt.mean_loss(rt)?;
-        if !loss.is_finite() {
-            return Err(format!("the loss diverged at step {step}: {loss}").into());
-        }
+        // The second step is profiled (each kernel timed alone, which slows the step); a
+        // report's step is timed (the host waits for it anyway); the others are submitted
+        // without waiting, so that the host records the next step while the GPU runs this
+        // one. The first step includes the kernels' compilation.
         match step {
-            // The first step includes the kernels' compilation.
-            0 => {}
-            1 => kernels = kernel_times(&timing),
-            _ => {
-                (gpu, timed) = (gpu + timing.total, timed + 1);
-                wall += step_started.elapsed();
+            1 => kernels = kernel_times(&batch.submit_profiled()?),
+            _ if report => {
+                let timing = batch.submit_timed()?;
+                if step > 1 {
+                    (gpu, timed) = (gpu + timing.total, timed + 1);
+                }
             }
+            _ => batch.submit()?,
         }
-        losses.push(loss);
-        if step % report_every == 0 || step + 1 == options.steps {
-            say(format!(
-                "step {step:>5}: loss {:.3} bits a character",
-                bits(loss)
-            ));
+        log.keep(rt, gpt.losses())?;
+        if step == 1 {
+            pipelined = Instant::now();
+        }
+        if report {
+            let first = losses.len();
+            for (i, loss) in log.read(rt)?.into_iter().enumerate() {
+                if !loss.is_finite() {
+                    let at = first + i;
+                    return Err(format!("the loss diverged at step {at}: {loss}").into());
+                }
+                losses.push(loss);
+            }
+            let loss = bits(losses[step as usize]);
+            say(format!("step {step:>5}: loss {loss:.3} bits a character"));
         }
     }
-    if options.steps > 0 {
-        // Steps after the second: the GPU's time of each submission, and the wall time of
-        // the whole step (drawing the windows, uploading them, recording, reading the loss).
+    if options.steps > 2 {
+        // Steps after the second: the GPU's time of a step (the timed ones), and the wall
+        // time of them all (drawing the windows, uploading them, recording, reading the
+        // losses back at the reports).
+        let steps = f64::from(options.steps - 2);
         let tokens = f64::from(options.batch * config.context);
         let per_step = gpu.as_secs_f64() / f64::from(timed.max(1));
-        let wall_per_step = wall.as_secs_f64() / f64::from(timed.max(1));
+        let wall_per_step = pipelined.elapsed().as_secs_f64() / steps;
         say(format!(
             "training took {:.1} s; a step {:.2} ms on the GPU, {:.2} ms of wall time: {:.0} \
              tokens a second",
@@ -368,6 +377,45 @@ fn bits(nats: f32) -> f32 {
     nats / std::f32::consts::LN_2
 }
 
+/// Each step's per-token losses, copied on the GPU after the step and read back at the
+/// reports only: between two reports the host waits on the GPU for nothing.
+struct LossLog {
+    /// Room for the losses of `steps` steps.
+    history: GpuBuffer<f32>,
+    tokens: usize,
+    /// Steps kept since the last read.
+    kept: usize,
+}
+
+impl LossLog {
+    fn new(rt: &Runtime, tokens: usize, steps: usize) -> tessera::Result<Self> {
+        Ok(LossLog {
+            history: rt.zeros(tokens * steps)?,
+            tokens,
+            kept: 0,
+        })
+    }
+
+    /// Copies a step's per-token losses (on the GPU, after the step); at most `steps`
+    /// between two reads.
+    fn keep(&mut self, rt: &Runtime, losses: &GpuBuffer<f32>) -> tessera::Result<()> {
+        self.history
+            .copy_range_from(rt, losses, .., self.kept * self.tokens)?;
+        self.kept += 1;
+        Ok(())
+    }
+
+    /// The mean loss of each step kept since the last read, in order.
+    fn read(&mut self, rt: &Runtime) -> tessera::Result<Vec<f32>> {
+        let history = self.history.read_range(rt, ..self.kept * self.tokens)?;
+        self.kept = 0;
+        history
+            .chunks(self.tokens)
+            .map(SoftmaxCrossEntropy::mean)
+            .collect()
+    }
+}
+
 /// AdamW over every parameter, after clipping the gradients to a global norm of 1.
 struct Optimizer {
     adam: Adam,
@@ -406,10 +454,12 @@ impl Optimizer {
         batch: &mut tessera::Batch<'_>,
         gpt: &mut Gpt,
     ) -> tessera::Result<()> {
+        let loss_scale = gpt.loss_scale();
         let mut params = gpt.parameters();
         let mut grads: Vec<&mut GpuBuffer<f32>> =
             params.iter_mut().map(|(_, p)| &mut *p.grad).collect();
-        self.clip.clip(batch, &mut grads, &mut self.norm)?;
+        self.clip
+            .clip_scaled(batch, &mut grads, &mut self.norm, loss_scale)?;
         for ((_, p), state) in params.iter_mut().zip(&mut self.states) {
             self.adam.step(batch, p.value, p.grad, state)?;
         }
@@ -618,10 +668,15 @@ mod tests {
             gpt.record_forward(&mut batch).unwrap();
             gpt.record_backward(&mut batch).unwrap();
             batch.submit().unwrap();
+            // The gradients of the mean loss: on the tensor cores, of a scaled one.
+            let loss_scale = gpt.loss_scale();
             let grads: Vec<(String, Vec<f32>)> = gpt
                 .parameters()
                 .iter()
-                .map(|(name, p)| (name.clone(), p.grad.read(&rt).unwrap()))
+                .map(|(name, p)| {
+                    let grad = p.grad.read(&rt).unwrap();
+                    (name.clone(), grad.iter().map(|g| g / loss_scale).collect())
+                })
                 .collect();
             (gpt.mean_loss(&rt).unwrap(), grads)
         };

@@ -353,6 +353,18 @@ impl Gpt {
         self.sequences * self.seq
     }
 
+    /// What every gradient carries beyond the mean loss's (loss scaling): 1 in f32; on the
+    /// tensor cores, the batch's tokens, which makes the logits' gradient `probs -
+    /// one_hot(target)`: the mean's would fall below f16's normal range, to which the tensor
+    /// cores round what they multiply, and the model would learn far less. The optimizer's
+    /// clipping takes it off (`GradClip::clip_scaled`).
+    pub fn loss_scale(&self) -> f32 {
+        match self.config.precision {
+            Precision::F32 => 1.0,
+            Precision::TensorCoreF16 => self.tokens() as f32,
+        }
+    }
+
     fn loss_shape(&self) -> LossShape {
         LossShape {
             rows: self.tokens(),
@@ -442,7 +454,7 @@ impl Gpt {
     /// [`record_forward`](Self::record_forward).
     pub fn record_backward(&mut self, batch: &mut Batch<'_>) -> Result<()> {
         let geometry = self.geometry();
-        let loss_shape = self.loss_shape();
+        let (loss_shape, loss_scale) = (self.loss_shape(), self.loss_scale());
         let embedding = |vocab: u32| EmbeddingShape {
             tokens: self.tokens(),
             vocab,
@@ -473,7 +485,7 @@ impl Gpt {
             labels: targets,
             grad_logits,
         };
-        ops.loss.backward(batch, args)?;
+        ops.loss.backward_scaled(batch, args, loss_scale)?;
         let last = blocks.len();
         let grad_normed = head.backward(batch, ln_f.output()?, grad_logits)?;
         let grad_top = ln_f.backward(batch, &stream[last], grad_normed)?;
@@ -498,6 +510,11 @@ impl Gpt {
             grad_table: &mut positions.grad,
         };
         ops.embedding.backward(batch, args)
+    }
+
+    /// Each token's loss of the last forward pass, in nats.
+    pub fn losses(&self) -> &GpuBuffer<f32> {
+        &self.losses
     }
 
     /// The mean loss (in nats a character) of the last forward pass.

@@ -23,6 +23,9 @@ pub mod clip_ops {
         pub offset: u32,
         /// The largest global norm left as it is.
         pub max_norm: f32,
+        /// What every gradient is divided by before its norm is taken and it is clipped:
+        /// the loss scale they carry (1 for none).
+        pub loss_scale: f32,
     }
 
     /// `partials[offset + w]` = the sum of the squares of workgroup `w`'s `GROUP` elements.
@@ -41,8 +44,9 @@ pub mod clip_ops {
         }
     }
 
-    /// `norm = [sqrt(sum(partials)), min(1, max_norm / (that + 1e-6))]`: the global norm and
-    /// the factor that clips it (PyTorch's `clip_grad_norm_`).
+    /// `norm = [n, min(1, max_norm / (n + 1e-6)) / loss_scale]` with `n = sqrt(sum(partials))
+    /// / loss_scale`: the global norm of the unscaled gradients and the factor that unscales
+    /// and clips them (PyTorch's `clip_grad_norm_`).
     #[kernel(workgroup = [GROUP], grid = [1])]
     pub fn clip_factor(
         p: &ClipParams,
@@ -57,9 +61,9 @@ pub mod clip_ops {
         }
         let total = workgroup_sum_tree(tile, local, sum);
         if local == 0 {
-            let global = total.sqrt();
+            let global = total.sqrt() / p.loss_scale;
             norm[0] = global;
-            norm[1] = (p.max_norm / (global + 1e-6)).min(1.0);
+            norm[1] = (p.max_norm / (global + 1e-6)).min(1.0) / p.loss_scale;
         }
     }
 

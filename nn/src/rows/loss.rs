@@ -104,13 +104,37 @@ impl SoftmaxCrossEntropy {
     /// Records the gradient of the mean loss over the rows with respect to the logits,
     /// `(probs - one_hot(label)) / rows`, from the forward's `probs`.
     pub fn backward(&self, batch: &mut Batch<'_>, args: LossBackward<'_>) -> Result<()> {
+        self.backward_scaled(batch, args, 1.0)
+    }
+
+    /// Records the gradient of `loss_scale` times the mean loss, `loss_scale * (probs -
+    /// one_hot(label)) / rows`: loss scaling, for a backward on the tensor cores.
+    ///
+    /// [`Precision::TensorCoreF16`](crate::Precision::TensorCoreF16) rounds the gradients it
+    /// multiplies to f16, whose normal range ends at about 6e-5: a mean's gradients over
+    /// thousands of rows fall below it and lose most of their digits (a GPT trained so ends
+    /// far above its f32 loss). A `loss_scale` of about `rows` keeps them in range; every
+    /// gradient behind the loss then carries the factor, which
+    /// [`GradClip::clip_scaled`](crate::GradClip::clip_scaled) takes off before the optimizer
+    /// sees them. `loss_scale` must be finite and above 0.
+    pub fn backward_scaled(
+        &self,
+        batch: &mut Batch<'_>,
+        args: LossBackward<'_>,
+        loss_scale: f32,
+    ) -> Result<()> {
         let LossBackward {
             shape,
             probs,
             labels,
             grad_logits,
         } = args;
-        let p = params(shape)?;
+        if !(loss_scale.is_finite() && loss_scale > 0.0) {
+            let problem = format!("`loss_scale` is {loss_scale}: pass a finite number above 0");
+            return Err(invalid(OPERATION, problem));
+        }
+        let mut p = params(shape)?;
+        p.scale *= loss_scale;
         self.backward.record(
             batch,
             crate::kernels::SoftmaxCrossEntropyGradArgs {
