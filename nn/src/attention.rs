@@ -149,6 +149,9 @@ pub struct Attention {
     tiling: Tiling,
     /// Each query row's log-sum-exp and `grad_out · out`.
     row_stats: kernels::AttentionRowStats,
+    /// The halves of the tiled forward's split blocks: outputs and log-sum-exps.
+    partial_o: Spare<f32>,
+    partial_lse: Spare<f32>,
     /// The backward's row statistics.
     stats: Spare<[f32; 2]>,
     /// What the kernels bind for `key_lengths` where a call has none (never read).
@@ -164,6 +167,8 @@ enum Tiling {
     /// where the device has subgroups of at least 8 lanes and the workgroup memory they take.
     Tiled {
         forward: Vec<kernels::AttentionForwardTiled>,
+        /// Finishes the rows of the forward's split blocks.
+        merge: kernels::AttentionMergeHalves,
         grad_q: Vec<kernels::AttentionGradQTiled>,
         grad_kv: Vec<kernels::AttentionGradKvTiled>,
     },
@@ -209,6 +214,7 @@ impl Tiling {
                         .iter()
                         .map(|&d| kernels::AttentionForwardTiled::with_constants(rt, d))
                         .collect::<Result<_>>()?,
+                    merge: kernels::AttentionMergeHalves::new(rt)?,
                     grad_q: tiled
                         .iter()
                         .map(|&d| kernels::AttentionGradQTiled::with_constants(rt, d))
@@ -253,9 +259,14 @@ impl Tiling {
         match self {
             Tiling::Tiled {
                 forward,
+                merge,
                 grad_q,
                 grad_kv,
-            } => all(forward, grad_q, grad_kv),
+            } => {
+                let mut kernels = all(forward, grad_q, grad_kv);
+                kernels.push(merge);
+                kernels
+            }
             Tiling::Rows {
                 forward,
                 grad_q,
@@ -271,6 +282,8 @@ impl Attention {
         Ok(Attention {
             tiling: Tiling::new(rt)?,
             row_stats: kernels::AttentionRowStats::new(rt)?,
+            partial_o: Spare::default(),
+            partial_lse: Spare::default(),
             stats: Spare::default(),
             no_lengths: Spare::default(),
         })
@@ -305,12 +318,19 @@ impl Attention {
             Some(lengths) => lengths,
             None => no_lengths.at_least(batch.runtime(), 1)?,
         };
-        let p = &plan.params;
         let (q, k, v, o, lse) = (args.q, args.k, args.v, args.out, args.lse);
         match &self.tiling {
-            Tiling::Tiled { forward, .. } => forward[plan.instance].record(
-                batch,
-                kernels::AttentionForwardTiledArgs {
+            Tiling::Tiled { forward, merge, .. } => {
+                let instance = kernels::TiledHeadDim::ALL[plan.instance];
+                let p = &split_blocks(plan.params, instance);
+                let halves = (2 * p.batch_heads * p.split_rows) as usize;
+                let (mut partial_o, mut partial_lse) =
+                    (self.partial_o.lock(), self.partial_lse.lock());
+                let runtime = batch.runtime();
+                let partial_o =
+                    partial_o.at_least(runtime, (halves * p.head_dim as usize).max(1))?;
+                let partial_lse = partial_lse.at_least(runtime, halves.max(1))?;
+                let args = kernels::AttentionForwardTiledArgs {
                     p,
                     q,
                     k,
@@ -318,12 +338,27 @@ impl Attention {
                     o,
                     lse,
                     key_lengths,
-                },
-            ),
+                    partial_o,
+                    partial_lse,
+                };
+                forward[plan.instance].record(batch, args)?;
+                if p.split == 0 {
+                    return Ok(());
+                }
+                let (partial_o, partial_lse) = (&*partial_o, &*partial_lse);
+                let args = kernels::AttentionMergeHalvesArgs {
+                    p,
+                    partial_o,
+                    partial_lse,
+                    o,
+                    lse,
+                };
+                merge.record(batch, args)
+            }
             Tiling::Rows { forward, .. } => forward[plan.instance].record(
                 batch,
                 kernels::AttentionForwardArgs {
-                    p,
+                    p: &plan.params,
                     q,
                     k,
                     v,
@@ -445,6 +480,28 @@ impl Attention {
     }
 }
 
+/// `params` with the tiled forward's split blocks: under the causal mask, the last half of
+/// the query blocks (the longest: a call lasts as long as its longest workgroup), each taken
+/// by two workgroups, a half of its keys each; none without the mask.
+fn split_blocks(
+    params: kernels::AttentionParams,
+    instance: kernels::TiledHeadDim,
+) -> kernels::AttentionParams {
+    let rows = kernels::TILED_INVOCATIONS / instance.lanes * kernels::ROWS_EACH;
+    let blocks = params.queries.div_ceil(rows);
+    let split = if params.causal == 1 { blocks / 2 } else { 0 };
+    // The rows before the split blocks are fewer than `queries` where any block is split.
+    let split_rows = match split {
+        0 => 0,
+        _ => params.queries - (blocks - split) * rows,
+    };
+    kernels::AttentionParams {
+        split,
+        split_rows,
+        ..params
+    }
+}
+
 /// What a buffer of a call holds, and so its length.
 #[derive(Clone, Copy)]
 enum Rows {
@@ -556,6 +613,8 @@ impl Plan {
                 head_dim: s.head_dim,
                 causal: u32::from(call.mask == AttentionMask::Causal),
                 scale: call.scale,
+                split: 0,
+                split_rows: 0,
             },
             instance,
         })

@@ -302,7 +302,8 @@ fn all_cases(rt: &Runtime) {
         // Grouped queries (two query heads a key head) and multi-query (one key head).
         shape(2, 4, 2, 21, 45, 64),
         shape(1, 3, 1, 66, 40, 24),
-        // Past a workgroup of the tiled forward's query rows (128 for D = 64, 64 for 128).
+        // Past a workgroup of the tiled forward's query rows (128 for D = 64, 64 for 128):
+        // under the causal mask, the last block's keys split between two workgroups.
         shape(1, 1, 1, 150, 150, 64),
         shape(1, 2, 1, 130, 70, 128),
     ];
@@ -334,6 +335,20 @@ fn all_cases(rt: &Runtime) {
             );
         }
     }
+    // Under the causal mask the tiled forward shares the last blocks' keys between two
+    // workgroups and merges their halves: a sequence whose keys all lie in the first half
+    // (the second sees none), one of every key, one of none.
+    let s = shape(3, 1, 1, 150, 150, 64);
+    let lengths = [50, 150, 0];
+    check(
+        rt,
+        &attention,
+        s,
+        AttentionMask::Causal,
+        s.default_scale(),
+        Some(&lengths),
+        60,
+    );
 }
 
 #[test]

@@ -61,6 +61,13 @@ pub mod attention_ops {
         pub causal: u32,
         /// What the scores `q · k` are multiplied by before the softmax.
         pub scale: f32,
+        /// Query blocks of the tiled forward whose keys two workgroups share, a half each:
+        /// the last ones (under the causal mask, the longest); 0 for none, and in every
+        /// other kernel.
+        pub split: u32,
+        /// Query rows of those blocks (`queries` less the rows before them): the rows
+        /// `attention_merge_halves` finishes.
+        pub split_rows: u32,
     }
 
     /// Whether query row `row` sees key `key` of `keys`, under the causal mask or not.
@@ -215,8 +222,15 @@ pub mod attention_ops {
     /// the lanes by shuffles. Keys are scored `CHUNK` at a time, each chunk folded into the
     /// rows' running maxima, sums and outputs (the online softmax). Same results as
     /// [`attention_forward`] up to the order of the sums.
+    ///
+    /// The last `p.split` blocks of rows are each taken by two workgroups, one a half of their
+    /// keys, which write their rows' outputs and log-sum-exps to `partial_o` and
+    /// `partial_lse` (the first halves, then the second) for `attention_merge_halves` to
+    /// combine: under the causal mask the last rows read the most keys, and a call lasts as
+    /// long as its longest workgroup.
     #[kernel(workgroup = [TILED_INVOCATIONS], constants = TiledHeadDim, features(subgroups),
-             grid = [ceil_div(p.queries, TILED_INVOCATIONS / LANES * ROWS_EACH), p.batch_heads])]
+             grid = [ceil_div(p.queries, TILED_INVOCATIONS / LANES * ROWS_EACH) + p.split,
+                     p.batch_heads])]
     pub fn attention_forward_tiled(
         p: &AttentionParams,
         #[len(p.batch_heads * p.queries * p.head_dim)] q: &[f32],
@@ -225,6 +239,8 @@ pub mod attention_ops {
         #[len(p.batch_heads * p.queries * p.head_dim)] o: &mut [f32],
         #[len(p.batch_heads * p.queries)] lse: &mut [f32],
         #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
+        #[len(2 * p.batch_heads * p.split_rows * p.head_dim)] partial_o: &mut [f32],
+        #[len(2 * p.batch_heads * p.split_rows)] partial_lse: &mut [f32],
         #[workgroup] staged_k: &mut [Vec4<f32>; TILE_KEYS * D / 4],
         #[workgroup] staged_v: &mut [Vec4<f32>; TILE_KEYS * D / 4],
     ) {
@@ -233,10 +249,20 @@ pub mod attention_ops {
         let lane = subgroup_invocation_id() % LANES;
         let set = (subgroup_id() * subgroup_size() + subgroup_invocation_id()) / LANES;
         let rows_per_group = TILED_INVOCATIONS / LANES * ROWS_EACH;
-        // The last rows first: under the causal mask they read the most keys, and a long
-        // workgroup started last would run on alone.
+        // The longest work first (a long workgroup started last would run on alone): the
+        // split blocks' halves, then the other blocks, the last rows first (under the causal
+        // mask they read the most keys). `half` is 0 for a whole block, else 1 or 2.
         let blocks = (p.queries + rows_per_group - 1) / rows_per_group;
-        let first = (blocks - 1 - workgroup_id().x) * rows_per_group;
+        let x = workgroup_id().x;
+        let mut block = 0u32;
+        let mut half = 0u32;
+        if x < 2 * p.split {
+            block = blocks - 1 - x / 2;
+            half = 1 + x % 2;
+        } else {
+            block = blocks - 1 - p.split - (x - 2 * p.split);
+        }
+        let first = block * rows_per_group;
         let row0 = first + set * ROWS_EACH;
         let kv_at = head / p.group * p.keys * p.head_dim;
         let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
@@ -257,7 +283,17 @@ pub mod attention_ops {
         let mut maxima = [-f32::MAX; ROWS_EACH];
         let mut sums = [0.0f32; ROWS_EACH];
         let keys_end = keys_read_by(p.keys, first, rows_per_group, p.queries, p.causal);
-        for start in (0..keys_end).step_by(TILE_KEYS) {
+        // A half's keys: whole key blocks up to the middle, and the rest.
+        let middle = (keys_end / 2 + TILE_KEYS - 1) / TILE_KEYS * TILE_KEYS;
+        let mut keys_from = 0u32;
+        let mut keys_to = keys_end;
+        if half == 1 {
+            keys_to = middle.min(keys_end);
+        }
+        if half == 2 {
+            keys_from = middle;
+        }
+        for start in (keys_from..keys_to).step_by(TILE_KEYS) {
             let (local, width) = (local_index(), p.head_dim);
             stage_vec4_rows(staged_k, staged_v, k, v, kv_at, start, p.keys, width, local);
             workgroup_barrier();
@@ -329,23 +365,79 @@ pub mod attention_ops {
         for r in 0..ROWS_EACH {
             let row = row0 + r;
             if row < p.queries {
-                // A row that sees no key (its sequence has none) gets zeros.
+                // A row that sees no key (its sequence has none, or its half none) gets
+                // zeros.
                 let sum = sums[r];
                 let inverse = if sum > 0.0 { 1.0 / sum } else { 0.0 };
-                let at = (head * p.queries + row) * p.head_dim;
+                let row_lse = if sum > 0.0 {
+                    maxima[r] + sum.ln()
+                } else {
+                    -f32::MAX
+                };
+                // Where the row's output and log-sum-exp go: `o` and `lse`, or its half's
+                // place in `partial_o` and `partial_lse`.
+                let mut at_row = head * p.queries + row;
+                if half > 0 {
+                    let split_row = row - (p.queries - p.split_rows);
+                    at_row = ((half - 1) * p.batch_heads + head) * p.split_rows + split_row;
+                }
                 #[unroll]
                 for s in 0..D / LANES / 4 {
                     let value = out[r * (D / LANES / 4) + s] * inverse;
-                    store_vec4(o, at, column0 + 4 * s, p.head_dim, value);
+                    if half == 0 {
+                        store_vec4(o, at_row * p.head_dim, column0 + 4 * s, p.head_dim, value);
+                    } else {
+                        let at = at_row * p.head_dim;
+                        store_vec4(partial_o, at, column0 + 4 * s, p.head_dim, value);
+                    }
                 }
                 if lane == 0 {
-                    lse[head * p.queries + row] = if sum > 0.0 {
-                        maxima[r] + sum.ln()
+                    if half == 0 {
+                        lse[at_row] = row_lse;
                     } else {
-                        -f32::MAX
-                    };
+                        partial_lse[at_row] = row_lse;
+                    }
                 }
             }
+        }
+    }
+
+    /// Finishes the rows whose keys two workgroups of the tiled forward shared: each row's
+    /// output and log-sum-exp from its halves' (`o = (o1 e^(lse1 - m) + o2 e^(lse2 - m)) /
+    /// (e^(lse1 - m) + e^(lse2 - m))`, `m` the larger log-sum-exp), zeros where neither
+    /// half saw a key.
+    #[kernel(workgroup = [ROWS], grid = [ceil_div(p.split_rows, ROWS), p.batch_heads])]
+    pub fn attention_merge_halves(
+        p: &AttentionParams,
+        #[len(2 * p.batch_heads * p.split_rows * p.head_dim)] partial_o: &[f32],
+        #[len(2 * p.batch_heads * p.split_rows)] partial_lse: &[f32],
+        #[len(p.batch_heads * p.queries * p.head_dim)] o: &mut [f32],
+        #[len(p.batch_heads * p.queries)] lse: &mut [f32],
+    ) {
+        let (i, head) = (global_id().x, workgroup_id().y);
+        if i < p.split_rows {
+            let row = p.queries - p.split_rows + i;
+            let (a, b) = (
+                head * p.split_rows + i,
+                (p.batch_heads + head) * p.split_rows + i,
+            );
+            let (lse_a, lse_b) = (partial_lse[a], partial_lse[b]);
+            let top = lse_a.max(lse_b);
+            let (mut weight_a, mut weight_b, mut row_lse) = (0.0f32, 0.0f32, -f32::MAX);
+            if top > -f32::MAX {
+                weight_a = (lse_a - top).exp();
+                weight_b = (lse_b - top).exp();
+                row_lse = top + (weight_a + weight_b).ln();
+                let inverse = 1.0 / (weight_a + weight_b);
+                weight_a *= inverse;
+                weight_b *= inverse;
+            }
+            let at = (head * p.queries + row) * p.head_dim;
+            for c in 0..p.head_dim {
+                o[at + c] = weight_a * partial_o[a * p.head_dim + c]
+                    + weight_b * partial_o[b * p.head_dim + c];
+            }
+            lse[head * p.queries + row] = row_lse;
         }
     }
 
