@@ -6,7 +6,7 @@
 //! second table: those figures against PyTorch TF32; where it has `DIR/memory` (from
 //! `bench/device/memory.sh`), a section on memory-bound kernels ([`memory`]); where it has
 //! `DIR/attention` (from `nn/examples/attention_bench.rs` and `bench/attention_bench.py`), a
-//! section on attention ([`attention`]).
+//! section on attention ([`attention`]) and its plot `docs/benchmarks-attention.png`.
 //!
 //! Every CSV has the columns `work,pass,ms,tflops`; lines starting with `#` say what ran
 //! (`# adapter: ...`, `# torch: ...`).
@@ -491,8 +491,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if let Some(memory) = &memory {
         text.push_str(&memory.markdown);
     }
-    if let Some(attention) = attention::section(dir)? {
-        text.push_str(&attention);
+    let attention = attention::section(dir)?;
+    if let Some(attention) = &attention {
+        text.push_str(&attention.markdown);
     }
     std::fs::write("BENCHMARKS.md", text).map_err(|e| format!("writing BENCHMARKS.md: {e}"))?;
     std::fs::create_dir_all("docs").map_err(|e| format!("creating docs/: {e}"))?;
@@ -503,6 +504,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
             &memory.bars,
             caption,
             Path::new("docs/benchmarks-memory.png"),
+        )?;
+    }
+    if let Some(attention) = &attention {
+        let caption = "tessera strict f32 attention over PyTorch SDPA f32 (1.0 = as fast)";
+        plot_ratios(
+            &attention.bars,
+            caption,
+            Path::new("docs/benchmarks-attention.png"),
         )?;
     }
     eprintln!("xtask: wrote BENCHMARKS.md and its plots in docs/");

@@ -5,7 +5,8 @@
 //! `date D` lines.
 //!
 //! Every table row is `| shape | mask | pass | who | ms | TFLOP/s |`; `who` is `tessera f32`,
-//! `PyTorch SDPA f32` or `PyTorch SDPA f16 (flash)`.
+//! `PyTorch SDPA f32` or `PyTorch SDPA f16 (flash)`. The plot
+//! (`docs/benchmarks-attention.png`) has a bar for each row with both f32 figures.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -54,14 +55,36 @@ fn parse(text: &str, file: &str) -> Result<(Vec<Figure>, Option<String>), String
     Ok((figures, device))
 }
 
+/// The attention section: its Markdown and its plot's bars.
+pub(super) struct Section {
+    pub(super) markdown: String,
+    /// `(shape · mask · pass, tessera over SDPA f32)` for each row that has both.
+    pub(super) bars: Vec<(String, f64)>,
+}
+
+/// The figure of `who` for `f`'s shape, mask and pass, if the run has one.
+fn find(figures: &[Figure], f: &Figure, who: &str) -> Option<f64> {
+    figures
+        .iter()
+        .find(|o| o.shape == f.shape && o.mask == f.mask && o.pass == f.pass && o.who == who)
+        .map(|o| o.tflops)
+}
+
+/// The plot's bars: each tessera row with a PyTorch f32 counterpart, in the table's order.
+fn bars(figures: &[Figure]) -> Vec<(String, f64)> {
+    figures
+        .iter()
+        .filter(|f| f.who == "tessera f32")
+        .filter_map(|f| {
+            let ratio = f.tflops / find(figures, f, "PyTorch SDPA f32")?;
+            Some((format!("{} · {} · {}", f.shape, f.mask, f.pass), ratio))
+        })
+        .collect()
+}
+
 /// The section's Markdown, from the run's figures, devices and (commit, date).
 fn markdown(figures: &[Figure], devices: &[String], (commit, date): (&str, &str)) -> String {
-    let find = |f: &Figure, who: &str| {
-        figures
-            .iter()
-            .find(|o| o.shape == f.shape && o.mask == f.mask && o.pass == f.pass && o.who == who)
-            .map(|o| o.tflops)
-    };
+    let find = |f: &Figure, who: &str| find(figures, f, who);
     let mut text = String::from("\n## Attention\n\n");
     let _ = writeln!(
         text,
@@ -96,11 +119,15 @@ fn markdown(figures: &[Figure], devices: &[String], (commit, date): (&str, &str)
             cell(find(f, "PyTorch SDPA f16 (flash)"))
         );
     }
+    text.push_str(
+        "\n![tessera strict f32 over PyTorch SDPA f32, per shape, mask and pass]\
+         (docs/benchmarks-attention.png)\n",
+    );
     text
 }
 
 /// The section from `DIR/attention`, or `None` where the run has no such folder.
-pub(super) fn section(dir: &Path) -> Result<Option<String>, String> {
+pub(super) fn section(dir: &Path) -> Result<Option<Section>, String> {
     let dir = dir.join("attention");
     if !dir.exists() {
         return Ok(None);
@@ -115,7 +142,10 @@ pub(super) fn section(dir: &Path) -> Result<Option<String>, String> {
         devices.extend(device);
     }
     let (commit, date) = super::commit_and_date(&dir)?;
-    Ok(Some(markdown(&figures, &devices, (&commit, &date))))
+    Ok(Some(Section {
+        markdown: markdown(&figures, &devices, (&commit, &date)),
+        bars: bars(&figures),
+    }))
 }
 
 #[cfg(test)]
@@ -144,6 +174,7 @@ mod tests {
             text.contains("| 2x8x4 | causal | backward | 1.00 | - | - | - |"),
             "{text}"
         );
+        assert_eq!(bars(&figures), [("2x8x4 · none · forward".to_owned(), 0.5)]);
         let bad = "| 2x8x4 | none | forward | tessera f32 | 1.0 | fast |\n";
         let error = parse(bad, "tessera.md").unwrap_err();
         assert!(error.starts_with("tessera.md:1: expected"), "{error}");
