@@ -152,6 +152,8 @@ pub struct Attention {
     /// The halves of the tiled forward's split blocks: outputs and log-sum-exps.
     partial_o: Spare<f32>,
     partial_lse: Spare<f32>,
+    /// The second halves' query gradients of the tiled backward's split blocks.
+    partial_grad_q: Spare<f32>,
     /// The backward's row statistics.
     stats: Spare<[f32; 2]>,
     /// What the kernels bind for `key_lengths` where a call has none (never read).
@@ -170,6 +172,8 @@ enum Tiling {
         /// Finishes the rows of the forward's split blocks.
         merge: kernels::AttentionMergeHalves,
         grad_q: Vec<kernels::AttentionGradQTiled>,
+        /// Finishes the query gradients of the split blocks.
+        add_halves: kernels::AttentionAddHalves,
         grad_kv: Vec<kernels::AttentionGradKvTiled>,
     },
     /// A row an invocation (`attention_forward`, `attention_grad_q`, `attention_grad_kv`):
@@ -215,6 +219,7 @@ impl Tiling {
                         .map(|&d| kernels::AttentionForwardTiled::with_constants(rt, d))
                         .collect::<Result<_>>()?,
                     merge: kernels::AttentionMergeHalves::new(rt)?,
+                    add_halves: kernels::AttentionAddHalves::new(rt)?,
                     grad_q: tiled
                         .iter()
                         .map(|&d| kernels::AttentionGradQTiled::with_constants(rt, d))
@@ -261,10 +266,11 @@ impl Tiling {
                 forward,
                 merge,
                 grad_q,
+                add_halves,
                 grad_kv,
             } => {
                 let mut kernels = all(forward, grad_q, grad_kv);
-                kernels.push(merge);
+                kernels.extend([merge as &dyn tessera::Prepare, add_halves]);
                 kernels
             }
             Tiling::Rows {
@@ -284,6 +290,7 @@ impl Attention {
             row_stats: kernels::AttentionRowStats::new(rt)?,
             partial_o: Spare::default(),
             partial_lse: Spare::default(),
+            partial_grad_q: Spare::default(),
             stats: Spare::default(),
             no_lengths: Spare::default(),
         })
@@ -321,8 +328,9 @@ impl Attention {
         let (q, k, v, o, lse) = (args.q, args.k, args.v, args.out, args.lse);
         match &self.tiling {
             Tiling::Tiled { forward, merge, .. } => {
-                let instance = kernels::TiledHeadDim::ALL[plan.instance];
-                let p = &split_blocks(plan.params, instance);
+                let lanes = kernels::TiledHeadDim::ALL[plan.instance].lanes;
+                let rows = kernels::TILED_INVOCATIONS / lanes * kernels::ROWS_EACH;
+                let p = &split_blocks(plan.params, rows);
                 let halves = (2 * p.batch_heads * p.split_rows) as usize;
                 let (mut partial_o, mut partial_lse) =
                     (self.partial_o.lock(), self.partial_lse.lock());
@@ -412,22 +420,38 @@ impl Attention {
         match &self.tiling {
             Tiling::Tiled {
                 grad_q: grad_q_kernels,
+                add_halves,
                 grad_kv,
                 ..
             } => {
+                let lanes = kernels::TiledHeadDim::ALL[plan.instance].lanes;
+                let rows = kernels::TILED_INVOCATIONS / lanes * kernels::GRAD_ROWS_EACH;
+                let split = &split_blocks(plan.params, rows);
+                let mut partial = self.partial_grad_q.lock();
+                let len = split.batch_heads * split.split_rows * split.head_dim;
+                let partial_grad_q = partial.at_least(batch.runtime(), (len as usize).max(1))?;
                 grad_q_kernels[plan.instance].record(
                     batch,
                     kernels::AttentionGradQTiledArgs {
-                        p,
+                        p: split,
                         q,
                         k,
                         v,
                         grad_o,
                         stats,
-                        grad_q,
+                        grad_q: &mut *grad_q,
                         key_lengths,
+                        partial_grad_q: &mut *partial_grad_q,
                     },
                 )?;
+                if split.split > 0 {
+                    let args = kernels::AttentionAddHalvesArgs {
+                        p: split,
+                        partial_grad_q,
+                        grad_q: &mut *grad_q,
+                    };
+                    add_halves.record(batch, args)?;
+                }
                 grad_kv[plan.instance].record(
                     batch,
                     kernels::AttentionGradKvTiledArgs {
@@ -480,14 +504,11 @@ impl Attention {
     }
 }
 
-/// `params` with the tiled forward's split blocks: under the causal mask, the last half of
-/// the query blocks (the longest: a call lasts as long as its longest workgroup), each taken
-/// by two workgroups, a half of its keys each; none without the mask.
-fn split_blocks(
-    params: kernels::AttentionParams,
-    instance: kernels::TiledHeadDim,
-) -> kernels::AttentionParams {
-    let rows = kernels::TILED_INVOCATIONS / instance.lanes * kernels::ROWS_EACH;
+/// `params` with the split blocks of a tiled kernel that takes the query rows `rows` at a
+/// time (the forward, the query gradient): under the causal mask, the last half of the
+/// blocks (the longest: a call lasts as long as its longest workgroup), each taken by two
+/// workgroups, a half of its keys each; none without the mask.
+fn split_blocks(params: kernels::AttentionParams, rows: u32) -> kernels::AttentionParams {
     let blocks = params.queries.div_ceil(rows);
     let split = if params.causal == 1 { blocks / 2 } else { 0 };
     // The rows before the split blocks are fewer than `queries` where any block is split.

@@ -283,17 +283,8 @@ pub mod attention_ops {
         let mut maxima = [-f32::MAX; ROWS_EACH];
         let mut sums = [0.0f32; ROWS_EACH];
         let keys_end = keys_read_by(p.keys, first, rows_per_group, p.queries, p.causal);
-        // A half's keys: whole key blocks up to the middle, and the rest.
-        let middle = (keys_end / 2 + TILE_KEYS - 1) / TILE_KEYS * TILE_KEYS;
-        let mut keys_from = 0u32;
-        let mut keys_to = keys_end;
-        if half == 1 {
-            keys_to = middle.min(keys_end);
-        }
-        if half == 2 {
-            keys_from = middle;
-        }
-        for start in (keys_from..keys_to).step_by(TILE_KEYS) {
+        let halves = half_keys(keys_end, half);
+        for start in (halves.x..halves.y).step_by(TILE_KEYS) {
             let (local, width) = (local_index(), p.head_dim);
             stage_vec4_rows(staged_k, staged_v, k, v, kv_at, start, p.keys, width, local);
             workgroup_barrier();
@@ -685,8 +676,12 @@ pub mod attention_ops {
     /// score and `grad_o · v` is summed across the lanes by shuffles, `CHUNK` keys at a time,
     /// and the probability recomputed from the row's log-sum-exp. Same results as
     /// [`attention_grad_q`] up to the order of the sums.
+    ///
+    /// As in the forward, the last `p.split` blocks of rows are each taken by two workgroups,
+    /// a half of the keys each: the first half's writes `grad_q`, the second's
+    /// `partial_grad_q`, which `attention_add_halves` adds in.
     #[kernel(workgroup = [TILED_INVOCATIONS], constants = TiledHeadDim, features(subgroups),
-             grid = [ceil_div(p.queries, TILED_INVOCATIONS / LANES * GRAD_ROWS_EACH),
+             grid = [ceil_div(p.queries, TILED_INVOCATIONS / LANES * GRAD_ROWS_EACH) + p.split,
                      p.batch_heads])]
     pub fn attention_grad_q_tiled(
         p: &AttentionParams,
@@ -697,6 +692,7 @@ pub mod attention_ops {
         #[len(p.batch_heads * p.queries)] stats: &[Vec2<f32>],
         #[len(p.batch_heads * p.queries * p.head_dim)] grad_q: &mut [f32],
         #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
+        #[len(p.batch_heads * p.split_rows * p.head_dim)] partial_grad_q: &mut [f32],
         #[workgroup] staged_k: &mut [Vec4<f32>; TILE_KEYS * D / 4],
         #[workgroup] staged_v: &mut [Vec4<f32>; TILE_KEYS * D / 4],
     ) {
@@ -704,9 +700,18 @@ pub mod attention_ops {
         let lane = subgroup_invocation_id() % LANES;
         let set = (subgroup_id() * subgroup_size() + subgroup_invocation_id()) / LANES;
         let rows_per_group = TILED_INVOCATIONS / LANES * GRAD_ROWS_EACH;
-        // The last rows first, as the forward.
+        // The longest work first, as the forward.
         let blocks = (p.queries + rows_per_group - 1) / rows_per_group;
-        let first = (blocks - 1 - workgroup_id().x) * rows_per_group;
+        let x = workgroup_id().x;
+        let mut block = 0u32;
+        let mut half = 0u32;
+        if x < 2 * p.split {
+            block = blocks - 1 - x / 2;
+            half = 1 + x % 2;
+        } else {
+            block = blocks - 1 - p.split - (x - 2 * p.split);
+        }
+        let first = block * rows_per_group;
         let row0 = first + set * GRAD_ROWS_EACH;
         let kv_at = head / p.group * p.keys * p.head_dim;
         let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
@@ -731,7 +736,8 @@ pub mod attention_ops {
             }
         }
         let keys_end = keys_read_by(p.keys, first, rows_per_group, p.queries, p.causal);
-        for start in (0..keys_end).step_by(TILE_KEYS) {
+        let halves = half_keys(keys_end, half);
+        for start in (halves.x..halves.y).step_by(TILE_KEYS) {
             let (local, width) = (local_index(), p.head_dim);
             stage_vec4_rows(staged_k, staged_v, k, v, kv_at, start, p.keys, width, local);
             workgroup_barrier();
@@ -796,10 +802,51 @@ pub mod attention_ops {
                 #[unroll]
                 for s in 0..D / LANES / 4 {
                     let value = grad[r * (D / LANES / 4) + s] * p.scale;
-                    store_vec4(grad_q, at, column0 + 4 * s, p.head_dim, value);
+                    if half < 2 {
+                        store_vec4(grad_q, at, column0 + 4 * s, p.head_dim, value);
+                    } else {
+                        let split_row = row - (p.queries - p.split_rows);
+                        let at = (head * p.split_rows + split_row) * p.head_dim;
+                        store_vec4(partial_grad_q, at, column0 + 4 * s, p.head_dim, value);
+                    }
                 }
             }
         }
+    }
+
+    /// Adds the second halves' query gradients (`attention_grad_q_tiled`'s split blocks) to
+    /// the first halves'.
+    #[kernel(workgroup = [ROWS], grid = [ceil_div(p.split_rows, ROWS), p.batch_heads])]
+    pub fn attention_add_halves(
+        p: &AttentionParams,
+        #[len(p.batch_heads * p.split_rows * p.head_dim)] partial_grad_q: &[f32],
+        #[len(p.batch_heads * p.queries * p.head_dim)] grad_q: &mut [f32],
+    ) {
+        let (i, head) = (global_id().x, workgroup_id().y);
+        if i < p.split_rows {
+            let row = p.queries - p.split_rows + i;
+            let (at, from) = (
+                (head * p.queries + row) * p.head_dim,
+                (head * p.split_rows + i) * p.head_dim,
+            );
+            for c in 0..p.head_dim {
+                grad_q[at + c] += partial_grad_q[from + c];
+            }
+        }
+    }
+
+    /// The keys `(from, to)` of half `half` of `0..keys_end` (1 or 2; 0 for all of them):
+    /// whole key blocks up to the middle, and the rest.
+    fn half_keys(keys_end: u32, half: u32) -> Vec2<u32> {
+        let middle = (keys_end / 2 + TILE_KEYS - 1) / TILE_KEYS * TILE_KEYS;
+        let mut keys = vec2(0u32, keys_end);
+        if half == 1 {
+            keys.y = middle.min(keys_end);
+        }
+        if half == 2 {
+            keys.x = middle;
+        }
+        keys
     }
 
     /// Key rows each invocation of the tiled key and value gradients works on (it holds four
