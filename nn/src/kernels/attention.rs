@@ -26,7 +26,12 @@
 //! (`attention_grad_q_tiled`: lanes share [`GRAD_ROWS_EACH`](attention_ops::GRAD_ROWS_EACH)
 //! query rows and walk the key blocks as the forward does) and the key and value gradients
 //! (`attention_grad_kv_tiled`: lanes share [`KEY_ROWS_EACH`](attention_ops::KEY_ROWS_EACH)
-//! key rows and walk the query rows). notes/attention.md has the H200 figures.
+//! key rows and walk the query rows). Under the causal mask the last query blocks read the
+//! most keys, and a call lasts as long as its longest workgroup: the tiled forward and query
+//! gradient give each of the last half of their blocks two workgroups, a half of the keys
+//! each, whose results `attention_merge_halves` (the forward: outputs weighted by their
+//! halves' log-sum-exps) and `attention_add_halves` (the query gradient: a sum) combine.
+//! notes/attention.md has the H200 figures.
 
 #[tessera::kernels]
 pub mod attention_ops {
