@@ -25,7 +25,7 @@
 //! Where the forward runs on register tiles, so do the gradients: the query gradient
 //! (`attention_grad_q_tiled`: lanes share [`GRAD_ROWS_EACH`](attention_ops::GRAD_ROWS_EACH)
 //! query rows and walk the key blocks as the forward does) and the key and value gradients
-//! (`attention_grad_kv_tiled`: lanes share [`KEY_ROWS_EACH`](attention_ops::KEY_ROWS_EACH)
+//! (`attention_grad_kv_tiled`: lanes share [`GRAD_ROWS_EACH`](attention_ops::GRAD_ROWS_EACH)
 //! key rows and walk the query rows). Under the causal mask the last query blocks read the
 //! most keys, and a call lasts as long as its longest workgroup: the tiled forward and query
 //! gradient give each of the last half of their blocks two workgroups, a half of the keys
@@ -670,9 +670,50 @@ pub mod attention_ops {
         store_row(&grad_value, grad_v, kv_at, live, p.head_dim, 1.0);
     }
 
-    /// Query rows each invocation of the tiled query gradient works on (it holds three
-    /// slices of each: the query, its output's gradient and its own gradient).
+    /// Rows each invocation of the tiled gradients works on: query rows in the query
+    /// gradient (it holds three slices of each: the query, its output's gradient and its own
+    /// gradient), key rows in the key and value gradients (four: the key, the value and
+    /// their gradients).
     pub const GRAD_ROWS_EACH: u32 = 2;
+
+    /// A chunk's dot products in the tiled gradients: for each of the `GRAD_ROWS_EACH` rows
+    /// held (`held_a`, `held_b`: this lane's slices) and each of the `CHUNK` staged rows from
+    /// `chunk` (`staged_a`, `staged_b`), `held_a · staged_a` into `dots_a` and `held_b ·
+    /// staged_b` into `dots_b` (row-major: `dots[r * CHUNK + j]`), each summed across the
+    /// `LANES` lanes that share the rows.
+    fn chunk_dots(
+        held_a: &[Vec4<f32>; GRAD_ROWS_EACH * D / LANES / 4],
+        held_b: &[Vec4<f32>; GRAD_ROWS_EACH * D / LANES / 4],
+        staged_a: &[Vec4<f32>; TILE_KEYS * D / 4],
+        staged_b: &[Vec4<f32>; TILE_KEYS * D / 4],
+        chunk: u32,
+        column0: u32,
+        dots_a: &mut [f32; GRAD_ROWS_EACH * CHUNK],
+        dots_b: &mut [f32; GRAD_ROWS_EACH * CHUNK],
+    ) {
+        #[unroll]
+        for j in 0..CHUNK {
+            #[unroll]
+            for s in 0..D / LANES / 4 {
+                let at = (chunk + j) * (D / 4) + column0 / 4 + s;
+                let (a, b) = (staged_a[at], staged_b[at]);
+                #[unroll]
+                for r in 0..GRAD_ROWS_EACH {
+                    let i = r * (D / LANES / 4) + s;
+                    dots_a[r * CHUNK + j] += held_a[i].dot(a);
+                    dots_b[r * CHUNK + j] += held_b[i].dot(b);
+                }
+            }
+        }
+        #[unroll]
+        for i in 0..GRAD_ROWS_EACH * CHUNK {
+            #[unroll]
+            for b in 0..LOG_LANES {
+                dots_a[i] += subgroup_shuffle_xor(dots_a[i], 1u32 << b);
+                dots_b[i] += subgroup_shuffle_xor(dots_b[i], 1u32 << b);
+            }
+        }
+    }
 
     /// The query gradient on register tiles, where the device has subgroups of at least 8
     /// lanes (the forward's choice): each `LANES` lanes of a subgroup take `GRAD_ROWS_EACH`
@@ -749,28 +790,16 @@ pub mod attention_ops {
             for chunk in (0..TILE_KEYS).step_by(CHUNK) {
                 let mut scores = [0.0f32; GRAD_ROWS_EACH * CHUNK];
                 let mut grad_p = [0.0f32; GRAD_ROWS_EACH * CHUNK];
-                #[unroll]
-                for j in 0..CHUNK {
-                    #[unroll]
-                    for s in 0..D / LANES / 4 {
-                        let at = (chunk + j) * (D / 4) + column0 / 4 + s;
-                        let (key, value) = (staged_k[at], staged_v[at]);
-                        #[unroll]
-                        for r in 0..GRAD_ROWS_EACH {
-                            let i = r * (D / LANES / 4) + s;
-                            scores[r * CHUNK + j] += query[i].dot(key);
-                            grad_p[r * CHUNK + j] += grad_row[i].dot(value);
-                        }
-                    }
-                }
-                #[unroll]
-                for i in 0..GRAD_ROWS_EACH * CHUNK {
-                    #[unroll]
-                    for b in 0..LOG_LANES {
-                        scores[i] += subgroup_shuffle_xor(scores[i], 1u32 << b);
-                        grad_p[i] += subgroup_shuffle_xor(grad_p[i], 1u32 << b);
-                    }
-                }
+                chunk_dots(
+                    &query,
+                    &grad_row,
+                    staged_k,
+                    staged_v,
+                    chunk,
+                    column0,
+                    &mut scores,
+                    &mut grad_p,
+                );
                 // Each score's gradient (0 where the row does not see the key).
                 #[unroll]
                 for r in 0..GRAD_ROWS_EACH {
@@ -854,20 +883,16 @@ pub mod attention_ops {
         keys
     }
 
-    /// Key rows each invocation of the tiled key and value gradients works on (it holds four
-    /// slices of each: the key, the value and their gradients).
-    pub const KEY_ROWS_EACH: u32 = 2;
-
     /// The key and value gradients on register tiles, where the device has subgroups of at
     /// least 8 lanes (the forward's choice): each `LANES` lanes of a subgroup take
-    /// `KEY_ROWS_EACH` key rows of one key head, each lane a `D / LANES` columns of their keys,
+    /// `GRAD_ROWS_EACH` key rows of one key head, each lane a `D / LANES` columns of their keys,
     /// values and gradients, and walk the query rows of every query head sharing it
     /// (`TILE_KEYS` a block, staged scaled with their gradients and statistics); the scores
     /// and `grad_o · v` are summed across the lanes by shuffles, `CHUNK` queries at a time.
     /// Same results as [`attention_grad_kv`] up to the order of the sums.
     #[kernel(workgroup = [TILED_INVOCATIONS], constants = TiledHeadDim, features(subgroups),
              limits(workgroup_memory = 16640),
-             grid = [ceil_div(p.keys, TILED_INVOCATIONS / LANES * KEY_ROWS_EACH),
+             grid = [ceil_div(p.keys, TILED_INVOCATIONS / LANES * GRAD_ROWS_EACH),
                      p.batch_heads / p.group])]
     pub fn attention_grad_kv_tiled(
         p: &AttentionParams,
@@ -886,16 +911,16 @@ pub mod attention_ops {
         let kv_head = workgroup_id().y;
         let lane = subgroup_invocation_id() % LANES;
         let set = (subgroup_id() * subgroup_size() + subgroup_invocation_id()) / LANES;
-        let keys_per_group = TILED_INVOCATIONS / LANES * KEY_ROWS_EACH;
+        let keys_per_group = TILED_INVOCATIONS / LANES * GRAD_ROWS_EACH;
         let first = workgroup_id().x * keys_per_group;
-        let key0 = first + set * KEY_ROWS_EACH;
+        let key0 = first + set * GRAD_ROWS_EACH;
         let column0 = lane * (D / LANES);
-        let mut key_rows = [vec4(0.0f32, 0.0, 0.0, 0.0); KEY_ROWS_EACH * D / LANES / 4];
-        let mut value_rows = [vec4(0.0f32, 0.0, 0.0, 0.0); KEY_ROWS_EACH * D / LANES / 4];
-        let mut grad_key = [vec4(0.0f32, 0.0, 0.0, 0.0); KEY_ROWS_EACH * D / LANES / 4];
-        let mut grad_value = [vec4(0.0f32, 0.0, 0.0, 0.0); KEY_ROWS_EACH * D / LANES / 4];
+        let mut key_rows = [vec4(0.0f32, 0.0, 0.0, 0.0); GRAD_ROWS_EACH * D / LANES / 4];
+        let mut value_rows = [vec4(0.0f32, 0.0, 0.0, 0.0); GRAD_ROWS_EACH * D / LANES / 4];
+        let mut grad_key = [vec4(0.0f32, 0.0, 0.0, 0.0); GRAD_ROWS_EACH * D / LANES / 4];
+        let mut grad_value = [vec4(0.0f32, 0.0, 0.0, 0.0); GRAD_ROWS_EACH * D / LANES / 4];
         #[unroll]
-        for r in 0..KEY_ROWS_EACH {
+        for r in 0..GRAD_ROWS_EACH {
             let key = key0 + r;
             let at = (kv_head * p.keys + key) * p.head_dim;
             #[unroll]
@@ -936,34 +961,22 @@ pub mod attention_ops {
                 }
                 workgroup_barrier();
                 for chunk in (0..TILE_KEYS).step_by(CHUNK) {
-                    let mut scores = [0.0f32; KEY_ROWS_EACH * CHUNK];
-                    let mut grad_p = [0.0f32; KEY_ROWS_EACH * CHUNK];
-                    #[unroll]
-                    for j in 0..CHUNK {
-                        #[unroll]
-                        for s in 0..D / LANES / 4 {
-                            let at = (chunk + j) * (D / 4) + column0 / 4 + s;
-                            let (query, grad_row) = (staged_q[at], staged_grad_o[at]);
-                            #[unroll]
-                            for r in 0..KEY_ROWS_EACH {
-                                let i = r * (D / LANES / 4) + s;
-                                scores[r * CHUNK + j] += key_rows[i].dot(query);
-                                grad_p[r * CHUNK + j] += value_rows[i].dot(grad_row);
-                            }
-                        }
-                    }
-                    #[unroll]
-                    for i in 0..KEY_ROWS_EACH * CHUNK {
-                        #[unroll]
-                        for b in 0..LOG_LANES {
-                            scores[i] += subgroup_shuffle_xor(scores[i], 1u32 << b);
-                            grad_p[i] += subgroup_shuffle_xor(grad_p[i], 1u32 << b);
-                        }
-                    }
+                    let mut scores = [0.0f32; GRAD_ROWS_EACH * CHUNK];
+                    let mut grad_p = [0.0f32; GRAD_ROWS_EACH * CHUNK];
+                    chunk_dots(
+                        &key_rows,
+                        &value_rows,
+                        staged_q,
+                        staged_grad_o,
+                        chunk,
+                        column0,
+                        &mut scores,
+                        &mut grad_p,
+                    );
                     // Each probability and its score's gradient (0 where the query does
                     // not see the key).
                     #[unroll]
-                    for r in 0..KEY_ROWS_EACH {
+                    for r in 0..GRAD_ROWS_EACH {
                         #[unroll]
                         for j in 0..CHUNK {
                             let query = start + chunk + j;
@@ -986,7 +999,7 @@ pub mod attention_ops {
                             let at = (chunk + j) * (D / 4) + column0 / 4 + s;
                             let (query, grad_row) = (staged_q[at], staged_grad_o[at]);
                             #[unroll]
-                            for r in 0..KEY_ROWS_EACH {
+                            for r in 0..GRAD_ROWS_EACH {
                                 let i = r * (D / LANES / 4) + s;
                                 grad_value[i] += scores[r * CHUNK + j] * grad_row;
                                 grad_key[i] += grad_p[r * CHUNK + j] * query;
@@ -998,7 +1011,7 @@ pub mod attention_ops {
             }
         }
         #[unroll]
-        for r in 0..KEY_ROWS_EACH {
+        for r in 0..GRAD_ROWS_EACH {
             let key = key0 + r;
             if key < p.keys {
                 let at = (kv_head * p.keys + key) * p.head_dim;
