@@ -254,20 +254,8 @@ pub mod attention_ops {
         let lane = subgroup_invocation_id() % LANES;
         let set = (subgroup_id() * subgroup_size() + subgroup_invocation_id()) / LANES;
         let rows_per_group = TILED_INVOCATIONS / LANES * ROWS_EACH;
-        // The longest work first (a long workgroup started last would run on alone): the
-        // split blocks' halves, then the other blocks, the last rows first (under the causal
-        // mask they read the most keys). `half` is 0 for a whole block, else 1 or 2.
-        let blocks = (p.queries + rows_per_group - 1) / rows_per_group;
-        let x = workgroup_id().x;
-        let mut block = 0u32;
-        let mut half = 0u32;
-        if x < 2 * p.split {
-            block = blocks - 1 - x / 2;
-            half = 1 + x % 2;
-        } else {
-            block = blocks - 1 - p.split - (x - 2 * p.split);
-        }
-        let first = block * rows_per_group;
+        let block_half = block_and_half(p, rows_per_group, workgroup_id().x);
+        let (first, half) = (block_half.x * rows_per_group, block_half.y);
         let row0 = first + set * ROWS_EACH;
         let kv_at = head / p.group * p.keys * p.head_dim;
         let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
@@ -746,18 +734,8 @@ pub mod attention_ops {
         let lane = subgroup_invocation_id() % LANES;
         let set = (subgroup_id() * subgroup_size() + subgroup_invocation_id()) / LANES;
         let rows_per_group = TILED_INVOCATIONS / LANES * GRAD_ROWS_EACH;
-        // The longest work first, as the forward.
-        let blocks = (p.queries + rows_per_group - 1) / rows_per_group;
-        let x = workgroup_id().x;
-        let mut block = 0u32;
-        let mut half = 0u32;
-        if x < 2 * p.split {
-            block = blocks - 1 - x / 2;
-            half = 1 + x % 2;
-        } else {
-            block = blocks - 1 - p.split - (x - 2 * p.split);
-        }
-        let first = block * rows_per_group;
+        let block_half = block_and_half(p, rows_per_group, workgroup_id().x);
+        let (first, half) = (block_half.x * rows_per_group, block_half.y);
         let row0 = first + set * GRAD_ROWS_EACH;
         let kv_at = head / p.group * p.keys * p.head_dim;
         let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
@@ -867,6 +845,22 @@ pub mod attention_ops {
                 grad_q[at + c] += partial_grad_q[from + c];
             }
         }
+    }
+
+    /// Workgroup `x`'s query block and half, as `vec2(block, half)`, in a tiled kernel taking
+    /// `rows` query rows a block: the longest work first (a long workgroup started last would
+    /// run on alone), so the halves of the `p.split` last blocks, then the other blocks, the
+    /// last rows first (under the causal mask they read the most keys). The half is 0 for a
+    /// whole block, else 1 or 2 (see `half_keys`).
+    fn block_and_half(p: &AttentionParams, rows: u32, x: u32) -> Vec2<u32> {
+        let (blocks, split) = ((p.queries + rows - 1) / rows, p.split);
+        let mut block_half = vec2(0u32, 0u32);
+        if x < 2 * split {
+            block_half = vec2(blocks - 1 - x / 2, 1 + x % 2);
+        } else {
+            block_half.x = blocks - 1 - split - (x - 2 * split);
+        }
+        block_half
     }
 
     /// The keys `(from, to)` of half `half` of `0..keys_end` (1 or 2; 0 for all of them):
