@@ -1,6 +1,8 @@
 //! The example's network end to end: its gradients against finite differences of its loss,
 //! and its loss falling in training.
 
+#[path = "../examples/common/buffers.rs"]
+mod buffers;
 #[path = "../examples/train/data.rs"]
 mod data;
 #[path = "../examples/train/net.rs"]

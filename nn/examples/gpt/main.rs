@@ -22,6 +22,8 @@
 //! Its tests (the text, the options, a finite-difference check of the model's gradients, and
 //! a default run's held-out loss) run with the workspace's (`cargo xtask test`).
 
+#[path = "../common/buffers.rs"]
+mod buffers;
 #[path = "../common/checkpoint.rs"]
 mod checkpoint;
 #[path = "../common/curve.rs"]

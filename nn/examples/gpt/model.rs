@@ -6,6 +6,7 @@
 //! a final LayerNorm and a projection to the vocabulary's logits; softmax cross-entropy
 //! against the next character.
 
+use crate::buffers::upload;
 use rand::RngExt;
 use tessera::{Batch, GpuBuffer, Result, Runtime};
 use tessera_nn::{
@@ -680,14 +681,4 @@ fn sized(buffer: &mut GpuBuffer<f32>, rt: &Runtime, len: usize) -> Result<()> {
         *buffer = rt.zeros(len)?;
     }
     Ok(())
-}
-
-/// Writes `data` into `buffer`, replaced by a new one when the length differs.
-fn upload(buffer: &mut GpuBuffer<u32>, rt: &Runtime, data: &[u32]) -> Result<()> {
-    if buffer.len() == data.len() {
-        buffer.write(rt, data)
-    } else {
-        *buffer = rt.upload(data)?;
-        Ok(())
-    }
 }

@@ -25,6 +25,8 @@
 //! Its tests (the checkpoint round trip, the loss curve, the kernel names) run with the
 //! workspace's (`cargo xtask test`), or alone with `cargo test --release -p tessera-nn --example train`.
 
+#[path = "../common/buffers.rs"]
+mod buffers;
 #[path = "../common/checkpoint.rs"]
 mod checkpoint;
 #[path = "../common/curve.rs"]

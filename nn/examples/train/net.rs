@@ -2,6 +2,7 @@
 //! conv 3x3 + ReLU, conv 3x3 stride 2 + ReLU, flatten, linear, softmax cross-entropy, and an
 //! SGD-with-momentum update of all six parameter tensors.
 
+use crate::buffers::upload;
 use tessera::{Batch, GpuBuffer, Result, Runtime, Timing};
 use tessera_nn::{
     Activation, Conv2d, Conv2dConfig, Init, Linear, LinearConfig, LossBackward, LossForward,
@@ -249,16 +250,6 @@ impl Net {
     /// The mean loss the last forward pass computed.
     pub fn mean_loss(&self, rt: &Runtime) -> Result<f32> {
         SoftmaxCrossEntropy::mean(&self.losses.read(rt)?)
-    }
-}
-
-/// Writes `data` into `buffer`, replaced by a new one when the length differs.
-fn upload<T: bytemuck::Pod>(buffer: &mut GpuBuffer<T>, rt: &Runtime, data: &[T]) -> Result<()> {
-    if buffer.len() == data.len() {
-        buffer.write(rt, data)
-    } else {
-        *buffer = rt.upload(data)?;
-        Ok(())
     }
 }
 
