@@ -149,7 +149,8 @@ pub struct Attention {
     tiling: Tiling,
     /// Each query row's log-sum-exp and `grad_out · out`.
     row_stats: kernels::AttentionRowStats,
-    /// The halves of the tiled forward's split blocks: outputs and log-sum-exps.
+    /// The halves of the tiled forward's split blocks: outputs and log-sum-exps (empty
+    /// where the device runs the row-an-invocation kernels, which split nothing).
     partial_o: Spare<f32>,
     partial_lse: Spare<f32>,
     /// The second halves' query gradients of the tiled backward's split blocks.
@@ -335,9 +336,8 @@ impl Attention {
                 let (mut partial_o, mut partial_lse) =
                     (self.partial_o.lock(), self.partial_lse.lock());
                 let runtime = batch.runtime();
-                let partial_o =
-                    partial_o.at_least(runtime, (halves * p.head_dim as usize).max(1))?;
-                let partial_lse = partial_lse.at_least(runtime, halves.max(1))?;
+                let partial_o = partial_o.at_least(runtime, halves * p.head_dim as usize)?;
+                let partial_lse = partial_lse.at_least(runtime, halves)?;
                 let args = kernels::AttentionForwardTiledArgs {
                     p,
                     q,
@@ -429,7 +429,7 @@ impl Attention {
                 let split = &split_blocks(plan.params, rows);
                 let mut partial = self.partial_grad_q.lock();
                 let len = split.batch_heads * split.split_rows * split.head_dim;
-                let partial_grad_q = partial.at_least(batch.runtime(), (len as usize).max(1))?;
+                let partial_grad_q = partial.at_least(batch.runtime(), len as usize)?;
                 grad_q_kernels[plan.instance].record(
                     batch,
                     kernels::AttentionGradQTiledArgs {
