@@ -57,14 +57,16 @@
 //!   ([`Precision::TensorCoreF16`]), chosen when the op is built.
 //! - [`Activation`]: none, ReLU, GELU (tanh form), SiLU, sigmoid and tanh, each written once
 //!   with its derivative and fused into both ops' epilogues.
-//! - [`SoftmaxCrossEntropy`]: the classification loss and its gradient, over rows of any length.
+//! - [`SoftmaxCrossEntropy`]: the classification loss and its gradient, over rows of any length
+//!   (scaled for a backward on the tensor cores: [`SoftmaxCrossEntropy::backward_scaled`]).
 //! - [`Softmax`], [`RmsNorm`] (with a learned scale) and [`LayerNorm`] (with a learned scale
 //!   and bias): along each row of a `[rows, cols]` matrix, a workgroup per row holding the row
 //!   in registers (rows of up to [`MAX_COLS`] scalars; longer ones are taken a segment at
 //!   a time), forward and backward, over `f32` or `f16` storage ([`RowElement`]; sums in
 //!   `f32`); the norms' parameter gradients are column sums over the rows.
 //! - [`Sgd`] (with momentum) and [`Adam`] (AdamW with [`WeightDecay::Decoupled`]): parameter
-//!   updates; [`GradClip`]: gradients clipped by their global norm.
+//!   updates; [`GradClip`]: gradients clipped by their global norm (and unscaled from a
+//!   scaled loss: [`GradClip::clip_scaled`]).
 //! - [`RadixSort`]: sorts `u32` or `f32` keys in place, alone or with a value each (stable).
 //! - [`Embedding`]: rows of a table looked up by id, and the table's gradient, summed per id
 //!   without atomics (deterministic).
