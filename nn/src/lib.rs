@@ -157,14 +157,15 @@ pub use embedding::{Embedding, EmbeddingBackward, EmbeddingForward, EmbeddingSha
 pub use gemm::{Gemm, GemmBackward, GemmForward, GemmShape};
 pub use layers::{
     Conv2d, Conv2dConfig, Init, Layer, LayerNormLayer, Linear, LinearConfig, NormLayer, Parameter,
-    RmsNormLayer,
+    RmsNormLayer, SumGradient,
 };
 pub use optim::{Adam, AdamConfig, AdamState, GradClip, Sgd, SgdConfig, WeightDecay};
 pub use precision::Precision;
 pub use rows::{
-    LayerNorm, LayerNormBackward, LayerNormForward, LossBackward, LossForward, LossShape, RmsNorm,
-    RmsNormBackward, RmsNormForward, RowElement, RowsShape, Softmax, SoftmaxBackward,
-    SoftmaxCrossEntropy, SoftmaxForward, MAX_COLS,
+    LayerNorm, LayerNormBackward, LayerNormForward, LayerNormResidualBackward,
+    LayerNormResidualForward, LossBackward, LossForward, LossShape, RmsNorm, RmsNormBackward,
+    RmsNormForward, RmsNormResidualBackward, RmsNormResidualForward, RowElement, RowsShape,
+    Softmax, SoftmaxBackward, SoftmaxCrossEntropy, SoftmaxForward, MAX_COLS,
 };
 pub use sort::{RadixSort, SortKey, SortValue};
 pub use transformer::{Heads, HeadsLayout, Residual};

@@ -15,9 +15,10 @@ mod common;
 use common::{assert_close, kernels_run, rng, runtime, values};
 use tessera::{half::f16, wgpu, Error, GpuBuffer, Runtime};
 use tessera_nn::{
-    LayerNorm, LayerNormBackward, LayerNormForward, LayerNormLayer, RmsNorm, RmsNormBackward,
-    RmsNormForward, RmsNormLayer, RowElement, RowsShape, Softmax, SoftmaxBackward, SoftmaxForward,
-    MAX_COLS,
+    LayerNorm, LayerNormBackward, LayerNormForward, LayerNormLayer, LayerNormResidualBackward,
+    LayerNormResidualForward, RmsNorm, RmsNormBackward, RmsNormForward, RmsNormLayer,
+    RmsNormResidualBackward, RmsNormResidualForward, RowElement, RowsShape, Softmax,
+    SoftmaxBackward, SoftmaxForward, SumGradient, MAX_COLS,
 };
 
 /// `(rows, cols)`: vectors in one element an invocation; scalars; one scalar; scalars in 3 of
@@ -161,8 +162,10 @@ fn softmax_reference(x: &[f32], grad_y: &[f32], cols: usize) -> (Vec<f32>, Vec<f
     (narrow(&y), narrow(&grad_x))
 }
 
-/// A norm's outputs and gradients, by the CPU.
+/// A norm's outputs and gradients, by the CPU or the GPU.
 struct NormReference {
+    /// The sum a residual form wrote (empty for a norm alone).
+    sum: Vec<f32>,
     y: Vec<f32>,
     mean: Vec<f32>,
     rstd: Vec<f32>,
@@ -205,6 +208,7 @@ fn norm_reference(inputs: &Inputs, cols: usize, eps: f64, centered: bool) -> Nor
         rstds.push(rstd);
     }
     NormReference {
+        sum: Vec::new(),
         y: narrow(&y),
         mean: narrow(&means),
         rstd: narrow(&rstds),
@@ -277,12 +281,14 @@ fn check_softmax<E: Storage>(rt: &Runtime, tolerance: f32) {
     }
 }
 
-/// Runs RMSNorm forward and backward on `inputs`, returning what the GPU wrote.
+/// Runs RMSNorm forward and backward on `inputs` (after adding `addend`'s, given one),
+/// returning what the GPU wrote.
 fn rms_norm_on_gpu<E: Storage>(
     rt: &Runtime,
     norm: &RmsNorm<E>,
     shape: RowsShape,
     inputs: &Inputs,
+    addend: Option<&Addend>,
 ) -> NormReference {
     let (n, rows, cols) = (inputs.x.len(), shape.rows as usize, shape.cols as usize);
     let (x, scale) = (&upload::<E>(rt, &inputs.x), &upload::<E>(rt, &inputs.scale));
@@ -292,27 +298,57 @@ fn rms_norm_on_gpu<E: Storage>(
     let mut grad_scale = rt.zeros::<E>(cols).unwrap();
     let mut batch = rt.batch();
     let (y_out, rstd_out) = (&mut y, &mut rstd);
-    let forward = RmsNormForward {
-        shape,
-        x,
-        scale,
-        y: y_out,
-        rstd: rstd_out,
-    };
-    norm.forward(&mut batch, forward).unwrap();
-    let (rstd_in, grad_x_out, grad_scale_out) = (&rstd, &mut grad_x, &mut grad_scale);
-    let backward = RmsNormBackward {
-        shape,
-        x,
-        scale,
-        rstd: rstd_in,
-        grad_y,
-        grad_x: grad_x_out,
-        grad_scale: grad_scale_out,
-    };
-    norm.backward(&mut batch, backward).unwrap();
+    let mut sum = None;
+    match addend {
+        None => {
+            let forward = RmsNormForward {
+                shape,
+                x,
+                scale,
+                y: y_out,
+                rstd: rstd_out,
+            };
+            norm.forward(&mut batch, forward).unwrap();
+            let backward = RmsNormBackward {
+                shape,
+                x,
+                scale,
+                rstd: &rstd,
+                grad_y,
+                grad_x: &mut grad_x,
+                grad_scale: &mut grad_scale,
+            };
+            norm.backward(&mut batch, backward).unwrap();
+        }
+        Some(addend) => {
+            let residual = &upload::<E>(rt, &addend.residual);
+            let sum = sum.insert(rt.zeros::<E>(n).unwrap());
+            let forward = RmsNormResidualForward {
+                shape,
+                x,
+                residual,
+                scale,
+                sum: &mut *sum,
+                y: y_out,
+                rstd: rstd_out,
+            };
+            norm.forward_residual(&mut batch, forward).unwrap();
+            grad_x = upload::<E>(rt, &addend.skip);
+            let backward = RmsNormResidualBackward {
+                shape,
+                sum,
+                scale,
+                rstd: &rstd,
+                grad_y,
+                grad_sum: &mut grad_x,
+                grad_scale: &mut grad_scale,
+            };
+            norm.backward_residual(&mut batch, backward).unwrap();
+        }
+    }
     batch.submit().unwrap();
     NormReference {
+        sum: sum.map(|sum| read(rt, &sum)).unwrap_or_default(),
         y: read(rt, &y),
         mean: vec![0.0; rows], // RMSNorm subtracts no mean: the reference's are 0
         rstd: rstd.read(rt).unwrap(),
@@ -326,7 +362,9 @@ fn rms_norm_on_gpu<E: Storage>(
 fn rms_norm_matches_reference() {
     let rt = runtime();
     let norm = RmsNorm::<f32>::new(&rt).unwrap();
-    let gpu = |shape, inputs: &Inputs| rms_norm_on_gpu(&rt, &norm, shape, inputs);
+    let gpu = |shape, inputs: &Inputs, addend: Option<&Addend>| {
+        rms_norm_on_gpu(&rt, &norm, shape, inputs, addend)
+    };
     check_norm::<f32>("RMSNorm", RmsNorm::DEFAULT_EPS, false, NORM_TOLERANCE, gpu);
 }
 
@@ -337,7 +375,9 @@ fn rms_norm_over_f16_matches_reference() {
         return;
     }
     let norm = RmsNorm::<f16>::new(&rt).unwrap();
-    let gpu = |shape, inputs: &Inputs| rms_norm_on_gpu(&rt, &norm, shape, inputs);
+    let gpu = |shape, inputs: &Inputs, addend: Option<&Addend>| {
+        rms_norm_on_gpu(&rt, &norm, shape, inputs, addend)
+    };
     check_norm::<f16>(
         "f16 RMSNorm",
         RmsNorm::DEFAULT_EPS,
@@ -347,42 +387,94 @@ fn rms_norm_over_f16_matches_reference() {
     );
 }
 
-/// Checks a norm over `E` storage run by `gpu` (LayerNorm when `centered`, else RMSNorm)
-/// against the reference on every shape of [`SHAPES`] and [`LONG_ROWS`].
+/// The other summand of a norm's residual form, and the gradient its sum receives from
+/// elsewhere, which the backward adds to.
+struct Addend {
+    residual: Vec<f32>,
+    skip: Vec<f32>,
+}
+
+/// Checks a norm over `E` storage run by `gpu` (LayerNorm when `centered`, else RMSNorm),
+/// alone and after a residual add, against the reference on every shape of [`SHAPES`] and
+/// [`LONG_ROWS`].
 fn check_norm<E: Storage>(
     name: &str,
     eps: f32,
     centered: bool,
     tolerance: f32,
-    gpu: impl Fn(RowsShape, &Inputs) -> NormReference,
+    gpu: impl Fn(RowsShape, &Inputs, Option<&Addend>) -> NormReference,
 ) {
     for (seed, (rows, cols)) in SHAPES.into_iter().chain(LONG_ROWS).enumerate() {
         let shape = RowsShape { rows, cols };
-        let inputs = inputs(shape, 10 * (1 + u64::from(centered)) + seed as u64).stored::<E>();
+        let seed = 10 * (1 + u64::from(centered)) + seed as u64;
+        let inputs = inputs(shape, seed).stored::<E>();
         let want = norm_reference(&inputs, cols as usize, f64::from(eps), centered);
-        let got = gpu(shape, &inputs);
-        let mut outputs = vec![
-            ("y", &got.y, &want.y),
-            ("mean", &got.mean, &want.mean),
-            ("rstd", &got.rstd, &want.rstd),
-            ("grad_x", &got.grad_x, &want.grad_x),
-            ("grad_scale", &got.grad_scale, &want.grad_scale),
-        ];
-        if centered {
-            outputs.push(("grad_bias", &got.grad_bias, &want.grad_bias));
+        let got = gpu(shape, &inputs, None);
+        compare_norm(name, shape, centered, tolerance, &got, &want);
+
+        // After a residual add: the norm of `x + residual` as `E` stores it, its input's
+        // gradient added to `skip`.
+        let mut rng = rng(100 + seed);
+        let n = inputs.x.len();
+        let addend = Addend {
+            residual: rounded::<E>(&values(&mut rng, n)),
+            skip: rounded::<E>(&values(&mut rng, n)),
+        };
+        let sum: Vec<f32> = inputs
+            .x
+            .iter()
+            .zip(&addend.residual)
+            .map(|(x, r)| x + r)
+            .collect();
+        let of_sum = Inputs {
+            x: rounded::<E>(&sum),
+            ..inputs.stored::<E>()
+        };
+        let mut want = norm_reference(&of_sum, cols as usize, f64::from(eps), centered);
+        want.sum = of_sum.x;
+        for (grad, skip) in want.grad_x.iter_mut().zip(&addend.skip) {
+            *grad += skip;
         }
-        for (output, got, want) in outputs {
-            check(&format!("{name} {output}"), shape, got, want, tolerance);
-        }
+        let got = gpu(shape, &inputs, Some(&addend));
+        let name = format!("{name} after a residual add");
+        compare_norm(&name, shape, centered, tolerance, &got, &want);
     }
 }
 
-/// Runs LayerNorm forward and backward on `inputs`, returning what the GPU wrote.
+/// Asserts each output of `got` is `want`'s.
+fn compare_norm(
+    name: &str,
+    shape: RowsShape,
+    centered: bool,
+    tolerance: f32,
+    got: &NormReference,
+    want: &NormReference,
+) {
+    let mut outputs = vec![
+        ("sum", &got.sum, &want.sum),
+        ("y", &got.y, &want.y),
+        ("mean", &got.mean, &want.mean),
+        ("rstd", &got.rstd, &want.rstd),
+        ("grad_x", &got.grad_x, &want.grad_x),
+        ("grad_scale", &got.grad_scale, &want.grad_scale),
+    ];
+    if centered {
+        outputs.push(("grad_bias", &got.grad_bias, &want.grad_bias));
+    }
+    for (output, got, want) in outputs {
+        assert_eq!(got.len(), want.len(), "{name} {output} {shape:?}");
+        check(&format!("{name} {output}"), shape, got, want, tolerance);
+    }
+}
+
+/// Runs LayerNorm forward and backward on `inputs` (after adding `addend`'s, given one),
+/// returning what the GPU wrote.
 fn layer_norm_on_gpu<E: Storage>(
     rt: &Runtime,
     norm: &LayerNorm<E>,
     shape: RowsShape,
     inputs: &Inputs,
+    addend: Option<&Addend>,
 ) -> NormReference {
     let (n, rows, cols) = (inputs.x.len(), shape.rows as usize, shape.cols as usize);
     let (x, scale) = (&upload::<E>(rt, &inputs.x), &upload::<E>(rt, &inputs.scale));
@@ -400,30 +492,65 @@ fn layer_norm_on_gpu<E: Storage>(
         (rt.zeros::<E>(cols).unwrap(), rt.zeros::<E>(cols).unwrap());
     let mut batch = rt.batch();
     let (y_out, mean_out, rstd_out) = (&mut y, &mut mean, &mut rstd);
-    let forward = LayerNormForward {
-        shape,
-        x,
-        scale,
-        bias,
-        y: y_out,
-        mean: mean_out,
-        rstd: rstd_out,
-    };
-    norm.forward(&mut batch, forward).unwrap();
-    let backward = LayerNormBackward {
-        shape,
-        x,
-        scale,
-        mean: &mean,
-        rstd: &rstd,
-        grad_y,
-        grad_x: &mut grad_x,
-        grad_scale: &mut grad_scale,
-        grad_bias: &mut grad_bias,
-    };
-    norm.backward(&mut batch, backward).unwrap();
+    let mut sum = None;
+    match addend {
+        None => {
+            let forward = LayerNormForward {
+                shape,
+                x,
+                scale,
+                bias,
+                y: y_out,
+                mean: mean_out,
+                rstd: rstd_out,
+            };
+            norm.forward(&mut batch, forward).unwrap();
+            let backward = LayerNormBackward {
+                shape,
+                x,
+                scale,
+                mean: &mean,
+                rstd: &rstd,
+                grad_y,
+                grad_x: &mut grad_x,
+                grad_scale: &mut grad_scale,
+                grad_bias: &mut grad_bias,
+            };
+            norm.backward(&mut batch, backward).unwrap();
+        }
+        Some(addend) => {
+            let residual = &upload::<E>(rt, &addend.residual);
+            let sum = sum.insert(rt.zeros::<E>(n).unwrap());
+            let forward = LayerNormResidualForward {
+                shape,
+                x,
+                residual,
+                scale,
+                bias,
+                sum: &mut *sum,
+                y: y_out,
+                mean: mean_out,
+                rstd: rstd_out,
+            };
+            norm.forward_residual(&mut batch, forward).unwrap();
+            grad_x = upload::<E>(rt, &addend.skip);
+            let backward = LayerNormResidualBackward {
+                shape,
+                sum,
+                scale,
+                mean: &mean,
+                rstd: &rstd,
+                grad_y,
+                grad_sum: &mut grad_x,
+                grad_scale: &mut grad_scale,
+                grad_bias: &mut grad_bias,
+            };
+            norm.backward_residual(&mut batch, backward).unwrap();
+        }
+    }
     batch.submit().unwrap();
     NormReference {
+        sum: sum.map(|sum| read(rt, &sum)).unwrap_or_default(),
         y: read(rt, &y),
         mean: mean.read(rt).unwrap(),
         rstd: rstd.read(rt).unwrap(),
@@ -437,7 +564,9 @@ fn layer_norm_on_gpu<E: Storage>(
 fn layer_norm_matches_reference() {
     let rt = runtime();
     let norm = LayerNorm::<f32>::new(&rt).unwrap();
-    let gpu = |shape, inputs: &Inputs| layer_norm_on_gpu(&rt, &norm, shape, inputs);
+    let gpu = |shape, inputs: &Inputs, addend: Option<&Addend>| {
+        layer_norm_on_gpu(&rt, &norm, shape, inputs, addend)
+    };
     check_norm::<f32>(
         "LayerNorm",
         LayerNorm::DEFAULT_EPS,
@@ -454,7 +583,9 @@ fn layer_norm_over_f16_matches_reference() {
         return;
     }
     let norm = LayerNorm::<f16>::new(&rt).unwrap();
-    let gpu = |shape, inputs: &Inputs| layer_norm_on_gpu(&rt, &norm, shape, inputs);
+    let gpu = |shape, inputs: &Inputs, addend: Option<&Addend>| {
+        layer_norm_on_gpu(&rt, &norm, shape, inputs, addend)
+    };
     let eps = LayerNorm::DEFAULT_EPS;
     check_norm::<f16>("f16 LayerNorm", eps, true, F16_TOLERANCE, gpu);
 }
@@ -613,6 +744,130 @@ fn norm_layers_match_the_reference_with_their_parameters() {
     }
 }
 
+/// What a norm layer wrote running after a residual add (`forward_residual` of `inputs.x`
+/// and `addend.residual`, `backward_residual` added to `addend.skip`, then written over a
+/// buffer of its own), its parameters set to `inputs`': the sum, the output, the sum's
+/// gradient added and written, and each parameter's gradient.
+macro_rules! residual_layer_on_gpu {
+    ($rt:expr, $layer:expr, $inputs:expr, $addend:expr) => {{
+        let (rt, layer, inputs, addend): (&Runtime, _, &Inputs, &Addend) =
+            ($rt, $layer, $inputs, $addend);
+        for parameter in layer.parameters() {
+            let start = if parameter.name == "scale" {
+                &inputs.scale
+            } else {
+                &inputs.bias
+            };
+            parameter.value.write(rt, start).unwrap();
+        }
+        let upload = |v: &[f32]| rt.upload(v).unwrap();
+        let (x, residual, grad_y) = (
+            upload(&inputs.x),
+            upload(&addend.residual),
+            upload(&inputs.grad_y),
+        );
+        let (mut sum, mut grad_sum) = (rt.zeros::<f32>(x.len()).unwrap(), upload(&addend.skip));
+        let mut batch = rt.batch();
+        layer
+            .forward_residual(&mut batch, &x, &residual, &mut sum)
+            .unwrap();
+        let mut written = rt.zeros::<f32>(x.len()).unwrap();
+        for into in [
+            SumGradient::Add(&mut grad_sum),
+            SumGradient::Write(&mut written),
+        ] {
+            layer
+                .backward_residual(&mut batch, &sum, &grad_y, into)
+                .unwrap();
+        }
+        batch.submit().unwrap();
+        let y = layer.output().unwrap().read(rt).unwrap();
+        let grads: Vec<Vec<f32>> = layer
+            .parameters()
+            .iter()
+            .map(|p| p.grad.read(rt).unwrap())
+            .collect();
+        let read = |buffer: &GpuBuffer<f32>| buffer.read(rt).unwrap();
+        (read(&sum), y, [read(&grad_sum), read(&written)], grads)
+    }};
+}
+
+#[test]
+fn norm_layers_add_the_residual_stream() {
+    let rt = runtime();
+    for (seed, (rows, cols)) in [(3, 8), (4, 5)].into_iter().enumerate() {
+        let shape = RowsShape { rows, cols };
+        let inputs = inputs(shape, 50 + seed as u64);
+        let n = inputs.x.len();
+        let mut rng = rng(150 + seed as u64);
+        let addend = Addend {
+            residual: values(&mut rng, n),
+            skip: values(&mut rng, n),
+        };
+        let sum: Vec<f32> = inputs
+            .x
+            .iter()
+            .zip(&addend.residual)
+            .map(|(x, r)| x + r)
+            .collect();
+        let of_sum = Inputs {
+            x: sum.clone(),
+            ..inputs.stored::<f32>()
+        };
+        for (eps, centered) in [
+            (RmsNorm::DEFAULT_EPS, false),
+            (LayerNorm::DEFAULT_EPS, true),
+        ] {
+            let want = norm_reference(&of_sum, cols as usize, f64::from(eps), centered);
+            let want_grad: Vec<f32> = want
+                .grad_x
+                .iter()
+                .zip(&addend.skip)
+                .map(|(g, s)| g + s)
+                .collect();
+            let (name, (got_sum, y, [added, written], grads)) = if centered {
+                let mut layer = LayerNormLayer::new(&rt, cols).unwrap();
+                (
+                    "LayerNorm layer",
+                    residual_layer_on_gpu!(&rt, &mut layer, &inputs, &addend),
+                )
+            } else {
+                let mut layer = RmsNormLayer::new(&rt, cols).unwrap();
+                (
+                    "RMSNorm layer",
+                    residual_layer_on_gpu!(&rt, &mut layer, &inputs, &addend),
+                )
+            };
+            let mut want_grads = vec![&want.grad_scale];
+            if centered {
+                want_grads.push(&want.grad_bias);
+            }
+            assert_eq!(grads.len(), want_grads.len(), "{name}'s parameters");
+            check(
+                &format!("{name} sum"),
+                shape,
+                &got_sum,
+                &sum,
+                NORM_TOLERANCE,
+            );
+            check(&format!("{name} y"), shape, &y, &want.y, NORM_TOLERANCE);
+            let added_name = format!("{name} grad_sum added");
+            check(&added_name, shape, &added, &want_grad, NORM_TOLERANCE);
+            let written_name = format!("{name} grad_sum written");
+            check(&written_name, shape, &written, &want.grad_x, NORM_TOLERANCE);
+            for (got, want) in grads.iter().zip(want_grads) {
+                check(
+                    &format!("{name} gradient"),
+                    shape,
+                    got,
+                    want,
+                    NORM_TOLERANCE,
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn norm_layers_start_at_identity_and_refuse_bad_inputs() {
     let rt = runtime();
@@ -660,6 +915,31 @@ fn norm_layers_start_at_identity_and_refuse_bad_inputs() {
         RmsNormLayer::new(&rt, 4).unwrap().with_eps(-1.0),
         Err(Error::InvalidArgument { .. })
     ));
+    // A residual add of buffers of other lengths: refused, naming the buffer.
+    let (mut sum, twelve) = (
+        rt.zeros::<f32>(8).unwrap(),
+        rt.upload(&[1.0f32; 12]).unwrap(),
+    );
+    let message = match layer.forward_residual(&mut batch, &x, &twelve, &mut sum) {
+        Err(Error::InvalidArgument { problem, .. }) => problem,
+        other => panic!("a residual of 12 values to 8 gave {other:?}"),
+    };
+    assert!(message.contains("`residual` holds 12 values"), "{message}");
+    let mut short = rt.zeros::<f32>(4).unwrap();
+    let message = match layer.forward_residual(&mut batch, &x, &x, &mut short) {
+        Err(Error::InvalidArgument { problem, .. }) => problem,
+        other => panic!("a sum of 4 values for 8 gave {other:?}"),
+    };
+    assert!(message.contains("`sum` holds 4 values"), "{message}");
+    layer
+        .forward_residual(&mut batch, &x, &x, &mut sum)
+        .unwrap();
+    let into = SumGradient::Add(&mut short);
+    let message = match layer.backward_residual(&mut batch, &sum, &x, into) {
+        Err(Error::InvalidArgument { problem, .. }) => problem,
+        other => panic!("a gradient of 4 values for 8 gave {other:?}"),
+    };
+    assert!(message.contains("`grad_sum` holds 4 values"), "{message}");
     // A forward of two rows, then a backward of three: refused, not read out of bounds.
     layer.forward(&mut batch, &x).unwrap();
     let longer = rt.upload(&[1.0f32; 12]).unwrap();
@@ -688,7 +968,7 @@ fn layer_norm_keeps_a_large_mean_apart_from_a_small_variance() {
             f64::from(LayerNorm::DEFAULT_EPS),
             true,
         );
-        let got = layer_norm_on_gpu(&rt, &norm, shape, &inputs);
+        let got = layer_norm_on_gpu(&rt, &norm, shape, &inputs, None);
         check("LayerNorm y near 1000", shape, &got.y, &want.y, 1e-3);
         check(
             "LayerNorm rstd near 1000",

@@ -291,7 +291,69 @@ pub mod row_ops {
         #[len(p.rows)] rstd: &mut [f32],
         #[workgroup] tile: &mut [f32; GROUP],
     ) {
-        let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
+        rms_norm_row(p, x, scale, y, rstd, tile, workgroup_id().x, local_index());
+    }
+
+    /// RMSNorm after a residual add: `sum = x + residual`, then `y` and `rstd` of `sum` as
+    /// `rms_norm_forward` writes them.
+    #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
+    pub fn rms_norm_residual_forward<T>(
+        p: &RowParams,
+        #[len(p.rows * p.cols / T::LANES)] x: &[T],
+        #[len(p.rows * p.cols / T::LANES)] residual: &[T],
+        #[len(p.cols / T::LANES)] scale: &[T],
+        #[len(p.rows * p.cols / T::LANES)] sum: &mut [T],
+        #[len(p.rows * p.cols / T::LANES)] y: &mut [T],
+        #[len(p.rows)] rstd: &mut [f32],
+        #[workgroup] tile: &mut [f32; GROUP],
+    ) {
+        let (row, local) = (workgroup_id().x, local_index());
+        add_row(p, x, residual, sum, row, local);
+        rms_norm_row(p, sum, scale, y, rstd, tile, row, local);
+    }
+
+    /// `sum = x + residual` along row `row`, a segment at a time, by the invocation of
+    /// `local_index()` `local`. Each invocation writes the elements it will read back as the
+    /// norm's input (`row_load_f32` places them alike), so no barrier is needed, and the norm
+    /// reads the sum as stored (rounded, over `f16`), as its backward will.
+    fn add_row<T>(p: &RowParams, x: &[T], residual: &[T], sum: &mut [T], row: u32, local: u32) {
+        let width = p.cols / T::LANES;
+        let (segment, first) = (GROUP * PER, row * width);
+        let mut regs = [0.0 as T::F32; PER];
+        let mut other = [0.0 as T::F32; PER];
+        for start in (0..width).step_by(segment) {
+            let count = (width - start).min(segment);
+            row_load_f32(&mut regs, x, first + start, count, local, 0.0 as T::F32);
+            row_load_f32(
+                &mut other,
+                residual,
+                first + start,
+                count,
+                local,
+                0.0 as T::F32,
+            );
+            #[unroll]
+            for k in 0..PER {
+                regs[k] += other[k];
+            }
+            row_store_f32(&regs, sum, first + start, count, local);
+        }
+    }
+
+    /// RMSNorm of row `row` of `x` into `y`, its `rstd` saved; `local` is the invocation's
+    /// `local_index()`, and every invocation of the workgroup calls it together.
+    fn rms_norm_row<T>(
+        p: &RowParams,
+        x: &[T],
+        scale: &[T],
+        y: &mut [T],
+        rstd: &mut [f32],
+        tile: &mut [f32; GROUP],
+        row: u32,
+        local: u32,
+    ) {
+        let width = p.cols / T::LANES;
         let (segment, first) = (GROUP * PER, row * width);
         let mut regs = [0.0 as T::F32; PER];
         if width <= segment {
@@ -341,7 +403,46 @@ pub mod row_ops {
         #[len(p.rows)] rstd: &mut [f32],
         #[workgroup] tile: &mut [Vec4<f32>; GROUP],
     ) {
-        let (row, local, width) = (workgroup_id().x, local_index(), p.cols / T::LANES);
+        let (row, local) = (workgroup_id().x, local_index());
+        layer_norm_row(p, x, scale, bias, y, mean, rstd, tile, row, local);
+    }
+
+    /// LayerNorm after a residual add: `sum = x + residual`, then `y`, `mean` and `rstd` of
+    /// `sum` as `layer_norm_forward` writes them.
+    #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
+    pub fn layer_norm_residual_forward<T>(
+        p: &RowParams,
+        #[len(p.rows * p.cols / T::LANES)] x: &[T],
+        #[len(p.rows * p.cols / T::LANES)] residual: &[T],
+        #[len(p.cols / T::LANES)] scale: &[T],
+        #[len(p.cols / T::LANES)] bias: &[T],
+        #[len(p.rows * p.cols / T::LANES)] sum: &mut [T],
+        #[len(p.rows * p.cols / T::LANES)] y: &mut [T],
+        #[len(p.rows)] mean: &mut [f32],
+        #[len(p.rows)] rstd: &mut [f32],
+        #[workgroup] tile: &mut [Vec4<f32>; GROUP],
+    ) {
+        let (row, local) = (workgroup_id().x, local_index());
+        add_row(p, x, residual, sum, row, local);
+        layer_norm_row(p, sum, scale, bias, y, mean, rstd, tile, row, local);
+    }
+
+    /// LayerNorm of row `row` of `x` into `y`, its `mean` and `rstd` saved; `local` is the
+    /// invocation's `local_index()`, and every invocation of the workgroup calls it together.
+    fn layer_norm_row<T>(
+        p: &RowParams,
+        x: &[T],
+        scale: &[T],
+        bias: &[T],
+        y: &mut [T],
+        mean: &mut [f32],
+        rstd: &mut [f32],
+        tile: &mut [Vec4<f32>; GROUP],
+        row: u32,
+        local: u32,
+    ) {
+        let width = p.cols / T::LANES;
         let (segment, first) = (GROUP * PER, row * width);
         let mut regs = [0.0 as T::F32; PER];
         let mut shift = [0.0 as T::F32; PER];
@@ -391,7 +492,8 @@ pub mod row_ops {
     /// The input gradient of a norm along row `row`, from its `stats = vec2(mean, rstd)`:
     /// with `xhat = (x - mean) * rstd` and `g = grad_y * scale`,
     /// `grad_x = rstd * (g - mean_c(g) - xhat * mean_c(g * xhat))`, the `mean_c(g)` term only
-    /// when `centered` (LayerNorm; RMSNorm's mean is not subtracted, so it has none).
+    /// when `centered` (LayerNorm; RMSNorm's mean is not subtracted, so it has none); added
+    /// to what `grad_x` holds when `accumulate`, written over it otherwise.
     fn norm_grad_row<T>(
         p: &RowParams,
         x: &[T],
@@ -403,6 +505,7 @@ pub mod row_ops {
         local: u32,
         stats: Vec2<f32>,
         centered: bool,
+        accumulate: bool,
     ) {
         let width = p.cols / T::LANES;
         let (segment, first) = (GROUP * PER, row * width);
@@ -414,7 +517,7 @@ pub mod row_ops {
             let own = grad_segment(&mut xhat, &mut grads, x, scale, grad_y, at, 0, local, stats);
             let slopes = grad_slopes(p, workgroup_sum_tree(tile, local, own), centered);
             grad_finish(&mut grads, &xhat, slopes, stats);
-            row_store_f32(&grads, grad_x, first, width, local);
+            store_grads(&mut grads, grad_x, vec2(first, width), local, accumulate);
             return;
         }
         let mut own = vec2(0.0f32, 0.0);
@@ -433,8 +536,29 @@ pub mod row_ops {
                 &mut xhat, &mut grads, x, scale, grad_y, at, start, local, stats,
             );
             grad_finish(&mut grads, &xhat, slopes, stats);
-            row_store_f32(&grads, grad_x, first + start, count, local);
+            let at = vec2(first + start, count);
+            store_grads(&mut grads, grad_x, at, local, accumulate);
         }
+    }
+
+    /// Stores the segment `at = vec2(index, count)` of an input gradient, added to what
+    /// `grad_x` holds there when `accumulate`.
+    fn store_grads<T>(
+        grads: &mut [T::F32; PER],
+        grad_x: &mut [T],
+        at: Vec2<u32>,
+        local: u32,
+        accumulate: bool,
+    ) {
+        if accumulate {
+            let mut held = [0.0 as T::F32; PER];
+            row_load_f32(&mut held, grad_x, at.x, at.y, local, 0.0 as T::F32);
+            #[unroll]
+            for k in 0..PER {
+                grads[k] += held[k];
+            }
+        }
+        row_store_f32(grads, grad_x, at.x, at.y, local);
     }
 
     /// `vec2(mean_c(g), mean_c(g * xhat))` from the row's sums `vec2(sum(g), sum(g * xhat))`;
@@ -508,6 +632,37 @@ pub mod row_ops {
             local_index(),
             stats,
             false,
+            false,
+        );
+    }
+
+    /// RMSNorm's input gradient after a residual add (`rms_norm_residual_forward`), added to
+    /// `grad_sum`, which holds the gradient the sum received along the residual path.
+    #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
+    pub fn rms_norm_grad_sum<T>(
+        p: &RowParams,
+        #[len(p.rows * p.cols / T::LANES)] sum: &[T],
+        #[len(p.cols / T::LANES)] scale: &[T],
+        #[len(p.rows)] rstd: &[f32],
+        #[len(p.rows * p.cols / T::LANES)] grad_y: &[T],
+        #[len(p.rows * p.cols / T::LANES)] grad_sum: &mut [T],
+        #[workgroup] tile: &mut [Vec2<f32>; GROUP],
+    ) {
+        let row = workgroup_id().x;
+        let stats = vec2(0.0, rstd[row]);
+        norm_grad_row(
+            p,
+            sum,
+            scale,
+            grad_y,
+            grad_sum,
+            tile,
+            row,
+            local_index(),
+            stats,
+            false,
+            true,
         );
     }
 
@@ -536,6 +691,38 @@ pub mod row_ops {
             row,
             local_index(),
             stats,
+            true,
+            false,
+        );
+    }
+
+    /// LayerNorm's input gradient after a residual add (`layer_norm_residual_forward`),
+    /// added to `grad_sum`, which holds the gradient the sum received along the residual path.
+    #[kernel(workgroup = [GROUP], constants = Segment, grid = [p.rows],
+             types(T = [f32, Vec4<f32>, f16, Vec4<f16>]))]
+    pub fn layer_norm_grad_sum<T>(
+        p: &RowParams,
+        #[len(p.rows * p.cols / T::LANES)] sum: &[T],
+        #[len(p.cols / T::LANES)] scale: &[T],
+        #[len(p.rows)] mean: &[f32],
+        #[len(p.rows)] rstd: &[f32],
+        #[len(p.rows * p.cols / T::LANES)] grad_y: &[T],
+        #[len(p.rows * p.cols / T::LANES)] grad_sum: &mut [T],
+        #[workgroup] tile: &mut [Vec2<f32>; GROUP],
+    ) {
+        let row = workgroup_id().x;
+        let stats = vec2(mean[row], rstd[row]);
+        norm_grad_row(
+            p,
+            sum,
+            scale,
+            grad_y,
+            grad_sum,
+            tile,
+            row,
+            local_index(),
+            stats,
+            true,
             true,
         );
     }

@@ -3,7 +3,7 @@
 
 mod norm;
 
-pub use norm::{LayerNormLayer, NormLayer, NormOp, RmsNormLayer};
+pub use norm::{LayerNormLayer, NormLayer, NormOp, RmsNormLayer, SumGradient};
 
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};

@@ -2,8 +2,9 @@
 
 use super::{rows, sized, Parameter};
 use crate::{
-    invalid, LayerNorm, LayerNormBackward, LayerNormForward, RmsNorm, RmsNormBackward,
-    RmsNormForward, RowsShape,
+    invalid, LayerNorm, LayerNormBackward, LayerNormForward, LayerNormResidualBackward,
+    LayerNormResidualForward, RmsNorm, RmsNormBackward, RmsNormForward, RmsNormResidualBackward,
+    RmsNormResidualForward, RowsShape,
 };
 use tessera::{Batch, GpuBuffer, Result, Runtime};
 
@@ -125,7 +126,56 @@ impl<Op: NormOp> NormLayer<Op> {
         batch: &mut Batch<'_>,
         x: &GpuBuffer<f32>,
     ) -> Result<&GpuBuffer<f32>> {
-        let shape = self.shape(x.len())?;
+        self.record_forward(batch, op::Input::Alone(x))
+    }
+
+    /// Records `sum = x + residual` into `sum` and the forward pass of `sum`, in one pass
+    /// (a transformer block's `norm(x + branch(x))`, the sum being the residual stream
+    /// onward), and returns the output buffer, which stays the layer's. `x`, `residual` and
+    /// `sum` must be of one length. The backward is
+    /// [`backward_residual`](Self::backward_residual).
+    ///
+    /// ```no_run
+    /// # use tessera::Runtime;
+    /// # use tessera_nn::{LayerNormLayer, SumGradient};
+    /// # fn main() -> Result<(), tessera::Error> {
+    /// let rt = Runtime::new()?;
+    /// let mut norm = LayerNormLayer::new(&rt, 2)?;
+    /// let (x, branch) = (rt.upload(&[1.0f32, 2.0])?, rt.upload(&[2.0f32, 5.0])?);
+    /// let mut stream = rt.zeros::<f32>(2)?;
+    /// let mut batch = rt.batch();
+    /// norm.forward_residual(&mut batch, &x, &branch, &mut stream)?;
+    /// // The stream's gradient from the layers after it; the norm's is added in place.
+    /// let mut grad_stream = rt.upload(&[0.5f32, 0.5])?;
+    /// let grad_y = rt.upload(&[1.0f32, -1.0])?;
+    /// let into = SumGradient::Add(&mut grad_stream);
+    /// norm.backward_residual(&mut batch, &stream, &grad_y, into)?;
+    /// batch.submit()?;
+    /// assert_eq!(stream.read(&rt)?, vec![3.0, 7.0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn forward_residual(
+        &mut self,
+        batch: &mut Batch<'_>,
+        x: &GpuBuffer<f32>,
+        residual: &GpuBuffer<f32>,
+        sum: &mut GpuBuffer<f32>,
+    ) -> Result<&GpuBuffer<f32>> {
+        same_length(
+            Op::NAME,
+            x,
+            [("residual", residual.len()), ("sum", sum.len())],
+        )?;
+        self.record_forward(batch, op::Input::AfterAdd { x, residual, sum })
+    }
+
+    fn record_forward(
+        &mut self,
+        batch: &mut Batch<'_>,
+        input: op::Input<'_>,
+    ) -> Result<&GpuBuffer<f32>> {
+        let x_len = input.len();
+        let shape = self.shape(x_len)?;
         let rt = batch.runtime();
         let NormLayer {
             op,
@@ -134,7 +184,7 @@ impl<Op: NormOp> NormLayer<Op> {
             y,
             ..
         } = self;
-        let y = sized(y, rt, x.len(), &format!("{} output", Op::NAME))?;
+        let y = sized(y, rt, x_len, &format!("{} output", Op::NAME))?;
         let mut kept = Vec::with_capacity(statistics.len());
         for (slot, name) in statistics.iter_mut().zip(Op::STATISTICS) {
             let label = format!("{} {name}", Op::NAME);
@@ -142,7 +192,7 @@ impl<Op: NormOp> NormLayer<Op> {
         }
         let pass = op::Forward {
             shape,
-            x,
+            input,
             params,
             y: &mut *y,
             statistics: &mut kept,
@@ -159,6 +209,38 @@ impl<Op: NormOp> NormLayer<Op> {
         x: &GpuBuffer<f32>,
         grad_y: &GpuBuffer<f32>,
     ) -> Result<&GpuBuffer<f32>> {
+        let label = format!("{} input gradient", Op::NAME);
+        // Out of the layer while the pass borrows it, back in whatever the pass returns.
+        let mut slot = self.grad_x.take();
+        let recorded = sized(&mut slot, batch.runtime(), x.len(), &label)
+            .and_then(|grad_x| self.record_backward(batch, x, grad_y, SumGradient::Write(grad_x)));
+        self.grad_x = slot;
+        recorded?;
+        self.grad_x.as_ref().ok_or_else(|| mismatch(Op::NAME))
+    }
+
+    /// The backward of [`forward_residual`](Self::forward_residual), for its `sum` and the
+    /// output's gradient `grad_y`: writes the parameters' gradients, and the gradient with
+    /// respect to `sum` (and so to `x` and to `residual` alike) where `grad_sum` says.
+    pub fn backward_residual(
+        &mut self,
+        batch: &mut Batch<'_>,
+        sum: &GpuBuffer<f32>,
+        grad_y: &GpuBuffer<f32>,
+        grad_sum: SumGradient<'_>,
+    ) -> Result<()> {
+        let others = [("grad_y", grad_y.len()), ("grad_sum", grad_sum.len())];
+        same_length(Op::NAME, sum, others)?;
+        self.record_backward(batch, sum, grad_y, grad_sum)
+    }
+
+    fn record_backward(
+        &mut self,
+        batch: &mut Batch<'_>,
+        x: &GpuBuffer<f32>,
+        grad_y: &GpuBuffer<f32>,
+        grad_x: SumGradient<'_>,
+    ) -> Result<()> {
         let shape = self.shape(x.len())?;
         let same_input = self.y.as_ref().is_some_and(|y| y.len() == x.len());
         let kept: Option<Vec<&GpuBuffer<f32>>> =
@@ -167,20 +249,16 @@ impl<Op: NormOp> NormLayer<Op> {
             let problem = "backward needs a forward pass of the same input first".to_owned();
             return Err(invalid(Op::NAME, problem));
         };
-        let rt = batch.runtime();
-        let label = format!("{} input gradient", Op::NAME);
-        let grad_x = sized(&mut self.grad_x, rt, x.len(), &label)?;
         let pass = op::Backward {
             shape,
             x,
             params: &self.params,
             statistics: &statistics,
             grad_y,
-            grad_x: &mut *grad_x,
+            grad_x,
             grads: &mut self.grads,
         };
-        self.op.record_backward(batch, pass)?;
-        Ok(grad_x)
+        self.op.record_backward(batch, pass)
     }
 
     /// The output of the last forward pass.
@@ -234,11 +312,32 @@ mod op {
         fn record_backward(&self, batch: &mut Batch<'_>, pass: Backward<'_, '_>) -> Result<()>;
     }
 
+    /// What a forward pass normalizes.
+    pub enum Input<'a> {
+        /// `x` itself.
+        Alone(&'a GpuBuffer<f32>),
+        /// `x + residual`, which it writes to `sum`.
+        AfterAdd {
+            x: &'a GpuBuffer<f32>,
+            residual: &'a GpuBuffer<f32>,
+            sum: &'a mut GpuBuffer<f32>,
+        },
+    }
+
+    impl Input<'_> {
+        /// The values normalized.
+        pub fn len(&self) -> usize {
+            match self {
+                Input::Alone(x) | Input::AfterAdd { x, .. } => x.len(),
+            }
+        }
+    }
+
     /// A forward pass as a layer hands it to its op: the parameters and the statistics in
     /// the op's order.
     pub struct Forward<'a, 'b> {
         pub shape: RowsShape,
-        pub x: &'a GpuBuffer<f32>,
+        pub input: Input<'a>,
         pub params: &'a [GpuBuffer<f32>],
         pub y: &'a mut GpuBuffer<f32>,
         pub statistics: &'a mut [&'b mut GpuBuffer<f32>],
@@ -252,12 +351,53 @@ mod op {
         pub params: &'a [GpuBuffer<f32>],
         pub statistics: &'a [&'b GpuBuffer<f32>],
         pub grad_y: &'a GpuBuffer<f32>,
-        pub grad_x: &'a mut GpuBuffer<f32>,
+        pub grad_x: super::SumGradient<'a>,
         pub grads: &'a mut [GpuBuffer<f32>],
     }
 }
 
 pub use op::NormOp;
+
+/// Where [`NormLayer::backward_residual`] leaves the gradient with respect to the sum its
+/// forward normalized.
+#[derive(Debug)]
+pub enum SumGradient<'a> {
+    /// Written over the buffer: nothing but the norm reads the sum (the last norm of a
+    /// stack, whose sum goes nowhere else).
+    Write(&'a mut GpuBuffer<f32>),
+    /// Added to what the buffer holds, the gradient the sum received from everything else
+    /// that reads it (the residual stream onward), so the buffer carries the stream's
+    /// gradient down through every norm in place.
+    Add(&'a mut GpuBuffer<f32>),
+}
+
+impl SumGradient<'_> {
+    fn len(&self) -> usize {
+        match self {
+            SumGradient::Write(buffer) | SumGradient::Add(buffer) => buffer.len(),
+        }
+    }
+}
+
+/// An error of `layer` naming the first of `others` (name, length) whose length is not
+/// `x`'s.
+fn same_length<const N: usize>(
+    layer: &str,
+    x: &GpuBuffer<f32>,
+    others: [(&str, usize); N],
+) -> Result<()> {
+    match others.into_iter().find(|&(_, len)| len != x.len()) {
+        None => Ok(()),
+        Some((name, len)) => {
+            let want = x.len();
+            let problem = format!(
+                "`{name}` holds {len} values where the input holds {want}: pass a buffer of \
+                 {want}"
+            );
+            Err(invalid(layer, problem))
+        }
+    }
+}
 
 /// The error for a pass whose buffers do not match the op's lists, which the layer builds
 /// from them: a bug of this crate.
@@ -296,33 +436,64 @@ impl NormOp for RmsNorm {
         let ([scale], [rstd]) = (pass.params, pass.statistics) else {
             return Err(mismatch(Self::NAME));
         };
-        let rstd = &mut **rstd;
-        self.forward(
-            batch,
-            RmsNormForward {
-                shape: pass.shape,
-                x: pass.x,
-                scale,
-                y: pass.y,
-                rstd,
-            },
-        )
+        let (shape, y, rstd) = (pass.shape, pass.y, &mut **rstd);
+        match pass.input {
+            op::Input::Alone(x) => {
+                let args = RmsNormForward {
+                    shape,
+                    x,
+                    scale,
+                    y,
+                    rstd,
+                };
+                self.forward(batch, args)
+            }
+            op::Input::AfterAdd { x, residual, sum } => {
+                let args = RmsNormResidualForward {
+                    shape,
+                    x,
+                    residual,
+                    scale,
+                    sum,
+                    y,
+                    rstd,
+                };
+                self.forward_residual(batch, args)
+            }
+        }
     }
 
     fn record_backward(&self, batch: &mut Batch<'_>, pass: op::Backward<'_, '_>) -> Result<()> {
         let ([scale], [rstd], [grad_scale]) = (pass.params, pass.statistics, pass.grads) else {
             return Err(mismatch(Self::NAME));
         };
-        let args = RmsNormBackward {
-            shape: pass.shape,
-            x: pass.x,
-            scale,
-            rstd,
-            grad_y: pass.grad_y,
-            grad_x: pass.grad_x,
-            grad_scale,
-        };
-        self.backward(batch, args)
+        let (shape, grad_y) = (pass.shape, pass.grad_y);
+        match pass.grad_x {
+            SumGradient::Write(grad_x) => {
+                let args = RmsNormBackward {
+                    shape,
+                    x: pass.x,
+                    scale,
+                    rstd,
+                    grad_y,
+                    grad_x,
+                    grad_scale,
+                };
+                self.backward(batch, args)
+            }
+            SumGradient::Add(grad_sum) => {
+                let args = RmsNormResidualBackward {
+                    shape,
+                    sum: pass.x,
+                    scale,
+                    rstd,
+                    grad_y,
+                    grad_sum,
+                    grad_scale,
+                };
+                self.backward_residual(batch, args)
+            }
+        }
     }
 }
 
@@ -337,19 +508,35 @@ impl NormOp for LayerNorm {
         let ([scale, bias], [mean, rstd]) = (pass.params, pass.statistics) else {
             return Err(mismatch(Self::NAME));
         };
-        let (mean, rstd) = (&mut **mean, &mut **rstd);
-        self.forward(
-            batch,
-            LayerNormForward {
-                shape: pass.shape,
-                x: pass.x,
-                scale,
-                bias,
-                y: pass.y,
-                mean,
-                rstd,
-            },
-        )
+        let (shape, y, mean, rstd) = (pass.shape, pass.y, &mut **mean, &mut **rstd);
+        match pass.input {
+            op::Input::Alone(x) => {
+                let args = LayerNormForward {
+                    shape,
+                    x,
+                    scale,
+                    bias,
+                    y,
+                    mean,
+                    rstd,
+                };
+                self.forward(batch, args)
+            }
+            op::Input::AfterAdd { x, residual, sum } => {
+                let args = LayerNormResidualForward {
+                    shape,
+                    x,
+                    residual,
+                    scale,
+                    bias,
+                    sum,
+                    y,
+                    mean,
+                    rstd,
+                };
+                self.forward_residual(batch, args)
+            }
+        }
     }
 
     fn record_backward(&self, batch: &mut Batch<'_>, pass: op::Backward<'_, '_>) -> Result<()> {
@@ -358,17 +545,36 @@ impl NormOp for LayerNorm {
         else {
             return Err(mismatch(Self::NAME));
         };
-        let args = LayerNormBackward {
-            shape: pass.shape,
-            x: pass.x,
-            scale,
-            mean,
-            rstd,
-            grad_y: pass.grad_y,
-            grad_x: pass.grad_x,
-            grad_scale,
-            grad_bias,
-        };
-        self.backward(batch, args)
+        let (shape, grad_y) = (pass.shape, pass.grad_y);
+        match pass.grad_x {
+            SumGradient::Write(grad_x) => {
+                let args = LayerNormBackward {
+                    shape,
+                    x: pass.x,
+                    scale,
+                    mean,
+                    rstd,
+                    grad_y,
+                    grad_x,
+                    grad_scale,
+                    grad_bias,
+                };
+                self.backward(batch, args)
+            }
+            SumGradient::Add(grad_sum) => {
+                let args = LayerNormResidualBackward {
+                    shape,
+                    sum: pass.x,
+                    scale,
+                    mean,
+                    rstd,
+                    grad_y,
+                    grad_sum,
+                    grad_scale,
+                    grad_bias,
+                };
+                self.backward_residual(batch, args)
+            }
+        }
     }
 }

@@ -13,7 +13,9 @@ mod softmax;
 
 pub use loss::{LossBackward, LossForward, LossShape, SoftmaxCrossEntropy};
 pub use norm::{
-    LayerNorm, LayerNormBackward, LayerNormForward, RmsNorm, RmsNormBackward, RmsNormForward,
+    LayerNorm, LayerNormBackward, LayerNormForward, LayerNormResidualBackward,
+    LayerNormResidualForward, RmsNorm, RmsNormBackward, RmsNormForward, RmsNormResidualBackward,
+    RmsNormResidualForward,
 };
 pub use softmax::{Softmax, SoftmaxBackward, SoftmaxForward};
 
@@ -67,11 +69,15 @@ mod sealed {
         SoftmaxForwardElement,
         SoftmaxBackwardElement,
         RmsNormForwardElement,
+        RmsNormResidualForwardElement,
         RmsNormGradXElement,
+        RmsNormGradSumElement,
         RmsNormGradScaleElement,
         SumChunksElement,
         LayerNormForwardElement,
+        LayerNormResidualForwardElement,
         LayerNormGradXElement,
+        LayerNormGradSumElement,
         LayerNormGradParamsElement,
         SumChunkPairsElement
     );
