@@ -11,7 +11,8 @@
 //! - [`Linear`]: `y = act(x · weight + bias)`, over [`Gemm`].
 //! - [`Conv2d`]: `y = act(conv(x, w) + bias)`, over [`Convolution`].
 //! - [`RmsNormLayer`] and [`LayerNormLayer`]: the norms along each row with their learned
-//!   scale (and bias), starting at the identity.
+//!   scale (and bias), starting at the identity; also after a residual add, in the same pass
+//!   ([`NormLayer::forward_residual`]).
 //!
 //! The first two are a [`Layer`] over their op, the norms a [`NormLayer`], each with the same
 //! methods (`forward`, `backward`, `parameters`, ...); what differs is each op's part.
@@ -63,7 +64,9 @@
 //!   and bias): along each row of a `[rows, cols]` matrix, a workgroup per row holding the row
 //!   in registers (rows of up to [`MAX_COLS`] scalars; longer ones are taken a segment at
 //!   a time), forward and backward, over `f32` or `f16` storage ([`RowElement`]; sums in
-//!   `f32`); the norms' parameter gradients are column sums over the rows.
+//!   `f32`); the norms' parameter gradients are column sums over the rows. Each norm also
+//!   runs after a residual add in one pass, writing the sum and its norm
+//!   ([`LayerNorm::forward_residual`]), its backward adding to the sum's gradient.
 //! - [`Sgd`] (with momentum) and [`Adam`] (AdamW with [`WeightDecay::Decoupled`]): parameter
 //!   updates; [`GradClip`]: gradients clipped by their global norm (and unscaled from a
 //!   scaled loss: [`GradClip::clip_scaled`]).
@@ -72,7 +75,7 @@
 //!   without atomics (deterministic).
 //! - [`Attention`]: scaled dot-product attention, forward and backward (causal or not,
 //!   grouped queries), in strict `f32`, as FlashAttention computes it.
-//! - [`Residual`]: a residual connection's sum; [`Heads`]: a projection's token rows to
+//! - [`Residual`]: a residual connection's sum where no norm follows it; [`Heads`]: a projection's token rows to
 //!   attention's `[batch, heads, seq, head_dim]` tensors and back ([`HeadsLayout`] says where
 //!   the heads sit in the rows, the three groups of a fused query-key-value projection
 //!   included). `nn/examples/gpt` builds a transformer out of these and the ops above.

@@ -5,6 +5,12 @@
 //! projection, a residual add; LayerNorm, a GELU MLP four times as wide, a residual add);
 //! a final LayerNorm and a projection to the vocabulary's logits; softmax cross-entropy
 //! against the next character.
+//!
+//! Each residual add runs inside the LayerNorm after it (`forward_residual`), which writes
+//! the stream and its normed rows in one pass: the embeddings' sum in the first block's
+//! first norm, each block's halves in the norm that follows them. The backward carries the
+//! stream's gradient down in one buffer, each norm adding its own to it
+//! (`SumGradient::Add`).
 
 use crate::buffers::upload;
 use rand::RngExt;
@@ -13,7 +19,7 @@ use tessera_nn::{
     Activation, Attention, AttentionBackward, AttentionForward, AttentionMask, AttentionShape,
     Embedding, EmbeddingBackward, EmbeddingForward, EmbeddingShape, Heads, HeadsLayout, Init,
     LayerNormLayer, Linear, LinearConfig, LossBackward, LossForward, LossShape, Parameter,
-    Precision, Residual, SoftmaxCrossEntropy,
+    Precision, SoftmaxCrossEntropy, SumGradient,
 };
 
 /// The model's sizes and how it multiplies.
@@ -95,7 +101,9 @@ struct Block {
     lse: GpuBuffer<f32>,
     /// `attended` as token rows, `[tokens, dim]`.
     merged: GpuBuffer<f32>,
-    /// The residual stream after the attention half, `[tokens, dim]`.
+    /// The residual stream into the block (`ln1`'s sum), `[tokens, dim]`.
+    x: GpuBuffer<f32>,
+    /// The residual stream after the attention half (`ln2`'s sum), `[tokens, dim]`.
     mid: GpuBuffer<f32>,
 }
 
@@ -103,8 +111,6 @@ struct Block {
 /// finishes with them before the next starts).
 #[derive(Debug)]
 struct Scratch {
-    /// The gradient of a block's `mid`, `[tokens, dim]`.
-    mid: GpuBuffer<f32>,
     /// The gradients of `attended`, `q`, `k`, `v`.
     attended: GpuBuffer<f32>,
     q: GpuBuffer<f32>,
@@ -120,7 +126,6 @@ struct Ops {
     embedding: Embedding,
     attention: Attention,
     heads: Heads,
-    residual: Residual,
     loss: SoftmaxCrossEntropy,
 }
 
@@ -145,11 +150,10 @@ pub struct Gpt {
     /// The token and position embeddings, `[tokens, dim]` each.
     token_rows: GpuBuffer<f32>,
     position_rows: GpuBuffer<f32>,
-    /// The residual stream into each block and out of the last, `layers + 1` of `[tokens,
-    /// dim]`.
-    stream: Vec<GpuBuffer<f32>>,
-    /// The gradient of the stream into each block, `layers` of `[tokens, dim]`.
-    grad_stream: Vec<GpuBuffer<f32>>,
+    /// The residual stream out of the last block (`ln_f`'s sum), `[tokens, dim]`.
+    top: GpuBuffer<f32>,
+    /// The gradient of the residual stream, `[tokens, dim]`, carried down through the blocks.
+    grad_stream: GpuBuffer<f32>,
     probs: GpuBuffer<f32>,
     losses: GpuBuffer<f32>,
     grad_logits: GpuBuffer<f32>,
@@ -204,6 +208,7 @@ impl Gpt {
                 attended: rt.zeros(1)?,
                 lse: rt.zeros(1)?,
                 merged: rt.zeros(1)?,
+                x: rt.zeros(1)?,
                 mid: rt.zeros(1)?,
             });
         }
@@ -212,19 +217,15 @@ impl Gpt {
             embedding: Embedding::new(rt)?,
             attention: Attention::new(rt)?,
             heads: Heads::new(rt)?,
-            residual: Residual::new(rt)?,
             loss: SoftmaxCrossEntropy::new(rt)?,
         };
         let scratch = Scratch {
-            mid: rt.zeros(1)?,
             attended: rt.zeros(1)?,
             q: rt.zeros(1)?,
             k: rt.zeros(1)?,
             v: rt.zeros(1)?,
             qkv: rt.zeros(1)?,
         };
-        let zeros =
-            |n: u32| -> Result<Vec<GpuBuffer<f32>>> { (0..n).map(|_| rt.zeros(1)).collect() };
         Ok(Gpt {
             config,
             ops,
@@ -241,8 +242,8 @@ impl Gpt {
             targets: rt.zeros(1)?,
             token_rows: rt.zeros(1)?,
             position_rows: rt.zeros(1)?,
-            stream: zeros(layers + 1)?,
-            grad_stream: zeros(layers)?,
+            top: rt.zeros(1)?,
+            grad_stream: rt.zeros(1)?,
             probs: rt.zeros(1)?,
             losses: rt.zeros(1)?,
             grad_logits: rt.zeros(1)?,
@@ -313,10 +314,12 @@ impl Gpt {
         (self.sequences, self.seq) = (sequences, seq as u32);
         let (dim, heads) = (self.config.dim as usize, self.config.heads as usize);
         let rows = tokens * dim;
-        for buffer in [&mut self.token_rows, &mut self.position_rows] {
-            sized(buffer, rt, rows)?;
-        }
-        for buffer in self.stream.iter_mut().chain(&mut self.grad_stream) {
+        for buffer in [
+            &mut self.token_rows,
+            &mut self.position_rows,
+            &mut self.top,
+            &mut self.grad_stream,
+        ] {
             sized(buffer, rt, rows)?;
         }
         for block in &mut self.blocks {
@@ -326,6 +329,7 @@ impl Gpt {
                 &mut block.v,
                 &mut block.attended,
                 &mut block.merged,
+                &mut block.x,
                 &mut block.mid,
             ] {
                 sized(buffer, rt, rows)?;
@@ -333,14 +337,13 @@ impl Gpt {
             sized(&mut block.lse, rt, tokens * heads)?;
         }
         let Scratch {
-            mid,
             attended,
             q,
             k,
             v,
             qkv,
         } = &mut self.scratch;
-        for buffer in [mid, attended, q, k, v] {
+        for buffer in [attended, q, k, v] {
             sized(buffer, rt, rows)?;
         }
         sized(qkv, rt, 3 * rows)?;
@@ -414,7 +417,7 @@ impl Gpt {
             targets,
             token_rows,
             position_rows,
-            stream,
+            top,
             probs,
             losses,
             ..
@@ -433,13 +436,16 @@ impl Gpt {
             out: position_rows,
         };
         ops.embedding.forward(batch, args)?;
-        ops.residual
-            .add(batch, token_rows, position_rows, &mut stream[0])?;
-        for (l, block) in blocks.iter_mut().enumerate() {
-            let (before, after) = stream.split_at_mut(l + 1);
-            block.forward(batch, ops, &geometry, &before[l], &mut after[0])?;
+        // Each block's stream is the sum of the two before it: the embeddings, or the last
+        // block's halves.
+        let embedded = (&*token_rows, &*position_rows);
+        for l in 0..blocks.len() {
+            let (done, rest) = blocks.split_at_mut(l);
+            let summands = done.last().map_or(Ok(embedded), Block::output)?;
+            rest[0].forward(batch, ops, &geometry, summands)?;
         }
-        let normed = ln_f.forward(batch, &stream[blocks.len()])?;
+        let (x, residual) = blocks.last().map_or(Ok(embedded), Block::output)?;
+        let normed = ln_f.forward_residual(batch, x, residual, top)?;
         let logits = head.forward(batch, normed)?;
         let args = LossForward {
             shape: loss_shape,
@@ -474,7 +480,7 @@ impl Gpt {
             ids,
             position_ids,
             targets,
-            stream,
+            top,
             grad_stream,
             probs,
             grad_logits,
@@ -487,27 +493,24 @@ impl Gpt {
             grad_logits,
         };
         ops.loss.backward_scaled(batch, args, loss_scale)?;
-        let last = blocks.len();
         let grad_normed = head.backward(batch, ln_f.output()?, grad_logits)?;
-        let grad_top = ln_f.backward(batch, &stream[last], grad_normed)?;
-        for l in (0..last).rev() {
-            let (below, above) = grad_stream.split_at_mut(l + 1);
-            let grad_y = if l + 1 == last { grad_top } else { &above[0] };
-            let (x, grad_x) = (&stream[l], &mut below[l]);
-            blocks[l].backward(batch, ops, scratch, &geometry, x, grad_y, grad_x)?;
+        // Nothing but `ln_f` reads the top of the stream: its gradient starts there.
+        let into = SumGradient::Write(grad_stream);
+        ln_f.backward_residual(batch, top, grad_normed, into)?;
+        for block in blocks.iter_mut().rev() {
+            block.backward(batch, ops, scratch, &geometry, grad_stream)?;
         }
-        let grad_stream0 = grad_stream.first().unwrap_or(grad_top);
         let args = EmbeddingBackward {
             shape: token_shape,
             ids,
-            grad_out: grad_stream0,
+            grad_out: grad_stream,
             grad_table: &mut tokens.grad,
         };
         ops.embedding.backward(batch, args)?;
         let args = EmbeddingBackward {
             shape: position_shape,
             ids: position_ids,
-            grad_out: grad_stream0,
+            grad_out: grad_stream,
             grad_table: &mut positions.grad,
         };
         ops.embedding.backward(batch, args)
@@ -548,14 +551,14 @@ impl Geometry {
 }
 
 impl Block {
-    /// Records the block's forward pass from the residual stream `x` into `y`.
+    /// Records the block's forward pass of the residual stream `summands.0 + summands.1`,
+    /// which it keeps as `x`.
     fn forward(
         &mut self,
         batch: &mut Batch<'_>,
         ops: &Ops,
         geometry: &Geometry,
-        x: &GpuBuffer<f32>,
-        y: &mut GpuBuffer<f32>,
+        summands: (&GpuBuffer<f32>, &GpuBuffer<f32>),
     ) -> Result<()> {
         let Block {
             ln1,
@@ -570,9 +573,10 @@ impl Block {
             attended,
             lse,
             merged,
+            x,
             mid,
         } = self;
-        let normed = ln1.forward(batch, x)?;
+        let normed = ln1.forward_residual(batch, summands.0, summands.1, x)?;
         let projected = qkv.forward(batch, normed)?;
         for (part, heads) in [&mut *q, &mut *k, &mut *v].into_iter().enumerate() {
             let layout = geometry.projected(part as u32);
@@ -593,25 +597,28 @@ impl Block {
         ops.attention.forward(batch, args)?;
         ops.heads.to_rows(batch, geometry.heads, attended, merged)?;
         let projected = proj.forward(batch, merged)?;
-        ops.residual.add(batch, x, projected, mid)?;
-        let normed = ln2.forward(batch, mid)?;
+        let normed = ln2.forward_residual(batch, x, projected, mid)?;
         let hidden = fc.forward(batch, normed)?;
-        let projected = out.forward(batch, hidden)?;
-        ops.residual.add(batch, mid, projected, y)
+        out.forward(batch, hidden)?;
+        Ok(())
     }
 
-    /// Records the block's backward pass for its input `x` and its output's gradient
-    /// `grad_y`, into its parameters' gradients and `grad_x`.
-    #[allow(clippy::too_many_arguments)]
+    /// The two halves of the residual stream out of the block, whose sum the next norm
+    /// takes: the stream after attention, and the MLP's output.
+    fn output(&self) -> Result<(&GpuBuffer<f32>, &GpuBuffer<f32>)> {
+        Ok((&self.mid, self.out.output()?))
+    }
+
+    /// Records the block's backward pass into its parameters' gradients, `grad_stream`
+    /// holding the gradient of the stream out of the block on entry and of the stream into
+    /// it on return.
     fn backward(
         &mut self,
         batch: &mut Batch<'_>,
         ops: &Ops,
         scratch: &mut Scratch,
         geometry: &Geometry,
-        x: &GpuBuffer<f32>,
-        grad_y: &GpuBuffer<f32>,
-        grad_x: &mut GpuBuffer<f32>,
+        grad_stream: &mut GpuBuffer<f32>,
     ) -> Result<()> {
         let Block {
             ln1,
@@ -626,16 +633,16 @@ impl Block {
             attended,
             lse,
             merged,
+            x,
             mid,
         } = self;
-        // The MLP half: y = mid + out(fc(ln2(mid))).
-        let grad_hidden = out.backward(batch, fc.output()?, grad_y)?;
+        // The MLP half: the stream out is mid + out(fc(ln2(mid))).
+        let grad_hidden = out.backward(batch, fc.output()?, grad_stream)?;
         let grad_normed = fc.backward(batch, ln2.output()?, grad_hidden)?;
-        let grad_mid = ln2.backward(batch, mid, grad_normed)?;
-        ops.residual
-            .add(batch, grad_y, grad_mid, &mut scratch.mid)?;
+        let into = SumGradient::Add(grad_stream);
+        ln2.backward_residual(batch, mid, grad_normed, into)?;
         // The attention half: mid = x + proj(attention(ln1(x))).
-        let grad_merged = proj.backward(batch, merged, &scratch.mid)?;
+        let grad_merged = proj.backward(batch, merged, grad_stream)?;
         ops.heads
             .to_heads(batch, geometry.heads, grad_merged, &mut scratch.attended)?;
         let shape = geometry.attention;
@@ -660,8 +667,7 @@ impl Block {
             ops.heads.to_rows(batch, layout, grad, &mut scratch.qkv)?;
         }
         let grad_normed = qkv.backward(batch, ln1.output()?, &scratch.qkv)?;
-        let grad_x_branch = ln1.backward(batch, x, grad_normed)?;
-        ops.residual.add(batch, &scratch.mid, grad_x_branch, grad_x)
+        ln1.backward_residual(batch, x, grad_normed, SumGradient::Add(grad_stream))
     }
 }
 
