@@ -2,7 +2,9 @@
 
 use crate::invalid;
 use crate::kernels::attention_ops as kernels;
+use crate::precision::check_tensor_core_subgroups;
 use crate::spare::Spare;
+use crate::Precision;
 use tessera::{Batch, GpuBuffer, Result, Runtime};
 
 /// The sizes of one attention call. Every tensor is row-major and contiguous: queries and
@@ -46,9 +48,9 @@ impl AttentionShape {
     }
 }
 
-/// One [`Attention::forward`].
+/// One [`Attention::forward`], over buffers of `E` (see [`AttentionElement`]).
 #[derive(Debug)]
-pub struct AttentionForward<'a> {
+pub struct AttentionForward<'a, E: AttentionElement = f32> {
     /// The call's sizes.
     pub shape: AttentionShape,
     /// Which keys each query sees.
@@ -57,17 +59,17 @@ pub struct AttentionForward<'a> {
     /// [`AttentionShape::default_scale`].
     pub scale: f32,
     /// `[batch, heads, queries, head_dim]`.
-    pub q: &'a GpuBuffer<f32>,
+    pub q: &'a GpuBuffer<E>,
     /// `[batch, kv_heads, keys, head_dim]`.
-    pub k: &'a GpuBuffer<f32>,
+    pub k: &'a GpuBuffer<E>,
     /// `[batch, kv_heads, keys, head_dim]`.
-    pub v: &'a GpuBuffer<f32>,
+    pub v: &'a GpuBuffer<E>,
     /// `[batch]`: how many keys each sequence has, where they differ (padded batches):
     /// queries of sequence `b` see its first `key_lengths[b]` keys alone (at most `keys`; a
     /// sequence of 0 keys gets zero outputs). `None`: every sequence has `keys`.
     pub key_lengths: Option<&'a GpuBuffer<u32>>,
     /// `[batch, heads, queries, head_dim]`: `softmax(scale * q kᵀ) v` (overwritten).
-    pub out: &'a mut GpuBuffer<f32>,
+    pub out: &'a mut GpuBuffer<E>,
     /// `[batch, heads, queries]`: each query row's log-sum-exp of its scaled scores
     /// (overwritten), which a backward recomputes the probabilities from.
     pub lse: &'a mut GpuBuffer<f32>,
@@ -75,7 +77,7 @@ pub struct AttentionForward<'a> {
 
 /// One [`Attention::backward`]: the forward's arguments, its results, and the gradients.
 #[derive(Debug)]
-pub struct AttentionBackward<'a> {
+pub struct AttentionBackward<'a, E: AttentionElement = f32> {
     /// The forward's sizes.
     pub shape: AttentionShape,
     /// The forward's mask.
@@ -83,42 +85,86 @@ pub struct AttentionBackward<'a> {
     /// The forward's scale.
     pub scale: f32,
     /// The forward's `q`.
-    pub q: &'a GpuBuffer<f32>,
+    pub q: &'a GpuBuffer<E>,
     /// The forward's `k`.
-    pub k: &'a GpuBuffer<f32>,
+    pub k: &'a GpuBuffer<E>,
     /// The forward's `v`.
-    pub v: &'a GpuBuffer<f32>,
+    pub v: &'a GpuBuffer<E>,
     /// The forward's `key_lengths`.
     pub key_lengths: Option<&'a GpuBuffer<u32>>,
     /// The forward's `out`.
-    pub out: &'a GpuBuffer<f32>,
+    pub out: &'a GpuBuffer<E>,
     /// The forward's `lse`.
     pub lse: &'a GpuBuffer<f32>,
     /// `[batch, heads, queries, head_dim]`: the gradient of the loss with respect to `out`.
-    pub grad_out: &'a GpuBuffer<f32>,
+    pub grad_out: &'a GpuBuffer<E>,
     /// `[batch, heads, queries, head_dim]`: the gradient with respect to `q` (overwritten).
-    pub grad_q: &'a mut GpuBuffer<f32>,
+    pub grad_q: &'a mut GpuBuffer<E>,
     /// `[batch, kv_heads, keys, head_dim]`: the gradient with respect to `k` (overwritten),
     /// summed over the query heads that share each key head.
-    pub grad_k: &'a mut GpuBuffer<f32>,
+    pub grad_k: &'a mut GpuBuffer<E>,
     /// `[batch, kv_heads, keys, head_dim]`: the gradient with respect to `v` (overwritten),
     /// likewise.
-    pub grad_v: &'a mut GpuBuffer<f32>,
+    pub grad_v: &'a mut GpuBuffer<E>,
 }
 
-/// Scaled dot-product attention, `out = softmax(scale * q kᵀ + mask) v` for every head, in
-/// strict `f32`, as FlashAttention computes it: the scores are never stored, each query row
-/// keeping a running maximum, sum and output while it walks the keys a block at a time.
+/// The element types [`Attention`] stores queries, keys, values, outputs and their gradients
+/// in: `f32`, in either [`Precision`]; and `half::f16` on the tensor cores
+/// ([`Precision::TensorCoreF16`]), as mixed-precision training keeps activations. The
+/// log-sum-exp and every sum stay `f32` whatever the storage.
+pub trait AttentionElement: sealed::Kernels {
+    /// Whether the strict-`f32` kernels read it.
+    #[doc(hidden)]
+    const STRICT: bool;
+}
+
+impl AttentionElement for f32 {
+    const STRICT: bool = true;
+}
+
+impl AttentionElement for tessera::half::f16 {
+    const STRICT: bool = false;
+}
+
+mod sealed {
+    use super::kernels::*;
+
+    /// The element traits of the attention kernels generic over their storage.
+    pub trait Kernels:
+        AttentionRowStatsElement
+        + AttentionForwardFragmentsElement
+        + AttentionGradQFragmentsElement
+        + AttentionGradKvFragmentsElement
+    {
+    }
+
+    impl<T> Kernels for T where
+        T: AttentionRowStatsElement
+            + AttentionForwardFragmentsElement
+            + AttentionGradQFragmentsElement
+            + AttentionGradKvFragmentsElement
+    {
+    }
+}
+
+/// Scaled dot-product attention, `out = softmax(scale * q kᵀ + mask) v` for every head, as
+/// FlashAttention computes it: the scores are never stored, each query row keeping a running
+/// maximum, sum and output while it walks the keys a block at a time. In strict `f32`
+/// ([`Attention::new`]), or with its products on the tensor cores
+/// ([`Attention::with_precision`] and [`Precision::TensorCoreF16`]: f16 operands, f32 sums
+/// and softmax), over `f32` or `f16` storage ([`AttentionElement`]).
 ///
 /// Causal or not ([`AttentionMask`]), sequences of different lengths in one batch
 /// (`key_lengths`), any numbers of queries and keys, head dimensions up to
 /// [`MAX_HEAD_DIM`], grouped queries (fewer key and value heads than query heads). The
 /// backward recomputes the probabilities from the forward's log-sum-exp (nothing of the size
 /// of the scores is ever stored) through scratch memory the op keeps (a float per query row).
-/// Where the device has subgroups of 8 lanes or more, the forward and the gradients run on
-/// register tiles (several rows shared by a few lanes, scores summed by shuffles); elsewhere
-/// a row an invocation. Not yet: `f16` storage, tensor cores, an additive mask;
-/// notes/attention.md has the H200 figures.
+/// In `f32`, where the device has subgroups of 8 lanes or more, the forward and the gradients
+/// run on register tiles (several rows shared by a few lanes, scores summed by shuffles);
+/// elsewhere a row an invocation. On the tensor cores, each subgroup multiplies 16 rows in
+/// 16 x 16 fragments (the backward's three products as well); the probabilities and their
+/// gradients are rounded to f16 before they are multiplied, about `1e-3` of each product.
+/// Not yet: an additive mask; notes/attention.md has the H200 figures.
 ///
 /// ```no_run
 /// # use tessera::Runtime;
@@ -144,11 +190,11 @@ pub struct AttentionBackward<'a> {
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
-pub struct Attention {
-    /// The forward and the gradients, as this device runs them.
-    tiling: Tiling,
+pub struct Attention<E: AttentionElement = f32> {
+    /// The forward and the gradients, in the op's precision as this device runs them.
+    passes: Passes<E>,
     /// Each query row's log-sum-exp and `grad_out · out`.
-    row_stats: kernels::AttentionRowStats,
+    row_stats: kernels::AttentionRowStats<E>,
     /// The halves of the tiled forward's split blocks: outputs and log-sum-exps (empty
     /// where the device runs the row-an-invocation kernels, which split nothing).
     partial_o: Spare<f32>,
@@ -161,8 +207,73 @@ pub struct Attention {
     no_lengths: Spare<u32>,
 }
 
-/// How the forward and the gradients run on a device, chosen once: each a kernel for each
-/// head-dimension instance, `D = 64` then `D = 128` in both.
+/// How the op multiplies, chosen once when it is built.
+#[derive(Clone, Debug)]
+enum Passes<E: AttentionElement> {
+    /// [`Precision::F32`], over `f32` storage (`E::STRICT`).
+    F32(Tiling),
+    /// [`Precision::TensorCoreF16`]: a kernel of each pass for each head-dimension
+    /// instance of `FragmentHeadDim`, `D = 64` then `D = 128`.
+    TensorCores {
+        forward: Vec<kernels::AttentionForwardFragments<E>>,
+        grad_q: Vec<kernels::AttentionGradQFragments<E>>,
+        grad_kv: Vec<kernels::AttentionGradKvFragments<E>>,
+    },
+}
+
+impl<E: AttentionElement> Passes<E> {
+    fn new(rt: &Runtime, precision: Precision) -> Result<Self> {
+        match precision {
+            Precision::F32 if E::STRICT => Ok(Passes::F32(Tiling::new(rt)?)),
+            Precision::F32 => Err(invalid(
+                "nn::Attention",
+                "f16 storage runs on the tensor cores only: build the op with \
+                 Precision::TensorCoreF16, or store in f32"
+                    .into(),
+            )),
+            Precision::TensorCoreF16 => {
+                let instances = kernels::FragmentHeadDim::ALL;
+                let passes = Passes::TensorCores {
+                    forward: instances
+                        .iter()
+                        .map(|&d| kernels::AttentionForwardFragments::with_constants(rt, d))
+                        .collect::<Result<_>>()?,
+                    grad_q: instances
+                        .iter()
+                        .map(|&d| kernels::AttentionGradQFragments::with_constants(rt, d))
+                        .collect::<Result<_>>()?,
+                    grad_kv: instances
+                        .iter()
+                        .map(|&d| kernels::AttentionGradKvFragments::with_constants(rt, d))
+                        .collect::<Result<_>>()?,
+                };
+                // After the kernels, which refuse a device without tensor cores first.
+                check_tensor_core_subgroups(rt, "nn::Attention")?;
+                Ok(passes)
+            }
+        }
+    }
+
+    /// The kernels, as what [`Attention::prepare`] compiles.
+    fn kernels(&self) -> Vec<&dyn tessera::Prepare> {
+        match self {
+            Passes::F32(tiling) => tiling.kernels(),
+            Passes::TensorCores {
+                forward,
+                grad_q,
+                grad_kv,
+            } => {
+                let forward = forward.iter().map(|k| k as &dyn tessera::Prepare);
+                let grad_q = grad_q.iter().map(|k| k as &dyn tessera::Prepare);
+                let grad_kv = grad_kv.iter().map(|k| k as &dyn tessera::Prepare);
+                forward.chain(grad_q).chain(grad_kv).collect()
+            }
+        }
+    }
+}
+
+/// How the strict-`f32` forward and gradients run on a device, chosen once: each a kernel
+/// for each head-dimension instance, `D = 64` then `D = 128` in both.
 #[derive(Clone, Debug)]
 enum Tiling {
     /// On register tiles, a set of rows shared by lanes of a subgroup
@@ -186,14 +297,15 @@ enum Tiling {
     },
 }
 
-// Both ways index their kernels by the instance `Plan` picks from `HeadDim`: the same head
+// Every way indexes its kernels by the instance `Plan` picks from `HeadDim`: the same head
 // dimensions in the same order.
 const _: () = {
-    let (tiled, rows) = (kernels::TiledHeadDim::ALL, kernels::HeadDim::ALL);
-    assert!(tiled.len() == rows.len());
+    let rows = kernels::HeadDim::ALL;
+    let (tiled, fragments) = (kernels::TiledHeadDim::ALL, kernels::FragmentHeadDim::ALL);
+    assert!(tiled.len() == rows.len() && fragments.len() == rows.len());
     let mut i = 0;
     while i < rows.len() {
-        assert!(tiled[i].d == rows[i].d);
+        assert!(tiled[i].d == rows[i].d && fragments[i].d == rows[i].d);
         i += 1;
     }
 };
@@ -284,10 +396,31 @@ impl Tiling {
 }
 
 impl Attention {
-    /// Makes the op; its kernels compile at their first use, or at [`prepare`](Self::prepare).
+    /// Makes the op in strict `f32`; its kernels compile at their first use, or at
+    /// [`prepare`](Self::prepare).
     pub fn new(rt: &Runtime) -> Result<Self> {
+        Self::with_precision(rt, Precision::F32)
+    }
+}
+
+impl<E: AttentionElement> Attention<E> {
+    /// Makes the op multiplying in `precision`: [`Precision::TensorCoreF16`] needs a device
+    /// with tensor cores ([`Error::MissingFeature`](tessera::Error::MissingFeature)
+    /// elsewhere), and `f16` storage needs it (an `InvalidArgument` for [`Precision::F32`]).
+    ///
+    /// ```no_run
+    /// # use tessera::{half::f16, Runtime};
+    /// # use tessera_nn::{Attention, Precision};
+    /// # fn main() -> Result<(), tessera::Error> {
+    /// let rt = Runtime::new()?;
+    /// // Queries, keys, values and outputs in f16 buffers, products on the tensor cores.
+    /// let attention = Attention::<f16>::with_precision(&rt, Precision::TensorCoreF16)?;
+    /// assert_eq!(attention.precision(), Precision::TensorCoreF16);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_precision(rt: &Runtime, precision: Precision) -> Result<Self> {
         Ok(Attention {
-            tiling: Tiling::new(rt)?,
+            passes: Passes::new(rt, precision)?,
             row_stats: kernels::AttentionRowStats::new(rt)?,
             partial_o: Spare::default(),
             partial_lse: Spare::default(),
@@ -297,23 +430,29 @@ impl Attention {
         })
     }
 
+    /// The precision the op multiplies in.
+    pub fn precision(&self) -> Precision {
+        match self.passes {
+            Passes::F32(_) => Precision::F32,
+            Passes::TensorCores { .. } => Precision::TensorCoreF16,
+        }
+    }
+
     /// Compiles every kernel of the op now rather than at its first use.
     pub fn prepare(&self, rt: &Runtime) -> Result<()> {
         let mut kernels: Vec<&dyn tessera::Prepare> = vec![&self.row_stats];
-        kernels.extend(self.tiling.kernels());
+        kernels.extend(self.passes.kernels());
         tessera::Prepare::prepare(&kernels[..], rt)
     }
 
     /// Records `out = softmax(scale * q kᵀ + mask) v` and each query row's log-sum-exp.
-    pub fn forward(&self, batch: &mut Batch<'_>, args: AttentionForward<'_>) -> Result<()> {
+    pub fn forward(&self, batch: &mut Batch<'_>, args: AttentionForward<'_, E>) -> Result<()> {
         let call = Call {
             operation: "attention forward",
             shape: args.shape,
             mask: args.mask,
             scale: args.scale,
-            q: args.q,
-            k: args.k,
-            v: args.v,
+            inputs: [args.q.len(), args.k.len(), args.v.len()],
             key_lengths: args.key_lengths,
         };
         let outputs = [
@@ -326,8 +465,30 @@ impl Attention {
             Some(lengths) => lengths,
             None => no_lengths.at_least(batch.runtime(), 1)?,
         };
-        let (q, k, v, o, lse) = (args.q, args.k, args.v, args.out, args.lse);
-        match &self.tiling {
+        let lse = args.lse;
+        let tiling = match &self.passes {
+            Passes::F32(tiling) => tiling,
+            Passes::TensorCores { forward, .. } => {
+                let args = kernels::AttentionForwardFragmentsArgs {
+                    p: &plan.params,
+                    q: args.q,
+                    k: args.k,
+                    v: args.v,
+                    o: args.out,
+                    lse,
+                    key_lengths,
+                };
+                return forward[plan.instance].record(batch, args);
+            }
+        };
+        // Strict f32: `E` is `f32` (`Passes::new`), and the views are the buffers themselves.
+        let (q, k, v) = (
+            &*args.q.view_as()?,
+            &*args.k.view_as()?,
+            &*args.v.view_as()?,
+        );
+        let o = &mut *args.out.view_as_mut()?;
+        match tiling {
             Tiling::Tiled { forward, merge, .. } => {
                 let lanes = kernels::TiledHeadDim::ALL[plan.instance].lanes;
                 let rows = kernels::TILED_INVOCATIONS / lanes * kernels::ROWS_EACH;
@@ -380,15 +541,13 @@ impl Attention {
 
     /// Records the gradients of the loss with respect to `q`, `k` and `v`, from the
     /// forward's arguments and results and the gradient with respect to `out`.
-    pub fn backward(&self, batch: &mut Batch<'_>, args: AttentionBackward<'_>) -> Result<()> {
+    pub fn backward(&self, batch: &mut Batch<'_>, args: AttentionBackward<'_, E>) -> Result<()> {
         let call = Call {
             operation: "attention backward",
             shape: args.shape,
             mask: args.mask,
             scale: args.scale,
-            q: args.q,
-            k: args.k,
-            v: args.v,
+            inputs: [args.q.len(), args.k.len(), args.v.len()],
             key_lengths: args.key_lengths,
         };
         let others = [
@@ -407,17 +566,58 @@ impl Attention {
             Some(lengths) => lengths,
             None => no_lengths.at_least(batch.runtime(), 1)?,
         };
-        let (q, k, v, lse, o, grad_o) = (args.q, args.k, args.v, args.lse, args.out, args.grad_out);
         let row_stats = kernels::AttentionRowStatsArgs {
             p,
-            o,
-            grad_o,
-            lse,
+            o: args.out,
+            grad_o: args.grad_out,
+            lse: args.lse,
             stats,
         };
         self.row_stats.record(batch, row_stats)?;
-        let (grad_q, grad_k, grad_v) = (args.grad_q, args.grad_k, args.grad_v);
-        match &self.tiling {
+        let tiling = match &self.passes {
+            Passes::F32(tiling) => tiling,
+            Passes::TensorCores {
+                grad_q: grad_q_kernels,
+                grad_kv,
+                ..
+            } => {
+                let (q, k, v, grad_o) = (args.q, args.k, args.v, args.grad_out);
+                let args_q = kernels::AttentionGradQFragmentsArgs {
+                    p,
+                    q,
+                    k,
+                    v,
+                    grad_o,
+                    stats,
+                    grad_q: args.grad_q,
+                    key_lengths,
+                };
+                grad_q_kernels[plan.instance].record(batch, args_q)?;
+                let args_kv = kernels::AttentionGradKvFragmentsArgs {
+                    p,
+                    q,
+                    k,
+                    v,
+                    grad_o,
+                    stats,
+                    grad_k: args.grad_k,
+                    grad_v: args.grad_v,
+                    key_lengths,
+                };
+                return grad_kv[plan.instance].record(batch, args_kv);
+            }
+        };
+        // Strict f32: `E` is `f32` (`Passes::new`), and the views are the buffers themselves.
+        let (q, k, v) = (
+            &*args.q.view_as()?,
+            &*args.k.view_as()?,
+            &*args.v.view_as()?,
+        );
+        let grad_o = &*args.grad_out.view_as()?;
+        let grad_q = &mut *args.grad_q.view_as_mut()?;
+        let grad_k = &mut *args.grad_k.view_as_mut()?;
+        let grad_v = &mut *args.grad_v.view_as_mut()?;
+        match tiling {
             Tiling::Tiled {
                 grad_q: grad_q_kernels,
                 add_halves,
@@ -543,9 +743,8 @@ struct Call<'a> {
     shape: AttentionShape,
     mask: AttentionMask,
     scale: f32,
-    q: &'a GpuBuffer<f32>,
-    k: &'a GpuBuffer<f32>,
-    v: &'a GpuBuffer<f32>,
+    /// The lengths of `q`, `k` and `v`.
+    inputs: [usize; 3],
     key_lengths: Option<&'a GpuBuffer<u32>>,
 }
 
@@ -591,10 +790,11 @@ impl Plan {
         if !call.scale.is_finite() {
             return fail(format!("the scale is {}: pass a finite number", call.scale));
         }
+        let [q, k, v] = call.inputs;
         let mut inputs = vec![
-            ("q", call.q.len(), Rows::Queries),
-            ("k", call.k.len(), Rows::Keys),
-            ("v", call.v.len(), Rows::Keys),
+            ("q", q, Rows::Queries),
+            ("k", k, Rows::Keys),
+            ("v", v, Rows::Keys),
         ];
         if let Some(lengths) = call.key_lengths {
             inputs.push(("key_lengths", lengths.len(), Rows::Sequences));

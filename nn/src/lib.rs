@@ -150,7 +150,8 @@ mod tune;
 
 pub use activation::Activation;
 pub use attention::{
-    Attention, AttentionBackward, AttentionForward, AttentionMask, AttentionShape, MAX_HEAD_DIM,
+    Attention, AttentionBackward, AttentionElement, AttentionForward, AttentionMask,
+    AttentionShape, MAX_HEAD_DIM,
 };
 pub use conv::{
     Conv2dBackward, Conv2dForward, Conv2dGradInput, Conv2dGradWeight, Conv2dShape, Convolution,

@@ -8,8 +8,48 @@
 mod common;
 
 use common::{assert_close, kernels_run, rng, runtime, runtime_without, values};
-use tessera::{Error, Runtime};
-use tessera_nn::{Attention, AttentionBackward, AttentionForward, AttentionMask, AttentionShape};
+use tessera::wgpu::CooperativeScalarType::{F16, F32};
+use tessera::{half::f16, Error, GpuBuffer, Runtime};
+use tessera_nn::{
+    Attention, AttentionBackward, AttentionElement, AttentionForward, AttentionMask,
+    AttentionShape, Precision,
+};
+
+/// A storage type of attention, converted from and to the tests' `f32`s.
+trait Stored: AttentionElement + bytemuck::Pod {
+    fn of(v: f32) -> Self;
+    fn value(self) -> f32;
+}
+
+impl Stored for f32 {
+    fn of(v: f32) -> Self {
+        v
+    }
+    fn value(self) -> f32 {
+        self
+    }
+}
+
+impl Stored for f16 {
+    fn of(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+    fn value(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+/// How close each result must come to the reference.
+#[derive(Clone, Copy, Debug)]
+enum Tolerance {
+    /// Strict f32: `assert_close` to `1e-4`.
+    Strict,
+    /// On the tensor cores: the largest error at most `1e-2` of the result's largest
+    /// magnitude, or absolutely where that is below 1 (its operands, and the probabilities
+    /// and their gradients, are rounded to f16 before they are multiplied, about `1e-3`
+    /// each).
+    TensorCores,
+}
 
 /// What the reference computes: the forward's results and the gradients for `grad_out`.
 struct Reference {
@@ -103,40 +143,51 @@ fn reference(
 }
 
 /// Runs the forward and the backward on random data (and `lengths` keys a sequence, if
-/// given) and compares all five results with the reference.
-fn check(
+/// given) and compares all five results with the reference, to `tolerance`; returns each
+/// one's largest error relative to its largest magnitude (`out`, `lse`, `grad_q`, `grad_k`,
+/// `grad_v`).
+#[allow(clippy::too_many_arguments)]
+fn check<E: Stored>(
     rt: &Runtime,
-    attention: &Attention,
+    attention: &Attention<E>,
     shape: AttentionShape,
     mask: AttentionMask,
     scale: f32,
     lengths: Option<&[u32]>,
     seed: u64,
-) {
+    tolerance: Tolerance,
+) -> [f64; 5] {
     if sanitizer_gap(shape) {
-        return;
+        return [0.0; 5];
     }
     let mut rng = rng(seed);
     let s = shape;
     let q_len = (s.batch * s.heads * s.queries * s.head_dim) as usize;
     let kv_len = (s.batch * s.kv_heads * s.keys * s.head_dim) as usize;
-    // Scores of a few units, so that the softmax is neither flat nor one-hot.
-    let scaled = |v: Vec<f32>| v.into_iter().map(|x| 3.0 * x).collect::<Vec<_>>();
+    // Scores of a few units, so that the softmax is neither flat nor one-hot; each input as
+    // `E` stores it.
+    let stored = |v: Vec<f32>, by: f32| -> Vec<f32> {
+        v.into_iter().map(|x| E::of(by * x).value()).collect()
+    };
     let (qv, kv, vv, gv) = (
-        scaled(values(&mut rng, q_len)),
-        scaled(values(&mut rng, kv_len)),
-        values(&mut rng, kv_len),
-        values(&mut rng, q_len),
+        stored(values(&mut rng, q_len), 3.0),
+        stored(values(&mut rng, kv_len), 3.0),
+        stored(values(&mut rng, kv_len), 1.0),
+        stored(values(&mut rng, q_len), 1.0),
     );
     let want = reference(s, mask, scale, lengths, [&qv, &kv, &vv, &gv]);
     let key_lengths = lengths.map(|l| rt.upload(l).unwrap());
     let key_lengths = key_lengths.as_ref();
-    let upload = |x: &[f32]| rt.upload(x).unwrap();
+    let upload = |x: &[f32]| {
+        rt.upload(&x.iter().map(|&x| E::of(x)).collect::<Vec<E>>())
+            .unwrap()
+    };
     let (q, k, v, grad_out) = (upload(&qv), upload(&kv), upload(&vv), upload(&gv));
-    let zeros = |n: usize| rt.zeros::<f32>(n).unwrap();
+    let zeros = |n: usize| rt.zeros::<E>(n).unwrap();
     let (mut out, mut lse) = (
         zeros(q_len),
-        zeros((s.batch * s.heads * s.queries) as usize),
+        rt.zeros::<f32>((s.batch * s.heads * s.queries) as usize)
+            .unwrap(),
     );
     let (mut grad_q, mut grad_k, mut grad_v) = (zeros(q_len), zeros(kv_len), zeros(kv_len));
     let mut batch = rt.batch();
@@ -175,21 +226,50 @@ fn check(
         .features
         .contains(tessera::wgpu::Features::SUBGROUP);
     let context = format!(
-        "{shape:?}, {mask:?}, scale {scale}, key lengths {lengths:?}, subgroups {subgroups}"
+        "{shape:?}, {mask:?}, scale {scale}, key lengths {lengths:?}, subgroups {subgroups}, \
+         {tolerance:?}"
     );
+    let read =
+        |x: &GpuBuffer<E>| -> Vec<f32> { x.read(rt).unwrap().into_iter().map(E::value).collect() };
     let results = [
-        ("out", &out, want.out),
-        ("lse", &lse, want.lse),
-        ("grad_q", &grad_q, want.grad_q),
-        ("grad_k", &grad_k, want.grad_k),
-        ("grad_v", &grad_v, want.grad_v),
+        ("out", read(&out), want.out),
+        ("lse", lse.read(rt).unwrap(), want.lse),
+        ("grad_q", read(&grad_q), want.grad_q),
+        ("grad_k", read(&grad_k), want.grad_k),
+        ("grad_v", read(&grad_v), want.grad_v),
     ];
-    for (name, got, want) in results {
-        let got = got.read(rt).unwrap();
-        if std::panic::catch_unwind(|| assert_close(&got, &want, 1e-4)).is_err() {
-            panic!("{name} differs for {context}");
-        }
+    let mut errors = [0.0; 5];
+    for (i, (name, got, want)) in results.into_iter().enumerate() {
+        errors[i] = relative_error(&got, &want);
+        let close = match tolerance {
+            Tolerance::Strict => {
+                std::panic::catch_unwind(|| assert_close(&got, &want, 1e-4)).is_ok()
+            }
+            Tolerance::TensorCores => errors[i] <= 1e-2,
+        };
+        assert!(
+            close,
+            "{name} differs for {context} (largest error {:.2e} of the largest magnitude)",
+            errors[i]
+        );
     }
+    errors
+}
+
+/// The largest error of `got` relative to `want`'s largest magnitude, or absolute where that
+/// is below 1 (a gradient that cancels to about 0, as a query's with one key, keeps the
+/// rounding of what cancelled); the log-sum-exps of rows that see no key, `-f32::MAX` in
+/// both, count as equal.
+fn relative_error(got: &[f32], want: &[f32]) -> f64 {
+    assert_eq!(got.len(), want.len());
+    let finite = |x: f32| if x == -f32::MAX { 0.0 } else { f64::from(x) };
+    let scale = want
+        .iter()
+        .fold(1.0f64, |m, &w| m.max(finite(w).abs()));
+    got.iter()
+        .zip(want)
+        .map(|(&g, &w)| (finite(g) - finite(w)).abs() / scale)
+        .fold(0.0, f64::max)
 }
 
 fn shape(
@@ -287,6 +367,19 @@ fn sanitizer_gap(shape: AttentionShape) -> bool {
 
 fn all_cases(rt: &Runtime) {
     let attention = Attention::new(rt).unwrap();
+    every_case(rt, &attention, Tolerance::Strict);
+}
+
+/// Every case of the suite on `attention`, to `tolerance`; returns the largest relative
+/// error of each result over them.
+fn every_case<E: Stored>(rt: &Runtime, attention: &Attention<E>, tolerance: Tolerance) -> [f64; 5] {
+    let mut worst = [0.0f64; 5];
+    let mut check = |s, mask, scale, lengths: Option<&[u32]>, seed| {
+        let errors = check(rt, attention, s, mask, scale, lengths, seed, tolerance);
+        for (w, e) in worst.iter_mut().zip(errors) {
+            *w = w.max(e);
+        }
+    };
     let cases = [
         // Both instances exactly, past one block of queries (64) and of keys (32, 16).
         shape(2, 2, 2, 70, 70, 64),
@@ -309,12 +402,12 @@ fn all_cases(rt: &Runtime) {
     ];
     for (i, s) in cases.into_iter().enumerate() {
         for mask in [AttentionMask::None, AttentionMask::Causal] {
-            check(rt, &attention, s, mask, s.default_scale(), None, i as u64);
+            check(s, mask, s.default_scale(), None, i as u64);
         }
     }
     // A scale other than the default.
     let s = shape(1, 2, 1, 33, 50, 48);
-    check(rt, &attention, s, AttentionMask::Causal, 0.7, None, 99);
+    check(s, AttentionMask::Causal, 0.7, None, 99);
     // Sequences of different lengths: one of every key, shorter ones (past a key block and
     // not), one of no keys (zero outputs and gradients); grouped heads, both masks, both
     // instances.
@@ -324,15 +417,7 @@ fn all_cases(rt: &Runtime) {
         .enumerate()
     {
         for mask in [AttentionMask::None, AttentionMask::Causal] {
-            check(
-                rt,
-                &attention,
-                s,
-                mask,
-                s.default_scale(),
-                Some(&lengths),
-                50 + i as u64,
-            );
+            check(s, mask, s.default_scale(), Some(&lengths), 50 + i as u64);
         }
     }
     // Under the causal mask the tiled forward shares the last blocks' keys between two
@@ -341,14 +426,50 @@ fn all_cases(rt: &Runtime) {
     let s = shape(3, 1, 1, 150, 150, 64);
     let lengths = [50, 150, 0];
     check(
-        rt,
-        &attention,
         s,
         AttentionMask::Causal,
         s.default_scale(),
         Some(&lengths),
         60,
     );
+    worst
+}
+
+/// On the tensor cores, over `f32` storage and `f16`, every case of the suite within
+/// `Tolerance::TensorCores`; where the device has none (lavapipe, in CI), both refused.
+#[test]
+fn on_tensor_cores_it_matches_attention_in_f64_or_is_refused() {
+    let rt = runtime();
+    let tensor = Precision::TensorCoreF16;
+    if !rt.info().has_cooperative_matrix(16, F16, F32) {
+        for refused in [
+            Attention::<f32>::with_precision(&rt, tensor).err(),
+            Attention::<f16>::with_precision(&rt, tensor).err(),
+        ] {
+            assert!(
+                matches!(refused, Some(Error::MissingFeature { .. })),
+                "{refused:?}"
+            );
+        }
+        return;
+    }
+    let over_f32 = Attention::<f32>::with_precision(&rt, tensor).unwrap();
+    let errors = every_case(&rt, &over_f32, Tolerance::TensorCores);
+    eprintln!("tensor cores over f32 (out, lse, grad_q, grad_k, grad_v): {errors:?}");
+    let over_f16 = Attention::<f16>::with_precision(&rt, tensor).unwrap();
+    let errors = every_case(&rt, &over_f16, Tolerance::TensorCores);
+    eprintln!("tensor cores over f16 (out, lse, grad_q, grad_k, grad_v): {errors:?}");
+}
+
+#[test]
+fn f16_storage_is_refused_in_strict_f32() {
+    let rt = runtime();
+    match Attention::<f16>::with_precision(&rt, Precision::F32) {
+        Err(Error::InvalidArgument { problem, .. }) => {
+            assert!(problem.contains("tensor cores only"), "{problem}");
+        }
+        other => panic!("f16 storage in f32 gave {other:?}"),
+    }
 }
 
 #[test]

@@ -215,7 +215,7 @@ impl Gpt {
         let head = linear(dim, vocab, Activation::None)?;
         let ops = Ops {
             embedding: Embedding::new(rt)?,
-            attention: Attention::new(rt)?,
+            attention: Attention::with_precision(rt, precision)?,
             heads: Heads::new(rt)?,
             loss: SoftmaxCrossEntropy::new(rt)?,
         };

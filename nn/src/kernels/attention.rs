@@ -486,11 +486,13 @@ pub mod attention_ops {
     /// `stats[r] = (lse[r], grad_o[r] · o[r])` for every query row `r` of every head: its
     /// log-sum-exp beside the term each probability's gradient subtracts (`sum_j p_j dp_j`),
     /// one buffer for the gradient kernels to read (which bind eight buffers already).
-    #[kernel(workgroup = [ROWS], grid = [ceil_div(p.batch_heads * p.queries, ROWS)])]
-    pub fn attention_row_stats(
+    /// Over `f32` storage or `f16` (the tensor-core backward's), summed in `f32`.
+    #[kernel(workgroup = [ROWS], grid = [ceil_div(p.batch_heads * p.queries, ROWS)],
+             types(E = [f32, f16]))]
+    pub fn attention_row_stats<E>(
         p: &AttentionParams,
-        #[len(p.batch_heads * p.queries * p.head_dim)] o: &[f32],
-        #[len(p.batch_heads * p.queries * p.head_dim)] grad_o: &[f32],
+        #[len(p.batch_heads * p.queries * p.head_dim)] o: &[E],
+        #[len(p.batch_heads * p.queries * p.head_dim)] grad_o: &[E],
         #[len(p.batch_heads * p.queries)] lse: &[f32],
         #[len(p.batch_heads * p.queries)] stats: &mut [Vec2<f32>],
     ) {
@@ -498,7 +500,8 @@ pub mod attention_ops {
         if row < p.batch_heads * p.queries {
             let mut dot = 0.0f32;
             for c in 0..p.head_dim {
-                dot += o[row * p.head_dim + c] * grad_o[row * p.head_dim + c];
+                let at = row * p.head_dim + c;
+                dot += o[at] as f32 * grad_o[at] as f32;
             }
             stats[row] = vec2(lse[row], dot);
         }
@@ -1043,5 +1046,556 @@ pub mod attention_ops {
             a[slot] = if inside { x[from] } else { 0.0 };
             b[slot] = if inside { y[from] } else { 0.0 };
         }
+    }
+
+    // The tensor-core kernels (`Precision::TensorCoreF16`): a workgroup of four subgroups of
+    // 32 takes `FRAG_ROWS` rows (queries, or keys for the key and value gradients), 16 a
+    // subgroup; the products run on 16 x 16 f16 fragments summed in f32, and what a product's
+    // elements need one at a time (the softmax, the masks, the rescaling) goes through a tile
+    // of workgroup memory each subgroup has to itself (`tiles`, 16 rows of `TILE_STRIDE`
+    // floats), where two lanes take each row (the row `lane / 2`, every other run of 4 of its
+    // columns). Naga's fragments give no access to their elements, so that is the only way.
+
+    /// Invocations of a tensor-core attention kernel: four subgroups of 32.
+    pub const FRAG_INVOCATIONS: u32 = 128;
+
+    /// Rows a tensor-core workgroup takes: 16 a subgroup.
+    pub const FRAG_ROWS: u32 = 64;
+
+    /// Floats between the rows of a subgroup's tile: 64 columns and 8 more, which spreads
+    /// the two lanes of each row and the rows over the memory banks (and keeps each row's
+    /// start 16-byte aligned, as fragment stores want).
+    pub const TILE_STRIDE: u32 = 72;
+
+    /// Floats of a subgroup's tile.
+    pub const TILE: u32 = 16 * TILE_STRIDE;
+
+    /// The tensor-core kernels' instances: `D`, the head dimension a row is padded to, and
+    /// `BLOCK`, the rows (keys, or queries in the key and value gradients) a step stages,
+    /// in f16 with `STRIDE` halves between rows (8 past `D`: 16 bytes, for the fragments'
+    /// alignment and the banks); `P_STRIDE` likewise for a subgroup's `16 x BLOCK` weights.
+    /// `MEMORY`, the workgroup memory the forward takes (under the 48 KiB NVIDIA's Vulkan
+    /// drivers give a workgroup).
+    #[constants(
+        zip(D = [64, 128], BLOCK = [64, 32]),
+        STRIDE = D + 8,
+        P_STRIDE = BLOCK + 8,
+        MEMORY = 4 * BLOCK * STRIDE + 16 * TILE + 128 * P_STRIDE
+    )]
+    pub struct FragmentHeadDim;
+
+    /// Stages `count` rows from `start` of a matrix of `rows` rows of `width` scalars (from
+    /// `at`), times `factor` and rounded to f16, into `staged` from its row `base` on, `D`
+    /// halves a row: zeros past `rows` and past `width`. Every invocation stages its share.
+    fn stage_half_rows<E>(
+        staged: &mut [f16; 2 * BLOCK * STRIDE],
+        base: u32,
+        x: &[E],
+        at: u32,
+        start: u32,
+        count: u32,
+        rows: u32,
+        width: u32,
+        factor: f32,
+        t: u32,
+    ) {
+        for slot in (t..count * D).step_by(FRAG_INVOCATIONS) {
+            let (row, c) = (slot / D, slot % D);
+            let mut value = 0.0f32;
+            if start + row < rows && c < width {
+                value = x[at + (start + row) * width + c] as f32 * factor;
+            }
+            staged[(base + row) * STRIDE + c] = value as f16;
+        }
+    }
+
+    /// Where the `i`-th of the `count / 2` columns a lane takes of its row of a tile lies:
+    /// runs of 4, the two lanes of a row taking every other one (`half`).
+    fn tile_column(i: u32, half: u32) -> u32 {
+        i / 4 * 8 + half * 4 + i % 4
+    }
+
+    /// `o = softmax(scale * q kᵀ) v` on the tensor cores, for `FRAG_ROWS` query rows of one
+    /// head, with each row's log-sum-exp: the forward of `attention_forward`, its products in
+    /// f16 fragments summed in f32 (queries, scaled, and keys and values rounded to f16 as
+    /// they are staged, or read as they are over f16 storage). Per block of `BLOCK` keys each
+    /// subgroup scores its 16 rows as fragments into its tile; two lanes a row fold them into
+    /// the row's running maximum and sum and write the weights back as f16; the weights times
+    /// the values go through the tile again, 64 columns at a time, into the output each lane
+    /// holds of its row in registers, rescaled there (a fragment cannot be scaled a row at a
+    /// time).
+    #[kernel(workgroup = [FRAG_INVOCATIONS], constants = FragmentHeadDim,
+             features(f16, cooperative_matrix, subgroups),
+             limits(workgroup_memory = MEMORY),
+             grid = [ceil_div(p.queries, FRAG_ROWS), p.batch_heads],
+             types(E = [f32, f16]))]
+    pub fn attention_forward_fragments<E>(
+        p: &AttentionParams,
+        #[len(p.batch_heads * p.queries * p.head_dim)] q: &[E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] k: &[E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] v: &[E],
+        #[len(p.batch_heads * p.queries * p.head_dim)] o: &mut [E],
+        #[len(p.batch_heads * p.queries)] lse: &mut [f32],
+        #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
+        #[workgroup] staged: &mut [f16; 2 * BLOCK * STRIDE],
+        #[workgroup] tiles: &mut [f32; 4 * TILE],
+        #[workgroup] weights: &mut [f16; 64 * P_STRIDE],
+    ) {
+        let (t, head, first) = (
+            local_index(),
+            workgroup_id().y,
+            workgroup_id().x * FRAG_ROWS,
+        );
+        let (sub, lane) = (t / 32, t % 32);
+        let (row, half) = (first + sub * 16 + lane / 2, lane % 2);
+        let (tile, own) = (sub * TILE, sub * TILE + lane / 2 * TILE_STRIDE);
+        let kv_at = head / p.group * p.keys * p.head_dim;
+        let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
+        // The subgroup's 16 query rows, scaled, as fragments, staged through `staged` (which
+        // holds all 64 rows: its keys and values' halves together).
+        let q_at = head * p.queries * p.head_dim;
+        stage_half_rows(
+            staged, 0, q, q_at, first, FRAG_ROWS, p.queries, p.head_dim, p.scale, t,
+        );
+        workgroup_barrier();
+        let mut query: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
+        #[unroll]
+        for kk in 0..D / 16 {
+            query[kk] = coop_load_row_major(&staged[sub * 16 * STRIDE + kk * 16], STRIDE);
+        }
+        workgroup_barrier();
+        let mut maximum = -f32::MAX;
+        let mut sum = 0.0f32;
+        let mut out = [0.0f32; D / 2];
+        let keys_end = keys_read_by(p.keys, first, FRAG_ROWS, p.queries, p.causal);
+        for start in (0..keys_end).step_by(BLOCK) {
+            stage_half_rows(
+                staged, 0, k, kv_at, start, BLOCK, p.keys, p.head_dim, 1.0, t,
+            );
+            stage_half_rows(
+                staged, BLOCK, v, kv_at, start, BLOCK, p.keys, p.head_dim, 1.0, t,
+            );
+            workgroup_barrier();
+            // The scores, 16 keys a fragment, into the subgroup's tile.
+            #[unroll]
+            for j in 0..BLOCK / 16 {
+                let mut scores: FragC16<f32> = coop_zero();
+                #[unroll]
+                for kk in 0..D / 16 {
+                    let keys: FragB16<f16> =
+                        coop_load_column_major(&staged[j * 16 * STRIDE + kk * 16], STRIDE);
+                    scores = coop_multiply_add(query[kk], keys, scores);
+                }
+                coop_store_row_major(scores, &mut tiles[tile + j * 16], TILE_STRIDE);
+            }
+            workgroup_barrier();
+            // The online softmax over the lane's half of its row: the block's maximum, what
+            // came before rescaled to it, the weights written back as f16.
+            let mut block_max = maximum;
+            #[unroll]
+            for i in 0..BLOCK / 2 {
+                let column = tile_column(i, half);
+                if sees(row, start + column, seq_keys, p.causal) {
+                    block_max = block_max.max(tiles[own + column]);
+                }
+            }
+            block_max = block_max.max(subgroup_shuffle_xor(block_max, 1u32));
+            let rescale = (maximum - block_max).exp();
+            #[unroll]
+            for c in 0..D / 2 {
+                out[c] *= rescale;
+            }
+            let mut block_sum = 0.0f32;
+            #[unroll]
+            for i in 0..BLOCK / 2 {
+                let column = tile_column(i, half);
+                let mut weight = 0.0f32;
+                if sees(row, start + column, seq_keys, p.causal) {
+                    weight = (tiles[own + column] - block_max).exp();
+                }
+                block_sum += weight;
+                weights[(sub * 16 + lane / 2) * P_STRIDE + column] = weight as f16;
+            }
+            sum = sum * rescale + block_sum + subgroup_shuffle_xor(block_sum, 1u32);
+            maximum = block_max;
+            workgroup_barrier();
+            // The weights times the values, 64 columns of the output at a time through the
+            // tile, added to the lane's part of its row.
+            let mut weight_frags: [FragA16<f16>; BLOCK / 16] = [coop_zero(); BLOCK / 16];
+            #[unroll]
+            for kk in 0..BLOCK / 16 {
+                let at = sub * 16 * P_STRIDE + kk * 16;
+                weight_frags[kk] = coop_load_row_major(&weights[at], P_STRIDE);
+            }
+            #[unroll]
+            for chunk in 0..D / 64 {
+                #[unroll]
+                for n in 0..4 {
+                    let mut acc: FragC16<f32> = coop_zero();
+                    #[unroll]
+                    for kk in 0..BLOCK / 16 {
+                        let at = (BLOCK + kk * 16) * STRIDE + chunk * 64 + n * 16;
+                        let values: FragB16<f16> = coop_load_row_major(&staged[at], STRIDE);
+                        acc = coop_multiply_add(weight_frags[kk], values, acc);
+                    }
+                    coop_store_row_major(acc, &mut tiles[tile + n * 16], TILE_STRIDE);
+                }
+                workgroup_barrier();
+                #[unroll]
+                for i in 0..32 {
+                    out[chunk * 32 + i] += tiles[own + tile_column(i, half)];
+                }
+                workgroup_barrier();
+            }
+        }
+        if row < p.queries {
+            let inverse = if sum > 0.0 { 1.0 / sum } else { 0.0 };
+            let at = (head * p.queries + row) * p.head_dim;
+            #[unroll]
+            for chunk in 0..D / 64 {
+                #[unroll]
+                for i in 0..32 {
+                    let column = chunk * 64 + tile_column(i, half);
+                    if column < p.head_dim {
+                        o[at + column] = (out[chunk * 32 + i] * inverse) as E;
+                    }
+                }
+            }
+            if half == 0 {
+                lse[head * p.queries + row] = if sum > 0.0 {
+                    maximum + sum.ln()
+                } else {
+                    -f32::MAX
+                };
+            }
+        }
+    }
+
+    /// Writes a subgroup's 16 rows of `D / 16` accumulator fragments, times `factor`, to the
+    /// rows from `first` of a matrix of `rows` rows of `width` scalars (from `at`), through
+    /// its tile 64 columns at a time: nothing past `rows` or `width`. Every invocation calls
+    /// it (it holds barriers).
+    fn store_row_fragments<E>(
+        acc: &[FragC16<f32>; D / 16],
+        tiles: &mut [f32; 4 * TILE],
+        x: &mut [E],
+        at: u32,
+        first: u32,
+        rows: u32,
+        width: u32,
+        factor: f32,
+        t: u32,
+    ) {
+        let (sub, lane) = (t / 32, t % 32);
+        let (row, half) = (first + sub * 16 + lane / 2, lane % 2);
+        let own = sub * TILE + lane / 2 * TILE_STRIDE;
+        #[unroll]
+        for chunk in 0..D / 64 {
+            #[unroll]
+            for n in 0..4 {
+                coop_store_row_major(
+                    acc[chunk * 4 + n],
+                    &mut tiles[sub * TILE + n * 16],
+                    TILE_STRIDE,
+                );
+            }
+            workgroup_barrier();
+            #[unroll]
+            for i in 0..32 {
+                let column = chunk * 64 + tile_column(i, half);
+                if row < rows && column < width {
+                    x[at + row * width + column] =
+                        (tiles[own + tile_column(i, half)] * factor) as E;
+                }
+            }
+            workgroup_barrier();
+        }
+    }
+
+    /// The query gradient on the tensor cores, for `FRAG_ROWS` query rows of one head: the
+    /// walk of `attention_forward_fragments` over the key blocks, each block's scores and
+    /// `grad_o vᵀ` as fragments through the subgroup's tile, where two lanes a row turn them
+    /// into `ds = p (grad_o · v - dot)` (`p` recomputed from the row's log-sum-exp), written
+    /// back as f16 and multiplied by the keys into the gradient's fragments.
+    #[kernel(workgroup = [FRAG_INVOCATIONS], constants = FragmentHeadDim,
+             features(f16, cooperative_matrix, subgroups),
+             limits(workgroup_memory = MEMORY),
+             grid = [ceil_div(p.queries, FRAG_ROWS), p.batch_heads],
+             types(E = [f32, f16]))]
+    pub fn attention_grad_q_fragments<E>(
+        p: &AttentionParams,
+        #[len(p.batch_heads * p.queries * p.head_dim)] q: &[E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] k: &[E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] v: &[E],
+        #[len(p.batch_heads * p.queries * p.head_dim)] grad_o: &[E],
+        #[len(p.batch_heads * p.queries)] stats: &[Vec2<f32>],
+        #[len(p.batch_heads * p.queries * p.head_dim)] grad_q: &mut [E],
+        #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
+        #[workgroup] staged: &mut [f16; 2 * BLOCK * STRIDE],
+        #[workgroup] tiles: &mut [f32; 4 * TILE],
+        #[workgroup] weights: &mut [f16; 64 * P_STRIDE],
+    ) {
+        let (t, head, first) = (
+            local_index(),
+            workgroup_id().y,
+            workgroup_id().x * FRAG_ROWS,
+        );
+        let (sub, lane) = (t / 32, t % 32);
+        let (row, half) = (first + sub * 16 + lane / 2, lane % 2);
+        let (tile, own) = (sub * TILE, sub * TILE + lane / 2 * TILE_STRIDE);
+        let kv_at = head / p.group * p.keys * p.head_dim;
+        let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
+        // The subgroup's query rows (scaled) and output-gradient rows, as fragments.
+        let q_at = head * p.queries * p.head_dim;
+        let mut query: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
+        let mut grad_out: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
+        stage_half_rows(
+            staged, 0, q, q_at, first, FRAG_ROWS, p.queries, p.head_dim, p.scale, t,
+        );
+        workgroup_barrier();
+        #[unroll]
+        for kk in 0..D / 16 {
+            query[kk] = coop_load_row_major(&staged[sub * 16 * STRIDE + kk * 16], STRIDE);
+        }
+        workgroup_barrier();
+        stage_half_rows(
+            staged, 0, grad_o, q_at, first, FRAG_ROWS, p.queries, p.head_dim, 1.0, t,
+        );
+        workgroup_barrier();
+        #[unroll]
+        for kk in 0..D / 16 {
+            grad_out[kk] = coop_load_row_major(&staged[sub * 16 * STRIDE + kk * 16], STRIDE);
+        }
+        workgroup_barrier();
+        let mut row_stats = vec2(0.0f32, 0.0);
+        if row < p.queries {
+            row_stats = stats[head * p.queries + row];
+        }
+        let mut acc: [FragC16<f32>; D / 16] = [coop_zero(); D / 16];
+        let keys_end = keys_read_by(p.keys, first, FRAG_ROWS, p.queries, p.causal);
+        for start in (0..keys_end).step_by(BLOCK) {
+            stage_half_rows(
+                staged, 0, k, kv_at, start, BLOCK, p.keys, p.head_dim, 1.0, t,
+            );
+            stage_half_rows(
+                staged, BLOCK, v, kv_at, start, BLOCK, p.keys, p.head_dim, 1.0, t,
+            );
+            workgroup_barrier();
+            #[unroll]
+            for j in 0..BLOCK / 16 {
+                let mut scores: FragC16<f32> = coop_zero();
+                #[unroll]
+                for kk in 0..D / 16 {
+                    let keys: FragB16<f16> =
+                        coop_load_column_major(&staged[j * 16 * STRIDE + kk * 16], STRIDE);
+                    scores = coop_multiply_add(query[kk], keys, scores);
+                }
+                coop_store_row_major(scores, &mut tiles[tile + j * 16], TILE_STRIDE);
+            }
+            workgroup_barrier();
+            let mut probs = [0.0f32; BLOCK / 2];
+            #[unroll]
+            for i in 0..BLOCK / 2 {
+                let column = tile_column(i, half);
+                if sees(row, start + column, seq_keys, p.causal) {
+                    probs[i] = (tiles[own + column] - row_stats.x).exp();
+                }
+            }
+            workgroup_barrier();
+            #[unroll]
+            for j in 0..BLOCK / 16 {
+                let mut dots: FragC16<f32> = coop_zero();
+                #[unroll]
+                for kk in 0..D / 16 {
+                    let at = (BLOCK + j * 16) * STRIDE + kk * 16;
+                    let values: FragB16<f16> = coop_load_column_major(&staged[at], STRIDE);
+                    dots = coop_multiply_add(grad_out[kk], values, dots);
+                }
+                coop_store_row_major(dots, &mut tiles[tile + j * 16], TILE_STRIDE);
+            }
+            workgroup_barrier();
+            #[unroll]
+            for i in 0..BLOCK / 2 {
+                let column = tile_column(i, half);
+                let ds = probs[i] * (tiles[own + column] - row_stats.y);
+                weights[(sub * 16 + lane / 2) * P_STRIDE + column] = ds as f16;
+            }
+            workgroup_barrier();
+            #[unroll]
+            for kk in 0..BLOCK / 16 {
+                let ds: FragA16<f16> =
+                    coop_load_row_major(&weights[sub * 16 * P_STRIDE + kk * 16], P_STRIDE);
+                #[unroll]
+                for n in 0..D / 16 {
+                    let keys: FragB16<f16> =
+                        coop_load_row_major(&staged[kk * 16 * STRIDE + n * 16], STRIDE);
+                    acc[n] = coop_multiply_add(ds, keys, acc[n]);
+                }
+            }
+            workgroup_barrier();
+        }
+        store_row_fragments(
+            &acc, tiles, grad_q, q_at, first, p.queries, p.head_dim, p.scale, t,
+        );
+    }
+
+    /// The key and value gradients on the tensor cores, for `FRAG_ROWS` key rows of one key
+    /// and value head: every query head sharing it, a block of `BLOCK` query rows at a time
+    /// (causal: from the block of the first key on), each block's scores and `v grad_oᵀ`
+    /// transposed (keys as rows) as fragments through the subgroup's tile, where two lanes a
+    /// key turn them into the probabilities `pᵀ` and `dsᵀ = pᵀ (grad_o · v - dot)`, written
+    /// back as f16 and multiplied by the output gradients (`grad_v += pᵀ grad_o`) and the
+    /// scaled queries (`grad_k += dsᵀ q`). A block's log-sum-exps and dots sit in
+    /// `block_stats`.
+    #[kernel(workgroup = [FRAG_INVOCATIONS], constants = FragmentHeadDim,
+             features(f16, cooperative_matrix, subgroups),
+             limits(workgroup_memory = MEMORY + 8 * BLOCK),
+             grid = [ceil_div(p.keys, FRAG_ROWS), p.batch_heads / p.group],
+             types(E = [f32, f16]))]
+    pub fn attention_grad_kv_fragments<E>(
+        p: &AttentionParams,
+        #[len(p.batch_heads * p.queries * p.head_dim)] q: &[E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] k: &[E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] v: &[E],
+        #[len(p.batch_heads * p.queries * p.head_dim)] grad_o: &[E],
+        #[len(p.batch_heads * p.queries)] stats: &[Vec2<f32>],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] grad_k: &mut [E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] grad_v: &mut [E],
+        #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
+        #[workgroup] staged: &mut [f16; 2 * BLOCK * STRIDE],
+        #[workgroup] tiles: &mut [f32; 4 * TILE],
+        #[workgroup] weights: &mut [f16; 64 * P_STRIDE],
+        #[workgroup] block_stats: &mut [Vec2<f32>; BLOCK],
+    ) {
+        let (t, kv_head, first) = (
+            local_index(),
+            workgroup_id().y,
+            workgroup_id().x * FRAG_ROWS,
+        );
+        let (sub, lane) = (t / 32, t % 32);
+        let (key, half) = (first + sub * 16 + lane / 2, lane % 2);
+        let (tile, own) = (sub * TILE, sub * TILE + lane / 2 * TILE_STRIDE);
+        let kv_at = kv_head * p.keys * p.head_dim;
+        // The subgroup's key and value rows, as fragments.
+        let mut keys: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
+        let mut values: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
+        stage_half_rows(
+            staged, 0, k, kv_at, first, FRAG_ROWS, p.keys, p.head_dim, 1.0, t,
+        );
+        workgroup_barrier();
+        #[unroll]
+        for kk in 0..D / 16 {
+            keys[kk] = coop_load_row_major(&staged[sub * 16 * STRIDE + kk * 16], STRIDE);
+        }
+        workgroup_barrier();
+        stage_half_rows(
+            staged, 0, v, kv_at, first, FRAG_ROWS, p.keys, p.head_dim, 1.0, t,
+        );
+        workgroup_barrier();
+        #[unroll]
+        for kk in 0..D / 16 {
+            values[kk] = coop_load_row_major(&staged[sub * 16 * STRIDE + kk * 16], STRIDE);
+        }
+        workgroup_barrier();
+        let mut acc_k: [FragC16<f32>; D / 16] = [coop_zero(); D / 16];
+        let mut acc_v: [FragC16<f32>; D / 16] = [coop_zero(); D / 16];
+        let mut queries_from = 0u32;
+        if p.causal == 1 {
+            queries_from = first / BLOCK * BLOCK;
+        }
+        for h in 0..p.group {
+            let head = kv_head * p.group + h;
+            let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
+            let q_at = head * p.queries * p.head_dim;
+            for start in (queries_from..p.queries).step_by(BLOCK) {
+                stage_half_rows(
+                    staged, 0, q, q_at, start, BLOCK, p.queries, p.head_dim, p.scale, t,
+                );
+                stage_half_rows(
+                    staged, BLOCK, grad_o, q_at, start, BLOCK, p.queries, p.head_dim, 1.0, t,
+                );
+                if t < BLOCK {
+                    let mut row_stats = vec2(0.0f32, 0.0);
+                    if start + t < p.queries {
+                        row_stats = stats[head * p.queries + start + t];
+                    }
+                    block_stats[t] = row_stats;
+                }
+                workgroup_barrier();
+                // The scores transposed: keys as rows, the block's queries as columns.
+                #[unroll]
+                for j in 0..BLOCK / 16 {
+                    let mut scores: FragC16<f32> = coop_zero();
+                    #[unroll]
+                    for kk in 0..D / 16 {
+                        let at = j * 16 * STRIDE + kk * 16;
+                        let queries: FragB16<f16> = coop_load_column_major(&staged[at], STRIDE);
+                        scores = coop_multiply_add(keys[kk], queries, scores);
+                    }
+                    coop_store_row_major(scores, &mut tiles[tile + j * 16], TILE_STRIDE);
+                }
+                workgroup_barrier();
+                let mut probs = [0.0f32; BLOCK / 2];
+                #[unroll]
+                for i in 0..BLOCK / 2 {
+                    let column = tile_column(i, half);
+                    if sees(start + column, key, seq_keys, p.causal) && start + column < p.queries {
+                        probs[i] = (tiles[own + column] - block_stats[column].x).exp();
+                    }
+                    weights[(sub * 16 + lane / 2) * P_STRIDE + column] = probs[i] as f16;
+                }
+                workgroup_barrier();
+                // `grad_v += pᵀ grad_o`, and `v grad_oᵀ` into the tile.
+                #[unroll]
+                for kk in 0..BLOCK / 16 {
+                    let weight: FragA16<f16> =
+                        coop_load_row_major(&weights[sub * 16 * P_STRIDE + kk * 16], P_STRIDE);
+                    #[unroll]
+                    for n in 0..D / 16 {
+                        let at = (BLOCK + kk * 16) * STRIDE + n * 16;
+                        let rows: FragB16<f16> = coop_load_row_major(&staged[at], STRIDE);
+                        acc_v[n] = coop_multiply_add(weight, rows, acc_v[n]);
+                    }
+                }
+                #[unroll]
+                for j in 0..BLOCK / 16 {
+                    let mut dots: FragC16<f32> = coop_zero();
+                    #[unroll]
+                    for kk in 0..D / 16 {
+                        let at = (BLOCK + j * 16) * STRIDE + kk * 16;
+                        let rows: FragB16<f16> = coop_load_column_major(&staged[at], STRIDE);
+                        dots = coop_multiply_add(values[kk], rows, dots);
+                    }
+                    coop_store_row_major(dots, &mut tiles[tile + j * 16], TILE_STRIDE);
+                }
+                workgroup_barrier();
+                #[unroll]
+                for i in 0..BLOCK / 2 {
+                    let column = tile_column(i, half);
+                    let ds = probs[i] * (tiles[own + column] - block_stats[column].y);
+                    weights[(sub * 16 + lane / 2) * P_STRIDE + column] = ds as f16;
+                }
+                workgroup_barrier();
+                // `grad_k += dsᵀ q`, the queries staged scaled.
+                #[unroll]
+                for kk in 0..BLOCK / 16 {
+                    let ds: FragA16<f16> =
+                        coop_load_row_major(&weights[sub * 16 * P_STRIDE + kk * 16], P_STRIDE);
+                    #[unroll]
+                    for n in 0..D / 16 {
+                        let at = kk * 16 * STRIDE + n * 16;
+                        let rows: FragB16<f16> = coop_load_row_major(&staged[at], STRIDE);
+                        acc_k[n] = coop_multiply_add(ds, rows, acc_k[n]);
+                    }
+                }
+                workgroup_barrier();
+            }
+        }
+        store_row_fragments(
+            &acc_k, tiles, grad_k, kv_at, first, p.keys, p.head_dim, 1.0, t,
+        );
+        store_row_fragments(
+            &acc_v, tiles, grad_v, kv_at, first, p.keys, p.head_dim, 1.0, t,
+        );
     }
 }
