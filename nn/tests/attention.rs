@@ -263,9 +263,7 @@ fn check<E: Stored>(
 fn relative_error(got: &[f32], want: &[f32]) -> f64 {
     assert_eq!(got.len(), want.len());
     let finite = |x: f32| if x == -f32::MAX { 0.0 } else { f64::from(x) };
-    let scale = want
-        .iter()
-        .fold(1.0f64, |m, &w| m.max(finite(w).abs()));
+    let scale = want.iter().fold(1.0f64, |m, &w| m.max(finite(w).abs()));
     got.iter()
         .zip(want)
         .map(|(&g, &w)| (finite(g) - finite(w)).abs() / scale)

@@ -1084,28 +1084,70 @@ pub mod attention_ops {
     )]
     pub struct FragmentHeadDim;
 
-    /// Stages `count` rows from `start` of a matrix of `rows` rows of `width` scalars (from
-    /// `at`), times `factor` and rounded to f16, into `staged` from its row `base` on, `D`
-    /// halves a row: zeros past `rows` and past `width`. Every invocation stages its share.
-    fn stage_half_rows<E>(
-        staged: &mut [f16; 2 * BLOCK * STRIDE],
-        base: u32,
+    /// An invocation's share of `BLOCK` rows from `start` of a matrix of `rows` rows of
+    /// `width` scalars (from `at`), `D` a row, times `factor` and rounded to f16: zeros past
+    /// `rows` and past `width`. Loaded for `store_block` to stage, so that an invocation
+    /// issues every load of a step before its first store (a loop of a load and a store at a
+    /// time waited out each load: the forward ran 40 times slower on an H200), and the next
+    /// step's loads are in flight while the workgroup multiplies this one's.
+    fn load_block<E>(
         x: &[E],
         at: u32,
         start: u32,
-        count: u32,
+        rows: u32,
+        width: u32,
+        factor: f32,
+        t: u32,
+    ) -> [f16; BLOCK * D / FRAG_INVOCATIONS] {
+        let mut held = [0.0f32; BLOCK * D / FRAG_INVOCATIONS];
+        #[unroll]
+        for r in 0..BLOCK * D / FRAG_INVOCATIONS {
+            let slot = r * FRAG_INVOCATIONS + t;
+            let (row, c) = (start + slot / D, slot % D);
+            if row < rows && c < width {
+                held[r] = x[at + row * width + c] as f32;
+            }
+        }
+        let mut halves = [0.0f16; BLOCK * D / FRAG_INVOCATIONS];
+        #[unroll]
+        for r in 0..BLOCK * D / FRAG_INVOCATIONS {
+            halves[r] = (held[r] * factor) as f16;
+        }
+        halves
+    }
+
+    /// Stages what `load_block` loaded into `staged` from its row `base` on, `STRIDE` halves
+    /// between rows.
+    fn store_block(
+        staged: &mut [f16; 2 * BLOCK * STRIDE],
+        base: u32,
+        held: &[f16; BLOCK * D / FRAG_INVOCATIONS],
+        t: u32,
+    ) {
+        #[unroll]
+        for r in 0..BLOCK * D / FRAG_INVOCATIONS {
+            let slot = r * FRAG_INVOCATIONS + t;
+            staged[(base + slot / D) * STRIDE + slot % D] = held[r];
+        }
+    }
+
+    /// Stages the `FRAG_ROWS` rows from `first` of a matrix (as `load_block` and
+    /// `store_block`, a block at a time) into `staged`, from its first row.
+    fn stage_rows_of_workgroup<E>(
+        staged: &mut [f16; 2 * BLOCK * STRIDE],
+        x: &[E],
+        at: u32,
+        first: u32,
         rows: u32,
         width: u32,
         factor: f32,
         t: u32,
     ) {
-        for slot in (t..count * D).step_by(FRAG_INVOCATIONS) {
-            let (row, c) = (slot / D, slot % D);
-            let mut value = 0.0f32;
-            if start + row < rows && c < width {
-                value = x[at + (start + row) * width + c] as f32 * factor;
-            }
-            staged[(base + row) * STRIDE + c] = value as f16;
+        #[unroll]
+        for part in 0..FRAG_ROWS / BLOCK {
+            let base = part * BLOCK;
+            let held = load_block(x, at, first + base, rows, width, factor, t);
+            store_block(staged, base, &held, t);
         }
     }
 
@@ -1154,9 +1196,7 @@ pub mod attention_ops {
         // The subgroup's 16 query rows, scaled, as fragments, staged through `staged` (which
         // holds all 64 rows: its keys and values' halves together).
         let q_at = head * p.queries * p.head_dim;
-        stage_half_rows(
-            staged, 0, q, q_at, first, FRAG_ROWS, p.queries, p.head_dim, p.scale, t,
-        );
+        stage_rows_of_workgroup(staged, q, q_at, first, p.queries, p.head_dim, p.scale, t);
         workgroup_barrier();
         let mut query: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
         #[unroll]
@@ -1168,14 +1208,18 @@ pub mod attention_ops {
         let mut sum = 0.0f32;
         let mut out = [0.0f32; D / 2];
         let keys_end = keys_read_by(p.keys, first, FRAG_ROWS, p.queries, p.causal);
+        let width = p.head_dim;
+        let mut from_k = load_block(k, kv_at, 0, p.keys, width, 1.0, t);
+        let mut from_v = load_block(v, kv_at, 0, p.keys, width, 1.0, t);
         for start in (0..keys_end).step_by(BLOCK) {
-            stage_half_rows(
-                staged, 0, k, kv_at, start, BLOCK, p.keys, p.head_dim, 1.0, t,
-            );
-            stage_half_rows(
-                staged, BLOCK, v, kv_at, start, BLOCK, p.keys, p.head_dim, 1.0, t,
-            );
+            store_block(staged, 0, &from_k, t);
+            store_block(staged, BLOCK, &from_v, t);
             workgroup_barrier();
+            // The next block's loads, in flight while this one is multiplied.
+            if start + BLOCK < keys_end {
+                from_k = load_block(k, kv_at, start + BLOCK, p.keys, width, 1.0, t);
+                from_v = load_block(v, kv_at, start + BLOCK, p.keys, width, 1.0, t);
+            }
             // The scores, 16 keys a fragment, into the subgroup's tile.
             #[unroll]
             for j in 0..BLOCK / 16 {
@@ -1349,18 +1393,14 @@ pub mod attention_ops {
         let q_at = head * p.queries * p.head_dim;
         let mut query: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
         let mut grad_out: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
-        stage_half_rows(
-            staged, 0, q, q_at, first, FRAG_ROWS, p.queries, p.head_dim, p.scale, t,
-        );
+        stage_rows_of_workgroup(staged, q, q_at, first, p.queries, p.head_dim, p.scale, t);
         workgroup_barrier();
         #[unroll]
         for kk in 0..D / 16 {
             query[kk] = coop_load_row_major(&staged[sub * 16 * STRIDE + kk * 16], STRIDE);
         }
         workgroup_barrier();
-        stage_half_rows(
-            staged, 0, grad_o, q_at, first, FRAG_ROWS, p.queries, p.head_dim, 1.0, t,
-        );
+        stage_rows_of_workgroup(staged, grad_o, q_at, first, p.queries, p.head_dim, 1.0, t);
         workgroup_barrier();
         #[unroll]
         for kk in 0..D / 16 {
@@ -1373,14 +1413,18 @@ pub mod attention_ops {
         }
         let mut acc: [FragC16<f32>; D / 16] = [coop_zero(); D / 16];
         let keys_end = keys_read_by(p.keys, first, FRAG_ROWS, p.queries, p.causal);
+        let width = p.head_dim;
+        let mut from_k = load_block(k, kv_at, 0, p.keys, width, 1.0, t);
+        let mut from_v = load_block(v, kv_at, 0, p.keys, width, 1.0, t);
         for start in (0..keys_end).step_by(BLOCK) {
-            stage_half_rows(
-                staged, 0, k, kv_at, start, BLOCK, p.keys, p.head_dim, 1.0, t,
-            );
-            stage_half_rows(
-                staged, BLOCK, v, kv_at, start, BLOCK, p.keys, p.head_dim, 1.0, t,
-            );
+            store_block(staged, 0, &from_k, t);
+            store_block(staged, BLOCK, &from_v, t);
             workgroup_barrier();
+            // The next block's loads, in flight while this one is multiplied.
+            if start + BLOCK < keys_end {
+                from_k = load_block(k, kv_at, start + BLOCK, p.keys, width, 1.0, t);
+                from_v = load_block(v, kv_at, start + BLOCK, p.keys, width, 1.0, t);
+            }
             #[unroll]
             for j in 0..BLOCK / 16 {
                 let mut scores: FragC16<f32> = coop_zero();
@@ -1479,18 +1523,14 @@ pub mod attention_ops {
         // The subgroup's key and value rows, as fragments.
         let mut keys: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
         let mut values: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
-        stage_half_rows(
-            staged, 0, k, kv_at, first, FRAG_ROWS, p.keys, p.head_dim, 1.0, t,
-        );
+        stage_rows_of_workgroup(staged, k, kv_at, first, p.keys, p.head_dim, 1.0, t);
         workgroup_barrier();
         #[unroll]
         for kk in 0..D / 16 {
             keys[kk] = coop_load_row_major(&staged[sub * 16 * STRIDE + kk * 16], STRIDE);
         }
         workgroup_barrier();
-        stage_half_rows(
-            staged, 0, v, kv_at, first, FRAG_ROWS, p.keys, p.head_dim, 1.0, t,
-        );
+        stage_rows_of_workgroup(staged, v, kv_at, first, p.keys, p.head_dim, 1.0, t);
         workgroup_barrier();
         #[unroll]
         for kk in 0..D / 16 {
@@ -1499,97 +1539,126 @@ pub mod attention_ops {
         workgroup_barrier();
         let mut acc_k: [FragC16<f32>; D / 16] = [coop_zero(); D / 16];
         let mut acc_v: [FragC16<f32>; D / 16] = [coop_zero(); D / 16];
+        // Every query head sharing the key head, a block of queries at a time (causal: from
+        // the block of the first key on), as one walk of `steps` steps, so that each step's
+        // loads are in flight while the last one is multiplied.
         let mut queries_from = 0u32;
         if p.causal == 1 {
-            queries_from = first / BLOCK * BLOCK;
+            queries_from = (first / BLOCK * BLOCK).min(p.queries);
         }
-        for h in 0..p.group {
-            let head = kv_head * p.group + h;
+        let blocks = (p.queries - queries_from + BLOCK - 1) / BLOCK;
+        let steps = p.group * blocks;
+        let width = p.head_dim;
+        let mut from_q = load_block(
+            q,
+            kv_head * p.group * p.queries * width,
+            queries_from,
+            p.queries,
+            width,
+            p.scale,
+            t,
+        );
+        let mut from_grad = load_block(
+            grad_o,
+            kv_head * p.group * p.queries * width,
+            queries_from,
+            p.queries,
+            width,
+            1.0,
+            t,
+        );
+        let mut from_stats = vec2(0.0f32, 0.0);
+        if t < BLOCK && queries_from + t < p.queries {
+            from_stats = stats[kv_head * p.group * p.queries + queries_from + t];
+        }
+        for step in 0..steps {
+            let head = kv_head * p.group + step / blocks;
+            let start = queries_from + step % blocks * BLOCK;
             let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
-            let q_at = head * p.queries * p.head_dim;
-            for start in (queries_from..p.queries).step_by(BLOCK) {
-                stage_half_rows(
-                    staged, 0, q, q_at, start, BLOCK, p.queries, p.head_dim, p.scale, t,
-                );
-                stage_half_rows(
-                    staged, BLOCK, grad_o, q_at, start, BLOCK, p.queries, p.head_dim, 1.0, t,
-                );
-                if t < BLOCK {
-                    let mut row_stats = vec2(0.0f32, 0.0);
-                    if start + t < p.queries {
-                        row_stats = stats[head * p.queries + start + t];
-                    }
-                    block_stats[t] = row_stats;
-                }
-                workgroup_barrier();
-                // The scores transposed: keys as rows, the block's queries as columns.
-                #[unroll]
-                for j in 0..BLOCK / 16 {
-                    let mut scores: FragC16<f32> = coop_zero();
-                    #[unroll]
-                    for kk in 0..D / 16 {
-                        let at = j * 16 * STRIDE + kk * 16;
-                        let queries: FragB16<f16> = coop_load_column_major(&staged[at], STRIDE);
-                        scores = coop_multiply_add(keys[kk], queries, scores);
-                    }
-                    coop_store_row_major(scores, &mut tiles[tile + j * 16], TILE_STRIDE);
-                }
-                workgroup_barrier();
-                let mut probs = [0.0f32; BLOCK / 2];
-                #[unroll]
-                for i in 0..BLOCK / 2 {
-                    let column = tile_column(i, half);
-                    if sees(start + column, key, seq_keys, p.causal) && start + column < p.queries {
-                        probs[i] = (tiles[own + column] - block_stats[column].x).exp();
-                    }
-                    weights[(sub * 16 + lane / 2) * P_STRIDE + column] = probs[i] as f16;
-                }
-                workgroup_barrier();
-                // `grad_v += pᵀ grad_o`, and `v grad_oᵀ` into the tile.
-                #[unroll]
-                for kk in 0..BLOCK / 16 {
-                    let weight: FragA16<f16> =
-                        coop_load_row_major(&weights[sub * 16 * P_STRIDE + kk * 16], P_STRIDE);
-                    #[unroll]
-                    for n in 0..D / 16 {
-                        let at = (BLOCK + kk * 16) * STRIDE + n * 16;
-                        let rows: FragB16<f16> = coop_load_row_major(&staged[at], STRIDE);
-                        acc_v[n] = coop_multiply_add(weight, rows, acc_v[n]);
-                    }
-                }
-                #[unroll]
-                for j in 0..BLOCK / 16 {
-                    let mut dots: FragC16<f32> = coop_zero();
-                    #[unroll]
-                    for kk in 0..D / 16 {
-                        let at = (BLOCK + j * 16) * STRIDE + kk * 16;
-                        let rows: FragB16<f16> = coop_load_column_major(&staged[at], STRIDE);
-                        dots = coop_multiply_add(values[kk], rows, dots);
-                    }
-                    coop_store_row_major(dots, &mut tiles[tile + j * 16], TILE_STRIDE);
-                }
-                workgroup_barrier();
-                #[unroll]
-                for i in 0..BLOCK / 2 {
-                    let column = tile_column(i, half);
-                    let ds = probs[i] * (tiles[own + column] - block_stats[column].y);
-                    weights[(sub * 16 + lane / 2) * P_STRIDE + column] = ds as f16;
-                }
-                workgroup_barrier();
-                // `grad_k += dsᵀ q`, the queries staged scaled.
-                #[unroll]
-                for kk in 0..BLOCK / 16 {
-                    let ds: FragA16<f16> =
-                        coop_load_row_major(&weights[sub * 16 * P_STRIDE + kk * 16], P_STRIDE);
-                    #[unroll]
-                    for n in 0..D / 16 {
-                        let at = kk * 16 * STRIDE + n * 16;
-                        let rows: FragB16<f16> = coop_load_row_major(&staged[at], STRIDE);
-                        acc_k[n] = coop_multiply_add(ds, rows, acc_k[n]);
-                    }
-                }
-                workgroup_barrier();
+            store_block(staged, 0, &from_q, t);
+            store_block(staged, BLOCK, &from_grad, t);
+            if t < BLOCK {
+                block_stats[t] = from_stats;
             }
+            workgroup_barrier();
+            if step + 1 < steps {
+                let next_head = kv_head * p.group + (step + 1) / blocks;
+                let next = queries_from + (step + 1) % blocks * BLOCK;
+                let q_at = next_head * p.queries * width;
+                from_q = load_block(q, q_at, next, p.queries, width, p.scale, t);
+                from_grad = load_block(grad_o, q_at, next, p.queries, width, 1.0, t);
+                from_stats = vec2(0.0f32, 0.0);
+                if t < BLOCK && next + t < p.queries {
+                    from_stats = stats[next_head * p.queries + next + t];
+                }
+            }
+            // The scores transposed: keys as rows, the block's queries as columns.
+            #[unroll]
+            for j in 0..BLOCK / 16 {
+                let mut scores: FragC16<f32> = coop_zero();
+                #[unroll]
+                for kk in 0..D / 16 {
+                    let at = j * 16 * STRIDE + kk * 16;
+                    let queries: FragB16<f16> = coop_load_column_major(&staged[at], STRIDE);
+                    scores = coop_multiply_add(keys[kk], queries, scores);
+                }
+                coop_store_row_major(scores, &mut tiles[tile + j * 16], TILE_STRIDE);
+            }
+            workgroup_barrier();
+            let mut probs = [0.0f32; BLOCK / 2];
+            #[unroll]
+            for i in 0..BLOCK / 2 {
+                let column = tile_column(i, half);
+                if sees(start + column, key, seq_keys, p.causal) && start + column < p.queries {
+                    probs[i] = (tiles[own + column] - block_stats[column].x).exp();
+                }
+                weights[(sub * 16 + lane / 2) * P_STRIDE + column] = probs[i] as f16;
+            }
+            workgroup_barrier();
+            // `grad_v += pᵀ grad_o`, and `v grad_oᵀ` into the tile.
+            #[unroll]
+            for kk in 0..BLOCK / 16 {
+                let weight: FragA16<f16> =
+                    coop_load_row_major(&weights[sub * 16 * P_STRIDE + kk * 16], P_STRIDE);
+                #[unroll]
+                for n in 0..D / 16 {
+                    let at = (BLOCK + kk * 16) * STRIDE + n * 16;
+                    let rows: FragB16<f16> = coop_load_row_major(&staged[at], STRIDE);
+                    acc_v[n] = coop_multiply_add(weight, rows, acc_v[n]);
+                }
+            }
+            #[unroll]
+            for j in 0..BLOCK / 16 {
+                let mut dots: FragC16<f32> = coop_zero();
+                #[unroll]
+                for kk in 0..D / 16 {
+                    let at = (BLOCK + j * 16) * STRIDE + kk * 16;
+                    let rows: FragB16<f16> = coop_load_column_major(&staged[at], STRIDE);
+                    dots = coop_multiply_add(values[kk], rows, dots);
+                }
+                coop_store_row_major(dots, &mut tiles[tile + j * 16], TILE_STRIDE);
+            }
+            workgroup_barrier();
+            #[unroll]
+            for i in 0..BLOCK / 2 {
+                let column = tile_column(i, half);
+                let ds = probs[i] * (tiles[own + column] - block_stats[column].y);
+                weights[(sub * 16 + lane / 2) * P_STRIDE + column] = ds as f16;
+            }
+            workgroup_barrier();
+            // `grad_k += dsᵀ q`, the queries staged scaled.
+            #[unroll]
+            for kk in 0..BLOCK / 16 {
+                let ds: FragA16<f16> =
+                    coop_load_row_major(&weights[sub * 16 * P_STRIDE + kk * 16], P_STRIDE);
+                #[unroll]
+                for n in 0..D / 16 {
+                    let at = kk * 16 * STRIDE + n * 16;
+                    let rows: FragB16<f16> = coop_load_row_major(&staged[at], STRIDE);
+                    acc_k[n] = coop_multiply_add(ds, rows, acc_k[n]);
+                }
+            }
+            workgroup_barrier();
         }
         store_row_fragments(
             &acc_k, tiles, grad_k, kv_at, first, p.keys, p.head_dim, 1.0, t,
