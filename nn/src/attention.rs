@@ -113,38 +113,48 @@ pub struct AttentionBackward<'a, E: AttentionElement = f32> {
 /// ([`Precision::TensorCoreF16`]), as mixed-precision training keeps activations. The
 /// log-sum-exp and every sum stay `f32` whatever the storage.
 pub trait AttentionElement: sealed::Kernels {
+    /// Four of it, the instance the tensor-core kernels bind where `head_dim` is a multiple
+    /// of 4.
+    #[doc(hidden)]
+    type Vector: sealed::Fragments;
     /// Whether the strict-`f32` kernels read it.
     #[doc(hidden)]
     const STRICT: bool;
 }
 
 impl AttentionElement for f32 {
+    type Vector = [f32; 4];
     const STRICT: bool = true;
 }
 
 impl AttentionElement for tessera::half::f16 {
+    type Vector = [tessera::half::f16; 4];
     const STRICT: bool = false;
 }
 
 mod sealed {
     use super::kernels::*;
 
-    /// The element traits of the attention kernels generic over their storage.
-    pub trait Kernels:
-        AttentionRowStatsElement
-        + AttentionForwardFragmentsElement
+    /// The element traits of the tensor-core kernels, instantiated for scalars and vectors
+    /// of 4.
+    pub trait Fragments:
+        AttentionForwardFragmentsElement
         + AttentionGradQFragmentsElement
         + AttentionGradKvFragmentsElement
     {
     }
 
-    impl<T> Kernels for T where
-        T: AttentionRowStatsElement
-            + AttentionForwardFragmentsElement
+    impl<T> Fragments for T where
+        T: AttentionForwardFragmentsElement
             + AttentionGradQFragmentsElement
             + AttentionGradKvFragmentsElement
     {
     }
+
+    /// Those and the row statistics', for the element types themselves.
+    pub trait Kernels: Fragments + AttentionRowStatsElement {}
+
+    impl<T: Fragments + AttentionRowStatsElement> Kernels for T {}
 }
 
 /// Scaled dot-product attention, `out = softmax(scale * q kᵀ + mask) v` for every head, as
@@ -212,13 +222,123 @@ pub struct Attention<E: AttentionElement = f32> {
 enum Passes<E: AttentionElement> {
     /// [`Precision::F32`], over `f32` storage (`E::STRICT`).
     F32(Tiling),
-    /// [`Precision::TensorCoreF16`]: a kernel of each pass for each head-dimension
-    /// instance of `FragmentHeadDim`, `D = 64` then `D = 128`.
+    /// [`Precision::TensorCoreF16`]: the kernels reading scalars, and those reading vectors
+    /// of 4 (for a `head_dim` that is a multiple of 4).
     TensorCores {
-        forward: Vec<kernels::AttentionForwardFragments<E>>,
-        grad_q: Vec<kernels::AttentionGradQFragments<E>>,
-        grad_kv: Vec<kernels::AttentionGradKvFragments<E>>,
+        scalar: Fragments<E>,
+        vector: Fragments<E::Vector>,
     },
+}
+
+/// The tensor-core kernels over elements `U`: a kernel of each pass for each head-dimension
+/// instance of `FragmentHeadDim`, `D = 64` then `D = 128`.
+#[derive(Clone, Debug)]
+struct Fragments<U: sealed::Fragments> {
+    forward: Vec<kernels::AttentionForwardFragments<U>>,
+    grad_q: Vec<kernels::AttentionGradQFragments<U>>,
+    grad_kv: Vec<kernels::AttentionGradKvFragments<U>>,
+}
+
+impl<U: sealed::Fragments> Fragments<U> {
+    fn new(rt: &Runtime) -> Result<Self> {
+        let instances = kernels::FragmentHeadDim::ALL;
+        // SAFETY: every index the tensor-core kernels make into a buffer is guarded by a
+        // comparison with the call's sizes (rows against `queries` or `keys`, columns against
+        // `head_dim`, statistics against `queries`, `key_lengths` read only where `padded`),
+        // and `Plan::new` and the launchers check each buffer's length against those sizes;
+        // their workgroup arrays are indexed by constants and local ids within their sizes.
+        // So they are built without naga's bounds checks, as the GEMMs are (kernels/mod.rs,
+        // "Bounds").
+        Ok(Fragments {
+            forward: instances
+                .iter()
+                .map(|&d| unsafe {
+                    kernels::AttentionForwardFragments::with_constants_unchecked(rt, d)
+                })
+                .collect::<Result<_>>()?,
+            grad_q: instances
+                .iter()
+                .map(|&d| unsafe {
+                    kernels::AttentionGradQFragments::with_constants_unchecked(rt, d)
+                })
+                .collect::<Result<_>>()?,
+            grad_kv: instances
+                .iter()
+                .map(|&d| unsafe {
+                    kernels::AttentionGradKvFragments::with_constants_unchecked(rt, d)
+                })
+                .collect::<Result<_>>()?,
+        })
+    }
+
+    fn kernels(&self) -> impl Iterator<Item = &dyn tessera::Prepare> {
+        let forward = self.forward.iter().map(|k| k as &dyn tessera::Prepare);
+        let grad_q = self.grad_q.iter().map(|k| k as &dyn tessera::Prepare);
+        let grad_kv = self.grad_kv.iter().map(|k| k as &dyn tessera::Prepare);
+        forward.chain(grad_q).chain(grad_kv)
+    }
+
+    /// Records the forward, `args`' buffers viewed as `U`s.
+    fn forward<E: AttentionElement>(
+        &self,
+        batch: &mut Batch<'_>,
+        plan: &Plan,
+        args: AttentionForward<'_, E>,
+        key_lengths: &GpuBuffer<u32>,
+    ) -> Result<()> {
+        let bound = kernels::AttentionForwardFragmentsArgs {
+            p: &plan.params,
+            q: &*args.q.view_as()?,
+            k: &*args.k.view_as()?,
+            v: &*args.v.view_as()?,
+            o: &mut *args.out.view_as_mut()?,
+            lse: args.lse,
+            key_lengths,
+        };
+        self.forward[plan.instance].record(batch, bound)
+    }
+
+    /// Records the gradients from the row statistics `stats`, `args`' buffers viewed as
+    /// `U`s.
+    fn backward<E: AttentionElement>(
+        &self,
+        batch: &mut Batch<'_>,
+        plan: &Plan,
+        args: AttentionBackward<'_, E>,
+        stats: &GpuBuffer<[f32; 2]>,
+        key_lengths: &GpuBuffer<u32>,
+    ) -> Result<()> {
+        let p = &plan.params;
+        let (q, k, v) = (
+            &*args.q.view_as()?,
+            &*args.k.view_as()?,
+            &*args.v.view_as()?,
+        );
+        let grad_o = &*args.grad_out.view_as()?;
+        let bound = kernels::AttentionGradQFragmentsArgs {
+            p,
+            q,
+            k,
+            v,
+            grad_o,
+            stats,
+            grad_q: &mut *args.grad_q.view_as_mut()?,
+            key_lengths,
+        };
+        self.grad_q[plan.instance].record(batch, bound)?;
+        let bound = kernels::AttentionGradKvFragmentsArgs {
+            p,
+            q,
+            k,
+            v,
+            grad_o,
+            stats,
+            grad_k: &mut *args.grad_k.view_as_mut()?,
+            grad_v: &mut *args.grad_v.view_as_mut()?,
+            key_lengths,
+        };
+        self.grad_kv[plan.instance].record(batch, bound)
+    }
 }
 
 impl<E: AttentionElement> Passes<E> {
@@ -232,20 +352,9 @@ impl<E: AttentionElement> Passes<E> {
                     .into(),
             )),
             Precision::TensorCoreF16 => {
-                let instances = kernels::FragmentHeadDim::ALL;
                 let passes = Passes::TensorCores {
-                    forward: instances
-                        .iter()
-                        .map(|&d| kernels::AttentionForwardFragments::with_constants(rt, d))
-                        .collect::<Result<_>>()?,
-                    grad_q: instances
-                        .iter()
-                        .map(|&d| kernels::AttentionGradQFragments::with_constants(rt, d))
-                        .collect::<Result<_>>()?,
-                    grad_kv: instances
-                        .iter()
-                        .map(|&d| kernels::AttentionGradKvFragments::with_constants(rt, d))
-                        .collect::<Result<_>>()?,
+                    scalar: Fragments::new(rt)?,
+                    vector: Fragments::new(rt)?,
                 };
                 // After the kernels, which refuse a device without tensor cores first.
                 check_tensor_core_subgroups(rt, "nn::Attention")?;
@@ -258,15 +367,8 @@ impl<E: AttentionElement> Passes<E> {
     fn kernels(&self) -> Vec<&dyn tessera::Prepare> {
         match self {
             Passes::F32(tiling) => tiling.kernels(),
-            Passes::TensorCores {
-                forward,
-                grad_q,
-                grad_kv,
-            } => {
-                let forward = forward.iter().map(|k| k as &dyn tessera::Prepare);
-                let grad_q = grad_q.iter().map(|k| k as &dyn tessera::Prepare);
-                let grad_kv = grad_kv.iter().map(|k| k as &dyn tessera::Prepare);
-                forward.chain(grad_q).chain(grad_kv).collect()
+            Passes::TensorCores { scalar, vector } => {
+                scalar.kernels().chain(vector.kernels()).collect()
             }
         }
     }
@@ -468,17 +570,13 @@ impl<E: AttentionElement> Attention<E> {
         let lse = args.lse;
         let tiling = match &self.passes {
             Passes::F32(tiling) => tiling,
-            Passes::TensorCores { forward, .. } => {
-                let args = kernels::AttentionForwardFragmentsArgs {
-                    p: &plan.params,
-                    q: args.q,
-                    k: args.k,
-                    v: args.v,
-                    o: args.out,
-                    lse,
-                    key_lengths,
+            Passes::TensorCores { scalar, vector } => {
+                let args = AttentionForward { lse, ..args };
+                return if plan.params.head_dim.is_multiple_of(4) {
+                    vector.forward(batch, &plan, args, key_lengths)
+                } else {
+                    scalar.forward(batch, &plan, args, key_lengths)
                 };
-                return forward[plan.instance].record(batch, args);
             }
         };
         // Strict f32: `E` is `f32` (`Passes::new`), and the views are the buffers themselves.
@@ -576,35 +674,12 @@ impl<E: AttentionElement> Attention<E> {
         self.row_stats.record(batch, row_stats)?;
         let tiling = match &self.passes {
             Passes::F32(tiling) => tiling,
-            Passes::TensorCores {
-                grad_q: grad_q_kernels,
-                grad_kv,
-                ..
-            } => {
-                let (q, k, v, grad_o) = (args.q, args.k, args.v, args.grad_out);
-                let args_q = kernels::AttentionGradQFragmentsArgs {
-                    p,
-                    q,
-                    k,
-                    v,
-                    grad_o,
-                    stats,
-                    grad_q: args.grad_q,
-                    key_lengths,
+            Passes::TensorCores { scalar, vector } => {
+                return if plan.params.head_dim.is_multiple_of(4) {
+                    vector.backward(batch, &plan, args, stats, key_lengths)
+                } else {
+                    scalar.backward(batch, &plan, args, stats, key_lengths)
                 };
-                grad_q_kernels[plan.instance].record(batch, args_q)?;
-                let args_kv = kernels::AttentionGradKvFragmentsArgs {
-                    p,
-                    q,
-                    k,
-                    v,
-                    grad_o,
-                    stats,
-                    grad_k: args.grad_k,
-                    grad_v: args.grad_v,
-                    key_lengths,
-                };
-                return grad_kv[plan.instance].record(batch, args_kv);
             }
         };
         // Strict f32: `E` is `f32` (`Passes::new`), and the views are the buffers themselves.

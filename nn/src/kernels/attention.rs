@@ -1085,10 +1085,11 @@ pub mod attention_ops {
     pub struct FragmentHeadDim;
 
     /// An invocation's share of `BLOCK` rows from `start` of a matrix of `rows` rows of
-    /// `width` scalars (from `at`), `D` a row, times `factor` and rounded to f16: zeros past
-    /// `rows` and past `width`. Loaded for `store_block` to stage, so that an invocation
+    /// `width` scalars (from scalar `at`), `D` a row, times `factor` and rounded to f16: zeros
+    /// past `rows` and past `width`. Bound as vectors of 4 (`E::LANES`), the matrix's rows
+    /// are a multiple of 4 long. Loaded for `store_block` to stage, so that an invocation
     /// issues every load of a step before its first store (a loop of a load and a store at a
-    /// time waited out each load: the forward ran 40 times slower on an H200), and the next
+    /// time waited out each load: the forward ran 4 times slower on an H200), and the next
     /// step's loads are in flight while the workgroup multiplies this one's.
     fn load_block<E>(
         x: &[E],
@@ -1099,35 +1100,41 @@ pub mod attention_ops {
         factor: f32,
         t: u32,
     ) -> [f16; BLOCK * D / FRAG_INVOCATIONS] {
-        let mut held = [0.0f32; BLOCK * D / FRAG_INVOCATIONS];
+        let mut held = [0.0 as E::F32; BLOCK * D / FRAG_INVOCATIONS / E::LANES];
         #[unroll]
-        for r in 0..BLOCK * D / FRAG_INVOCATIONS {
-            let slot = r * FRAG_INVOCATIONS + t;
+        for r in 0..BLOCK * D / FRAG_INVOCATIONS / E::LANES {
+            let slot = (r * FRAG_INVOCATIONS + t) * E::LANES;
             let (row, c) = (start + slot / D, slot % D);
             if row < rows && c < width {
-                held[r] = x[at + row * width + c] as f32;
+                held[r] = x[(at + row * width + c) / E::LANES] as E::F32;
             }
         }
         let mut halves = [0.0f16; BLOCK * D / FRAG_INVOCATIONS];
         #[unroll]
-        for r in 0..BLOCK * D / FRAG_INVOCATIONS {
-            halves[r] = (held[r] * factor) as f16;
+        for r in 0..BLOCK * D / FRAG_INVOCATIONS / E::LANES {
+            #[unroll]
+            for lane in 0..E::LANES {
+                halves[r * E::LANES + lane] = (held[r][lane] * factor) as f16;
+            }
         }
         halves
     }
 
-    /// Stages what `load_block` loaded into `staged` from its row `base` on, `STRIDE` halves
-    /// between rows.
-    fn store_block(
+    /// Stages what `load_block::<E>` loaded into `staged` from its row `base` on, `STRIDE`
+    /// halves between rows.
+    fn store_block<E>(
         staged: &mut [f16; 2 * BLOCK * STRIDE],
         base: u32,
         held: &[f16; BLOCK * D / FRAG_INVOCATIONS],
         t: u32,
     ) {
         #[unroll]
-        for r in 0..BLOCK * D / FRAG_INVOCATIONS {
-            let slot = r * FRAG_INVOCATIONS + t;
-            staged[(base + slot / D) * STRIDE + slot % D] = held[r];
+        for r in 0..BLOCK * D / FRAG_INVOCATIONS / E::LANES {
+            #[unroll]
+            for lane in 0..E::LANES {
+                let slot = (r * FRAG_INVOCATIONS + t) * E::LANES + lane;
+                staged[(base + slot / D) * STRIDE + slot % D] = held[r * E::LANES + lane];
+            }
         }
     }
 
@@ -1147,7 +1154,7 @@ pub mod attention_ops {
         for part in 0..FRAG_ROWS / BLOCK {
             let base = part * BLOCK;
             let held = load_block(x, at, first + base, rows, width, factor, t);
-            store_block(staged, base, &held, t);
+            store_block::<E>(staged, base, &held, t);
         }
     }
 
@@ -1170,13 +1177,13 @@ pub mod attention_ops {
              features(f16, cooperative_matrix, subgroups),
              limits(workgroup_memory = MEMORY),
              grid = [ceil_div(p.queries, FRAG_ROWS), p.batch_heads],
-             types(E = [f32, f16]))]
+             types(E = [f32, f16, Vec4<f32>, Vec4<f16>]))]
     pub fn attention_forward_fragments<E>(
         p: &AttentionParams,
-        #[len(p.batch_heads * p.queries * p.head_dim)] q: &[E],
-        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] k: &[E],
-        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] v: &[E],
-        #[len(p.batch_heads * p.queries * p.head_dim)] o: &mut [E],
+        #[len(p.batch_heads * p.queries * p.head_dim / E::LANES)] q: &[E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim / E::LANES)] k: &[E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim / E::LANES)] v: &[E],
+        #[len(p.batch_heads * p.queries * p.head_dim / E::LANES)] o: &mut [E],
         #[len(p.batch_heads * p.queries)] lse: &mut [f32],
         #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
         #[workgroup] staged: &mut [f16; 2 * BLOCK * STRIDE],
@@ -1212,8 +1219,8 @@ pub mod attention_ops {
         let mut from_k = load_block(k, kv_at, 0, p.keys, width, 1.0, t);
         let mut from_v = load_block(v, kv_at, 0, p.keys, width, 1.0, t);
         for start in (0..keys_end).step_by(BLOCK) {
-            store_block(staged, 0, &from_k, t);
-            store_block(staged, BLOCK, &from_v, t);
+            store_block::<E>(staged, 0, &from_k, t);
+            store_block::<E>(staged, BLOCK, &from_v, t);
             workgroup_barrier();
             // The next block's loads, in flight while this one is multiplied.
             if start + BLOCK < keys_end {
@@ -1298,10 +1305,15 @@ pub mod attention_ops {
             #[unroll]
             for chunk in 0..D / 64 {
                 #[unroll]
-                for i in 0..32 {
-                    let column = chunk * 64 + tile_column(i, half);
+                for i in 0..32 / E::LANES {
+                    let column = chunk * 64 + tile_column(i * E::LANES, half);
+                    let mut value = 0.0 as E::F32;
+                    #[unroll]
+                    for l in 0..E::LANES {
+                        value[l] = out[chunk * 32 + i * E::LANES + l] * inverse;
+                    }
                     if column < p.head_dim {
-                        o[at + column] = (out[chunk * 32 + i] * inverse) as E;
+                        o[(at + column) / E::LANES] = value as E;
                     }
                 }
             }
@@ -1337,19 +1349,20 @@ pub mod attention_ops {
         for chunk in 0..D / 64 {
             #[unroll]
             for n in 0..4 {
-                coop_store_row_major(
-                    acc[chunk * 4 + n],
-                    &mut tiles[sub * TILE + n * 16],
-                    TILE_STRIDE,
-                );
+                let tile = sub * TILE + n * 16;
+                coop_store_row_major(acc[chunk * 4 + n], &mut tiles[tile], TILE_STRIDE);
             }
             workgroup_barrier();
             #[unroll]
-            for i in 0..32 {
-                let column = chunk * 64 + tile_column(i, half);
-                if row < rows && column < width {
-                    x[at + row * width + column] =
-                        (tiles[own + tile_column(i, half)] * factor) as E;
+            for i in 0..32 / E::LANES {
+                let column = tile_column(i * E::LANES, half);
+                let mut value = 0.0 as E::F32;
+                #[unroll]
+                for l in 0..E::LANES {
+                    value[l] = tiles[own + column + l] * factor;
+                }
+                if row < rows && chunk * 64 + column < width {
+                    x[(at + row * width + chunk * 64 + column) / E::LANES] = value as E;
                 }
             }
             workgroup_barrier();
@@ -1365,15 +1378,15 @@ pub mod attention_ops {
              features(f16, cooperative_matrix, subgroups),
              limits(workgroup_memory = MEMORY),
              grid = [ceil_div(p.queries, FRAG_ROWS), p.batch_heads],
-             types(E = [f32, f16]))]
+             types(E = [f32, f16, Vec4<f32>, Vec4<f16>]))]
     pub fn attention_grad_q_fragments<E>(
         p: &AttentionParams,
-        #[len(p.batch_heads * p.queries * p.head_dim)] q: &[E],
-        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] k: &[E],
-        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] v: &[E],
-        #[len(p.batch_heads * p.queries * p.head_dim)] grad_o: &[E],
+        #[len(p.batch_heads * p.queries * p.head_dim / E::LANES)] q: &[E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim / E::LANES)] k: &[E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim / E::LANES)] v: &[E],
+        #[len(p.batch_heads * p.queries * p.head_dim / E::LANES)] grad_o: &[E],
         #[len(p.batch_heads * p.queries)] stats: &[Vec2<f32>],
-        #[len(p.batch_heads * p.queries * p.head_dim)] grad_q: &mut [E],
+        #[len(p.batch_heads * p.queries * p.head_dim / E::LANES)] grad_q: &mut [E],
         #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
         #[workgroup] staged: &mut [f16; 2 * BLOCK * STRIDE],
         #[workgroup] tiles: &mut [f32; 4 * TILE],
@@ -1417,8 +1430,8 @@ pub mod attention_ops {
         let mut from_k = load_block(k, kv_at, 0, p.keys, width, 1.0, t);
         let mut from_v = load_block(v, kv_at, 0, p.keys, width, 1.0, t);
         for start in (0..keys_end).step_by(BLOCK) {
-            store_block(staged, 0, &from_k, t);
-            store_block(staged, BLOCK, &from_v, t);
+            store_block::<E>(staged, 0, &from_k, t);
+            store_block::<E>(staged, BLOCK, &from_v, t);
             workgroup_barrier();
             // The next block's loads, in flight while this one is multiplied.
             if start + BLOCK < keys_end {
@@ -1495,16 +1508,16 @@ pub mod attention_ops {
              features(f16, cooperative_matrix, subgroups),
              limits(workgroup_memory = MEMORY + 8 * BLOCK),
              grid = [ceil_div(p.keys, FRAG_ROWS), p.batch_heads / p.group],
-             types(E = [f32, f16]))]
+             types(E = [f32, f16, Vec4<f32>, Vec4<f16>]))]
     pub fn attention_grad_kv_fragments<E>(
         p: &AttentionParams,
-        #[len(p.batch_heads * p.queries * p.head_dim)] q: &[E],
-        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] k: &[E],
-        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] v: &[E],
-        #[len(p.batch_heads * p.queries * p.head_dim)] grad_o: &[E],
+        #[len(p.batch_heads * p.queries * p.head_dim / E::LANES)] q: &[E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim / E::LANES)] k: &[E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim / E::LANES)] v: &[E],
+        #[len(p.batch_heads * p.queries * p.head_dim / E::LANES)] grad_o: &[E],
         #[len(p.batch_heads * p.queries)] stats: &[Vec2<f32>],
-        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] grad_k: &mut [E],
-        #[len(p.batch_heads / p.group * p.keys * p.head_dim)] grad_v: &mut [E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim / E::LANES)] grad_k: &mut [E],
+        #[len(p.batch_heads / p.group * p.keys * p.head_dim / E::LANES)] grad_v: &mut [E],
         #[len(p.padded * (p.batch_heads / p.heads))] key_lengths: &[u32],
         #[workgroup] staged: &mut [f16; 2 * BLOCK * STRIDE],
         #[workgroup] tiles: &mut [f32; 4 * TILE],
@@ -1575,8 +1588,8 @@ pub mod attention_ops {
             let head = kv_head * p.group + step / blocks;
             let start = queries_from + step % blocks * BLOCK;
             let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
-            store_block(staged, 0, &from_q, t);
-            store_block(staged, BLOCK, &from_grad, t);
+            store_block::<E>(staged, 0, &from_q, t);
+            store_block::<E>(staged, BLOCK, &from_grad, t);
             if t < BLOCK {
                 block_stats[t] = from_stats;
             }
