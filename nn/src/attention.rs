@@ -352,6 +352,18 @@ impl<E: AttentionElement> Passes<E> {
                     .into(),
             )),
             Precision::TensorCoreF16 => {
+                // Before the kernels, whose workgroups a device without tensor cores may also
+                // be too small for: the refusal names what is missing first.
+                let f16 = tessera::wgpu::CooperativeScalarType::F16;
+                let f32 = tessera::wgpu::CooperativeScalarType::F32;
+                if !rt.info().has_cooperative_matrix(16, f16, f32) {
+                    return Err(tessera::Error::MissingFeature {
+                        kernel: "nn::Attention".into(),
+                        feature: "cooperative matrices of 16 x 16 f16 summed in f32 (tensor \
+                                  cores) for Precision::TensorCoreF16"
+                            .into(),
+                    });
+                }
                 let passes = Passes::TensorCores {
                     scalar: Fragments::new(rt)?,
                     vector: Fragments::new(rt)?,

@@ -194,9 +194,14 @@ pub const WGSL_ROWS: &str = kernels::row_ops::WGSL;
 /// (without them the sort takes 4 bits a pass, which need no optional device feature).
 pub const WGSL_SORT: &str = kernels::sort_ops::WGSL;
 
-/// The WGSL of [`Attention`], a kernels module of its own; it needs no optional device
-/// feature.
+/// The WGSL of [`Attention`], a kernels module of its own: its register-tile kernels need
+/// subgroups, its tensor-core kernels ([`Precision::TensorCoreF16`]) cooperative matrices and
+/// `SHADER_F16`.
 pub const WGSL_ATTENTION: &str = kernels::attention_ops::WGSL;
+
+/// The part of [`WGSL_ATTENTION`] a device without tensor cores runs: every kernel but the
+/// tensor-core ones (and the `f16` instance of the row statistics, which only they read).
+pub const WGSL_ATTENTION_PORTABLE: &str = kernels::attention_ops::WGSL_WITH_SUBGROUPS;
 
 /// The WGSL of [`Embedding`], a kernels module of its own; it needs no optional device feature.
 pub const WGSL_EMBEDDING: &str = kernels::embedding_ops::WGSL;

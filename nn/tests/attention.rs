@@ -296,13 +296,13 @@ fn forward_and_backward_match_attention_in_f64() {
     let no_subgroups = runtime_without(&rt, tessera::wgpu::Features::SUBGROUP);
     let rows = [
         "attention_forward_d64_keys32",
-        "attention_row_stats",
+        "attention_row_stats_f32",
         "attention_grad_q_d64_keys32",
         "attention_grad_kv_d64_keys32",
     ];
     let tiled = [
         "attention_forward_tiled_d64_lanes4_log_lanes2_tile_keys32",
-        "attention_row_stats",
+        "attention_row_stats_f32",
         "attention_grad_q_tiled_d64_lanes4_log_lanes2_tile_keys32",
         "attention_grad_kv_tiled_d64_lanes4_log_lanes2_tile_keys32",
     ];

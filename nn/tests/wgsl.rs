@@ -244,13 +244,18 @@ fn transformer_kernels_are_pinned() {
 }
 
 /// Attention's module ([`tessera_nn::WGSL_ATTENTION`]): every entry point, and in full the
-/// forward's narrower instance and the row statistics (the others unroll the same loops
-/// wider, or walk the blocks the other way; all of them pass Tint below).
+/// forward's narrower instance, the row statistics and the tensor-core forward over vectors
+/// of f32 (the others unroll the same loops wider, or walk the blocks the other way; all of
+/// them but the tensor-core kernels pass Tint below).
 #[test]
 fn attention_kernels_are_pinned() {
     let table = entry_point_table(tessera_nn::WGSL_ATTENTION);
     insta::assert_snapshot!("attention_entry_points", table);
-    let samples = ["attention_forward_d64_keys32", "attention_row_stats"];
+    let samples = [
+        "attention_forward_d64_keys32",
+        "attention_row_stats_f32",
+        "attention_forward_fragments_vec4_f32_d64_block64",
+    ];
     let samples = samples_of(tessera_nn::WGSL_ATTENTION, &samples);
     insta::assert_snapshot!("attention_samples", samples);
 }
@@ -259,11 +264,14 @@ fn attention_kernels_are_pinned() {
 fn portable_kernels_pass_tint() {
     let mut batch =
         tessera_tint::Batch::in_target("tests").expect("a directory for the Tint batch");
-    // All but the tensor-core kernels, whose wgpu extension Tint does not know.
+    // All but the tensor-core kernels (of `nn` and of attention), whose wgpu extension Tint
+    // does not know.
     batch.add("nn", tessera_nn::WGSL_PORTABLE).unwrap();
     batch.add("rows", tessera_nn::WGSL_ROWS).unwrap();
     batch.add("sort", tessera_nn::WGSL_SORT).unwrap();
-    batch.add("attention", tessera_nn::WGSL_ATTENTION).unwrap();
+    batch
+        .add("attention", tessera_nn::WGSL_ATTENTION_PORTABLE)
+        .unwrap();
     batch.add("clip", tessera_nn::WGSL_CLIP).unwrap();
     batch.add("embedding", tessera_nn::WGSL_EMBEDDING).unwrap();
     batch
@@ -297,7 +305,7 @@ fn every_portable_kernel_passed_the_sanitizer() {
         ("nn", tessera_nn::WGSL_PORTABLE),
         ("rows", tessera_nn::WGSL_ROWS),
         ("sort", tessera_nn::WGSL_SORT),
-        ("attention", tessera_nn::WGSL_ATTENTION),
+        ("attention", tessera_nn::WGSL_ATTENTION_PORTABLE),
         ("clip", tessera_nn::WGSL_CLIP),
         ("embedding", tessera_nn::WGSL_EMBEDDING),
         ("transformer", tessera_nn::WGSL_TRANSFORMER),
