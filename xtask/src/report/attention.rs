@@ -5,7 +5,9 @@
 //! `date D` lines.
 //!
 //! Every table row is `| shape | mask | pass | who | ms | TFLOP/s |`; `who` is `tessera f32`,
-//! `PyTorch SDPA f32` or `PyTorch SDPA f16 (flash)`. The plot
+//! `tessera tensor cores, f32 storage`, `tessera tensor cores, f16 storage`, `PyTorch SDPA
+//! f32` or `PyTorch SDPA f16 (flash)`. The section's table sets tessera's strict f32 beside
+//! SDPA f32 and its tensor cores over f16 storage beside SDPA's f16 flash backend; the plot
 //! (`docs/benchmarks-attention.png`) has a bar for each row with both f32 figures.
 
 use std::fmt::Write as _;
@@ -82,6 +84,9 @@ fn bars(figures: &[Figure]) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// `who` of tessera's rows on the tensor cores over f16 storage.
+const TENSOR_F16: &str = "tessera tensor cores, f16 storage";
+
 /// The section's Markdown, from the run's figures, devices and (commit, date).
 fn markdown(figures: &[Figure], devices: &[String], (commit, date): (&str, &str)) -> String {
     let find = |f: &Figure, who: &str| find(figures, f, who);
@@ -91,32 +96,38 @@ fn markdown(figures: &[Figure], devices: &[String], (commit, date): (&str, &str)
         "One device run of `nn/examples/attention_bench.rs` and `bench/attention_bench.py`, \
          {date}, commit `{commit}` (raw tables in `bench/results/attention`). TFLOP/s as \
          FlashAttention counts them: the forward `4 * BH * N^2 * D`, half under the causal \
-         mask, the backward 2.5 times the forward. *ratio* is tessera's strict f32 over \
-         PyTorch's `scaled_dot_product_attention` in f32 (the issue's targets: 1.2 forward, \
-         1.0 backward); the f16 flash column is for reference. `notes/attention.md` says \
-         what each kernel is and what is next.\n"
+         mask, the backward 2.5 times the forward. The first *ratio* is tessera's strict f32 \
+         over PyTorch's `scaled_dot_product_attention` in f32 (the issue's targets: 1.2 \
+         forward, 1.0 backward), the second tessera on the tensor cores over f16 storage \
+         over SDPA's f16 flash backend (targets 0.5 forward, 0.4 backward). \
+         `notes/attention.md` says what each kernel is and what is next.\n"
     );
     for device in devices {
         let _ = writeln!(text, "- {device}");
     }
     text.push_str(
-        "\n| BH x N x D | mask | pass | tessera f32 | SDPA f32 | ratio | SDPA f16 (flash) |\n\
-         | --- | --- | --- | ---: | ---: | ---: | ---: |\n",
+        "\n| BH x N x D | mask | pass | tessera f32 | SDPA f32 | ratio | tessera f16 (tensor \
+         cores) | SDPA f16 (flash) | ratio |\n\
+         | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     let cell = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
     for f in figures.iter().filter(|f| f.who == "tessera f32") {
         let f32 = find(f, "PyTorch SDPA f32");
         let ratio = f32.map(|t| f.tflops / t);
+        let (tensor, f16) = (find(f, TENSOR_F16), find(f, "PyTorch SDPA f16 (flash)"));
+        let f16_ratio = tensor.zip(f16).map(|(t, p)| t / p);
         let _ = writeln!(
             text,
-            "| {} | {} | {} | {:.2} | {} | {} | {} |",
+            "| {} | {} | {} | {:.2} | {} | {} | {} | {} | {} |",
             f.shape,
             f.mask,
             f.pass,
             f.tflops,
             cell(f32),
             cell(ratio),
-            cell(find(f, "PyTorch SDPA f16 (flash)"))
+            cell(tensor),
+            cell(f16),
+            cell(f16_ratio)
         );
     }
     text.push_str(
@@ -157,7 +168,8 @@ mod tests {
         let ours = "Some GPU (Vulkan)\n| shape | mask | pass | who | ms | TFLOP/s |\n\
                     | --- | --- | --- | --- | --- | --- |\n\
                     | 2x8x4 | none | forward | tessera f32 | 1.0 | 3.00 |\n\
-                    | 2x8x4 | causal | backward | tessera f32 | 1.0 | 1.00 |\n";
+                    | 2x8x4 | causal | backward | tessera f32 | 1.0 | 1.00 |\n\
+                    | 2x8x4 | none | forward | tessera tensor cores, f16 storage | 1.0 | 12.00 |\n";
         let theirs = "Some GPU (PyTorch 9)\n\
                       | 2x8x4 | none | forward | PyTorch SDPA f32 | 0.5 | 6.00 |\n\
                       | 2x8x4 | none | forward | PyTorch SDPA f16 (flash) | 0.1 | 30.00 |\n";
@@ -167,11 +179,11 @@ mod tests {
         let text = markdown(&figures, &["Some GPU".into()], ("abc1234", "2026-11-29"));
         assert!(text.contains("commit `abc1234`"), "{text}");
         assert!(
-            text.contains("| 2x8x4 | none | forward | 3.00 | 6.00 | 0.50 | 30.00 |"),
+            text.contains("| 2x8x4 | none | forward | 3.00 | 6.00 | 0.50 | 12.00 | 30.00 | 0.40 |"),
             "{text}"
         );
         assert!(
-            text.contains("| 2x8x4 | causal | backward | 1.00 | - | - | - |"),
+            text.contains("| 2x8x4 | causal | backward | 1.00 | - | - | - | - | - |"),
             "{text}"
         );
         assert_eq!(bars(&figures), [("2x8x4 · none · forward".to_owned(), 0.5)]);
