@@ -74,7 +74,9 @@
 //! - [`Embedding`]: rows of a table looked up by id, and the table's gradient, summed per id
 //!   without atomics (deterministic).
 //! - [`Attention`]: scaled dot-product attention, forward and backward (causal or not,
-//!   grouped queries), in strict `f32`, as FlashAttention computes it.
+//!   grouped queries, padded sequences), as FlashAttention computes it: in strict `f32`, or on
+//!   the tensor cores ([`Precision::TensorCoreF16`]) over `f32` or `f16` storage
+//!   ([`AttentionElement`]).
 //! - [`Residual`]: a residual connection's sum where no norm follows it; [`Heads`]: a projection's token rows to
 //!   attention's `[batch, heads, seq, head_dim]` tensors and back ([`HeadsLayout`] says where
 //!   the heads sit in the rows, the three groups of a fused query-key-value projection

@@ -31,7 +31,16 @@
 //! gradient give each of the last half of their blocks two workgroups, a half of the keys
 //! each, whose results `attention_merge_halves` (the forward: outputs weighted by their
 //! halves' log-sum-exps) and `attention_add_halves` (the query gradient: a sum) combine.
-//! notes/attention.md has the H200 figures.
+//!
+//! On the tensor cores (`Precision::TensorCoreF16`), the same three passes in 16 x 16 f16
+//! fragments summed in f32 (`attention_forward_fragments`, `attention_grad_q_fragments`,
+//! `attention_grad_kv_fragments`), over f32 or f16 storage, read as scalars or as vectors of 4:
+//! a workgroup of four subgroups takes 64 rows, 16 a subgroup, and stages each block of keys
+//! (or of queries) in f16, the next block's loads in flight while it multiplies this one.
+//! Naga's fragments give no access to their elements, so what the softmax needs of each
+//! product goes through a tile of workgroup memory each subgroup has to itself, two lanes a
+//! row; the output rows are summed in registers there, a fragment being unable to be scaled a
+//! row at a time. notes/attention.md has the H200 figures.
 
 #[tessera::kernels]
 pub mod attention_ops {
