@@ -1237,17 +1237,7 @@ pub mod attention_ops {
                 from_v = load_block(v, kv_at, start + BLOCK, p.keys, width, 1.0, t);
             }
             // The scores, 16 keys a fragment, into the subgroup's tile.
-            #[unroll]
-            for j in 0..BLOCK / 16 {
-                let mut scores: FragC16<f32> = coop_zero();
-                #[unroll]
-                for kk in 0..D / 16 {
-                    let keys: FragB16<f16> =
-                        coop_load_column_major(&staged[j * 16 * STRIDE + kk * 16], STRIDE);
-                    scores = coop_multiply_add(query[kk], keys, scores);
-                }
-                coop_store_row_major(scores, &mut tiles[tile + j * 16], TILE_STRIDE);
-            }
+            products_into_tile(&query, staged, 0, tiles, tile);
             workgroup_barrier();
             // The online softmax over the lane's half of its row: the block's maximum, what
             // came before rescaled to it, the weights written back as f16.
@@ -1333,6 +1323,29 @@ pub mod attention_ops {
                     -f32::MAX
                 };
             }
+        }
+    }
+
+    /// `rows · bᵀ` for a subgroup's 16 rows (`D / 16` fragments of 16 columns) and the
+    /// `BLOCK` rows `b` staged from row `from` of `staged`: the subgroup's tile's first
+    /// `BLOCK` columns, 16 at a time (the staged rows read as column-major fragments).
+    fn products_into_tile(
+        rows: &[FragA16<f16>; D / 16],
+        staged: &[f16; 2 * BLOCK * STRIDE],
+        from: u32,
+        tiles: &mut [f32; 4 * TILE],
+        tile: u32,
+    ) {
+        #[unroll]
+        for j in 0..BLOCK / 16 {
+            let mut products: FragC16<f32> = coop_zero();
+            #[unroll]
+            for kk in 0..D / 16 {
+                let at = (from + j * 16) * STRIDE + kk * 16;
+                let columns: FragB16<f16> = coop_load_column_major(&staged[at], STRIDE);
+                products = coop_multiply_add(rows[kk], columns, products);
+            }
+            coop_store_row_major(products, &mut tiles[tile + j * 16], TILE_STRIDE);
         }
     }
 
@@ -1447,17 +1460,7 @@ pub mod attention_ops {
                 from_k = load_block(k, kv_at, start + BLOCK, p.keys, width, 1.0, t);
                 from_v = load_block(v, kv_at, start + BLOCK, p.keys, width, 1.0, t);
             }
-            #[unroll]
-            for j in 0..BLOCK / 16 {
-                let mut scores: FragC16<f32> = coop_zero();
-                #[unroll]
-                for kk in 0..D / 16 {
-                    let keys: FragB16<f16> =
-                        coop_load_column_major(&staged[j * 16 * STRIDE + kk * 16], STRIDE);
-                    scores = coop_multiply_add(query[kk], keys, scores);
-                }
-                coop_store_row_major(scores, &mut tiles[tile + j * 16], TILE_STRIDE);
-            }
+            products_into_tile(&query, staged, 0, tiles, tile);
             workgroup_barrier();
             let mut probs = [0.0f32; BLOCK / 2];
             #[unroll]
@@ -1468,17 +1471,7 @@ pub mod attention_ops {
                 }
             }
             workgroup_barrier();
-            #[unroll]
-            for j in 0..BLOCK / 16 {
-                let mut dots: FragC16<f32> = coop_zero();
-                #[unroll]
-                for kk in 0..D / 16 {
-                    let at = (BLOCK + j * 16) * STRIDE + kk * 16;
-                    let values: FragB16<f16> = coop_load_column_major(&staged[at], STRIDE);
-                    dots = coop_multiply_add(grad_out[kk], values, dots);
-                }
-                coop_store_row_major(dots, &mut tiles[tile + j * 16], TILE_STRIDE);
-            }
+            products_into_tile(&grad_out, staged, BLOCK, tiles, tile);
             workgroup_barrier();
             #[unroll]
             for i in 0..BLOCK / 2 {
@@ -1615,17 +1608,7 @@ pub mod attention_ops {
                 }
             }
             // The scores transposed: keys as rows, the block's queries as columns.
-            #[unroll]
-            for j in 0..BLOCK / 16 {
-                let mut scores: FragC16<f32> = coop_zero();
-                #[unroll]
-                for kk in 0..D / 16 {
-                    let at = j * 16 * STRIDE + kk * 16;
-                    let queries: FragB16<f16> = coop_load_column_major(&staged[at], STRIDE);
-                    scores = coop_multiply_add(keys[kk], queries, scores);
-                }
-                coop_store_row_major(scores, &mut tiles[tile + j * 16], TILE_STRIDE);
-            }
+            products_into_tile(&keys, staged, 0, tiles, tile);
             workgroup_barrier();
             let mut probs = [0.0f32; BLOCK / 2];
             #[unroll]
@@ -1649,17 +1632,7 @@ pub mod attention_ops {
                     acc_v[n] = coop_multiply_add(weight, rows, acc_v[n]);
                 }
             }
-            #[unroll]
-            for j in 0..BLOCK / 16 {
-                let mut dots: FragC16<f32> = coop_zero();
-                #[unroll]
-                for kk in 0..D / 16 {
-                    let at = (BLOCK + j * 16) * STRIDE + kk * 16;
-                    let rows: FragB16<f16> = coop_load_column_major(&staged[at], STRIDE);
-                    dots = coop_multiply_add(values[kk], rows, dots);
-                }
-                coop_store_row_major(dots, &mut tiles[tile + j * 16], TILE_STRIDE);
-            }
+            products_into_tile(&values, staged, BLOCK, tiles, tile);
             workgroup_barrier();
             #[unroll]
             for i in 0..BLOCK / 2 {
