@@ -1147,9 +1147,11 @@ pub mod attention_ops {
         }
     }
 
-    /// Stages the `FRAG_ROWS` rows from `first` of a matrix (as `load_block` and
-    /// `store_block`, a block at a time) into `staged`, from its first row.
-    fn stage_rows_of_workgroup<E>(
+    /// The subgroup's 16 of the `FRAG_ROWS` rows from `first` of a matrix of `rows` rows of
+    /// `width` scalars (from `at`), times `factor`, as f16 fragments: the workgroup's rows
+    /// staged through `staged` (as `load_block` and `store_block`, a block at a time), each
+    /// subgroup loading its own. Every invocation calls it (it holds barriers).
+    fn row_fragments<E>(
         staged: &mut [f16; 2 * BLOCK * STRIDE],
         x: &[E],
         at: u32,
@@ -1158,16 +1160,24 @@ pub mod attention_ops {
         width: u32,
         factor: f32,
         t: u32,
-    ) {
+    ) -> [FragA16<f16>; D / 16] {
         #[unroll]
         for part in 0..FRAG_ROWS / BLOCK {
             let base = part * BLOCK;
             let held = load_block(x, at, first + base, rows, width, factor, t);
             store_block::<E>(staged, base, &held, t);
         }
+        workgroup_barrier();
+        let mut fragments: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
+        #[unroll]
+        for kk in 0..D / 16 {
+            fragments[kk] = coop_load_row_major(&staged[t / 32 * 16 * STRIDE + kk * 16], STRIDE);
+        }
+        workgroup_barrier();
+        fragments
     }
 
-    /// Where the `i`-th of the `count / 2` columns a lane takes of its row of a tile lies:
+    /// Where the `i`-th of the columns a lane takes of its row of a tile (half the row) lies:
     /// runs of 4, the two lanes of a row taking every other one (`half`).
     fn tile_column(i: u32, half: u32) -> u32 {
         i / 4 * 8 + half * 4 + i % 4
@@ -1212,14 +1222,7 @@ pub mod attention_ops {
         // The subgroup's 16 query rows, scaled, as fragments, staged through `staged` (which
         // holds all 64 rows: its keys and values' halves together).
         let q_at = head * p.queries * p.head_dim;
-        stage_rows_of_workgroup(staged, q, q_at, first, p.queries, p.head_dim, p.scale, t);
-        workgroup_barrier();
-        let mut query: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
-        #[unroll]
-        for kk in 0..D / 16 {
-            query[kk] = coop_load_row_major(&staged[sub * 16 * STRIDE + kk * 16], STRIDE);
-        }
-        workgroup_barrier();
+        let query = row_fragments(staged, q, q_at, first, p.queries, p.head_dim, p.scale, t);
         let mut maximum = -f32::MAX;
         let mut sum = 0.0f32;
         let mut out = [0.0f32; D / 2];
@@ -1426,22 +1429,8 @@ pub mod attention_ops {
         let seq_keys = sequence_keys(key_lengths, head, p.heads, p.keys, p.padded);
         // The subgroup's query rows (scaled) and output-gradient rows, as fragments.
         let q_at = head * p.queries * p.head_dim;
-        let mut query: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
-        let mut grad_out: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
-        stage_rows_of_workgroup(staged, q, q_at, first, p.queries, p.head_dim, p.scale, t);
-        workgroup_barrier();
-        #[unroll]
-        for kk in 0..D / 16 {
-            query[kk] = coop_load_row_major(&staged[sub * 16 * STRIDE + kk * 16], STRIDE);
-        }
-        workgroup_barrier();
-        stage_rows_of_workgroup(staged, grad_o, q_at, first, p.queries, p.head_dim, 1.0, t);
-        workgroup_barrier();
-        #[unroll]
-        for kk in 0..D / 16 {
-            grad_out[kk] = coop_load_row_major(&staged[sub * 16 * STRIDE + kk * 16], STRIDE);
-        }
-        workgroup_barrier();
+        let query = row_fragments(staged, q, q_at, first, p.queries, p.head_dim, p.scale, t);
+        let grad_out = row_fragments(staged, grad_o, q_at, first, p.queries, p.head_dim, 1.0, t);
         let mut row_stats = vec2(0.0f32, 0.0);
         if row < p.queries {
             row_stats = stats[head * p.queries + row];
@@ -1536,22 +1525,8 @@ pub mod attention_ops {
         let (tile, own) = (sub * TILE, sub * TILE + lane / 2 * TILE_STRIDE);
         let kv_at = kv_head * p.keys * p.head_dim;
         // The subgroup's key and value rows, as fragments.
-        let mut keys: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
-        let mut values: [FragA16<f16>; D / 16] = [coop_zero(); D / 16];
-        stage_rows_of_workgroup(staged, k, kv_at, first, p.keys, p.head_dim, 1.0, t);
-        workgroup_barrier();
-        #[unroll]
-        for kk in 0..D / 16 {
-            keys[kk] = coop_load_row_major(&staged[sub * 16 * STRIDE + kk * 16], STRIDE);
-        }
-        workgroup_barrier();
-        stage_rows_of_workgroup(staged, v, kv_at, first, p.keys, p.head_dim, 1.0, t);
-        workgroup_barrier();
-        #[unroll]
-        for kk in 0..D / 16 {
-            values[kk] = coop_load_row_major(&staged[sub * 16 * STRIDE + kk * 16], STRIDE);
-        }
-        workgroup_barrier();
+        let keys = row_fragments(staged, k, kv_at, first, p.keys, p.head_dim, 1.0, t);
+        let values = row_fragments(staged, v, kv_at, first, p.keys, p.head_dim, 1.0, t);
         let mut acc_k: [FragC16<f32>; D / 16] = [coop_zero(); D / 16];
         let mut acc_v: [FragC16<f32>; D / 16] = [coop_zero(); D / 16];
         // Every query head sharing the key head, a block of queries at a time (causal: from
